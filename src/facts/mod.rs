@@ -1,0 +1,85 @@
+//! Capacity-free facts: `hitcore` → **facts** → `projector`.
+//!
+//! A [`RequestFact`] is everything the replay learned about one request: its hit curve as
+//! arithmetic-run segments. It holds no capacity and no bytes; those meet it only in
+//! `projector`. `file` reads and writes the upstream `litehit_facts.csv`.
+
+pub mod file;
+
+/// One arithmetic run of the hit curve: the `j`-th block of the run (0-based) is a prefix hit
+/// at every capacity `>= start_required_blocks + j`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct HitCurveSegment {
+    pub start_required_blocks: u64,
+    pub run_length: u64,
+}
+
+impl HitCurveSegment {
+    /// One past the largest threshold in this run.
+    #[inline]
+    #[must_use]
+    pub fn end_required_blocks(self) -> u64 {
+        self.start_required_blocks + self.run_length
+    }
+}
+
+/// The capacity-free fact about one request: its prefix-hit step function.
+///
+/// Invariant (for facts made by `hitcore`): starts strictly increase, every run is
+/// non-empty, and adjacent runs are separated by a gap of at least one (never mergeable).
+/// An empty curve means the request head was cold: zero hits at every capacity.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RequestFact {
+    pub hit_curve: Vec<HitCurveSegment>,
+}
+
+impl RequestFact {
+    /// Builds a fact from `[[start, run], ...]` pairs (tests and readers).
+    #[must_use]
+    pub fn from_pairs(pairs: &[[u64; 2]]) -> Self {
+        Self {
+            hit_curve: pairs
+                .iter()
+                .map(|&[start_required_blocks, run_length]| HitCurveSegment {
+                    start_required_blocks,
+                    run_length,
+                })
+                .collect(),
+        }
+    }
+
+    /// The curve as `[[start, run], ...]` pairs.
+    #[must_use]
+    pub fn to_pairs(&self) -> Vec<[u64; 2]> {
+        self.hit_curve
+            .iter()
+            .map(|s| [s.start_required_blocks, s.run_length])
+            .collect()
+    }
+
+    /// Whether the curve satisfies the RLE invariant documented on the type.
+    #[must_use]
+    pub fn is_canonical(&self) -> bool {
+        let runs_non_empty = self.hit_curve.iter().all(|s| s.run_length > 0 && s.start_required_blocks > 0);
+        let gaps = self
+            .hit_curve
+            .windows(2)
+            .all(|w| w[1].start_required_blocks > w[0].end_required_blocks());
+        runs_non_empty && gaps
+    }
+}
+
+/// One facts row: a fact plus the request identity and the units needed to project it later.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct FactRecord {
+    pub trace_id: String,
+    pub instance_id: String,
+    pub timestamp_ns: i64,
+    /// The hit-rate denominator (original input tokens, incomplete tail included).
+    pub input_token_len: u64,
+    /// Tokens per analysis block: hit tokens = hit blocks × this.
+    pub block_size_tokens: u64,
+    /// KV bytes per block: capacity blocks = floor(capacity bytes / this), in `projector` only.
+    pub block_bytes: u64,
+    pub fact: RequestFact,
+}

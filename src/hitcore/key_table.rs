@@ -1,0 +1,319 @@
+//! Key → latest recency position: a compact open-addressing table.
+//!
+//! Each slot is 12 bytes (the 64-bit key split in two `u32` halves, and the position + 1, with
+//! 0 meaning "empty"), so the table costs `12 / load` bytes per key; the load is kept in
+//! `[MAX_LOAD / GROWTH, MAX_LOAD]` ≈ `[0.63, 0.86]`, i.e. 14–19 bytes per key. Keys are
+//! already hashes (or dense ids), so no `SipHash`: the home slot is the key folded to 32 bits,
+//! reduced modulo the capacity. Dense ids therefore land in neighbouring slots (a chain's
+//! blocks are one or two cache lines), and random 64-bit keys spread uniformly. A key set
+//! that defeats the fold (long probe runs) switches the table to a multiplicative mix.
+//!
+//! Linear probing, no deletions except by rebuilding (compaction), so a slot index found in
+//! phase 1 of a request stays valid through phase 2 as long as the table does not grow —
+//! the core reserves room for the whole request first.
+
+/// Grow when the load would pass this.
+const MAX_LOAD: f64 = 0.86;
+/// Capacity multiplier on growth (small, to keep bytes per key low).
+const GROWTH: f64 = 1.37;
+/// A probe run this long means the fold hash is clustering: switch to the mixing hash.
+const MAX_PROBE_BEFORE_REHASH: usize = 1024;
+const MIN_CAPACITY: usize = 64;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+enum HashMode {
+    /// `(key ^ key >> 32) as u32`: identity on dense ids, uniform on random hashes.
+    #[default]
+    Fold,
+    /// A multiplicative mix: robust for any key set.
+    Mix,
+}
+
+/// One slot: `[key low half, key high half, position + 1]`; position + 1 == 0 means empty.
+type Slot = [u32; 3];
+
+#[derive(Debug, Clone, Default)]
+pub(crate) struct KeyTable {
+    slots: Vec<Slot>,
+    len: usize,
+    /// Lemire's fastmod multiplier for `slots.len()`.
+    fastmod_multiplier: u64,
+    hash_mode: HashMode,
+    /// Set when an insert probed too far; the owner rehashes between requests.
+    wants_rehash: bool,
+}
+
+/// Where a key lives (or would be inserted) and its stored position.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Lookup {
+    pub(crate) slot: usize,
+    /// `Some(position)` if the key is present.
+    pub(crate) position: Option<usize>,
+}
+
+#[inline]
+fn split_key(key: i64) -> (u32, u32) {
+    // Reinterpreting the key's bits as two halves; the truncations are the point.
+    #[expect(clippy::cast_sign_loss, clippy::cast_possible_truncation, reason = "bit split")]
+    let (low, high) = (key as u64 as u32, ((key as u64) >> 32) as u32);
+    (low, high)
+}
+
+#[inline]
+fn join_key(slot: Slot) -> i64 {
+    #[expect(clippy::cast_possible_wrap, reason = "bit join")]
+    let key = (u64::from(slot[0]) | (u64::from(slot[1]) << 32)) as i64;
+    key
+}
+
+#[inline]
+fn encode_position(position: usize) -> u32 {
+    u32::try_from(position + 1).expect("recency positions stay below 2^32 - 1 (about 2 billion live keys)")
+}
+
+impl KeyTable {
+    /// Number of keys stored.
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    #[inline]
+    fn home_slot(&self, key: i64) -> usize {
+        let (low, high) = split_key(key);
+        let hash32 = match self.hash_mode {
+            HashMode::Fold => low ^ high,
+            HashMode::Mix => {
+                #[expect(clippy::cast_sign_loss, clippy::cast_possible_truncation, reason = "hash bits")]
+                let mixed = ((key as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as u32;
+                mixed
+            }
+        };
+        // Lemire's fastmod: hash32 mod capacity with two multiplications, no division.
+        let low_bits = self.fastmod_multiplier.wrapping_mul(u64::from(hash32));
+        #[expect(clippy::cast_possible_truncation, reason = "result is below the capacity")]
+        let slot = ((u128::from(low_bits) * self.slots.len() as u128) >> 64) as usize;
+        slot
+    }
+
+    /// Makes room for `additional` more keys without growing mid-request.
+    pub(crate) fn reserve(&mut self, additional: usize) {
+        let needed = self.len + additional;
+        if self.slots.is_empty() || needed as f64 > self.slots.len() as f64 * MAX_LOAD {
+            #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "sizes")]
+            let grown = (self.slots.len() as f64 * GROWTH) as usize;
+            #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "sizes")]
+            let for_needed = (needed as f64 / MAX_LOAD) as usize + 1;
+            self.rebuild(grown.max(for_needed).max(MIN_CAPACITY), self.hash_mode);
+        }
+    }
+
+    /// Touches the home slot of `key` so its cache line is on its way (a plain load: the crate
+    /// forbids `unsafe`, so no prefetch intrinsic). Returns a value to keep the load alive.
+    #[inline]
+    pub(crate) fn warm(&self, key: i64) -> u32 {
+        self.slots[self.home_slot(key)][2]
+    }
+
+    /// Finds `key`, or the empty slot where it would be inserted.
+    #[inline]
+    pub(crate) fn lookup(&self, key: i64) -> Lookup {
+        let (low, high) = split_key(key);
+        let mut slot = self.home_slot(key);
+        loop {
+            let [slot_low, slot_high, position_plus_one] = self.slots[slot];
+            if position_plus_one == 0 {
+                return Lookup { slot, position: None };
+            }
+            if slot_low == low && slot_high == high {
+                return Lookup {
+                    slot,
+                    position: Some(position_plus_one as usize - 1),
+                };
+            }
+            slot += 1;
+            if slot == self.slots.len() {
+                slot = 0;
+            }
+        }
+    }
+
+    /// The position stored at an occupied slot.
+    #[inline]
+    pub(crate) fn position_at(&self, slot: usize) -> usize {
+        self.slots[slot][2] as usize - 1
+    }
+
+    /// Stores a new position for the key at an occupied slot.
+    #[inline]
+    pub(crate) fn set_position(&mut self, slot: usize, position: usize) {
+        self.slots[slot][2] = encode_position(position);
+    }
+
+    /// Continues a failed lookup from its empty slot: returns the key's slot and position if
+    /// an earlier insert of this request already added it, else inserts it (with `position`).
+    #[inline]
+    pub(crate) fn find_or_insert_from(&mut self, start_slot: usize, key: i64, position: usize) -> Lookup {
+        let (low, high) = split_key(key);
+        let mut slot = start_slot;
+        let mut probes = 0;
+        loop {
+            let [slot_low, slot_high, position_plus_one] = self.slots[slot];
+            if position_plus_one == 0 {
+                self.slots[slot] = [low, high, encode_position(position)];
+                self.len += 1;
+                if probes > MAX_PROBE_BEFORE_REHASH {
+                    self.wants_rehash = true;
+                }
+                return Lookup { slot, position: None };
+            }
+            if slot_low == low && slot_high == high {
+                return Lookup {
+                    slot,
+                    position: Some(position_plus_one as usize - 1),
+                };
+            }
+            probes += 1;
+            slot += 1;
+            if slot == self.slots.len() {
+                slot = 0;
+            }
+        }
+    }
+
+    /// Rehashes with the mixing hash if an insert reported clustering. Call between requests.
+    pub(crate) fn rehash_if_clustered(&mut self) {
+        if self.wants_rehash {
+            self.wants_rehash = false;
+            // Already mixing and still clustered: the table is simply too full; grow it.
+            let capacity = if self.hash_mode == HashMode::Mix {
+                self.slots.len() * 2
+            } else {
+                self.slots.len()
+            };
+            self.rebuild(capacity, HashMode::Mix);
+        }
+    }
+
+    /// Rewrites every stored position with `remap`; keys for which it returns `None` are
+    /// dropped (the table is then rebuilt, sized for the survivors).
+    pub(crate) fn remap_positions(&mut self, remap: impl Fn(usize) -> Option<usize>) {
+        let occupied = |slot: &&Slot| slot[2] != 0;
+        let survivors = self.slots.iter().filter(occupied).filter(|s| remap(s[2] as usize - 1).is_some()).count();
+        if survivors == self.len {
+            for slot in self.slots.iter_mut().filter(|s| s[2] != 0) {
+                let position = remap(slot[2] as usize - 1).expect("counted as a survivor above");
+                slot[2] = encode_position(position);
+            }
+            return;
+        }
+        // Removing entries breaks linear-probing chains: rebuild from the survivors.
+        #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "sizes")]
+        let capacity = ((survivors as f64 / MAX_LOAD * GROWTH) as usize).max(MIN_CAPACITY);
+        let old_slots = std::mem::take(&mut self.slots);
+        self.len = 0;
+        self.rebuild(capacity, self.hash_mode);
+        for old in old_slots.iter().filter(occupied) {
+            if let Some(position) = remap(old[2] as usize - 1) {
+                self.insert_new([old[0], old[1], encode_position(position)]);
+            }
+        }
+    }
+
+    /// Inserts a slot whose key is known to be absent (rebuilds only).
+    fn insert_new(&mut self, entry: Slot) {
+        let mut slot = self.home_slot(join_key(entry));
+        while self.slots[slot][2] != 0 {
+            slot += 1;
+            if slot == self.slots.len() {
+                slot = 0;
+            }
+        }
+        self.slots[slot] = entry;
+        self.len += 1;
+    }
+
+    fn rebuild(&mut self, capacity: usize, hash_mode: HashMode) {
+        assert!(
+            u32::try_from(capacity).is_ok(),
+            "key table capacity {capacity} exceeds 2^32 slots"
+        );
+        let old_slots = std::mem::replace(&mut self.slots, vec![[0; 3]; capacity]);
+        self.fastmod_multiplier = (u64::MAX / capacity as u64).wrapping_add(1);
+        self.hash_mode = hash_mode;
+        self.len = 0;
+        for old in old_slots.into_iter().filter(|s| s[2] != 0) {
+            self.insert_new(old);
+        }
+    }
+
+    /// Every stored `(key, position)`, in slot order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (i64, usize)> + '_ {
+        self.slots
+            .iter()
+            .filter(|s| s[2] != 0)
+            .map(|&s| (join_key(s), s[2] as usize - 1))
+    }
+
+    /// Heap bytes held.
+    pub(crate) fn memory_usage_bytes(&self) -> usize {
+        self.slots.capacity() * size_of::<Slot>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn insert_then_find_dense_random_and_adversarial_keys() {
+        let key_sets: [Vec<i64>; 3] = [
+            (0..20_000).collect(),
+            (0..20_000_i64).map(|i| i.wrapping_mul(0x5851_f42d_4c95_7f2d) ^ 0x1234).collect(),
+            // Keys whose halves cancel under the fold: all fold to 0.
+            (0..5_000_i64).map(|i| i | (i << 32)).collect(),
+        ];
+        for keys in key_sets {
+            let mut table = KeyTable::default();
+            for (position, &key) in keys.iter().enumerate() {
+                table.reserve(1);
+                let found = table.lookup(key);
+                assert!(found.position.is_none());
+                table.find_or_insert_from(found.slot, key, position);
+                table.rehash_if_clustered();
+            }
+            assert_eq!(table.len(), keys.len());
+            for (position, &key) in keys.iter().enumerate() {
+                assert_eq!(table.lookup(key).position, Some(position), "key {key}");
+            }
+            assert!(table.lookup(i64::MIN + 7).position.is_none());
+        }
+    }
+
+    #[test]
+    fn negative_keys_roundtrip() {
+        let mut table = KeyTable::default();
+        table.reserve(3);
+        for (position, key) in [-1_i64, i64::MIN, -7_046_029_254_386_353_130].into_iter().enumerate() {
+            let found = table.lookup(key);
+            table.find_or_insert_from(found.slot, key, position);
+        }
+        assert_eq!(table.lookup(i64::MIN).position, Some(1));
+        assert_eq!(table.lookup(-1).position, Some(0));
+    }
+
+    #[test]
+    fn remap_drops_and_keeps() {
+        let mut table = KeyTable::default();
+        table.reserve(1000);
+        for key in 0..1000_i64 {
+            let found = table.lookup(key * 7919);
+            table.find_or_insert_from(found.slot, key * 7919, usize::try_from(key).unwrap());
+        }
+        table.remap_positions(|p| (p >= 500).then(|| p - 500));
+        assert_eq!(table.len(), 500);
+        assert_eq!(table.lookup(499 * 7919).position, None);
+        assert_eq!(table.lookup(500 * 7919).position, Some(0));
+        assert_eq!(table.lookup(999 * 7919).position, Some(499));
+    }
+}

@@ -1,0 +1,265 @@
+//! The capacity-free core: `preprocess` → **hitcore** → `facts`.
+//!
+//! [`LiteHit::process_request`] replays one request against one global LRU order and returns
+//! its [`RequestFact`]. It takes block keys and a timestamp, never a capacity: stack inclusion
+//! makes one depth per block answer every capacity at once, and `projector` does the rest.
+//!
+//! State: [`key_table::KeyTable`] (key → latest recency position) and
+//! [`recency_ranks::RecencyRanks`] (order statistics over positions), plus the optional TTL
+//! watermark. Phase 1 reads the pre-request snapshot; phase 2 commits each distinct key from
+//! the request tail to its head (head most recent); then dead positions are compacted when
+//! they dominate (REFERENCE §3).
+
+mod key_table;
+mod recency_ranks;
+mod ttl;
+
+use crate::facts::{HitCurveSegment, RequestFact};
+use key_table::KeyTable;
+use recency_ranks::RecencyRanks;
+use ttl::TtlWatermark;
+
+/// Dead positions are reclaimed once `positions > 2 × live + COMPACTION_SLACK_POSITIONS`
+/// (upstream's `kCompactionSlackPositions`).
+pub const COMPACTION_SLACK_POSITIONS: usize = 4096;
+
+/// One lane's exact LRU replay state. Capacity-free by construction.
+#[derive(Debug, Clone, Default)]
+pub struct LiteHit {
+    keys: KeyTable,
+    ranks: RecencyRanks,
+    /// `0` disables TTL (timestamps are then ignored).
+    ttl_ns: u64,
+    ttl: TtlWatermark,
+    ttl_expired_blocks: u64,
+    /// Latest timestamp seen; earlier ones are clamped up to it.
+    last_timestamp_ns: Option<i64>,
+    scratch: RequestScratch,
+}
+
+/// Per-request buffers, reused so a request allocates nothing once warm.
+#[derive(Debug, Clone, Default)]
+struct RequestScratch {
+    slots: Vec<usize>,
+    /// Position + 1 before the request, 0 if the key was absent.
+    old_positions_plus_one: Vec<usize>,
+}
+
+impl LiteHit {
+    /// A core without TTL (every key lives forever, as in a pure LRU).
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A core whose blocks expire `ttl_ns` after their last access (`0` = no TTL). An age
+    /// `>= ttl_ns` is dead for every capacity and truncates the prefix like a cold block.
+    #[must_use]
+    pub fn with_ttl_ns(ttl_ns: u64) -> Self {
+        Self {
+            ttl_ns,
+            ..Self::default()
+        }
+    }
+
+    /// The TTL in nanoseconds (`0` = none).
+    #[must_use]
+    pub fn ttl_ns(&self) -> u64 {
+        self.ttl_ns
+    }
+
+    /// Replays one request and returns its capacity-free fact.
+    pub fn process_request(&mut self, block_keys: &[i64], now_ns: i64) -> RequestFact {
+        let mut fact = RequestFact::default();
+        self.process_request_into(block_keys, now_ns, &mut fact);
+        fact
+    }
+
+    /// [`Self::process_request`] writing into `fact`, reusing its allocation.
+    pub fn process_request_into(&mut self, block_keys: &[i64], now_ns: i64, fact: &mut RequestFact) {
+        let now_ns = self.clamp_timestamp(now_ns);
+        if self.ttl_ns > 0 {
+            self.advance_watermark(now_ns);
+        }
+        fact.hit_curve.clear();
+        if !block_keys.is_empty() {
+            self.keys.reserve(block_keys.len());
+            self.ranks.reserve(block_keys.len());
+            self.build_hit_curve(block_keys, &mut fact.hit_curve);
+            self.commit(block_keys, now_ns);
+            self.keys.rehash_if_clustered();
+        }
+        self.compact_if_sparse();
+    }
+
+    /// Expires blocks as of `now_ns` without a request (idle lanes report their live set).
+    pub fn advance_time(&mut self, now_ns: i64) {
+        let now_ns = self.clamp_timestamp(now_ns);
+        if self.ttl_ns > 0 {
+            self.advance_watermark(now_ns);
+        }
+    }
+
+    /// Forgets every key, position, counter and the timestamp clamp; keeps the TTL.
+    pub fn reset(&mut self) {
+        *self = Self::with_ttl_ns(self.ttl_ns);
+    }
+
+    /// Distinct keys that are currently resident at unlimited capacity (expired excluded).
+    #[must_use]
+    pub fn current_unique_blocks(&self) -> u64 {
+        let expired_markers = self.ranks.count_before(self.ttl.dead_below_position);
+        (self.ranks.set_count() - expired_markers) as u64
+    }
+
+    /// Markers swept by the TTL watermark so far (a key that expires, returns and expires again
+    /// counts twice).
+    #[must_use]
+    pub fn ttl_expired_blocks(&self) -> u64 {
+        self.ttl_expired_blocks
+    }
+
+    /// Heap bytes of the whole core state, from the real container capacities.
+    #[must_use]
+    pub fn memory_usage_bytes(&self) -> usize {
+        self.keys.memory_usage_bytes()
+            + self.ranks.memory_usage_bytes()
+            + self.ttl.memory_usage_bytes()
+            + (self.scratch.slots.capacity() + self.scratch.old_positions_plus_one.capacity()) * size_of::<usize>()
+    }
+
+    /// Recency positions in use, live or dead (the design's Fenwick size; for the compaction
+    /// bound `positions <= 2 × tracked + 4096`).
+    #[must_use]
+    pub fn position_space_len(&self) -> usize {
+        self.ranks.len()
+    }
+
+    /// Keys held in the key table, including expired ones not yet compacted away.
+    #[must_use]
+    pub fn tracked_keys(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// Resident keys from most to least recent (expired keys excluded). O(U log U): for
+    /// tests, debugging and small examples, not for the replay loop.
+    #[must_use]
+    pub fn recency_order(&self) -> Vec<i64> {
+        let mut by_position: Vec<(usize, i64)> = self
+            .keys
+            .iter()
+            .filter(|&(_, position)| position >= self.ttl.dead_below_position)
+            .map(|(key, position)| (position, key))
+            .collect();
+        by_position.sort_unstable_by(|a, b| b.0.cmp(&a.0));
+        by_position.into_iter().map(|(_, key)| key).collect()
+    }
+
+    fn clamp_timestamp(&mut self, now_ns: i64) -> i64 {
+        let clamped = self.last_timestamp_ns.map_or(now_ns, |last| last.max(now_ns));
+        self.last_timestamp_ns = Some(clamped);
+        clamped
+    }
+
+    fn advance_watermark(&mut self, now_ns: i64) {
+        if let Some(old_dead_below) = self.ttl.advance(now_ns, self.ttl_ns, self.ranks.len()) {
+            let newly_dead = self.ranks.count_before(self.ttl.dead_below_position) - self.ranks.count_before(old_dead_below);
+            self.ttl_expired_blocks += newly_dead as u64;
+        }
+    }
+
+    /// Phase 1: the hit curve on the read-only pre-request snapshot. Also records every key's
+    /// slot and old position for phase 2, so each key is looked up once.
+    fn build_hit_curve(&mut self, block_keys: &[i64], curve: &mut Vec<HitCurveSegment>) {
+        let scratch = &mut self.scratch;
+        scratch.slots.clear();
+        scratch.old_positions_plus_one.clear();
+        // Start every home slot's cache miss before the first dependent probe.
+        let mut warm = 0_u32;
+        for &key in block_keys {
+            warm = warm.wrapping_add(self.keys.warm(key));
+        }
+        std::hint::black_box(warm);
+        for &key in block_keys {
+            let lookup = self.keys.lookup(key);
+            scratch.slots.push(lookup.slot);
+            scratch.old_positions_plus_one.push(lookup.position.map_or(0, |p| p + 1));
+        }
+
+        let dead_below = self.ttl.dead_below_position;
+        let mut prefix_required = 0_u64;
+        let mut last_threshold = 0_u64;
+        // The previous block's position and depth: a chain neighbour one position older is
+        // exactly one deeper, so only the first block of each run needs a rank query.
+        let mut previous: Option<(usize, u64)> = None;
+        for &position_plus_one in &scratch.old_positions_plus_one {
+            let Some(position) = position_plus_one.checked_sub(1).filter(|&p| p >= dead_below) else {
+                break; // cold or expired: no capacity hits this block, nor any after it
+            };
+            let required = match previous {
+                Some((previous_position, previous_required)) if previous_position == position + 1 => {
+                    previous_required + 1
+                }
+                _ => self.ranks.count_after(position) as u64 + 1,
+            };
+            previous = Some((position, required));
+            prefix_required = prefix_required.max(required);
+            // Monotone guard: a no-op under the prefix contract, pessimistic otherwise.
+            let threshold = prefix_required.max(last_threshold + 1);
+            match curve.last_mut() {
+                Some(run) if run.end_required_blocks() == threshold => run.run_length += 1,
+                _ => curve.push(HitCurveSegment {
+                    start_required_blocks: threshold,
+                    run_length: 1,
+                }),
+            }
+            last_threshold = threshold;
+        }
+    }
+
+    /// Phase 2: touch every block from the request tail to its head, so the head ends most
+    /// recent; a repeated key ends at its first occurrence (same as touching block by block).
+    fn commit(&mut self, block_keys: &[i64], now_ns: i64) {
+        if self.ttl_ns > 0 {
+            self.ttl.open_epoch(self.ranks.len(), now_ns);
+        }
+        for index in (0..block_keys.len()).rev() {
+            let slot = self.scratch.slots[index];
+            let new_position = self.ranks.push();
+            let previous_position = if self.scratch.old_positions_plus_one[index] > 0 {
+                // Present before the request; a repeat later in the request may have moved it.
+                let previous = self.keys.position_at(slot);
+                self.keys.set_position(slot, new_position);
+                Some(previous)
+            } else {
+                let found = self.keys.find_or_insert_from(slot, block_keys[index], new_position);
+                if found.position.is_some() {
+                    self.keys.set_position(found.slot, new_position);
+                }
+                found.position
+            };
+            if let Some(previous_position) = previous_position {
+                self.ranks.remove(previous_position);
+            }
+        }
+        self.ranks.flush();
+    }
+
+    /// Reclaims dead positions once they dominate; drops TTL-expired keys while at it.
+    fn compact_if_sparse(&mut self) {
+        let positions = self.ranks.len();
+        let live = self.current_unique_blocks() as usize;
+        if positions <= 2 * live + COMPACTION_SLACK_POSITIONS {
+            return;
+        }
+        let remap = self.ranks.compact(self.ttl.dead_below_position);
+        self.keys
+            .remap_positions(|old| remap.keeps(old).then(|| remap.new_position(old)));
+        if self.ttl_ns > 0 {
+            self.ttl.remap(|old| remap.new_position(old));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

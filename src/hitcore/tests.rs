@@ -1,0 +1,222 @@
+//! Core behaviour on hand-checked scenarios; the random-trace oracle lives in
+//! `tests/core_props.rs`.
+
+use super::*;
+use crate::projector::{project_blocks, project_infinite};
+
+const A: i64 = 101;
+const B: i64 = 102;
+const C: i64 = 103;
+const D: i64 = 104;
+const E: i64 = 105;
+
+fn pairs(fact: &RequestFact) -> Vec<[u64; 2]> {
+    fact.to_pairs()
+}
+
+#[test]
+fn design_document_example_curves_and_lru_order() {
+    let mut core = LiteHit::new();
+    let steps: [(&[i64], &[[u64; 2]], &[i64]); 5] = [
+        (&[A, B, C], &[], &[A, B, C]),
+        (&[A, B, D], &[[1, 2]], &[A, B, D, C]),
+        (&[A, B, C], &[[1, 2], [4, 1]], &[A, B, C, D]),
+        (&[A, E], &[[1, 1]], &[A, E, B, C, D]),
+        (&[A, E], &[[1, 2]], &[A, E, B, C, D]),
+    ];
+    for (index, (keys, curve, order)) in steps.into_iter().enumerate() {
+        let fact = core.process_request(keys, 0);
+        assert_eq!(pairs(&fact), curve, "request {}", index + 1);
+        assert_eq!(core.recency_order(), order, "LRU after request {}", index + 1);
+    }
+    assert_eq!(core.current_unique_blocks(), 5);
+}
+
+#[test]
+fn reverse_commit_matters_forward_commit_would_lose_hits() {
+    // Same trace, capacity 2: tail-first commit keeps the chain heads (7 hits in the design
+    // example); check the head really is most recent after one request.
+    let mut core = LiteHit::new();
+    core.process_request(&[A, B, C], 0);
+    assert_eq!(core.recency_order()[0], A);
+}
+
+#[test]
+fn whole_chain_replay_is_one_segment() {
+    let mut core = LiteHit::new();
+    let chain: Vec<i64> = (1..=50).collect();
+    core.process_request(&chain, 0);
+    let fact = core.process_request(&chain, 0);
+    assert_eq!(pairs(&fact), [[1, 50]]);
+}
+
+#[test]
+fn queue_jump_splits_segment_and_segments_never_merge() {
+    let mut core = LiteHit::new();
+    core.process_request(&[1, 2, 3, 4], 0);
+    core.process_request(&[1, 2, 9], 0); // sibling branch jumps the queue before 3
+    let fact = core.process_request(&[1, 2, 3, 4], 0);
+    assert_eq!(pairs(&fact), [[1, 2], [4, 2]]);
+    assert!(fact.is_canonical());
+}
+
+#[test]
+fn cold_key_truncates_but_everything_is_committed() {
+    let mut core = LiteHit::new();
+    core.process_request(&[1, 2, 3], 0);
+    let fact = core.process_request(&[1, 7, 3], 0);
+    assert_eq!(pairs(&fact), [[1, 1]], "7 is cold: 3 must not count even though it is resident");
+    assert_eq!(core.recency_order(), [1, 7, 3, 2]);
+}
+
+#[test]
+fn duplicate_keys_are_pessimistic_and_commit_at_first_occurrence() {
+    let mut core = LiteHit::new();
+    core.process_request(&[1, 2], 0);
+    let fact = core.process_request(&[1, 1, 2], 0);
+    // Snapshot depths: 1 → 1, 1 → 1 (guard raises to 2), 2 → 2 (guard raises to 3).
+    assert_eq!(pairs(&fact), [[1, 3]]);
+    assert_eq!(core.recency_order(), [1, 2]);
+    // A cold duplicate is inserted once.
+    core.process_request(&[5, 6, 5], 0);
+    assert_eq!(core.recency_order(), [5, 6, 1, 2]);
+    assert_eq!(core.current_unique_blocks(), 4);
+}
+
+#[test]
+fn empty_request_changes_nothing() {
+    let mut core = LiteHit::new();
+    core.process_request(&[1, 2], 0);
+    let fact = core.process_request(&[], 0);
+    assert!(fact.hit_curve.is_empty());
+    assert_eq!(core.recency_order(), [1, 2]);
+}
+
+#[test]
+fn compaction_bounds_positions_and_keeps_every_key() {
+    let mut core = LiteHit::new();
+    let keys: Vec<i64> = (0..3000).collect();
+    for round in 0..20 {
+        // Re-touch everything in shifting orders: lots of dead positions.
+        let start = round * 37 % 3000;
+        let mut request: Vec<i64> = keys[start..].to_vec();
+        request.extend_from_slice(&keys[..start]);
+        for chunk in request.chunks(100) {
+            core.process_request(chunk, 0);
+            assert!(core.position_space_len() <= 2 * core.tracked_keys() + COMPACTION_SLACK_POSITIONS + 100);
+        }
+    }
+    assert_eq!(core.current_unique_blocks(), 3000);
+    assert!(core.position_space_len() < 20 * 3000, "compaction must have run");
+    // Every key is still resident: a request of the 3000 most recent keys fully hits at ∞.
+    let order = core.recency_order();
+    assert_eq!(order.len(), 3000);
+    let fact = core.process_request(&order[..10], 0);
+    assert_eq!(project_infinite(&fact), 10);
+}
+
+#[test]
+fn ttl_strict_boundary_age_equal_to_ttl_is_a_miss() {
+    let mut core = LiteHit::with_ttl_ns(100);
+    core.process_request(&[1, 2], 1_000);
+    assert_eq!(pairs(&core.process_request(&[1, 2], 1_099)), [[1, 2]]);
+    // Last access at 1099; at 1199 the age is exactly the TTL: dead.
+    let fact = core.process_request(&[1, 2], 1_199);
+    assert!(fact.hit_curve.is_empty());
+    assert_eq!(core.ttl_expired_blocks(), 2);
+}
+
+#[test]
+fn ttl_expired_counter_and_unique_count() {
+    let mut core = LiteHit::with_ttl_ns(10);
+    core.process_request(&[1, 2, 3], 0);
+    core.process_request(&[4], 5);
+    core.advance_time(10);
+    assert_eq!(core.current_unique_blocks(), 1, "1,2,3 expired at age 10");
+    assert_eq!(core.ttl_expired_blocks(), 3);
+    core.advance_time(15);
+    assert_eq!(core.current_unique_blocks(), 0);
+    assert_eq!(core.ttl_expired_blocks(), 4);
+    // A revived key that expires again counts again.
+    core.process_request(&[1], 20);
+    core.advance_time(30);
+    assert_eq!(core.ttl_expired_blocks(), 5);
+}
+
+#[test]
+fn ttl_every_access_refreshes_even_misses() {
+    let mut core = LiteHit::with_ttl_ns(10);
+    core.process_request(&[1, 2], 0);
+    core.process_request(&[1, 9], 8); // 9 is cold, still committed at 8; 1 refreshed
+    let fact = core.process_request(&[1, 9], 15);
+    assert_eq!(pairs(&fact), [[1, 2]]);
+    assert_eq!(core.recency_order(), [1, 9]);
+}
+
+#[test]
+fn ttl_out_of_order_timestamps_are_clamped() {
+    let mut core = LiteHit::with_ttl_ns(10);
+    core.process_request(&[1], 100);
+    core.process_request(&[2], 50); // clamped to 100
+    core.advance_time(109);
+    assert_eq!(core.current_unique_blocks(), 2);
+    core.advance_time(110);
+    assert_eq!(core.current_unique_blocks(), 0);
+}
+
+#[test]
+fn compaction_drops_expired_keys() {
+    let mut core = LiteHit::with_ttl_ns(1_000);
+    let old: Vec<i64> = (0..6000).collect();
+    core.process_request(&old, 0);
+    assert_eq!(core.tracked_keys(), 6000);
+    // After expiry, live keys are few, positions many: compaction forgets the expired keys.
+    core.process_request(&[-1], 5_000);
+    assert_eq!(core.current_unique_blocks(), 1);
+    assert_eq!(core.tracked_keys(), 1);
+    assert_eq!(core.position_space_len(), 1);
+    assert_eq!(core.ttl_expired_blocks(), 6000);
+    assert!(core.process_request(&[0], 5_001).hit_curve.is_empty());
+    assert_eq!(pairs(&core.process_request(&[-1], 5_002)), [[2, 1]]);
+}
+
+#[test]
+fn reset_forgets_everything_but_ttl() {
+    let mut core = LiteHit::with_ttl_ns(7);
+    core.process_request(&[1, 2], 0);
+    core.advance_time(100);
+    core.reset();
+    assert_eq!(core.current_unique_blocks(), 0);
+    assert_eq!(core.ttl_expired_blocks(), 0);
+    assert_eq!(core.ttl_ns(), 7);
+    assert!(core.process_request(&[1, 2], 0).hit_curve.is_empty(), "timestamp clamp reset too");
+    assert_eq!(pairs(&core.process_request(&[1, 2], 6)), [[1, 2]]);
+}
+
+#[test]
+fn memory_usage_grows_with_keys() {
+    let mut core = LiteHit::new();
+    let empty = core.memory_usage_bytes();
+    let keys: Vec<i64> = (0..100_000).collect();
+    core.process_request(&keys, 0);
+    let bytes = core.memory_usage_bytes();
+    assert!(bytes > empty);
+    let per_key = bytes as f64 / 100_000.0;
+    assert!((12.0..40.0).contains(&per_key), "{per_key} bytes per key");
+}
+
+#[test]
+fn projections_of_design_example() {
+    let mut core = LiteHit::new();
+    let trace: [(&[i64], u64); 5] = [(&[A, B, C], 13), (&[A, B, D], 12), (&[A, B, C], 13), (&[A, E], 8), (&[A, E], 8)];
+    let facts: Vec<RequestFact> = trace.iter().map(|(k, _)| core.process_request(k, 0)).collect();
+    let hits = |capacity_blocks: Option<u64>| -> Vec<u64> {
+        facts
+            .iter()
+            .map(|f| capacity_blocks.map_or_else(|| project_infinite(f), |c| project_blocks(f, c)))
+            .collect()
+    };
+    assert_eq!(hits(Some(2)), [0, 2, 2, 1, 2]);
+    assert_eq!(hits(Some(3)), [0, 2, 2, 1, 2]);
+    assert_eq!(hits(None), [0, 2, 3, 1, 2]);
+}

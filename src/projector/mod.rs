@@ -1,0 +1,165 @@
+//! The one projector: `facts` → **projector** → outputs.
+//!
+//! This is the only module where a capacity meets a fact, and the only place bytes become
+//! blocks (`floor(capacity_bytes / block_bytes)`). Online slots, the facts query, the `mrc`
+//! report and the live monitor all call these functions; nothing else implements boundary
+//! logic. [`accumulator::CapacityAxisAccumulator`] answers cumulative hits at any capacity.
+
+pub mod accumulator;
+
+use crate::facts::RequestFact;
+
+pub use accumulator::CapacityAxisAccumulator;
+
+/// Bytes in one binary gigabyte (capacities in GB are `GB × 1024³` bytes).
+pub const BYTES_PER_GIB: u64 = 1 << 30;
+
+/// Prefix-hit blocks of `fact` in an LRU cache of `capacity_blocks` blocks.
+#[must_use]
+pub fn project_blocks(fact: &RequestFact, capacity_blocks: u64) -> u64 {
+    let mut hit_blocks = 0;
+    for segment in &fact.hit_curve {
+        if segment.start_required_blocks > capacity_blocks {
+            break;
+        }
+        hit_blocks += segment
+            .run_length
+            .min(capacity_blocks - segment.start_required_blocks + 1);
+    }
+    hit_blocks
+}
+
+/// Converts a byte capacity to whole blocks: the single floor division of the design.
+///
+/// `block_bytes == 0` is rejected by every reader and config before reaching here; it maps to
+/// zero blocks rather than dividing by zero.
+#[must_use]
+pub fn capacity_blocks_for_bytes(capacity_bytes: u64, block_bytes: u64) -> u64 {
+    capacity_bytes.checked_div(block_bytes).unwrap_or(0)
+}
+
+/// Prefix-hit blocks of `fact` in a cache of `capacity_bytes` bytes at `block_bytes` per block.
+#[must_use]
+pub fn project_bytes(fact: &RequestFact, capacity_bytes: u64, block_bytes: u64) -> u64 {
+    project_blocks(fact, capacity_blocks_for_bytes(capacity_bytes, block_bytes))
+}
+
+/// Prefix-hit blocks with unlimited capacity (only cold or expired blocks miss).
+#[must_use]
+pub fn project_infinite(fact: &RequestFact) -> u64 {
+    fact.hit_curve.iter().map(|s| s.run_length).sum()
+}
+
+/// `floor(gb × 1024³)` bytes, as upstream's facts query computes it; `None` for a negative
+/// (infinite) slot. Saturates at `u64::MAX` for absurdly large values.
+#[must_use]
+pub fn capacity_bytes_for_gb(capacity_gb: f64) -> Option<u64> {
+    if capacity_gb < 0.0 || capacity_gb.is_nan() {
+        return None;
+    }
+    // `gb × 2^30` is exact in f64; the cast floors and saturates.
+    #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "floor, saturating")]
+    let bytes = (capacity_gb * BYTES_PER_GIB as f64).floor() as u64;
+    Some(bytes)
+}
+
+/// A capacity a user asked about: a byte size, a block count, or unlimited.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Capacity {
+    /// Binary gigabytes (converted with the lane's `block_bytes` at projection time).
+    Gigabytes(f64),
+    /// An exact block count (independent of `block_bytes`).
+    Blocks(u64),
+    /// No capacity misses.
+    Infinite,
+}
+
+impl Capacity {
+    /// Parses a negative GB value as infinite, as the upstream facts query does.
+    #[must_use]
+    pub fn from_gb(capacity_gb: f64) -> Self {
+        if capacity_gb < 0.0 { Self::Infinite } else { Self::Gigabytes(capacity_gb) }
+    }
+
+    /// The capacity in blocks for a lane with `block_bytes` per block; `None` = infinite.
+    #[must_use]
+    pub fn blocks(self, block_bytes: u64) -> Option<u64> {
+        match self {
+            Self::Gigabytes(gb) => capacity_bytes_for_gb(gb).map(|b| capacity_blocks_for_bytes(b, block_bytes)),
+            Self::Blocks(blocks) => Some(blocks),
+            Self::Infinite => None,
+        }
+    }
+}
+
+/// Prefix-hit blocks of `fact` at `capacity` for a lane with `block_bytes` per block.
+#[must_use]
+pub fn project(fact: &RequestFact, capacity: Capacity, block_bytes: u64) -> u64 {
+    match capacity.blocks(block_bytes) {
+        Some(capacity_blocks) => project_blocks(fact, capacity_blocks),
+        None => project_infinite(fact),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fact(pairs: &[[u64; 2]]) -> RequestFact {
+        RequestFact::from_pairs(pairs)
+    }
+
+    #[test]
+    fn capacity_zero_hits_nothing() {
+        assert_eq!(project_blocks(&fact(&[[1, 5]]), 0), 0);
+    }
+
+    #[test]
+    fn empty_curve_hits_nothing() {
+        assert_eq!(project_blocks(&fact(&[]), u64::MAX), 0);
+        assert_eq!(project_infinite(&fact(&[])), 0);
+    }
+
+    #[test]
+    fn segment_edges() {
+        let f = fact(&[[1, 2], [4, 1]]);
+        let expected = [(0, 0), (1, 1), (2, 2), (3, 2), (4, 3), (5, 3), (u64::MAX, 3)];
+        for (capacity_blocks, hits) in expected {
+            assert_eq!(project_blocks(&f, capacity_blocks), hits, "capacity {capacity_blocks}");
+        }
+        assert_eq!(project_infinite(&f), 3);
+    }
+
+    #[test]
+    fn partial_run_counts_only_reached_thresholds() {
+        let f = fact(&[[3, 10]]);
+        assert_eq!(project_blocks(&f, 2), 0);
+        assert_eq!(project_blocks(&f, 3), 1);
+        assert_eq!(project_blocks(&f, 7), 5);
+        assert_eq!(project_blocks(&f, 12), 10);
+        assert_eq!(project_blocks(&f, 13), 10);
+    }
+
+    #[test]
+    fn bytes_floor_to_whole_blocks() {
+        let f = fact(&[[1, 2], [4, 1]]);
+        assert_eq!(project_bytes(&f, 2048, 1024), 2);
+        assert_eq!(project_bytes(&f, 3072, 1024), 2);
+        assert_eq!(project_bytes(&f, 4095, 1024), 2, "4095 B is 3 whole blocks");
+        assert_eq!(project_bytes(&f, 4096, 1024), 3);
+        assert_eq!(project_bytes(&f, 1023, 1024), 0);
+    }
+
+    #[test]
+    fn gigabytes_are_binary_and_negative_is_infinite() {
+        assert_eq!(capacity_bytes_for_gb(1.0), Some(1 << 30));
+        assert_eq!(capacity_bytes_for_gb(0.5), Some(1 << 29));
+        assert_eq!(capacity_bytes_for_gb(-1.0), None);
+        assert_eq!(capacity_bytes_for_gb(-0.0), Some(0));
+        assert_eq!(Capacity::from_gb(-3.0), Capacity::Infinite);
+        let f = fact(&[[1, 2], [4, 1]]);
+        assert_eq!(project(&f, Capacity::Gigabytes(3.0 * 1024.0 / f64::from(1u32 << 30)), 1024), 2);
+        assert_eq!(project(&f, Capacity::Blocks(4), 1024), 3);
+        assert_eq!(project(&f, Capacity::Infinite, 1024), 3);
+    }
+}

@@ -1,0 +1,1 @@
+//! Seeded synthetic workload generator.
