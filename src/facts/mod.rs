@@ -83,3 +83,31 @@ pub struct FactRecord {
     pub block_bytes: u64,
     pub fact: RequestFact,
 }
+
+/// A borrowed facts row, as the engine produces it (no allocation per row).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FactRow<'a> {
+    pub trace_id: &'a str,
+    pub instance_id: &'a str,
+    pub timestamp_ns: i64,
+    pub input_token_len: u64,
+    pub block_size_tokens: u64,
+    pub block_bytes: u64,
+    pub fact: &'a RequestFact,
+}
+
+impl FactRecord {
+    /// Borrows this record as a row.
+    #[must_use]
+    pub fn as_row(&self) -> FactRow<'_> {
+        FactRow {
+            trace_id: &self.trace_id,
+            instance_id: &self.instance_id,
+            timestamp_ns: self.timestamp_ns,
+            input_token_len: self.input_token_len,
+            block_size_tokens: self.block_size_tokens,
+            block_bytes: self.block_bytes,
+            fact: &self.fact,
+        }
+    }
+}
