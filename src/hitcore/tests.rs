@@ -14,11 +14,12 @@ fn pairs(fact: &RequestFact) -> Vec<[u64; 2]> {
     fact.to_pairs()
 }
 
+/// (request keys, expected hit curve, expected LRU order MRU-first afterwards)
+type Step<'a> = (&'a [i64], &'a [[u64; 2]], &'a [i64]);
+
 #[test]
 fn design_document_example_curves_and_lru_order() {
     let mut core = LiteHit::new();
-    // (request keys, expected hit curve, expected LRU order MRU-first afterwards)
-    type Step<'a> = (&'a [i64], &'a [[u64; 2]], &'a [i64]);
     let steps: [Step<'_>; 5] = [
         (&[A, B, C], &[], &[A, B, C]),
         (&[A, B, D], &[[1, 2]], &[A, B, D, C]),
