@@ -31,28 +31,41 @@ const CAPACITIES: [Option<usize>; 12] = [
 ];
 
 fn project(fact: &RequestFact, capacity: Option<usize>) -> u64 {
-    capacity.map_or_else(|| project_infinite(fact), |c| project_blocks(fact, c as u64))
+    capacity.map_or_else(
+        || project_infinite(fact),
+        |c| project_blocks(fact, c as u64),
+    )
 }
 
 /// A random prefix tree: each request re-sends a prefix of an earlier request's raw blocks
 /// and appends new raw blocks from a small alphabet (so branches fork and re-converge in raw
 /// content), then is chained with the prefix hash.
 fn prefix_tree_trace() -> impl Strategy<Value = Vec<Vec<i64>>> {
-    prop::collection::vec((any::<prop::sample::Index>(), 0..12_usize, prop::collection::vec(0..4_i64, 0..7)), 1..60)
-        .prop_map(|steps| {
-            let mut raw_requests: Vec<Vec<i64>> = Vec::new();
-            for (base, keep, extension) in steps {
-                let mut raw = if raw_requests.is_empty() {
-                    Vec::new()
-                } else {
-                    let base = &raw_requests[base.index(raw_requests.len())];
-                    base[..keep.min(base.len())].to_vec()
-                };
-                raw.extend(extension);
-                raw_requests.push(raw);
-            }
-            raw_requests.iter().map(|raw| apply_prefix_hash(raw)).collect()
-        })
+    prop::collection::vec(
+        (
+            any::<prop::sample::Index>(),
+            0..12_usize,
+            prop::collection::vec(0..4_i64, 0..7),
+        ),
+        1..60,
+    )
+    .prop_map(|steps| {
+        let mut raw_requests: Vec<Vec<i64>> = Vec::new();
+        for (base, keep, extension) in steps {
+            let mut raw = if raw_requests.is_empty() {
+                Vec::new()
+            } else {
+                let base = &raw_requests[base.index(raw_requests.len())];
+                base[..keep.min(base.len())].to_vec()
+            };
+            raw.extend(extension);
+            raw_requests.push(raw);
+        }
+        raw_requests
+            .iter()
+            .map(|raw| apply_prefix_hash(raw))
+            .collect()
+    })
 }
 
 /// Arbitrary keys from a small alphabet: repeats inside a request, reorders, anything.
@@ -68,15 +81,28 @@ fn check_exact(trace: &[Vec<i64>], timestamps: &[i64], ttl_ns: u64) -> Result<()
     for (index, keys) in trace.iter().enumerate() {
         let now_ns = timestamps.get(index).copied().unwrap_or(0);
         let fact = core.process_request(keys, now_ns);
-        prop_assert!(fact.is_canonical(), "request {index}: curve {:?} not canonical", fact.to_pairs());
+        prop_assert!(
+            fact.is_canonical(),
+            "request {index}: curve {:?} not canonical",
+            fact.to_pairs()
+        );
         let expected = oracle.process_request(keys, now_ns);
         for (capacity, expected_hits) in CAPACITIES.iter().zip(&expected) {
-            prop_assert_eq!(project(&fact, *capacity), *expected_hits, "request {} capacity {:?}", index, capacity);
+            prop_assert_eq!(
+                project(&fact, *capacity),
+                *expected_hits,
+                "request {} capacity {:?}",
+                index,
+                capacity
+            );
         }
         accumulator.add_fact(&fact);
     }
     for (capacity, total) in CAPACITIES.iter().zip(&oracle.total_hits) {
-        let cumulative = capacity.map_or_else(|| accumulator.infinite_hit_blocks(), |c| accumulator.hit_blocks_at(c as u64));
+        let cumulative = capacity.map_or_else(
+            || accumulator.infinite_hit_blocks(),
+            |c| accumulator.hit_blocks_at(c as u64),
+        );
         prop_assert_eq!(cumulative, *total, "cumulative at capacity {:?}", capacity);
     }
     Ok(())
@@ -121,7 +147,13 @@ proptest! {
 
 #[test]
 fn design_example_matches_the_oracle() {
-    let trace: Vec<Vec<i64>> = vec![vec![1, 2, 3], vec![1, 2, 4], vec![1, 2, 3], vec![1, 5], vec![1, 5]];
+    let trace: Vec<Vec<i64>> = vec![
+        vec![1, 2, 3],
+        vec![1, 2, 4],
+        vec![1, 2, 3],
+        vec![1, 5],
+        vec![1, 5],
+    ];
     check_exact(&trace, &[], 0).unwrap();
 }
 
@@ -147,9 +179,15 @@ fn generated_workload_equals_the_oracle_with_compactions() {
                 assert_eq!(project(&fact, *capacity), hits, "capacity {capacity:?}");
             }
             max_positions_seen = max_positions_seen.max(core.position_space_len());
-            assert!(core.position_space_len() <= 2 * core.tracked_keys() + COMPACTION_SLACK_POSITIONS + 400);
+            assert!(
+                core.position_space_len()
+                    <= 2 * core.tracked_keys() + COMPACTION_SLACK_POSITIONS + 400
+            );
         }
-        assert!(max_positions_seen > COMPACTION_SLACK_POSITIONS, "trace too small to compact");
+        assert!(
+            max_positions_seen > COMPACTION_SLACK_POSITIONS,
+            "trace too small to compact"
+        );
     }
 }
 
@@ -174,7 +212,8 @@ fn ttl_workload_equals_the_oracle_and_compaction_drops_expired_keys() {
     }
     assert!(core.ttl_expired_blocks() > 0);
     assert!(
-        core.tracked_keys() < 3 * core.current_unique_blocks() as usize + COMPACTION_SLACK_POSITIONS,
+        core.tracked_keys()
+            < 3 * core.current_unique_blocks() as usize + COMPACTION_SLACK_POSITIONS,
         "expired keys are forgotten: tracked {} live {}",
         core.tracked_keys(),
         core.current_unique_blocks()

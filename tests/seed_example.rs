@@ -9,7 +9,9 @@ use std::path::Path;
 
 use common::oracle::OracleBank;
 use litehit::hitcore::LiteHit;
-use litehit::projector::{CapacityAxisAccumulator, capacity_blocks_for_bytes, project_bytes, project_infinite};
+use litehit::projector::{
+    CapacityAxisAccumulator, capacity_blocks_for_bytes, project_bytes, project_infinite,
+};
 use serde::Deserialize;
 
 #[derive(Deserialize)]
@@ -55,7 +57,11 @@ fn run_scenario(path: &Path) {
     let mut oracle_capacities: Vec<Option<usize>> = scenario
         .projections
         .iter()
-        .map(|p| p.capacity_bytes.map(|b| usize::try_from(capacity_blocks_for_bytes(b, scenario.block_bytes)).unwrap()))
+        .map(|p| {
+            p.capacity_bytes.map(|b| {
+                usize::try_from(capacity_blocks_for_bytes(b, scenario.block_bytes)).unwrap()
+            })
+        })
         .collect();
     oracle_capacities.dedup();
     let mut oracle = OracleBank::new(&oracle_capacities, None);
@@ -63,9 +69,21 @@ fn run_scenario(path: &Path) {
         let keys: Vec<i64> = request.keys.iter().map(|k| id_of(k)).collect();
         let fact = core.process_request(&keys, 0);
         oracle.process_request(&keys, 0);
-        assert_eq!(fact.to_pairs(), request.hit_curve, "{}: request {}", path.display(), index + 1);
+        assert_eq!(
+            fact.to_pairs(),
+            request.hit_curve,
+            "{}: request {}",
+            path.display(),
+            index + 1
+        );
         let lru: Vec<i64> = request.lru_after.iter().map(|k| id_of(k)).collect();
-        assert_eq!(core.recency_order(), lru, "{}: LRU after request {}", path.display(), index + 1);
+        assert_eq!(
+            core.recency_order(),
+            lru,
+            "{}: LRU after request {}",
+            path.display(),
+            index + 1
+        );
         accumulator.add_fact(&fact);
         facts.push((fact, request.input_token_len));
     }
@@ -73,29 +91,47 @@ fn run_scenario(path: &Path) {
         let per_request: Vec<u64> = facts
             .iter()
             .map(|(fact, _)| {
-                projection
-                    .capacity_bytes
-                    .map_or_else(|| project_infinite(fact), |bytes| project_bytes(fact, bytes, scenario.block_bytes))
+                projection.capacity_bytes.map_or_else(
+                    || project_infinite(fact),
+                    |bytes| project_bytes(fact, bytes, scenario.block_bytes),
+                )
             })
             .collect();
-        assert_eq!(per_request, projection.hit_blocks, "capacity {:?}", projection.capacity_bytes);
+        assert_eq!(
+            per_request, projection.hit_blocks,
+            "capacity {:?}",
+            projection.capacity_bytes
+        );
         let total: u64 = per_request.iter().sum();
         assert_eq!(total, projection.total_hit_blocks);
-        assert_eq!(total * scenario.block_size_tokens, projection.total_hit_tokens);
+        assert_eq!(
+            total * scenario.block_size_tokens,
+            projection.total_hit_tokens
+        );
         let input_tokens: u64 = facts.iter().map(|(_, len)| len).sum();
         assert_eq!(input_tokens, projection.total_input_tokens);
         let cumulative = projection.capacity_bytes.map_or_else(
             || accumulator.infinite_hit_blocks(),
-            |bytes| accumulator.hit_blocks_at(capacity_blocks_for_bytes(bytes, scenario.block_bytes)),
+            |bytes| {
+                accumulator.hit_blocks_at(capacity_blocks_for_bytes(bytes, scenario.block_bytes))
+            },
         );
-        assert_eq!(cumulative, total, "accumulator at {:?}", projection.capacity_bytes);
+        assert_eq!(
+            cumulative, total,
+            "accumulator at {:?}",
+            projection.capacity_bytes
+        );
     }
     // The independent oracle agrees on the totals too.
     for (capacity, total) in oracle.capacities.iter().zip(&oracle.total_hits) {
         let expected = scenario
             .projections
             .iter()
-            .find(|p| p.capacity_bytes.map(|b| capacity_blocks_for_bytes(b, scenario.block_bytes) as usize) == *capacity)
+            .find(|p| {
+                p.capacity_bytes
+                    .map(|b| capacity_blocks_for_bytes(b, scenario.block_bytes) as usize)
+                    == *capacity
+            })
             .unwrap();
         assert_eq!(*total, expected.total_hit_blocks);
     }
@@ -105,7 +141,13 @@ fn run_scenario(path: &Path) {
 fn every_scenario_file() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/scenarios");
     let mut count = 0;
-    for entry in std::fs::read_dir(dir).unwrap().filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "json")) {
+    for entry in std::fs::read_dir(dir).unwrap().filter(|e| {
+        e.as_ref()
+            .unwrap()
+            .path()
+            .extension()
+            .is_some_and(|x| x == "json")
+    }) {
         run_scenario(&entry.unwrap().path());
         count += 1;
     }
@@ -118,6 +160,9 @@ fn design_example_rates_are_28_and_32_of_54() {
     assert_eq!(format!("{:.2}", 28.0 / 54.0 * 100.0), "51.85");
     let mut core = LiteHit::new();
     let trace: [&[i64]; 5] = [&[1, 2, 3], &[1, 2, 4], &[1, 2, 3], &[1, 5], &[1, 5]];
-    let hits: u64 = trace.iter().map(|k| project_bytes(&core.process_request(k, 0), 3072, 1024)).sum();
+    let hits: u64 = trace
+        .iter()
+        .map(|k| project_bytes(&core.process_request(k, 0), 3072, 1024))
+        .sum();
     assert_eq!(hits * 4, 28);
 }

@@ -14,11 +14,14 @@
 
 /// Grow when the load would pass this.
 const MAX_LOAD: f64 = 0.86;
-/// Capacity multiplier on growth (small, to keep bytes per key low).
+/// Capacity multiplier on growth once the table is large (small, to keep bytes per key low).
 const GROWTH: f64 = 1.37;
+/// Below this many slots the table doubles instead: rebuilds dominate small tables, and the
+/// wasted bytes are negligible there.
+const DOUBLING_BELOW_SLOTS: usize = 1 << 22;
 /// A probe run this long means the fold hash is clustering: switch to the mixing hash.
 const MAX_PROBE_BEFORE_REHASH: usize = 1024;
-const MIN_CAPACITY: usize = 64;
+const MIN_CAPACITY: usize = 1 << 12;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 enum HashMode {
@@ -113,7 +116,11 @@ impl KeyTable {
                 clippy::cast_sign_loss,
                 reason = "sizes"
             )]
-            let grown = (self.slots.len() as f64 * GROWTH) as usize;
+            let grown = if self.slots.len() < DOUBLING_BELOW_SLOTS {
+                self.slots.len() * 2
+            } else {
+                (self.slots.len() as f64 * GROWTH) as usize
+            };
             #[expect(
                 clippy::cast_possible_truncation,
                 clippy::cast_sign_loss,

@@ -11,7 +11,10 @@ pub fn shared_dir() -> Option<PathBuf> {
     if dir.is_dir() {
         Some(dir)
     } else {
-        eprintln!("skipping: {} is absent (real traces live outside the repository)", dir.display());
+        eprintln!(
+            "skipping: {} is absent (real traces live outside the repository)",
+            dir.display()
+        );
         None
     }
 }

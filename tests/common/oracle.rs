@@ -31,7 +31,10 @@ impl OracleLru {
     /// Prefix hits of `keys` on the snapshot at `now_ns`, then commits every block tail-first.
     pub fn process_request(&mut self, keys: &[i64], now_ns: i64) -> u64 {
         self.expire(now_ns);
-        let hits = keys.iter().take_while(|k| self.entries.contains_key(k)).count() as u64;
+        let hits = keys
+            .iter()
+            .take_while(|k| self.entries.contains_key(k))
+            .count() as u64;
         for &key in keys.iter().rev() {
             self.touch(key, now_ns);
         }
@@ -68,7 +71,11 @@ impl OracleLru {
         self.by_recency.insert(stamp, key);
         if let Some(capacity) = self.capacity_blocks {
             while self.entries.len() > capacity {
-                let (&oldest, &victim) = self.by_recency.iter().next().expect("non-empty when over capacity");
+                let (&oldest, &victim) = self
+                    .by_recency
+                    .iter()
+                    .next()
+                    .expect("non-empty when over capacity");
                 self.by_recency.remove(&oldest);
                 self.entries.remove(&victim);
             }
@@ -87,14 +94,21 @@ impl OracleBank {
     pub fn new(capacities: &[Option<usize>], ttl_ns: Option<i64>) -> Self {
         Self {
             capacities: capacities.to_vec(),
-            caches: capacities.iter().map(|&c| OracleLru::new(c, ttl_ns)).collect(),
+            caches: capacities
+                .iter()
+                .map(|&c| OracleLru::new(c, ttl_ns))
+                .collect(),
             total_hits: vec![0; capacities.len()],
         }
     }
 
     /// Hits per capacity for one request (also added to the totals).
     pub fn process_request(&mut self, keys: &[i64], now_ns: i64) -> Vec<u64> {
-        let hits: Vec<u64> = self.caches.iter_mut().map(|c| c.process_request(keys, now_ns)).collect();
+        let hits: Vec<u64> = self
+            .caches
+            .iter_mut()
+            .map(|c| c.process_request(keys, now_ns))
+            .collect();
         for (total, h) in self.total_hits.iter_mut().zip(&hits) {
             *total += h;
         }
