@@ -131,11 +131,12 @@ impl KeyTable {
         }
     }
 
-    /// Touches the home slot of `key` so its cache line is on its way (a plain load: the crate
-    /// forbids `unsafe`, so no prefetch intrinsic). Returns a value to keep the load alive.
+    /// Starts loading the home slot of `key` (a hint; no effect on results).
     #[inline]
-    pub(crate) fn warm(&self, key: i64) -> u32 {
-        self.slots[self.home_slot(key)][2]
+    pub(crate) fn prefetch(&self, key: i64) {
+        if !self.slots.is_empty() {
+            super::prefetch::prefetch_read(&self.slots[self.home_slot(key)]);
+        }
     }
 
     /// Finds `key`, or the empty slot where it would be inserted.
@@ -288,6 +289,14 @@ impl KeyTable {
         for old in old_slots.into_iter().filter(|s| s[2] != 0) {
             self.insert_new(old);
         }
+    }
+
+    /// Forgets every key but keeps the allocation (and its page mappings) for reuse.
+    pub(crate) fn clear(&mut self) {
+        self.slots.fill([0; 3]);
+        self.len = 0;
+        self.hash_mode = HashMode::Fold;
+        self.wants_rehash = false;
     }
 
     /// Every stored `(key, position)`, in slot order.

@@ -11,6 +11,7 @@
 //! they dominate (REFERENCE §3).
 
 mod key_table;
+mod prefetch;
 mod recency_ranks;
 mod ttl;
 
@@ -97,6 +98,15 @@ impl LiteHit {
         self.compact_if_sparse();
     }
 
+    /// Hints that `block_keys` is the next request: starts loading its key-table slots so the
+    /// misses overlap with the current request's work. Only a hint; results never change.
+    #[inline]
+    pub fn prefetch(&self, block_keys: &[i64]) {
+        for &key in block_keys {
+            self.keys.prefetch(key);
+        }
+    }
+
     /// Expires blocks as of `now_ns` without a request (idle lanes report their live set).
     pub fn advance_time(&mut self, now_ns: i64) {
         let now_ns = self.clamp_timestamp(now_ns);
@@ -105,9 +115,15 @@ impl LiteHit {
         }
     }
 
-    /// Forgets every key, position, counter and the timestamp clamp; keeps the TTL.
+    /// Forgets every key, position, counter and the timestamp clamp; keeps the TTL and the
+    /// allocations (like `Vec::clear`), so a reused core does not page-fault its memory in
+    /// again. Drop the core to release the memory.
     pub fn reset(&mut self) {
-        *self = Self::with_ttl_ns(self.ttl_ns);
+        self.keys.clear();
+        self.ranks.clear();
+        self.ttl = TtlWatermark::default();
+        self.ttl_expired_blocks = 0;
+        self.last_timestamp_ns = None;
     }
 
     /// Distinct keys that are currently resident at unlimited capacity (expired excluded).
@@ -184,17 +200,16 @@ impl LiteHit {
     /// Phase 1: the hit curve on the read-only pre-request snapshot. Also records every key's
     /// slot and old position for phase 2, so each key is looked up once.
     fn build_hit_curve(&mut self, block_keys: &[i64], curve: &mut Vec<HitCurveSegment>) {
+        // Start every home slot's cache miss before the first dependent probe.
+        self.prefetch(block_keys);
         let scratch = &mut self.scratch;
         scratch.slots.clear();
         scratch.old_positions_plus_one.clear();
-        // Start every home slot's cache miss before the first dependent probe.
-        let mut warm = 0_u32;
-        for &key in block_keys {
-            warm = warm.wrapping_add(self.keys.warm(key));
-        }
-        std::hint::black_box(warm);
         for &key in block_keys {
             let lookup = self.keys.lookup(key);
+            if let Some(position) = lookup.position {
+                self.ranks.prefetch(position);
+            }
             scratch.slots.push(lookup.slot);
             scratch
                 .old_positions_plus_one
@@ -268,12 +283,16 @@ impl LiteHit {
     }
 
     /// Reclaims dead positions once they dominate; drops TTL-expired keys while at it.
+    #[inline]
     fn compact_if_sparse(&mut self) {
         let positions = self.ranks.len();
-        let live = self.live_markers();
-        if positions <= 2 * live + COMPACTION_SLACK_POSITIONS {
-            return;
+        if positions > 2 * self.live_markers() + COMPACTION_SLACK_POSITIONS {
+            self.compact();
         }
+    }
+
+    #[inline(never)]
+    fn compact(&mut self) {
         let remap = self.ranks.compact(self.ttl.dead_below_position);
         self.keys
             .remap_positions(|old| remap.keeps(old).then(|| remap.new_position(old)));
