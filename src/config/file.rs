@@ -120,10 +120,14 @@ impl<'a> RawConfig<'a> {
             .block_size
             .unwrap_or_else(|| default_block_size_tokens(self.trace_format));
         if trace_block_size_tokens == 0 {
-            return Err(invalid("block_size", "trace block_size must be positive, found 0"));
+            return Err(invalid(
+                "block_size",
+                "trace block_size must be positive, found 0",
+            ));
         }
         let lanes = resolve_instances(&raw_instances, &groups, trace_block_size_tokens)?;
-        let routing = resolve_routing(self.override_instance_id, self.fanout_all_instances, &lanes)?;
+        let routing =
+            resolve_routing(self.override_instance_id, self.fanout_all_instances, &lanes)?;
 
         let mut capacity_gb: Vec<f64> = raw_groups
             .iter()
@@ -156,7 +160,10 @@ impl<'a> RawGroup<'a> {
         Ok(Self {
             path: obj.path().to_owned(),
             name: obj.string("name")?.unwrap_or(""),
-            capacity_gb: capacity_gb.map(|a| a.f64s()).transpose()?.unwrap_or_default(),
+            capacity_gb: capacity_gb
+                .map(|a| a.f64s())
+                .transpose()?
+                .unwrap_or_default(),
             eviction_policy: obj.string("eviction_policy")?.unwrap_or("lru"),
             shared_group_quota: obj.bool("shared_group_quota")?.unwrap_or(false),
             ttl_seconds: obj.i64("ttl_seconds")?.unwrap_or(0),
@@ -391,9 +398,11 @@ fn resolve_instance(
                 format!("must be positive, found {}", raw.block_size),
             )
         })?;
-    if let Some(reason) =
-        coarsening_violation(block_size_tokens, trace_block_size_tokens, "trace block_size")
-    {
+    if let Some(reason) = coarsening_violation(
+        block_size_tokens,
+        trace_block_size_tokens,
+        "trace block_size",
+    ) {
         return Err(invalid(raw.field("block_size"), reason));
     }
     if raw.instance_id.is_empty() {
@@ -426,7 +435,10 @@ fn resolve_instance(
 /// `location_spec_infos`: non-empty, named, sizes > 0, names unique.
 fn check_specs(raw: &RawInstance<'_>) -> Result<()> {
     if raw.location_spec_infos.is_empty() {
-        return Err(invalid(raw.field("location_spec_infos"), "must not be empty"));
+        return Err(invalid(
+            raw.field("location_spec_infos"),
+            "must not be empty",
+        ));
     }
     for (index, spec) in raw.location_spec_infos.iter().enumerate() {
         if spec.name.is_empty() {

@@ -32,9 +32,11 @@ pub fn resolve_single_instance(flags: &SingleInstanceFlags) -> Result<SingleInst
         .or(block_size_flag)
         .unwrap_or_else(|| default_block_size_tokens(flags.format));
     let block_size_tokens = block_size_flag.unwrap_or(trace_block_size_tokens);
-    if let Some(reason) =
-        coarsening_violation(block_size_tokens, trace_block_size_tokens, "--trace-block-size")
-    {
+    if let Some(reason) = coarsening_violation(
+        block_size_tokens,
+        trace_block_size_tokens,
+        "--trace-block-size",
+    ) {
         return Err(flag_error("--block-size", reason));
     }
 

@@ -118,7 +118,12 @@ impl<'a> Arr<'a> {
     /// Every element as an object (its path is `key[index]`).
     pub(super) fn objects(&self) -> Result<Vec<Obj<'a>>> {
         self.convert_each("an object", Value::as_object)
-            .map(|items| items.into_iter().map(|(map, path)| Obj { map, path }).collect())
+            .map(|items| {
+                items
+                    .into_iter()
+                    .map(|(map, path)| Obj { map, path })
+                    .collect()
+            })
     }
 
     pub(super) fn strings(&self) -> Result<Vec<&'a str>> {
@@ -163,8 +168,13 @@ fn lossless_f64(n: &Number) -> Option<f64> {
     } else {
         return n.as_f64();
     };
-    let significant_bits = 64 - magnitude.leading_zeros() - magnitude.trailing_zeros();
-    (magnitude == 0 || significant_bits <= f64::MANTISSA_DIGITS).then(|| n.as_f64())?
+    if magnitude == 0 {
+        return Some(0.0);
+    }
+    let significant_bits = u64::BITS - magnitude.leading_zeros() - magnitude.trailing_zeros();
+    (significant_bits <= f64::MANTISSA_DIGITS)
+        .then(|| n.as_f64())
+        .flatten()
 }
 
 fn wrong_type(field: String, expected: &'static str, found: &Value) -> ConfigError {
@@ -232,12 +242,21 @@ mod tests {
     fn doubles_accept_exact_integers_only() {
         let exact = (1_u64 << 53) + 2;
         let inexact = (1_u64 << 53) + 1;
-        let value = json!({"xs": [1, -2, 0.5, exact, u64::MAX - 2047, i64::MIN], "bad": [inexact]});
+        let value = json!({
+            "xs": [0, 1, -2, 0.5, exact, u64::MAX - 2047, i64::MIN],
+            "bad": [inexact]
+        });
         let obj = root(&value);
         let xs = obj.array("xs").unwrap().unwrap().f64s().unwrap();
-        assert_eq!(xs.len(), 6);
+        assert_eq!(xs.len(), 7);
+        assert_eq!(xs[..4], [0.0, 1.0, -2.0, 0.5]);
         assert_eq!(
-            obj.array("bad").unwrap().unwrap().f64s().unwrap_err().to_string(),
+            obj.array("bad")
+                .unwrap()
+                .unwrap()
+                .f64s()
+                .unwrap_err()
+                .to_string(),
             "bad[0]: expected a number, found 9007199254740993"
         );
     }

@@ -157,7 +157,7 @@ pub enum DefaultLane<'a> {
 
 /// The trace block size a format is written in, used as the default block size:
 /// Mooncake 512 (FAST'25 README), Qwen-Bailian 16, KVCM 16 (tair optimizer configs use 16 or
-/// 64; the log does not say), LMCache 256 (its default chunk size), standard 256 (upstream's
+/// 64; the log does not say), `LMCache` 256 (its default chunk size), standard 256 (upstream's
 /// default `block_size`), unknown 256.
 pub fn default_block_size_tokens(format: Option<TraceFormat>) -> u64 {
     match format {
