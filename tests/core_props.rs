@@ -202,7 +202,7 @@ fn ttl_workload_equals_the_oracle_and_compaction_drops_expired_keys() {
     let ttl_ns = 40_000;
     let capacities = [Some(10), Some(200), None];
     let mut oracle = OracleBank::new(&capacities, Some(ttl_ns));
-    let mut core = LiteHit::with_ttl_ns(ttl_ns as u64);
+    let mut core = LiteHit::with_ttl_ns(ttl_ns.unsigned_abs());
     for request in Workload::new(config).take(3_000) {
         let fact = core.process_request(&request.keys, request.timestamp_ns);
         let expected = oracle.process_request(&request.keys, request.timestamp_ns);
@@ -213,7 +213,8 @@ fn ttl_workload_equals_the_oracle_and_compaction_drops_expired_keys() {
     assert!(core.ttl_expired_blocks() > 0);
     assert!(
         core.tracked_keys()
-            < 3 * core.current_unique_blocks() as usize + COMPACTION_SLACK_POSITIONS,
+            < 3 * usize::try_from(core.current_unique_blocks()).unwrap()
+                + COMPACTION_SLACK_POSITIONS,
         "expired keys are forgotten: tracked {} live {}",
         core.tracked_keys(),
         core.current_unique_blocks()

@@ -8,14 +8,19 @@
 //! has. Everywhere else the hint compiles to nothing.
 
 /// Hints that the cache line holding `value` will be read soon. No effect on results.
-#[inline(always)]
-#[cfg_attr(target_arch = "x86_64", expect(unsafe_code, reason = "prefetch hint; see the module docs"))]
+#[inline]
+#[cfg_attr(
+    target_arch = "x86_64",
+    expect(unsafe_code, reason = "prefetch hint; see the module docs")
+)]
 pub(crate) fn prefetch_read<T>(value: &T) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: `_mm_prefetch` only hints the cache; it neither reads nor writes memory and
     // cannot fault, and `sse` is part of the x86-64 baseline.
     unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(std::ptr::from_ref(value).cast());
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+            std::ptr::from_ref(value).cast(),
+        );
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = value;
