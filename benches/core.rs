@@ -19,6 +19,14 @@ use litehit::hitcore::LiteHit;
 use litehit::projector::project_infinite;
 use litehit::workload::{KeyStyle, SyntheticRequest, Workload, WorkloadConfig};
 
+/// CPU time of this thread in seconds (from `/proc/thread-self/schedstat`), so figures stay
+/// comparable while other processes share the machine; falls back to `None` elsewhere.
+fn thread_cpu_seconds() -> Option<f64> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let nanos: f64 = text.split_whitespace().next()?.parse().ok()?;
+    Some(nanos / 1e9)
+}
+
 /// All requests' keys back to back, plus each request's end offset.
 struct FlatTrace {
     keys: Vec<i64>,
@@ -45,6 +53,7 @@ fn replay(core: &mut LiteHit, trace: &FlatTrace) -> (f64, u64, u64, usize) {
     let mut fact = RequestFact::default();
     let mut digest = 0_u64;
     let started = Instant::now();
+    let cpu_started = thread_cpu_seconds();
     let mut requests = trace.requests().peekable();
     while let Some(request) = requests.next() {
         if let Some(next) = requests.peek() {
@@ -154,7 +163,7 @@ fn report(name: &str, trace: &FlatTrace, runs: usize, warm: bool) -> u64 {
     }
     let rate = trace.accesses() as f64 / best / 1e6;
     println!(
-        "{name:<28} requests {:>9}  accesses {:>11}  unique {:>10}  best {:>8.3} s  {:>7.1} M accesses/s  {:>5.1} B/unique key  digest {digest:016x}",
+        "{name:<28} requests {:>9}  accesses {:>11}  unique {:>10}  best {:>8.3} s cpu  {:>7.1} M accesses/s  {:>5.1} B/unique key  digest {digest:016x}",
         trace.ends.len(),
         trace.accesses(),
         unique,

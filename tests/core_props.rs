@@ -9,7 +9,7 @@ mod common;
 
 use common::oracle::OracleBank;
 use litehit::facts::RequestFact;
-use litehit::hitcore::{COMPACTION_SLACK_POSITIONS, LiteHit};
+use litehit::hitcore::{COMPACTION_POSITIONS_PER_LIVE_KEY, COMPACTION_SLACK_POSITIONS, LiteHit};
 use litehit::preprocess::apply_prefix_hash;
 use litehit::projector::{CapacityAxisAccumulator, project_blocks, project_infinite};
 use litehit::workload::{KeyStyle, Workload, WorkloadConfig};
@@ -181,7 +181,9 @@ fn generated_workload_equals_the_oracle_with_compactions() {
             max_positions_seen = max_positions_seen.max(core.position_space_len());
             assert!(
                 core.position_space_len()
-                    <= 2 * core.tracked_keys() + COMPACTION_SLACK_POSITIONS + 400
+                    <= COMPACTION_POSITIONS_PER_LIVE_KEY * core.tracked_keys()
+                        + COMPACTION_SLACK_POSITIONS
+                        + 400
             );
         }
         assert!(

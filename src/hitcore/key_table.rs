@@ -135,7 +135,7 @@ impl KeyTable {
     #[inline]
     pub(crate) fn prefetch(&self, key: i64) {
         if !self.slots.is_empty() {
-            super::prefetch::prefetch_read(&self.slots[self.home_slot(key)]);
+            super::hints::prefetch_read(&self.slots[self.home_slot(key)]);
         }
     }
 
@@ -282,7 +282,9 @@ impl KeyTable {
             u32::try_from(capacity).is_ok(),
             "key table capacity {capacity} exceeds 2^32 slots"
         );
-        let old_slots = std::mem::replace(&mut self.slots, vec![[0; 3]; capacity]);
+        let mut new_slots = vec![[0; 3]; capacity];
+        super::hints::advise_huge_pages(&mut new_slots);
+        let old_slots = std::mem::replace(&mut self.slots, new_slots);
         self.fastmod_multiplier = (u64::MAX / capacity as u64).wrapping_add(1);
         self.hash_mode = hash_mode;
         self.len = 0;

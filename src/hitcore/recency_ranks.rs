@@ -97,7 +97,7 @@ impl RecencyRanks {
     #[inline]
     pub(crate) fn prefetch(&self, position: usize) {
         if let Some(word) = self.words.get(position / 64) {
-            super::prefetch::prefetch_read(word);
+            super::hints::prefetch_read(word);
         }
     }
 
