@@ -6,3 +6,4 @@
 //! and never parses traces or runs the core.
 
 pub mod number_format;
+pub mod query_jsonl;
