@@ -7,3 +7,4 @@
 
 pub mod number_format;
 pub mod query_jsonl;
+pub mod mrc;
