@@ -8,3 +8,4 @@
 pub mod number_format;
 pub mod query_jsonl;
 pub mod mrc;
+pub mod plot;

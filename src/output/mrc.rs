@@ -594,12 +594,12 @@ pub fn render_table(report: &MrcReport) -> String {
         out.push_str(line.trim_end());
         out.push('\n');
     }
-    out.push_str(
-        "\nCumulative token hit rate of an exact LRU prefix cache, per instance. A p% knee is the \
-         smallest capacity reaching p% of the ∞-capacity hit rate; saturation is the smallest \
-         reaching it fully. GB = 2^30 bytes; (n) = blocks. total = every instance with its own \
-         cache of that size, as in `litehit query`'s overall line.\n",
-    );
+    out.push_str(concat!(
+        "\nCumulative token hit rate of an exact LRU prefix cache. A p% knee is the smallest\n",
+        "capacity reaching p% of the ∞-capacity hit rate; saturation is the smallest reaching all\n",
+        "of it. GB = 2^30 bytes, (n) = blocks. total: every instance with its own cache of that\n",
+        "size, as in the overall line of `litehit query`.\n",
+    ));
     out
 }
 
