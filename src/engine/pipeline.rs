@@ -72,34 +72,47 @@ struct ParsedChunk {
 }
 
 /// Replays `reader` through `engine`, calling `on_fact` for every row in input order and
-/// `on_progress(totals)` after each chunk. With `worker_count == 0` or `1`, one parse worker.
+/// `on_progress(totals)` after each chunk (an error from it stops the run, e.g. when the
+/// output cannot be written). With `worker_count == 0` or `1`, one parse worker.
 pub fn replay_stream<R: Read + Send>(
     reader: R,
     parser: &LineParser,
     engine: &mut Engine,
     worker_count: usize,
     on_fact: &mut dyn FnMut(FactRow<'_>),
-    on_progress: &mut dyn FnMut(PipelineTotals),
+    on_progress: &mut dyn FnMut(PipelineTotals) -> std::io::Result<()>,
 ) -> Result<PipelineTotals, PipelineError> {
     let worker_count = worker_count.max(1);
     std::thread::scope(|scope| {
         let mut raw_senders = Vec::with_capacity(worker_count);
         let mut parsed_receivers = Vec::with_capacity(worker_count);
         let mut recycle_senders = Vec::with_capacity(worker_count);
-        let (raw_recycle_sender, raw_recycle_receiver) = sync_channel::<Vec<u8>>(worker_count * (CHUNKS_IN_FLIGHT_PER_WORKER + 2));
+        let (raw_recycle_sender, raw_recycle_receiver) =
+            sync_channel::<Vec<u8>>(worker_count * (CHUNKS_IN_FLIGHT_PER_WORKER + 2));
         for _ in 0..worker_count {
             let (raw_sender, raw_receiver) = sync_channel::<RawChunk>(CHUNKS_IN_FLIGHT_PER_WORKER);
-            let (parsed_sender, parsed_receiver) = sync_channel::<ParsedChunk>(CHUNKS_IN_FLIGHT_PER_WORKER);
-            let (recycle_sender, recycle_receiver) = sync_channel::<ParsedChunk>(CHUNKS_IN_FLIGHT_PER_WORKER + 2);
+            let (parsed_sender, parsed_receiver) =
+                sync_channel::<ParsedChunk>(CHUNKS_IN_FLIGHT_PER_WORKER);
+            let (recycle_sender, recycle_receiver) =
+                sync_channel::<ParsedChunk>(CHUNKS_IN_FLIGHT_PER_WORKER + 2);
             let mut worker_parser = parser.clone();
             let raw_recycle = raw_recycle_sender.clone();
-            scope.spawn(move || parse_worker(&mut worker_parser, &raw_receiver, &parsed_sender, &recycle_receiver, &raw_recycle));
+            scope.spawn(move || {
+                parse_worker(
+                    &mut worker_parser,
+                    &raw_receiver,
+                    &parsed_sender,
+                    &recycle_receiver,
+                    &raw_recycle,
+                )
+            });
             raw_senders.push(raw_sender);
             parsed_receivers.push(parsed_receiver);
             recycle_senders.push(recycle_sender);
         }
         drop(raw_recycle_sender);
-        let reader_thread = scope.spawn(move || read_chunks(reader, &raw_senders, &raw_recycle_receiver));
+        let reader_thread =
+            scope.spawn(move || read_chunks(reader, &raw_senders, &raw_recycle_receiver));
 
         let mut totals = PipelineTotals::default();
         let mut outcome = Ok(());
@@ -110,14 +123,19 @@ pub fn replay_stream<R: Read + Send>(
             };
             for event_index in 0..chunk.event_count {
                 let event = &chunk.events[event_index];
-                if let Err(error) = engine.process_event(event, chunk.line_numbers[event_index], on_fact) {
+                if let Err(error) =
+                    engine.process_event(event, chunk.line_numbers[event_index], on_fact)
+                {
                     outcome = Err(PipelineError::from(error));
                     break 'chunks;
                 }
             }
             totals.bytes += chunk.bytes;
             totals.lines += chunk.lines;
-            on_progress(totals);
+            if let Err(error) = on_progress(totals) {
+                outcome = Err(PipelineError::Io(error));
+                break;
+            }
             if let Some(error) = &chunk.error {
                 outcome = Err(PipelineError::from(error.clone()));
                 break;
@@ -128,7 +146,9 @@ pub fn replay_stream<R: Read + Send>(
         // Dropping the receivers unblocks the workers and then the reader on early exit.
         drop(parsed_receivers);
         drop(recycle_senders);
-        let read_result = reader_thread.join().expect("the reader thread does not panic");
+        let read_result = reader_thread
+            .join()
+            .expect("the reader thread does not panic");
         outcome?;
         read_result?;
         Ok(totals)
@@ -136,7 +156,11 @@ pub fn replay_stream<R: Read + Send>(
 }
 
 /// Cuts the stream into chunks of whole lines and deals them round-robin.
-fn read_chunks<R: Read>(mut reader: R, senders: &[SyncSender<RawChunk>], recycled: &Receiver<Vec<u8>>) -> std::io::Result<()> {
+fn read_chunks<R: Read>(
+    mut reader: R,
+    senders: &[SyncSender<RawChunk>],
+    recycled: &Receiver<Vec<u8>>,
+) -> std::io::Result<()> {
     let mut carry: Vec<u8> = Vec::new();
     let mut next_line_number = 1_u64;
     for index in 0.. {
@@ -153,20 +177,20 @@ fn read_chunks<R: Read>(mut reader: R, senders: &[SyncSender<RawChunk>], recycle
                     at_eof = true;
                 }
                 Ok(read) => bytes.truncate(filled + read),
-                Err(error) if error.kind() == std::io::ErrorKind::Interrupted => bytes.truncate(filled),
+                Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {
+                    bytes.truncate(filled)
+                }
                 Err(error) => return Err(error),
             }
         }
         if !at_eof {
             // Keep the partial last line for the next chunk.
-            match memchr::memrchr(b'\n', &bytes) {
-                Some(newline) => carry.extend_from_slice(&bytes[newline + 1..]),
-                None => {
-                    // One line longer than a chunk: keep reading into it.
-                    carry = std::mem::take(&mut bytes);
-                    continue;
-                }
-            }
+            let Some(newline) = memchr::memrchr(b'\n', &bytes) else {
+                // One line longer than a chunk: keep reading into it.
+                carry = std::mem::take(&mut bytes);
+                continue;
+            };
+            carry.extend_from_slice(&bytes[newline + 1..]);
             bytes.truncate(bytes.len() - carry.len());
         }
         let lines = memchr::memchr_iter(b'\n', &bytes).count() as u64;
@@ -228,7 +252,11 @@ fn parse_chunk(parser: &mut LineParser, chunk: &RawChunk, out: &mut ParsedChunk)
             out.events.push(TraceEvent::default());
             out.line_numbers.push(0);
         }
-        match parser.parse_line(line.bytes, line.line_number, &mut out.events[out.event_count]) {
+        match parser.parse_line(
+            line.bytes,
+            line.line_number,
+            &mut out.events[out.event_count],
+        ) {
             Ok(LineOutcome::Event) => {
                 out.line_numbers[out.event_count] = line.line_number;
                 out.event_count += 1;
@@ -286,8 +314,15 @@ mod tests {
             &parser,
             &mut engine,
             workers,
-            &mut |row| rows.push(format!("{} {} {:?}", row.trace_id, row.instance_id, row.fact.to_pairs())),
-            &mut |_| {},
+            &mut |row| {
+                rows.push(format!(
+                    "{} {} {:?}",
+                    row.trace_id,
+                    row.instance_id,
+                    row.fact.to_pairs()
+                ))
+            },
+            &mut |_| Ok(()),
         )?;
         Ok((rows, totals))
     }
