@@ -163,12 +163,16 @@ fn read_chunks<R: Read>(
 ) -> std::io::Result<()> {
     let mut carry: Vec<u8> = Vec::new();
     let mut next_line_number = 1_u64;
-    for index in 0.. {
+    let mut sent_chunks = 0_usize;
+    loop {
         let mut bytes = recycled.try_recv().unwrap_or_default();
         bytes.clear();
         bytes.append(&mut carry);
         let mut at_eof = false;
-        while bytes.len() < CHUNK_BYTES && !at_eof {
+        // Read until the chunk is big enough and holds at least one whole line (or EOF).
+        let mut scanned_for_newline = 0;
+        let mut has_newline = false;
+        while !at_eof && (bytes.len() < CHUNK_BYTES || !has_newline) {
             let filled = bytes.len();
             bytes.resize(filled.max(CHUNK_BYTES) + (1 << 16), 0);
             match reader.read(&mut bytes[filled..]) {
@@ -182,14 +186,15 @@ fn read_chunks<R: Read>(
                 }
                 Err(error) => return Err(error),
             }
+            if !has_newline {
+                has_newline = memchr::memchr(b'\n', &bytes[scanned_for_newline..]).is_some();
+                scanned_for_newline = bytes.len();
+            }
         }
         if !at_eof {
             // Keep the partial last line for the next chunk.
-            let Some(newline) = memchr::memrchr(b'\n', &bytes) else {
-                // One line longer than a chunk: keep reading into it.
-                carry = std::mem::take(&mut bytes);
-                continue;
-            };
+            let newline = memchr::memrchr(b'\n', &bytes)
+                .expect("the read loop stops only at EOF or with a newline");
             carry.extend_from_slice(&bytes[newline + 1..]);
             bytes.truncate(bytes.len() - carry.len());
         }
@@ -200,11 +205,12 @@ fn read_chunks<R: Read>(
             is_last: at_eof,
         };
         next_line_number += lines;
-        if senders[index % senders.len()].send(chunk).is_err() || at_eof {
+        // Chunk `n` goes to worker `n mod W`: the consumer reads them back in that order.
+        if senders[sent_chunks % senders.len()].send(chunk).is_err() || at_eof {
             return Ok(()); // consumer gone (it stopped on an error) or input finished
         }
+        sent_chunks += 1;
     }
-    Ok(())
 }
 
 fn parse_worker(
@@ -348,6 +354,29 @@ mod tests {
         text.push_str(&trace(10));
         let error = run(&text, 2).unwrap_err();
         assert_eq!(error.line_number(), Some(good_lines as u64 + 1), "{error}");
+    }
+
+    #[test]
+    fn a_line_longer_than_a_chunk_keeps_the_order() {
+        let mut text = trace(2000);
+        // One huge line (all keys blank-padded) in the middle.
+        let huge = format!(
+            "{{\"type\":\"get\",\"instance_id\":\"a\",\"timestamp_ns\":1,\"input_len\":16,\"keys\":[1{}]}}\n",
+            " ".repeat(3 * CHUNK_BYTES)
+        );
+        let split = text.len() / 2;
+        let split = split + text[split..].find('\n').unwrap() + 1;
+        text.insert_str(split, &huge);
+        // The huge line's timestamp is out of order: the error must name its line.
+        let expected_line = text[..split].lines().count() as u64 + 1;
+        for workers in [1, 2, 3] {
+            let error = run(&text, workers).unwrap_err();
+            assert_eq!(
+                error.line_number(),
+                Some(expected_line),
+                "{workers} workers: {error}"
+            );
+        }
     }
 
     #[test]
