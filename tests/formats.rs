@@ -192,120 +192,123 @@ fn standard_type_rules_use_upstream_messages() {
     );
 }
 
+/// (line, field, message fragment) for every required-field rule of REFERENCE §5.
+const STANDARD_REQUIRED_CASES: &[(&str, &str, &str)] = &[
+    (
+        r#"{"type":"get","timestamp_ns":5,"keys":[1],"input_len":40}"#,
+        "instance_id",
+        "missing non-empty string field: instance_id",
+    ),
+    (
+        r#"{"type":"get","instance_id":"","timestamp_ns":5,"keys":[1],"input_len":40}"#,
+        "instance_id",
+        "missing non-empty string field",
+    ),
+    (
+        r#"{"type":"get","instance_id":7,"timestamp_ns":5,"keys":[1],"input_len":40}"#,
+        "instance_id",
+        "expected a string, found 7",
+    ),
+    (
+        r#"{"type":"get","instance_id":"i","keys":[1],"input_len":40}"#,
+        "timestamp_ns",
+        "missing integer field: timestamp_ns",
+    ),
+    (
+        r#"{"type":"get","instance_id":"i","timestamp_ns":0,"keys":[1],"input_len":40}"#,
+        "timestamp_ns",
+        "found 0",
+    ),
+    (
+        r#"{"type":"get","instance_id":"i","timestamp_ns":-3,"keys":[1],"input_len":40}"#,
+        "timestamp_ns",
+        "found -3",
+    ),
+    (
+        r#"{"type":"get","instance_id":"i","timestamp_ns":9223372036854775808,"keys":[1],"input_len":40}"#,
+        "timestamp_ns",
+        "found 9223372036854775808",
+    ),
+    (
+        r#"{"type":"get","instance_id":"i","timestamp_ns":1.5,"keys":[1],"input_len":40}"#,
+        "timestamp_ns",
+        "expected an integer, found 1.5",
+    ),
+    (
+        r#"{"type":"get","instance_id":"i","timestamp_ns":"5","keys":[1],"input_len":40}"#,
+        "timestamp_ns",
+        "expected an integer, found \"5\"",
+    ),
+    (
+        r#"{"type":"get","instance_id":"i","timestamp_ns":5,"input_len":40}"#,
+        "keys",
+        "missing array field: keys",
+    ),
+    (
+        r#"{"type":"get","instance_id":"i","timestamp_ns":5,"keys":"1","input_len":40}"#,
+        "keys",
+        "expected an array of integers",
+    ),
+    (
+        r#"{"type":"get","instance_id":"i","timestamp_ns":5,"keys":[1.5],"input_len":40}"#,
+        "keys",
+        "found 1.5",
+    ),
+    (
+        r#"{"type":"get","instance_id":"i","timestamp_ns":5,"keys":[1,"2"],"input_len":40}"#,
+        "keys",
+        "found \"2\"",
+    ),
+    (
+        r#"{"type":"get","instance_id":"i","timestamp_ns":5,"keys":[18446744073709551616],"input_len":40}"#,
+        "keys",
+        "64-bit",
+    ),
+    (
+        r#"{"type":"get","instance_id":"i","timestamp_ns":5,"keys":[-9223372036854775809],"input_len":40}"#,
+        "keys",
+        "64-bit",
+    ),
+    (
+        r#"{"type":"get","instance_id":"i","timestamp_ns":5,"keys":[1]}"#,
+        "input_len",
+        "missing integer field: input_len",
+    ),
+    (
+        r#"{"type":"request","instance_id":"i","timestamp_ns":5,"keys":[1],"input_len":0}"#,
+        "input_len",
+        "found 0",
+    ),
+    (
+        r#"{"type":"get","instance_id":"i","timestamp_ns":5,"keys":[1],"input_len":-1}"#,
+        "input_len",
+        "found -1",
+    ),
+    (
+        r#"{"type":"get","instance_id":"i","timestamp_ns":5,"keys":[1],"input_len":"40"}"#,
+        "input_len",
+        "expected an integer",
+    ),
+    (
+        r#"{"type":"get","instance_id":"i","timestamp_ns":5,"keys":[1],"input_len":40.0}"#,
+        "input_len",
+        "expected an integer",
+    ),
+    (
+        r#"{"type":"get","instance_id":"i","timestamp_ns":5,"keys":[1],"input_len":9223372036854775808}"#,
+        "input_len",
+        "found 9223372036854775808",
+    ),
+    (
+        r#"{"type":"get","instance_id":"i","trace_id":5,"timestamp_ns":5,"keys":[1],"input_len":40}"#,
+        "trace_id",
+        "expected a string",
+    ),
+];
+
 #[test]
 fn standard_required_fields_are_checked() {
-    let cases: &[(&str, &str, &str)] = &[
-        (
-            r#"{"type":"get","timestamp_ns":5,"keys":[1],"input_len":40}"#,
-            "instance_id",
-            "missing non-empty string field: instance_id",
-        ),
-        (
-            r#"{"type":"get","instance_id":"","timestamp_ns":5,"keys":[1],"input_len":40}"#,
-            "instance_id",
-            "missing non-empty string field",
-        ),
-        (
-            r#"{"type":"get","instance_id":7,"timestamp_ns":5,"keys":[1],"input_len":40}"#,
-            "instance_id",
-            "expected a string, found 7",
-        ),
-        (
-            r#"{"type":"get","instance_id":"i","keys":[1],"input_len":40}"#,
-            "timestamp_ns",
-            "missing integer field: timestamp_ns",
-        ),
-        (
-            r#"{"type":"get","instance_id":"i","timestamp_ns":0,"keys":[1],"input_len":40}"#,
-            "timestamp_ns",
-            "found 0",
-        ),
-        (
-            r#"{"type":"get","instance_id":"i","timestamp_ns":-3,"keys":[1],"input_len":40}"#,
-            "timestamp_ns",
-            "found -3",
-        ),
-        (
-            r#"{"type":"get","instance_id":"i","timestamp_ns":9223372036854775808,"keys":[1],"input_len":40}"#,
-            "timestamp_ns",
-            "found 9223372036854775808",
-        ),
-        (
-            r#"{"type":"get","instance_id":"i","timestamp_ns":1.5,"keys":[1],"input_len":40}"#,
-            "timestamp_ns",
-            "expected an integer, found 1.5",
-        ),
-        (
-            r#"{"type":"get","instance_id":"i","timestamp_ns":"5","keys":[1],"input_len":40}"#,
-            "timestamp_ns",
-            "expected an integer, found \"5\"",
-        ),
-        (
-            r#"{"type":"get","instance_id":"i","timestamp_ns":5,"input_len":40}"#,
-            "keys",
-            "missing array field: keys",
-        ),
-        (
-            r#"{"type":"get","instance_id":"i","timestamp_ns":5,"keys":"1","input_len":40}"#,
-            "keys",
-            "expected an array of integers",
-        ),
-        (
-            r#"{"type":"get","instance_id":"i","timestamp_ns":5,"keys":[1.5],"input_len":40}"#,
-            "keys",
-            "found 1.5",
-        ),
-        (
-            r#"{"type":"get","instance_id":"i","timestamp_ns":5,"keys":[1,"2"],"input_len":40}"#,
-            "keys",
-            "found \"2\"",
-        ),
-        (
-            r#"{"type":"get","instance_id":"i","timestamp_ns":5,"keys":[18446744073709551616],"input_len":40}"#,
-            "keys",
-            "64-bit",
-        ),
-        (
-            r#"{"type":"get","instance_id":"i","timestamp_ns":5,"keys":[-9223372036854775809],"input_len":40}"#,
-            "keys",
-            "64-bit",
-        ),
-        (
-            r#"{"type":"get","instance_id":"i","timestamp_ns":5,"keys":[1]}"#,
-            "input_len",
-            "missing integer field: input_len",
-        ),
-        (
-            r#"{"type":"request","instance_id":"i","timestamp_ns":5,"keys":[1],"input_len":0}"#,
-            "input_len",
-            "found 0",
-        ),
-        (
-            r#"{"type":"get","instance_id":"i","timestamp_ns":5,"keys":[1],"input_len":-1}"#,
-            "input_len",
-            "found -1",
-        ),
-        (
-            r#"{"type":"get","instance_id":"i","timestamp_ns":5,"keys":[1],"input_len":"40"}"#,
-            "input_len",
-            "expected an integer",
-        ),
-        (
-            r#"{"type":"get","instance_id":"i","timestamp_ns":5,"keys":[1],"input_len":40.0}"#,
-            "input_len",
-            "expected an integer",
-        ),
-        (
-            r#"{"type":"get","instance_id":"i","timestamp_ns":5,"keys":[1],"input_len":9223372036854775808}"#,
-            "input_len",
-            "found 9223372036854775808",
-        ),
-        (
-            r#"{"type":"get","instance_id":"i","trace_id":5,"timestamp_ns":5,"keys":[1],"input_len":40}"#,
-            "trace_id",
-            "expected a string",
-        ),
-    ];
+    let cases = STANDARD_REQUIRED_CASES;
     for (line, field, fragment) in cases {
         assert_rejects(TraceFormat::Standard, 0, line, Some(field), fragment);
     }
@@ -531,8 +534,8 @@ fn hisim_smoke_trace_parses_16_rows() {
         assert_eq!(event.keys, keys);
         assert_eq!(event.input_token_len, value["input_len"].as_i64().unwrap());
         assert_eq!(
-            event.keys.len() as i64,
-            event.input_token_len / 256,
+            event.keys.len(),
+            usize::try_from(event.input_token_len / 256).unwrap(),
             "row {index}"
         );
         // bundle_keys == ApplyPrefixHash(keys)[3::4] (REFERENCE §2.1 real-data check).

@@ -812,10 +812,11 @@ mod tests {
             "18446744073709551615",
         ];
         for text in cases {
-            let expected = text
-                .parse::<i64>()
-                .ok()
-                .or_else(|| text.parse::<u64>().ok().map(|v| v as i64));
+            let expected = text.parse::<i64>().ok().or_else(|| {
+                text.parse::<u64>()
+                    .ok()
+                    .map(|v| i64::from_ne_bytes(v.to_ne_bytes()))
+            });
             for suffix in ["", ",", ", 1234567890]", "]}"] {
                 let padded = format!("{text}{suffix}");
                 let fast = simple_key_at(padded.as_bytes(), 0).map(|(key, end)| {
