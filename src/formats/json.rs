@@ -5,8 +5,6 @@
 //! the happy path: strings are returned as borrowed raw slices and decoded only into buffers
 //! the caller reuses. It knows nothing about any trace format's fields.
 
-use std::fmt::Write as _;
-
 /// Why a line was rejected, before the caller attaches the line number.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Fault {
@@ -370,27 +368,42 @@ impl<'a> Cursor<'a> {
     }
 
     /// Reads an array of keys into `out` (cleared first).
+    ///
+    /// The hot loop of every reader: plain decimal keys take a fast path over local indices;
+    /// anything unusual (a sign edge, a float, 20 digits, bad syntax) falls back to
+    /// [`Cursor::key`] for the exact rule and message.
     pub(crate) fn key_array_into(&mut self, out: &mut Vec<i64>) -> Result<(), Fault> {
         out.clear();
         if self.peek() != Some(b'[') {
             return Err(self.mismatch("an array of integers"));
         }
-        self.pos += 1;
-        self.skip_ws();
-        if self.eat(b']') {
+        let bytes = self.bytes;
+        let mut pos = skip_ws_at(bytes, self.pos + 1);
+        if bytes.get(pos) == Some(&b']') {
+            self.pos = pos + 1;
             return Ok(());
         }
         loop {
-            self.skip_ws();
-            out.push(self.key()?);
-            self.skip_ws();
-            match self.peek() {
-                Some(b',') => self.pos += 1,
+            pos = skip_ws_at(bytes, pos);
+            if let Some((key, end)) = simple_key_at(bytes, pos) {
+                out.push(key);
+                pos = end;
+            } else {
+                self.pos = pos;
+                out.push(self.key()?);
+                pos = self.pos;
+            }
+            pos = skip_ws_at(bytes, pos);
+            match bytes.get(pos) {
+                Some(b',') => pos += 1,
                 Some(b']') => {
-                    self.pos += 1;
+                    self.pos = pos + 1;
                     return Ok(());
                 }
-                _ => return Err(self.syntax("',' or ']'")),
+                _ => {
+                    self.pos = pos;
+                    return Err(self.syntax("',' or ']'"));
+                }
             }
         }
     }
@@ -547,6 +560,50 @@ impl<'a> Cursor<'a> {
     }
 }
 
+#[inline]
+fn skip_ws_at(bytes: &[u8], mut pos: usize) -> usize {
+    while let Some(b' ' | b'\t' | b'\n' | b'\r') = bytes.get(pos) {
+        pos += 1;
+    }
+    pos
+}
+
+/// The common key shape: an optional `-` and 1..=19 digits without a leading zero, not followed
+/// by a fraction or exponent. 19 digits always fit `u64`; the upstream rule then applies
+/// (positive values wrap into `i64`, negative ones must be `>= i64::MIN`). Returns the key and
+/// the end position, or `None` to take the exact slow path.
+#[inline]
+fn simple_key_at(bytes: &[u8], pos: usize) -> Option<(i64, usize)> {
+    let negative = bytes.get(pos) == Some(&b'-');
+    let digits_start = pos + usize::from(negative);
+    let mut end = digits_start;
+    let mut magnitude = 0_u64;
+    while let Some(&byte) = bytes.get(end) {
+        let digit = byte.wrapping_sub(b'0');
+        if digit > 9 {
+            break;
+        }
+        if end - digits_start == 19 {
+            return None;
+        }
+        magnitude = magnitude * 10 + u64::from(digit);
+        end += 1;
+    }
+    let digit_count = end - digits_start;
+    if digit_count == 0
+        || (digit_count > 1 && bytes[digits_start] == b'0')
+        || matches!(bytes.get(end), Some(b'.' | b'e' | b'E'))
+    {
+        return None;
+    }
+    let key = if negative {
+        0_i64.checked_sub_unsigned(magnitude)?
+    } else {
+        i64::from_ne_bytes(magnitude.to_ne_bytes())
+    };
+    Some((key, end))
+}
+
 /// Parses a run of ASCII digits as `u64`, `None` on overflow.
 fn checked_decimal(digits: &[u8]) -> Option<u64> {
     digits.iter().try_fold(0_u64, |acc, &byte| {
@@ -672,10 +729,20 @@ fn hex4(digits: Option<&[u8]>) -> Result<u32, &'static str> {
 }
 
 /// Writes `value` in decimal into `out` (cleared first) without allocating once warm.
-pub(crate) fn write_decimal(out: &mut String, value: u64) {
+pub(crate) fn write_decimal(out: &mut String, mut value: u64) {
+    let mut digits = [0_u8; 20];
+    let mut start = digits.len();
+    loop {
+        start -= 1;
+        // `value % 10 < 10`, so the cast is lossless.
+        digits[start] = b'0' + (value % 10) as u8;
+        value /= 10;
+        if value == 0 {
+            break;
+        }
+    }
     out.clear();
-    // Writing to a String cannot fail.
-    let _ = write!(out, "{value}");
+    out.extend(digits[start..].iter().map(|&digit| char::from(digit)));
 }
 
 #[cfg(test)]
@@ -721,6 +788,50 @@ mod tests {
             let fault = read_a(&format!("{{\"a\":[{bad}]}}")).unwrap_err();
             assert_eq!(fault.field, Some("a"), "{bad}");
             assert!(!fault.syntax, "{bad}: {}", fault.message);
+        }
+    }
+
+    #[test]
+    fn fast_key_path_agrees_with_the_exact_rule() {
+        let cases = [
+            "0",
+            "7",
+            "-7",
+            "12345678",
+            "123456789",
+            "1234567890123456",
+            "12345678901234567",
+            "999999999999999999",
+            "1000000000000000000",
+            "9223372036854775807",
+            "9223372036854775808",
+            "9999999999999999999",
+            "-9223372036854775808",
+            "-9223372036854775809",
+            "-1234567890123456789",
+            "18446744073709551615",
+        ];
+        for text in cases {
+            let expected = text.parse::<i64>().ok().or_else(|| {
+                text.parse::<u64>()
+                    .ok()
+                    .map(|v| i64::from_ne_bytes(v.to_ne_bytes()))
+            });
+            for suffix in ["", ",", ", 1234567890]", "]}"] {
+                let padded = format!("{text}{suffix}");
+                let fast = simple_key_at(padded.as_bytes(), 0).map(|(key, end)| {
+                    assert_eq!(end, text.len(), "{padded}");
+                    key
+                });
+                if let Some(fast) = fast {
+                    assert_eq!(Some(fast), expected, "{padded}");
+                }
+            }
+            assert_eq!(
+                read_a(&format!("{{\"a\":[{text}]}}")).ok().map(|k| k[0]),
+                expected,
+                "{text}"
+            );
         }
     }
 
