@@ -30,7 +30,11 @@ impl Rng {
 
 /// Three instances with different block geometries and canonical random curves.
 fn synthetic_facts(path: &Path, rows: usize) {
-    let instances = [("engine-a", 16, 1_u64 << 20), ("engine-b", 32, 3 << 19), ("engine-c", 16, 5 << 18)];
+    let instances = [
+        ("engine-a", 16, 1_u64 << 20),
+        ("engine-b", 32, 3 << 19),
+        ("engine-c", 16, 5 << 18),
+    ];
     let mut rng = Rng(0x2545_f491_4f6c_dd1d);
     let mut out = format!("{FACTS_HEADER}\n").into_bytes();
     for row in 0..rows {
@@ -51,7 +55,8 @@ fn synthetic_facts(path: &Path, rows: usize) {
                 trace_id: &trace_id,
                 instance_id,
                 timestamp_ns: i64::try_from(row).unwrap(),
-                input_token_len: (hit_blocks + rng.below(50)) * block_size_tokens + rng.below(block_size_tokens),
+                input_token_len: (hit_blocks + rng.below(50)) * block_size_tokens
+                    + rng.below(block_size_tokens),
                 block_size_tokens,
                 block_bytes,
                 fact: &fact,
@@ -62,6 +67,10 @@ fn synthetic_facts(path: &Path, rows: usize) {
 }
 
 #[test]
+#[expect(
+    clippy::float_cmp,
+    reason = "mrc and query must agree exactly, not approximately"
+)]
 fn mrc_equals_query_at_knees_saturation_and_random_capacities() {
     let dir = tempfile::tempdir().unwrap();
     let facts = dir.path().join("facts.csv");
@@ -90,8 +99,13 @@ fn mrc_equals_query_at_knees_saturation_and_random_capacities() {
         capacity_gb: capacity_gb.clone(),
         capacity_blocks: Vec::new(),
     };
-    let (_, summary) =
-        query_facts_files(&paths, slots, QueryOptions { summary_only: true }, Vec::new()).unwrap();
+    let (_, summary) = query_facts_files(
+        &paths,
+        slots,
+        QueryOptions { summary_only: true },
+        Vec::new(),
+    )
+    .unwrap();
 
     for ((instance_id, totals), curve) in summary.per_instance.iter().zip(&curves.instances) {
         assert_eq!(instance_id, &curve.instance_id);
@@ -106,7 +120,10 @@ fn mrc_equals_query_at_knees_saturation_and_random_capacities() {
         }
     }
     for (slot, &bytes) in capacity_bytes.iter().enumerate() {
-        assert_eq!(summary.overall.total_hit_tokens[slot], curves.total_hit_tokens_at_bytes(bytes));
+        assert_eq!(
+            summary.overall.total_hit_tokens[slot],
+            curves.total_hit_tokens_at_bytes(bytes)
+        );
     }
 
     // The reported knee points themselves agree with the query's rates at their capacity.
@@ -121,9 +138,15 @@ fn mrc_equals_query_at_knees_saturation_and_random_capacities() {
             assert_eq!(rates[slot], knee.point.hit_rate);
             assert!(knee.point.hit_rate >= knee.target_hit_rate);
             if knee.point.capacity_blocks > 0 {
-                let below = curves_instance(&curves, &instance.instance_id).hits.hit_blocks_at(knee.point.capacity_blocks - 1);
-                let below_rate = (below * instance.block_size_tokens) as f64 / instance.total_input_tokens as f64;
-                assert!(below_rate < knee.target_hit_rate, "knee is the smallest such capacity");
+                let below = curves_instance(&curves, &instance.instance_id)
+                    .hits
+                    .hit_blocks_at(knee.point.capacity_blocks - 1);
+                let below_rate = (below * instance.block_size_tokens) as f64
+                    / instance.total_input_tokens as f64;
+                assert!(
+                    below_rate < knee.target_hit_rate,
+                    "knee is the smallest such capacity"
+                );
             }
         }
     }
@@ -134,12 +157,23 @@ fn mrc_equals_query_at_knees_saturation_and_random_capacities() {
             .position(|&b| b == knee.point.capacity_bytes)
             .unwrap();
         assert_eq!(overall_rates[slot], knee.point.hit_rate);
-        assert!(curves.total_hit_tokens_at_bytes(knee.point.capacity_bytes.saturating_sub(1)) < knee.point.hit_tokens || knee.point.capacity_bytes == 0);
+        assert!(
+            curves.total_hit_tokens_at_bytes(knee.point.capacity_bytes.saturating_sub(1))
+                < knee.point.hit_tokens
+                || knee.point.capacity_bytes == 0
+        );
     }
 }
 
-fn curves_instance<'a>(curves: &'a MrcCurves, instance_id: &str) -> &'a litehit::output::mrc::InstanceCurve {
-    curves.instances.iter().find(|c| c.instance_id == instance_id).unwrap()
+fn curves_instance<'a>(
+    curves: &'a MrcCurves,
+    instance_id: &str,
+) -> &'a litehit::output::mrc::InstanceCurve {
+    curves
+        .instances
+        .iter()
+        .find(|c| c.instance_id == instance_id)
+        .unwrap()
 }
 
 #[test]
@@ -155,7 +189,9 @@ fn shards_aggregate_like_one_file() {
     fs::write(&shard_a, format!("{FACTS_HEADER}\n{}\n", first.join("\n"))).unwrap();
     fs::write(&shard_b, format!("{FACTS_HEADER}\n{}\n", second.join("\n"))).unwrap();
     let one = MrcCurves::from_facts_files(&[whole]).unwrap().report(100);
-    let two = MrcCurves::from_facts_files(&[shard_a, shard_b]).unwrap().report(100);
+    let two = MrcCurves::from_facts_files(&[shard_a, shard_b])
+        .unwrap()
+        .report(100);
     assert_eq!(one, two);
 }
 
@@ -168,8 +204,11 @@ fn one_instance_with_two_block_geometries_is_an_error() {
         format!("{FACTS_HEADER}\nr1,i1,1,8,4,1024,\"[]\"\nr2,i2,2,8,4,2048,\"[]\"\n\nr3,i1,3,8,4,2048,\"[]\"\n"),
     )
     .unwrap();
-    let error = MrcCurves::from_facts_files(&[facts.clone()]).unwrap_err();
-    assert!(matches!(error, MrcError::MixedBlockGeometry { line: 5, .. }));
+    let error = MrcCurves::from_facts_files(std::slice::from_ref(&facts)).unwrap_err();
+    assert!(matches!(
+        error,
+        MrcError::MixedBlockGeometry { line: 5, .. }
+    ));
     assert_eq!(
         error.to_string(),
         format!(
@@ -214,14 +253,20 @@ fn decode_png(bytes: &[u8]) -> Image {
         at += 12 + length;
     }
     let mut raw = Vec::new();
-    flate2::read::ZlibDecoder::new(&idat[..]).read_to_end(&mut raw).unwrap();
+    flate2::read::ZlibDecoder::new(&idat[..])
+        .read_to_end(&mut raw)
+        .unwrap();
     assert_eq!(raw.len(), height * (width * 3 + 1));
     let mut rgb = Vec::with_capacity(width * height * 3);
     for row in raw.chunks_exact(width * 3 + 1) {
         let (filter, data) = (row[0], &row[1..]);
         let start = rgb.len();
         for (i, &byte) in data.iter().enumerate() {
-            let left = if filter == 1 && i >= 3 { rgb[start + i - 3] } else { 0 };
+            let left = if filter == 1 && i >= 3 {
+                rgb[start + i - 3]
+            } else {
+                0
+            };
             assert!(filter <= 1, "only None and Sub are used");
             rgb.push(byte.wrapping_add(left));
         }
@@ -248,17 +293,33 @@ fn png_and_svg_plots_are_real_images() {
 
     let image = decode_png(&fs::read(&png).unwrap());
     assert_eq!((image.width, image.height), (1200, 720));
-    let pixels: Vec<[u8; 3]> = image.rgb.chunks_exact(3).map(|p| [p[0], p[1], p[2]]).collect();
+    let pixels: Vec<[u8; 3]> = image
+        .rgb
+        .chunks_exact(3)
+        .map(|p| [p[0], p[1], p[2]])
+        .collect();
     let white = pixels.iter().filter(|p| **p == [255, 255, 255]).count();
     assert!(white > pixels.len() / 2, "mostly white background");
     assert!(white < pixels.len() * 99 / 100, "but not blank");
     let mut colours = pixels.clone();
     colours.sort_unstable();
     colours.dedup();
-    assert!(colours.len() > 50, "anti-aliased lines and text: {} colours", colours.len());
-    for series_colour in [[0x4e, 0x79, 0xa7], [0xf2, 0x8e, 0x2b], [0xe1, 0x57, 0x59], [0x22, 0x22, 0x22]] {
+    assert!(
+        colours.len() > 50,
+        "anti-aliased lines and text: {} colours",
+        colours.len()
+    );
+    for series_colour in [
+        [0x4e, 0x79, 0xa7],
+        [0xf2, 0x8e, 0x2b],
+        [0xe1, 0x57, 0x59],
+        [0x22, 0x22, 0x22],
+    ] {
         let count = pixels.iter().filter(|p| **p == series_colour).count();
-        assert!(count > 200, "series colour {series_colour:?} drawn ({count} pixels)");
+        assert!(
+            count > 200,
+            "series colour {series_colour:?} drawn ({count} pixels)"
+        );
     }
     // Text is drawn: the title row band holds dark pixels.
     let title_dark = (20..40)
@@ -270,7 +331,11 @@ fn png_and_svg_plots_are_real_images() {
     let svg = fs::read_to_string(&svg).unwrap();
     assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
     assert!(svg.trim_end().ends_with("</svg>"));
-    assert_eq!(svg.matches("<polyline").count(), 4 + 4 + 4, "ceilings, curves, legend swatches");
+    assert_eq!(
+        svg.matches("<polyline").count(),
+        4 + 4 + 4,
+        "ceilings, curves, legend swatches"
+    );
     assert!(svg.contains(">engine-b   ∞ "), "legend names instances");
     assert_eq!(svg.matches("<circle").count(), 4 * 4, "four knees per line");
     let leftovers: Vec<PathBuf> = fs::read_dir(dir.path().join("plot"))

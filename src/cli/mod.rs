@@ -1,3 +1,3 @@
 //! Command-line interface (clap derive).
-pub mod query_args;
 pub mod mrc_args;
+pub mod query_args;

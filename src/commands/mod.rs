@@ -1,3 +1,3 @@
 //! (in progress)
-pub mod query;
 pub mod mrc;
+pub mod query;

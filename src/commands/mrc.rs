@@ -12,7 +12,8 @@ use crate::output::plot::{PlotData, render_png, render_svg};
 
 /// Builds the curves from the facts, prints the table (or JSON) and writes the plots.
 pub fn run(args: &MrcArgs) -> color_eyre::Result<()> {
-    let curves = MrcCurves::from_facts_files(&args.facts).wrap_err("building the miss-ratio curve failed")?;
+    let curves = MrcCurves::from_facts_files(&args.facts)
+        .wrap_err("building the miss-ratio curve failed")?;
     let report = curves.report(args.max_curve_points);
     if args.png.is_some() || args.svg.is_some() {
         let source = args

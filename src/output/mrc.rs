@@ -86,7 +86,10 @@ impl InstanceCurve {
     #[must_use]
     pub fn hit_blocks_at_bytes(&self, capacity_bytes: u64) -> u64 {
         self.hits
-            .hit_blocks_at(projector::capacity_blocks_for_bytes(capacity_bytes, self.block_bytes))
+            .hit_blocks_at(projector::capacity_blocks_for_bytes(
+                capacity_bytes,
+                self.block_bytes,
+            ))
     }
 
     /// `capacity_blocks` in bytes (saturating).
@@ -133,7 +136,9 @@ impl InstanceCurve {
                 exact_breakpoints: true,
                 points: breakpoints
                     .into_iter()
-                    .map(|(capacity_blocks, hit_blocks)| self.point_with_hits(capacity_blocks, hit_blocks))
+                    .map(|(capacity_blocks, hit_blocks)| {
+                        self.point_with_hits(capacity_blocks, hit_blocks)
+                    })
                     .collect(),
             };
         }
@@ -167,14 +172,18 @@ impl MrcBuilder {
     pub fn add_record(&mut self, record: &FactRecord) -> Result<(), GeometryMismatch> {
         let index = self.instance_slot(record);
         let curve = &mut self.instances[index];
-        if curve.block_size_tokens != record.block_size_tokens || curve.block_bytes != record.block_bytes {
+        if curve.block_size_tokens != record.block_size_tokens
+            || curve.block_bytes != record.block_bytes
+        {
             return Err(GeometryMismatch {
                 expected_block_size_tokens: curve.block_size_tokens,
                 expected_block_bytes: curve.block_bytes,
             });
         }
         curve.requests += 1;
-        curve.total_input_tokens = curve.total_input_tokens.wrapping_add(record.input_token_len);
+        curve.total_input_tokens = curve
+            .total_input_tokens
+            .wrapping_add(record.input_token_len);
         curve.hits.add_fact(&record.fact);
         Ok(())
     }
@@ -185,8 +194,9 @@ impl MrcBuilder {
         for path in paths {
             let mut reader = FactsReader::open(path)?;
             while reader.next_record(&mut record)? {
-                self.add_record(&record)
-                    .map_err(|mismatch| mixed_geometry(reader.path(), reader.line_number(), &record, mismatch))?;
+                self.add_record(&record).map_err(|mismatch| {
+                    mixed_geometry(reader.path(), reader.line_number(), &record, mismatch)
+                })?;
             }
         }
         Ok(())
@@ -210,7 +220,8 @@ impl MrcBuilder {
             index
         } else {
             self.instances.push(InstanceCurve::new(record));
-            self.index.insert(record.instance_id.clone(), self.instances.len() - 1);
+            self.index
+                .insert(record.instance_id.clone(), self.instances.len() - 1);
             self.instances.len() - 1
         };
         self.last_instance = Some(index);
@@ -218,7 +229,12 @@ impl MrcBuilder {
     }
 }
 
-fn mixed_geometry(path: &Path, line: u64, record: &FactRecord, mismatch: GeometryMismatch) -> MrcError {
+fn mixed_geometry(
+    path: &Path,
+    line: u64,
+    record: &FactRecord,
+    mismatch: GeometryMismatch,
+) -> MrcError {
     MrcError::MixedBlockGeometry {
         path: path.to_path_buf(),
         line,
@@ -261,14 +277,20 @@ impl MrcCurves {
     #[must_use]
     pub fn shared_block_bytes(&self) -> Option<u64> {
         let first = self.instances.first()?.block_bytes;
-        self.instances.iter().all(|i| i.block_bytes == first).then_some(first)
+        self.instances
+            .iter()
+            .all(|i| i.block_bytes == first)
+            .then_some(first)
     }
 
     /// Total hit tokens when every instance has its own cache of `capacity_bytes`.
     #[must_use]
     pub fn total_hit_tokens_at_bytes(&self, capacity_bytes: u64) -> u64 {
         self.instances.iter().fold(0, |sum, i| {
-            sum.wrapping_add(i.hit_blocks_at_bytes(capacity_bytes).wrapping_mul(i.block_size_tokens))
+            sum.wrapping_add(
+                i.hit_blocks_at_bytes(capacity_bytes)
+                    .wrapping_mul(i.block_size_tokens),
+            )
         })
     }
 
@@ -276,7 +298,11 @@ impl MrcCurves {
     #[must_use]
     pub fn total_infinite_hit_tokens(&self) -> u64 {
         self.instances.iter().fold(0, |sum, i| {
-            sum.wrapping_add(i.hits.infinite_hit_blocks().wrapping_mul(i.block_size_tokens))
+            sum.wrapping_add(
+                i.hits
+                    .infinite_hit_blocks()
+                    .wrapping_mul(i.block_size_tokens),
+            )
         })
     }
 
@@ -291,7 +317,10 @@ impl MrcCurves {
     /// unlimited-capacity hit tokens.
     #[must_use]
     pub fn total_knee_bytes(&self, percent: u32) -> u64 {
-        self.min_bytes_for_total_hit_tokens(percent_of_rounded_up(self.total_infinite_hit_tokens(), percent))
+        self.min_bytes_for_total_hit_tokens(percent_of_rounded_up(
+            self.total_infinite_hit_tokens(),
+            percent,
+        ))
     }
 
     /// Binary search over bytes: the total is non-decreasing in the cache size.
@@ -322,9 +351,9 @@ impl MrcCurves {
         TotalPoint {
             capacity_bytes,
             capacity_gb: gigabytes(capacity_bytes),
-            capacity_blocks: self
-                .shared_block_bytes()
-                .map(|block_bytes| projector::capacity_blocks_for_bytes(capacity_bytes, block_bytes)),
+            capacity_blocks: self.shared_block_bytes().map(|block_bytes| {
+                projector::capacity_blocks_for_bytes(capacity_bytes, block_bytes)
+            }),
             hit_tokens,
             hit_rate: rate(hit_tokens, self.total_input_tokens()),
         }
@@ -549,7 +578,10 @@ pub fn render_table(report: &MrcReport) -> String {
                     .iter()
                     .map(|k| format_capacity(k.point.capacity_gb, Some(k.point.capacity_blocks))),
             );
-            row.push(format_capacity(i.saturation.capacity_gb, Some(i.saturation.capacity_blocks)));
+            row.push(format_capacity(
+                i.saturation.capacity_gb,
+                Some(i.saturation.capacity_blocks),
+            ));
             row
         })
         .collect();
@@ -559,7 +591,9 @@ pub fn render_table(report: &MrcReport) -> String {
         total.requests.to_string(),
         total.total_input_tokens.to_string(),
         String::new(),
-        total.shared_block_bytes.map(format_bytes).unwrap_or_else(|| "mixed".into()),
+        total
+            .shared_block_bytes
+            .map_or_else(|| "mixed".into(), format_bytes),
         format_percent(total.infinite_hit_rate),
     ];
     total_row.extend(
@@ -568,7 +602,10 @@ pub fn render_table(report: &MrcReport) -> String {
             .iter()
             .map(|k| format_capacity(k.point.capacity_gb, k.point.capacity_blocks)),
     );
-    total_row.push(format_capacity(total.saturation.capacity_gb, total.saturation.capacity_blocks));
+    total_row.push(format_capacity(
+        total.saturation.capacity_gb,
+        total.saturation.capacity_blocks,
+    ));
     rows.push(total_row);
 
     let widths: Vec<usize> = (0..header.len())
@@ -638,7 +675,10 @@ pub fn format_significant(value: f64, digits: i32) -> String {
     if value == 0.0 || !value.is_finite() {
         return format!("{value}");
     }
-    #[expect(clippy::cast_possible_truncation, reason = "log10 of a finite f64 is within ±324")]
+    #[expect(
+        clippy::cast_possible_truncation,
+        reason = "log10 of a finite f64 is within ±324"
+    )]
     let magnitude = value.abs().log10().floor() as i32;
     let decimals = usize::try_from((digits - 1 - magnitude).max(0)).unwrap_or(0);
     let text = format!("{value:.decimals$}");
@@ -675,7 +715,9 @@ mod tests {
             (8, &[[1, 1]]),
             (8, &[[1, 2]]),
         ] {
-            builder.add_record(&record("engine-0", len, 1024, pairs)).unwrap();
+            builder
+                .add_record(&record("engine-0", len, 1024, pairs))
+                .unwrap();
         }
         builder.finish()
     }
@@ -687,7 +729,11 @@ mod tests {
         assert_eq!(instance.infinite_hit_blocks, 8);
         assert_eq!(instance.infinite_hit_tokens, 32);
         // Hits by capacity: 0→0, 1→4, 2→7, 3→7, 4→8.
-        let knee_blocks: Vec<u64> = instance.knees.iter().map(|k| k.point.capacity_blocks).collect();
+        let knee_blocks: Vec<u64> = instance
+            .knees
+            .iter()
+            .map(|k| k.point.capacity_blocks)
+            .collect();
         // Targets ceil(8 × p%): 4, 8, 8, 8 hit blocks.
         assert_eq!(knee_blocks, [1, 4, 4, 4]);
         assert_eq!(instance.saturation.capacity_blocks, 4);
@@ -708,8 +754,12 @@ mod tests {
     #[test]
     fn total_over_different_block_bytes_searches_bytes() {
         let mut builder = MrcBuilder::new();
-        builder.add_record(&record("small", 40, 100, &[[1, 10]])).unwrap();
-        builder.add_record(&record("large", 40, 1000, &[[1, 10]])).unwrap();
+        builder
+            .add_record(&record("small", 40, 100, &[[1, 10]]))
+            .unwrap();
+        builder
+            .add_record(&record("large", 40, 1000, &[[1, 10]]))
+            .unwrap();
         let curves = builder.finish();
         assert_eq!(curves.instances[0].instance_id, "large");
         assert_eq!(curves.shared_block_bytes(), None);
@@ -747,15 +797,21 @@ mod tests {
         assert_eq!(curve.points.len(), 50);
         assert_eq!(curve.points[0].capacity_blocks, 0);
         let last = curve.points.last().unwrap();
-        assert_eq!(last.capacity_blocks, curves.instances[0].hits.saturation_capacity_blocks());
-        assert_eq!(last.hit_blocks, curves.instances[0].hits.infinite_hit_blocks());
+        assert_eq!(
+            last.capacity_blocks,
+            curves.instances[0].hits.saturation_capacity_blocks()
+        );
+        assert_eq!(
+            last.hit_blocks,
+            curves.instances[0].hits.infinite_hit_blocks()
+        );
     }
 
     #[test]
     fn empty_input_reports_zeros() {
         let report = MrcBuilder::new().finish().report(10);
         assert!(report.instances.is_empty());
-        assert_eq!(report.total.infinite_hit_rate, 0.0);
+        assert!(report.total.infinite_hit_rate.abs() < f64::EPSILON);
         assert_eq!(report.total.saturation.capacity_bytes, 0);
         assert!(render_table(&report).starts_with("instance"));
     }

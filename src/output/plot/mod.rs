@@ -4,7 +4,7 @@
 //!
 //! The layout is drawn once onto a small [`Canvas`] trait with two backends: `svg` writes
 //! vector SVG text, `raster` paints pixels itself (anti-aliased lines and circles, text through
-//! `ab_glyph` with the DejaVu Sans font embedded by the `dejavu` crate) and encodes a PNG with
+//! `ab_glyph` with the `DejaVu` Sans font embedded by the `dejavu` crate) and encodes a PNG with
 //! `flate2`. Nothing depends on system fonts or C libraries. Every plotted value is exact at
 //! its sample capacity (one sample per horizontal pixel), read from the curves' accumulators.
 
@@ -113,19 +113,31 @@ impl PlotData {
             (10.0, 2.0)
         };
 
-        #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "pixel count")]
+        #[expect(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            reason = "pixel count"
+        )]
         let sample_count = (PLOT_RIGHT - PLOT_LEFT) as usize + 1;
         let x_max_bytes = x_max_gb * BYTES_PER_GIB as f64;
         let sample_bytes: Vec<u64> = (0..sample_count)
             .map(|i| {
-                #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "floor to bytes")]
+                #[expect(
+                    clippy::cast_possible_truncation,
+                    clippy::cast_sign_loss,
+                    reason = "floor to bytes"
+                )]
                 let bytes = (x_max_bytes * i as f64 / (sample_count - 1) as f64).floor() as u64;
                 bytes
             })
             .collect();
         let to_gb = |bytes: u64| bytes as f64 / BYTES_PER_GIB as f64;
         let percent = |tokens: u64, input: u64| {
-            if input == 0 { 0.0 } else { tokens as f64 / input as f64 * 100.0 }
+            if input == 0 {
+                0.0
+            } else {
+                tokens as f64 / input as f64 * 100.0
+            }
         };
 
         let mut series: Vec<PlotSeries> = curves
@@ -139,7 +151,9 @@ impl PlotData {
                 points: sample_bytes
                     .iter()
                     .map(|&bytes| {
-                        let hit_tokens = curve.hit_blocks_at_bytes(bytes).wrapping_mul(curve.block_size_tokens);
+                        let hit_tokens = curve
+                            .hit_blocks_at_bytes(bytes)
+                            .wrapping_mul(curve.block_size_tokens);
                         (to_gb(bytes), percent(hit_tokens, curve.total_input_tokens))
                     })
                     .collect(),
@@ -160,7 +174,10 @@ impl PlotData {
                 points: sample_bytes
                     .iter()
                     .map(|&bytes| {
-                        (to_gb(bytes), percent(curves.total_hit_tokens_at_bytes(bytes), total_input_tokens))
+                        (
+                            to_gb(bytes),
+                            percent(curves.total_hit_tokens_at_bytes(bytes), total_input_tokens),
+                        )
                     })
                     .collect(),
                 ceiling_percent: report.total.infinite_hit_rate * 100.0,
@@ -216,7 +233,11 @@ fn tick_label(value: f64, step: f64) -> String {
     let decimals = if step >= 1.0 {
         0
     } else {
-        #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "small decimal count")]
+        #[expect(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            reason = "small decimal count"
+        )]
         let decimals = (-step.log10().floor()) as usize + 1;
         decimals
     };
@@ -276,7 +297,7 @@ trait Canvas {
     fn text(&mut self, text: &str, at: (f64, f64), style: TextStyle);
 }
 
-/// The embedded fonts (DejaVu Sans regular and bold).
+/// The embedded fonts (`DejaVu` Sans regular and bold).
 struct Fonts {
     regular: FontRef<'static>,
     bold: FontRef<'static>,
@@ -349,31 +370,59 @@ fn draw(data: &PlotData, fonts: &Fonts, canvas: &mut impl Canvas) {
     for gb in ticks(data.x_max_gb, data.x_step_gb) {
         let x = x_pixel(data, gb).round();
         canvas.rect(x - 0.5, PLOT_TOP, 1.0, PLOT_BOTTOM - PLOT_TOP, GRID_COLOR);
-        canvas.text(&tick_label(gb, data.x_step_gb), (x, PLOT_BOTTOM + 20.0), tick_style);
+        canvas.text(
+            &tick_label(gb, data.x_step_gb),
+            (x, PLOT_BOTTOM + 20.0),
+            tick_style,
+        );
     }
     for percent in ticks(data.y_max_percent, data.y_step_percent) {
         let y = y_pixel(data, percent).round();
         canvas.rect(PLOT_LEFT, y - 0.5, PLOT_RIGHT - PLOT_LEFT, 1.0, GRID_COLOR);
         let label = format!("{}%", tick_label(percent, data.y_step_percent));
-        canvas.text(&label, (PLOT_LEFT - 8.0, y + 4.5), TextStyle::new(13.0, MUTED_TEXT_COLOR, Anchor::End));
+        canvas.text(
+            &label,
+            (PLOT_LEFT - 8.0, y + 4.5),
+            TextStyle::new(13.0, MUTED_TEXT_COLOR, Anchor::End),
+        );
     }
-    canvas.rect(PLOT_LEFT - 0.5, PLOT_TOP, 1.0, PLOT_BOTTOM - PLOT_TOP + 0.5, AXIS_COLOR);
-    canvas.rect(PLOT_LEFT - 0.5, PLOT_BOTTOM - 0.5, PLOT_RIGHT - PLOT_LEFT + 0.5, 1.0, AXIS_COLOR);
+    canvas.rect(
+        PLOT_LEFT - 0.5,
+        PLOT_TOP,
+        1.0,
+        PLOT_BOTTOM - PLOT_TOP + 0.5,
+        AXIS_COLOR,
+    );
+    canvas.rect(
+        PLOT_LEFT - 0.5,
+        PLOT_BOTTOM - 0.5,
+        PLOT_RIGHT - PLOT_LEFT + 0.5,
+        1.0,
+        AXIS_COLOR,
+    );
 
     // Titles and axis labels.
     let mut title_style = TextStyle::new(21.0, TEXT_COLOR, Anchor::Middle);
     title_style.bold = true;
     canvas.text(&data.title, (width / 2.0, 34.0), title_style);
-    canvas.text(&data.subtitle, (width / 2.0, 58.0), TextStyle::new(13.5, MUTED_TEXT_COLOR, Anchor::Middle));
+    canvas.text(
+        &data.subtitle,
+        (width / 2.0, 58.0),
+        TextStyle::new(13.5, MUTED_TEXT_COLOR, Anchor::Middle),
+    );
     let axis_style = TextStyle::new(15.0, TEXT_COLOR, Anchor::Middle);
     canvas.text(
         "cache capacity per instance (GB = 2^30 bytes)",
-        ((PLOT_LEFT + PLOT_RIGHT) / 2.0, height - 24.0),
+        (f64::midpoint(PLOT_LEFT, PLOT_RIGHT), height - 24.0),
         axis_style,
     );
     let mut y_axis_style = axis_style;
     y_axis_style.vertical = true;
-    canvas.text("cumulative token hit rate", (28.0, (PLOT_TOP + PLOT_BOTTOM) / 2.0), y_axis_style);
+    canvas.text(
+        "cumulative token hit rate",
+        (28.0, f64::midpoint(PLOT_TOP, PLOT_BOTTOM)),
+        y_axis_style,
+    );
 
     // Ceilings, curves, knees.
     for series in &data.series {
@@ -438,7 +487,10 @@ fn draw_legend(data: &PlotData, fonts: &Fonts, canvas: &mut impl Canvas) {
             (Some(s), label)
         })
         .collect();
-    lines.push((None, "dashed: ∞-capacity ceiling · dots: 50/90/95/99% knees".into()));
+    lines.push((
+        None,
+        "dashed: ∞-capacity ceiling · dots: 50/90/95/99% knees".into(),
+    ));
     let line_height = 20.0;
     let swatch = 26.0;
     let padding = 10.0;
@@ -446,7 +498,11 @@ fn draw_legend(data: &PlotData, fonts: &Fonts, canvas: &mut impl Canvas) {
         .iter()
         .map(|(series, text)| {
             let width = fonts.text_width(text, if series.is_some() { style } else { note_style });
-            if series.is_some() { width + swatch + 8.0 } else { width }
+            if series.is_some() {
+                width + swatch + 8.0
+            } else {
+                width
+            }
         })
         .fold(0.0, f64::max);
     let box_width = text_width + 2.0 * padding;
@@ -454,7 +510,13 @@ fn draw_legend(data: &PlotData, fonts: &Fonts, canvas: &mut impl Canvas) {
     let box_height = lines.len() as f64 * line_height + 2.0 * padding - 4.0;
     let left = PLOT_RIGHT - box_width - 12.0;
     let top = PLOT_BOTTOM - box_height - 14.0;
-    canvas.rect(left - 1.0, top - 1.0, box_width + 2.0, box_height + 2.0, GRID_COLOR);
+    canvas.rect(
+        left - 1.0,
+        top - 1.0,
+        box_width + 2.0,
+        box_height + 2.0,
+        GRID_COLOR,
+    );
     canvas.rect(left, top, box_width, box_height, WHITE);
     for (index, (series, text)) in lines.iter().enumerate() {
         #[expect(clippy::cast_precision_loss, reason = "a handful of legend lines")]
@@ -484,7 +546,10 @@ mod tests {
         assert_eq!(nice_axis(331.0, 6), (400.0, 100.0));
         assert_eq!(nice_axis(91.0, 5), (100.0, 20.0));
         let (max, step) = nice_axis(0.0034, 6);
-        assert!((max - 0.004).abs() < 1e-12 && (step - 0.001).abs() < 1e-12, "{max} {step}");
+        assert!(
+            (max - 0.004).abs() < 1e-12 && (step - 0.001).abs() < 1e-12,
+            "{max} {step}"
+        );
         assert_eq!(nice_axis(12.0, 6), (12.0, 2.0));
     }
 

@@ -8,7 +8,9 @@ use ab_glyph::{Font, ScaleFont, point};
 use flate2::Crc;
 use flate2::write::ZlibEncoder;
 
-use super::{Anchor, Canvas, Fonts, PLOT_HEIGHT, PLOT_WIDTH, PlotData, Rgb, Stroke, TextStyle, draw};
+use super::{
+    Anchor, Canvas, Fonts, PLOT_HEIGHT, PLOT_WIDTH, PlotData, Rgb, Stroke, TextStyle, draw,
+};
 
 /// Renders the plot as an RGB PNG file's bytes.
 #[must_use]
@@ -55,7 +57,11 @@ impl<'f> RasterCanvas<'f> {
     /// Pixels touched by `[x0, x1] × [y0, y1]`, clipped to the image.
     fn pixel_box(&self, x0: f64, y0: f64, x1: f64, y1: f64) -> PixelBox {
         let clamp = |value: f64, limit: usize| -> usize {
-            #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "clamped to the image")]
+            #[expect(
+                clippy::cast_possible_truncation,
+                clippy::cast_sign_loss,
+                reason = "clamped to the image"
+            )]
             let pixel = value.max(0.0).min(limit as f64) as usize;
             pixel
         };
@@ -73,9 +79,16 @@ impl<'f> RasterCanvas<'f> {
         }
         let alpha = alpha.min(1.0);
         let index = (y * self.width + x) * 3;
-        for (channel, target) in [color.0, color.1, color.2].into_iter().zip(&mut self.rgb[index..index + 3]) {
+        for (channel, target) in [color.0, color.1, color.2]
+            .into_iter()
+            .zip(&mut self.rgb[index..index + 3])
+        {
             let current = f32::from(*target);
-            #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "stays in 0..=255")]
+            #[expect(
+                clippy::cast_possible_truncation,
+                clippy::cast_sign_loss,
+                reason = "stays in 0..=255"
+            )]
             let blended = (current + (f32::from(channel) - current) * alpha).round() as u8;
             *target = blended;
         }
@@ -232,7 +245,10 @@ impl Canvas for RasterCanvas<'_> {
         };
         // Glyphs are laid out relative to the anchor on the baseline, then placed upright or
         // rotated 90° counter-clockwise: offset (along, down) ↦ (down, −along).
-        #[expect(clippy::cast_possible_truncation, reason = "pixel coordinates are small")]
+        #[expect(
+            clippy::cast_possible_truncation,
+            reason = "pixel coordinates are small"
+        )]
         let (anchor_x, anchor_y) = (at.0.round() as i64, at.1.round() as i64);
         #[expect(clippy::cast_possible_truncation, reason = "pixel offsets are small")]
         let mut caret = start as f32;
@@ -249,7 +265,10 @@ impl Canvas for RasterCanvas<'_> {
                 continue;
             };
             let bounds = outlined.px_bounds();
-            #[expect(clippy::cast_possible_truncation, reason = "glyph bounds are whole pixels")]
+            #[expect(
+                clippy::cast_possible_truncation,
+                reason = "glyph bounds are whole pixels"
+            )]
             let (left, top) = (bounds.min.x as i64, bounds.min.y as i64);
             outlined.draw(|gx, gy, coverage| {
                 let (along, down) = (left + i64::from(gx), top + i64::from(gy));
@@ -278,7 +297,9 @@ fn encode_png(width: u32, height: u32, rgb: &[u8]) -> Vec<u8> {
         }
     }
     let mut encoder = ZlibEncoder::new(Vec::new(), flate2::Compression::default());
-    encoder.write_all(&filtered).expect("writing to a Vec cannot fail");
+    encoder
+        .write_all(&filtered)
+        .expect("writing to a Vec cannot fail");
     let compressed = encoder.finish().expect("writing to a Vec cannot fail");
 
     let mut png = Vec::with_capacity(compressed.len() + 64);
@@ -287,19 +308,19 @@ fn encode_png(width: u32, height: u32, rgb: &[u8]) -> Vec<u8> {
     header.extend_from_slice(&width.to_be_bytes());
     header.extend_from_slice(&height.to_be_bytes());
     header.extend_from_slice(&[8, 2, 0, 0, 0]); // 8-bit, truecolour, deflate, adaptive filters, no interlace
-    append_chunk(&mut png, b"IHDR", &header);
-    append_chunk(&mut png, b"IDAT", &compressed);
-    append_chunk(&mut png, b"IEND", &[]);
+    append_chunk(&mut png, *b"IHDR", &header);
+    append_chunk(&mut png, *b"IDAT", &compressed);
+    append_chunk(&mut png, *b"IEND", &[]);
     png
 }
 
-fn append_chunk(png: &mut Vec<u8>, kind: &[u8; 4], data: &[u8]) {
+fn append_chunk(png: &mut Vec<u8>, kind: [u8; 4], data: &[u8]) {
     let length = u32::try_from(data.len()).expect("a PNG chunk is below 4 GiB");
     png.extend_from_slice(&length.to_be_bytes());
-    png.extend_from_slice(kind);
+    png.extend_from_slice(&kind);
     png.extend_from_slice(data);
     let mut crc = Crc::new();
-    crc.update(kind);
+    crc.update(&kind);
     crc.update(data);
     png.extend_from_slice(&crc.sum().to_be_bytes());
 }
@@ -311,8 +332,11 @@ mod tests {
     #[test]
     fn png_crc_matches_known_iend() {
         let mut png = Vec::new();
-        append_chunk(&mut png, b"IEND", &[]);
-        assert_eq!(png, [0, 0, 0, 0, b'I', b'E', b'N', b'D', 0xae, 0x42, 0x60, 0x82]);
+        append_chunk(&mut png, *b"IEND", &[]);
+        assert_eq!(
+            png,
+            [0, 0, 0, 0, b'I', b'E', b'N', b'D', 0xae, 0x42, 0x60, 0x82]
+        );
     }
 
     #[test]

@@ -1,8 +1,10 @@
-//! The SVG backend: plain SVG 1.1 text, fonts named (DejaVu Sans first, as in the PNG).
+//! The SVG backend: plain SVG 1.1 text, fonts named (`DejaVu` Sans first, as in the PNG).
 
 use std::fmt::Write as _;
 
-use super::{Anchor, Canvas, Fonts, PLOT_HEIGHT, PLOT_WIDTH, PlotData, Rgb, Stroke, TextStyle, draw};
+use super::{
+    Anchor, Canvas, Fonts, PLOT_HEIGHT, PLOT_WIDTH, PlotData, Rgb, Stroke, TextStyle, draw,
+};
 
 /// Renders the plot as an SVG document.
 #[must_use]
@@ -110,7 +112,11 @@ impl Canvas for SvgCanvas {
             Anchor::Middle => "middle",
             Anchor::End => "end",
         };
-        let weight = if style.bold { r#" font-weight="bold""# } else { "" };
+        let weight = if style.bold {
+            r#" font-weight="bold""#
+        } else {
+            ""
+        };
         let rotation = if style.vertical {
             format!(
                 r#" transform="rotate(-90 {} {})""#,
