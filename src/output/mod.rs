@@ -5,6 +5,7 @@
 //! table) and its plots (SVG text, PNG pixels). It computes hits only through `projector`
 //! and never parses traces or runs the core.
 
+mod line_buffer;
 pub mod mrc;
 pub mod number_format;
 pub mod plot;

@@ -16,10 +16,16 @@ use std::collections::HashMap;
 use std::io::{self, Write};
 use std::path::PathBuf;
 
-use super::number_format::{append_g6, append_json_string};
+use super::line_buffer::LineBuffer;
+use super::number_format::{
+    G6_MAX_BYTES, INTEGER_MAX_BYTES, NEEDS_ESCAPE, append_g6, append_json_string,
+};
 use crate::facts::FactRecord;
 use crate::facts::file::{FactsError, FactsReader};
 use crate::projector::{self, Capacity};
+
+/// Up to this many instances, an instance is looked up by a linear scan.
+const LINEAR_SEARCH_INSTANCES: usize = 16;
 
 /// Output is handed to the writer in chunks of about this size.
 const FLUSH_THRESHOLD_BYTES: usize = 1 << 20;
@@ -116,7 +122,7 @@ pub enum QueryError {
 #[derive(Debug)]
 pub struct QueryJsonlWriter<W: Write> {
     out: W,
-    buffer: Vec<u8>,
+    buffer: LineBuffer,
     slots: QuerySlots,
     capacities: Vec<Capacity>,
     options: QueryOptions,
@@ -138,7 +144,7 @@ impl<W: Write> QueryJsonlWriter<W> {
         let slot_count = capacities.len();
         Self {
             out,
-            buffer: Vec::with_capacity(FLUSH_THRESHOLD_BYTES + 64 * 1024),
+            buffer: LineBuffer::with_capacity(FLUSH_THRESHOLD_BYTES + 64 * 1024),
             slots,
             capacities,
             options,
@@ -176,7 +182,7 @@ impl<W: Write> QueryJsonlWriter<W> {
         if !self.options.summary_only {
             self.append_row_line(record);
             if self.buffer.len() >= FLUSH_THRESHOLD_BYTES {
-                self.out.write_all(&self.buffer)?;
+                self.out.write_all(self.buffer.as_bytes())?;
                 self.buffer.clear();
             }
         }
@@ -187,11 +193,14 @@ impl<W: Write> QueryJsonlWriter<W> {
     pub fn finish(mut self) -> io::Result<(W, QuerySummary)> {
         let mut instances = std::mem::take(&mut self.instances);
         instances.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        self.out.write_all(self.buffer.as_bytes())?;
+        self.buffer.clear();
+        let mut summaries = Vec::new();
         for (instance_id, totals) in &instances {
-            append_summary_line(&mut self.buffer, Some(instance_id), totals, &self.slots);
+            append_summary_line(&mut summaries, Some(instance_id), totals, &self.slots);
         }
-        append_summary_line(&mut self.buffer, None, &self.overall, &self.slots);
-        self.out.write_all(&self.buffer)?;
+        append_summary_line(&mut summaries, None, &self.overall, &self.slots);
+        self.out.write_all(&summaries)?;
         self.out.flush()?;
         let summary = QuerySummary {
             per_instance: instances,
@@ -225,7 +234,13 @@ impl<W: Write> QueryJsonlWriter<W> {
                 return last;
             }
         }
-        let index = if let Some(&index) = self.instance_index.get(instance_id) {
+        // A few instances (the usual case) are found faster by scanning than by hashing.
+        let known = if self.instances.len() <= LINEAR_SEARCH_INSTANCES {
+            self.instances.iter().position(|(id, _)| id == instance_id)
+        } else {
+            self.instance_index.get(instance_id).copied()
+        };
+        let index = if let Some(index) = known {
             index
         } else {
             let index = self.instances.len();
@@ -241,28 +256,65 @@ impl<W: Write> QueryJsonlWriter<W> {
     }
 
     fn append_row_line(&mut self, record: &FactRecord) {
-        let mut itoa = itoa::Buffer::new();
         let out = &mut self.buffer;
-        out.extend_from_slice(b"{\"trace_id\":");
-        append_json_string(out, &record.trace_id);
-        out.extend_from_slice(b",\"instance_id\":");
-        append_json_string(out, &record.instance_id);
-        out.extend_from_slice(b",\"timestamp_ns\":");
-        out.extend_from_slice(itoa.format(record.timestamp_ns).as_bytes());
-        out.extend_from_slice(b",\"input_token_len\":");
-        out.extend_from_slice(itoa.format(record.input_token_len).as_bytes());
-        out.extend_from_slice(b",\"hit_blocks\":");
-        append_u64_array(out, &self.hit_blocks);
-        out.extend_from_slice(b",\"hit_rates\":[");
+        let slot_count = self.hit_blocks.len();
+        out.reserve(
+            ROW_FIXED_BYTES
+                + 2 * (record.trace_id.len() + record.instance_id.len())
+                + slot_count * (INTEGER_MAX_BYTES + G6_MAX_BYTES + 2),
+        );
+        out.extend(b"{\"trace_id\":");
+        push_json_string(out, &record.trace_id);
+        out.extend(b",\"instance_id\":");
+        push_json_string(out, &record.instance_id);
+        out.extend(b",\"timestamp_ns\":");
+        out.push_i64(record.timestamp_ns);
+        out.extend(b",\"input_token_len\":");
+        out.push_u64(record.input_token_len);
+        out.extend(b",\"hit_blocks\":[");
         for (index, &hits) in self.hit_blocks.iter().enumerate() {
             if index > 0 {
                 out.push(b',');
             }
-            let hit_tokens = hits.wrapping_mul(record.block_size_tokens);
-            append_g6(out, hit_rate(hit_tokens, record.input_token_len));
+            out.push_u64(hits);
         }
-        out.extend_from_slice(b"]}\n");
+        out.extend(b"],\"hit_rates\":[");
+        // Neighbouring slots often have equal hits (a saturated curve): reuse the text.
+        let mut previous: Option<(u64, [u8; G6_MAX_BYTES], usize)> = None;
+        for (index, &hits) in self.hit_blocks.iter().enumerate() {
+            if index > 0 {
+                out.push(b',');
+            }
+            match &previous {
+                Some((previous_hits, text, length)) if *previous_hits == hits => {
+                    out.push_g6_text(text, *length);
+                }
+                _ => {
+                    let hit_tokens = hits.wrapping_mul(record.block_size_tokens);
+                    let (text, length) = out.push_g6(hit_rate(hit_tokens, record.input_token_len));
+                    previous = Some((hits, text, length));
+                }
+            }
+        }
+        out.extend(b"]}\n");
     }
+}
+
+/// Bytes of a row line besides the strings and the per-slot numbers (keys, two integers).
+const ROW_FIXED_BYTES: usize = 128 + 2 * INTEGER_MAX_BYTES;
+
+/// Appends a quoted, upstream-escaped JSON string; needs `2 × len + 2` bytes of room.
+fn push_json_string(out: &mut LineBuffer, value: &str) {
+    let bytes = value.as_bytes();
+    out.push(b'"');
+    if bytes.iter().any(|&b| NEEDS_ESCAPE[usize::from(b)]) {
+        let mut escaped = Vec::with_capacity(bytes.len() + 8);
+        append_json_string(&mut escaped, value);
+        out.extend(&escaped[1..escaped.len() - 1]);
+    } else {
+        out.extend(bytes);
+    }
+    out.push(b'"');
 }
 
 /// `hit_tokens / input_tokens` in `f64`, 0 when there are no input tokens.
