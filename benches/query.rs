@@ -27,7 +27,12 @@ fn write_facts(path: &Path, rows: usize) {
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let mut out = format!("{FACTS_HEADER}\n").into_bytes();
     for row in 0..rows {
-        let instance_id = ["kimi-k3.tp8.checkpoint1024", "engine-1", "engine-2", "engine-3"][row % 4];
+        let instance_id = [
+            "kimi-k3.tp8.checkpoint1024",
+            "engine-1",
+            "engine-2",
+            "engine-3",
+        ][row % 4];
         let mut pairs = Vec::new();
         let mut start = 1 + rng.below(1_200);
         for _ in 0..rng.below(4) {
@@ -82,7 +87,10 @@ fn measure(label: &str, rows: usize, work: impl FnOnce()) {
             rows / wall / 1e6,
             rows / cpu / 1e6
         ),
-        _ => println!("{label:<36} wall {wall:>7.3} s ({:>5.2} M rows/s)", rows / wall / 1e6),
+        _ => println!(
+            "{label:<36} wall {wall:>7.3} s ({:>5.2} M rows/s)",
+            rows / wall / 1e6
+        ),
     }
 }
 
@@ -113,7 +121,8 @@ fn main() {
         capacity_blocks: Vec::new(),
     };
     measure("query, 16 slots, rows to a sink", rows, || {
-        query_facts_files(&paths, slots(), QueryOptions::default(), std::io::sink()).expect("query");
+        query_facts_files(&paths, slots(), QueryOptions::default(), std::io::sink())
+            .expect("query");
     });
     let out = dir.path().join("query.jsonl");
     measure("query, 16 slots, rows to a file", rows, || {
@@ -121,8 +130,13 @@ fn main() {
         query_facts_files(&paths, slots(), QueryOptions::default(), file).expect("query");
     });
     measure("query, 16 slots, --summary-only", rows, || {
-        query_facts_files(&paths, slots(), QueryOptions { summary_only: true }, std::io::sink())
-            .expect("query");
+        query_facts_files(
+            &paths,
+            slots(),
+            QueryOptions { summary_only: true },
+            std::io::sink(),
+        )
+        .expect("query");
     });
     measure("mrc: curves + knees + report", rows, || {
         let curves = MrcCurves::from_facts_files(&paths).expect("mrc");

@@ -58,13 +58,19 @@ impl LineBuffer {
     /// Needs [`INTEGER_MAX_BYTES`] of room.
     #[inline]
     pub(crate) fn push_u64(&mut self, value: u64) {
-        self.len += write_u64_into(&mut self.bytes[self.len..self.len + INTEGER_MAX_BYTES], value);
+        self.len += write_u64_into(
+            &mut self.bytes[self.len..self.len + INTEGER_MAX_BYTES],
+            value,
+        );
     }
 
     /// Needs [`INTEGER_MAX_BYTES`] of room.
     #[inline]
     pub(crate) fn push_i64(&mut self, value: i64) {
-        self.len += write_i64_into(&mut self.bytes[self.len..self.len + INTEGER_MAX_BYTES], value);
+        self.len += write_i64_into(
+            &mut self.bytes[self.len..self.len + INTEGER_MAX_BYTES],
+            value,
+        );
     }
 
     /// Appends a formatted `%g` number kept from [`format_g6_into`]; needs
@@ -102,7 +108,10 @@ mod tests {
         buffer.push(b',');
         buffer.push_g6_text(&text, length);
         buffer.push(b']');
-        assert_eq!(buffer.as_bytes(), b"[18446744073709551615,-42,0.666667,0.666667]");
+        assert_eq!(
+            buffer.as_bytes(),
+            b"[18446744073709551615,-42,0.666667,0.666667]"
+        );
         assert_eq!(buffer.len(), 44);
         buffer.clear();
         assert!(buffer.as_bytes().is_empty());

@@ -148,9 +148,10 @@ fn write_g6(out: &mut SmallText, value: f64) {
     let (mantissa, exponent) = round_to_six_digits(magnitude);
     let mut digits = [0_u8; 6];
     let mantissa = usize::try_from(mantissa).expect("a six-digit mantissa fits in usize");
-    for (pair, value) in digits
-        .chunks_exact_mut(2)
-        .zip([mantissa / 10_000, mantissa / 100 % 100, mantissa % 100])
+    for (pair, value) in
+        digits
+            .chunks_exact_mut(2)
+            .zip([mantissa / 10_000, mantissa / 100 % 100, mantissa % 100])
     {
         pair.copy_from_slice(&DIGIT_PAIRS[2 * value..2 * value + 2]);
     }
@@ -233,14 +234,14 @@ fn round_to_six_digits(value: f64) -> (u32, i32) {
 /// `floor(log10(value))` for a positive finite value, give or take one (the caller corrects
 /// it); a table search for the usual range, `log10` elsewhere.
 fn estimate_decimal_exponent(value: f64) -> i32 {
-    if (0.1..1.0).contains(&value) {
-        return -1; // most hit rates
-    }
     const SMALLEST: i32 = -8;
     const TABLE: [f64; 24] = [
         1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7,
         1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
     ];
+    if (0.1..1.0).contains(&value) {
+        return -1; // most hit rates
+    }
     if (TABLE[0]..TABLE[TABLE.len() - 1]).contains(&value) {
         let above = TABLE.partition_point(|&power| power <= value);
         let index = i32::try_from(above).expect("table index fits in i32") - 1;
@@ -391,7 +392,18 @@ mod tests {
     #[test]
     fn integers_in_place() {
         let mut buffer = [b'x'; INTEGER_MAX_BYTES + 1];
-        for value in [0, 7, 10, 99, 100, 101, 12_345, 1_000_000, u64::MAX, u64::MAX / 10] {
+        for value in [
+            0,
+            7,
+            10,
+            99,
+            100,
+            101,
+            12_345,
+            1_000_000,
+            u64::MAX,
+            u64::MAX / 10,
+        ] {
             let length = write_u64_into(&mut buffer, value);
             assert_eq!(&buffer[..length], value.to_string().as_bytes());
         }

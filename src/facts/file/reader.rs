@@ -102,7 +102,10 @@ impl<R: Read> FactsReader<R> {
 
     /// Calls `handle` with the next physical line without its `\n` (a `\r` stays, as with
     /// `std::getline`); `None` at the end of the input.
-    fn with_next_line<T>(&mut self, handle: impl FnOnce(&mut RowParser, &[u8]) -> T) -> Result<Option<T>> {
+    fn with_next_line<T>(
+        &mut self,
+        handle: impl FnOnce(&mut RowParser, &[u8]) -> T,
+    ) -> Result<Option<T>> {
         loop {
             let available = match self.reader.fill_buf() {
                 Ok(available) => available,
@@ -662,9 +665,25 @@ mod tests {
     #[test]
     fn compact_curve_parser_agrees_with_the_general_one() {
         let cases = [
-            "[]", "[[1,2]]", "[[1,2],[4,1]]", "[[0,0]]", "[[007,1]]", "[[1,2],]", "[[1,2]", "[[1]]",
-            "[[,1]]", "[[1,2]]x", "[[1,2]] ", " []", "[[18446744073709551615,1]]",
-            "[[18446744073709551616,1]]", "[[1,2][3,4]]", "[", "]", "", "[[1,2],[3,4],[5,6]]",
+            "[]",
+            "[[1,2]]",
+            "[[1,2],[4,1]]",
+            "[[0,0]]",
+            "[[007,1]]",
+            "[[1,2],]",
+            "[[1,2]",
+            "[[1]]",
+            "[[,1]]",
+            "[[1,2]]x",
+            "[[1,2]] ",
+            " []",
+            "[[18446744073709551615,1]]",
+            "[[18446744073709551616,1]]",
+            "[[1,2][3,4]]",
+            "[",
+            "]",
+            "",
+            "[[1,2],[3,4],[5,6]]",
         ];
         for case in cases {
             let (mut compact, mut general) = (Vec::new(), Vec::new());
@@ -698,7 +717,10 @@ mod tests {
         let mut reader = FactsReader::from_reader(Trickle(text.as_bytes(), 0), "trickle").unwrap();
         let mut record = FactRecord::default();
         assert!(reader.next_record(&mut record).unwrap());
-        assert_eq!((record.trace_id.as_str(), record.fact.to_pairs()), ("t1", vec![[1, 2]]));
+        assert_eq!(
+            (record.trace_id.as_str(), record.fact.to_pairs()),
+            ("t1", vec![[1, 2]])
+        );
         assert!(reader.next_record(&mut record).unwrap());
         assert_eq!((record.trace_id.as_str(), record.block_bytes), ("t,2", 8));
         assert_eq!(reader.line_number(), 4);

@@ -113,33 +113,7 @@ impl PlotData {
             (10.0, 2.0)
         };
 
-        #[expect(
-            clippy::cast_possible_truncation,
-            clippy::cast_sign_loss,
-            reason = "pixel count"
-        )]
-        let sample_count = (PLOT_RIGHT - PLOT_LEFT) as usize + 1;
-        let x_max_bytes = x_max_gb * BYTES_PER_GIB as f64;
-        let sample_bytes: Vec<u64> = (0..sample_count)
-            .map(|i| {
-                #[expect(
-                    clippy::cast_possible_truncation,
-                    clippy::cast_sign_loss,
-                    reason = "floor to bytes"
-                )]
-                let bytes = (x_max_bytes * i as f64 / (sample_count - 1) as f64).floor() as u64;
-                bytes
-            })
-            .collect();
-        let to_gb = |bytes: u64| bytes as f64 / BYTES_PER_GIB as f64;
-        let percent = |tokens: u64, input: u64| {
-            if input == 0 {
-                0.0
-            } else {
-                tokens as f64 / input as f64 * 100.0
-            }
-        };
-
+        let sample_bytes = sample_capacities(x_max_gb);
         let mut series: Vec<PlotSeries> = curves
             .instances
             .iter()
@@ -154,7 +128,10 @@ impl PlotData {
                         let hit_tokens = curve
                             .hit_blocks_at_bytes(bytes)
                             .wrapping_mul(curve.block_size_tokens);
-                        (to_gb(bytes), percent(hit_tokens, curve.total_input_tokens))
+                        (
+                            gigabytes(bytes),
+                            percent(hit_tokens, curve.total_input_tokens),
+                        )
                     })
                     .collect(),
                 ceiling_percent: instance.infinite_hit_rate * 100.0,
@@ -167,28 +144,7 @@ impl PlotData {
             })
             .collect();
         if curves.instances.len() > 1 {
-            let total_input_tokens = curves.total_input_tokens();
-            series.push(PlotSeries {
-                label: "total (each instance its own cache)".into(),
-                color: TOTAL_COLOR,
-                points: sample_bytes
-                    .iter()
-                    .map(|&bytes| {
-                        (
-                            to_gb(bytes),
-                            percent(curves.total_hit_tokens_at_bytes(bytes), total_input_tokens),
-                        )
-                    })
-                    .collect(),
-                ceiling_percent: report.total.infinite_hit_rate * 100.0,
-                knees: report
-                    .total
-                    .knees
-                    .iter()
-                    .map(|k| (k.percent, k.point.capacity_gb, k.point.hit_rate * 100.0))
-                    .collect(),
-                is_total: true,
-            });
+            series.push(total_series(curves, report, &sample_bytes));
         }
         let instance_count = curves.instances.len();
         Self {
@@ -204,6 +160,64 @@ impl PlotData {
             y_max_percent,
             y_step_percent,
         }
+    }
+}
+
+/// The total line: every instance with its own cache of each sampled size.
+fn total_series(curves: &MrcCurves, report: &MrcReport, sample_bytes: &[u64]) -> PlotSeries {
+    let total_input_tokens = curves.total_input_tokens();
+    PlotSeries {
+        label: "total (each instance its own cache)".into(),
+        color: TOTAL_COLOR,
+        points: sample_bytes
+            .iter()
+            .map(|&bytes| {
+                let hit_tokens = curves.total_hit_tokens_at_bytes(bytes);
+                (gigabytes(bytes), percent(hit_tokens, total_input_tokens))
+            })
+            .collect(),
+        ceiling_percent: report.total.infinite_hit_rate * 100.0,
+        knees: report
+            .total
+            .knees
+            .iter()
+            .map(|k| (k.percent, k.point.capacity_gb, k.point.hit_rate * 100.0))
+            .collect(),
+        is_total: true,
+    }
+}
+
+/// One capacity (bytes) per horizontal pixel of the plot area, from 0 to `x_max_gb`.
+fn sample_capacities(x_max_gb: f64) -> Vec<u64> {
+    #[expect(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        reason = "pixel count"
+    )]
+    let sample_count = (PLOT_RIGHT - PLOT_LEFT) as usize + 1;
+    let x_max_bytes = x_max_gb * BYTES_PER_GIB as f64;
+    (0..sample_count)
+        .map(|i| {
+            #[expect(
+                clippy::cast_possible_truncation,
+                clippy::cast_sign_loss,
+                reason = "floor to bytes"
+            )]
+            let bytes = (x_max_bytes * i as f64 / (sample_count - 1) as f64).floor() as u64;
+            bytes
+        })
+        .collect()
+}
+
+fn gigabytes(bytes: u64) -> f64 {
+    bytes as f64 / BYTES_PER_GIB as f64
+}
+
+fn percent(hit_tokens: u64, input_tokens: u64) -> f64 {
+    if input_tokens == 0 {
+        0.0
+    } else {
+        hit_tokens as f64 / input_tokens as f64 * 100.0
     }
 }
 
@@ -365,6 +379,61 @@ fn draw(data: &PlotData, fonts: &Fonts, canvas: &mut impl Canvas) {
     let height = f64::from(PLOT_HEIGHT);
     canvas.rect(0.0, 0.0, width, height, WHITE);
 
+    draw_axes(data, canvas);
+
+    // Ceilings, curves, knees.
+    for series in &data.series {
+        let y = y_pixel(data, series.ceiling_percent);
+        let ceiling = Stroke {
+            color: series.color,
+            width: 1.5,
+            dash: Some([7.0, 5.0]),
+        };
+        canvas.polyline(&[(PLOT_LEFT, y), (PLOT_RIGHT, y)], ceiling);
+    }
+    for series in &data.series {
+        let points: Vec<(f64, f64)> = series
+            .points
+            .iter()
+            .map(|&(gb, percent)| (x_pixel(data, gb), y_pixel(data, percent)))
+            .collect();
+        let stroke = Stroke {
+            color: series.color,
+            width: if series.is_total { 3.0 } else { 2.25 },
+            dash: None,
+        };
+        canvas.polyline(&points, stroke);
+    }
+    let knee_label_style = TextStyle::new(11.5, MUTED_TEXT_COLOR, Anchor::Start);
+    let label_knees = data.series.len() <= 4;
+    let label_capacities = data.series.len() == 1;
+    for series in &data.series {
+        let outline = Stroke {
+            color: WHITE,
+            width: 1.5,
+            dash: None,
+        };
+        for &(percent, gb, rate) in &series.knees {
+            let center = (x_pixel(data, gb), y_pixel(data, rate));
+            canvas.circle(center, 4.5, series.color, outline);
+            if label_knees && !series.is_total {
+                let label = if label_capacities {
+                    format!("{percent}% at {} GB", format_significant(gb, 4))
+                } else {
+                    format!("{percent}%")
+                };
+                canvas.text(&label, (center.0 + 6.0, center.1 + 15.0), knee_label_style);
+            }
+        }
+    }
+
+    draw_legend(data, fonts, canvas);
+}
+
+/// Grid, ticks, frame, titles and axis labels.
+fn draw_axes(data: &PlotData, canvas: &mut impl Canvas) {
+    let width = f64::from(PLOT_WIDTH);
+    let height = f64::from(PLOT_HEIGHT);
     // Grid and tick labels.
     let tick_style = TextStyle::new(13.0, MUTED_TEXT_COLOR, Anchor::Middle);
     for gb in ticks(data.x_max_gb, data.x_step_gb) {
@@ -423,54 +492,6 @@ fn draw(data: &PlotData, fonts: &Fonts, canvas: &mut impl Canvas) {
         (28.0, f64::midpoint(PLOT_TOP, PLOT_BOTTOM)),
         y_axis_style,
     );
-
-    // Ceilings, curves, knees.
-    for series in &data.series {
-        let y = y_pixel(data, series.ceiling_percent);
-        let ceiling = Stroke {
-            color: series.color,
-            width: 1.5,
-            dash: Some([7.0, 5.0]),
-        };
-        canvas.polyline(&[(PLOT_LEFT, y), (PLOT_RIGHT, y)], ceiling);
-    }
-    for series in &data.series {
-        let points: Vec<(f64, f64)> = series
-            .points
-            .iter()
-            .map(|&(gb, percent)| (x_pixel(data, gb), y_pixel(data, percent)))
-            .collect();
-        let stroke = Stroke {
-            color: series.color,
-            width: if series.is_total { 3.0 } else { 2.25 },
-            dash: None,
-        };
-        canvas.polyline(&points, stroke);
-    }
-    let knee_label_style = TextStyle::new(11.5, MUTED_TEXT_COLOR, Anchor::Start);
-    let label_knees = data.series.len() <= 4;
-    let label_capacities = data.series.len() == 1;
-    for series in &data.series {
-        let outline = Stroke {
-            color: WHITE,
-            width: 1.5,
-            dash: None,
-        };
-        for &(percent, gb, rate) in &series.knees {
-            let center = (x_pixel(data, gb), y_pixel(data, rate));
-            canvas.circle(center, 4.5, series.color, outline);
-            if label_knees && !series.is_total {
-                let label = if label_capacities {
-                    format!("{percent}% at {} GB", format_significant(gb, 4))
-                } else {
-                    format!("{percent}%")
-                };
-                canvas.text(&label, (center.0 + 6.0, center.1 + 15.0), knee_label_style);
-            }
-        }
-    }
-
-    draw_legend(data, fonts, canvas);
 }
 
 /// Legend box in the lower right corner of the plot area (usually empty: curves rise fast
