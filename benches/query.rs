@@ -58,11 +58,11 @@ fn write_facts(path: &Path, rows: usize) {
     std::fs::write(path, out).expect("write bench facts");
 }
 
-/// CPU seconds (user + system) this thread has used, from `/proc/thread-self/stat` (Linux,
-/// 100 ticks per second); `None` elsewhere. On a shared machine this is steadier than the wall
-/// clock.
-fn thread_cpu_seconds() -> Option<f64> {
-    let stat = std::fs::read_to_string("/proc/thread-self/stat").ok()?;
+/// CPU seconds (user + system) of the whole process, all threads, from `/proc/self/stat`
+/// (Linux, 100 ticks per second); `None` elsewhere. On a shared machine this is steadier than
+/// the wall clock.
+fn process_cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
     let after_name = &stat[stat.rfind(')')? + 2..];
     let fields: Vec<&str> = after_name.split(' ').collect();
     // Fields 14 and 15 of stat(5) (utime, stime) are 11 and 12 after the name.
@@ -74,11 +74,11 @@ fn thread_cpu_seconds() -> Option<f64> {
 
 /// Times `work`, printing wall and CPU time and rows per CPU second.
 fn measure(label: &str, rows: usize, work: impl FnOnce()) {
-    let cpu_before = thread_cpu_seconds();
+    let cpu_before = process_cpu_seconds();
     let started = Instant::now();
     work();
     let wall = started.elapsed().as_secs_f64();
-    let cpu = cpu_before.and_then(|before| Some(thread_cpu_seconds()? - before));
+    let cpu = cpu_before.and_then(|before| Some(process_cpu_seconds()? - before));
     #[expect(clippy::cast_precision_loss, reason = "reporting only")]
     let rows = rows as f64;
     match cpu {
