@@ -67,6 +67,10 @@ fn synthetic_facts(path: &Path, rows: usize) {
 }
 
 #[test]
+#[expect(
+    clippy::float_cmp,
+    reason = "mrc and query must agree exactly, not approximately"
+)]
 fn mrc_equals_query_at_knees_saturation_and_random_capacities() {
     let dir = tempfile::tempdir().unwrap();
     let facts = dir.path().join("facts.csv");
@@ -200,7 +204,7 @@ fn one_instance_with_two_block_geometries_is_an_error() {
         format!("{FACTS_HEADER}\nr1,i1,1,8,4,1024,\"[]\"\nr2,i2,2,8,4,2048,\"[]\"\n\nr3,i1,3,8,4,2048,\"[]\"\n"),
     )
     .unwrap();
-    let error = MrcCurves::from_facts_files(&[facts.clone()]).unwrap_err();
+    let error = MrcCurves::from_facts_files(std::slice::from_ref(&facts)).unwrap_err();
     assert!(matches!(
         error,
         MrcError::MixedBlockGeometry { line: 5, .. }

@@ -214,3 +214,126 @@ fn missing_shard_fails_before_writing() {
     );
     assert!(!out.exists());
 }
+
+/// Several batches of rows, quoted and escaped ids, several instances and block geometries.
+fn many_rows(path: &Path, rows: usize) -> Vec<litehit::facts::FactRecord> {
+    use litehit::facts::file::{FACTS_HEADER, append_fact_row};
+    use litehit::facts::{FactRecord, RequestFact};
+    let mut bytes = format!("{FACTS_HEADER}\n").into_bytes();
+    let records: Vec<FactRecord> = (0..rows)
+        .map(|row| {
+            let n = u64::try_from(row).unwrap();
+            let pairs: Vec<[u64; 2]> = (0..n % 4)
+                .map(|k| [1 + k * 50 + n % 37, 1 + n % 13])
+                .collect();
+            FactRecord {
+                trace_id: if row % 97 == 0 {
+                    format!("q\"{row},\t\\")
+                } else {
+                    format!("req-{row}")
+                },
+                instance_id: ["a", "b\\n", "c"][row % 3].to_owned(),
+                timestamp_ns: i64::try_from(row).unwrap() - 5,
+                input_token_len: (n * 7919) % 5000,
+                block_size_tokens: [16, 32, 16][row % 3],
+                block_bytes: [1 << 20, 1 << 21, 3 << 19][row % 3],
+                fact: RequestFact::from_pairs(&pairs),
+            }
+        })
+        .collect();
+    for record in &records {
+        append_fact_row(&mut bytes, &record.as_row());
+    }
+    fs::write(path, bytes).unwrap();
+    records
+}
+
+#[test]
+fn two_thread_query_writes_the_same_bytes_as_the_single_thread_writer() {
+    use litehit::output::query_jsonl::{
+        QueryJsonlWriter, QueryOptions, QuerySlots, query_facts_files,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let facts = dir.path().join("many.csv");
+    let records = many_rows(&facts, 20_000);
+    let slots = QuerySlots {
+        capacity_gb: vec![0.0, 0.05, 0.1, -1.0, 0.1],
+        capacity_blocks: vec![3, 100],
+    };
+    let (threaded, threaded_summary) = query_facts_files(
+        std::slice::from_ref(&facts),
+        slots.clone(),
+        QueryOptions::default(),
+        Vec::new(),
+    )
+    .unwrap();
+    let mut writer = QueryJsonlWriter::new(Vec::new(), slots.clone(), QueryOptions::default());
+    for record in &records {
+        writer.write_record(record).unwrap();
+    }
+    let (single, single_summary) = writer.finish().unwrap();
+    assert_eq!(threaded_summary, single_summary);
+    assert_eq!(
+        String::from_utf8(threaded).unwrap(),
+        String::from_utf8(single).unwrap()
+    );
+    assert_eq!(threaded_summary.overall.requests, 20_000);
+
+    let (summary_only, _) = query_facts_files(
+        &[facts],
+        slots,
+        QueryOptions { summary_only: true },
+        Vec::new(),
+    )
+    .unwrap();
+    assert_eq!(String::from_utf8(summary_only).unwrap().lines().count(), 4);
+}
+
+/// Accepts `remaining` bytes, then fails like a closed pipe.
+#[derive(Debug)]
+struct FailingWriter {
+    remaining: usize,
+}
+
+impl std::io::Write for FailingWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.remaining == 0 {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::BrokenPipe,
+                "closed",
+            ));
+        }
+        let n = buf.len().min(self.remaining);
+        self.remaining -= n;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn output_errors_stop_the_query_without_hanging() {
+    use litehit::output::query_jsonl::{QueryError, QueryOptions, QuerySlots, query_facts_files};
+    let dir = tempfile::tempdir().unwrap();
+    let facts = dir.path().join("many.csv");
+    many_rows(&facts, 60_000);
+    let slots = QuerySlots {
+        capacity_gb: vec![1.0; 16],
+        capacity_blocks: vec![],
+    };
+    for remaining in [0, 10, 5 << 20] {
+        let error = query_facts_files(
+            std::slice::from_ref(&facts),
+            slots.clone(),
+            QueryOptions::default(),
+            FailingWriter { remaining },
+        )
+        .unwrap_err();
+        assert!(
+            matches!(&error, QueryError::Write(e) if e.kind() == std::io::ErrorKind::BrokenPipe)
+        );
+        assert_eq!(error.to_string(), "write to output log failed");
+    }
+}

@@ -22,13 +22,13 @@ pub struct QueryArgs {
     #[arg(value_name = "OUT")]
     pub out: PathBuf,
 
-    /// Cache capacities in binary GB (GB × 2^30 bytes, floored to whole blocks per row's
-    /// block_bytes). Order is kept; duplicates and 0 are allowed; a negative value (e.g. -1)
+    /// Cache capacities in binary GB (GB × 2^30 bytes, floored to whole blocks of each row's
+    /// `block_bytes`). Order is kept; duplicates and 0 are allowed; a negative value (e.g. -1)
     /// means unlimited capacity
     #[arg(value_name = "CAPACITY_GB", allow_negative_numbers = true)]
     pub capacity_gb: Vec<String>,
 
-    /// Extra capacity slots in blocks (independent of block_bytes), after the GB slots;
+    /// Extra capacity slots in blocks (independent of `block_bytes`), after the GB slots;
     /// comma-separated or repeated
     #[arg(long, value_name = "N,...", value_delimiter = ',')]
     pub capacity_blocks: Vec<u64>,
@@ -59,7 +59,7 @@ impl QueryArgs {
     }
 }
 
-/// Parses one CAPACITY_GB argument like upstream's `strtod` check: leading white space is
+/// Parses one `CAPACITY_GB` argument like upstream's `strtod` check: leading white space is
 /// skipped and the rest must be one number (`inf` is accepted; NaN is rejected, where
 /// upstream's behaviour is undefined; hexadecimal floats are not supported).
 #[must_use]

@@ -16,7 +16,7 @@ pub fn run(args: &QueryArgs) -> color_eyre::Result<()> {
     };
     let facts_paths = args.facts_paths();
     if args.writes_to_stdout() {
-        query_facts_files(&facts_paths, slots, options, io::stdout().lock())
+        query_facts_files(&facts_paths, slots, options, io::stdout())
             .map(|_| ())
             .wrap_err("facts query failed")?;
     } else {

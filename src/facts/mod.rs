@@ -19,7 +19,8 @@ impl HitCurveSegment {
     #[inline]
     #[must_use]
     pub fn end_required_blocks(self) -> u64 {
-        self.start_required_blocks + self.run_length
+        // Saturating: facts files are read as upstream does, without bounding start + run.
+        self.start_required_blocks.saturating_add(self.run_length)
     }
 }
 

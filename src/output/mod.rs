@@ -1,10 +1,11 @@
 //! Outputs: `projector` → **output** → files and terminals.
 //!
-//! Owns every byte LiteHit prints about projected facts: the upstream-compatible query JSONL
+//! Owns every byte `litehit` prints about projected facts: the upstream-compatible query JSONL
 //! (hand-formatted for exact `%g` numbers and speed), the miss-ratio-curve report (serde DTOs,
 //! table) and its plots (SVG text, PNG pixels). It computes hits only through `projector`
 //! and never parses traces or runs the core.
 
+mod line_buffer;
 pub mod mrc;
 pub mod number_format;
 pub mod plot;

@@ -593,8 +593,7 @@ pub fn render_table(report: &MrcReport) -> String {
         String::new(),
         total
             .shared_block_bytes
-            .map(format_bytes)
-            .unwrap_or_else(|| "mixed".into()),
+            .map_or_else(|| "mixed".into(), format_bytes),
         format_percent(total.infinite_hit_rate),
     ];
     total_row.extend(
@@ -809,10 +808,24 @@ mod tests {
     }
 
     #[test]
+    fn json_report_has_flat_knees_and_optional_blocks() {
+        let value = serde_json::to_value(design_example().report(100)).unwrap();
+        let knee = &value["instances"][0]["knees"][1];
+        assert_eq!(knee["percent"], 90);
+        assert_eq!(knee["capacity_blocks"], 4);
+        assert_eq!(knee["capacity_bytes"], 4096);
+        assert_eq!(knee["hit_blocks"], 8);
+        assert_eq!(value["total"]["knees"][0]["capacity_blocks"], 1);
+        assert_eq!(value["total"]["shared_block_bytes"], 1024);
+        assert_eq!(value["knee_percents"], serde_json::json!([50, 90, 95, 99]));
+        assert_eq!(value["instances"][0]["curve"]["exact_breakpoints"], true);
+    }
+
+    #[test]
     fn empty_input_reports_zeros() {
         let report = MrcBuilder::new().finish().report(10);
         assert!(report.instances.is_empty());
-        assert_eq!(report.total.infinite_hit_rate, 0.0);
+        assert!(report.total.infinite_hit_rate.abs() < f64::EPSILON);
         assert_eq!(report.total.saturation.capacity_bytes, 0);
         assert!(render_table(&report).starts_with("instance"));
     }

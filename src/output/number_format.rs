@@ -28,10 +28,105 @@ const EXACT_POWERS_OF_TEN: [f64; 23] = [
 /// formatting. The fast path's error is below `1e6 · 2^-53 ≈ 1.1e-10`, far inside this.
 const TIE_GUARD: f64 = 1e-6;
 
+/// Longest `%g` output (`-1.23457e+308` is 13 bytes), rounded up for fixed-size copies.
+pub const G6_MAX_BYTES: usize = 24;
+
+/// Longest decimal `u64` or `i64` (`-9223372036854775808` is 20 bytes).
+pub const INTEGER_MAX_BYTES: usize = 20;
+
 /// Appends `value` formatted as C's `printf("%g", value)`.
 pub fn append_g6(out: &mut Vec<u8>, value: f64) {
+    let mut text = SmallText::default();
+    write_g6(&mut text, value);
+    out.extend_from_slice(text.as_bytes());
+}
+
+/// Formats `value` as `printf("%g")` at the start of `buffer`; returns the length. The whole
+/// buffer may be copied (a fixed-size copy is cheaper than a `memcpy` call per number).
+pub fn format_g6_into(buffer: &mut [u8; G6_MAX_BYTES], value: f64) -> usize {
+    let mut text = SmallText::default();
+    write_g6(&mut text, value);
+    *buffer = text.bytes;
+    text.len
+}
+
+/// Writes `value` in decimal at the start of `out` (at least [`INTEGER_MAX_BYTES`] long);
+/// returns the length. Digits are stored in place, two at a time.
+#[inline]
+pub fn write_u64_into(out: &mut [u8], value: u64) -> usize {
+    // Hit counts are mostly below 100: one or two digits without the general loop.
+    if value < 10 {
+        out[0] = b'0' + u8::try_from(value).expect("a digit");
+        return 1;
+    }
+    if value < 100 {
+        let pair = usize::try_from(value).expect("below 100");
+        out[..2].copy_from_slice(&DIGIT_PAIRS[2 * pair..2 * pair + 2]);
+        return 2;
+    }
+    let length = usize::try_from(value.checked_ilog10().unwrap_or(0)).expect("at most 19") + 1;
+    let mut rest = value;
+    let mut end = length;
+    while rest >= 100 {
+        let pair = usize::try_from(rest % 100).expect("below 100");
+        rest /= 100;
+        out[end - 2..end].copy_from_slice(&DIGIT_PAIRS[2 * pair..2 * pair + 2]);
+        end -= 2;
+    }
+    let last = usize::try_from(rest).expect("below 100");
+    if last >= 10 {
+        out[end - 2..end].copy_from_slice(&DIGIT_PAIRS[2 * last..2 * last + 2]);
+    } else {
+        out[end - 1] = b'0' + u8::try_from(last).expect("a digit");
+    }
+    length
+}
+
+/// Writes `value` in decimal at the start of `out` (at least [`INTEGER_MAX_BYTES`] long);
+/// returns the length.
+pub fn write_i64_into(out: &mut [u8], value: i64) -> usize {
+    if value < 0 {
+        out[0] = b'-';
+        1 + write_u64_into(&mut out[1..], value.unsigned_abs())
+    } else {
+        write_u64_into(out, value.unsigned_abs())
+    }
+}
+
+/// Two decimal digits for each value in `0..100`.
+const DIGIT_PAIRS: &[u8; 200] = b"\
+    0001020304050607080910111213141516171819\
+    2021222324252627282930313233343536373839\
+    4041424344454647484950515253545556575859\
+    6061626364656667686970717273747576777879\
+    8081828384858687888990919293949596979899";
+
+/// A stack buffer for one formatted number.
+#[derive(Default)]
+struct SmallText {
+    bytes: [u8; G6_MAX_BYTES],
+    len: usize,
+}
+
+impl SmallText {
+    fn push(&mut self, byte: u8) {
+        self.bytes[self.len] = byte;
+        self.len += 1;
+    }
+
+    fn extend(&mut self, bytes: &[u8]) {
+        self.bytes[self.len..self.len + bytes.len()].copy_from_slice(bytes);
+        self.len += bytes.len();
+    }
+
+    fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+}
+
+fn write_g6(out: &mut SmallText, value: f64) {
     if value.is_nan() {
-        out.extend_from_slice(if value.is_sign_negative() {
+        out.extend(if value.is_sign_negative() {
             b"-nan"
         } else {
             b"nan"
@@ -43,7 +138,7 @@ pub fn append_g6(out: &mut Vec<u8>, value: f64) {
     }
     let magnitude = value.abs();
     if magnitude.is_infinite() {
-        out.extend_from_slice(b"inf");
+        out.extend(b"inf");
         return;
     }
     if magnitude == 0.0 {
@@ -52,32 +147,33 @@ pub fn append_g6(out: &mut Vec<u8>, value: f64) {
     }
     let (mantissa, exponent) = round_to_six_digits(magnitude);
     let mut digits = [0_u8; 6];
-    let mut rest = mantissa;
-    for digit in digits.iter_mut().rev() {
-        *digit = b'0' + u8::try_from(rest % 10).expect("a decimal digit fits in u8");
-        rest /= 10;
+    let mantissa = usize::try_from(mantissa).expect("a six-digit mantissa fits in usize");
+    for (pair, value) in
+        digits
+            .chunks_exact_mut(2)
+            .zip([mantissa / 10_000, mantissa / 100 % 100, mantissa % 100])
+    {
+        pair.copy_from_slice(&DIGIT_PAIRS[2 * value..2 * value + 2]);
     }
     let significant = 6 - digits.iter().rev().take_while(|&&d| d == b'0').count();
     if (-4..SIGNIFICANT_DIGITS).contains(&exponent) {
         if exponent >= 0 {
             let integer_digits = usize::try_from(exponent).expect("exponent is in 0..6") + 1;
-            out.extend_from_slice(&digits[..integer_digits]);
+            out.extend(&digits[..integer_digits]);
             if significant > integer_digits {
                 out.push(b'.');
-                out.extend_from_slice(&digits[integer_digits..significant]);
+                out.extend(&digits[integer_digits..significant]);
             }
         } else {
-            out.extend_from_slice(b"0.");
-            for _ in exponent + 1..0 {
-                out.push(b'0');
-            }
-            out.extend_from_slice(&digits[..significant]);
+            let leading_zeros = usize::try_from(-1 - exponent).expect("exponent is in -4..0");
+            out.extend(&b"0.000"[..2 + leading_zeros]);
+            out.extend(&digits[..significant]);
         }
     } else {
         out.push(digits[0]);
         if significant > 1 {
             out.push(b'.');
-            out.extend_from_slice(&digits[1..significant]);
+            out.extend(&digits[1..significant]);
         }
         out.push(b'e');
         out.push(if exponent < 0 { b'-' } else { b'+' });
@@ -85,7 +181,7 @@ pub fn append_g6(out: &mut Vec<u8>, value: f64) {
         if exponent < 10 {
             out.push(b'0');
         }
-        out.extend_from_slice(itoa::Buffer::new().format(exponent).as_bytes());
+        out.extend(itoa::Buffer::new().format(exponent).as_bytes());
     }
 }
 
@@ -100,11 +196,7 @@ pub fn format_g6(value: f64) -> String {
 /// Rounds a positive finite `value` to six significant digits: `(mantissa, exponent)` with
 /// `mantissa` in `100000..=999999` and `value ≈ mantissa · 10^(exponent − 5)`.
 fn round_to_six_digits(value: f64) -> (u32, i32) {
-    #[expect(
-        clippy::cast_possible_truncation,
-        reason = "log10 of a finite f64 is within ±324"
-    )]
-    let mut exponent = value.log10().floor() as i32;
+    let mut exponent = estimate_decimal_exponent(value);
     for _ in 0..3 {
         let Some(scaled) = scale_exactly(value, SIGNIFICANT_DIGITS - 1 - exponent) else {
             break;
@@ -117,15 +209,19 @@ fn round_to_six_digits(value: f64) -> (u32, i32) {
             exponent += 1;
             continue;
         }
-        if (scaled - scaled.floor() - 0.5).abs() < TIE_GUARD {
-            break;
-        }
+        // `as` truncates, which is floor here (positive), and inlines where `f64::floor`
+        // becomes a libm call on baseline x86-64; this loop runs once per printed rate.
         #[expect(
             clippy::cast_possible_truncation,
             clippy::cast_sign_loss,
             reason = "scaled is in [1e5, 1e6)"
         )]
-        let mantissa = scaled.round() as u32;
+        let whole = scaled as u32;
+        let fraction = scaled - f64::from(whole);
+        if (fraction - 0.5).abs() < TIE_GUARD {
+            break;
+        }
+        let mantissa = whole + u32::from(fraction > 0.5);
         return if mantissa == 1_000_000 {
             (100_000, exponent + 1)
         } else {
@@ -133,6 +229,30 @@ fn round_to_six_digits(value: f64) -> (u32, i32) {
         };
     }
     round_to_six_digits_exact(value)
+}
+
+/// `floor(log10(value))` for a positive finite value, give or take one (the caller corrects
+/// it); a table search for the usual range, `log10` elsewhere.
+fn estimate_decimal_exponent(value: f64) -> i32 {
+    const SMALLEST: i32 = -8;
+    const TABLE: [f64; 24] = [
+        1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7,
+        1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+    ];
+    if (0.1..1.0).contains(&value) {
+        return -1; // most hit rates
+    }
+    if (TABLE[0]..TABLE[TABLE.len() - 1]).contains(&value) {
+        let above = TABLE.partition_point(|&power| power <= value);
+        let index = i32::try_from(above).expect("table index fits in i32") - 1;
+        return SMALLEST + index;
+    }
+    #[expect(
+        clippy::cast_possible_truncation,
+        reason = "log10 of a finite f64 is within ±324"
+    )]
+    let exponent = value.log10().floor() as i32;
+    exponent
 }
 
 /// `value · 10^power` with one rounding, or `None` if `10^|power|` is not exact.
@@ -161,15 +281,23 @@ fn round_to_six_digits_exact(value: f64) -> (u32, i32) {
     (mantissa, exponent)
 }
 
+/// The bytes upstream escapes in JSON strings.
+pub const NEEDS_ESCAPE: [bool; 256] = {
+    let mut table = [false; 256];
+    table[b'"' as usize] = true;
+    table[b'\\' as usize] = true;
+    table[b'\n' as usize] = true;
+    table[b'\r' as usize] = true;
+    table[b'\t' as usize] = true;
+    table
+};
+
 /// Appends `value` as a JSON string the way upstream writes it: `"` `\` `\n` `\r` `\t` are
 /// escaped, every other byte (control characters included) is copied as is.
 pub fn append_json_string(out: &mut Vec<u8>, value: &str) {
     out.push(b'"');
     let mut rest = value.as_bytes();
-    while let Some(at) = rest
-        .iter()
-        .position(|&b| matches!(b, b'"' | b'\\' | b'\n' | b'\r' | b'\t'))
-    {
+    while let Some(at) = rest.iter().position(|&b| NEEDS_ESCAPE[usize::from(b)]) {
         out.extend_from_slice(&rest[..at]);
         out.extend_from_slice(match rest[at] {
             b'"' => b"\\\"",
@@ -259,6 +387,33 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn integers_in_place() {
+        let mut buffer = [b'x'; INTEGER_MAX_BYTES + 1];
+        for value in [
+            0,
+            7,
+            10,
+            99,
+            100,
+            101,
+            12_345,
+            1_000_000,
+            u64::MAX,
+            u64::MAX / 10,
+        ] {
+            let length = write_u64_into(&mut buffer, value);
+            assert_eq!(&buffer[..length], value.to_string().as_bytes());
+        }
+        for value in [i64::MIN, -1, 0, 1, i64::MAX, -1_720_000_000_000] {
+            let length = write_i64_into(&mut buffer, value);
+            assert_eq!(&buffer[..length], value.to_string().as_bytes());
+        }
+        let mut g6 = [0; G6_MAX_BYTES];
+        let length = format_g6_into(&mut g6, -1.234_567e-300);
+        assert_eq!(&g6[..length], b"-1.23457e-300");
     }
 
     #[test]

@@ -9,17 +9,27 @@
 //! `total_hit_blocks`, ...) holds the GB slots followed by the block slots. Without block
 //! slots the output is exactly upstream's.
 //!
-//! Hits come from `projector` only; this module formats numbers by hand (`%g`, `itoa`) because
-//! the query must stream millions of rows per second.
+//! Hits come from `projector` only. Numbers are formatted by hand (`%g`, in-place digits)
+//! because the query must stream millions of rows per second; [`query_facts_files`] also
+//! formats and writes the row lines on a second thread while the first reads, parses and
+//! projects (the output is identical to the single-threaded [`QueryJsonlWriter`]).
 
 use std::collections::HashMap;
 use std::io::{self, Write};
 use std::path::PathBuf;
+use std::sync::mpsc;
+use std::thread;
 
-use super::number_format::{append_g6, append_json_string};
+use super::line_buffer::LineBuffer;
+use super::number_format::{
+    G6_MAX_BYTES, INTEGER_MAX_BYTES, NEEDS_ESCAPE, append_g6, append_json_string,
+};
 use crate::facts::FactRecord;
 use crate::facts::file::{FactsError, FactsReader};
 use crate::projector::{self, Capacity};
+
+/// Up to this many instances, an instance is looked up by a linear scan.
+const LINEAR_SEARCH_INSTANCES: usize = 16;
 
 /// Output is handed to the writer in chunks of about this size.
 const FLUSH_THRESHOLD_BYTES: usize = 1 << 20;
@@ -112,14 +122,11 @@ pub enum QueryError {
     Write(#[source] io::Error),
 }
 
-/// Streams facts records to upstream-format JSONL and keeps the summary totals.
-#[derive(Debug)]
-pub struct QueryJsonlWriter<W: Write> {
-    out: W,
-    buffer: Vec<u8>,
+/// Projection at every slot plus the running totals, without any output.
+#[derive(Debug, Clone)]
+pub struct QueryTotals {
     slots: QuerySlots,
     capacities: Vec<Capacity>,
-    options: QueryOptions,
     /// `block_bytes` that `slot_capacity_blocks` was computed for.
     projected_block_bytes: Option<u64>,
     /// Per slot: capacity in blocks for `projected_block_bytes`; `None` = unlimited.
@@ -131,17 +138,15 @@ pub struct QueryJsonlWriter<W: Write> {
     overall: SlotTotals,
 }
 
-impl<W: Write> QueryJsonlWriter<W> {
-    /// A writer projecting at `slots`.
-    pub fn new(out: W, slots: QuerySlots, options: QueryOptions) -> Self {
+impl QueryTotals {
+    /// Totals over `slots`, all zero.
+    #[must_use]
+    pub fn new(slots: QuerySlots) -> Self {
         let capacities = slots.capacities();
         let slot_count = capacities.len();
         Self {
-            out,
-            buffer: Vec::with_capacity(FLUSH_THRESHOLD_BYTES + 64 * 1024),
             slots,
             capacities,
-            options,
             projected_block_bytes: None,
             slot_capacity_blocks: vec![None; slot_count],
             hit_blocks: vec![0; slot_count],
@@ -152,8 +157,15 @@ impl<W: Write> QueryJsonlWriter<W> {
         }
     }
 
-    /// Projects one record at every slot, adds it to the totals and writes its line.
-    pub fn write_record(&mut self, record: &FactRecord) -> io::Result<()> {
+    /// The slots, in output order.
+    #[must_use]
+    pub fn slots(&self) -> &QuerySlots {
+        &self.slots
+    }
+
+    /// Projects `record` at every slot, adds it to its instance's totals and the overall
+    /// totals, and returns its hit blocks per slot.
+    pub fn add_record(&mut self, record: &FactRecord) -> &[u64] {
         self.project(record);
         let instance = self.instance_slot(&record.instance_id);
         let block_size_tokens = record.block_size_tokens;
@@ -173,31 +185,18 @@ impl<W: Write> QueryJsonlWriter<W> {
                 *tokens = tokens.wrapping_add(hits.wrapping_mul(block_size_tokens));
             }
         }
-        if !self.options.summary_only {
-            self.append_row_line(record);
-            if self.buffer.len() >= FLUSH_THRESHOLD_BYTES {
-                self.out.write_all(&self.buffer)?;
-                self.buffer.clear();
-            }
-        }
-        Ok(())
+        &self.hit_blocks
     }
 
-    /// Writes the summary lines, flushes and returns the writer and the totals.
-    pub fn finish(mut self) -> io::Result<(W, QuerySummary)> {
-        let mut instances = std::mem::take(&mut self.instances);
-        instances.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        for (instance_id, totals) in &instances {
-            append_summary_line(&mut self.buffer, Some(instance_id), totals, &self.slots);
-        }
-        append_summary_line(&mut self.buffer, None, &self.overall, &self.slots);
-        self.out.write_all(&self.buffer)?;
-        self.out.flush()?;
-        let summary = QuerySummary {
-            per_instance: instances,
+    /// The totals, instances in byte order of `instance_id`.
+    #[must_use]
+    pub fn into_summary(self) -> QuerySummary {
+        let mut per_instance = self.instances;
+        per_instance.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        QuerySummary {
+            per_instance,
             overall: self.overall,
-        };
-        Ok((self.out, summary))
+        }
     }
 
     /// Fills `hit_blocks` for `record` at every slot, through the projector.
@@ -225,44 +224,246 @@ impl<W: Write> QueryJsonlWriter<W> {
                 return last;
             }
         }
-        let index = match self.instance_index.get(instance_id) {
-            Some(&index) => index,
-            None => {
-                let index = self.instances.len();
-                self.instances.push((
-                    instance_id.to_owned(),
-                    SlotTotals::new(self.capacities.len()),
-                ));
-                self.instance_index.insert(instance_id.to_owned(), index);
-                index
-            }
+        // A few instances (the usual case) are found faster by scanning than by hashing.
+        let known = if self.instances.len() <= LINEAR_SEARCH_INSTANCES {
+            self.instances.iter().position(|(id, _)| id == instance_id)
+        } else {
+            self.instance_index.get(instance_id).copied()
+        };
+        let index = if let Some(index) = known {
+            index
+        } else {
+            let index = self.instances.len();
+            self.instances.push((
+                instance_id.to_owned(),
+                SlotTotals::new(self.capacities.len()),
+            ));
+            self.instance_index.insert(instance_id.to_owned(), index);
+            index
         };
         self.last_instance = Some(index);
         index
     }
+}
 
-    fn append_row_line(&mut self, record: &FactRecord) {
-        let mut itoa = itoa::Buffer::new();
-        let out = &mut self.buffer;
-        out.extend_from_slice(b"{\"trace_id\":");
-        append_json_string(out, &record.trace_id);
-        out.extend_from_slice(b",\"instance_id\":");
-        append_json_string(out, &record.instance_id);
-        out.extend_from_slice(b",\"timestamp_ns\":");
-        out.extend_from_slice(itoa.format(record.timestamp_ns).as_bytes());
-        out.extend_from_slice(b",\"input_token_len\":");
-        out.extend_from_slice(itoa.format(record.input_token_len).as_bytes());
-        out.extend_from_slice(b",\"hit_blocks\":");
-        append_u64_array(out, &self.hit_blocks);
-        out.extend_from_slice(b",\"hit_rates\":[");
-        for (index, &hits) in self.hit_blocks.iter().enumerate() {
-            if index > 0 {
-                out.push(b',');
-            }
-            let hit_tokens = hits.wrapping_mul(record.block_size_tokens);
-            append_g6(out, hit_rate(hit_tokens, record.input_token_len));
+impl QuerySummary {
+    /// The summary lines: one per instance, then the overall one.
+    #[must_use]
+    pub fn to_jsonl(&self, slots: &QuerySlots) -> Vec<u8> {
+        let mut out = Vec::new();
+        for (instance_id, totals) in &self.per_instance {
+            append_summary_line(&mut out, Some(instance_id), totals, slots);
         }
-        out.extend_from_slice(b"]}\n");
+        append_summary_line(&mut out, None, &self.overall, slots);
+        out
+    }
+}
+
+/// The fields of one row line.
+#[derive(Debug, Clone, Copy)]
+struct RowLine<'a> {
+    trace_id: &'a str,
+    instance_id: &'a str,
+    timestamp_ns: i64,
+    input_token_len: u64,
+    block_size_tokens: u64,
+    hit_blocks: &'a [u64],
+}
+
+impl<'a> RowLine<'a> {
+    fn new(record: &'a FactRecord, hit_blocks: &'a [u64]) -> Self {
+        Self {
+            trace_id: &record.trace_id,
+            instance_id: &record.instance_id,
+            timestamp_ns: record.timestamp_ns,
+            input_token_len: record.input_token_len,
+            block_size_tokens: record.block_size_tokens,
+            hit_blocks,
+        }
+    }
+}
+
+/// Appends one row line: `{"trace_id":..,"instance_id":..,"timestamp_ns":..,
+/// "input_token_len":..,"hit_blocks":[..],"hit_rates":[..]}`.
+fn append_row_line(out: &mut LineBuffer, row: &RowLine<'_>) {
+    out.reserve(
+        ROW_FIXED_BYTES
+            + 2 * (row.trace_id.len() + row.instance_id.len())
+            + row.hit_blocks.len() * (INTEGER_MAX_BYTES + G6_MAX_BYTES + 2),
+    );
+    out.extend(b"{\"trace_id\":");
+    push_json_string(out, row.trace_id);
+    out.extend(b",\"instance_id\":");
+    push_json_string(out, row.instance_id);
+    out.extend(b",\"timestamp_ns\":");
+    out.push_i64(row.timestamp_ns);
+    out.extend(b",\"input_token_len\":");
+    out.push_u64(row.input_token_len);
+    out.extend(b",\"hit_blocks\":[");
+    for (index, &hits) in row.hit_blocks.iter().enumerate() {
+        if index > 0 {
+            out.push(b',');
+        }
+        out.push_u64(hits);
+    }
+    out.extend(b"],\"hit_rates\":[");
+    // Neighbouring slots often have equal hits (a saturated curve): reuse the text.
+    let mut previous: Option<(u64, [u8; G6_MAX_BYTES], usize)> = None;
+    for (index, &hits) in row.hit_blocks.iter().enumerate() {
+        if index > 0 {
+            out.push(b',');
+        }
+        match &previous {
+            Some((previous_hits, text, length)) if *previous_hits == hits => {
+                out.push_g6_text(text, *length);
+            }
+            _ => {
+                let hit_tokens = hits.wrapping_mul(row.block_size_tokens);
+                let (text, length) = out.push_g6(hit_rate(hit_tokens, row.input_token_len));
+                previous = Some((hits, text, length));
+            }
+        }
+    }
+    out.extend(b"]}\n");
+}
+
+/// Streams facts records to upstream-format JSONL and keeps the summary totals (single
+/// thread; [`query_facts_files`] is the two-thread version of the same output).
+#[derive(Debug)]
+pub struct QueryJsonlWriter<W: Write> {
+    out: W,
+    buffer: LineBuffer,
+    totals: QueryTotals,
+    options: QueryOptions,
+}
+
+impl<W: Write> QueryJsonlWriter<W> {
+    /// A writer projecting at `slots`.
+    pub fn new(out: W, slots: QuerySlots, options: QueryOptions) -> Self {
+        Self {
+            out,
+            buffer: LineBuffer::with_capacity(FLUSH_THRESHOLD_BYTES + 64 * 1024),
+            totals: QueryTotals::new(slots),
+            options,
+        }
+    }
+
+    /// Projects one record at every slot, adds it to the totals and writes its line.
+    pub fn write_record(&mut self, record: &FactRecord) -> io::Result<()> {
+        let hit_blocks = self.totals.add_record(record);
+        if !self.options.summary_only {
+            append_row_line(&mut self.buffer, &RowLine::new(record, hit_blocks));
+            if self.buffer.len() >= FLUSH_THRESHOLD_BYTES {
+                self.out.write_all(self.buffer.as_bytes())?;
+                self.buffer.clear();
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the summary lines, flushes and returns the writer and the totals.
+    pub fn finish(mut self) -> io::Result<(W, QuerySummary)> {
+        self.out.write_all(self.buffer.as_bytes())?;
+        let slots = self.totals.slots().clone();
+        let summary = self.totals.into_summary();
+        self.out.write_all(&summary.to_jsonl(&slots))?;
+        self.out.flush()?;
+        Ok((self.out, summary))
+    }
+}
+
+/// Appends a quoted, upstream-escaped JSON string; needs `2 × len + 2` bytes of room.
+fn push_json_string(out: &mut LineBuffer, value: &str) {
+    let bytes = value.as_bytes();
+    out.push(b'"');
+    if bytes.iter().any(|&b| NEEDS_ESCAPE[usize::from(b)]) {
+        let mut escaped = Vec::with_capacity(bytes.len() + 8);
+        append_json_string(&mut escaped, value);
+        out.extend(&escaped[1..escaped.len() - 1]);
+    } else {
+        out.extend(bytes);
+    }
+    out.push(b'"');
+}
+
+/// Bytes of a row line besides the strings and the per-slot numbers (keys, two integers).
+const ROW_FIXED_BYTES: usize = 128 + 2 * INTEGER_MAX_BYTES;
+
+/// Rows handed from the reading thread to the formatting thread at a time.
+const BATCH_ROWS: usize = 4096;
+
+/// Batches in flight between the two threads (bounded, so memory stays small).
+const BATCHES_IN_FLIGHT: usize = 4;
+
+/// Projected rows on their way to the formatting thread, strings copied out of the record.
+#[derive(Debug, Default)]
+struct RowBatch {
+    /// `trace_id` then `instance_id` of each row, back to back.
+    text: String,
+    rows: Vec<BatchRow>,
+    /// `slot_count` hit counts per row.
+    hit_blocks: Vec<u64>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct BatchRow {
+    trace_id_end: usize,
+    instance_id_end: usize,
+    timestamp_ns: i64,
+    input_token_len: u64,
+    block_size_tokens: u64,
+}
+
+impl RowBatch {
+    fn push(&mut self, record: &FactRecord, hit_blocks: &[u64]) {
+        self.text.push_str(&record.trace_id);
+        let trace_id_end = self.text.len();
+        self.text.push_str(&record.instance_id);
+        self.rows.push(BatchRow {
+            trace_id_end,
+            instance_id_end: self.text.len(),
+            timestamp_ns: record.timestamp_ns,
+            input_token_len: record.input_token_len,
+            block_size_tokens: record.block_size_tokens,
+        });
+        self.hit_blocks.extend_from_slice(hit_blocks);
+    }
+
+    fn clear(&mut self) {
+        self.text.clear();
+        self.rows.clear();
+        self.hit_blocks.clear();
+    }
+
+    /// Formats every row into `out`, writing to `writer` whenever `out` is full enough.
+    fn write_lines(
+        &self,
+        slot_count: usize,
+        out: &mut LineBuffer,
+        writer: &mut impl Write,
+    ) -> io::Result<()> {
+        let mut text_start = 0;
+        for (row, hit_blocks) in self
+            .rows
+            .iter()
+            .zip(self.hit_blocks.chunks_exact(slot_count.max(1)))
+        {
+            let line = RowLine {
+                trace_id: &self.text[text_start..row.trace_id_end],
+                instance_id: &self.text[row.trace_id_end..row.instance_id_end],
+                timestamp_ns: row.timestamp_ns,
+                input_token_len: row.input_token_len,
+                block_size_tokens: row.block_size_tokens,
+                hit_blocks: &hit_blocks[..slot_count],
+            };
+            text_start = row.instance_id_end;
+            append_row_line(out, &line);
+            if out.len() >= FLUSH_THRESHOLD_BYTES {
+                writer.write_all(out.as_bytes())?;
+                out.clear();
+            }
+        }
+        Ok(())
     }
 }
 
@@ -334,25 +535,78 @@ fn append_summary_line(
 /// summaries add up every file) and writes the JSONL to `out`.
 ///
 /// Every file is opened and its header checked before anything is written. Any malformed row
-/// fails the whole query with an error naming the file and line.
-pub fn query_facts_files<W: Write>(
+/// fails the whole query with an error naming the file and line (rows before it may already
+/// have been written: publish `out` atomically). Row lines are formatted and written on a
+/// second thread; the bytes are the same as [`QueryJsonlWriter`]'s.
+pub fn query_facts_files<W: Write + Send>(
     facts_paths: &[PathBuf],
     slots: QuerySlots,
     options: QueryOptions,
-    out: W,
+    mut out: W,
 ) -> Result<(W, QuerySummary), QueryError> {
-    let readers = facts_paths
+    let mut readers = facts_paths
         .iter()
         .map(|path| FactsReader::open(path))
         .collect::<Result<Vec<_>, _>>()?;
-    let mut writer = QueryJsonlWriter::new(out, slots, options);
+    let mut totals = QueryTotals::new(slots);
     let mut record = FactRecord::default();
-    for mut reader in readers {
-        while reader.next_record(&mut record)? {
-            writer.write_record(&record).map_err(QueryError::Write)?;
+    if options.summary_only {
+        for reader in &mut readers {
+            while reader.next_record(&mut record)? {
+                totals.add_record(&record);
+            }
         }
+    } else {
+        let slot_count = totals.slots().len();
+        let (full_sender, full_receiver) = mpsc::sync_channel::<RowBatch>(BATCHES_IN_FLIGHT);
+        let (empty_sender, empty_receiver) = mpsc::channel::<RowBatch>();
+        let (read_result, written) = thread::scope(|scope| {
+            let formatter = scope.spawn(move || -> io::Result<W> {
+                let mut buffer = LineBuffer::with_capacity(FLUSH_THRESHOLD_BYTES + 64 * 1024);
+                for mut batch in full_receiver {
+                    batch.write_lines(slot_count, &mut buffer, &mut out)?;
+                    batch.clear();
+                    // The reader may be done already; then the batch is simply dropped.
+                    let _ = empty_sender.send(batch);
+                }
+                out.write_all(buffer.as_bytes())?;
+                Ok(out)
+            });
+            let read_result = (|| -> Result<(), QueryError> {
+                let mut batch = RowBatch::default();
+                for reader in &mut readers {
+                    while reader.next_record(&mut record)? {
+                        batch.push(&record, totals.add_record(&record));
+                        if batch.rows.len() == BATCH_ROWS {
+                            let next = empty_receiver.try_recv().unwrap_or_default();
+                            if full_sender
+                                .send(std::mem::replace(&mut batch, next))
+                                .is_err()
+                            {
+                                return Ok(()); // the formatter stopped: its error is reported
+                            }
+                        }
+                    }
+                }
+                // A send error means the formatter stopped; its join result carries why.
+                let _ = full_sender.send(batch);
+                Ok(())
+            })();
+            drop(full_sender);
+            let written = formatter
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (read_result, written)
+        });
+        out = written.map_err(QueryError::Write)?;
+        read_result?;
     }
-    writer.finish().map_err(QueryError::Write)
+    let slots = totals.slots().clone();
+    let summary = totals.into_summary();
+    out.write_all(&summary.to_jsonl(&slots))
+        .map_err(QueryError::Write)?;
+    out.flush().map_err(QueryError::Write)?;
+    Ok((out, summary))
 }
 
 #[cfg(test)]

@@ -22,9 +22,10 @@ pub fn project_blocks(fact: &RequestFact, capacity_blocks: u64) -> u64 {
         if segment.start_required_blocks > capacity_blocks {
             break;
         }
+        // Saturating: a hand-made facts file may hold start 0 with a capacity of u64::MAX.
         hit_blocks += segment
             .run_length
-            .min(capacity_blocks - segment.start_required_blocks + 1);
+            .min((capacity_blocks - segment.start_required_blocks).saturating_add(1));
     }
     hit_blocks
 }
@@ -117,6 +118,14 @@ mod tests {
 
     fn fact(pairs: &[[u64; 2]]) -> RequestFact {
         RequestFact::from_pairs(pairs)
+    }
+
+    #[test]
+    fn extreme_values_do_not_overflow() {
+        let f = fact(&[[0, 3], [u64::MAX - 1, 5]]);
+        assert_eq!(project_blocks(&f, u64::MAX), 3 + 2);
+        assert_eq!(project_blocks(&f, 0), 1);
+        assert_eq!(f.hit_curve[1].end_required_blocks(), u64::MAX);
     }
 
     #[test]

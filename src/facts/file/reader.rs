@@ -3,7 +3,7 @@
 //! error naming the file and the 1-based physical line.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, ErrorKind, Read};
 use std::path::{Path, PathBuf};
 
 use super::{FACTS_FIELD_COUNT, FACTS_HEADER, FactsError, FactsRowError, HitCurveError, Result};
@@ -16,12 +16,14 @@ const READ_BUFFER_BYTES: usize = 1 << 20;
 const MAX_HEADER_EXCERPT_CHARS: usize = 200;
 
 /// Reads facts rows one at a time, reusing the caller's record and its own buffers (no
-/// allocation per row once warm).
+/// allocation per row once warm). Lines are parsed in place in the read buffer; only a line
+/// that straddles two buffer fills is copied.
 #[derive(Debug)]
 pub struct FactsReader<R> {
     reader: BufReader<R>,
     path: PathBuf,
-    line: Vec<u8>,
+    /// The start of a line whose end is not in the buffer yet.
+    partial_line: Vec<u8>,
     line_number: u64,
     parser: RowParser,
 }
@@ -43,43 +45,46 @@ impl<R: Read> FactsReader<R> {
         let mut this = Self {
             reader: BufReader::with_capacity(READ_BUFFER_BYTES, reader),
             path: display_name.into(),
-            line: Vec::with_capacity(256),
+            partial_line: Vec::with_capacity(256),
             line_number: 0,
             parser: RowParser::default(),
         };
-        if !this.read_line()? {
-            return Err(FactsError::Empty { path: this.path });
-        }
-        if this.line != FACTS_HEADER.as_bytes() {
-            let found = String::from_utf8_lossy(&this.line)
-                .chars()
-                .take(MAX_HEADER_EXCERPT_CHARS)
-                .collect();
-            return Err(FactsError::HeaderMismatch {
+        let header = this.with_next_line(|_, line| {
+            (line != FACTS_HEADER.as_bytes()).then(|| {
+                String::from_utf8_lossy(line)
+                    .chars()
+                    .take(MAX_HEADER_EXCERPT_CHARS)
+                    .collect::<String>()
+            })
+        })?;
+        match header {
+            None => Err(FactsError::Empty { path: this.path }),
+            Some(Some(found)) => Err(FactsError::HeaderMismatch {
                 path: this.path,
                 found,
-            });
+            }),
+            Some(None) => Ok(this),
         }
-        Ok(this)
     }
 
     /// Reads the next row into `record`; `Ok(false)` at the end of the file.
     pub fn next_record(&mut self, record: &mut FactRecord) -> Result<bool> {
         loop {
-            if !self.read_line()? {
-                return Ok(false);
+            let parsed = self.with_next_line(|parser, line| {
+                (!line.is_empty()).then(|| parser.parse(line, record))
+            })?;
+            match parsed {
+                None => return Ok(false),
+                Some(None) => {} // an empty line is skipped
+                Some(Some(Ok(()))) => return Ok(true),
+                Some(Some(Err(reason))) => {
+                    return Err(FactsError::Row {
+                        path: self.path.clone(),
+                        line: self.line_number,
+                        reason,
+                    });
+                }
             }
-            if self.line.is_empty() {
-                continue;
-            }
-            return match self.parser.parse(&self.line, record) {
-                Ok(()) => Ok(true),
-                Err(reason) => Err(FactsError::Row {
-                    path: self.path.clone(),
-                    line: self.line_number,
-                    reason,
-                }),
-            };
         }
     }
 
@@ -95,24 +100,51 @@ impl<R: Read> FactsReader<R> {
         self.line_number
     }
 
-    /// Reads one physical line without its `\n` (a `\r` stays, as with `std::getline`).
-    fn read_line(&mut self) -> Result<bool> {
-        self.line.clear();
-        let read = self
-            .reader
-            .read_until(b'\n', &mut self.line)
-            .map_err(|source| FactsError::Read {
-                path: self.path.clone(),
-                source,
-            })?;
-        if read == 0 {
-            return Ok(false);
+    /// Calls `handle` with the next physical line without its `\n` (a `\r` stays, as with
+    /// `std::getline`); `None` at the end of the input.
+    fn with_next_line<T>(
+        &mut self,
+        handle: impl FnOnce(&mut RowParser, &[u8]) -> T,
+    ) -> Result<Option<T>> {
+        loop {
+            let available = match self.reader.fill_buf() {
+                Ok(available) => available,
+                Err(error) if error.kind() == ErrorKind::Interrupted => continue,
+                Err(source) => {
+                    return Err(FactsError::Read {
+                        path: self.path.clone(),
+                        source,
+                    });
+                }
+            };
+            if available.is_empty() {
+                if self.partial_line.is_empty() {
+                    return Ok(None);
+                }
+                // The last line has no `\n`.
+                self.line_number += 1;
+                let value = handle(&mut self.parser, &self.partial_line);
+                self.partial_line.clear();
+                return Ok(Some(value));
+            }
+            let Some(end) = memchr::memchr(b'\n', available) else {
+                let length = available.len();
+                self.partial_line.extend_from_slice(available);
+                self.reader.consume(length);
+                continue;
+            };
+            self.line_number += 1;
+            let value = if self.partial_line.is_empty() {
+                handle(&mut self.parser, &available[..end])
+            } else {
+                self.partial_line.extend_from_slice(&available[..end]);
+                let value = handle(&mut self.parser, &self.partial_line);
+                self.partial_line.clear();
+                value
+            };
+            self.reader.consume(end + 1);
+            return Ok(Some(value));
         }
-        if self.line.last() == Some(&b'\n') {
-            self.line.pop();
-        }
-        self.line_number += 1;
-        Ok(true)
     }
 }
 
@@ -134,7 +166,12 @@ struct RowParser {
 
 impl RowParser {
     fn parse(&mut self, line: &[u8], record: &mut FactRecord) -> Result<(), FactsRowError> {
-        self.split(line)?;
+        let fields = if let Some(fields) = split_plain(line) {
+            fields
+        } else {
+            self.split(line)?;
+            self.fields()
+        };
         let [
             trace_id,
             instance_id,
@@ -143,7 +180,7 @@ impl RowParser {
             block_size_tokens,
             block_bytes,
             hit_curve,
-        ] = self.fields();
+        ] = fields;
         let timestamp_ns = parse_i64_field("timestamp_ns", timestamp_ns)?;
         let input_token_len = parse_u64_field("input_token_len", input_token_len)?;
         let block_size_tokens = parse_u64_field("block_size_tokens", block_size_tokens)?;
@@ -153,7 +190,9 @@ impl RowParser {
             return Err(FactsRowError::NonPositiveBlock);
         }
         set_string("trace_id", &mut record.trace_id, trace_id)?;
-        set_string("instance_id", &mut record.instance_id, instance_id)?;
+        if record.instance_id.as_bytes() != instance_id {
+            set_string("instance_id", &mut record.instance_id, instance_id)?;
+        }
         record.timestamp_ns = timestamp_ns;
         record.input_token_len = input_token_len;
         record.block_size_tokens = block_size_tokens;
@@ -221,6 +260,29 @@ impl RowParser {
     }
 }
 
+/// The common case without copying: six unquoted fields, then the curve either unquoted or
+/// wrapped in one pair of quotes with none inside. `None` sends the line to the general
+/// splitter, which gives the same fields for every line this accepts.
+fn split_plain(line: &[u8]) -> Option<[&[u8]; FACTS_FIELD_COUNT]> {
+    let mut fields = [&line[..0]; FACTS_FIELD_COUNT];
+    let mut rest = line;
+    for field in &mut fields[..FACTS_FIELD_COUNT - 1] {
+        // Fields are short: a plain scan beats a `memchr2` call here.
+        let at = rest.iter().position(|&b| b == b',' || b == b'"')?;
+        if rest[at] == b'"' {
+            return None;
+        }
+        *field = &rest[..at];
+        rest = &rest[at + 1..];
+    }
+    fields[FACTS_FIELD_COUNT - 1] = match rest {
+        [b'"', inner @ .., b'"'] if memchr::memchr(b'"', inner).is_none() => inner,
+        _ if memchr::memchr2(b',', b'"', rest).is_none() => rest,
+        _ => return None,
+    };
+    Some(fields)
+}
+
 fn set_string(field: &'static str, target: &mut String, bytes: &[u8]) -> Result<(), FactsRowError> {
     let text = std::str::from_utf8(bytes).map_err(|_| FactsRowError::NotUtf8 { field })?;
     target.clear();
@@ -252,8 +314,29 @@ fn digits_to_u64(digits: &[u8]) -> Option<u64> {
     })
 }
 
+/// Fast path: 1 to 19 plain digits (which cannot overflow a `u64`), else `None`.
+fn plain_digits(field: &[u8]) -> Option<u64> {
+    if field.is_empty() || field.len() > 19 {
+        return None;
+    }
+    let mut value = 0_u64;
+    for &byte in field {
+        let digit = byte.wrapping_sub(b'0');
+        if digit > 9 {
+            return None;
+        }
+        value = value * 10 + u64::from(digit);
+    }
+    Some(value)
+}
+
 /// `strtoll(field, &end, 10)` that must consume the whole field (out of range is an error).
 fn parse_c_i64(field: &[u8]) -> Option<i64> {
+    if let Some(value) = plain_digits(field) {
+        if let Ok(value) = i64::try_from(value) {
+            return Some(value);
+        }
+    }
     let (negative, digits) = c_integer_parts(field)?;
     let magnitude = digits_to_u64(digits)?;
     if negative {
@@ -266,6 +349,9 @@ fn parse_c_i64(field: &[u8]) -> Option<i64> {
 /// `strtoull(field, &end, 10)` that must consume the whole field. As in C, a leading `-`
 /// negates modulo 2^64 (`-1` is `u64::MAX`); out of range is an error.
 fn parse_c_u64(field: &[u8]) -> Option<u64> {
+    if let Some(value) = plain_digits(field) {
+        return Some(value);
+    }
     let (negative, digits) = c_integer_parts(field)?;
     let magnitude = digits_to_u64(digits)?;
     Some(if negative {
@@ -293,6 +379,44 @@ fn parse_u64_field(field: &'static str, bytes: &[u8]) -> Result<u64, FactsRowErr
         field,
         value: String::from_utf8_lossy(bytes).into_owned(),
     })
+}
+
+/// The writer's exact form (`[]` or `[[s,r],[s,r]]`: no white space, at most 19 digits per
+/// number) without the general tokenizer; `false` (curve unspecified) sends the field to the
+/// general parser, which accepts everything this does, with the same result.
+fn parse_compact_hit_curve(bytes: &[u8], hit_curve: &mut Vec<HitCurveSegment>) -> bool {
+    /// Reads digits up to `terminator`; returns the value and the rest after it.
+    fn number_until(bytes: &[u8], terminator: u8) -> Option<(u64, &[u8])> {
+        let end = bytes.iter().take(20).position(|&b| b == terminator)?;
+        Some((plain_digits(&bytes[..end])?, &bytes[end + 1..]))
+    }
+    hit_curve.clear();
+    let Some(mut rest) = bytes.strip_prefix(b"[") else {
+        return false;
+    };
+    if rest == b"]" {
+        return true;
+    }
+    loop {
+        let Some(segment) = rest.strip_prefix(b"[") else {
+            return false;
+        };
+        let Some((start_required_blocks, segment)) = number_until(segment, b',') else {
+            return false;
+        };
+        let Some((run_length, after)) = number_until(segment, b']') else {
+            return false;
+        };
+        hit_curve.push(HitCurveSegment {
+            start_required_blocks,
+            run_length,
+        });
+        match after {
+            [b']'] => return true,
+            [b',', tail @ ..] => rest = tail,
+            _ => return false,
+        }
+    }
 }
 
 /// A cursor over a `hit_curve` field; white space is allowed between any two tokens.
@@ -335,6 +459,17 @@ impl CurveCursor<'_> {
 
 /// Parses `[[start,run],...]` into `hit_curve` (cleared first).
 fn parse_hit_curve(
+    bytes: &[u8],
+    hit_curve: &mut Vec<HitCurveSegment>,
+) -> Result<(), HitCurveError> {
+    if parse_compact_hit_curve(bytes, hit_curve) {
+        return Ok(());
+    }
+    parse_hit_curve_tokens(bytes, hit_curve)
+}
+
+/// The general `hit_curve` parser: upstream's grammar and messages, white space anywhere.
+fn parse_hit_curve_tokens(
     bytes: &[u8],
     hit_curve: &mut Vec<HitCurveSegment>,
 ) -> Result<(), HitCurveError> {
@@ -508,6 +643,88 @@ mod tests {
             reason("t,i,1,2,3,4\r,\"[]\""),
             "block_bytes is not a valid unsigned integer: 4\r"
         );
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn plain_split_agrees_with_general_split(
+            pieces in proptest::collection::vec(
+                proptest::prop_oneof![3 => proptest::strategy::Just(","), 1 => proptest::strategy::Just("\""), 2 => proptest::strategy::Just("a1"), 1 => proptest::strategy::Just("[")],
+                0..30,
+            )
+        ) {
+            let line = pieces.concat();
+            let mut parser = RowParser::default();
+            if let Some(plain) = split_plain(line.as_bytes()) {
+                parser.split(line.as_bytes()).unwrap();
+                proptest::prop_assert_eq!(plain, parser.fields());
+            }
+        }
+    }
+
+    #[test]
+    fn compact_curve_parser_agrees_with_the_general_one() {
+        let cases = [
+            "[]",
+            "[[1,2]]",
+            "[[1,2],[4,1]]",
+            "[[0,0]]",
+            "[[007,1]]",
+            "[[1,2],]",
+            "[[1,2]",
+            "[[1]]",
+            "[[,1]]",
+            "[[1,2]]x",
+            "[[1,2]] ",
+            " []",
+            "[[18446744073709551615,1]]",
+            "[[18446744073709551616,1]]",
+            "[[1,2][3,4]]",
+            "[",
+            "]",
+            "",
+            "[[1,2],[3,4],[5,6]]",
+        ];
+        for case in cases {
+            let (mut compact, mut general) = (Vec::new(), Vec::new());
+            let general_result = parse_hit_curve_tokens(case.as_bytes(), &mut general);
+            if parse_compact_hit_curve(case.as_bytes(), &mut compact) {
+                assert_eq!(general_result, Ok(()), "{case:?}");
+                assert_eq!(compact, general, "{case:?}");
+            }
+        }
+        let mut curve = Vec::new();
+        assert!(parse_compact_hit_curve(b"[[1,2],[4,1]]", &mut curve));
+        assert!(!parse_compact_hit_curve(b"[ [1,2]]", &mut curve));
+    }
+
+    /// Hands out its bytes a few at a time, so lines straddle buffer fills.
+    struct Trickle<'a>(&'a [u8], usize);
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            self.1 = self.1 % 3 + 1;
+            let n = self.1.min(buf.len()).min(self.0.len());
+            buf[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn lines_straddling_reads_are_reassembled() {
+        let text = format!("{FACTS_HEADER}\nt1,i,1,2,3,4,\"[[1,2]]\"\n\n\"t,2\",i,5,6,7,8,\"[]\"");
+        let mut reader = FactsReader::from_reader(Trickle(text.as_bytes(), 0), "trickle").unwrap();
+        let mut record = FactRecord::default();
+        assert!(reader.next_record(&mut record).unwrap());
+        assert_eq!(
+            (record.trace_id.as_str(), record.fact.to_pairs()),
+            ("t1", vec![[1, 2]])
+        );
+        assert!(reader.next_record(&mut record).unwrap());
+        assert_eq!((record.trace_id.as_str(), record.block_bytes), ("t,2", 8));
+        assert_eq!(reader.line_number(), 4);
+        assert!(!reader.next_record(&mut record).unwrap());
     }
 
     #[test]

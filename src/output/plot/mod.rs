@@ -4,7 +4,7 @@
 //!
 //! The layout is drawn once onto a small [`Canvas`] trait with two backends: `svg` writes
 //! vector SVG text, `raster` paints pixels itself (anti-aliased lines and circles, text through
-//! `ab_glyph` with the DejaVu Sans font embedded by the `dejavu` crate) and encodes a PNG with
+//! `ab_glyph` with the `DejaVu` Sans font embedded by the `dejavu` crate) and encodes a PNG with
 //! `flate2`. Nothing depends on system fonts or C libraries. Every plotted value is exact at
 //! its sample capacity (one sample per horizontal pixel), read from the curves' accumulators.
 
@@ -113,33 +113,7 @@ impl PlotData {
             (10.0, 2.0)
         };
 
-        #[expect(
-            clippy::cast_possible_truncation,
-            clippy::cast_sign_loss,
-            reason = "pixel count"
-        )]
-        let sample_count = (PLOT_RIGHT - PLOT_LEFT) as usize + 1;
-        let x_max_bytes = x_max_gb * BYTES_PER_GIB as f64;
-        let sample_bytes: Vec<u64> = (0..sample_count)
-            .map(|i| {
-                #[expect(
-                    clippy::cast_possible_truncation,
-                    clippy::cast_sign_loss,
-                    reason = "floor to bytes"
-                )]
-                let bytes = (x_max_bytes * i as f64 / (sample_count - 1) as f64).floor() as u64;
-                bytes
-            })
-            .collect();
-        let to_gb = |bytes: u64| bytes as f64 / BYTES_PER_GIB as f64;
-        let percent = |tokens: u64, input: u64| {
-            if input == 0 {
-                0.0
-            } else {
-                tokens as f64 / input as f64 * 100.0
-            }
-        };
-
+        let sample_bytes = sample_capacities(x_max_gb);
         let mut series: Vec<PlotSeries> = curves
             .instances
             .iter()
@@ -154,7 +128,10 @@ impl PlotData {
                         let hit_tokens = curve
                             .hit_blocks_at_bytes(bytes)
                             .wrapping_mul(curve.block_size_tokens);
-                        (to_gb(bytes), percent(hit_tokens, curve.total_input_tokens))
+                        (
+                            gigabytes(bytes),
+                            percent(hit_tokens, curve.total_input_tokens),
+                        )
                     })
                     .collect(),
                 ceiling_percent: instance.infinite_hit_rate * 100.0,
@@ -167,28 +144,7 @@ impl PlotData {
             })
             .collect();
         if curves.instances.len() > 1 {
-            let total_input_tokens = curves.total_input_tokens();
-            series.push(PlotSeries {
-                label: "total (each instance its own cache)".into(),
-                color: TOTAL_COLOR,
-                points: sample_bytes
-                    .iter()
-                    .map(|&bytes| {
-                        (
-                            to_gb(bytes),
-                            percent(curves.total_hit_tokens_at_bytes(bytes), total_input_tokens),
-                        )
-                    })
-                    .collect(),
-                ceiling_percent: report.total.infinite_hit_rate * 100.0,
-                knees: report
-                    .total
-                    .knees
-                    .iter()
-                    .map(|k| (k.percent, k.point.capacity_gb, k.point.hit_rate * 100.0))
-                    .collect(),
-                is_total: true,
-            });
+            series.push(total_series(curves, report, &sample_bytes));
         }
         let instance_count = curves.instances.len();
         Self {
@@ -204,6 +160,64 @@ impl PlotData {
             y_max_percent,
             y_step_percent,
         }
+    }
+}
+
+/// The total line: every instance with its own cache of each sampled size.
+fn total_series(curves: &MrcCurves, report: &MrcReport, sample_bytes: &[u64]) -> PlotSeries {
+    let total_input_tokens = curves.total_input_tokens();
+    PlotSeries {
+        label: "total (each instance its own cache)".into(),
+        color: TOTAL_COLOR,
+        points: sample_bytes
+            .iter()
+            .map(|&bytes| {
+                let hit_tokens = curves.total_hit_tokens_at_bytes(bytes);
+                (gigabytes(bytes), percent(hit_tokens, total_input_tokens))
+            })
+            .collect(),
+        ceiling_percent: report.total.infinite_hit_rate * 100.0,
+        knees: report
+            .total
+            .knees
+            .iter()
+            .map(|k| (k.percent, k.point.capacity_gb, k.point.hit_rate * 100.0))
+            .collect(),
+        is_total: true,
+    }
+}
+
+/// One capacity (bytes) per horizontal pixel of the plot area, from 0 to `x_max_gb`.
+fn sample_capacities(x_max_gb: f64) -> Vec<u64> {
+    #[expect(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        reason = "pixel count"
+    )]
+    let sample_count = (PLOT_RIGHT - PLOT_LEFT) as usize + 1;
+    let x_max_bytes = x_max_gb * BYTES_PER_GIB as f64;
+    (0..sample_count)
+        .map(|i| {
+            #[expect(
+                clippy::cast_possible_truncation,
+                clippy::cast_sign_loss,
+                reason = "floor to bytes"
+            )]
+            let bytes = (x_max_bytes * i as f64 / (sample_count - 1) as f64).floor() as u64;
+            bytes
+        })
+        .collect()
+}
+
+fn gigabytes(bytes: u64) -> f64 {
+    bytes as f64 / BYTES_PER_GIB as f64
+}
+
+fn percent(hit_tokens: u64, input_tokens: u64) -> f64 {
+    if input_tokens == 0 {
+        0.0
+    } else {
+        hit_tokens as f64 / input_tokens as f64 * 100.0
     }
 }
 
@@ -297,7 +311,7 @@ trait Canvas {
     fn text(&mut self, text: &str, at: (f64, f64), style: TextStyle);
 }
 
-/// The embedded fonts (DejaVu Sans regular and bold).
+/// The embedded fonts (`DejaVu` Sans regular and bold).
 struct Fonts {
     regular: FontRef<'static>,
     bold: FontRef<'static>,
@@ -365,64 +379,7 @@ fn draw(data: &PlotData, fonts: &Fonts, canvas: &mut impl Canvas) {
     let height = f64::from(PLOT_HEIGHT);
     canvas.rect(0.0, 0.0, width, height, WHITE);
 
-    // Grid and tick labels.
-    let tick_style = TextStyle::new(13.0, MUTED_TEXT_COLOR, Anchor::Middle);
-    for gb in ticks(data.x_max_gb, data.x_step_gb) {
-        let x = x_pixel(data, gb).round();
-        canvas.rect(x - 0.5, PLOT_TOP, 1.0, PLOT_BOTTOM - PLOT_TOP, GRID_COLOR);
-        canvas.text(
-            &tick_label(gb, data.x_step_gb),
-            (x, PLOT_BOTTOM + 20.0),
-            tick_style,
-        );
-    }
-    for percent in ticks(data.y_max_percent, data.y_step_percent) {
-        let y = y_pixel(data, percent).round();
-        canvas.rect(PLOT_LEFT, y - 0.5, PLOT_RIGHT - PLOT_LEFT, 1.0, GRID_COLOR);
-        let label = format!("{}%", tick_label(percent, data.y_step_percent));
-        canvas.text(
-            &label,
-            (PLOT_LEFT - 8.0, y + 4.5),
-            TextStyle::new(13.0, MUTED_TEXT_COLOR, Anchor::End),
-        );
-    }
-    canvas.rect(
-        PLOT_LEFT - 0.5,
-        PLOT_TOP,
-        1.0,
-        PLOT_BOTTOM - PLOT_TOP + 0.5,
-        AXIS_COLOR,
-    );
-    canvas.rect(
-        PLOT_LEFT - 0.5,
-        PLOT_BOTTOM - 0.5,
-        PLOT_RIGHT - PLOT_LEFT + 0.5,
-        1.0,
-        AXIS_COLOR,
-    );
-
-    // Titles and axis labels.
-    let mut title_style = TextStyle::new(21.0, TEXT_COLOR, Anchor::Middle);
-    title_style.bold = true;
-    canvas.text(&data.title, (width / 2.0, 34.0), title_style);
-    canvas.text(
-        &data.subtitle,
-        (width / 2.0, 58.0),
-        TextStyle::new(13.5, MUTED_TEXT_COLOR, Anchor::Middle),
-    );
-    let axis_style = TextStyle::new(15.0, TEXT_COLOR, Anchor::Middle);
-    canvas.text(
-        "cache capacity per instance (GB = 2^30 bytes)",
-        ((PLOT_LEFT + PLOT_RIGHT) / 2.0, height - 24.0),
-        axis_style,
-    );
-    let mut y_axis_style = axis_style;
-    y_axis_style.vertical = true;
-    canvas.text(
-        "cumulative token hit rate",
-        (28.0, (PLOT_TOP + PLOT_BOTTOM) / 2.0),
-        y_axis_style,
-    );
+    draw_axes(data, canvas);
 
     // Ceilings, curves, knees.
     for series in &data.series {
@@ -471,6 +428,70 @@ fn draw(data: &PlotData, fonts: &Fonts, canvas: &mut impl Canvas) {
     }
 
     draw_legend(data, fonts, canvas);
+}
+
+/// Grid, ticks, frame, titles and axis labels.
+fn draw_axes(data: &PlotData, canvas: &mut impl Canvas) {
+    let width = f64::from(PLOT_WIDTH);
+    let height = f64::from(PLOT_HEIGHT);
+    // Grid and tick labels.
+    let tick_style = TextStyle::new(13.0, MUTED_TEXT_COLOR, Anchor::Middle);
+    for gb in ticks(data.x_max_gb, data.x_step_gb) {
+        let x = x_pixel(data, gb).round();
+        canvas.rect(x - 0.5, PLOT_TOP, 1.0, PLOT_BOTTOM - PLOT_TOP, GRID_COLOR);
+        canvas.text(
+            &tick_label(gb, data.x_step_gb),
+            (x, PLOT_BOTTOM + 20.0),
+            tick_style,
+        );
+    }
+    for percent in ticks(data.y_max_percent, data.y_step_percent) {
+        let y = y_pixel(data, percent).round();
+        canvas.rect(PLOT_LEFT, y - 0.5, PLOT_RIGHT - PLOT_LEFT, 1.0, GRID_COLOR);
+        let label = format!("{}%", tick_label(percent, data.y_step_percent));
+        canvas.text(
+            &label,
+            (PLOT_LEFT - 8.0, y + 4.5),
+            TextStyle::new(13.0, MUTED_TEXT_COLOR, Anchor::End),
+        );
+    }
+    canvas.rect(
+        PLOT_LEFT - 0.5,
+        PLOT_TOP,
+        1.0,
+        PLOT_BOTTOM - PLOT_TOP + 0.5,
+        AXIS_COLOR,
+    );
+    canvas.rect(
+        PLOT_LEFT - 0.5,
+        PLOT_BOTTOM - 0.5,
+        PLOT_RIGHT - PLOT_LEFT + 0.5,
+        1.0,
+        AXIS_COLOR,
+    );
+
+    // Titles and axis labels.
+    let mut title_style = TextStyle::new(21.0, TEXT_COLOR, Anchor::Middle);
+    title_style.bold = true;
+    canvas.text(&data.title, (width / 2.0, 34.0), title_style);
+    canvas.text(
+        &data.subtitle,
+        (width / 2.0, 58.0),
+        TextStyle::new(13.5, MUTED_TEXT_COLOR, Anchor::Middle),
+    );
+    let axis_style = TextStyle::new(15.0, TEXT_COLOR, Anchor::Middle);
+    canvas.text(
+        "cache capacity per instance (GB = 2^30 bytes)",
+        (f64::midpoint(PLOT_LEFT, PLOT_RIGHT), height - 24.0),
+        axis_style,
+    );
+    let mut y_axis_style = axis_style;
+    y_axis_style.vertical = true;
+    canvas.text(
+        "cumulative token hit rate",
+        (28.0, f64::midpoint(PLOT_TOP, PLOT_BOTTOM)),
+        y_axis_style,
+    );
 }
 
 /// Legend box in the lower right corner of the plot area (usually empty: curves rise fast

@@ -308,19 +308,19 @@ fn encode_png(width: u32, height: u32, rgb: &[u8]) -> Vec<u8> {
     header.extend_from_slice(&width.to_be_bytes());
     header.extend_from_slice(&height.to_be_bytes());
     header.extend_from_slice(&[8, 2, 0, 0, 0]); // 8-bit, truecolour, deflate, adaptive filters, no interlace
-    append_chunk(&mut png, b"IHDR", &header);
-    append_chunk(&mut png, b"IDAT", &compressed);
-    append_chunk(&mut png, b"IEND", &[]);
+    append_chunk(&mut png, *b"IHDR", &header);
+    append_chunk(&mut png, *b"IDAT", &compressed);
+    append_chunk(&mut png, *b"IEND", &[]);
     png
 }
 
-fn append_chunk(png: &mut Vec<u8>, kind: &[u8; 4], data: &[u8]) {
+fn append_chunk(png: &mut Vec<u8>, kind: [u8; 4], data: &[u8]) {
     let length = u32::try_from(data.len()).expect("a PNG chunk is below 4 GiB");
     png.extend_from_slice(&length.to_be_bytes());
-    png.extend_from_slice(kind);
+    png.extend_from_slice(&kind);
     png.extend_from_slice(data);
     let mut crc = Crc::new();
-    crc.update(kind);
+    crc.update(&kind);
     crc.update(data);
     png.extend_from_slice(&crc.sum().to_be_bytes());
 }
@@ -332,7 +332,7 @@ mod tests {
     #[test]
     fn png_crc_matches_known_iend() {
         let mut png = Vec::new();
-        append_chunk(&mut png, b"IEND", &[]);
+        append_chunk(&mut png, *b"IEND", &[]);
         assert_eq!(
             png,
             [0, 0, 0, 0, b'I', b'E', b'N', b'D', 0xae, 0x42, 0x60, 0x82]

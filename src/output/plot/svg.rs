@@ -1,4 +1,4 @@
-//! The SVG backend: plain SVG 1.1 text, fonts named (DejaVu Sans first, as in the PNG).
+//! The SVG backend: plain SVG 1.1 text, fonts named (`DejaVu` Sans first, as in the PNG).
 
 use std::fmt::Write as _;
 
