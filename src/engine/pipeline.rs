@@ -104,7 +104,7 @@ pub fn replay_stream<R: Read + Send>(
                     &parsed_sender,
                     &recycle_receiver,
                     &raw_recycle,
-                )
+                );
             });
             raw_senders.push(raw_sender);
             parsed_receivers.push(parsed_receiver);
@@ -182,7 +182,7 @@ fn read_chunks<R: Read>(
                 }
                 Ok(read) => bytes.truncate(filled + read),
                 Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {
-                    bytes.truncate(filled)
+                    bytes.truncate(filled);
                 }
                 Err(error) => return Err(error),
             }
@@ -326,7 +326,7 @@ mod tests {
                     row.trace_id,
                     row.instance_id,
                     row.fact.to_pairs()
-                ))
+                ));
             },
             &mut |_| Ok(()),
         )?;
