@@ -1,2 +1,244 @@
-//! Benchmark (in progress).
-fn main() {}
+//! `litehit replay` end to end, in process: read → parse (worker threads) → engine → facts
+//! rows formatted and written to a file — compared, in the same run, with parse-only and
+//! core-only passes over the same trace, so the figures are ratios on one machine.
+//!
+//! `cargo bench --bench pipeline -- [conversation] [generated] [--gb N] [--workers N]`
+//!
+//! * `conversation`: `../shared/traces/conversation_trace.jsonl` (skipped if absent).
+//! * `generated`: a seeded standard-format trace of `--gb` GB (default 1.0), written once to
+//!   `target/bench-data/` and reused.
+//!
+//! Reports wall time, CPU time of the whole process (all threads), block accesses per second
+//! and the peak resident memory (`VmHWM`) next to the core state size.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use litehit::engine::pipeline::replay_stream;
+use litehit::engine::{Engine, EngineConfig, LaneSet, LaneSpec, Policy, Routing};
+use litehit::facts::file::append_fact_row;
+use litehit::formats::{LineOutcome, LineParser, ParseOptions, TraceEvent, TraceFormat, detect_format, for_each_line, open_trace};
+use litehit::hitcore::LiteHit;
+use litehit::workload::{SyntheticRequest, Workload, WorkloadConfig};
+
+fn process_cpu_seconds() -> f64 {
+    // utime + stime of the whole process, in clock ticks (100 Hz on Linux).
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let after_name = stat.rsplit(')').next().unwrap_or("");
+    let fields: Vec<&str> = after_name.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+fn peak_resident_bytes() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|kb| kb.parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
+}
+
+fn engine_config(format: TraceFormat) -> EngineConfig {
+    let block_size_tokens = format.native_block_size_tokens().unwrap_or(16);
+    EngineConfig {
+        trace_block_size_tokens: block_size_tokens,
+        lanes: LaneSet::OnTheFly(LaneSpec {
+            instance_id: "default".into(),
+            block_size_tokens,
+            block_bytes: block_size_tokens * 131_072,
+            ttl_ns: 0,
+            enable_prefix_hash: false,
+        }),
+        routing: Routing::ByInstance,
+    }
+}
+
+fn generated_trace(gigabytes: f64) -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-data");
+    std::fs::create_dir_all(&dir).expect("create target/bench-data");
+    let path = dir.join(format!("generated-{gigabytes}gb.jsonl"));
+    if path.exists() {
+        return path;
+    }
+    let started = Instant::now();
+    #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "byte budget")]
+    let target_bytes = (gigabytes * f64::from(1 << 30)) as u64;
+    let temp = path.with_extension("tmp");
+    let mut out = BufWriter::with_capacity(1 << 20, File::create(&temp).expect("create bench trace"));
+    let config = WorkloadConfig {
+        seed: 2026,
+        instance_ids: vec!["instance-0".into()],
+        live_conversations: 20_000,
+        zipf_exponent: 0.8,
+        ..WorkloadConfig::default()
+    };
+    let mut workload = Workload::new(config);
+    let mut request = SyntheticRequest::default();
+    let mut line = String::new();
+    let mut written = 0_u64;
+    while written < target_bytes {
+        workload.fill_next(&mut request);
+        line.clear();
+        request.to_standard_jsonl(&mut line);
+        out.write_all(line.as_bytes()).expect("write bench trace");
+        written += line.len() as u64;
+    }
+    out.flush().expect("flush bench trace");
+    std::fs::rename(&temp, &path).expect("publish bench trace");
+    eprintln!("generated {} ({written} bytes) in {:.1} s", path.display(), started.elapsed().as_secs_f64());
+    path
+}
+
+fn format_of(path: &Path) -> TraceFormat {
+    let mut first = Vec::new();
+    let _ = for_each_line::<_, std::io::Error>(open_trace(path).expect("open"), |_, line| {
+        if first.is_empty() && !line.iter().all(u8::is_ascii_whitespace) {
+            first = line.to_vec();
+        }
+        Ok(())
+    });
+    detect_format(&first).expect("detectable format")
+}
+
+struct Measured {
+    wall_seconds: f64,
+    cpu_seconds: f64,
+}
+
+/// Best wall time of `runs` runs (small traces finish in milliseconds: repeat them).
+fn measure(runs: usize, mut run: impl FnMut()) -> Measured {
+    let mut best = Measured { wall_seconds: f64::INFINITY, cpu_seconds: f64::INFINITY };
+    for _ in 0..runs.max(1) {
+        let cpu = process_cpu_seconds();
+        let started = Instant::now();
+        run();
+        let wall_seconds = started.elapsed().as_secs_f64();
+        if wall_seconds < best.wall_seconds {
+            best = Measured { wall_seconds, cpu_seconds: process_cpu_seconds() - cpu };
+        }
+    }
+    best
+}
+
+fn bench_trace(name: &str, path: &Path, workers: usize, runs: usize) {
+    let format = format_of(path);
+    let bytes = std::fs::metadata(path).map_or(0, |m| m.len());
+    let config = engine_config(format);
+    let parser = LineParser::new(format, ParseOptions { trace_block_size_tokens: config.trace_block_size_tokens });
+
+    // 1. Parse only (one thread), keeping the keys for the core-only pass.
+    let mut keys: Vec<i64> = Vec::new();
+    let mut ends: Vec<usize> = Vec::new();
+    let parse = measure(runs, || {
+        keys.clear();
+        ends.clear();
+        let mut parser = parser.clone();
+        let mut event = TraceEvent::default();
+        for_each_line::<_, std::io::Error>(open_trace(path).expect("open"), |line_number, line| {
+            if parser.parse_line(line, line_number, &mut event).expect("valid trace") == LineOutcome::Event {
+                keys.extend_from_slice(&event.keys);
+                ends.push(keys.len());
+            }
+            Ok(())
+        })
+        .expect("read");
+    });
+    let accesses = keys.len() as f64;
+
+    // 2. Core only, same keys (normalization is the identity for these lanes).
+    let mut core_bytes = 0;
+    let mut unique = 0;
+    let core = measure(runs, || {
+        let mut core = LiteHit::new();
+        let mut fact = litehit::facts::RequestFact::default();
+        let mut start = 0;
+        for (index, &end) in ends.iter().enumerate() {
+            if let Some(&next_end) = ends.get(index + 1) {
+                core.prefetch(&keys[end..next_end]);
+            }
+            core.process_request_into(&keys[start..end], 0, &mut fact);
+            start = end;
+        }
+        core_bytes = core.memory_usage_bytes();
+        unique = core.current_unique_blocks();
+    });
+    drop(keys);
+    drop(ends);
+
+    // 3. End to end: the replay pipeline, rows formatted and written to a file.
+    let out_dir = tempfile::tempdir().expect("temp dir");
+    let mut rows_written = 0_u64;
+    let end_to_end = measure(runs, || {
+        rows_written = 0;
+        let mut engine = Engine::new(config.clone(), Policy::FailFast).expect("valid lanes");
+        let mut out = BufWriter::with_capacity(1 << 20, File::create(out_dir.path().join("litehit_facts.csv")).expect("create"));
+        let rows = std::cell::RefCell::new(Vec::with_capacity(1 << 21));
+        replay_stream(
+            open_trace(path).expect("open"),
+            &parser,
+            &mut engine,
+            workers,
+            &mut |row| {
+                append_fact_row(&mut rows.borrow_mut(), &row);
+                rows_written += 1;
+            },
+            &mut |_| {
+                let mut rows = rows.borrow_mut();
+                if rows.len() > 1 << 20 {
+                    out.write_all(&rows)?;
+                    rows.clear();
+                }
+                Ok(())
+            },
+        )
+        .expect("replay");
+        out.write_all(&rows.borrow()).expect("write");
+        out.flush().expect("flush");
+    });
+
+    let mb = bytes as f64 / 1e6;
+    println!("{name}: {mb:.0} MB, {accesses:.0} block accesses, {unique} unique blocks, {rows_written} rows, {workers} parse workers");
+    for (stage, m) in [("parse only (1 thread)", &parse), ("core only", &core), ("replay end to end", &end_to_end)] {
+        println!(
+            "  {stage:<24} wall {:>7.2} s  cpu {:>7.2} s  {:>7.1} M accesses/s  {:>7.0} MB/s",
+            m.wall_seconds,
+            m.cpu_seconds,
+            accesses / m.wall_seconds / 1e6,
+            mb / m.wall_seconds,
+        );
+    }
+    println!(
+        "  end to end / core only: {:.2}   peak RSS {:.0} MB, core state {:.0} MB ({:.1} B/unique key)",
+        core.wall_seconds / end_to_end.wall_seconds,
+        peak_resident_bytes() as f64 / 1e6,
+        core_bytes as f64 / 1e6,
+        core_bytes as f64 / unique.max(1) as f64,
+    );
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).filter(|a| a != "--bench").collect();
+    let value_of = |flag: &str| args.iter().position(|a| a == flag).and_then(|i| args.get(i + 1)).cloned();
+    let gigabytes: f64 = value_of("--gb").and_then(|v| v.parse().ok()).unwrap_or(1.0);
+    let workers: usize = value_of("--workers")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, std::num::NonZero::get));
+    let named: Vec<&String> = args.iter().filter(|a| a.as_str() == "conversation" || a.as_str() == "generated").collect();
+    let wants = |name: &str| named.is_empty() || named.iter().any(|a| a.as_str() == name);
+    if wants("conversation") {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/traces/conversation_trace.jsonl");
+        if path.exists() {
+            bench_trace("conversation (Mooncake)", &path, workers, 20);
+        } else {
+            eprintln!("skipping conversation: {} is absent", path.display());
+        }
+    }
+    if wants("generated") {
+        let path = generated_trace(gigabytes);
+        bench_trace(&format!("generated standard trace ({gigabytes} GB)"), &path, workers, 1);
+    }
+}

@@ -19,7 +19,7 @@ use crate::facts::FactRow;
 use crate::formats::{LineOutcome, LineParser, LineSplitter, ParseError, TraceEvent};
 
 /// Bytes per chunk handed to a parse worker.
-const CHUNK_BYTES: usize = 1 << 20;
+const CHUNK_BYTES: usize = 256 << 10;
 /// Chunks queued per worker, each way.
 const CHUNKS_IN_FLIGHT_PER_WORKER: usize = 2;
 
