@@ -19,7 +19,10 @@ use std::time::Instant;
 use litehit::engine::pipeline::replay_stream;
 use litehit::engine::{Engine, EngineConfig, LaneSet, LaneSpec, Policy, Routing};
 use litehit::facts::file::append_fact_row;
-use litehit::formats::{LineOutcome, LineParser, ParseOptions, TraceEvent, TraceFormat, detect_format, for_each_line, open_trace};
+use litehit::formats::{
+    LineOutcome, LineParser, ParseOptions, TraceEvent, TraceFormat, detect_format, for_each_line,
+    open_trace,
+};
 use litehit::hitcore::LiteHit;
 use litehit::workload::{SyntheticRequest, Workload, WorkloadConfig};
 
@@ -28,7 +31,12 @@ fn process_cpu_seconds() -> f64 {
     let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
     let after_name = stat.rsplit(')').next().unwrap_or("");
     let fields: Vec<&str> = after_name.split_whitespace().collect();
-    let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
     (ticks(11) + ticks(12)) / 100.0
 }
 
@@ -65,10 +73,15 @@ fn generated_trace(gigabytes: f64) -> PathBuf {
         return path;
     }
     let started = Instant::now();
-    #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "byte budget")]
+    #[expect(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        reason = "byte budget"
+    )]
     let target_bytes = (gigabytes * f64::from(1 << 30)) as u64;
     let temp = path.with_extension("tmp");
-    let mut out = BufWriter::with_capacity(1 << 20, File::create(&temp).expect("create bench trace"));
+    let mut out =
+        BufWriter::with_capacity(1 << 20, File::create(&temp).expect("create bench trace"));
     let config = WorkloadConfig {
         seed: 2026,
         instance_ids: vec!["instance-0".into()],
@@ -89,7 +102,11 @@ fn generated_trace(gigabytes: f64) -> PathBuf {
     }
     out.flush().expect("flush bench trace");
     std::fs::rename(&temp, &path).expect("publish bench trace");
-    eprintln!("generated {} ({written} bytes) in {:.1} s", path.display(), started.elapsed().as_secs_f64());
+    eprintln!(
+        "generated {} ({written} bytes) in {:.1} s",
+        path.display(),
+        started.elapsed().as_secs_f64()
+    );
     path
 }
 
@@ -111,14 +128,20 @@ struct Measured {
 
 /// Best wall time of `runs` runs (small traces finish in milliseconds: repeat them).
 fn measure(runs: usize, mut run: impl FnMut()) -> Measured {
-    let mut best = Measured { wall_seconds: f64::INFINITY, cpu_seconds: f64::INFINITY };
+    let mut best = Measured {
+        wall_seconds: f64::INFINITY,
+        cpu_seconds: f64::INFINITY,
+    };
     for _ in 0..runs.max(1) {
         let cpu = process_cpu_seconds();
         let started = Instant::now();
         run();
         let wall_seconds = started.elapsed().as_secs_f64();
         if wall_seconds < best.wall_seconds {
-            best = Measured { wall_seconds, cpu_seconds: process_cpu_seconds() - cpu };
+            best = Measured {
+                wall_seconds,
+                cpu_seconds: process_cpu_seconds() - cpu,
+            };
         }
     }
     best
@@ -128,7 +151,12 @@ fn bench_trace(name: &str, path: &Path, workers: usize, runs: usize) {
     let format = format_of(path);
     let bytes = std::fs::metadata(path).map_or(0, |m| m.len());
     let config = engine_config(format);
-    let parser = LineParser::new(format, ParseOptions { trace_block_size_tokens: config.trace_block_size_tokens });
+    let parser = LineParser::new(
+        format,
+        ParseOptions {
+            trace_block_size_tokens: config.trace_block_size_tokens,
+        },
+    );
 
     // 1. Parse only (one thread), keeping the keys for the core-only pass.
     let mut keys: Vec<i64> = Vec::new();
@@ -139,7 +167,11 @@ fn bench_trace(name: &str, path: &Path, workers: usize, runs: usize) {
         let mut parser = parser.clone();
         let mut event = TraceEvent::default();
         for_each_line::<_, std::io::Error>(open_trace(path).expect("open"), |line_number, line| {
-            if parser.parse_line(line, line_number, &mut event).expect("valid trace") == LineOutcome::Event {
+            if parser
+                .parse_line(line, line_number, &mut event)
+                .expect("valid trace")
+                == LineOutcome::Event
+            {
                 keys.extend_from_slice(&event.keys);
                 ends.push(keys.len());
             }
@@ -175,7 +207,10 @@ fn bench_trace(name: &str, path: &Path, workers: usize, runs: usize) {
     let end_to_end = measure(runs, || {
         rows_written = 0;
         let mut engine = Engine::new(config.clone(), Policy::FailFast).expect("valid lanes");
-        let mut out = BufWriter::with_capacity(1 << 20, File::create(out_dir.path().join("litehit_facts.csv")).expect("create"));
+        let mut out = BufWriter::with_capacity(
+            1 << 20,
+            File::create(out_dir.path().join("litehit_facts.csv")).expect("create"),
+        );
         let rows = std::cell::RefCell::new(Vec::with_capacity(1 << 21));
         replay_stream(
             open_trace(path).expect("open"),
@@ -201,8 +236,14 @@ fn bench_trace(name: &str, path: &Path, workers: usize, runs: usize) {
     });
 
     let mb = bytes as f64 / 1e6;
-    println!("{name}: {mb:.0} MB, {accesses:.0} block accesses, {unique} unique blocks, {rows_written} rows, {workers} parse workers");
-    for (stage, m) in [("parse only (1 thread)", &parse), ("core only", &core), ("replay end to end", &end_to_end)] {
+    println!(
+        "{name}: {mb:.0} MB, {accesses:.0} block accesses, {unique} unique blocks, {rows_written} rows, {workers} parse workers"
+    );
+    for (stage, m) in [
+        ("parse only (1 thread)", &parse),
+        ("core only", &core),
+        ("replay end to end", &end_to_end),
+    ] {
         println!(
             "  {stage:<24} wall {:>7.2} s  cpu {:>7.2} s  {:>7.1} M accesses/s  {:>7.0} MB/s",
             m.wall_seconds,
@@ -221,16 +262,28 @@ fn bench_trace(name: &str, path: &Path, workers: usize, runs: usize) {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).filter(|a| a != "--bench").collect();
-    let value_of = |flag: &str| args.iter().position(|a| a == flag).and_then(|i| args.get(i + 1)).cloned();
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect();
+    let value_of = |flag: &str| {
+        args.iter()
+            .position(|a| a == flag)
+            .and_then(|i| args.get(i + 1))
+            .cloned()
+    };
     let gigabytes: f64 = value_of("--gb").and_then(|v| v.parse().ok()).unwrap_or(1.0);
     let workers: usize = value_of("--workers")
         .and_then(|v| v.parse().ok())
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, std::num::NonZero::get));
-    let named: Vec<&String> = args.iter().filter(|a| a.as_str() == "conversation" || a.as_str() == "generated").collect();
+    let named: Vec<&String> = args
+        .iter()
+        .filter(|a| a.as_str() == "conversation" || a.as_str() == "generated")
+        .collect();
     let wants = |name: &str| named.is_empty() || named.iter().any(|a| a.as_str() == name);
     if wants("conversation") {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/traces/conversation_trace.jsonl");
+        let path =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/traces/conversation_trace.jsonl");
         if path.exists() {
             bench_trace("conversation (Mooncake)", &path, workers, 20);
         } else {
@@ -239,6 +292,11 @@ fn main() {
     }
     if wants("generated") {
         let path = generated_trace(gigabytes);
-        bench_trace(&format!("generated standard trace ({gigabytes} GB)"), &path, workers, 1);
+        bench_trace(
+            &format!("generated standard trace ({gigabytes} GB)"),
+            &path,
+            workers,
+            1,
+        );
     }
 }

@@ -252,3 +252,38 @@ fn projections_of_design_example() {
     assert_eq!(hits(Some(3)), [0, 2, 2, 1, 2]);
     assert_eq!(hits(None), [0, 2, 3, 1, 2]);
 }
+
+#[test]
+fn reset_core_replays_exactly_like_a_fresh_one() {
+    let trace: Vec<Vec<i64>> = (0..400_i64)
+        .map(|i| (0..(i % 37)).map(|j| (i % 11) * 1000 + j).collect())
+        .collect();
+    let mut reused = LiteHit::new();
+    for keys in &trace {
+        reused.process_request(keys, 0);
+    }
+    reused.reset();
+    let mut fresh = LiteHit::new();
+    for keys in &trace {
+        assert_eq!(
+            reused.process_request(keys, 0),
+            fresh.process_request(keys, 0)
+        );
+    }
+    assert_eq!(reused.recency_order(), fresh.recency_order());
+}
+
+#[test]
+fn prefetch_is_only_a_hint() {
+    let mut hinted = LiteHit::new();
+    let mut plain = LiteHit::new();
+    let requests: [&[i64]; 3] = [&[1, 2, 3], &[1, 2, 4], &[1, 2, 3]];
+    for keys in requests {
+        hinted.prefetch(keys);
+        hinted.prefetch(&[99, 98]);
+        assert_eq!(
+            hinted.process_request(keys, 0),
+            plain.process_request(keys, 0)
+        );
+    }
+}
