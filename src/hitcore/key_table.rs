@@ -22,6 +22,8 @@ const DOUBLING_BELOW_SLOTS: usize = 1 << 22;
 /// A probe run this long means the fold hash is clustering: switch to the mixing hash.
 const MAX_PROBE_BEFORE_REHASH: usize = 1024;
 const MIN_CAPACITY: usize = 1 << 12;
+/// How far ahead whole-table passes (growth, compaction) prefetch what they will touch.
+const LOOKAHEAD_SLOTS: usize = 16;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 enum HashMode {
@@ -230,37 +232,48 @@ impl KeyTable {
         }
     }
 
-    /// Rewrites every stored position with `remap`; keys for which it returns `None` are
-    /// dropped (the table is then rebuilt, sized for the survivors).
-    pub(crate) fn remap_positions(&mut self, remap: impl Fn(usize) -> Option<usize>) {
-        let occupied = |slot: &&Slot| slot[2] != 0;
-        let survivors = self
+    /// Rewrites every stored position in place (no key is dropped). `prefetch` is called a
+    /// few slots ahead with the position about to be renumbered, so the lookups it needs
+    /// overlap.
+    pub(crate) fn renumber_positions(
+        &mut self,
+        new_position: impl Fn(usize) -> usize,
+        prefetch: impl Fn(usize),
+    ) {
+        for index in 0..self.slots.len() {
+            if let Some(ahead) = self.slots.get(index + LOOKAHEAD_SLOTS)
+                && ahead[2] != 0
+            {
+                prefetch(ahead[2] as usize - 1);
+            }
+            let slot = &mut self.slots[index];
+            if slot[2] != 0 {
+                slot[2] = encode_position(new_position(slot[2] as usize - 1));
+            }
+        }
+    }
+
+    /// Keeps the keys for which `new_position` returns `Some`, with that position, and
+    /// rebuilds the table sized for them (removing entries breaks linear-probing chains).
+    pub(crate) fn retain_renumbered(&mut self, new_position: impl Fn(usize) -> Option<usize>) {
+        let survivors: Vec<Slot> = self
             .slots
             .iter()
-            .filter(occupied)
-            .filter(|s| remap(s[2] as usize - 1).is_some())
-            .count();
-        if survivors == self.len {
-            for slot in self.slots.iter_mut().filter(|s| s[2] != 0) {
-                let position = remap(slot[2] as usize - 1).expect("counted as a survivor above");
-                slot[2] = encode_position(position);
-            }
-            return;
-        }
-        // Removing entries breaks linear-probing chains: rebuild from the survivors.
+            .filter(|slot| slot[2] != 0)
+            .filter_map(|slot| {
+                new_position(slot[2] as usize - 1).map(|p| [slot[0], slot[1], encode_position(p)])
+            })
+            .collect();
         #[expect(
             clippy::cast_possible_truncation,
             clippy::cast_sign_loss,
             reason = "sizes"
         )]
-        let capacity = ((survivors as f64 / MAX_LOAD * GROWTH) as usize).max(MIN_CAPACITY);
-        let old_slots = std::mem::take(&mut self.slots);
-        self.len = 0;
+        let capacity = ((survivors.len() as f64 / MAX_LOAD * GROWTH) as usize).max(MIN_CAPACITY);
+        self.slots = Vec::new();
         self.rebuild(capacity, self.hash_mode);
-        for old in old_slots.iter().filter(occupied) {
-            if let Some(position) = remap(old[2] as usize - 1) {
-                self.insert_new([old[0], old[1], encode_position(position)]);
-            }
+        for entry in survivors {
+            self.insert_new(entry);
         }
     }
 
@@ -288,8 +301,15 @@ impl KeyTable {
         self.fastmod_multiplier = (u64::MAX / capacity as u64).wrapping_add(1);
         self.hash_mode = hash_mode;
         self.len = 0;
-        for old in old_slots.into_iter().filter(|s| s[2] != 0) {
-            self.insert_new(old);
+        for (index, &old) in old_slots.iter().enumerate() {
+            if let Some(ahead) = old_slots.get(index + LOOKAHEAD_SLOTS)
+                && ahead[2] != 0
+            {
+                super::hints::prefetch_read(&self.slots[self.home_slot(join_key(*ahead))]);
+            }
+            if old[2] != 0 {
+                self.insert_new(old);
+            }
         }
     }
 
@@ -369,7 +389,7 @@ mod tests {
             let found = table.lookup(key * 7919);
             table.find_or_insert_from(found.slot, key * 7919, usize::try_from(key).unwrap());
         }
-        table.remap_positions(|p| (p >= 500).then(|| p - 500));
+        table.retain_renumbered(|p| (p >= 500).then(|| p - 500));
         assert_eq!(table.len(), 500);
         assert_eq!(table.lookup(499 * 7919).position, None);
         assert_eq!(table.lookup(500 * 7919).position, Some(0));

@@ -304,8 +304,14 @@ impl LiteHit {
     #[inline(never)]
     fn compact(&mut self) {
         let remap = self.ranks.compact(self.ttl.dead_below_position);
-        self.keys
-            .remap_positions(|old| remap.keeps(old).then(|| remap.new_position(old)));
+        if remap.dropped_count == 0 {
+            self.keys
+                .renumber_positions(|old| remap.new_position(old), |old| remap.prefetch(old));
+        } else {
+            // Expired keys sit below the watermark: forget them.
+            self.keys
+                .retain_renumbered(|old| remap.keeps(old).then(|| remap.new_position(old)));
+        }
         if self.ttl_ns > 0 {
             self.ttl.remap(|old| remap.new_position(old));
         }

@@ -272,6 +272,14 @@ impl PositionRemap {
         count
     }
 
+    /// Starts loading what [`Self::new_position`] will read for `old_position`.
+    #[inline]
+    pub(crate) fn prefetch(&self, old_position: usize) {
+        if let Some(word) = self.words.get(old_position / 64) {
+            super::hints::prefetch_read(word);
+        }
+    }
+
     /// Whether `old_position` survives (is at or above the first kept position).
     #[inline]
     pub(crate) fn keeps(&self, old_position: usize) -> bool {
