@@ -141,7 +141,7 @@ fn replay_plan(
     plan: &ReplayPlan,
     show_progress: bool,
 ) -> Result<(PipelineTotals, Engine, PathBuf)> {
-    let mut engine = Engine::new(plan.engine.clone(), Policy::FailFast)?;
+    let mut engine = Engine::new(plan.engine.clone(), Policy::FailFast)?.without_capacity_curves();
     let parser = LineParser::new(
         plan.format,
         ParseOptions {

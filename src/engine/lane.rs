@@ -12,14 +12,16 @@ pub struct Lane {
     spec: LaneSpec,
     normalize: NormalizeParams,
     core: LiteHit,
-    accumulator: CapacityAxisAccumulator,
+    /// `None` when the engine does not track capacity curves (offline replay: facts only).
+    accumulator: Option<CapacityAxisAccumulator>,
+    infinite_hit_blocks: u64,
     requests: u64,
     input_tokens: u64,
     request_blocks: u64,
 }
 
 impl Lane {
-    pub(crate) fn new(spec: LaneSpec, trace_block_size_tokens: u64) -> Self {
+    pub(crate) fn new(spec: LaneSpec, trace_block_size_tokens: u64, capacity_curves: bool) -> Self {
         let normalize = NormalizeParams {
             block_size_tokens: spec.block_size_tokens,
             enable_prefix_hash: spec.enable_prefix_hash,
@@ -29,11 +31,16 @@ impl Lane {
             core: LiteHit::with_ttl_ns(spec.ttl_ns),
             spec,
             normalize,
-            accumulator: CapacityAxisAccumulator::new(),
+            accumulator: capacity_curves.then(CapacityAxisAccumulator::new),
+            infinite_hit_blocks: 0,
             requests: 0,
             input_tokens: 0,
             request_blocks: 0,
         }
+    }
+
+    pub(crate) fn drop_capacity_curve(&mut self) {
+        self.accumulator = None;
     }
 
     pub(crate) fn normalize_params(&self) -> NormalizeParams {
@@ -50,7 +57,10 @@ impl Lane {
     ) {
         self.core
             .process_request_into(block_keys, timestamp_ns, fact);
-        self.accumulator.add_fact(fact);
+        self.infinite_hit_blocks += crate::projector::project_infinite(fact);
+        if let Some(accumulator) = &mut self.accumulator {
+            accumulator.add_fact(fact);
+        }
         self.requests += 1;
         self.input_tokens += input_token_len;
         self.request_blocks += block_keys.len() as u64;
@@ -83,9 +93,17 @@ impl Lane {
         self.request_blocks
     }
 
+    /// The capacity-axis accumulator of every fact so far; `None` when the engine runs
+    /// without capacity curves ([`crate::engine::Engine::without_capacity_curves`]).
     #[must_use]
-    pub fn accumulator(&self) -> &CapacityAxisAccumulator {
-        &self.accumulator
+    pub fn accumulator(&self) -> Option<&CapacityAxisAccumulator> {
+        self.accumulator.as_ref()
+    }
+
+    /// Cumulative hit blocks with unlimited capacity (always tracked).
+    #[must_use]
+    pub fn infinite_hit_blocks(&self) -> u64 {
+        self.infinite_hit_blocks
     }
 
     #[must_use]
@@ -95,23 +113,32 @@ impl Lane {
 
     /// Cumulative hit blocks since the start of the trace at `capacity` (any capacity, also one
     /// first asked about now), converted with this lane's `block_bytes` by the projector.
+    /// `None` for a finite capacity when capacity curves are off.
     #[must_use]
-    pub fn hit_blocks_at(&self, capacity: Capacity) -> u64 {
+    pub fn hit_blocks_at(&self, capacity: Capacity) -> Option<u64> {
         match capacity.blocks(self.spec.block_bytes) {
-            Some(capacity_blocks) => self.accumulator.hit_blocks_at(capacity_blocks),
-            None => self.accumulator.infinite_hit_blocks(),
+            Some(capacity_blocks) => self
+                .accumulator
+                .as_ref()
+                .map(|accumulator| accumulator.hit_blocks_at(capacity_blocks)),
+            None => Some(self.infinite_hit_blocks),
         }
     }
 
     /// Cumulative hit tokens at `capacity` (hit blocks × analysis block size).
     #[must_use]
-    pub fn hit_tokens_at(&self, capacity: Capacity) -> u64 {
-        self.hit_blocks_at(capacity) * self.spec.block_size_tokens
+    pub fn hit_tokens_at(&self, capacity: Capacity) -> Option<u64> {
+        self.hit_blocks_at(capacity)
+            .map(|blocks| blocks * self.spec.block_size_tokens)
     }
 
     /// Heap bytes of the core state and the accumulator.
     #[must_use]
     pub fn memory_usage_bytes(&self) -> usize {
-        self.core.memory_usage_bytes() + self.accumulator.memory_usage_bytes()
+        self.core.memory_usage_bytes()
+            + self
+                .accumulator
+                .as_ref()
+                .map_or(0, CapacityAxisAccumulator::memory_usage_bytes)
     }
 }

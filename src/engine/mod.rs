@@ -143,6 +143,7 @@ pub struct Engine {
     keys: Vec<i64>,
     fact: RequestFact,
     derived_trace_id: String,
+    capacity_curves: bool,
 }
 
 impl Engine {
@@ -158,7 +159,7 @@ impl Engine {
         let mut lanes = Vec::with_capacity(specs.len());
         for spec in specs {
             check_lane(&spec, config.trace_block_size_tokens)?;
-            lanes.push(Lane::new(spec, config.trace_block_size_tokens));
+            lanes.push(Lane::new(spec, config.trace_block_size_tokens, true));
         }
         Ok(Self {
             router: Router::new(&config),
@@ -170,7 +171,20 @@ impl Engine {
             keys: Vec::new(),
             fact: RequestFact::default(),
             derived_trace_id: String::new(),
+            capacity_curves: true,
         })
+    }
+
+    /// Stops feeding the per-lane capacity-axis accumulators (they cost 8 bytes per block of
+    /// the deepest reuse). The offline replay only needs facts and the ∞ totals; the live
+    /// monitor keeps them to answer any capacity at once.
+    #[must_use]
+    pub fn without_capacity_curves(mut self) -> Self {
+        self.capacity_curves = false;
+        for lane in &mut self.lanes {
+            lane.drop_capacity_curve();
+        }
+        self
     }
 
     #[must_use]
@@ -258,8 +272,11 @@ impl Engine {
         };
         if let Route::NewLane(spec) = route {
             let index = self.router.add_lane(&spec.instance_id);
-            self.lanes
-                .push(Lane::new(spec, self.config.trace_block_size_tokens));
+            self.lanes.push(Lane::new(
+                spec,
+                self.config.trace_block_size_tokens,
+                self.capacity_curves,
+            ));
             self.targets.clear();
             self.targets.push(index);
         }

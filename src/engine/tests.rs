@@ -87,15 +87,19 @@ fn design_example_through_the_engine() {
     let lane = &engine.lanes()[0];
     assert_eq!(lane.input_tokens(), 54);
     assert_eq!(
-        lane.hit_tokens_at(crate::projector::Capacity::Blocks(2)),
+        lane.hit_tokens_at(crate::projector::Capacity::Blocks(2))
+            .unwrap(),
         28
     );
-    assert_eq!(lane.hit_tokens_at(crate::projector::Capacity::Infinite), 32);
+    assert_eq!(
+        lane.hit_tokens_at(crate::projector::Capacity::Infinite),
+        Some(32)
+    );
     assert_eq!(
         lane.hit_blocks_at(crate::projector::Capacity::Gigabytes(
             3072.0 / f64::from(1 << 30)
         )),
-        7
+        Some(7)
     );
 }
 
@@ -300,4 +304,33 @@ fn engine_facts_equal_direct_core_facts() {
             .unwrap();
         assert_eq!(seen, core.process_request(keys, 1));
     }
+}
+
+#[test]
+fn without_capacity_curves_keeps_facts_and_infinite_totals() {
+    let config = configured(vec![spec("a", 4)], Routing::ByInstance, 4);
+    let mut with = Engine::new(config.clone(), Policy::FailFast).unwrap();
+    let mut without = Engine::new(config, Policy::FailFast)
+        .unwrap()
+        .without_capacity_curves();
+    let events = [
+        event(Some("a"), 1, &[1, 2, 3], 12),
+        event(Some("a"), 2, &[1, 2, 4], 12),
+    ];
+    assert_eq!(
+        run(&mut with, &events).unwrap(),
+        run(&mut without, &events).unwrap()
+    );
+    let (lane_with, lane_without) = (&with.lanes()[0], &without.lanes()[0]);
+    assert_eq!(lane_without.infinite_hit_blocks(), 2);
+    assert_eq!(
+        lane_with.hit_blocks_at(crate::projector::Capacity::Infinite),
+        Some(2)
+    );
+    assert_eq!(
+        lane_without.hit_blocks_at(crate::projector::Capacity::Blocks(5)),
+        None
+    );
+    assert!(lane_without.accumulator().is_none());
+    assert!(lane_without.memory_usage_bytes() < lane_with.memory_usage_bytes());
 }

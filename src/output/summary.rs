@@ -6,7 +6,6 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::engine::Lane;
-use crate::projector::Capacity;
 
 /// One lane's totals, as plain numbers.
 #[derive(Debug, Clone, PartialEq)]
@@ -29,7 +28,7 @@ impl LaneSummary {
             request_blocks: lane.request_blocks(),
             input_tokens: lane.input_tokens(),
             unique_blocks: lane.core().current_unique_blocks(),
-            infinite_hit_tokens: lane.hit_tokens_at(Capacity::Infinite),
+            infinite_hit_tokens: lane.infinite_hit_blocks() * lane.spec().block_size_tokens,
             core_memory_bytes: lane.core().memory_usage_bytes(),
         }
     }
