@@ -1,5 +1,6 @@
 //! Following a trace file: partial lines, truncation, rotation, late creation.
 
+use std::fmt::Write as _;
 use std::fs::{self, OpenOptions};
 use std::io::Write as _;
 use std::path::Path;
@@ -72,7 +73,10 @@ fn partial_lines_wait_for_their_newline() {
 fn byte_by_byte_appends_lose_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("trace.jsonl");
-    let text: String = (0..50).map(|i| format!("line-{i}\n")).collect();
+    let text: String = (0..50).fold(String::new(), |mut text, i| {
+        writeln!(text, "line-{i}").unwrap();
+        text
+    });
     let mut tailer = Tailer::new(&path, StartAt::Beginning);
     let mut lines = Vec::new();
     for ch in text.chars() {

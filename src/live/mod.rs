@@ -27,3 +27,71 @@ pub enum Command {
     /// Stop ingesting and end the thread.
     Shutdown,
 }
+
+/// One input of the ingest thread, on one channel.
+#[derive(Debug, Clone, PartialEq)]
+pub enum IngestEvent {
+    /// A user command.
+    Command(Command),
+    /// The file system reported a change to the followed file.
+    FileChanged,
+}
+
+/// The UI's end of a running ingest thread.
+#[derive(Debug)]
+pub struct LiveHandle {
+    events: std::sync::mpsc::Sender<IngestEvent>,
+    snapshots: tokio::sync::watch::Receiver<std::sync::Arc<LiveSnapshot>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl LiveHandle {
+    /// Wraps the channels of an ingest thread (or of a test's hand-made publisher).
+    pub fn new(
+        events: std::sync::mpsc::Sender<IngestEvent>,
+        snapshots: tokio::sync::watch::Receiver<std::sync::Arc<LiveSnapshot>>,
+        thread: Option<std::thread::JoinHandle<()>>,
+    ) -> Self {
+        Self {
+            events,
+            snapshots,
+            thread,
+        }
+    }
+
+    /// Sends a command to the ingest thread.
+    pub fn send(&self, command: Command) {
+        // A closed channel means the ingest thread already ended: nothing left to command.
+        let _ = self.events.send(IngestEvent::Command(command));
+    }
+
+    /// A receiver of published snapshots (latest wins).
+    pub fn snapshots(&self) -> tokio::sync::watch::Receiver<std::sync::Arc<LiveSnapshot>> {
+        self.snapshots.clone()
+    }
+
+    /// The latest published snapshot.
+    pub fn latest(&self) -> std::sync::Arc<LiveSnapshot> {
+        std::sync::Arc::clone(&self.snapshots.borrow())
+    }
+
+    /// Stops the ingest thread, waits for it and returns the final snapshot.
+    pub fn shutdown(mut self) -> std::sync::Arc<LiveSnapshot> {
+        self.stop();
+        self.latest()
+    }
+
+    fn stop(&mut self) {
+        self.send(Command::Shutdown);
+        if let Some(thread) = self.thread.take() {
+            // A panicked ingest thread has already reported through the panic hook.
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for LiveHandle {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}

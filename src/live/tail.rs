@@ -52,6 +52,7 @@ struct FileIdentity {
 
 impl FileIdentity {
     #[cfg(unix)]
+    #[expect(clippy::unnecessary_wraps, reason = "None on platforms without inodes")]
     fn of(meta: &Metadata) -> Option<Self> {
         use std::os::unix::fs::MetadataExt;
         Some(Self {
@@ -79,6 +80,10 @@ struct OpenFile {
 
 /// Follows one path; see the module docs.
 #[derive(Debug)]
+#[expect(
+    clippy::struct_excessive_bools,
+    reason = "independent facts about the followed path"
+)]
 pub struct Tailer {
     path: PathBuf,
     start_at: StartAt,
