@@ -153,17 +153,17 @@ impl App {
             KeyCode::Char('s') => return Some(Command::WriteFacts),
             KeyCode::Char('p') => return Some(Command::TogglePause),
             KeyCode::Left | KeyCode::Char('h') => {
-                self.selected_slot = self.selected_slot.saturating_sub(1)
+                self.selected_slot = self.selected_slot.saturating_sub(1);
             }
             KeyCode::Right | KeyCode::Char('l') => {
                 self.selected_slot =
                     (self.selected_slot + 1).min(self.slot_ids.len().saturating_sub(1));
             }
             KeyCode::Up | KeyCode::Char('k') => {
-                self.selected_row = self.selected_row.saturating_sub(1)
+                self.selected_row = self.selected_row.saturating_sub(1);
             }
             KeyCode::Down | KeyCode::Char('j') => {
-                self.selected_row = (self.selected_row + 1).min(self.max_row())
+                self.selected_row = (self.selected_row + 1).min(self.max_row());
             }
             _ => {}
         }

@@ -24,6 +24,7 @@ pub const LANE_COLORS: [Color; 6] = [
     Color::Red,
 ];
 
+#[expect(clippy::too_many_lines, reason = "one chart: series, markers, axes")]
 pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
     let selected = view.selected_lane().and_then(|index| snap.lanes.get(index));
     let title = match selected {

@@ -107,9 +107,7 @@ pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
     });
     let widths: Vec<Constraint> = columns
         .iter()
-        .map(|column| match column.kind {
-            _ => Constraint::Length(column.width),
-        })
+        .map(|column| Constraint::Length(column.width))
         .collect();
     let table = Table::new(table_rows, widths)
         .header(header)
