@@ -1,2 +1,192 @@
-//! Benchmark (in progress).
-fn main() {}
+//! Core-only throughput (no parsing: keys are pre-loaded), one lane, exact results.
+//!
+//! `cargo bench --bench core -- [conversation] [large] [--requests N]`
+//!
+//! * `conversation`: `../shared/traces/conversation_trace.jsonl` (Mooncake, 512-token blocks,
+//!   full blocks only), replayed repeatedly with a fresh core each time.
+//! * `large`: a generated trace of the large shape (≥ 100 M accesses, ≥ 30 M unique blocks),
+//!   once with dense ids (Mooncake-like) and once with every key replaced by a random-looking
+//!   64-bit hash (real producers' keys). Reports bytes of core state per unique key, counted
+//!   as `LiteHit::memory_usage_bytes()` (heap capacities of every container) / unique keys.
+//!
+//! Every run checks exactness cheaply: both key styles must give identical facts digests.
+
+use std::hint::black_box;
+use std::time::Instant;
+
+use litehit::facts::RequestFact;
+use litehit::hitcore::LiteHit;
+use litehit::projector::project_infinite;
+use litehit::workload::{KeyStyle, SyntheticRequest, Workload, WorkloadConfig};
+
+/// All requests' keys back to back, plus each request's end offset.
+struct FlatTrace {
+    keys: Vec<i64>,
+    ends: Vec<usize>,
+}
+
+impl FlatTrace {
+    fn accesses(&self) -> usize {
+        self.keys.len()
+    }
+    fn requests(&self) -> impl Iterator<Item = &[i64]> {
+        let mut start = 0;
+        self.ends.iter().map(move |&end| {
+            let request = &self.keys[start..end];
+            start = end;
+            request
+        })
+    }
+}
+
+/// Replays the trace once; returns (seconds, facts digest, unique blocks, core bytes).
+fn replay(trace: &FlatTrace) -> (f64, u64, u64, usize) {
+    let mut core = LiteHit::new();
+    let mut fact = RequestFact::default();
+    let mut digest = 0_u64;
+    let started = Instant::now();
+    for request in trace.requests() {
+        core.process_request_into(request, 0, &mut fact);
+        for segment in &fact.hit_curve {
+            digest = digest
+                .wrapping_mul(31)
+                .wrapping_add(segment.start_required_blocks ^ (segment.run_length << 32));
+        }
+        digest = digest.wrapping_add(project_infinite(&fact));
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    (
+        seconds,
+        black_box(digest),
+        core.current_unique_blocks(),
+        core.memory_usage_bytes(),
+    )
+}
+
+fn load_conversation() -> Option<FlatTrace> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/traces/conversation_trace.jsonl");
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        eprintln!("skipping conversation: {} is absent", path.display());
+        return None;
+    };
+    let mut trace = FlatTrace {
+        keys: Vec::new(),
+        ends: Vec::new(),
+    };
+    for line in text.lines() {
+        let row: serde_json::Value = serde_json::from_str(line).expect("valid Mooncake row");
+        let input_length = row["input_length"].as_u64().expect("input_length");
+        let full_blocks = usize::try_from(input_length / 512).expect("small");
+        let ids = row["hash_ids"].as_array().expect("hash_ids");
+        trace.keys.extend(
+            ids[..full_blocks]
+                .iter()
+                .map(|v| v.as_i64().expect("integer id")),
+        );
+        trace.ends.push(trace.keys.len());
+    }
+    Some(trace)
+}
+
+fn generate_large(requests: usize) -> FlatTrace {
+    let config = WorkloadConfig {
+        seed: 2026,
+        key_style: KeyStyle::Dense,
+        system_prompt_count: 64,
+        system_prompt_blocks: (4, 48),
+        live_conversations: 200_000,
+        zipf_exponent: 0.6,
+        new_conversation_probability: 0.02,
+        fresh_request_probability: 0.02,
+        turn_growth_blocks: (1, 32),
+        max_request_blocks: 400,
+        ..WorkloadConfig::default()
+    };
+    let mut workload = Workload::new(config);
+    let mut request = SyntheticRequest::default();
+    let mut trace = FlatTrace {
+        keys: Vec::with_capacity(requests * 62),
+        ends: Vec::with_capacity(requests),
+    };
+    for _ in 0..requests {
+        workload.fill_next(&mut request);
+        trace.keys.extend_from_slice(&request.keys);
+        trace.ends.push(trace.keys.len());
+    }
+    trace
+}
+
+/// A bijective 64-bit mix: distinct ids stay distinct, so the prefix contract is kept.
+fn random_looking(key: i64) -> i64 {
+    let mut z = key.cast_unsigned().wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    (z ^ (z >> 31)).cast_signed()
+}
+
+fn report(name: &str, trace: &FlatTrace, runs: usize) -> u64 {
+    let mut best = f64::INFINITY;
+    let mut digest = 0;
+    let mut unique = 0;
+    let mut bytes = 0;
+    for _ in 0..runs {
+        let (seconds, d, u, b) = replay(trace);
+        best = best.min(seconds);
+        (digest, unique, bytes) = (d, u, b);
+    }
+    let rate = trace.accesses() as f64 / best / 1e6;
+    println!(
+        "{name:<28} requests {:>9}  accesses {:>11}  unique {:>10}  best {:>8.3} s  {:>7.1} M accesses/s  {:>5.1} B/unique key  digest {digest:016x}",
+        trace.ends.len(),
+        trace.accesses(),
+        unique,
+        best,
+        rate,
+        bytes as f64 / unique as f64,
+    );
+    digest
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect();
+    let wants = |name: &str| {
+        args.is_empty()
+            || args.iter().any(|a| a == name)
+            || !args.iter().any(|a| a == "conversation" || a == "large")
+    };
+    let large_requests = args
+        .iter()
+        .position(|a| a == "--requests")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2_000_000);
+    if wants("conversation") {
+        if let Some(trace) = load_conversation() {
+            report("conversation (Mooncake)", &trace, 20);
+        }
+    }
+    if wants("large") {
+        let started = Instant::now();
+        let dense = generate_large(large_requests);
+        eprintln!(
+            "generated {} requests in {:.1} s",
+            dense.ends.len(),
+            started.elapsed().as_secs_f64()
+        );
+        let dense_digest = report("large, dense ids", &dense, 1);
+        let hashed = FlatTrace {
+            keys: dense.keys.iter().map(|&k| random_looking(k)).collect(),
+            ends: dense.ends.clone(),
+        };
+        drop(dense);
+        let hashed_digest = report("large, random 64-bit keys", &hashed, 1);
+        assert_eq!(
+            dense_digest, hashed_digest,
+            "key representation must not change any fact"
+        );
+    }
+}

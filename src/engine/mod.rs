@@ -6,6 +6,20 @@
 //! line does: offline fails fast, live skips and counts. Commands and the TUI are shells over
 //! this module and hold no analysis logic.
 
+mod lane;
+pub mod policy;
+mod route;
+
+use std::fmt::Write as _;
+
+use crate::facts::{FactRow, RequestFact};
+use crate::formats::{EventKind, TraceEvent};
+use crate::preprocess::{NormalizeError, normalize_keys_in_place};
+pub use lane::Lane;
+pub use policy::Policy;
+pub use route::RouteError;
+use route::{Route, Router};
+
 /// One lane's analysis parameters (one `LiteHit` core per lane).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LaneSpec {
@@ -50,3 +64,309 @@ pub struct EngineConfig {
     pub lanes: LaneSet,
     pub routing: Routing,
 }
+
+/// Why a row (or the engine setup) was rejected. Every row error names the line and trace id.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EngineError {
+    #[error(
+        "line {line_number}: trace_id[{trace_id}]: trace is not sorted by timestamp_ns ({timestamp_ns} after {previous_timestamp_ns})"
+    )]
+    OutOfOrder {
+        line_number: u64,
+        trace_id: String,
+        timestamp_ns: i64,
+        previous_timestamp_ns: i64,
+    },
+    #[error("line {line_number}: trace_id[{trace_id}]: {source}")]
+    Route {
+        line_number: u64,
+        trace_id: String,
+        source: RouteError,
+    },
+    #[error("line {line_number}: trace_id[{trace_id}]: invalid request: {source}")]
+    InvalidRequest {
+        line_number: u64,
+        trace_id: String,
+        source: NormalizeError,
+    },
+    #[error("lane {instance_id}: {reason}")]
+    InvalidLane { instance_id: String, reason: String },
+}
+
+impl EngineError {
+    /// The 1-based trace line the error is about, if any.
+    #[must_use]
+    pub fn line_number(&self) -> Option<u64> {
+        match self {
+            Self::OutOfOrder { line_number, .. }
+            | Self::Route { line_number, .. }
+            | Self::InvalidRequest { line_number, .. } => Some(*line_number),
+            Self::InvalidLane { .. } => None,
+        }
+    }
+}
+
+/// A rejected line as the live monitor shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LineError {
+    pub line_number: u64,
+    pub message: String,
+}
+
+/// Engine-wide counters (per-lane numbers live on [`Lane`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EngineStats {
+    /// Read events (get/request) accepted.
+    pub read_events: u64,
+    /// Write events seen (no facts; timestamp-checked).
+    pub write_events: u64,
+    /// Lines skipped under [`Policy::SkipAndCount`] (parse, routing or length errors).
+    pub bad_lines: u64,
+    /// Timestamps earlier than a previous one (clamped under `SkipAndCount`).
+    pub out_of_order_timestamps: u64,
+    pub last_error: Option<LineError>,
+    /// The latest (clamped) trace timestamp seen.
+    pub last_timestamp_ns: Option<i64>,
+}
+
+/// Routes, normalizes and replays trace events into per-lane cores; shared by `replay` and
+/// `watch`.
+#[derive(Debug, Clone)]
+pub struct Engine {
+    config: EngineConfig,
+    policy: Policy,
+    lanes: Vec<Lane>,
+    router: Router,
+    stats: EngineStats,
+    targets: Vec<usize>,
+    keys: Vec<i64>,
+    fact: RequestFact,
+    derived_trace_id: String,
+}
+
+impl Engine {
+    /// Builds the lanes of `config` (on-the-fly lanes appear as instances are seen).
+    pub fn new(config: EngineConfig, policy: Policy) -> Result<Self, EngineError> {
+        let specs: Vec<LaneSpec> = match &config.lanes {
+            LaneSet::Configured(specs) => specs.clone(),
+            LaneSet::OnTheFly(template) => {
+                check_lane(template, config.trace_block_size_tokens)?;
+                Vec::new()
+            }
+        };
+        let mut lanes = Vec::with_capacity(specs.len());
+        for spec in specs {
+            check_lane(&spec, config.trace_block_size_tokens)?;
+            lanes.push(Lane::new(spec, config.trace_block_size_tokens));
+        }
+        Ok(Self {
+            router: Router::new(&config),
+            config,
+            policy,
+            lanes,
+            stats: EngineStats::default(),
+            targets: Vec::new(),
+            keys: Vec::new(),
+            fact: RequestFact::default(),
+            derived_trace_id: String::new(),
+        })
+    }
+
+    #[must_use]
+    pub fn config(&self) -> &EngineConfig {
+        &self.config
+    }
+
+    #[must_use]
+    pub fn policy(&self) -> Policy {
+        self.policy
+    }
+
+    /// Lanes in creation order (config order, then first appearance).
+    #[must_use]
+    pub fn lanes(&self) -> &[Lane] {
+        &self.lanes
+    }
+
+    #[must_use]
+    pub fn stats(&self) -> &EngineStats {
+        &self.stats
+    }
+
+    /// Expires TTL blocks on every lane as of `now_ns` (idle lanes report their live set).
+    pub fn advance_time(&mut self, now_ns: i64) {
+        for lane in &mut self.lanes {
+            lane.advance_time(now_ns);
+        }
+    }
+
+    /// Counts a line the parser rejected (under `SkipAndCount`; offline runs stop instead).
+    pub fn record_bad_line(&mut self, line_number: u64, message: String) {
+        self.stats.bad_lines += 1;
+        self.stats.last_error = Some(LineError {
+            line_number,
+            message,
+        });
+    }
+
+    /// Routes, normalizes and replays one event; `on_fact` receives every facts row produced,
+    /// in lane order. Under `FailFast` the first problem is returned; under `SkipAndCount` it is
+    /// counted and `Ok` is returned.
+    pub fn process_event(
+        &mut self,
+        event: &TraceEvent,
+        line_number: u64,
+        on_fact: &mut dyn FnMut(FactRow<'_>),
+    ) -> Result<(), EngineError> {
+        match self.try_process_event(event, line_number, on_fact) {
+            Ok(()) => Ok(()),
+            Err(error) if self.policy == Policy::SkipAndCount => {
+                self.record_bad_line(line_number, error.to_string());
+                Ok(())
+            }
+            Err(error) => Err(error),
+        }
+    }
+
+    fn try_process_event(
+        &mut self,
+        event: &TraceEvent,
+        line_number: u64,
+        on_fact: &mut dyn FnMut(FactRow<'_>),
+    ) -> Result<(), EngineError> {
+        let timestamp_ns = self.check_timestamp_order(event, line_number)?;
+        if event.kind == EventKind::Write {
+            self.stats.write_events += 1;
+            return Ok(());
+        }
+        let trace_id = self.trace_id_for(event);
+        let route = self
+            .router
+            .route(event.instance_id.as_deref(), &mut self.targets)
+            .map_err(|source| EngineError::Route {
+                line_number,
+                trace_id: trace_id.clone(),
+                source,
+            });
+        let route = match route {
+            Ok(route) => route,
+            Err(error) => {
+                self.derived_trace_id = trace_id;
+                return Err(error);
+            }
+        };
+        if let Route::NewLane(spec) = route {
+            let index = self.router.add_lane(&spec.instance_id);
+            self.lanes
+                .push(Lane::new(spec, self.config.trace_block_size_tokens));
+            self.targets.clear();
+            self.targets.push(index);
+        }
+        // Normalize once per distinct parameter set; the length contract is lane-independent,
+        // so a row that fails fails for every target and nothing is replayed.
+        let mut replayed_params = None;
+        let mut input_token_len = 0;
+        for target_index in 0..self.targets.len() {
+            let lane_index = self.targets[target_index];
+            let params = self.lanes[lane_index].normalize_params();
+            if replayed_params != Some(params) {
+                self.keys.clear();
+                self.keys.extend_from_slice(&event.keys);
+                input_token_len =
+                    normalize_keys_in_place(&mut self.keys, event.input_token_len, params)
+                        .map_err(|source| EngineError::InvalidRequest {
+                            line_number,
+                            trace_id: trace_id.clone(),
+                            source,
+                        })?;
+                replayed_params = Some(params);
+            }
+            let lane = &mut self.lanes[lane_index];
+            lane.replay(&self.keys, input_token_len, timestamp_ns, &mut self.fact);
+            on_fact(FactRow {
+                trace_id: &trace_id,
+                instance_id: &lane.spec().instance_id,
+                timestamp_ns: event.timestamp_ns,
+                input_token_len,
+                block_size_tokens: lane.spec().block_size_tokens,
+                block_bytes: lane.spec().block_bytes,
+                fact: &self.fact,
+            });
+        }
+        self.stats.read_events += 1;
+        self.derived_trace_id = trace_id;
+        Ok(())
+    }
+
+    /// Enforces (offline) or clamps and counts (live) timestamp order; writes count too.
+    fn check_timestamp_order(
+        &mut self,
+        event: &TraceEvent,
+        line_number: u64,
+    ) -> Result<i64, EngineError> {
+        let timestamp_ns = match self.stats.last_timestamp_ns {
+            Some(previous) if event.timestamp_ns < previous => {
+                if self.policy == Policy::FailFast {
+                    return Err(EngineError::OutOfOrder {
+                        line_number,
+                        trace_id: self.trace_id_for(event),
+                        timestamp_ns: event.timestamp_ns,
+                        previous_timestamp_ns: previous,
+                    });
+                }
+                self.stats.out_of_order_timestamps += 1;
+                previous
+            }
+            _ => event.timestamp_ns,
+        };
+        self.stats.last_timestamp_ns = Some(timestamp_ns);
+        Ok(timestamp_ns)
+    }
+
+    /// The row's own trace id, or upstream's default `trace_<instance_id>_<timestamp_ns>`
+    /// (the row's own instance id, even when routing re-attributes it). Reuses a buffer.
+    fn trace_id_for(&mut self, event: &TraceEvent) -> String {
+        let mut trace_id = std::mem::take(&mut self.derived_trace_id);
+        trace_id.clear();
+        if event.trace_id.is_empty() {
+            let instance_id =
+                event
+                    .instance_id
+                    .as_deref()
+                    .unwrap_or_else(|| match &self.config.lanes {
+                        LaneSet::OnTheFly(template) => template.instance_id.as_str(),
+                        LaneSet::Configured(specs) => {
+                            specs.first().map_or("", |s| s.instance_id.as_str())
+                        }
+                    });
+            let _ = write!(trace_id, "trace_{instance_id}_{}", event.timestamp_ns); // String writes cannot fail
+        } else {
+            trace_id.push_str(&event.trace_id);
+        }
+        trace_id
+    }
+}
+
+/// Checks a lane's parameters once, before any row: a bad lane fails the whole run.
+fn check_lane(spec: &LaneSpec, trace_block_size_tokens: u64) -> Result<(), EngineError> {
+    let invalid = |reason: String| EngineError::InvalidLane {
+        instance_id: spec.instance_id.clone(),
+        reason,
+    };
+    if trace_block_size_tokens == 0 {
+        return Err(invalid("trace block_size must be positive".into()));
+    }
+    if spec.block_size_tokens == 0 || spec.block_size_tokens % trace_block_size_tokens != 0 {
+        return Err(invalid(format!(
+            "block_size {} is not a positive multiple of trace block_size {trace_block_size_tokens} (re-blocking is coarsening only)",
+            spec.block_size_tokens
+        )));
+    }
+    if spec.block_bytes == 0 {
+        return Err(invalid("block_bytes must be positive".into()));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

@@ -60,7 +60,10 @@ impl RequestFact {
     /// Whether the curve satisfies the RLE invariant documented on the type.
     #[must_use]
     pub fn is_canonical(&self) -> bool {
-        let runs_non_empty = self.hit_curve.iter().all(|s| s.run_length > 0 && s.start_required_blocks > 0);
+        let runs_non_empty = self
+            .hit_curve
+            .iter()
+            .all(|s| s.run_length > 0 && s.start_required_blocks > 0);
         let gaps = self
             .hit_curve
             .windows(2)

@@ -14,11 +14,14 @@
 
 /// Grow when the load would pass this.
 const MAX_LOAD: f64 = 0.86;
-/// Capacity multiplier on growth (small, to keep bytes per key low).
+/// Capacity multiplier on growth once the table is large (small, to keep bytes per key low).
 const GROWTH: f64 = 1.37;
+/// Below this many slots the table doubles instead: rebuilds dominate small tables, and the
+/// wasted bytes are negligible there.
+const DOUBLING_BELOW_SLOTS: usize = 1 << 22;
 /// A probe run this long means the fold hash is clustering: switch to the mixing hash.
 const MAX_PROBE_BEFORE_REHASH: usize = 1024;
-const MIN_CAPACITY: usize = 64;
+const MIN_CAPACITY: usize = 1 << 12;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 enum HashMode {
@@ -54,7 +57,11 @@ pub(crate) struct Lookup {
 #[inline]
 fn split_key(key: i64) -> (u32, u32) {
     // Reinterpreting the key's bits as two halves; the truncations are the point.
-    #[expect(clippy::cast_sign_loss, clippy::cast_possible_truncation, reason = "bit split")]
+    #[expect(
+        clippy::cast_sign_loss,
+        clippy::cast_possible_truncation,
+        reason = "bit split"
+    )]
     let (low, high) = (key as u64 as u32, ((key as u64) >> 32) as u32);
     (low, high)
 }
@@ -68,7 +75,8 @@ fn join_key(slot: Slot) -> i64 {
 
 #[inline]
 fn encode_position(position: usize) -> u32 {
-    u32::try_from(position + 1).expect("recency positions stay below 2^32 - 1 (about 2 billion live keys)")
+    u32::try_from(position + 1)
+        .expect("recency positions stay below 2^32 - 1 (about 2 billion live keys)")
 }
 
 impl KeyTable {
@@ -84,14 +92,17 @@ impl KeyTable {
         let hash32 = match self.hash_mode {
             HashMode::Fold => low ^ high,
             HashMode::Mix => {
-                #[expect(clippy::cast_sign_loss, clippy::cast_possible_truncation, reason = "hash bits")]
+                #[expect(clippy::cast_sign_loss, reason = "hash bits")]
                 let mixed = ((key as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as u32;
                 mixed
             }
         };
         // Lemire's fastmod: hash32 mod capacity with two multiplications, no division.
         let low_bits = self.fastmod_multiplier.wrapping_mul(u64::from(hash32));
-        #[expect(clippy::cast_possible_truncation, reason = "result is below the capacity")]
+        #[expect(
+            clippy::cast_possible_truncation,
+            reason = "result is below the capacity"
+        )]
         let slot = ((u128::from(low_bits) * self.slots.len() as u128) >> 64) as usize;
         slot
     }
@@ -100,9 +111,21 @@ impl KeyTable {
     pub(crate) fn reserve(&mut self, additional: usize) {
         let needed = self.len + additional;
         if self.slots.is_empty() || needed as f64 > self.slots.len() as f64 * MAX_LOAD {
-            #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "sizes")]
-            let grown = (self.slots.len() as f64 * GROWTH) as usize;
-            #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "sizes")]
+            #[expect(
+                clippy::cast_possible_truncation,
+                clippy::cast_sign_loss,
+                reason = "sizes"
+            )]
+            let grown = if self.slots.len() < DOUBLING_BELOW_SLOTS {
+                self.slots.len() * 2
+            } else {
+                (self.slots.len() as f64 * GROWTH) as usize
+            };
+            #[expect(
+                clippy::cast_possible_truncation,
+                clippy::cast_sign_loss,
+                reason = "sizes"
+            )]
             let for_needed = (needed as f64 / MAX_LOAD) as usize + 1;
             self.rebuild(grown.max(for_needed).max(MIN_CAPACITY), self.hash_mode);
         }
@@ -123,7 +146,10 @@ impl KeyTable {
         loop {
             let [slot_low, slot_high, position_plus_one] = self.slots[slot];
             if position_plus_one == 0 {
-                return Lookup { slot, position: None };
+                return Lookup {
+                    slot,
+                    position: None,
+                };
             }
             if slot_low == low && slot_high == high {
                 return Lookup {
@@ -153,7 +179,12 @@ impl KeyTable {
     /// Continues a failed lookup from its empty slot: returns the key's slot and position if
     /// an earlier insert of this request already added it, else inserts it (with `position`).
     #[inline]
-    pub(crate) fn find_or_insert_from(&mut self, start_slot: usize, key: i64, position: usize) -> Lookup {
+    pub(crate) fn find_or_insert_from(
+        &mut self,
+        start_slot: usize,
+        key: i64,
+        position: usize,
+    ) -> Lookup {
         let (low, high) = split_key(key);
         let mut slot = start_slot;
         let mut probes = 0;
@@ -165,7 +196,10 @@ impl KeyTable {
                 if probes > MAX_PROBE_BEFORE_REHASH {
                     self.wants_rehash = true;
                 }
-                return Lookup { slot, position: None };
+                return Lookup {
+                    slot,
+                    position: None,
+                };
             }
             if slot_low == low && slot_high == high {
                 return Lookup {
@@ -199,7 +233,12 @@ impl KeyTable {
     /// dropped (the table is then rebuilt, sized for the survivors).
     pub(crate) fn remap_positions(&mut self, remap: impl Fn(usize) -> Option<usize>) {
         let occupied = |slot: &&Slot| slot[2] != 0;
-        let survivors = self.slots.iter().filter(occupied).filter(|s| remap(s[2] as usize - 1).is_some()).count();
+        let survivors = self
+            .slots
+            .iter()
+            .filter(occupied)
+            .filter(|s| remap(s[2] as usize - 1).is_some())
+            .count();
         if survivors == self.len {
             for slot in self.slots.iter_mut().filter(|s| s[2] != 0) {
                 let position = remap(slot[2] as usize - 1).expect("counted as a survivor above");
@@ -208,7 +247,11 @@ impl KeyTable {
             return;
         }
         // Removing entries breaks linear-probing chains: rebuild from the survivors.
-        #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "sizes")]
+        #[expect(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            reason = "sizes"
+        )]
         let capacity = ((survivors as f64 / MAX_LOAD * GROWTH) as usize).max(MIN_CAPACITY);
         let old_slots = std::mem::take(&mut self.slots);
         self.len = 0;
@@ -269,7 +312,9 @@ mod tests {
     fn insert_then_find_dense_random_and_adversarial_keys() {
         let key_sets: [Vec<i64>; 3] = [
             (0..20_000).collect(),
-            (0..20_000_i64).map(|i| i.wrapping_mul(0x5851_f42d_4c95_7f2d) ^ 0x1234).collect(),
+            (0..20_000_i64)
+                .map(|i| i.wrapping_mul(0x5851_f42d_4c95_7f2d) ^ 0x1234)
+                .collect(),
             // Keys whose halves cancel under the fold: all fold to 0.
             (0..5_000_i64).map(|i| i | (i << 32)).collect(),
         ];
@@ -294,7 +339,10 @@ mod tests {
     fn negative_keys_roundtrip() {
         let mut table = KeyTable::default();
         table.reserve(3);
-        for (position, key) in [-1_i64, i64::MIN, -7_046_029_254_386_353_130].into_iter().enumerate() {
+        for (position, key) in [-1_i64, i64::MIN, -7_046_029_254_386_353_130]
+            .into_iter()
+            .enumerate()
+        {
             let found = table.lookup(key);
             table.find_or_insert_from(found.slot, key, position);
         }

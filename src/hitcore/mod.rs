@@ -76,7 +76,12 @@ impl LiteHit {
     }
 
     /// [`Self::process_request`] writing into `fact`, reusing its allocation.
-    pub fn process_request_into(&mut self, block_keys: &[i64], now_ns: i64, fact: &mut RequestFact) {
+    pub fn process_request_into(
+        &mut self,
+        block_keys: &[i64],
+        now_ns: i64,
+        fact: &mut RequestFact,
+    ) {
         let now_ns = self.clamp_timestamp(now_ns);
         if self.ttl_ns > 0 {
             self.advance_watermark(now_ns);
@@ -108,8 +113,7 @@ impl LiteHit {
     /// Distinct keys that are currently resident at unlimited capacity (expired excluded).
     #[must_use]
     pub fn current_unique_blocks(&self) -> u64 {
-        let expired_markers = self.ranks.count_before(self.ttl.dead_below_position);
-        (self.ranks.set_count() - expired_markers) as u64
+        self.live_markers() as u64
     }
 
     /// Markers swept by the TTL watermark so far (a key that expires, returns and expires again
@@ -125,7 +129,8 @@ impl LiteHit {
         self.keys.memory_usage_bytes()
             + self.ranks.memory_usage_bytes()
             + self.ttl.memory_usage_bytes()
-            + (self.scratch.slots.capacity() + self.scratch.old_positions_plus_one.capacity()) * size_of::<usize>()
+            + (self.scratch.slots.capacity() + self.scratch.old_positions_plus_one.capacity())
+                * size_of::<usize>()
     }
 
     /// Recency positions in use, live or dead (the design's Fenwick size; for the compaction
@@ -151,19 +156,27 @@ impl LiteHit {
             .filter(|&(_, position)| position >= self.ttl.dead_below_position)
             .map(|(key, position)| (position, key))
             .collect();
-        by_position.sort_unstable_by(|a, b| b.0.cmp(&a.0));
+        by_position.sort_unstable_by_key(|&(position, _)| std::cmp::Reverse(position));
         by_position.into_iter().map(|(_, key)| key).collect()
     }
 
+    /// Markers at or above the TTL watermark.
+    fn live_markers(&self) -> usize {
+        self.ranks.set_count() - self.ranks.count_before(self.ttl.dead_below_position)
+    }
+
     fn clamp_timestamp(&mut self, now_ns: i64) -> i64 {
-        let clamped = self.last_timestamp_ns.map_or(now_ns, |last| last.max(now_ns));
+        let clamped = self
+            .last_timestamp_ns
+            .map_or(now_ns, |last| last.max(now_ns));
         self.last_timestamp_ns = Some(clamped);
         clamped
     }
 
     fn advance_watermark(&mut self, now_ns: i64) {
         if let Some(old_dead_below) = self.ttl.advance(now_ns, self.ttl_ns, self.ranks.len()) {
-            let newly_dead = self.ranks.count_before(self.ttl.dead_below_position) - self.ranks.count_before(old_dead_below);
+            let newly_dead = self.ranks.count_before(self.ttl.dead_below_position)
+                - self.ranks.count_before(old_dead_below);
             self.ttl_expired_blocks += newly_dead as u64;
         }
     }
@@ -183,7 +196,9 @@ impl LiteHit {
         for &key in block_keys {
             let lookup = self.keys.lookup(key);
             scratch.slots.push(lookup.slot);
-            scratch.old_positions_plus_one.push(lookup.position.map_or(0, |p| p + 1));
+            scratch
+                .old_positions_plus_one
+                .push(lookup.position.map_or(0, |p| p + 1));
         }
 
         let dead_below = self.ttl.dead_below_position;
@@ -193,11 +208,16 @@ impl LiteHit {
         // exactly one deeper, so only the first block of each run needs a rank query.
         let mut previous: Option<(usize, u64)> = None;
         for &position_plus_one in &scratch.old_positions_plus_one {
-            let Some(position) = position_plus_one.checked_sub(1).filter(|&p| p >= dead_below) else {
+            let Some(position) = position_plus_one
+                .checked_sub(1)
+                .filter(|&p| p >= dead_below)
+            else {
                 break; // cold or expired: no capacity hits this block, nor any after it
             };
             let required = match previous {
-                Some((previous_position, previous_required)) if previous_position == position + 1 => {
+                Some((previous_position, previous_required))
+                    if previous_position == position + 1 =>
+                {
                     previous_required + 1
                 }
                 _ => self.ranks.count_after(position) as u64 + 1,
@@ -232,7 +252,9 @@ impl LiteHit {
                 self.keys.set_position(slot, new_position);
                 Some(previous)
             } else {
-                let found = self.keys.find_or_insert_from(slot, block_keys[index], new_position);
+                let found = self
+                    .keys
+                    .find_or_insert_from(slot, block_keys[index], new_position);
                 if found.position.is_some() {
                     self.keys.set_position(found.slot, new_position);
                 }
@@ -248,7 +270,7 @@ impl LiteHit {
     /// Reclaims dead positions once they dominate; drops TTL-expired keys while at it.
     fn compact_if_sparse(&mut self) {
         let positions = self.ranks.len();
-        let live = self.current_unique_blocks() as usize;
+        let live = self.live_markers();
         if positions <= 2 * live + COMPACTION_SLACK_POSITIONS {
             return;
         }

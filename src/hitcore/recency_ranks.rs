@@ -86,7 +86,11 @@ impl RecencyRanks {
     /// Number of set positions in `0..end` (`end` may be 0).
     #[inline]
     pub(crate) fn count_before(&self, end: usize) -> usize {
-        if end == 0 { 0 } else { self.count_through(end - 1) }
+        if end == 0 {
+            0
+        } else {
+            self.count_through(end - 1)
+        }
     }
 
     /// Appends a new most-recent position and returns it. Call [`Self::reserve`] first.
@@ -200,7 +204,8 @@ impl RecencyRanks {
         for node in 1..=block_count {
             let parent = node + (node & node.wrapping_neg());
             if parent <= block_count {
-                self.block_tree[parent] = self.block_tree[parent].wrapping_add(self.block_tree[node]);
+                self.block_tree[parent] =
+                    self.block_tree[parent].wrapping_add(self.block_tree[node]);
             }
         }
     }
@@ -280,7 +285,9 @@ mod tests {
             ranks.reserve(3);
             bits.push(true);
             ranks.push();
-            state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1);
             if step % 3 == 0 {
                 let candidate = (state >> 33) as usize % bits.len();
                 if bits[candidate] {
@@ -291,7 +298,10 @@ mod tests {
             ranks.flush();
             if step % 97 == 0 {
                 for position in (0..bits.len()).filter(|&p| bits[p]).step_by(13) {
-                    assert_eq!(ranks.count_after(position), naive_count_after(&bits, position));
+                    assert_eq!(
+                        ranks.count_after(position),
+                        naive_count_after(&bits, position)
+                    );
                 }
             }
         }

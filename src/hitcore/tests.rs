@@ -14,10 +14,13 @@ fn pairs(fact: &RequestFact) -> Vec<[u64; 2]> {
     fact.to_pairs()
 }
 
+/// (request keys, expected hit curve, expected LRU order MRU-first afterwards)
+type Step<'a> = (&'a [i64], &'a [[u64; 2]], &'a [i64]);
+
 #[test]
 fn design_document_example_curves_and_lru_order() {
     let mut core = LiteHit::new();
-    let steps: [(&[i64], &[[u64; 2]], &[i64]); 5] = [
+    let steps: [Step<'_>; 5] = [
         (&[A, B, C], &[], &[A, B, C]),
         (&[A, B, D], &[[1, 2]], &[A, B, D, C]),
         (&[A, B, C], &[[1, 2], [4, 1]], &[A, B, C, D]),
@@ -27,7 +30,12 @@ fn design_document_example_curves_and_lru_order() {
     for (index, (keys, curve, order)) in steps.into_iter().enumerate() {
         let fact = core.process_request(keys, 0);
         assert_eq!(pairs(&fact), curve, "request {}", index + 1);
-        assert_eq!(core.recency_order(), order, "LRU after request {}", index + 1);
+        assert_eq!(
+            core.recency_order(),
+            order,
+            "LRU after request {}",
+            index + 1
+        );
     }
     assert_eq!(core.current_unique_blocks(), 5);
 }
@@ -65,7 +73,11 @@ fn cold_key_truncates_but_everything_is_committed() {
     let mut core = LiteHit::new();
     core.process_request(&[1, 2, 3], 0);
     let fact = core.process_request(&[1, 7, 3], 0);
-    assert_eq!(pairs(&fact), [[1, 1]], "7 is cold: 3 must not count even though it is resident");
+    assert_eq!(
+        pairs(&fact),
+        [[1, 1]],
+        "7 is cold: 3 must not count even though it is resident"
+    );
     assert_eq!(core.recency_order(), [1, 7, 3, 2]);
 }
 
@@ -103,11 +115,17 @@ fn compaction_bounds_positions_and_keeps_every_key() {
         request.extend_from_slice(&keys[..start]);
         for chunk in request.chunks(100) {
             core.process_request(chunk, 0);
-            assert!(core.position_space_len() <= 2 * core.tracked_keys() + COMPACTION_SLACK_POSITIONS + 100);
+            assert!(
+                core.position_space_len()
+                    <= 2 * core.tracked_keys() + COMPACTION_SLACK_POSITIONS + 100
+            );
         }
     }
     assert_eq!(core.current_unique_blocks(), 3000);
-    assert!(core.position_space_len() < 20 * 3000, "compaction must have run");
+    assert!(
+        core.position_space_len() < 20 * 3000,
+        "compaction must have run"
+    );
     // Every key is still resident: a request of the 3000 most recent keys fully hits at ∞.
     let order = core.recency_order();
     assert_eq!(order.len(), 3000);
@@ -189,7 +207,10 @@ fn reset_forgets_everything_but_ttl() {
     assert_eq!(core.current_unique_blocks(), 0);
     assert_eq!(core.ttl_expired_blocks(), 0);
     assert_eq!(core.ttl_ns(), 7);
-    assert!(core.process_request(&[1, 2], 0).hit_curve.is_empty(), "timestamp clamp reset too");
+    assert!(
+        core.process_request(&[1, 2], 0).hit_curve.is_empty(),
+        "timestamp clamp reset too"
+    );
     assert_eq!(pairs(&core.process_request(&[1, 2], 6)), [[1, 2]]);
 }
 
@@ -208,8 +229,17 @@ fn memory_usage_grows_with_keys() {
 #[test]
 fn projections_of_design_example() {
     let mut core = LiteHit::new();
-    let trace: [(&[i64], u64); 5] = [(&[A, B, C], 13), (&[A, B, D], 12), (&[A, B, C], 13), (&[A, E], 8), (&[A, E], 8)];
-    let facts: Vec<RequestFact> = trace.iter().map(|(k, _)| core.process_request(k, 0)).collect();
+    let trace: [(&[i64], u64); 5] = [
+        (&[A, B, C], 13),
+        (&[A, B, D], 12),
+        (&[A, B, C], 13),
+        (&[A, E], 8),
+        (&[A, E], 8),
+    ];
+    let facts: Vec<RequestFact> = trace
+        .iter()
+        .map(|(k, _)| core.process_request(k, 0))
+        .collect();
     let hits = |capacity_blocks: Option<u64>| -> Vec<u64> {
         facts
             .iter()

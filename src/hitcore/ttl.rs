@@ -37,7 +37,12 @@ impl TtlWatermark {
 
     /// Expires every epoch whose age at `now_ns` is `>= ttl_ns` (strict deadline). Returns the
     /// old watermark when it moved.
-    pub(crate) fn advance(&mut self, now_ns: i64, ttl_ns: u64, positions_len: usize) -> Option<usize> {
+    pub(crate) fn advance(
+        &mut self,
+        now_ns: i64,
+        ttl_ns: u64,
+        positions_len: usize,
+    ) -> Option<usize> {
         let old = self.dead_below_position;
         let deadline = i128::from(now_ns) - i128::from(ttl_ns);
         while self
@@ -46,7 +51,10 @@ impl TtlWatermark {
             .is_some_and(|e| i128::from(e.timestamp_ns) <= deadline)
         {
             self.epochs.pop_front();
-            self.dead_below_position = self.epochs.front().map_or(positions_len, |e| e.start_position);
+            self.dead_below_position = self
+                .epochs
+                .front()
+                .map_or(positions_len, |e| e.start_position);
         }
         (self.dead_below_position > old).then_some(old)
     }

@@ -82,14 +82,18 @@ pub fn normalize_request_into(
     out: &mut NormalizedRequest,
 ) -> Result<(), NormalizeError> {
     let trace_block_size_tokens = check_params(params)?;
-    let input_token_len = checked_input_len(block_keys.len(), input_token_len, trace_block_size_tokens)?;
+    let input_token_len =
+        checked_input_len(block_keys.len(), input_token_len, trace_block_size_tokens)?;
     out.block_keys.clear();
     out.block_keys.extend_from_slice(block_keys);
     out.input_token_len = input_token_len;
     if params.enable_prefix_hash {
         apply_prefix_hash_in_place(&mut out.block_keys);
     }
-    reblock_in_place(&mut out.block_keys, params.block_size_tokens / trace_block_size_tokens);
+    reblock_in_place(
+        &mut out.block_keys,
+        params.block_size_tokens / trace_block_size_tokens,
+    );
     Ok(())
 }
 
@@ -188,10 +192,15 @@ mod tests {
 
     #[test]
     fn every_error_rule() {
-        assert_eq!(normalize_request(&[], 0, 0, false, 0), Err(NormalizeError::ZeroBlockSize));
+        assert_eq!(
+            normalize_request(&[], 0, 0, false, 0),
+            Err(NormalizeError::ZeroBlockSize)
+        );
         assert_eq!(
             normalize_request(&[1], -1, 4, false, 0),
-            Err(NormalizeError::NegativeInputLength { input_token_len: -1 })
+            Err(NormalizeError::NegativeInputLength {
+                input_token_len: -1
+            })
         );
         assert_eq!(
             normalize_request(&[1], 4, 6, false, 4),
@@ -217,7 +226,10 @@ mod tests {
         // Too many keys for the length is as wrong as too few.
         assert!(matches!(
             normalize_request(&[1, 2, 3], 11, 4, false, 0),
-            Err(NormalizeError::LengthMismatch { expected_keys: 2, .. })
+            Err(NormalizeError::LengthMismatch {
+                expected_keys: 2,
+                ..
+            })
         ));
     }
 
@@ -227,7 +239,12 @@ mod tests {
         assert!(n.block_keys.is_empty());
         assert_eq!(n.input_token_len, 0);
         // Shorter than one trace block: no keys, tokens still counted.
-        assert_eq!(normalize_request(&[], 3, 4, false, 0).unwrap().input_token_len, 3);
+        assert_eq!(
+            normalize_request(&[], 3, 4, false, 0)
+                .unwrap()
+                .input_token_len,
+            3
+        );
     }
 
     #[test]
@@ -235,7 +252,10 @@ mod tests {
         let keys: Vec<i64> = (1..=10).collect();
         let n = normalize_request(&keys, 43, 16, false, 4).unwrap();
         assert_eq!(n.block_keys, [4, 8]);
-        assert_eq!(n.input_token_len, 43, "denominator unchanged by re-blocking");
+        assert_eq!(
+            n.input_token_len, 43,
+            "denominator unchanged by re-blocking"
+        );
     }
 
     #[test]
@@ -250,7 +270,11 @@ mod tests {
     #[test]
     fn in_place_path_equals_allocating_path() {
         let raw: Vec<i64> = (0..37).map(|i| i * 7919 - 100).collect();
-        for (len, bs, trace_bs, hash) in [(37 * 4 + 3, 8, 4, true), (37 * 4, 4, 0, false), (0, 12, 4, true)] {
+        for (len, bs, trace_bs, hash) in [
+            (37 * 4 + 3, 8, 4, true),
+            (37 * 4, 4, 0, false),
+            (0, 12, 4, true),
+        ] {
             let params = NormalizeParams {
                 block_size_tokens: bs,
                 enable_prefix_hash: hash,
@@ -259,7 +283,10 @@ mod tests {
             let expected = normalize_request(&raw, len, bs, hash, trace_bs).unwrap();
             let mut keys = raw.clone();
             let tokens = normalize_keys_in_place(&mut keys, len, params).unwrap();
-            assert_eq!((keys, tokens), (expected.block_keys, expected.input_token_len));
+            assert_eq!(
+                (keys, tokens),
+                (expected.block_keys, expected.input_token_len)
+            );
         }
     }
 }

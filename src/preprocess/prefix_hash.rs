@@ -18,7 +18,10 @@ pub fn prefix_hash_next(prev_key: i64, raw_block_hash: i64) -> i64 {
         .wrapping_add(GOLDEN_RATIO_64)
         .wrapping_add(prev << 12)
         .wrapping_add(prev >> 32);
-    #[expect(clippy::cast_possible_wrap, reason = "two's-complement reinterpretation")]
+    #[expect(
+        clippy::cast_possible_wrap,
+        reason = "two's-complement reinterpretation"
+    )]
     let chained = (prev ^ rhs) as i64;
     chained
 }

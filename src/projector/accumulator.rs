@@ -120,7 +120,11 @@ impl CapacityAxisAccumulator {
     /// The smallest capacity at which the cumulative hits equal the unlimited-capacity hits.
     #[must_use]
     pub fn saturation_capacity_blocks(&self) -> u64 {
-        let last_dense_change = self.slope_delta.iter().rposition(|&d| d != 0).map_or(0, |t| t as u64);
+        let last_dense_change = self
+            .slope_delta
+            .iter()
+            .rposition(|&d| d != 0)
+            .map_or(0, |t| t as u64);
         let last_sparse_change = self.sparse_delta.keys().next_back().copied().unwrap_or(0);
         // The slope returns to zero at the last change point; the curve is flat from one before it.
         last_dense_change.max(last_sparse_change).saturating_sub(1)
@@ -152,7 +156,9 @@ impl CapacityAxisAccumulator {
     /// Heap bytes held (honest: from the real container capacities).
     #[must_use]
     pub fn memory_usage_bytes(&self) -> usize {
-        (self.slope_delta.capacity() + self.block_delta_tree.capacity() + self.block_weighted_tree.capacity())
+        (self.slope_delta.capacity()
+            + self.block_delta_tree.capacity()
+            + self.block_weighted_tree.capacity())
             * size_of::<u64>()
             + self.sparse_delta.len() * (2 * size_of::<u64>() + 16)
     }
@@ -217,7 +223,8 @@ impl CapacityAxisAccumulator {
         for node in 1..=block_count {
             let parent = node + (node & node.wrapping_neg());
             if parent <= block_count {
-                self.block_delta_tree[parent] = self.block_delta_tree[parent].wrapping_add(self.block_delta_tree[node]);
+                self.block_delta_tree[parent] =
+                    self.block_delta_tree[parent].wrapping_add(self.block_delta_tree[node]);
                 self.block_weighted_tree[parent] =
                     self.block_weighted_tree[parent].wrapping_add(self.block_weighted_tree[node]);
             }
@@ -253,10 +260,20 @@ mod tests {
             acc.add_fact(f);
         }
         for capacity_blocks in (0..400).chain([1 << 20, u64::MAX]) {
-            let expected: u64 = facts.iter().map(|f| project_blocks(f, capacity_blocks)).sum();
-            assert_eq!(acc.hit_blocks_at(capacity_blocks), expected, "capacity {capacity_blocks}");
+            let expected: u64 = facts
+                .iter()
+                .map(|f| project_blocks(f, capacity_blocks))
+                .sum();
+            assert_eq!(
+                acc.hit_blocks_at(capacity_blocks),
+                expected,
+                "capacity {capacity_blocks}"
+            );
         }
-        assert_eq!(acc.infinite_hit_blocks(), facts.iter().map(project_infinite).sum::<u64>());
+        assert_eq!(
+            acc.infinite_hit_blocks(),
+            facts.iter().map(project_infinite).sum::<u64>()
+        );
         assert_eq!(acc.fact_count(), facts.len() as u64);
     }
 

@@ -58,7 +58,11 @@ pub fn capacity_bytes_for_gb(capacity_gb: f64) -> Option<u64> {
         return None;
     }
     // `gb × 2^30` is exact in f64; the cast floors and saturates.
-    #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "floor, saturating")]
+    #[expect(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        reason = "floor, saturating"
+    )]
     let bytes = (capacity_gb * BYTES_PER_GIB as f64).floor() as u64;
     Some(bytes)
 }
@@ -78,14 +82,20 @@ impl Capacity {
     /// Parses a negative GB value as infinite, as the upstream facts query does.
     #[must_use]
     pub fn from_gb(capacity_gb: f64) -> Self {
-        if capacity_gb < 0.0 { Self::Infinite } else { Self::Gigabytes(capacity_gb) }
+        if capacity_gb < 0.0 {
+            Self::Infinite
+        } else {
+            Self::Gigabytes(capacity_gb)
+        }
     }
 
     /// The capacity in blocks for a lane with `block_bytes` per block; `None` = infinite.
     #[must_use]
     pub fn blocks(self, block_bytes: u64) -> Option<u64> {
         match self {
-            Self::Gigabytes(gb) => capacity_bytes_for_gb(gb).map(|b| capacity_blocks_for_bytes(b, block_bytes)),
+            Self::Gigabytes(gb) => {
+                capacity_bytes_for_gb(gb).map(|b| capacity_blocks_for_bytes(b, block_bytes))
+            }
             Self::Blocks(blocks) => Some(blocks),
             Self::Infinite => None,
         }
@@ -123,9 +133,21 @@ mod tests {
     #[test]
     fn segment_edges() {
         let f = fact(&[[1, 2], [4, 1]]);
-        let expected = [(0, 0), (1, 1), (2, 2), (3, 2), (4, 3), (5, 3), (u64::MAX, 3)];
+        let expected = [
+            (0, 0),
+            (1, 1),
+            (2, 2),
+            (3, 2),
+            (4, 3),
+            (5, 3),
+            (u64::MAX, 3),
+        ];
         for (capacity_blocks, hits) in expected {
-            assert_eq!(project_blocks(&f, capacity_blocks), hits, "capacity {capacity_blocks}");
+            assert_eq!(
+                project_blocks(&f, capacity_blocks),
+                hits,
+                "capacity {capacity_blocks}"
+            );
         }
         assert_eq!(project_infinite(&f), 3);
     }
@@ -158,7 +180,14 @@ mod tests {
         assert_eq!(capacity_bytes_for_gb(-0.0), Some(0));
         assert_eq!(Capacity::from_gb(-3.0), Capacity::Infinite);
         let f = fact(&[[1, 2], [4, 1]]);
-        assert_eq!(project(&f, Capacity::Gigabytes(3.0 * 1024.0 / f64::from(1u32 << 30)), 1024), 2);
+        assert_eq!(
+            project(
+                &f,
+                Capacity::Gigabytes(3.0 * 1024.0 / f64::from(1u32 << 30)),
+                1024
+            ),
+            2
+        );
         assert_eq!(project(&f, Capacity::Blocks(4), 1024), 3);
         assert_eq!(project(&f, Capacity::Infinite, 1024), 3);
     }

@@ -1,0 +1,115 @@
+//! Routing: which lanes a row goes to (by instance id, override, or fanout), creating lanes on
+//! the fly when no config file fixed them.
+
+use std::collections::HashMap;
+
+use crate::engine::{EngineConfig, LaneSet, LaneSpec, Routing};
+
+/// Why a row could not be routed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RouteError {
+    #[error("unknown instance[{instance_id}] (configured: {configured})")]
+    UnknownInstance {
+        instance_id: String,
+        configured: String,
+    },
+    #[error(
+        "row has no instance id and {lane_count} instances are configured: set \
+         override_instance_id (or --instance) to pick one, or fanout_all_instances to replay every row on all"
+    )]
+    AmbiguousInstance { lane_count: usize },
+}
+
+/// Maps instance ids to lane indexes and adds lanes on the fly.
+#[derive(Debug, Clone)]
+pub(crate) struct Router {
+    routing: Routing,
+    lane_by_instance: HashMap<String, usize>,
+    /// `Some` when lanes are created per instance seen.
+    on_the_fly_template: Option<LaneSpec>,
+    lane_count: usize,
+}
+
+/// What the engine must do for a row.
+pub(crate) enum Route {
+    /// Existing lanes, whose indexes were written to the caller's `targets`.
+    Existing,
+    /// A new lane must be created for this instance id first (on-the-fly lanes only).
+    NewLane(LaneSpec),
+}
+
+impl Router {
+    pub(crate) fn new(config: &EngineConfig) -> Self {
+        let (specs, on_the_fly_template) = match &config.lanes {
+            LaneSet::Configured(specs) => (specs.as_slice(), None),
+            LaneSet::OnTheFly(template) => (&[][..], Some(template.clone())),
+        };
+        Self {
+            routing: config.routing.clone(),
+            lane_by_instance: specs
+                .iter()
+                .enumerate()
+                .map(|(index, spec)| (spec.instance_id.clone(), index))
+                .collect(),
+            on_the_fly_template,
+            lane_count: specs.len(),
+        }
+    }
+
+    /// Records a lane the engine just created for `instance_id`.
+    pub(crate) fn add_lane(&mut self, instance_id: &str) -> usize {
+        let index = self.lane_count;
+        self.lane_by_instance.insert(instance_id.to_owned(), index);
+        self.lane_count += 1;
+        index
+    }
+
+    /// Resolves the lanes for a row with the given instance id into `targets`.
+    pub(crate) fn route(
+        &self,
+        instance_id: Option<&str>,
+        targets: &mut Vec<usize>,
+    ) -> Result<Route, RouteError> {
+        targets.clear();
+        match &self.routing {
+            Routing::Fanout => targets.extend(0..self.lane_count),
+            Routing::Override(id) => return self.lane_or_new(id, targets),
+            Routing::ByInstance => match (instance_id, &self.on_the_fly_template) {
+                (Some(id), _) => return self.lane_or_new(id, targets),
+                (None, Some(template)) => {
+                    return self.lane_or_new(&template.instance_id.clone(), targets);
+                }
+                (None, None) if self.lane_count == 1 => targets.push(0),
+                (None, None) => {
+                    return Err(RouteError::AmbiguousInstance {
+                        lane_count: self.lane_count,
+                    });
+                }
+            },
+        }
+        Ok(Route::Existing)
+    }
+
+    fn lane_or_new(
+        &self,
+        instance_id: &str,
+        targets: &mut Vec<usize>,
+    ) -> Result<Route, RouteError> {
+        if let Some(&index) = self.lane_by_instance.get(instance_id) {
+            targets.push(index);
+            return Ok(Route::Existing);
+        }
+        if let Some(template) = &self.on_the_fly_template {
+            return Ok(Route::NewLane(LaneSpec {
+                instance_id: instance_id.to_owned(),
+                ..template.clone()
+            }));
+        }
+        let mut configured: Vec<&str> = self.lane_by_instance.keys().map(String::as_str).collect();
+        configured.sort_unstable();
+        Err(RouteError::UnknownInstance {
+            instance_id: instance_id.to_owned(),
+            configured: configured.join(", "),
+        })
+    }
+}

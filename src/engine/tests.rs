@@ -1,0 +1,303 @@
+use super::*;
+use crate::facts::RequestFact;
+
+fn spec(instance_id: &str, block_size_tokens: u64) -> LaneSpec {
+    LaneSpec {
+        instance_id: instance_id.into(),
+        block_size_tokens,
+        block_bytes: 1024,
+        ttl_ns: 0,
+        enable_prefix_hash: false,
+    }
+}
+
+fn event(
+    instance: Option<&str>,
+    timestamp_ns: i64,
+    keys: &[i64],
+    input_token_len: i64,
+) -> TraceEvent {
+    TraceEvent {
+        kind: EventKind::Read,
+        instance_id: instance.map(str::to_owned),
+        trace_id: String::new(),
+        timestamp_ns,
+        keys: keys.to_vec(),
+        input_token_len,
+    }
+}
+
+/// `(trace_id, instance_id, curve pairs)` of every row produced.
+type Rows = Vec<(String, String, Vec<[u64; 2]>)>;
+
+fn run(engine: &mut Engine, events: &[TraceEvent]) -> Result<Rows, EngineError> {
+    let mut rows = Vec::new();
+    for (index, e) in events.iter().enumerate() {
+        engine.process_event(e, index as u64 + 1, &mut |row| {
+            rows.push((
+                row.trace_id.to_owned(),
+                row.instance_id.to_owned(),
+                row.fact.to_pairs(),
+            ));
+        })?;
+    }
+    Ok(rows)
+}
+
+fn configured(
+    specs: Vec<LaneSpec>,
+    routing: Routing,
+    trace_block_size_tokens: u64,
+) -> EngineConfig {
+    EngineConfig {
+        trace_block_size_tokens,
+        lanes: LaneSet::Configured(specs),
+        routing,
+    }
+}
+
+#[test]
+fn design_example_through_the_engine() {
+    let mut engine = Engine::new(
+        configured(vec![spec("i1", 4)], Routing::ByInstance, 4),
+        Policy::FailFast,
+    )
+    .unwrap();
+    let (a, b, c, d, e) = (1, 2, 3, 4, 5);
+    let events = [
+        event(Some("i1"), 1, &[a, b, c], 13),
+        event(Some("i1"), 2, &[a, b, d], 12),
+        event(Some("i1"), 3, &[a, b, c], 13),
+        event(Some("i1"), 4, &[a, e], 8),
+        event(Some("i1"), 5, &[a, e], 8),
+    ];
+    let rows = run(&mut engine, &events).unwrap();
+    let curves: Vec<_> = rows.iter().map(|r| r.2.clone()).collect();
+    assert_eq!(
+        curves,
+        vec![
+            vec![],
+            vec![[1, 2]],
+            vec![[1, 2], [4, 1]],
+            vec![[1, 1]],
+            vec![[1, 2]]
+        ]
+    );
+    assert_eq!(rows[0].0, "trace_i1_1", "upstream default trace id");
+    let lane = &engine.lanes()[0];
+    assert_eq!(lane.input_tokens(), 54);
+    assert_eq!(
+        lane.hit_tokens_at(crate::projector::Capacity::Blocks(2)),
+        28
+    );
+    assert_eq!(lane.hit_tokens_at(crate::projector::Capacity::Infinite), 32);
+    assert_eq!(
+        lane.hit_blocks_at(crate::projector::Capacity::Gigabytes(
+            3072.0 / f64::from(1 << 30)
+        )),
+        7
+    );
+}
+
+#[test]
+fn fanout_replays_every_row_on_every_lane_with_its_own_block_size() {
+    let config = configured(vec![spec("fine", 4), spec("coarse", 8)], Routing::Fanout, 4);
+    let mut engine = Engine::new(config, Policy::FailFast).unwrap();
+    let rows = run(
+        &mut engine,
+        &[
+            event(Some("whatever"), 1, &[1, 2, 3, 4], 16),
+            event(None, 2, &[1, 2, 3, 4], 16),
+        ],
+    )
+    .unwrap();
+    assert_eq!(rows.len(), 4);
+    assert_eq!(
+        rows[2],
+        (
+            "trace_whatever_1".replace("whatever_1", "fine_2"),
+            "fine".into(),
+            vec![[1, 4]]
+        )
+    );
+    assert_eq!(rows[3].1, "coarse");
+    assert_eq!(
+        rows[3].2,
+        vec![[1, 2]],
+        "coarse lane sees keys 2 and 4 only"
+    );
+    assert_eq!(engine.lanes()[1].request_blocks(), 4);
+}
+
+#[test]
+fn override_sends_every_row_to_one_lane() {
+    let config = configured(
+        vec![spec("a", 4), spec("b", 4)],
+        Routing::Override("b".into()),
+        4,
+    );
+    let mut engine = Engine::new(config, Policy::FailFast).unwrap();
+    let rows = run(
+        &mut engine,
+        &[event(Some("a"), 1, &[1], 4), event(None, 2, &[1], 4)],
+    )
+    .unwrap();
+    assert_eq!(rows[0].1, "b");
+    assert_eq!(
+        rows[0].0, "trace_a_1",
+        "default trace id keeps the row's own instance"
+    );
+    assert_eq!(rows[1].2, vec![[1, 1]]);
+}
+
+#[test]
+fn unknown_and_ambiguous_instances_fail_fast() {
+    let config = configured(vec![spec("a", 4), spec("b", 4)], Routing::ByInstance, 4);
+    let mut engine = Engine::new(config.clone(), Policy::FailFast).unwrap();
+    let error = run(&mut engine, &[event(Some("zzz"), 1, &[1], 4)]).unwrap_err();
+    assert!(
+        error.to_string().contains("unknown instance[zzz]"),
+        "{error}"
+    );
+    assert_eq!(error.line_number(), Some(1));
+    let mut engine = Engine::new(config, Policy::FailFast).unwrap();
+    let error = run(&mut engine, &[event(None, 1, &[1], 4)]).unwrap_err();
+    assert!(
+        error.to_string().contains("override_instance_id"),
+        "{error}"
+    );
+}
+
+#[test]
+fn rows_without_instance_go_to_the_single_configured_lane() {
+    let mut engine = Engine::new(
+        configured(vec![spec("only", 4)], Routing::ByInstance, 4),
+        Policy::FailFast,
+    )
+    .unwrap();
+    let rows = run(&mut engine, &[event(None, 1, &[1], 4)]).unwrap();
+    assert_eq!(rows[0].1, "only");
+}
+
+#[test]
+fn out_of_order_fails_fast_even_for_write_rows() {
+    let mut engine = Engine::new(
+        configured(vec![spec("a", 4)], Routing::ByInstance, 4),
+        Policy::FailFast,
+    )
+    .unwrap();
+    let mut write = event(Some("a"), 10, &[9], 0);
+    write.kind = EventKind::Write;
+    let error = run(&mut engine, &[write, event(Some("a"), 9, &[1], 4)]).unwrap_err();
+    assert!(
+        matches!(error, EngineError::OutOfOrder { line_number: 2, .. }),
+        "{error}"
+    );
+    assert!(error.to_string().contains("not sorted by timestamp_ns"));
+    assert_eq!(engine.stats().write_events, 1);
+}
+
+#[test]
+fn equal_timestamps_are_fine() {
+    let mut engine = Engine::new(
+        configured(vec![spec("a", 4)], Routing::ByInstance, 4),
+        Policy::FailFast,
+    )
+    .unwrap();
+    assert!(
+        run(
+            &mut engine,
+            &[event(Some("a"), 5, &[1], 4), event(Some("a"), 5, &[1], 4)]
+        )
+        .is_ok()
+    );
+}
+
+#[test]
+fn length_violation_names_line_and_trace() {
+    let mut engine = Engine::new(
+        configured(vec![spec("a", 4)], Routing::ByInstance, 4),
+        Policy::FailFast,
+    )
+    .unwrap();
+    let mut bad = event(Some("a"), 1, &[1, 2], 13);
+    bad.trace_id = "req-7".into();
+    let error = run(&mut engine, &[bad]).unwrap_err();
+    let message = error.to_string();
+    assert!(
+        message.starts_with("line 1: trace_id[req-7]: invalid request:"),
+        "{message}"
+    );
+    assert!(message.contains("expected 3 keys"), "{message}");
+}
+
+#[test]
+fn skip_and_count_keeps_going_and_clamps_time() {
+    let template = spec("default", 4);
+    let config = EngineConfig {
+        trace_block_size_tokens: 4,
+        lanes: LaneSet::OnTheFly(template),
+        routing: Routing::ByInstance,
+    };
+    let mut engine = Engine::new(config, Policy::SkipAndCount).unwrap();
+    let rows = run(
+        &mut engine,
+        &[
+            event(Some("x"), 10, &[1, 2], 8),
+            event(Some("x"), 11, &[1, 2], 13), // bad length: skipped
+            event(Some("y"), 5, &[1], 4),      // out of order: clamped, counted, kept
+            event(None, 12, &[1], 4),          // no instance: lane "default"
+        ],
+    )
+    .unwrap();
+    assert_eq!(rows.len(), 3);
+    assert_eq!(engine.stats().bad_lines, 1);
+    assert_eq!(engine.stats().out_of_order_timestamps, 1);
+    assert_eq!(
+        engine.stats().last_error.as_ref().map(|e| e.line_number),
+        Some(2)
+    );
+    let names: Vec<_> = engine
+        .lanes()
+        .iter()
+        .map(|l| l.spec().instance_id.clone())
+        .collect();
+    assert_eq!(names, ["x", "y", "default"]);
+    assert_eq!(
+        engine.lanes()[0].requests(),
+        1,
+        "the skipped row did not reach the lane"
+    );
+}
+
+#[test]
+fn bad_lane_fails_at_setup() {
+    let error = Engine::new(
+        configured(vec![spec("a", 6)], Routing::ByInstance, 4),
+        Policy::FailFast,
+    )
+    .unwrap_err();
+    assert!(error.to_string().contains("coarsening only"), "{error}");
+}
+
+#[test]
+fn engine_facts_equal_direct_core_facts() {
+    let mut engine = Engine::new(
+        configured(vec![spec("a", 4)], Routing::ByInstance, 4),
+        Policy::FailFast,
+    )
+    .unwrap();
+    let mut core = crate::hitcore::LiteHit::new();
+    let requests: [&[i64]; 4] = [&[1, 2, 3], &[1, 2, 4], &[1, 5], &[1, 2, 3]];
+    for (index, keys) in requests.iter().enumerate() {
+        let mut seen = RequestFact::default();
+        engine
+            .process_event(
+                &event(Some("a"), 1, keys, 0),
+                index as u64 + 1,
+                &mut |row| seen = row.fact.clone(),
+            )
+            .unwrap();
+        assert_eq!(seen, core.process_request(keys, 1));
+    }
+}
