@@ -1,0 +1,162 @@
+//! Guessing a trace's format from its first non-empty line.
+//!
+//! Owns the detection rules, which look only at the top-level field names (and the `type`
+//! value and `timestamp` shape) of one line, never at later lines:
+//! 1. `chunk_hashes` → `LMCache`;
+//! 2. `trigger_time_us`, or `type` ∈ {`GetCacheLocation`, `StartWriteCache`,
+//!    `FinishWriteCache`} → KVCM event log;
+//! 3. `timestamp_ns`, or `type` ∈ {`get`, `request`, `write`}, or both `keys` and
+//!    `instance_id` (a legacy dialog row, so the standard reader can reject it with upstream's
+//!    message) → standard;
+//! 4. `hash_ids`: Bailian if it has `chat_id`, `parent_chat_id`, `turn` or `type`, or a
+//!    non-integer `timestamp` (seconds); otherwise Mooncake (integer milliseconds);
+//! 5. anything else, or a line that is not a JSON object → `None`.
+
+use super::TraceFormat;
+use super::json::{self, Cursor, FieldSet};
+
+#[derive(Debug, Clone, Copy)]
+enum Key {
+    Type,
+    TimestampNs,
+    Keys,
+    InstanceId,
+    TriggerTimeUs,
+    ChunkHashes,
+    HashIds,
+    Timestamp,
+    ChatId,
+    ParentChatId,
+    Turn,
+}
+
+const KEY_COUNT: usize = 11;
+
+impl FieldSet for Key {
+    fn classify(key: &[u8]) -> Option<Self> {
+        Some(match key {
+            b"type" => Self::Type,
+            b"timestamp_ns" => Self::TimestampNs,
+            b"keys" => Self::Keys,
+            b"instance_id" => Self::InstanceId,
+            b"trigger_time_us" => Self::TriggerTimeUs,
+            b"chunk_hashes" => Self::ChunkHashes,
+            b"hash_ids" => Self::HashIds,
+            b"timestamp" => Self::Timestamp,
+            b"chat_id" => Self::ChatId,
+            b"parent_chat_id" => Self::ParentChatId,
+            b"turn" => Self::Turn,
+            _ => return None,
+        })
+    }
+
+    fn name(self) -> &'static str {
+        "detect"
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TypeValue {
+    Absent,
+    Standard,
+    Kvcm,
+    Other,
+}
+
+/// The format of a trace whose first non-empty line is `first_non_empty_line`, if recognised.
+pub fn detect_format(first_non_empty_line: &[u8]) -> Option<TraceFormat> {
+    let mut seen = [false; KEY_COUNT];
+    let mut type_value = TypeValue::Absent;
+    let mut float_timestamp = false;
+    let mut cur = Cursor::new(first_non_empty_line);
+    json::walk_object::<Key>(&mut cur, |cur, key| {
+        seen[key as usize] = true;
+        match key {
+            Key::Type if cur.peek() == Some(b'"') => {
+                let raw = cur.raw_string()?;
+                type_value = match raw.bytes {
+                    b"get" | b"request" | b"write" => TypeValue::Standard,
+                    b"GetCacheLocation" | b"StartWriteCache" | b"FinishWriteCache" => {
+                        TypeValue::Kvcm
+                    }
+                    _ => TypeValue::Other,
+                };
+            }
+            Key::Timestamp if matches!(cur.peek(), Some(b'-' | b'0'..=b'9')) => {
+                float_timestamp = matches!(cur.number()?, json::JsonNumber::Float(_));
+            }
+            _ => cur.skip_value()?,
+        }
+        Ok(())
+    })
+    .ok()?;
+    let has = |key: Key| seen[key as usize];
+    if has(Key::ChunkHashes) {
+        Some(TraceFormat::Lmcache)
+    } else if has(Key::TriggerTimeUs) || type_value == TypeValue::Kvcm {
+        Some(TraceFormat::Kvcm)
+    } else if has(Key::TimestampNs)
+        || type_value == TypeValue::Standard
+        || (has(Key::Keys) && has(Key::InstanceId))
+    {
+        Some(TraceFormat::Standard)
+    } else if has(Key::HashIds) {
+        let bailian = float_timestamp
+            || has(Key::ChatId)
+            || has(Key::ParentChatId)
+            || has(Key::Turn)
+            || has(Key::Type);
+        Some(if bailian {
+            TraceFormat::Bailian
+        } else {
+            TraceFormat::Mooncake
+        })
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_format_is_recognised_from_one_line() {
+        let cases = [
+            (
+                r#"{"type":"get","instance_id":"a","timestamp_ns":1,"keys":[],"input_len":1}"#,
+                Some(TraceFormat::Standard),
+            ),
+            (
+                r#"{"instance_id":"a","timestamp_us":1,"keys":[1],"total_keys":[1]}"#,
+                Some(TraceFormat::Standard),
+            ),
+            (
+                r#"{"timestamp": 0, "input_length": 6758, "output_length": 500, "hash_ids": [0]}"#,
+                Some(TraceFormat::Mooncake),
+            ),
+            (
+                r#"{"chat_id": 159, "timestamp": 61, "input_length": 521, "hash_ids": [1089]}"#,
+                Some(TraceFormat::Bailian),
+            ),
+            (
+                r#"{"timestamp": 61.114, "input_length": 521, "hash_ids": [1089]}"#,
+                Some(TraceFormat::Bailian),
+            ),
+            (
+                r#"{"id":"x","source":"s","type":"FinishWriteCache","trigger_time_us":1}"#,
+                Some(TraceFormat::Kvcm),
+            ),
+            (
+                r#"{"timestamp":1.5,"request_id":"r","chunk_size":256,"seq_len":600,"chunk_hashes":["ab"]}"#,
+                Some(TraceFormat::Lmcache),
+            ),
+            (r#"{"something":"else"}"#, None),
+            ("[1,2]", None),
+            ("not json", None),
+        ];
+        for (line, expected) in cases {
+            assert_eq!(detect_format(line.as_bytes()), expected, "{line}");
+        }
+    }
+}

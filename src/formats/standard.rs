@@ -1,0 +1,361 @@
+//! The upstream standard trace format (REFERENCE §5): JSON lines typed `get`/`request`/`write`.
+//!
+//! Owns every loader rule of §5: required `type`, `instance_id`, `timestamp_ns`, `keys`, and
+//! `input_len` for reads; the types of the optional fields (`trace_id`, `query_type`,
+//! `sw_size`, `location_spec_names`, `block_mask`, `ttl_us`); rejection of legacy typeless
+//! dialog rows with upstream's messages. It does not check the key count against `input_len`
+//! (that is `preprocess`'s length contract, which knows the lane's trace block size).
+//!
+//! Field order is free, so a field whose value is wrong is remembered and the line is still
+//! scanned to its end; the faults are then reported in upstream's order (type first, then
+//! instance, trace id, timestamp, keys, `input_len`, the optional fields), whatever the order of
+//! the fields in the line. Fields that upstream reads only for some row types are checked only
+//! for those: `input_len`, `query_type`, `sw_size`, `location_spec_names` and `block_mask` for
+//! `get`/`request` (a write's `input_len` may even be a string), `ttl_us` for
+//! `write`/`request`. A field that appears twice must be valid both times; the last one wins.
+
+use super::json::{self, Cursor, Fault, FieldSet};
+use super::{EventKind, InstanceSlot, LineOutcome, TraceEvent, instance_buffer, reset_event};
+
+/// The upstream message for typeless rows that look like the legacy dialog schema.
+const LEGACY_DIALOG_MESSAGE: &str = "legacy dialog-style trace without type is not supported; \
+    convert it to optimizer schema with explicit get/write rows";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Field {
+    Type,
+    InstanceId,
+    TraceId,
+    TimestampNs,
+    Keys,
+    InputLen,
+    QueryType,
+    SwSize,
+    LocationSpecNames,
+    BlockMask,
+    TtlUs,
+    TotalKeys,
+    OutputLen,
+    OutputLength,
+}
+
+const FIELD_COUNT: usize = 14;
+
+impl FieldSet for Field {
+    fn classify(key: &[u8]) -> Option<Self> {
+        Some(match key {
+            b"type" => Self::Type,
+            b"instance_id" => Self::InstanceId,
+            b"trace_id" => Self::TraceId,
+            b"timestamp_ns" => Self::TimestampNs,
+            b"keys" => Self::Keys,
+            b"input_len" => Self::InputLen,
+            b"query_type" => Self::QueryType,
+            b"sw_size" => Self::SwSize,
+            b"location_spec_names" => Self::LocationSpecNames,
+            b"block_mask" => Self::BlockMask,
+            b"ttl_us" => Self::TtlUs,
+            b"total_keys" => Self::TotalKeys,
+            b"output_len" => Self::OutputLen,
+            b"output_length" => Self::OutputLength,
+            _ => return None,
+        })
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::Type => "type",
+            Self::InstanceId => "instance_id",
+            Self::TraceId => "trace_id",
+            Self::TimestampNs => "timestamp_ns",
+            Self::Keys => "keys",
+            Self::InputLen => "input_len",
+            Self::QueryType => "query_type",
+            Self::SwSize => "sw_size",
+            Self::LocationSpecNames => "location_spec_names",
+            Self::BlockMask => "block_mask",
+            Self::TtlUs => "ttl_us",
+            Self::TotalKeys => "total_keys",
+            Self::OutputLen => "output_len",
+            Self::OutputLength => "output_length",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RowType {
+    Get,
+    Request,
+    Write,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TypeState {
+    /// No `type`, or a `type` that is not a string (upstream treats both as missing).
+    Missing,
+    Known(RowType),
+    /// A string other than get/request/write; its text is in `StandardReader::unknown_type`.
+    Unknown,
+}
+
+/// What one line said, beyond what went straight into the event.
+struct LineState {
+    row_type: TypeState,
+    seen: [bool; FIELD_COUNT],
+    faults: [Option<Fault>; FIELD_COUNT],
+    input_len: i64,
+}
+
+/// Reads standard-format lines; keeps only a scratch string between lines.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct StandardReader {
+    unknown_type: String,
+}
+
+impl StandardReader {
+    pub(crate) fn parse(
+        &mut self,
+        line: &[u8],
+        event: &mut TraceEvent,
+    ) -> Result<LineOutcome, Fault> {
+        reset_event(event, InstanceSlot::Keep);
+        let mut state = LineState {
+            row_type: TypeState::Missing,
+            seen: [false; FIELD_COUNT],
+            faults: std::array::from_fn(|_| None),
+            input_len: 0,
+        };
+        let mut cur = Cursor::new(line);
+        json::walk_object::<Field>(&mut cur, |cur, field| {
+            let start = cur.pos();
+            state.seen[field as usize] = true;
+            if let Err(fault) = self.read_field(cur, field, &mut state, event) {
+                if fault.syntax {
+                    return Err(fault);
+                }
+                // Valid JSON, wrong value: remember it, then check the rest of the line.
+                cur.set_pos(start);
+                cur.skip_value()?;
+                state.faults[field as usize].get_or_insert(fault);
+            }
+            Ok(())
+        })?;
+        let row_type = self.check(&mut state, event)?;
+        event.kind = if row_type == RowType::Write {
+            EventKind::Write
+        } else {
+            EventKind::Read
+        };
+        event.input_token_len = if row_type == RowType::Write {
+            0
+        } else {
+            state.input_len
+        };
+        Ok(LineOutcome::Event)
+    }
+
+    fn read_field(
+        &mut self,
+        cur: &mut Cursor<'_>,
+        field: Field,
+        state: &mut LineState,
+        event: &mut TraceEvent,
+    ) -> Result<(), Fault> {
+        match field {
+            Field::Type => {
+                if cur.peek() != Some(b'"') {
+                    state.row_type = TypeState::Missing;
+                    return cur.skip_value();
+                }
+                let raw = cur.raw_string()?;
+                self.unknown_type.clear();
+                let text: &[u8] = if raw.escaped {
+                    json::decode_into(raw, &mut self.unknown_type)
+                        .map_err(|reason| cur.fault(reason))?;
+                    self.unknown_type.as_bytes()
+                } else {
+                    raw.bytes
+                };
+                state.row_type = match text {
+                    b"get" => TypeState::Known(RowType::Get),
+                    b"request" => TypeState::Known(RowType::Request),
+                    b"write" => TypeState::Known(RowType::Write),
+                    _ => {
+                        if !raw.escaped {
+                            self.unknown_type
+                                .push_str(&String::from_utf8_lossy(raw.bytes));
+                        }
+                        TypeState::Unknown
+                    }
+                };
+            }
+            Field::InstanceId => {
+                cur.string_into(instance_buffer(event))?;
+                if event.instance_id.as_deref().is_some_and(str::is_empty) {
+                    return Err(cur.fault("missing non-empty string field: instance_id"));
+                }
+            }
+            Field::TraceId => cur.string_into(&mut event.trace_id)?,
+            Field::TimestampNs => {
+                let int = cur.integer()?;
+                event.timestamp_ns = int.exact_i64().filter(|ns| *ns > 0).ok_or_else(|| {
+                    cur.fault(format!(
+                        "expected an integer timestamp_ns > 0 that fits i64, found {}",
+                        int.value()
+                    ))
+                })?;
+            }
+            Field::Keys => cur.key_array_into(&mut event.keys)?,
+            Field::InputLen => {
+                let int = cur.integer()?;
+                state.input_len = int.exact_i64().filter(|len| *len > 0).ok_or_else(|| {
+                    cur.fault(format!(
+                        "expected an integer input_len > 0, found {}",
+                        int.value()
+                    ))
+                })?;
+            }
+            Field::QueryType => {
+                cur.string_raw_value()?;
+            }
+            Field::SwSize => {
+                let int = cur.integer()?;
+                int.exact_i64()
+                    .and_then(|size| i32::try_from(size).ok())
+                    .ok_or_else(|| {
+                        cur.fault(format!("expected a 32-bit integer, found {}", int.value()))
+                    })?;
+            }
+            Field::LocationSpecNames => {
+                cur.array("an array of strings", |cur| {
+                    cur.string_raw_value().map(drop)
+                })?;
+            }
+            Field::BlockMask => match cur.peek() {
+                Some(b'[') => cur.array("an array of bools", |cur| cur.bool().map(drop))?,
+                Some(b'-' | b'0'..=b'9') => {
+                    cur.non_negative_i64()?;
+                }
+                _ => return Err(cur.mismatch("an array of bools or a non-negative integer")),
+            },
+            Field::TtlUs => {
+                cur.exact_i64()?;
+            }
+            Field::TotalKeys | Field::OutputLen | Field::OutputLength => cur.skip_value()?,
+        }
+        Ok(())
+    }
+
+    /// Applies the line-level rules in upstream's order and returns the row type.
+    fn check(&self, state: &mut LineState, event: &TraceEvent) -> Result<RowType, Fault> {
+        let seen_fields = state.seen;
+        let seen = |field: Field| seen_fields[field as usize];
+        let row_type = match state.row_type {
+            TypeState::Known(row_type) => row_type,
+            TypeState::Missing => {
+                let legacy = (seen(Field::QueryType) || seen(Field::BlockMask))
+                    && (seen(Field::TotalKeys)
+                        || seen(Field::OutputLen)
+                        || seen(Field::OutputLength));
+                let message = if legacy {
+                    LEGACY_DIALOG_MESSAGE
+                } else {
+                    "missing string field: type"
+                };
+                return Err(Fault::field("type", message));
+            }
+            TypeState::Unknown => {
+                return Err(Fault::field(
+                    "type",
+                    format!("unknown trace type: {}", self.unknown_type),
+                ));
+            }
+        };
+        for field in checks_for(row_type) {
+            if let Some(fault) = state.faults[field as usize].take() {
+                return Err(fault);
+            }
+            if seen(field) {
+                continue;
+            }
+            let missing = match field {
+                Field::InstanceId => "missing non-empty string field: instance_id",
+                Field::TimestampNs => "missing integer field: timestamp_ns",
+                Field::Keys => "missing array field: keys",
+                Field::InputLen => "missing integer field: input_len",
+                _ => continue,
+            };
+            return Err(Fault::field(field.name(), missing));
+        }
+        debug_assert!(
+            event
+                .instance_id
+                .as_deref()
+                .is_some_and(|id| !id.is_empty())
+        );
+        Ok(row_type)
+    }
+}
+
+/// The fields checked for a row type, in upstream's order.
+fn checks_for(row_type: RowType) -> impl Iterator<Item = Field> {
+    const COMMON: [Field; 4] = [
+        Field::InstanceId,
+        Field::TraceId,
+        Field::TimestampNs,
+        Field::Keys,
+    ];
+    const READ: [Field; 5] = [
+        Field::InputLen,
+        Field::QueryType,
+        Field::SwSize,
+        Field::LocationSpecNames,
+        Field::BlockMask,
+    ];
+    let reads = row_type != RowType::Write;
+    let ttl = row_type != RowType::Get;
+    COMMON
+        .into_iter()
+        .chain(READ.into_iter().filter(move |_| reads))
+        .chain(std::iter::once(Field::TtlUs).filter(move |_| ttl))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(line: &str) -> Result<TraceEvent, Fault> {
+        let mut event = TraceEvent::default();
+        StandardReader::default().parse(line.as_bytes(), &mut event)?;
+        Ok(event)
+    }
+
+    #[test]
+    fn upstream_loader_examples_parse() {
+        let event = parse(
+            r#"{"type":"get","instance_id":"instance-a","trace_id":"short-read","timestamp_ns":1000,"keys":[],"input_len":128,"query_type":"prefix_match","block_mask":[]}"#,
+        )
+        .unwrap();
+        assert_eq!(event.kind, EventKind::Read);
+        assert_eq!(event.instance_id.as_deref(), Some("instance-a"));
+        assert_eq!(event.trace_id, "short-read");
+        assert_eq!((event.timestamp_ns, event.input_token_len), (1000, 128));
+        let write = parse(
+            r#"{"type":"write","instance_id":"instance-a","trace_id":"short-write","timestamp_ns":1001,"keys":[1,2],"input_len":"ignored"}"#,
+        )
+        .unwrap();
+        assert_eq!(write.kind, EventKind::Write);
+        assert_eq!(
+            (write.timestamp_ns, write.keys.as_slice()),
+            (1001, &[1, 2][..])
+        );
+    }
+
+    #[test]
+    fn type_errors_come_first_whatever_the_field_order() {
+        let fault = parse(r#"{"keys":["x"],"instance_id":"","type":"read"}"#).unwrap_err();
+        assert_eq!(fault.message, "unknown trace type: read");
+        let fault = parse(r#"{"keys":["x"],"type":"get","instance_id":""}"#).unwrap_err();
+        assert_eq!(fault.field, Some("instance_id"));
+    }
+}
