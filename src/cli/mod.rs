@@ -1,1 +1,2 @@
 //! Command-line interface (clap derive).
+pub mod query_args;

@@ -1,1 +1,9 @@
-//! (in progress)
+//! Outputs: `projector` → **output** → files and terminals.
+//!
+//! Owns every byte LiteHit prints about projected facts: the upstream-compatible query JSONL
+//! (hand-formatted for exact `%g` numbers and speed), the miss-ratio-curve report (serde DTOs,
+//! table) and its plots (SVG text, PNG pixels). It computes hits only through `projector`
+//! and never parses traces or runs the core.
+
+pub mod number_format;
+pub mod query_jsonl;

@@ -1,0 +1,131 @@
+//! Arguments of `litehit query` (upstream `lite_hit_facts_query_main`, REFERENCE §8.1).
+
+use std::path::PathBuf;
+
+/// Capacity query over a facts file: per-request hit blocks and rates plus summaries.
+#[derive(Debug, Clone, PartialEq, clap::Args)]
+#[command(
+    after_long_help = "Output (JSON Lines, byte-compatible with upstream's facts query): one line per \
+facts row with \"hit_blocks\" and \"hit_rates\" per slot, then one summary line per instance_id \
+(byte order), then the overall summary. With --capacity-blocks, each summary also has a \
+\"capacity_blocks\" array after \"capacity_gb\", and every per-slot array lists the GB slots first, \
+then the block slots.\n\nShards: the rows of FACTS and then of each --shard file are written in \
+that order, and the summaries add up all files, as if they were one facts file.\n\nExample:\n  \
+litehit query out/litehit_facts.csv query.jsonl 0 25 50 100 -1"
+)]
+pub struct QueryArgs {
+    /// Facts CSV (`litehit_facts.csv`, from `litehit replay` or upstream `lite_hit_main`)
+    #[arg(value_name = "FACTS")]
+    pub facts: PathBuf,
+
+    /// Output JSONL file, published atomically (temp file + rename); `-` writes to stdout
+    #[arg(value_name = "OUT")]
+    pub out: PathBuf,
+
+    /// Cache capacities in binary GB (GB × 2^30 bytes, floored to whole blocks per row's
+    /// block_bytes). Order is kept; duplicates and 0 are allowed; a negative value (e.g. -1)
+    /// means unlimited capacity
+    #[arg(value_name = "CAPACITY_GB", allow_negative_numbers = true)]
+    pub capacity_gb: Vec<String>,
+
+    /// Extra capacity slots in blocks (independent of block_bytes), after the GB slots;
+    /// comma-separated or repeated
+    #[arg(long, value_name = "N,...", value_delimiter = ',')]
+    pub capacity_blocks: Vec<u64>,
+
+    /// Write only the summary lines (per instance and overall), not one line per row
+    #[arg(long)]
+    pub summary_only: bool,
+
+    /// Another facts file of the same run (e.g. one per replay shard); repeatable. Its rows
+    /// follow those of FACTS and the summaries aggregate every file
+    #[arg(long = "shard", value_name = "PATH")]
+    pub shards: Vec<PathBuf>,
+}
+
+impl QueryArgs {
+    /// FACTS followed by every `--shard`, in order.
+    #[must_use]
+    pub fn facts_paths(&self) -> Vec<PathBuf> {
+        std::iter::once(self.facts.clone()).chain(self.shards.iter().cloned()).collect()
+    }
+
+    /// Whether OUT is `-` (stdout).
+    #[must_use]
+    pub fn writes_to_stdout(&self) -> bool {
+        self.out.as_os_str() == "-"
+    }
+}
+
+/// Parses one CAPACITY_GB argument like upstream's `strtod` check: leading white space is
+/// skipped and the rest must be one number (`inf` is accepted; NaN is rejected, where
+/// upstream's behaviour is undefined; hexadecimal floats are not supported).
+#[must_use]
+pub fn parse_capacity_gb(arg: &str) -> Option<f64> {
+    let value: f64 = arg
+        .trim_start_matches([' ', '\t', '\n', '\x0b', '\x0c', '\r'])
+        .parse()
+        .ok()?;
+    (!value.is_nan()).then_some(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Wrapper {
+        #[command(flatten)]
+        args: QueryArgs,
+    }
+
+    fn parse(argv: &[&str]) -> QueryArgs {
+        Wrapper::try_parse_from(std::iter::once("query").chain(argv.iter().copied()))
+            .unwrap()
+            .args
+    }
+
+    #[test]
+    fn negative_capacities_are_positional_values() {
+        let args = parse(&["f.csv", "-", "0", "-1", "2.5", "-0.5", "1e3", "--summary-only"]);
+        assert_eq!(args.capacity_gb, ["0", "-1", "2.5", "-0.5", "1e3"]);
+        assert!(args.summary_only);
+        assert!(args.writes_to_stdout());
+    }
+
+    #[test]
+    fn capacity_gb_follows_strtod() {
+        assert_eq!(parse_capacity_gb("25"), Some(25.0));
+        assert_eq!(parse_capacity_gb(" \t1.5e1"), Some(15.0));
+        assert_eq!(parse_capacity_gb("-1"), Some(-1.0));
+        assert_eq!(parse_capacity_gb("inf"), Some(f64::INFINITY));
+        assert_eq!(parse_capacity_gb("1 "), None);
+        assert_eq!(parse_capacity_gb("1GB"), None);
+        assert_eq!(parse_capacity_gb(""), None);
+        assert_eq!(parse_capacity_gb("nan"), None);
+    }
+
+    #[test]
+    fn block_slots_and_shards() {
+        let args = parse(&[
+            "f.csv",
+            "o.jsonl",
+            "--capacity-blocks",
+            "1,2",
+            "--capacity-blocks=3",
+            "--shard",
+            "g.csv",
+            "--shard",
+            "h.csv",
+            "-1",
+        ]);
+        assert_eq!(args.capacity_blocks, [1, 2, 3]);
+        assert_eq!(args.capacity_gb, ["-1"]);
+        assert_eq!(
+            args.facts_paths(),
+            [PathBuf::from("f.csv"), PathBuf::from("g.csv"), PathBuf::from("h.csv")]
+        );
+        assert!(!args.writes_to_stdout());
+    }
+}

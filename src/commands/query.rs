@@ -1,0 +1,48 @@
+//! `litehit query`: glue from [`QueryArgs`] to [`query_facts_files`]; no analysis here.
+
+use std::io;
+
+use color_eyre::eyre::{WrapErr, bail, eyre};
+
+use crate::cli::query_args::{QueryArgs, parse_capacity_gb};
+use crate::facts::file::write_atomically;
+use crate::output::query_jsonl::{QueryError, QueryOptions, QuerySlots, query_facts_files};
+
+/// Runs the facts query: JSONL to OUT (atomically) or to stdout for `-`.
+pub fn run(args: &QueryArgs) -> color_eyre::Result<()> {
+    let slots = slots(args)?;
+    let options = QueryOptions {
+        summary_only: args.summary_only,
+    };
+    let facts_paths = args.facts_paths();
+    if args.writes_to_stdout() {
+        query_facts_files(&facts_paths, slots, options, io::stdout().lock())
+            .map(|_| ())
+            .wrap_err("facts query failed")?;
+    } else {
+        write_atomically(&args.out, |out| {
+            query_facts_files(&facts_paths, slots, options, out).map(|_| ())
+        })
+        .map_err(|e: QueryError| eyre!(e))
+        .wrap_err("facts query failed")?;
+        println!("facts query done: {}", args.out.display());
+    }
+    Ok(())
+}
+
+/// The GB slots (in argument order) and the block slots.
+fn slots(args: &QueryArgs) -> color_eyre::Result<QuerySlots> {
+    let capacity_gb = args
+        .capacity_gb
+        .iter()
+        .map(|arg| parse_capacity_gb(arg).ok_or_else(|| eyre!("invalid capacity_gb: {arg}")))
+        .collect::<color_eyre::Result<Vec<_>>>()?;
+    let slots = QuerySlots {
+        capacity_gb,
+        capacity_blocks: args.capacity_blocks.clone(),
+    };
+    if slots.is_empty() {
+        bail!("no capacity given: pass CAPACITY_GB values and/or --capacity-blocks");
+    }
+    Ok(slots)
+}

@@ -1,1 +1,0 @@
-//! The upstream `litehit_facts.csv` format (REFERENCE §7): writer and reader.

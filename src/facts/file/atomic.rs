@@ -1,0 +1,201 @@
+//! All-or-nothing publication: write `<path>.tmp`, flush, fsync, rename to `<path>`, fsync the
+//! directory. Dropping an unpublished file removes the temp file, so a failed or killed run
+//! never replaces (or deletes) a previously published file.
+
+use std::ffi::OsString;
+use std::fs::{self, File};
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use super::{FACTS_FILE_NAME, FACTS_HEADER, FactsError, Result};
+
+/// Write buffer of an atomic file: large, so the kernel sees few big writes.
+const WRITE_BUFFER_BYTES: usize = 1 << 20;
+
+/// The temp path used while writing `path`: `path` with `.tmp` appended.
+#[must_use]
+pub fn temp_path_for(path: &Path) -> PathBuf {
+    let mut name = OsString::from(path.as_os_str());
+    name.push(".tmp");
+    PathBuf::from(name)
+}
+
+/// A file that appears at its final path only on [`AtomicFile::commit`].
+#[derive(Debug)]
+pub struct AtomicFile {
+    final_path: PathBuf,
+    temp_path: PathBuf,
+    /// `Some` until `commit` takes it.
+    writer: Option<BufWriter<File>>,
+    published: bool,
+}
+
+impl AtomicFile {
+    /// Opens `<final_path>.tmp` for writing, truncating any stale temp file of a killed run.
+    pub fn create(final_path: &Path) -> Result<Self> {
+        let temp_path = temp_path_for(final_path);
+        let file = File::create(&temp_path).map_err(|source| FactsError::Create {
+            path: temp_path.clone(),
+            source,
+        })?;
+        Ok(Self {
+            final_path: final_path.to_path_buf(),
+            temp_path,
+            writer: Some(BufWriter::with_capacity(WRITE_BUFFER_BYTES, file)),
+            published: false,
+        })
+    }
+
+    /// The buffered writer of the temp file.
+    pub fn writer(&mut self) -> &mut BufWriter<File> {
+        self.writer.as_mut().expect("the writer is only taken by commit, which consumes self")
+    }
+
+    /// Writes `bytes` to the temp file.
+    pub fn write_all(&mut self, bytes: &[u8]) -> Result<()> {
+        let temp_path = &self.temp_path;
+        self.writer
+            .as_mut()
+            .expect("the writer is only taken by commit, which consumes self")
+            .write_all(bytes)
+            .map_err(|source| FactsError::Write {
+                path: temp_path.clone(),
+                source,
+            })
+    }
+
+    /// The path the file is published at.
+    #[must_use]
+    pub fn final_path(&self) -> &Path {
+        &self.final_path
+    }
+
+    /// The temp path written until commit.
+    #[must_use]
+    pub fn temp_path(&self) -> &Path {
+        &self.temp_path
+    }
+
+    /// Flushes, fsyncs the file, renames it to its final path and fsyncs the directory.
+    pub fn commit(mut self) -> Result<PathBuf> {
+        let writer = self
+            .writer
+            .take()
+            .expect("the writer is only taken by commit, which consumes self");
+        let write_error = |source| FactsError::Write {
+            path: self.temp_path.clone(),
+            source,
+        };
+        let file = writer.into_inner().map_err(|e| write_error(e.into_error()))?;
+        file.sync_all().map_err(write_error)?;
+        drop(file);
+        fs::rename(&self.temp_path, &self.final_path).map_err(|source| FactsError::Publish {
+            from: self.temp_path.clone(),
+            to: self.final_path.clone(),
+            source,
+        })?;
+        self.published = true;
+        let directory = match self.final_path.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => parent,
+            _ => Path::new("."),
+        };
+        File::open(directory)
+            .and_then(|dir| dir.sync_all())
+            .map_err(|source| FactsError::Publish {
+                from: self.temp_path.clone(),
+                to: self.final_path.clone(),
+                source,
+            })?;
+        Ok(self.final_path.clone())
+    }
+}
+
+impl Drop for AtomicFile {
+    fn drop(&mut self) {
+        if self.published {
+            return;
+        }
+        if let Some(writer) = self.writer.take() {
+            // Discard the buffer instead of flushing it into a file we are about to delete.
+            let (file, _unwritten) = writer.into_parts();
+            drop(file);
+        }
+        // Best effort: the file may never have been created or may be gone already.
+        let _ = fs::remove_file(&self.temp_path);
+    }
+}
+
+/// Writes a whole file at `path` atomically: `write` fills `<path>.tmp`, which is published
+/// only if `write` succeeds; on any error nothing is published and the temp file is removed.
+pub fn write_atomically<T, E>(
+    path: &Path,
+    write: impl FnOnce(&mut BufWriter<File>) -> Result<T, E>,
+) -> Result<T, E>
+where
+    E: From<FactsError>,
+{
+    let mut file = AtomicFile::create(path)?;
+    let value = write(file.writer())?;
+    file.commit()?;
+    Ok(value)
+}
+
+/// Writes `<output_dir>/litehit_facts.csv` all-or-nothing.
+///
+/// Rows come pre-formatted by [`append_fact_row`](super::append_fact_row). Until
+/// [`commit`](Self::commit) everything goes to `litehit_facts.csv.tmp`; dropping the writer
+/// without committing removes the temp file and leaves any earlier `litehit_facts.csv` intact.
+#[derive(Debug)]
+pub struct AtomicFactsWriter {
+    file: AtomicFile,
+    rows_written: u64,
+}
+
+impl AtomicFactsWriter {
+    /// Creates `output_dir` if missing, opens `litehit_facts.csv.tmp` (truncating a stale one)
+    /// and writes the header.
+    pub fn create(output_dir: &Path) -> Result<Self> {
+        fs::create_dir_all(output_dir).map_err(|source| FactsError::Create {
+            path: output_dir.to_path_buf(),
+            source,
+        })?;
+        let mut file = AtomicFile::create(&output_dir.join(FACTS_FILE_NAME))?;
+        file.write_all(FACTS_HEADER.as_bytes())?;
+        file.write_all(b"\n")?;
+        Ok(Self {
+            file,
+            rows_written: 0,
+        })
+    }
+
+    /// Writes rows formatted by [`append_fact_row`](super::append_fact_row); each `\n` counts
+    /// as one row.
+    pub fn write_bytes(&mut self, rows: &[u8]) -> Result<()> {
+        self.file.write_all(rows)?;
+        self.rows_written += memchr::memchr_iter(b'\n', rows).count() as u64;
+        Ok(())
+    }
+
+    /// Rows written so far.
+    #[must_use]
+    pub fn rows_written(&self) -> u64 {
+        self.rows_written
+    }
+
+    /// The path the facts file is published at.
+    #[must_use]
+    pub fn final_path(&self) -> &Path {
+        self.file.final_path()
+    }
+
+    /// The temp path written until commit.
+    #[must_use]
+    pub fn temp_path(&self) -> &Path {
+        self.file.temp_path()
+    }
+
+    /// Flushes, fsyncs, renames to `litehit_facts.csv`, fsyncs the directory; returns the path.
+    pub fn commit(self) -> Result<PathBuf> {
+        self.file.commit()
+    }
+}

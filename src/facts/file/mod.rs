@@ -1,0 +1,127 @@
+//! The upstream `litehit_facts.csv` format (REFERENCE §7): writer, atomic publish and reader.
+//!
+//! Owns the byte layout of a facts row and the rules for reading one back, byte-compatible
+//! with the upstream C++ writer and `ParseLiteHitFactRow`. It does not project anything:
+//! capacities meet facts only in `projector`.
+//!
+//! * [`append_fact_row`] formats one row into a caller's buffer (no allocation per row).
+//! * [`AtomicFactsWriter`] publishes `<dir>/litehit_facts.csv` all-or-nothing (temp file,
+//!   fsync, rename, fsync of the directory); [`write_atomically`] does the same for any file.
+//! * [`FactsReader`] streams [`FactRecord`](crate::facts::FactRecord)s, reusing one record's
+//!   buffers, with upstream's error messages plus the file name.
+
+mod atomic;
+mod reader;
+mod writer;
+
+use std::io;
+use std::path::PathBuf;
+
+pub use atomic::{AtomicFactsWriter, AtomicFile, temp_path_for, write_atomically};
+pub use reader::{FactsReader, parse_fact_line};
+pub use writer::{append_fact_row, append_hit_curve};
+
+/// The exact header line of a facts file (without the line end).
+pub const FACTS_HEADER: &str =
+    "trace_id,instance_id,timestamp_ns,input_token_len,block_size_tokens,block_bytes,hit_curve";
+
+/// The file name the offline replay publishes inside its output directory.
+pub const FACTS_FILE_NAME: &str = "litehit_facts.csv";
+
+/// Number of comma-separated fields in a facts row.
+pub const FACTS_FIELD_COUNT: usize = 7;
+
+/// Result alias for facts-file operations.
+pub type Result<T, E = FactsError> = std::result::Result<T, E>;
+
+/// Reading or writing a facts file failed.
+#[derive(Debug, thiserror::Error)]
+pub enum FactsError {
+    #[error("failed to open facts file: {}", path.display())]
+    Open {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("I/O error while reading facts file: {}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("{}: facts file is empty", path.display())]
+    Empty { path: PathBuf },
+    #[error(
+        "{}: facts file header mismatch: expected {FACTS_HEADER:?}, found {found:?}",
+        path.display()
+    )]
+    HeaderMismatch { path: PathBuf, found: String },
+    #[error("{}: facts line {line}: {reason}", path.display())]
+    Row {
+        path: PathBuf,
+        /// 1-based physical line (the header is line 1).
+        line: u64,
+        reason: FactsRowError,
+    },
+    #[error("failed to create {}", path.display())]
+    Create {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("failed to write {}", path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("failed to publish {} as {}", from.display(), to.display())]
+    Publish {
+        from: PathBuf,
+        to: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// Why one facts row could not be parsed (upstream's messages, verbatim).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FactsRowError {
+    #[error("expected 7 fields, got {found}")]
+    FieldCount { found: usize },
+    #[error("unterminated quoted field")]
+    UnterminatedQuote,
+    #[error("{field} is empty")]
+    EmptyField { field: &'static str },
+    #[error("{field} is not a valid integer: {value}")]
+    NotInteger { field: &'static str, value: String },
+    #[error("{field} is not a valid unsigned integer: {value}")]
+    NotUnsignedInteger { field: &'static str, value: String },
+    #[error("{field} is not valid UTF-8")]
+    NotUtf8 { field: &'static str },
+    #[error(transparent)]
+    HitCurve(#[from] HitCurveError),
+    #[error("block_bytes/block_size_tokens must be positive")]
+    NonPositiveBlock,
+}
+
+/// Why a `hit_curve` field could not be parsed (upstream's messages, verbatim).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum HitCurveError {
+    #[error("hit_curve must start with '['")]
+    MissingOpen,
+    #[error("hit_curve segment must start with '['")]
+    SegmentMissingOpen,
+    #[error("hit_curve segment start is not a valid integer")]
+    SegmentStart,
+    #[error("hit_curve segment expects ','")]
+    SegmentMissingComma,
+    #[error("hit_curve segment length is not a valid integer")]
+    SegmentLength,
+    #[error("hit_curve segment must end with ']'")]
+    SegmentMissingClose,
+    #[error("hit_curve must end with ']'")]
+    MissingClose,
+    #[error("hit_curve has trailing characters")]
+    TrailingCharacters,
+}

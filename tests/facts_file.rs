@@ -1,0 +1,262 @@
+//! The facts CSV: writer/reader round trip, upstream parse rules and messages, and the atomic
+//! publish guarantees of `AtomicFactsWriter` and `write_atomically`.
+
+use std::fs;
+use std::io::Write;
+use std::path::Path;
+
+use litehit::facts::file::{
+    AtomicFactsWriter, FACTS_FILE_NAME, FACTS_HEADER, FactsError, FactsReader, append_fact_row, parse_fact_line,
+    write_atomically,
+};
+use litehit::facts::{FactRecord, FactRow, RequestFact};
+use proptest::prelude::*;
+
+fn record(trace_id: &str, instance_id: &str, timestamp_ns: i64, pairs: &[[u64; 2]]) -> FactRecord {
+    FactRecord {
+        trace_id: trace_id.into(),
+        instance_id: instance_id.into(),
+        timestamp_ns,
+        input_token_len: 900,
+        block_size_tokens: 256,
+        block_bytes: 4_194_304,
+        fact: RequestFact::from_pairs(pairs),
+    }
+}
+
+fn csv_of(records: &[FactRecord]) -> Vec<u8> {
+    let mut bytes = format!("{FACTS_HEADER}\n").into_bytes();
+    for r in records {
+        append_fact_row(&mut bytes, &r.as_row());
+    }
+    bytes
+}
+
+fn read_all(bytes: &[u8]) -> Result<Vec<FactRecord>, FactsError> {
+    let mut reader = FactsReader::from_reader(bytes, "mem.csv")?;
+    let mut out = Vec::new();
+    let mut record = FactRecord::default();
+    while reader.next_record(&mut record)? {
+        out.push(record.clone());
+    }
+    Ok(out)
+}
+
+fn error_text(bytes: &[u8]) -> String {
+    read_all(bytes).unwrap_err().to_string()
+}
+
+#[test]
+fn upstream_example_round_trips() {
+    let r = record("id,with\"quote", "engine-0", 1_720_000_000_000, &[[1, 2], [4, 1]]);
+    let mut line = Vec::new();
+    append_fact_row(&mut line, &r.as_row());
+    assert_eq!(
+        line,
+        b"\"id,with\"\"quote\",engine-0,1720000000000,900,256,4194304,\"[[1,2],[4,1]]\"\n"
+    );
+    assert_eq!(parse_fact_line(std::str::from_utf8(&line[..line.len() - 1]).unwrap()).unwrap(), r);
+}
+
+#[test]
+fn real_upstream_row_parses() {
+    let r = parse_fact_line(
+        "250281fc-60c:main/2,kimi-k3.tp8.checkpoint1024,8300000000,68700,1024,675864576,\"[[1,2],[322,63]]\"",
+    )
+    .unwrap();
+    assert_eq!(r.trace_id, "250281fc-60c:main/2");
+    assert_eq!(r.block_bytes, 675_864_576);
+    assert_eq!(r.fact.to_pairs(), vec![[1, 2], [322, 63]]);
+}
+
+#[test]
+fn extremes_and_empty_curves_round_trip() {
+    let records = vec![
+        record("", "", i64::MIN, &[]),
+        record("t", "i", i64::MAX, &[[u64::MAX - 1, 1]]),
+        record("\"", ",", 0, &[[1, u64::MAX]]),
+        FactRecord {
+            input_token_len: u64::MAX,
+            block_size_tokens: u64::MAX,
+            block_bytes: u64::MAX,
+            ..record("a\rb", "tab\there", -1, &[[1, 1], [3, 2], [9, 4]])
+        },
+    ];
+    assert_eq!(read_all(&csv_of(&records)).unwrap(), records);
+}
+
+#[test]
+fn upstream_asserted_rejects_name_file_and_line() {
+    let cases = [
+        ("a,b,c", "expected 7 fields, got 3"),
+        ("t,i,1,2,3,4,\"[[1]]\"", "hit_curve segment expects ','"),
+        ("t,i,x,2,3,4,\"[]\"", "timestamp_ns is not a valid integer: x"),
+    ];
+    for (row, reason) in cases {
+        let bytes = format!("{FACTS_HEADER}\nok,i,1,2,3,4,\"[]\"\n{row}\n");
+        assert_eq!(error_text(bytes.as_bytes()), format!("mem.csv: facts line 3: {reason}"));
+    }
+}
+
+#[test]
+fn line_numbers_count_skipped_empty_lines() {
+    let bytes = format!("{FACTS_HEADER}\n\nt,i,1,2,3,4,\"[]\"\n\n\nt,i,1,2,3,0,\"[]\"\n");
+    assert_eq!(
+        error_text(bytes.as_bytes()),
+        "mem.csv: facts line 6: block_bytes/block_size_tokens must be positive"
+    );
+    let bytes = format!("{FACTS_HEADER}\nt,i,1,2,0,4,\"[]\"");
+    assert_eq!(
+        error_text(bytes.as_bytes()),
+        "mem.csv: facts line 2: block_bytes/block_size_tokens must be positive",
+        "a last line without newline is still read"
+    );
+}
+
+#[test]
+fn newline_in_trace_id_is_written_but_cannot_be_read_back() {
+    let bytes = csv_of(&[record("a\nb", "i", 1, &[])]);
+    assert_eq!(error_text(&bytes), "mem.csv: facts line 2: unterminated quoted field");
+}
+
+#[test]
+fn header_rules() {
+    assert_eq!(error_text(b""), "mem.csv: facts file is empty");
+    let crlf = format!("{FACTS_HEADER}\r\n");
+    assert!(
+        error_text(crlf.as_bytes()).starts_with("mem.csv: facts file header mismatch: expected \"trace_id,"),
+        "a CRLF header mismatches"
+    );
+    let text = error_text(b"trace_id,instance_id\n");
+    assert!(text.ends_with("found \"trace_id,instance_id\""), "{text}");
+    assert!(read_all(FACTS_HEADER.as_bytes()).unwrap().is_empty(), "header only, no newline");
+}
+
+#[test]
+fn open_errors_name_the_path() {
+    let error = FactsReader::open(Path::new("/nonexistent/facts.csv")).unwrap_err();
+    assert_eq!(error.to_string(), "failed to open facts file: /nonexistent/facts.csv");
+}
+
+proptest! {
+    #[test]
+    fn arbitrary_rows_round_trip(
+        trace_id in "[^\n]{0,12}",
+        instance_id in "[a-z0-9,\"\r .-]{0,12}",
+        timestamp_ns in any::<i64>(),
+        input_token_len in any::<u64>(),
+        block_size_tokens in 1..u64::MAX,
+        block_bytes in 1..u64::MAX,
+        pairs in proptest::collection::vec(any::<[u64; 2]>(), 0..6),
+    ) {
+        let r = FactRecord {
+            trace_id,
+            instance_id,
+            timestamp_ns,
+            input_token_len,
+            block_size_tokens,
+            block_bytes,
+            fact: RequestFact::from_pairs(&pairs),
+        };
+        prop_assert_eq!(read_all(&csv_of(std::slice::from_ref(&r))).unwrap(), vec![r]);
+    }
+
+    #[test]
+    fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
+        let mut input = format!("{FACTS_HEADER}\n").into_bytes();
+        input.extend_from_slice(&bytes);
+        let _ = read_all(&input);
+    }
+}
+
+fn row_bytes(trace_id: &str) -> Vec<u8> {
+    let fact = RequestFact::from_pairs(&[[1, 2]]);
+    let mut out = Vec::new();
+    append_fact_row(
+        &mut out,
+        &FactRow {
+            trace_id,
+            instance_id: "i",
+            timestamp_ns: 1,
+            input_token_len: 8,
+            block_size_tokens: 4,
+            block_bytes: 16,
+            fact: &fact,
+        },
+    );
+    out
+}
+
+#[test]
+fn atomic_writer_publishes_on_commit_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let output_dir = dir.path().join("nested/out");
+    let mut writer = AtomicFactsWriter::create(&output_dir).unwrap();
+    let temp = writer.temp_path().to_path_buf();
+    assert_eq!(temp, output_dir.join("litehit_facts.csv.tmp"));
+    let mut rows = row_bytes("a");
+    rows.extend(row_bytes("b"));
+    writer.write_bytes(&rows).unwrap();
+    writer.write_bytes(&row_bytes("c")).unwrap();
+    assert_eq!(writer.rows_written(), 3);
+    assert!(!output_dir.join(FACTS_FILE_NAME).exists(), "nothing published before commit");
+    let published = writer.commit().unwrap();
+    assert_eq!(published, output_dir.join(FACTS_FILE_NAME));
+    assert!(!temp.exists());
+    let records = read_all(&fs::read(&published).unwrap()).unwrap();
+    let ids: Vec<_> = records.iter().map(|r| r.trace_id.as_str()).collect();
+    assert_eq!(ids, ["a", "b", "c"]);
+}
+
+#[test]
+fn dropped_writer_publishes_nothing_and_keeps_previous_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let final_path = dir.path().join(FACTS_FILE_NAME);
+    fs::write(&final_path, "previous run\n").unwrap();
+    // A stale temp file from a killed run is truncated, not appended to.
+    fs::write(dir.path().join("litehit_facts.csv.tmp"), "stale garbage").unwrap();
+    {
+        let mut writer = AtomicFactsWriter::create(dir.path()).unwrap();
+        writer.write_bytes(&row_bytes("x")).unwrap();
+        let temp = fs::read_to_string(writer.temp_path()).unwrap();
+        assert!(!temp.contains("stale"), "stale temp was truncated: {temp:?}");
+        // Dropped without commit, as on any error path.
+    }
+    assert_eq!(fs::read_to_string(&final_path).unwrap(), "previous run\n");
+    assert!(!dir.path().join("litehit_facts.csv.tmp").exists());
+
+    let writer = AtomicFactsWriter::create(dir.path()).unwrap();
+    writer.commit().unwrap();
+    assert_eq!(fs::read_to_string(&final_path).unwrap(), format!("{FACTS_HEADER}\n"));
+}
+
+#[test]
+fn write_atomically_publishes_only_on_success() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("snapshot.jsonl");
+    fs::write(&path, "old").unwrap();
+    let failed: Result<(), color_eyre::Report> = write_atomically(&path, |w| {
+        w.write_all(b"partial")?;
+        Err(color_eyre::eyre::eyre!("boom"))
+    });
+    assert_eq!(failed.unwrap_err().to_string(), "boom");
+    assert_eq!(fs::read_to_string(&path).unwrap(), "old");
+    assert!(!dir.path().join("snapshot.jsonl.tmp").exists());
+
+    let value: Result<u32, color_eyre::Report> = write_atomically(&path, |w| {
+        w.write_all(b"new")?;
+        Ok(7)
+    });
+    assert_eq!(value.unwrap(), 7);
+    assert_eq!(fs::read_to_string(&path).unwrap(), "new");
+    assert!(!dir.path().join("snapshot.jsonl.tmp").exists());
+}
+
+#[test]
+fn create_fails_cleanly_when_directory_cannot_be_made() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("a-file");
+    fs::write(&file, "").unwrap();
+    let error = AtomicFactsWriter::create(&file.join("sub")).unwrap_err();
+    assert!(error.to_string().starts_with("failed to create "), "{error}");
+}

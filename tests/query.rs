@@ -1,0 +1,184 @@
+//! `litehit query` through `commands::query::run`: upstream byte compatibility (the derived
+//! offline-runner output and the real zishano excerpt), extensions and failure behaviour.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use litehit::cli::query_args::QueryArgs;
+use litehit::commands::query::run;
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/facts").join(name)
+}
+
+fn args(facts: &Path, out: &Path, capacity_gb: &[&str]) -> QueryArgs {
+    QueryArgs {
+        facts: facts.to_path_buf(),
+        out: out.to_path_buf(),
+        capacity_gb: capacity_gb.iter().map(|s| (*s).to_owned()).collect(),
+        capacity_blocks: Vec::new(),
+        summary_only: false,
+        shards: Vec::new(),
+    }
+}
+
+/// `2 * 16384 / 2^30` GB, spelled so that `strtod` gives the exact double.
+const TWO_BLOCKS_GB: &str = "3.0517578125e-05";
+
+const OFFLINE_RUNNER_OUTPUT: &str = concat!(
+    r#"{"trace_id":"r1","instance_id":"i1","timestamp_ns":1000,"input_token_len":13,"hit_blocks":[0,0],"hit_rates":[0,0]}"#,
+    "\n",
+    r#"{"trace_id":"r2","instance_id":"i1","timestamp_ns":2000,"input_token_len":12,"hit_blocks":[2,2],"hit_rates":[0.666667,0.666667]}"#,
+    "\n",
+    r#"{"trace_id":"r3","instance_id":"i1","timestamp_ns":3000,"input_token_len":13,"hit_blocks":[2,3],"hit_rates":[0.615385,0.923077]}"#,
+    "\n",
+    r#"{"summary":true,"instance_id":"i1","requests":3,"total_input_tokens":38,"capacity_gb":[3.05176e-05,-1],"total_hit_blocks":[4,5],"total_hit_tokens":[16,20],"hit_rates":[0.421053,0.526316]}"#,
+    "\n",
+    r#"{"summary":true,"requests":3,"total_input_tokens":38,"capacity_gb":[3.05176e-05,-1],"total_hit_blocks":[4,5],"total_hit_tokens":[16,20],"hit_rates":[0.421053,0.526316]}"#,
+    "\n",
+);
+
+#[test]
+fn offline_runner_fixture_reproduces_derived_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("query.jsonl");
+    run(&args(&fixture("offline_runner.csv"), &out, &[TWO_BLOCKS_GB, "-1"])).unwrap();
+    assert_eq!(fs::read_to_string(&out).unwrap(), OFFLINE_RUNNER_OUTPUT);
+    let names: Vec<_> = fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(names, ["query.jsonl"], "no temp file is left behind");
+}
+
+#[test]
+fn zishano_reference_excerpt_is_reproduced_byte_for_byte() {
+    let reference = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/reference");
+    let facts = reference.join("zishano_kimi_k3_tp8_litehit_facts.csv");
+    let excerpt = reference.join("zishano_kimi_k3_tp8_capacity_query_excerpt.jsonl");
+    if !facts.exists() || !excerpt.exists() {
+        println!("skipped: {} is absent", reference.display());
+        return;
+    }
+    let mut capacities: Vec<String> = (0..=1000).step_by(25).map(|gb| gb.to_string()).collect();
+    capacities.extend(["1024".to_owned(), "-1".to_owned()]);
+    let capacities: Vec<&str> = capacities.iter().map(String::as_str).collect();
+    assert_eq!(capacities.len(), 43);
+
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("capacity_query.jsonl");
+    run(&args(&facts, &out, &capacities)).unwrap();
+    let ours = fs::read_to_string(&out).unwrap();
+    let ours: Vec<&str> = ours.lines().collect();
+    let theirs = fs::read_to_string(&excerpt).unwrap();
+    let theirs: Vec<&str> = theirs.lines().collect();
+    assert_eq!(ours.len(), 133, "131 rows, one instance summary, the total");
+    assert_eq!(theirs.len(), 9);
+    assert_eq!(ours[..7], theirs[..7], "per-row lines 1-7");
+    assert_eq!(ours[131..], theirs[7..], "the two summary lines");
+}
+
+#[test]
+fn summary_only_block_slots_and_shards_aggregate() {
+    let dir = tempfile::tempdir().unwrap();
+    let header = fs::read_to_string(fixture("offline_runner.csv")).unwrap();
+    let mut lines = header.lines();
+    let header = lines.next().unwrap();
+    let rows: Vec<&str> = lines.collect();
+    let shard_a = dir.path().join("a.csv");
+    let shard_b = dir.path().join("b.csv");
+    fs::write(&shard_a, format!("{header}\n{}\n", rows[0])).unwrap();
+    fs::write(&shard_b, format!("{header}\n{}\n{}\n", rows[1], rows[2])).unwrap();
+
+    let out = dir.path().join("summary.jsonl");
+    let mut query = args(&shard_a, &out, &[TWO_BLOCKS_GB, "-1"]);
+    query.shards = vec![shard_b];
+    query.summary_only = true;
+    query.capacity_blocks = vec![4, 0];
+    run(&query).unwrap();
+    let expected = concat!(
+        r#"{"summary":true,"instance_id":"i1","requests":3,"total_input_tokens":38,"capacity_gb":[3.05176e-05,-1],"capacity_blocks":[4,0],"total_hit_blocks":[4,5,5,0],"total_hit_tokens":[16,20,20,0],"hit_rates":[0.421053,0.526316,0.526316,0]}"#,
+        "\n",
+        r#"{"summary":true,"requests":3,"total_input_tokens":38,"capacity_gb":[3.05176e-05,-1],"capacity_blocks":[4,0],"total_hit_blocks":[4,5,5,0],"total_hit_tokens":[16,20,20,0],"hit_rates":[0.421053,0.526316,0.526316,0]}"#,
+        "\n",
+    );
+    assert_eq!(fs::read_to_string(&out).unwrap(), expected);
+}
+
+#[test]
+fn design_doc_example_totals() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("q.jsonl");
+    // 2048 B and 3072 B with 1024-byte blocks, then unlimited.
+    let two_kib_gb = (2048.0 / f64::from(1u32 << 30)).to_string();
+    let three_kib_gb = (3072.0 / f64::from(1u32 << 30)).to_string();
+    let mut query = args(&fixture("design_example.csv"), &out, &[&two_kib_gb, &three_kib_gb, "-1"]);
+    query.summary_only = true;
+    run(&query).unwrap();
+    let text = fs::read_to_string(&out).unwrap();
+    let total = text.lines().last().unwrap();
+    assert!(
+        total.contains(r#""total_input_tokens":54,"#)
+            && total.contains(r#""total_hit_blocks":[7,7,8],"total_hit_tokens":[28,28,32],"hit_rates":[0.518519,0.518519,0.592593]"#),
+        "{total}"
+    );
+}
+
+#[test]
+fn duplicate_zero_and_negative_slots_keep_their_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("q.jsonl");
+    let mut query = args(&fixture("offline_runner.csv"), &out, &["-2.5", "0", TWO_BLOCKS_GB, "0", "-0"]);
+    query.summary_only = true;
+    run(&query).unwrap();
+    let text = fs::read_to_string(&out).unwrap();
+    assert!(
+        text.lines().last().unwrap().contains(
+            r#""capacity_gb":[-2.5,0,3.05176e-05,0,-0],"total_hit_blocks":[5,0,4,0,0],"#
+        ),
+        "{text}"
+    );
+}
+
+#[test]
+fn invalid_capacity_is_rejected_with_upstream_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("q.jsonl");
+    let error = run(&args(&fixture("offline_runner.csv"), &out, &["1", "12GB"])).unwrap_err();
+    assert_eq!(error.to_string(), "invalid capacity_gb: 12GB");
+    assert!(!out.exists());
+}
+
+#[test]
+fn no_capacity_at_all_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("q.jsonl");
+    let error = run(&args(&fixture("offline_runner.csv"), &out, &[])).unwrap_err();
+    assert!(error.to_string().contains("no capacity given"), "{error}");
+}
+
+#[test]
+fn malformed_row_fails_naming_file_and_line_and_publishes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("q.jsonl");
+    fs::write(&out, "previous result\n").unwrap();
+    let facts = fixture("malformed_line4.csv");
+    let error = run(&args(&facts, &out, &["1", "-1"])).unwrap_err();
+    let chain: Vec<String> = error.chain().map(ToString::to_string).collect();
+    assert_eq!(chain[0], "facts query failed");
+    assert_eq!(
+        chain[1],
+        format!("{}: facts line 4: hit_curve segment expects ','", facts.display())
+    );
+    assert_eq!(fs::read_to_string(&out).unwrap(), "previous result\n", "old output intact");
+    assert!(!dir.path().join("q.jsonl.tmp").exists(), "temp file removed");
+}
+
+#[test]
+fn missing_shard_fails_before_writing() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("q.jsonl");
+    let mut query = args(&fixture("offline_runner.csv"), &out, &["1"]);
+    query.shards = vec![dir.path().join("missing.csv")];
+    let error = run(&query).unwrap_err();
+    let chain: Vec<String> = error.chain().map(ToString::to_string).collect();
+    assert!(chain[1].starts_with("failed to open facts file: "), "{chain:?}");
+    assert!(!out.exists());
+}
