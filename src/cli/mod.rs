@@ -1,2 +1,3 @@
 //! Command-line interface (clap derive).
 pub mod query_args;
+pub mod watch_args;

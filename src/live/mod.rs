@@ -6,6 +6,8 @@
 //! `projector`. The UI reads `Arc<LiveSnapshot>` from a `watch` channel and sends
 //! [`Command`]s; it never touches engine state.
 
+pub mod headless;
+pub mod ingest;
 pub mod snapshot;
 pub mod tail;
 
@@ -24,6 +26,8 @@ pub enum Command {
     TogglePause,
     /// Write every fact so far to the facts file, in the background.
     WriteFacts,
+    /// Finish (state `Finished`) once the end of the file is reached, as `--exit-at-eof`.
+    StopAtEof,
     /// Stop ingesting and end the thread.
     Shutdown,
 }
@@ -35,6 +39,19 @@ pub enum IngestEvent {
     Command(Command),
     /// The file system reported a change to the followed file.
     FileChanged,
+    /// The background facts writer finished (`Done` or `Failed`).
+    FactsWritten(snapshot::FactsWrite),
+}
+
+/// Sends commands to the ingest thread from any thread.
+#[derive(Debug, Clone)]
+pub struct Commander(std::sync::mpsc::Sender<IngestEvent>);
+
+impl Commander {
+    pub fn send(&self, command: Command) {
+        // A closed channel means the ingest thread already ended: nothing left to command.
+        let _ = self.0.send(IngestEvent::Command(command));
+    }
 }
 
 /// The UI's end of a running ingest thread.
@@ -63,6 +80,11 @@ impl LiveHandle {
     pub fn send(&self, command: Command) {
         // A closed channel means the ingest thread already ended: nothing left to command.
         let _ = self.events.send(IngestEvent::Command(command));
+    }
+
+    /// A sender of commands for another thread.
+    pub fn commander(&self) -> Commander {
+        Commander(self.events.clone())
     }
 
     /// A receiver of published snapshots (latest wins).

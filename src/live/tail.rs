@@ -154,6 +154,21 @@ impl Tailer {
         self.buffer.len() - self.handed_out
     }
 
+    /// Hands out the pending partial line as a final line (with a `\n` added), for a reader
+    /// that stops at the end of the file (`--exit-at-eof`). Empty if there is none.
+    pub fn take_partial_line(&mut self) -> Vec<u8> {
+        let mut line = self.buffer.split_off(self.handed_out);
+        if !line.is_empty() {
+            line.push(b'\n');
+            if let Some(open) = &self.open {
+                // Count it as consumed: the backlog is now zero.
+                self.known_len = self.known_len.max(open.read_offset);
+            }
+        }
+        self.handed_out = self.buffer.len();
+        line
+    }
+
     /// Heap bytes of the read buffer.
     pub fn memory_usage_bytes(&self) -> usize {
         self.buffer.capacity()
