@@ -42,6 +42,9 @@ const SPILL_BUFFER_BYTES: usize = 1 << 20;
 const MAX_WINDOWS: usize = 240;
 /// Samples of the hits-vs-capacity curve per lane.
 const CURVE_SAMPLES: u64 = 160;
+/// A backlog at least this large shows as "catching up" (smaller ones are a writer's last
+/// burst).
+const CATCHING_UP_BYTES: u64 = 1 << 20;
 /// Published at least this often even when nothing changes (rates decay, ages advance).
 const HEARTBEAT: Duration = Duration::from_secs(1);
 /// File checks while notify delivers events (a safety net).
@@ -754,7 +757,7 @@ impl Ingest {
         }
         let state = if !self.tailer.is_open() {
             FollowState::Waiting
-        } else if caught_up {
+        } else if backlog < CATCHING_UP_BYTES {
             FollowState::Following
         } else {
             FollowState::CatchingUp
