@@ -6,8 +6,8 @@ use std::io::Write;
 use std::path::Path;
 
 use litehit::facts::file::{
-    AtomicFactsWriter, FACTS_FILE_NAME, FACTS_HEADER, FactsError, FactsReader, append_fact_row, parse_fact_line,
-    write_atomically,
+    AtomicFactsWriter, FACTS_FILE_NAME, FACTS_HEADER, FactsError, FactsReader, append_fact_row,
+    parse_fact_line, write_atomically,
 };
 use litehit::facts::{FactRecord, FactRow, RequestFact};
 use proptest::prelude::*;
@@ -48,14 +48,22 @@ fn error_text(bytes: &[u8]) -> String {
 
 #[test]
 fn upstream_example_round_trips() {
-    let r = record("id,with\"quote", "engine-0", 1_720_000_000_000, &[[1, 2], [4, 1]]);
+    let r = record(
+        "id,with\"quote",
+        "engine-0",
+        1_720_000_000_000,
+        &[[1, 2], [4, 1]],
+    );
     let mut line = Vec::new();
     append_fact_row(&mut line, &r.as_row());
     assert_eq!(
         line,
         b"\"id,with\"\"quote\",engine-0,1720000000000,900,256,4194304,\"[[1,2],[4,1]]\"\n"
     );
-    assert_eq!(parse_fact_line(std::str::from_utf8(&line[..line.len() - 1]).unwrap()).unwrap(), r);
+    assert_eq!(
+        parse_fact_line(std::str::from_utf8(&line[..line.len() - 1]).unwrap()).unwrap(),
+        r
+    );
 }
 
 #[test]
@@ -90,11 +98,17 @@ fn upstream_asserted_rejects_name_file_and_line() {
     let cases = [
         ("a,b,c", "expected 7 fields, got 3"),
         ("t,i,1,2,3,4,\"[[1]]\"", "hit_curve segment expects ','"),
-        ("t,i,x,2,3,4,\"[]\"", "timestamp_ns is not a valid integer: x"),
+        (
+            "t,i,x,2,3,4,\"[]\"",
+            "timestamp_ns is not a valid integer: x",
+        ),
     ];
     for (row, reason) in cases {
         let bytes = format!("{FACTS_HEADER}\nok,i,1,2,3,4,\"[]\"\n{row}\n");
-        assert_eq!(error_text(bytes.as_bytes()), format!("mem.csv: facts line 3: {reason}"));
+        assert_eq!(
+            error_text(bytes.as_bytes()),
+            format!("mem.csv: facts line 3: {reason}")
+        );
     }
 }
 
@@ -116,7 +130,10 @@ fn line_numbers_count_skipped_empty_lines() {
 #[test]
 fn newline_in_trace_id_is_written_but_cannot_be_read_back() {
     let bytes = csv_of(&[record("a\nb", "i", 1, &[])]);
-    assert_eq!(error_text(&bytes), "mem.csv: facts line 2: unterminated quoted field");
+    assert_eq!(
+        error_text(&bytes),
+        "mem.csv: facts line 2: unterminated quoted field"
+    );
 }
 
 #[test]
@@ -124,18 +141,25 @@ fn header_rules() {
     assert_eq!(error_text(b""), "mem.csv: facts file is empty");
     let crlf = format!("{FACTS_HEADER}\r\n");
     assert!(
-        error_text(crlf.as_bytes()).starts_with("mem.csv: facts file header mismatch: expected \"trace_id,"),
+        error_text(crlf.as_bytes())
+            .starts_with("mem.csv: facts file header mismatch: expected \"trace_id,"),
         "a CRLF header mismatches"
     );
     let text = error_text(b"trace_id,instance_id\n");
     assert!(text.ends_with("found \"trace_id,instance_id\""), "{text}");
-    assert!(read_all(FACTS_HEADER.as_bytes()).unwrap().is_empty(), "header only, no newline");
+    assert!(
+        read_all(FACTS_HEADER.as_bytes()).unwrap().is_empty(),
+        "header only, no newline"
+    );
 }
 
 #[test]
 fn open_errors_name_the_path() {
     let error = FactsReader::open(Path::new("/nonexistent/facts.csv")).unwrap_err();
-    assert_eq!(error.to_string(), "failed to open facts file: /nonexistent/facts.csv");
+    assert_eq!(
+        error.to_string(),
+        "failed to open facts file: /nonexistent/facts.csv"
+    );
 }
 
 proptest! {
@@ -199,7 +223,10 @@ fn atomic_writer_publishes_on_commit_only() {
     writer.write_bytes(&rows).unwrap();
     writer.write_bytes(&row_bytes("c")).unwrap();
     assert_eq!(writer.rows_written(), 3);
-    assert!(!output_dir.join(FACTS_FILE_NAME).exists(), "nothing published before commit");
+    assert!(
+        !output_dir.join(FACTS_FILE_NAME).exists(),
+        "nothing published before commit"
+    );
     let published = writer.commit().unwrap();
     assert_eq!(published, output_dir.join(FACTS_FILE_NAME));
     assert!(!temp.exists());
@@ -219,7 +246,10 @@ fn dropped_writer_publishes_nothing_and_keeps_previous_file() {
         let mut writer = AtomicFactsWriter::create(dir.path()).unwrap();
         writer.write_bytes(&row_bytes("x")).unwrap();
         let temp = fs::read_to_string(writer.temp_path()).unwrap();
-        assert!(!temp.contains("stale"), "stale temp was truncated: {temp:?}");
+        assert!(
+            !temp.contains("stale"),
+            "stale temp was truncated: {temp:?}"
+        );
         // Dropped without commit, as on any error path.
     }
     assert_eq!(fs::read_to_string(&final_path).unwrap(), "previous run\n");
@@ -227,7 +257,10 @@ fn dropped_writer_publishes_nothing_and_keeps_previous_file() {
 
     let writer = AtomicFactsWriter::create(dir.path()).unwrap();
     writer.commit().unwrap();
-    assert_eq!(fs::read_to_string(&final_path).unwrap(), format!("{FACTS_HEADER}\n"));
+    assert_eq!(
+        fs::read_to_string(&final_path).unwrap(),
+        format!("{FACTS_HEADER}\n")
+    );
 }
 
 #[test]
@@ -258,5 +291,8 @@ fn create_fails_cleanly_when_directory_cannot_be_made() {
     let file = dir.path().join("a-file");
     fs::write(&file, "").unwrap();
     let error = AtomicFactsWriter::create(&file.join("sub")).unwrap_err();
-    assert!(error.to_string().starts_with("failed to create "), "{error}");
+    assert!(
+        error.to_string().starts_with("failed to create "),
+        "{error}"
+    );
 }

@@ -8,7 +8,9 @@ use litehit::cli::query_args::QueryArgs;
 use litehit::commands::query::run;
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/facts").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/facts")
+        .join(name)
 }
 
 fn args(facts: &Path, out: &Path, capacity_gb: &[&str]) -> QueryArgs {
@@ -42,9 +44,17 @@ const OFFLINE_RUNNER_OUTPUT: &str = concat!(
 fn offline_runner_fixture_reproduces_derived_output() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("query.jsonl");
-    run(&args(&fixture("offline_runner.csv"), &out, &[TWO_BLOCKS_GB, "-1"])).unwrap();
+    run(&args(
+        &fixture("offline_runner.csv"),
+        &out,
+        &[TWO_BLOCKS_GB, "-1"],
+    ))
+    .unwrap();
     assert_eq!(fs::read_to_string(&out).unwrap(), OFFLINE_RUNNER_OUTPUT);
-    let names: Vec<_> = fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    let names: Vec<_> = fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
     assert_eq!(names, ["query.jsonl"], "no temp file is left behind");
 }
 
@@ -109,7 +119,11 @@ fn design_doc_example_totals() {
     // 2048 B and 3072 B with 1024-byte blocks, then unlimited.
     let two_kib_gb = (2048.0 / f64::from(1u32 << 30)).to_string();
     let three_kib_gb = (3072.0 / f64::from(1u32 << 30)).to_string();
-    let mut query = args(&fixture("design_example.csv"), &out, &[&two_kib_gb, &three_kib_gb, "-1"]);
+    let mut query = args(
+        &fixture("design_example.csv"),
+        &out,
+        &[&two_kib_gb, &three_kib_gb, "-1"],
+    );
     query.summary_only = true;
     run(&query).unwrap();
     let text = fs::read_to_string(&out).unwrap();
@@ -125,14 +139,19 @@ fn design_doc_example_totals() {
 fn duplicate_zero_and_negative_slots_keep_their_order() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("q.jsonl");
-    let mut query = args(&fixture("offline_runner.csv"), &out, &["-2.5", "0", TWO_BLOCKS_GB, "0", "-0"]);
+    let mut query = args(
+        &fixture("offline_runner.csv"),
+        &out,
+        &["-2.5", "0", TWO_BLOCKS_GB, "0", "-0"],
+    );
     query.summary_only = true;
     run(&query).unwrap();
     let text = fs::read_to_string(&out).unwrap();
     assert!(
-        text.lines().last().unwrap().contains(
-            r#""capacity_gb":[-2.5,0,3.05176e-05,0,-0],"total_hit_blocks":[5,0,4,0,0],"#
-        ),
+        text.lines()
+            .last()
+            .unwrap()
+            .contains(r#""capacity_gb":[-2.5,0,3.05176e-05,0,-0],"total_hit_blocks":[5,0,4,0,0],"#),
         "{text}"
     );
 }
@@ -165,10 +184,20 @@ fn malformed_row_fails_naming_file_and_line_and_publishes_nothing() {
     assert_eq!(chain[0], "facts query failed");
     assert_eq!(
         chain[1],
-        format!("{}: facts line 4: hit_curve segment expects ','", facts.display())
+        format!(
+            "{}: facts line 4: hit_curve segment expects ','",
+            facts.display()
+        )
     );
-    assert_eq!(fs::read_to_string(&out).unwrap(), "previous result\n", "old output intact");
-    assert!(!dir.path().join("q.jsonl.tmp").exists(), "temp file removed");
+    assert_eq!(
+        fs::read_to_string(&out).unwrap(),
+        "previous result\n",
+        "old output intact"
+    );
+    assert!(
+        !dir.path().join("q.jsonl.tmp").exists(),
+        "temp file removed"
+    );
 }
 
 #[test]
@@ -179,6 +208,9 @@ fn missing_shard_fails_before_writing() {
     query.shards = vec![dir.path().join("missing.csv")];
     let error = run(&query).unwrap_err();
     let chain: Vec<String> = error.chain().map(ToString::to_string).collect();
-    assert!(chain[1].starts_with("failed to open facts file: "), "{chain:?}");
+    assert!(
+        chain[1].starts_with("failed to open facts file: "),
+        "{chain:?}"
+    );
     assert!(!out.exists());
 }

@@ -40,12 +40,24 @@ struct Tmux {
 
 impl Tmux {
     fn available() -> bool {
-        Command::new("tmux").arg("-V").output().is_ok_and(|out| out.status.success())
+        Command::new("tmux")
+            .arg("-V")
+            .output()
+            .is_ok_and(|out| out.status.success())
     }
 
     fn start(session: &str, command: &str) -> Self {
         let status = Command::new("tmux")
-            .args(["new-session", "-d", "-s", session, "-x", &WIDTH.to_string(), "-y", &HEIGHT.to_string()])
+            .args([
+                "new-session",
+                "-d",
+                "-s",
+                session,
+                "-x",
+                &WIDTH.to_string(),
+                "-y",
+                &HEIGHT.to_string(),
+            ])
             .arg(command)
             .status()
             .unwrap();
@@ -74,7 +86,13 @@ impl Tmux {
 
     fn alternate_screen_on(&self) -> bool {
         let out = Command::new("tmux")
-            .args(["display-message", "-p", "-t", &self.session, "#{alternate_on}"])
+            .args([
+                "display-message",
+                "-p",
+                "-t",
+                &self.session,
+                "#{alternate_on}",
+            ])
             .output()
             .unwrap();
         String::from_utf8_lossy(&out.stdout).trim() == "1"
@@ -88,7 +106,10 @@ impl Tmux {
             if ready(&screen) {
                 return screen;
             }
-            assert!(Instant::now() < deadline, "timed out waiting for {what}; screen:\n{screen}");
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for {what}; screen:\n{screen}"
+            );
             std::thread::sleep(Duration::from_millis(100));
         }
     }
@@ -96,7 +117,9 @@ impl Tmux {
 
 impl Drop for Tmux {
     fn drop(&mut self) {
-        let _ = Command::new("tmux").args(["kill-session", "-t", &self.session]).status();
+        let _ = Command::new("tmux")
+            .args(["kill-session", "-t", &self.session])
+            .status();
     }
 }
 
@@ -111,7 +134,11 @@ fn row(screen: &str, instance: &str) -> Option<(String, Vec<String>)> {
         if cells.first() != Some(&instance) || cells.len() < 3 {
             return None;
         }
-        let rates = cells.iter().filter(|c| c.ends_with('%')).map(|c| (*c).to_owned()).collect();
+        let rates = cells
+            .iter()
+            .filter(|c| c.ends_with('%'))
+            .map(|c| (*c).to_owned())
+            .collect();
         Some((cells[1].to_owned(), rates))
     })
 }
@@ -121,7 +148,11 @@ fn percent(numerator: u64, denominator: u64) -> String {
 }
 
 fn append(path: &Path, text: &str) {
-    let mut file = OpenOptions::new().create(true).append(true).open(path).unwrap();
+    let mut file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .unwrap();
     file.write_all(text.as_bytes()).unwrap();
 }
 
@@ -146,7 +177,11 @@ fn replay(text: &str, capacities: &[Capacity]) -> Expected {
     let mut rows: Vec<(String, u64, u64, u64, RequestFact)> = Vec::new();
     for (index, line) in text.lines().enumerate() {
         let line_number = index as u64 + 1;
-        if parser.parse_line(line.as_bytes(), line_number, &mut event).unwrap() == LineOutcome::Event {
+        if parser
+            .parse_line(line.as_bytes(), line_number, &mut event)
+            .unwrap()
+            == LineOutcome::Event
+        {
             engine
                 .process_event(&event, line_number, &mut |row| {
                     append_fact_row(&mut facts_csv, &row);
@@ -163,12 +198,11 @@ fn replay(text: &str, capacities: &[Capacity]) -> Expected {
     }
     let mut lanes: Vec<(String, u64, Vec<u64>)> = Vec::new();
     for (instance, input, block_size, block_bytes, fact) in rows {
-        let index = match lanes.iter().position(|lane| lane.0 == instance) {
-            Some(index) => index,
-            None => {
-                lanes.push((instance, 0, vec![0; capacities.len()]));
-                lanes.len() - 1
-            }
+        let index = if let Some(index) = lanes.iter().position(|lane| lane.0 == instance) {
+            index
+        } else {
+            lanes.push((instance, 0, vec![0; capacities.len()]));
+            lanes.len() - 1
         };
         lanes[index].1 += input;
         for (sum, &capacity) in lanes[index].2.iter_mut().zip(capacities) {
@@ -179,6 +213,7 @@ fn replay(text: &str, capacities: &[Capacity]) -> Expected {
 }
 
 #[test]
+#[expect(clippy::too_many_lines, reason = "one scripted session, step by step")]
 fn watch_shows_exact_rates_late_slots_and_snapshots_facts() {
     if !Tmux::available() {
         println!("skipped: tmux is not installed");
@@ -197,7 +232,9 @@ fn watch_shows_exact_rates_late_slots_and_snapshots_facts() {
     let tmux = Tmux::start(&format!("litehit-e2e-{}", std::process::id()), &command);
 
     // Design doc: 1 GB holds everything (= ∞ = 32/54); 2 and 3 blocks give 28/54.
-    let screen = tmux.wait_for("the design-doc rows", |s| row(s, "i1").is_some_and(|(requests, _)| requests == "5"));
+    let screen = tmux.wait_for("the design-doc rows", |s| {
+        row(s, "i1").is_some_and(|(requests, _)| requests == "5")
+    });
     let (_, rates) = row(&screen, "i1").unwrap();
     assert_eq!(rates, ["59.26%", "59.26%"], "1 GB and ∞");
     assert!(tmux.alternate_screen_on());
@@ -209,7 +246,11 @@ fn watch_shows_exact_rates_late_slots_and_snapshots_facts() {
     }
     let screen = tmux.wait_for("the late slots", |s| s.contains("2 b") && s.contains("3 b"));
     let (_, rates) = row(&screen, "i1").unwrap();
-    assert_eq!(rates, ["59.26%", "51.85%", "51.85%", "59.26%"], "1 GB, 2 b, 3 b, ∞");
+    assert_eq!(
+        rates,
+        ["59.26%", "51.85%", "51.85%", "59.26%"],
+        "1 GB, 2 b, 3 b, ∞"
+    );
 
     // A generated workload on two instances, appended in ragged pieces (partial lines).
     let mut generated = String::new();
@@ -256,20 +297,44 @@ fn watch_shows_exact_rates_late_slots_and_snapshots_facts() {
             *sum += hit;
         }
     }
-    let wanted: Vec<String> = total_hits.iter().map(|&h| percent(h, total_input)).collect();
-    assert_eq!(row(&screen, "total").unwrap().1, wanted, "totals = Σ hit tokens / Σ input tokens");
+    let wanted: Vec<String> = total_hits
+        .iter()
+        .map(|&h| percent(h, total_input))
+        .collect();
+    assert_eq!(
+        row(&screen, "total").unwrap().1,
+        wanted,
+        "totals = Σ hit tokens / Σ input tokens"
+    );
 
     // `s`: the facts file equals the engine's facts for the same lines, byte for byte.
     tmux.keys(&["s"]);
-    tmux.wait_for("the facts snapshot", |s| s.contains("wrote 3005 facts rows"));
+    tmux.wait_for("the facts snapshot", |s| {
+        s.contains("wrote 3005 facts rows")
+    });
     let written = std::fs::read(&facts).unwrap();
-    assert!(written == expected.facts_csv, "facts snapshot differs from the engine's facts");
+    assert!(
+        written == expected.facts_csv,
+        "facts snapshot differs from the engine's facts"
+    );
 
     // `q`: the TUI leaves the alternate screen and prints its summary.
     tmux.keys(&["q"]);
     let screen = tmux.wait_for("the exit", |s| s.contains("EXITED"));
-    assert!(screen.contains("EXITED 0"), "exit status; screen:\n{screen}");
-    assert!(!tmux.alternate_screen_on(), "terminal left in the alternate screen");
-    assert!(!screen.contains("┌ instances"), "TUI still drawn after quit:\n{screen}");
-    assert!(screen.contains("3005 requests"), "summary printed after restore:\n{screen}");
+    assert!(
+        screen.contains("EXITED 0"),
+        "exit status; screen:\n{screen}"
+    );
+    assert!(
+        !tmux.alternate_screen_on(),
+        "terminal left in the alternate screen"
+    );
+    assert!(
+        !screen.contains("┌ instances"),
+        "TUI still drawn after quit:\n{screen}"
+    );
+    assert!(
+        screen.contains("3005 requests"),
+        "summary printed after restore:\n{screen}"
+    );
 }

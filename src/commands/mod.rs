@@ -1,4 +1,4 @@
 //! (in progress)
-pub mod query;
 pub mod demo;
+pub mod query;
 pub mod watch;

@@ -35,25 +35,23 @@ pub fn run(args: &WatchArgs) -> color_eyre::Result<()> {
 
 /// Resolves the arguments (config file or single-instance flags) into an ingest setup.
 pub fn ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
-    let (trace_path, engine, format, config_slots) = match &args.config {
-        Some(path) => {
-            let config =
-                load_config_file(path).wrap_err_with(|| format!("loading {}", path.display()))?;
-            let trace = args.trace.clone().unwrap_or(config.trace_path);
-            (
-                trace,
-                config.engine,
-                config.trace_format,
-                config.capacity_gb,
-            )
-        }
-        None => {
-            let trace = args.trace.clone().ok_or_else(|| {
-                eyre!("no trace file: pass TRACE (or --config with trace_file_path)")
-            })?;
-            let resolved = resolve_single_instance(&args.single_instance_flags())?;
-            (trace, resolved.engine, resolved.trace_format, Vec::new())
-        }
+    let (trace_path, engine, format, config_slots) = if let Some(path) = &args.config {
+        let config =
+            load_config_file(path).wrap_err_with(|| format!("loading {}", path.display()))?;
+        let trace = args.trace.clone().unwrap_or(config.trace_path);
+        (
+            trace,
+            config.engine,
+            config.trace_format,
+            config.capacity_gb,
+        )
+    } else {
+        let trace = args
+            .trace
+            .clone()
+            .ok_or_else(|| eyre!("no trace file: pass TRACE (or --config with trace_file_path)"))?;
+        let resolved = resolve_single_instance(&args.single_instance_flags())?;
+        (trace, resolved.engine, resolved.trace_format, Vec::new())
     };
     let gigabytes = if args.capacity_gb.is_empty() {
         config_slots
