@@ -1,36 +1,17 @@
-//! Temporary wiring on the `tui` branch (the lead wires `Command::{Watch, Demo}` in `cli`).
+//! `litehit`: thin main — install error hooks, parse the command line, run, map to an exit code.
 #![warn(clippy::unwrap_used)]
 
 use std::process::ExitCode;
 
-use clap::Parser as _;
-use litehit::cli::watch_args::{DemoArgs, WatchArgs};
-
-#[derive(Debug, clap::Parser)]
-#[command(name = "litehit", version)]
-struct Cli {
-    #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Debug, clap::Subcommand)]
-enum Command {
-    Watch(WatchArgs),
-    Demo(DemoArgs),
-}
+use clap::Parser;
 
 fn main() -> ExitCode {
-    if let Err(err) = color_eyre::install() {
-        eprintln!("litehit: {err}");
-    }
-    let result = match Cli::parse().command {
-        Command::Watch(args) => litehit::commands::watch::run(&args),
-        Command::Demo(args) => litehit::commands::demo::run(&args),
-    };
-    match result {
+    litehit::commands::install_error_hooks();
+    match litehit::commands::run(litehit::cli::Cli::parse()) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(err) => {
-            eprintln!("litehit: {err:?}");
+        Err(error) if litehit::commands::is_broken_pipe(&error) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("litehit: {}", litehit::commands::error_message(&error));
             ExitCode::from(2)
         }
     }

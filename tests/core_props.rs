@@ -9,7 +9,7 @@ mod common;
 
 use common::oracle::OracleBank;
 use litehit::facts::RequestFact;
-use litehit::hitcore::{COMPACTION_SLACK_POSITIONS, LiteHit};
+use litehit::hitcore::{COMPACTION_POSITIONS_PER_LIVE_KEY, COMPACTION_SLACK_POSITIONS, LiteHit};
 use litehit::preprocess::apply_prefix_hash;
 use litehit::projector::{CapacityAxisAccumulator, project_blocks, project_infinite};
 use litehit::workload::{KeyStyle, Workload, WorkloadConfig};
@@ -181,7 +181,9 @@ fn generated_workload_equals_the_oracle_with_compactions() {
             max_positions_seen = max_positions_seen.max(core.position_space_len());
             assert!(
                 core.position_space_len()
-                    <= 2 * core.tracked_keys() + COMPACTION_SLACK_POSITIONS + 400
+                    <= COMPACTION_POSITIONS_PER_LIVE_KEY * core.tracked_keys()
+                        + COMPACTION_SLACK_POSITIONS
+                        + 400
             );
         }
         assert!(
@@ -202,7 +204,7 @@ fn ttl_workload_equals_the_oracle_and_compaction_drops_expired_keys() {
     let ttl_ns = 40_000;
     let capacities = [Some(10), Some(200), None];
     let mut oracle = OracleBank::new(&capacities, Some(ttl_ns));
-    let mut core = LiteHit::with_ttl_ns(ttl_ns as u64);
+    let mut core = LiteHit::with_ttl_ns(ttl_ns.unsigned_abs());
     for request in Workload::new(config).take(3_000) {
         let fact = core.process_request(&request.keys, request.timestamp_ns);
         let expected = oracle.process_request(&request.keys, request.timestamp_ns);
@@ -213,7 +215,8 @@ fn ttl_workload_equals_the_oracle_and_compaction_drops_expired_keys() {
     assert!(core.ttl_expired_blocks() > 0);
     assert!(
         core.tracked_keys()
-            < 3 * core.current_unique_blocks() as usize + COMPACTION_SLACK_POSITIONS,
+            < 3 * usize::try_from(core.current_unique_blocks()).unwrap()
+                + COMPACTION_SLACK_POSITIONS,
         "expired keys are forgotten: tracked {} live {}",
         core.tracked_keys(),
         core.current_unique_blocks()

@@ -48,7 +48,7 @@ fn run_scenario(path: &Path) {
     let scenario: Scenario = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let mut ids: HashMap<String, i64> = HashMap::new();
     let mut id_of = |name: &str| {
-        let next = ids.len() as i64 + 1;
+        let next = i64::try_from(ids.len()).unwrap() + 1;
         *ids.entry(name.to_owned()).or_insert(next)
     };
     let mut core = LiteHit::new();
@@ -128,9 +128,9 @@ fn run_scenario(path: &Path) {
             .projections
             .iter()
             .find(|p| {
-                p.capacity_bytes
-                    .map(|b| capacity_blocks_for_bytes(b, scenario.block_bytes) as usize)
-                    == *capacity
+                p.capacity_bytes.map(|b| {
+                    usize::try_from(capacity_blocks_for_bytes(b, scenario.block_bytes)).unwrap()
+                }) == *capacity
             })
             .unwrap();
         assert_eq!(*total, expected.total_hit_blocks);

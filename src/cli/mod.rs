@@ -1,3 +1,235 @@
-//! Command-line interface (clap derive).
+//! Command-line interface (clap derive): what was typed. `config` turns it into validated
+//! settings; no clap type goes further than `commands`.
+//!
+//! Every flag is documented where it is defined: the field doc is the `--help` text.
+
+pub mod mrc_args;
 pub mod query_args;
 pub mod watch_args;
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+use crate::config::SingleInstanceFlags;
+use crate::formats::TraceFormat;
+
+/// Exact LRU prefix-cache hit rates at any capacity, from one pass over a KV-cache block trace.
+#[derive(Debug, Parser)]
+#[command(name = "litehit", version, about, long_about = None, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Replay a trace once and publish capacity-free facts (`litehit_facts.csv`)
+    Replay(ReplayArgs),
+    /// Hit blocks and rates of a facts file at any capacities (upstream-compatible JSONL)
+    Query(query_args::QueryArgs),
+    /// Hit rate vs capacity curve, knees and plots from a facts file
+    Mrc(mrc_args::MrcArgs),
+    /// Follow a growing trace and show exact hit rates at any capacity, live
+    Watch(watch_args::WatchArgs),
+    /// Generate a realistic trace at a steady rate and watch it live (no input needed)
+    Demo(watch_args::DemoArgs),
+}
+
+/// `litehit replay CONFIG.json` (upstream config) or `litehit replay TRACE --out DIR`.
+#[derive(Debug, Clone, PartialEq, clap::Args)]
+#[command(after_long_help = "Examples:\n  \
+litehit replay lite_hit_config.json          # upstream OptimizerLiteHitConfig\n  \
+litehit replay trace.jsonl --out results/     # one lane per instance id, flag parameters\n  \
+litehit replay conversation_trace.jsonl --out out --block-bytes 1048576\n\n\
+The facts file is published atomically: written to litehit_facts.csv.tmp, fsynced, then \
+renamed. On any error nothing new is published and the error names file, line and trace id.")]
+pub struct ReplayArgs {
+    /// An upstream `OptimizerLiteHitConfig` JSON file; with --out, a trace file instead
+    #[arg(value_name = "CONFIG_OR_TRACE")]
+    pub input: PathBuf,
+
+    /// Replay INPUT as a trace (no config file) and write DIR/litehit_facts.csv; the
+    /// directory is created when missing
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub lane: LaneFlags,
+
+    /// Parse worker threads (default: the config's `pipeline_worker_count`, else the number
+    /// of cores). The output is byte-identical for any value
+    #[arg(long, value_name = "N")]
+    pub workers: Option<usize>,
+
+    /// No progress bar and no summary on stderr
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// Trace and lane parameters for runs without a config file.
+#[derive(Debug, Clone, Default, PartialEq, Eq, clap::Args)]
+pub struct LaneFlags {
+    /// Trace format (default: detected from the first non-empty line)
+    #[arg(long, value_enum)]
+    pub format: Option<TraceFormat>,
+
+    /// Analysis block size in tokens (default: the trace block size, else the format's
+    /// native size: Mooncake 512, Bailian 16, KVCM 16, standard and LMCache 256)
+    #[arg(long, value_name = "TOKENS")]
+    pub block_size: Option<u64>,
+
+    /// The trace's own block size in tokens; the analysis block size must be a multiple
+    /// (coarsening only). Default: the analysis block size
+    #[arg(long, value_name = "TOKENS")]
+    pub trace_block_size: Option<u64>,
+
+    /// KV-cache bytes per block (all layers, K and V): converts GB capacities to blocks
+    #[arg(long, value_name = "BYTES", conflicts_with = "kv_bytes_per_token")]
+    pub block_bytes: Option<u64>,
+
+    /// KV-cache bytes per token; block bytes = this × block size (default 131072, an 8B
+    /// model in fp16)
+    #[arg(long, value_name = "BYTES")]
+    pub kv_bytes_per_token: Option<u64>,
+
+    /// Fixed TTL in seconds: a block unused for this long is gone at every capacity
+    #[arg(long, value_name = "SECONDS")]
+    pub ttl_seconds: Option<u64>,
+
+    /// Keys are raw per-block hashes: chain them with the prefix hash first
+    #[arg(long)]
+    pub prefix_hash: bool,
+
+    /// Replay every row as this instance (default: one lane per instance id seen; rows
+    /// without one go to `default`)
+    #[arg(long, value_name = "ID")]
+    pub instance: Option<String>,
+}
+
+impl LaneFlags {
+    /// The plain (non-clap) form `config` resolves; `detected_format` fills in `--format`.
+    #[must_use]
+    pub fn to_single_instance_flags(
+        &self,
+        detected_format: Option<TraceFormat>,
+    ) -> SingleInstanceFlags {
+        SingleInstanceFlags {
+            block_size_tokens: self.block_size,
+            block_bytes: self.block_bytes,
+            kv_bytes_per_token: self.kv_bytes_per_token,
+            ttl_seconds: self.ttl_seconds,
+            prefix_hash: self.prefix_hash,
+            instance: self.instance.clone(),
+            trace_block_size_tokens: self.trace_block_size,
+            format: self.format.or(detected_format),
+        }
+    }
+
+    /// Whether any lane parameter was given (they conflict with a config file).
+    #[must_use]
+    pub fn any_lane_parameter(&self) -> bool {
+        let Self {
+            format: _,
+            block_size,
+            trace_block_size,
+            block_bytes,
+            kv_bytes_per_token,
+            ttl_seconds,
+            prefix_hash,
+            instance,
+        } = self;
+        block_size.is_some()
+            || trace_block_size.is_some()
+            || block_bytes.is_some()
+            || kv_bytes_per_token.is_some()
+            || ttl_seconds.is_some()
+            || *prefix_hash
+            || instance.is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn replay_trace_mode_flags() {
+        let cli = Cli::parse_from([
+            "litehit",
+            "replay",
+            "t.jsonl",
+            "--out",
+            "o",
+            "--block-size",
+            "32",
+            "--trace-block-size",
+            "16",
+            "--block-bytes",
+            "4096",
+            "--ttl-seconds",
+            "60",
+            "--prefix-hash",
+            "--format",
+            "mooncake",
+            "--workers",
+            "3",
+        ]);
+        let Command::Replay(args) = cli.command else {
+            panic!("replay expected")
+        };
+        assert_eq!(args.out.as_deref(), Some(std::path::Path::new("o")));
+        assert_eq!(args.workers, Some(3));
+        let flags = args.lane.to_single_instance_flags(None);
+        assert_eq!(flags.block_size_tokens, Some(32));
+        assert_eq!(flags.trace_block_size_tokens, Some(16));
+        assert_eq!(flags.block_bytes, Some(4096));
+        assert_eq!(flags.ttl_seconds, Some(60));
+        assert!(flags.prefix_hash);
+        assert_eq!(flags.format, Some(TraceFormat::Mooncake));
+        assert!(args.lane.any_lane_parameter());
+    }
+
+    #[test]
+    fn detected_format_fills_only_a_missing_flag() {
+        let flags = LaneFlags {
+            format: Some(TraceFormat::Kvcm),
+            ..LaneFlags::default()
+        };
+        assert_eq!(
+            flags
+                .to_single_instance_flags(Some(TraceFormat::Standard))
+                .format,
+            Some(TraceFormat::Kvcm)
+        );
+        assert_eq!(
+            LaneFlags::default()
+                .to_single_instance_flags(Some(TraceFormat::Bailian))
+                .format,
+            Some(TraceFormat::Bailian)
+        );
+        assert!(!LaneFlags::default().any_lane_parameter());
+    }
+
+    #[test]
+    fn block_bytes_and_kv_bytes_per_token_conflict() {
+        let result = Cli::try_parse_from([
+            "litehit",
+            "replay",
+            "t",
+            "--out",
+            "o",
+            "--block-bytes",
+            "1",
+            "--kv-bytes-per-token",
+            "2",
+        ]);
+        assert!(result.is_err());
+    }
+}

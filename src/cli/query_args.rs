@@ -47,7 +47,9 @@ impl QueryArgs {
     /// FACTS followed by every `--shard`, in order.
     #[must_use]
     pub fn facts_paths(&self) -> Vec<PathBuf> {
-        std::iter::once(self.facts.clone()).chain(self.shards.iter().cloned()).collect()
+        std::iter::once(self.facts.clone())
+            .chain(self.shards.iter().cloned())
+            .collect()
     }
 
     /// Whether OUT is `-` (stdout).
@@ -88,7 +90,16 @@ mod tests {
 
     #[test]
     fn negative_capacities_are_positional_values() {
-        let args = parse(&["f.csv", "-", "0", "-1", "2.5", "-0.5", "1e3", "--summary-only"]);
+        let args = parse(&[
+            "f.csv",
+            "-",
+            "0",
+            "-1",
+            "2.5",
+            "-0.5",
+            "1e3",
+            "--summary-only",
+        ]);
         assert_eq!(args.capacity_gb, ["0", "-1", "2.5", "-0.5", "1e3"]);
         assert!(args.summary_only);
         assert!(args.writes_to_stdout());
@@ -124,7 +135,11 @@ mod tests {
         assert_eq!(args.capacity_gb, ["-1"]);
         assert_eq!(
             args.facts_paths(),
-            [PathBuf::from("f.csv"), PathBuf::from("g.csv"), PathBuf::from("h.csv")]
+            [
+                PathBuf::from("f.csv"),
+                PathBuf::from("g.csv"),
+                PathBuf::from("h.csv")
+            ]
         );
         assert!(!args.writes_to_stdout());
     }

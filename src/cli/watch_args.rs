@@ -2,8 +2,7 @@
 
 use std::path::PathBuf;
 
-use crate::config::SingleInstanceFlags;
-use crate::formats::TraceFormat;
+use super::LaneFlags;
 
 /// Follow a growing trace file and show exact LRU prefix-cache hit rates at any capacity, live.
 #[derive(Debug, Clone, PartialEq, clap::Args)]
@@ -45,37 +44,8 @@ pub struct WatchArgs {
     #[arg(long, value_name = "PATH", default_value = "litehit_facts.csv")]
     pub facts_out: PathBuf,
 
-    /// Analysis tokens per block (default: --trace-block-size, else the format's block size)
-    #[arg(long, value_name = "TOKENS")]
-    pub block_size: Option<u64>,
-
-    /// KV bytes per analysis block (turns GB capacities into blocks)
-    #[arg(long, value_name = "BYTES")]
-    pub block_bytes: Option<u64>,
-
-    /// KV bytes per token: block bytes = this × block size (default 131072)
-    #[arg(long, value_name = "BYTES")]
-    pub kv_bytes_per_token: Option<u64>,
-
-    /// Fixed TTL: blocks idle this long (trace time) expire at every capacity
-    #[arg(long, value_name = "SECONDS")]
-    pub ttl_seconds: Option<u64>,
-
-    /// Keys are raw per-block hashes: chain them with the prefix hash first
-    #[arg(long)]
-    pub prefix_hash: bool,
-
-    /// Send every row to this one instance (default: one lane per instance id seen)
-    #[arg(long, value_name = "ID")]
-    pub instance: Option<String>,
-
-    /// The trace's native tokens per block (default: --block-size)
-    #[arg(long, value_name = "TOKENS")]
-    pub trace_block_size: Option<u64>,
-
-    /// Trace format (default: detected from the first line)
-    #[arg(long, value_enum)]
-    pub format: Option<TraceFormat>,
+    #[command(flatten)]
+    pub lane: LaneFlags,
 
     /// No TUI: print one JSON line per --interval on stdout with the same numbers
     #[arg(long)]
@@ -96,23 +66,6 @@ pub struct WatchArgs {
     /// Width of the hit-rate-over-time windows, in seconds of trace time
     #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
     pub window_seconds: f64,
-}
-
-impl WatchArgs {
-    /// The single-instance flags as `config` takes them.
-    #[must_use]
-    pub fn single_instance_flags(&self) -> SingleInstanceFlags {
-        SingleInstanceFlags {
-            block_size_tokens: self.block_size,
-            block_bytes: self.block_bytes,
-            kv_bytes_per_token: self.kv_bytes_per_token,
-            ttl_seconds: self.ttl_seconds,
-            prefix_hash: self.prefix_hash,
-            instance: self.instance.clone(),
-            trace_block_size_tokens: self.trace_block_size,
-            format: self.format,
-        }
-    }
 }
 
 /// Generate a realistic trace into a temporary file at a steady rate and watch it live.
@@ -159,6 +112,7 @@ pub struct DemoArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::formats::TraceFormat;
     use clap::Parser;
 
     #[derive(Debug, Parser)]
@@ -207,7 +161,7 @@ mod tests {
             "--format",
             "mooncake",
         ]);
-        let flags = watch.args.single_instance_flags();
+        let flags = watch.args.lane.to_single_instance_flags(None);
         assert_eq!(flags.block_size_tokens, Some(64));
         assert_eq!(flags.trace_block_size_tokens, Some(16));
         assert_eq!(flags.block_bytes, Some(4096));

@@ -1,4 +1,58 @@
-//! (in progress)
+//! One file per subcommand, glue only: resolve arguments through `config`, run the `engine`
+//! or read facts, write through `facts::file` / `output`. No analysis logic lives here.
+
 pub mod demo;
+pub mod mrc;
 pub mod query;
+pub mod replay;
 pub mod watch;
+
+use crate::cli::{Cli, Command};
+
+/// Runs the parsed command line.
+pub fn run(cli: Cli) -> color_eyre::Result<()> {
+    match cli.command {
+        Command::Replay(args) => replay::run(&args),
+        Command::Query(args) => query::run(&args),
+        Command::Mrc(args) => mrc::run(&args),
+        Command::Watch(args) => watch::run(&args),
+        Command::Demo(args) => demo::run(&args),
+    }
+}
+
+/// Error and panic hooks: no location or environment sections; a panic is a bug.
+pub fn install_error_hooks() {
+    let installed = color_eyre::config::HookBuilder::default()
+        .display_env_section(false)
+        .panic_section("this is a bug, please report it at the project's issue tracker")
+        .install();
+    // Installing twice (tests) is harmless; the first hooks stay.
+    let _ = installed;
+}
+
+/// Whether the error is a closed stdout (`litehit query ... - | head`), which is not a failure.
+#[must_use]
+pub fn is_broken_pipe(error: &color_eyre::Report) -> bool {
+    error.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+/// One line: every cause of the chain joined by `: ` (the CLI's error message format).
+#[must_use]
+pub fn error_message(error: &color_eyre::Report) -> String {
+    let mut message = String::new();
+    for cause in error.chain() {
+        let text = cause.to_string();
+        if message.contains(&text) {
+            continue; // thiserror sources often repeat in the parent's text
+        }
+        if !message.is_empty() {
+            message.push_str(": ");
+        }
+        message.push_str(&text);
+    }
+    message
+}

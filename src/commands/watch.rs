@@ -50,7 +50,7 @@ pub fn ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
             .trace
             .clone()
             .ok_or_else(|| eyre!("no trace file: pass TRACE (or --config with trace_file_path)"))?;
-        let resolved = resolve_single_instance(&args.single_instance_flags())?;
+        let resolved = resolve_single_instance(&args.lane.to_single_instance_flags(None))?;
         (trace, resolved.engine, resolved.trace_format, Vec::new())
     };
     let gigabytes = if args.capacity_gb.is_empty() {
@@ -62,7 +62,7 @@ pub fn ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
     if !gigabytes.is_empty() {
         config.slots = gigabytes.iter().map(|&gb| Capacity::from_gb(gb)).collect();
     }
-    config.format = format.or(args.format);
+    config.format = format.or(args.lane.format);
     config.start_at = if args.from_end {
         StartAt::End
     } else {

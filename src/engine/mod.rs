@@ -7,6 +7,7 @@
 //! this module and hold no analysis logic.
 
 mod lane;
+pub mod pipeline;
 pub mod policy;
 mod route;
 

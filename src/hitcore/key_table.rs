@@ -131,11 +131,12 @@ impl KeyTable {
         }
     }
 
-    /// Touches the home slot of `key` so its cache line is on its way (a plain load: the crate
-    /// forbids `unsafe`, so no prefetch intrinsic). Returns a value to keep the load alive.
+    /// Starts loading the home slot of `key` (a hint; no effect on results).
     #[inline]
-    pub(crate) fn warm(&self, key: i64) -> u32 {
-        self.slots[self.home_slot(key)][2]
+    pub(crate) fn prefetch(&self, key: i64) {
+        if !self.slots.is_empty() {
+            super::hints::prefetch_read(&self.slots[self.home_slot(key)]);
+        }
     }
 
     /// Finds `key`, or the empty slot where it would be inserted.
@@ -281,13 +282,23 @@ impl KeyTable {
             u32::try_from(capacity).is_ok(),
             "key table capacity {capacity} exceeds 2^32 slots"
         );
-        let old_slots = std::mem::replace(&mut self.slots, vec![[0; 3]; capacity]);
+        let mut new_slots = vec![[0; 3]; capacity];
+        super::hints::advise_huge_pages(&mut new_slots);
+        let old_slots = std::mem::replace(&mut self.slots, new_slots);
         self.fastmod_multiplier = (u64::MAX / capacity as u64).wrapping_add(1);
         self.hash_mode = hash_mode;
         self.len = 0;
         for old in old_slots.into_iter().filter(|s| s[2] != 0) {
             self.insert_new(old);
         }
+    }
+
+    /// Forgets every key but keeps the allocation (and its page mappings) for reuse.
+    pub(crate) fn clear(&mut self) {
+        self.slots.fill([0; 3]);
+        self.len = 0;
+        self.hash_mode = HashMode::Fold;
+        self.wants_rehash = false;
     }
 
     /// Every stored `(key, position)`, in slot order.

@@ -93,6 +93,14 @@ impl RecencyRanks {
         }
     }
 
+    /// Starts loading the bitset word of `position` (a hint; no effect on results).
+    #[inline]
+    pub(crate) fn prefetch(&self, position: usize) {
+        if let Some(word) = self.words.get(position / 64) {
+            super::hints::prefetch_read(word);
+        }
+    }
+
     /// Appends a new most-recent position and returns it. Call [`Self::reserve`] first.
     #[inline]
     pub(crate) fn push(&mut self) -> usize {
@@ -166,6 +174,16 @@ impl RecencyRanks {
         self.set_count = kept;
         self.rebuild_tree();
         remap
+    }
+
+    /// Forgets every position but keeps the allocation for reuse.
+    pub(crate) fn clear(&mut self) {
+        self.words.fill(0);
+        self.block_tree.fill(0);
+        self.len = 0;
+        self.set_count = 0;
+        self.pending_append = PendingBlockDelta::default();
+        self.pending_removal = PendingBlockDelta::default();
     }
 
     /// Heap bytes held.

@@ -117,7 +117,9 @@ fn compaction_bounds_positions_and_keeps_every_key() {
             core.process_request(chunk, 0);
             assert!(
                 core.position_space_len()
-                    <= 2 * core.tracked_keys() + COMPACTION_SLACK_POSITIONS + 100
+                    <= COMPACTION_POSITIONS_PER_LIVE_KEY * core.tracked_keys()
+                        + COMPACTION_SLACK_POSITIONS
+                        + 100
             );
         }
     }

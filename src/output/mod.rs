@@ -5,5 +5,8 @@
 //! table) and its plots (SVG text, PNG pixels). It computes hits only through `projector`
 //! and never parses traces or runs the core.
 
+pub mod mrc;
 pub mod number_format;
+pub mod plot;
 pub mod query_jsonl;
+pub mod summary;

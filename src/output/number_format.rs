@@ -31,7 +31,11 @@ const TIE_GUARD: f64 = 1e-6;
 /// Appends `value` formatted as C's `printf("%g", value)`.
 pub fn append_g6(out: &mut Vec<u8>, value: f64) {
     if value.is_nan() {
-        out.extend_from_slice(if value.is_sign_negative() { b"-nan" } else { b"nan" });
+        out.extend_from_slice(if value.is_sign_negative() {
+            b"-nan"
+        } else {
+            b"nan"
+        });
         return;
     }
     if value.is_sign_negative() {
@@ -96,7 +100,10 @@ pub fn format_g6(value: f64) -> String {
 /// Rounds a positive finite `value` to six significant digits: `(mantissa, exponent)` with
 /// `mantissa` in `100000..=999999` and `value ≈ mantissa · 10^(exponent − 5)`.
 fn round_to_six_digits(value: f64) -> (u32, i32) {
-    #[expect(clippy::cast_possible_truncation, reason = "log10 of a finite f64 is within ±324")]
+    #[expect(
+        clippy::cast_possible_truncation,
+        reason = "log10 of a finite f64 is within ±324"
+    )]
     let mut exponent = value.log10().floor() as i32;
     for _ in 0..3 {
         let Some(scaled) = scale_exactly(value, SIGNIFICANT_DIGITS - 1 - exponent) else {
@@ -131,7 +138,11 @@ fn round_to_six_digits(value: f64) -> (u32, i32) {
 /// `value · 10^power` with one rounding, or `None` if `10^|power|` is not exact.
 fn scale_exactly(value: f64, power: i32) -> Option<f64> {
     let factor = EXACT_POWERS_OF_TEN.get(usize::try_from(power.unsigned_abs()).ok()?)?;
-    Some(if power >= 0 { value * factor } else { value / factor })
+    Some(if power >= 0 {
+        value * factor
+    } else {
+        value / factor
+    })
 }
 
 /// The exact path: std's correctly rounded `{:.5e}` (ties to even on the binary value).
@@ -234,10 +245,18 @@ mod tests {
             if !value.is_finite() || value == 0.0 {
                 continue;
             }
-            assert_eq!(round_to_six_digits(value), round_to_six_digits_exact(value), "{value:e}");
+            assert_eq!(
+                round_to_six_digits(value),
+                round_to_six_digits_exact(value),
+                "{value:e}"
+            );
             let rate = (state % 1_000_003) as f64 / ((state >> 32) % 999_983 + 1) as f64;
             if rate > 0.0 {
-                assert_eq!(round_to_six_digits(rate), round_to_six_digits_exact(rate), "{rate:e}");
+                assert_eq!(
+                    round_to_six_digits(rate),
+                    round_to_six_digits_exact(rate),
+                    "{rate:e}"
+                );
             }
         }
     }

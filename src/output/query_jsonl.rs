@@ -50,7 +50,10 @@ impl QuerySlots {
     #[must_use]
     pub fn capacities(&self) -> Vec<Capacity> {
         let gigabytes = self.capacity_gb.iter().map(|&gb| Capacity::from_gb(gb));
-        let blocks = self.capacity_blocks.iter().map(|&blocks| Capacity::Blocks(blocks));
+        let blocks = self
+            .capacity_blocks
+            .iter()
+            .map(|&blocks| Capacity::Blocks(blocks));
         gigabytes.chain(blocks).collect()
     }
 }
@@ -157,7 +160,9 @@ impl<W: Write> QueryJsonlWriter<W> {
         for totals in [&mut self.instances[instance].1, &mut self.overall] {
             totals.requests += 1;
             // Unchecked (wrapping) u64 sums, as upstream.
-            totals.total_input_tokens = totals.total_input_tokens.wrapping_add(record.input_token_len);
+            totals.total_input_tokens = totals
+                .total_input_tokens
+                .wrapping_add(record.input_token_len);
             for ((blocks, tokens), &hits) in totals
                 .total_hit_blocks
                 .iter_mut()
@@ -198,7 +203,9 @@ impl<W: Write> QueryJsonlWriter<W> {
     /// Fills `hit_blocks` for `record` at every slot, through the projector.
     fn project(&mut self, record: &FactRecord) {
         if self.projected_block_bytes != Some(record.block_bytes) {
-            for (capacity_blocks, capacity) in self.slot_capacity_blocks.iter_mut().zip(&self.capacities) {
+            for (capacity_blocks, capacity) in
+                self.slot_capacity_blocks.iter_mut().zip(&self.capacities)
+            {
                 *capacity_blocks = capacity.blocks(record.block_bytes);
             }
             self.projected_block_bytes = Some(record.block_bytes);
@@ -222,8 +229,10 @@ impl<W: Write> QueryJsonlWriter<W> {
             Some(&index) => index,
             None => {
                 let index = self.instances.len();
-                self.instances
-                    .push((instance_id.to_owned(), SlotTotals::new(self.capacities.len())));
+                self.instances.push((
+                    instance_id.to_owned(),
+                    SlotTotals::new(self.capacities.len()),
+                ));
                 self.instance_index.insert(instance_id.to_owned(), index);
                 index
             }
@@ -289,7 +298,12 @@ fn append_g6_array(out: &mut Vec<u8>, values: impl IntoIterator<Item = f64>) {
     out.push(b']');
 }
 
-fn append_summary_line(out: &mut Vec<u8>, instance_id: Option<&str>, totals: &SlotTotals, slots: &QuerySlots) {
+fn append_summary_line(
+    out: &mut Vec<u8>,
+    instance_id: Option<&str>,
+    totals: &SlotTotals,
+    slots: &QuerySlots,
+) {
     let mut itoa = itoa::Buffer::new();
     out.extend_from_slice(b"{\"summary\":true,");
     if let Some(instance_id) = instance_id {
@@ -346,7 +360,13 @@ mod tests {
     use super::*;
     use crate::facts::RequestFact;
 
-    fn record(trace_id: &str, instance_id: &str, timestamp_ns: i64, len: u64, pairs: &[[u64; 2]]) -> FactRecord {
+    fn record(
+        trace_id: &str,
+        instance_id: &str,
+        timestamp_ns: i64,
+        len: u64,
+        pairs: &[[u64; 2]],
+    ) -> FactRecord {
         FactRecord {
             trace_id: trace_id.into(),
             instance_id: instance_id.into(),
@@ -392,7 +412,10 @@ mod tests {
             r#"{"summary":true,"requests":3,"total_input_tokens":38,"capacity_gb":[3.05176e-05,-1],"total_hit_blocks":[4,5],"total_hit_tokens":[16,20],"hit_rates":[0.421053,0.526316]}"#,
             "\n",
         );
-        assert_eq!(run(&offline_runner_fixture(), slots, QueryOptions::default()), expected);
+        assert_eq!(
+            run(&offline_runner_fixture(), slots, QueryOptions::default()),
+            expected
+        );
     }
 
     #[test]
@@ -401,7 +424,11 @@ mod tests {
             capacity_gb: vec![0.0],
             capacity_blocks: vec![3, 4],
         };
-        let out = run(&offline_runner_fixture(), slots, QueryOptions { summary_only: true });
+        let out = run(
+            &offline_runner_fixture(),
+            slots,
+            QueryOptions { summary_only: true },
+        );
         let expected = concat!(
             r#"{"summary":true,"instance_id":"i1","requests":3,"total_input_tokens":38,"capacity_gb":[0],"capacity_blocks":[3,4],"total_hit_blocks":[0,4,5],"total_hit_tokens":[0,16,20],"hit_rates":[0,0.421053,0.526316]}"#,
             "\n",
@@ -429,8 +456,18 @@ mod tests {
             .map(|l| l.split("\"instance_id\":").nth(1).map(|s| &s[..3]))
             .collect();
         assert_eq!(ids, [Some("\"B\""), Some("\"a\""), Some("\"b\""), None]);
-        assert!(out.lines().nth(2).unwrap().contains(r#""requests":2,"total_input_tokens":8,"#));
-        assert!(out.lines().nth(2).unwrap().ends_with(r#""total_hit_blocks":[2],"total_hit_tokens":[8],"hit_rates":[1]}"#));
+        assert!(
+            out.lines()
+                .nth(2)
+                .unwrap()
+                .contains(r#""requests":2,"total_input_tokens":8,"#)
+        );
+        assert!(
+            out.lines()
+                .nth(2)
+                .unwrap()
+                .ends_with(r#""total_hit_blocks":[2],"total_hit_tokens":[8],"hit_rates":[1]}"#)
+        );
     }
 
     #[test]

@@ -77,7 +77,7 @@ mod tests {
         let prev = -1_i64;
         let signed_shift_variant = {
             let rhs = 5_i64
-                .wrapping_add(0x9e37_79b9_7f4a_7c15_u64.cast_signed())
+                .wrapping_add(i64::from_ne_bytes(0x9e37_79b9_7f4a_7c15_u64.to_ne_bytes()))
                 .wrapping_add(prev << 12)
                 .wrapping_add(prev >> 32);
             prev ^ rhs

@@ -48,7 +48,9 @@ impl AtomicFile {
 
     /// The buffered writer of the temp file.
     pub fn writer(&mut self) -> &mut BufWriter<File> {
-        self.writer.as_mut().expect("the writer is only taken by commit, which consumes self")
+        self.writer
+            .as_mut()
+            .expect("the writer is only taken by commit, which consumes self")
     }
 
     /// Writes `bytes` to the temp file.
@@ -86,7 +88,9 @@ impl AtomicFile {
             path: self.temp_path.clone(),
             source,
         };
-        let file = writer.into_inner().map_err(|e| write_error(e.into_error()))?;
+        let file = writer
+            .into_inner()
+            .map_err(|e| write_error(e.into_error()))?;
         file.sync_all().map_err(write_error)?;
         drop(file);
         fs::rename(&self.temp_path, &self.final_path).map_err(|source| FactsError::Publish {

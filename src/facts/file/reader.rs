@@ -135,8 +135,15 @@ struct RowParser {
 impl RowParser {
     fn parse(&mut self, line: &[u8], record: &mut FactRecord) -> Result<(), FactsRowError> {
         self.split(line)?;
-        let [trace_id, instance_id, timestamp_ns, input_token_len, block_size_tokens, block_bytes, hit_curve] =
-            self.fields();
+        let [
+            trace_id,
+            instance_id,
+            timestamp_ns,
+            input_token_len,
+            block_size_tokens,
+            block_bytes,
+            hit_curve,
+        ] = self.fields();
         let timestamp_ns = parse_i64_field("timestamp_ns", timestamp_ns)?;
         let input_token_len = parse_u64_field("input_token_len", input_token_len)?;
         let block_size_tokens = parse_u64_field("block_size_tokens", block_size_tokens)?;
@@ -261,7 +268,11 @@ fn parse_c_i64(field: &[u8]) -> Option<i64> {
 fn parse_c_u64(field: &[u8]) -> Option<u64> {
     let (negative, digits) = c_integer_parts(field)?;
     let magnitude = digits_to_u64(digits)?;
-    Some(if negative { magnitude.wrapping_neg() } else { magnitude })
+    Some(if negative {
+        magnitude.wrapping_neg()
+    } else {
+        magnitude
+    })
 }
 
 fn parse_i64_field(field: &'static str, bytes: &[u8]) -> Result<i64, FactsRowError> {
@@ -309,14 +320,24 @@ impl CurveCursor<'_> {
     fn number(&mut self) -> Option<u64> {
         self.peek();
         let start = self.at;
-        let digits = self.bytes[start..].iter().take_while(|b| b.is_ascii_digit()).count();
+        let digits = self.bytes[start..]
+            .iter()
+            .take_while(|b| b.is_ascii_digit())
+            .count();
         self.at += digits;
-        if digits == 0 { None } else { digits_to_u64(&self.bytes[start..self.at]) }
+        if digits == 0 {
+            None
+        } else {
+            digits_to_u64(&self.bytes[start..self.at])
+        }
     }
 }
 
 /// Parses `[[start,run],...]` into `hit_curve` (cleared first).
-fn parse_hit_curve(bytes: &[u8], hit_curve: &mut Vec<HitCurveSegment>) -> Result<(), HitCurveError> {
+fn parse_hit_curve(
+    bytes: &[u8],
+    hit_curve: &mut Vec<HitCurveSegment>,
+) -> Result<(), HitCurveError> {
     hit_curve.clear();
     let mut cursor = CurveCursor { bytes, at: 0 };
     if !cursor.eat(b'[') {
@@ -365,8 +386,14 @@ mod tests {
     #[test]
     fn upstream_asserted_rejects() {
         assert_eq!(reason("a,b,c"), "expected 7 fields, got 3");
-        assert_eq!(reason("t,i,1,2,3,4,\"[[1]]\""), "hit_curve segment expects ','");
-        assert_eq!(reason("t,i,x,2,3,4,\"[]\""), "timestamp_ns is not a valid integer: x");
+        assert_eq!(
+            reason("t,i,1,2,3,4,\"[[1]]\""),
+            "hit_curve segment expects ','"
+        );
+        assert_eq!(
+            reason("t,i,x,2,3,4,\"[]\""),
+            "timestamp_ns is not a valid integer: x"
+        );
     }
 
     #[test]
@@ -381,23 +408,62 @@ mod tests {
             ("t,i,1,2,3,,[]", "block_bytes is empty"),
             ("t,i,1,2,3,4,", "hit_curve must start with '['"),
             ("t,i,1 ,2,3,4,[]", "timestamp_ns is not a valid integer: 1 "),
-            ("t,i,9223372036854775808,2,3,4,[]", "timestamp_ns is not a valid integer: 9223372036854775808"),
-            ("t,i,1,2x,3,4,[]", "input_token_len is not a valid unsigned integer: 2x"),
-            ("t,i,1,2,3,18446744073709551616,[]", "block_bytes is not a valid unsigned integer: 18446744073709551616"),
-            ("t,i,1,2,3,-,[]", "block_bytes is not a valid unsigned integer: -"),
-            ("t,i,1,2,0,4,[]", "block_bytes/block_size_tokens must be positive"),
-            ("t,i,1,2,3,0,[]", "block_bytes/block_size_tokens must be positive"),
+            (
+                "t,i,9223372036854775808,2,3,4,[]",
+                "timestamp_ns is not a valid integer: 9223372036854775808",
+            ),
+            (
+                "t,i,1,2x,3,4,[]",
+                "input_token_len is not a valid unsigned integer: 2x",
+            ),
+            (
+                "t,i,1,2,3,18446744073709551616,[]",
+                "block_bytes is not a valid unsigned integer: 18446744073709551616",
+            ),
+            (
+                "t,i,1,2,3,-,[]",
+                "block_bytes is not a valid unsigned integer: -",
+            ),
+            (
+                "t,i,1,2,0,4,[]",
+                "block_bytes/block_size_tokens must be positive",
+            ),
+            (
+                "t,i,1,2,3,0,[]",
+                "block_bytes/block_size_tokens must be positive",
+            ),
             ("t,i,1,2,0,4,x", "hit_curve must start with '['"),
-            ("t,i,1,2,3,4,\"[x]\"", "hit_curve segment must start with '['"),
-            ("t,i,1,2,3,4,\"[[x,1]]\"", "hit_curve segment start is not a valid integer"),
-            ("t,i,1,2,3,4,\"[[-1,1]]\"", "hit_curve segment start is not a valid integer"),
-            ("t,i,1,2,3,4,\"[[1,]]\"", "hit_curve segment length is not a valid integer"),
-            ("t,i,1,2,3,4,\"[[1,2,3]]\"", "hit_curve segment must end with ']'"),
+            (
+                "t,i,1,2,3,4,\"[x]\"",
+                "hit_curve segment must start with '['",
+            ),
+            (
+                "t,i,1,2,3,4,\"[[x,1]]\"",
+                "hit_curve segment start is not a valid integer",
+            ),
+            (
+                "t,i,1,2,3,4,\"[[-1,1]]\"",
+                "hit_curve segment start is not a valid integer",
+            ),
+            (
+                "t,i,1,2,3,4,\"[[1,]]\"",
+                "hit_curve segment length is not a valid integer",
+            ),
+            (
+                "t,i,1,2,3,4,\"[[1,2,3]]\"",
+                "hit_curve segment must end with ']'",
+            ),
             ("t,i,1,2,3,4,\"[[1,2]\"", "hit_curve must end with ']'"),
             ("t,i,1,2,3,4,\"[[1,2];\"", "hit_curve must end with ']'"),
-            ("t,i,1,2,3,4,\"[[1,2]]]\"", "hit_curve has trailing characters"),
+            (
+                "t,i,1,2,3,4,\"[[1,2]]]\"",
+                "hit_curve has trailing characters",
+            ),
             ("t,i,1,2,3,4,\"[] x\"", "hit_curve has trailing characters"),
-            ("t,i,1,2,3,4,\"[[99999999999999999999,1]]\"", "hit_curve segment start is not a valid integer"),
+            (
+                "t,i,1,2,3,4,\"[[99999999999999999999,1]]\"",
+                "hit_curve segment start is not a valid integer",
+            ),
         ];
         for (line, expected) in cases {
             assert_eq!(reason(line), expected, "line {line:?}");
@@ -408,7 +474,11 @@ mod tests {
     fn c_integer_quirks() {
         let record = parse_fact_line("t,i, -5,-1,+3, 7,\"[]\"").unwrap();
         assert_eq!(record.timestamp_ns, -5);
-        assert_eq!(record.input_token_len, u64::MAX, "strtoull negates modulo 2^64");
+        assert_eq!(
+            record.input_token_len,
+            u64::MAX,
+            "strtoull negates modulo 2^64"
+        );
         assert_eq!(record.block_size_tokens, 3);
         assert_eq!(record.block_bytes, 7);
         assert_eq!(parse_c_i64(b"-9223372036854775808"), Some(i64::MIN));
@@ -423,7 +493,8 @@ mod tests {
 
     #[test]
     fn quotes_anywhere_and_doubled_quotes() {
-        let record = parse_fact_line("a\"b,c\"d,\"x\"\"y\",1,2,3,4,\"[ [ 1 , 2 ] ,\t[4,1] ]\"").unwrap();
+        let record =
+            parse_fact_line("a\"b,c\"d,\"x\"\"y\",1,2,3,4,\"[ [ 1 , 2 ] ,\t[4,1] ]\"").unwrap();
         assert_eq!(record.trace_id, "ab,cd");
         assert_eq!(record.instance_id, "x\"y");
         assert_eq!(record.fact.to_pairs(), vec![[1, 2], [4, 1]]);
@@ -433,19 +504,29 @@ mod tests {
     fn trailing_carriage_return_is_white_space_in_the_curve() {
         let record = parse_fact_line("t,i,1,2,3,4,\"[[1,2]]\"\r").unwrap();
         assert_eq!(record.fact.to_pairs(), vec![[1, 2]]);
-        assert_eq!(reason("t,i,1,2,3,4\r,\"[]\""), "block_bytes is not a valid unsigned integer: 4\r");
+        assert_eq!(
+            reason("t,i,1,2,3,4\r,\"[]\""),
+            "block_bytes is not a valid unsigned integer: 4\r"
+        );
     }
 
     #[test]
     fn reused_record_is_fully_overwritten() {
         let mut parser = RowParser::default();
         let mut record = FactRecord::default();
-        parser.parse(b"long-trace-id,inst,1,2,3,4,\"[[1,2],[5,6]]\"", &mut record).unwrap();
+        parser
+            .parse(b"long-trace-id,inst,1,2,3,4,\"[[1,2],[5,6]]\"", &mut record)
+            .unwrap();
         parser.parse(b"t,i,7,8,9,10,\"[]\"", &mut record).unwrap();
         assert_eq!(record.trace_id, "t");
         assert_eq!(record.instance_id, "i");
         assert_eq!(
-            (record.timestamp_ns, record.input_token_len, record.block_size_tokens, record.block_bytes),
+            (
+                record.timestamp_ns,
+                record.input_token_len,
+                record.block_size_tokens,
+                record.block_bytes
+            ),
             (7, 8, 9, 10)
         );
         assert!(record.fact.hit_curve.is_empty());

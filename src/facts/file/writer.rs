@@ -46,8 +46,8 @@ pub fn append_hit_curve(out: &mut Vec<u8>, hit_curve: &[HitCurveSegment]) {
 /// Appends `value`, quoted (inner quotes doubled) only if it contains `,` `"` `\n` or `\r`.
 fn append_csv_string(out: &mut Vec<u8>, value: &str) {
     let bytes = value.as_bytes();
-    let needs_quotes =
-        memchr::memchr3(b',', b'"', b'\n', bytes).is_some() || memchr::memchr(b'\r', bytes).is_some();
+    let needs_quotes = memchr::memchr3(b',', b'"', b'\n', bytes).is_some()
+        || memchr::memchr(b'\r', bytes).is_some();
     if !needs_quotes {
         out.extend_from_slice(bytes);
         return;
@@ -113,6 +113,9 @@ mod tests {
 
     #[test]
     fn empty_curve_is_quoted_brackets() {
-        assert_eq!(row_bytes("t", "i", &[]), "t,i,1720000000000,900,256,4194304,\"[]\"\n");
+        assert_eq!(
+            row_bytes("t", "i", &[]),
+            "t,i,1720000000000,900,256,4194304,\"[]\"\n"
+        );
     }
 }

@@ -1,0 +1,40 @@
+//! Arguments of `litehit mrc`.
+
+use std::path::PathBuf;
+
+/// Default cap on points per curve in `--json` (exact breakpoints when there are fewer).
+pub const DEFAULT_MAX_CURVE_POINTS: usize = 1000;
+
+/// Miss-ratio curve from facts: the exact cumulative hit rate at every capacity, knees and
+/// saturation, per instance and in total.
+#[derive(Debug, Clone, PartialEq, clap::Args)]
+#[command(
+    after_long_help = "The table lists, per instance and for the total: requests, input tokens, block \
+geometry, the hit rate with unlimited capacity, the smallest capacity reaching 50/90/95/99% of it \
+(GB with blocks in parentheses) and the saturation capacity (the smallest reaching it fully). \
+GB = 2^30 bytes. The total gives every instance its own cache of the same size in bytes, as the \
+overall line of `litehit query` does.\n\nRows of one instance must share block_size_tokens and \
+block_bytes.\n\nExample:\n  litehit mrc out/litehit_facts.csv --png mrc.png"
+)]
+pub struct MrcArgs {
+    /// Facts CSV files; several files (e.g. replay shards) are aggregated per instance
+    #[arg(value_name = "FACTS", required = true)]
+    pub facts: Vec<PathBuf>,
+
+    /// Print the report as JSON (knees, saturation and curve points) instead of the table
+    #[arg(long)]
+    pub json: bool,
+
+    /// Also write a PNG plot (hit rate % vs capacity GB) to FILE, atomically
+    #[arg(long, value_name = "FILE")]
+    pub png: Option<PathBuf>,
+
+    /// Also write the plot as SVG to FILE, atomically
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
+
+    /// Most points per curve in --json; the exact breakpoints when there are no more than
+    /// this, else this many evenly spaced capacities (each value still exact)
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_CURVE_POINTS)]
+    pub max_curve_points: usize,
+}

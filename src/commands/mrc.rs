@@ -1,0 +1,47 @@
+//! `litehit mrc`: glue from [`MrcArgs`] to the curves, the report and the plots.
+
+use std::io::{self, Write};
+use std::path::Path;
+
+use color_eyre::eyre::{WrapErr, eyre};
+
+use crate::cli::mrc_args::MrcArgs;
+use crate::facts::file::write_atomically;
+use crate::output::mrc::{MrcCurves, render_table};
+use crate::output::plot::{PlotData, render_png, render_svg};
+
+/// Builds the curves from the facts, prints the table (or JSON) and writes the plots.
+pub fn run(args: &MrcArgs) -> color_eyre::Result<()> {
+    let curves = MrcCurves::from_facts_files(&args.facts)
+        .wrap_err("building the miss-ratio curve failed")?;
+    let report = curves.report(args.max_curve_points);
+    if args.png.is_some() || args.svg.is_some() {
+        let source = args
+            .facts
+            .iter()
+            .map(|p| p.file_name().unwrap_or(p.as_os_str()).to_string_lossy())
+            .collect::<Vec<_>>()
+            .join(", ");
+        let plot = PlotData::from_curves(&curves, &report, &source);
+        if let Some(path) = &args.png {
+            write_file(path, &render_png(&plot))?;
+        }
+        if let Some(path) = &args.svg {
+            write_file(path, render_svg(&plot).as_bytes())?;
+        }
+    }
+    let mut stdout = io::stdout().lock();
+    if args.json {
+        serde_json::to_writer_pretty(&mut stdout, &report).wrap_err("writing the JSON report")?;
+        writeln!(stdout)?;
+    } else {
+        stdout.write_all(render_table(&report).as_bytes())?;
+    }
+    stdout.flush()?;
+    Ok(())
+}
+
+fn write_file(path: &Path, bytes: &[u8]) -> color_eyre::Result<()> {
+    write_atomically(path, |out| out.write_all(bytes).map_err(|e| eyre!(e)))
+        .wrap_err_with(|| format!("writing {}", path.display()))
+}

@@ -1,0 +1,224 @@
+//! `litehit replay`: trace → engine → `litehit_facts.csv`, published atomically.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, IsTerminal};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use color_eyre::eyre::{Result, WrapErr, bail, eyre};
+
+use crate::cli::ReplayArgs;
+use crate::config::{self, ReplayConfig};
+use crate::engine::pipeline::{PipelineTotals, replay_stream};
+use crate::engine::{Engine, EngineConfig, Policy};
+use crate::facts::file::{AtomicFactsWriter, append_fact_row};
+use crate::formats::{LineParser, ParseOptions, TraceFormat, detect_format, open_trace};
+use crate::output::summary::LaneSummary;
+
+/// Rows are handed to the writer in batches of about this many bytes.
+const ROW_BATCH_BYTES: usize = 1 << 20;
+
+/// Everything a replay needs, resolved from a config file or from flags.
+struct ReplayPlan {
+    trace_path: PathBuf,
+    output_dir: PathBuf,
+    format: TraceFormat,
+    engine: EngineConfig,
+    worker_count: usize,
+}
+
+pub fn run(args: &ReplayArgs) -> Result<()> {
+    let plan = resolve_plan(args)?;
+    let started = Instant::now();
+    let (totals, engine, facts_path) =
+        replay_plan(&plan, !args.quiet && std::io::stderr().is_terminal())?;
+    if !args.quiet {
+        let summaries: Vec<LaneSummary> = engine.lanes().iter().map(LaneSummary::of).collect();
+        eprint!(
+            "{}",
+            crate::output::summary::render_replay_summary(
+                &summaries,
+                totals.bytes,
+                started.elapsed(),
+                &facts_path
+            )
+        );
+    }
+    Ok(())
+}
+
+fn resolve_plan(args: &ReplayArgs) -> Result<ReplayPlan> {
+    let default_workers = || std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    let worker_count = |configured: Option<usize>| {
+        args.workers
+            .or(configured)
+            .unwrap_or_else(default_workers)
+            .max(1)
+    };
+    if let Some(output_dir) = &args.out {
+        let detected = match args.lane.format {
+            Some(format) => format,
+            None => detect_trace_format(&args.input)?,
+        };
+        let resolved =
+            config::resolve_single_instance(&args.lane.to_single_instance_flags(Some(detected)))?;
+        return Ok(ReplayPlan {
+            trace_path: args.input.clone(),
+            output_dir: output_dir.clone(),
+            format: resolved.trace_format.unwrap_or(detected),
+            engine: resolved.engine,
+            worker_count: worker_count(None),
+        });
+    }
+    if args.lane.any_lane_parameter() {
+        bail!(
+            "lane flags (--block-size, --block-bytes, --ttl-seconds, ...) apply to `litehit replay TRACE --out DIR`; \
+             with a config file the file sets them"
+        );
+    }
+    let ReplayConfig {
+        trace_path,
+        output_dir,
+        trace_format,
+        engine,
+        pipeline_worker_count,
+        ..
+    } = config::load_config_file(&args.input).map_err(|error| {
+        let hint = if args.input.extension().is_some_and(|e| e == "jsonl") {
+            " (to replay a trace without a config file, add --out DIR)"
+        } else {
+            ""
+        };
+        eyre!("{error}{hint}")
+    })?;
+    let format = match args.lane.format.or(trace_format) {
+        Some(format) => format,
+        None => detect_trace_format(&trace_path)?,
+    };
+    Ok(ReplayPlan {
+        trace_path,
+        output_dir,
+        format,
+        engine,
+        worker_count: worker_count(pipeline_worker_count),
+    })
+}
+
+/// The format of the first non-empty line of `path` (decompressing `.gz` / `.zst`).
+pub fn detect_trace_format(path: &Path) -> Result<TraceFormat> {
+    let reader = open_trace(path).wrap_err_with(|| format!("opening trace {}", path.display()))?;
+    let mut lines = BufReader::new(reader);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let read = lines
+            .read_until(b'\n', &mut line)
+            .wrap_err_with(|| format!("reading trace {}", path.display()))?;
+        if read == 0 {
+            bail!(
+                "{}: trace contains no valid Request/Get events (it is empty)",
+                path.display()
+            );
+        }
+        if line.iter().any(|b| !b.is_ascii_whitespace()) {
+            return detect_format(&line).ok_or_else(|| {
+                eyre!(
+                    "{}: cannot tell the trace format from its first line; pass --format \
+                     (standard, mooncake, bailian, kvcm, lmcache)",
+                    path.display()
+                )
+            });
+        }
+        if line.len() > 1 << 20 {
+            // Guard against a binary file with no newline.
+            bail!("{}: first line is not text; pass --format", path.display());
+        }
+    }
+}
+
+/// Replays the plan and publishes the facts; nothing is published on any error.
+fn replay_plan(
+    plan: &ReplayPlan,
+    show_progress: bool,
+) -> Result<(PipelineTotals, Engine, PathBuf)> {
+    let mut engine = Engine::new(plan.engine.clone(), Policy::FailFast)?;
+    let parser = LineParser::new(
+        plan.format,
+        ParseOptions {
+            trace_block_size_tokens: plan.engine.trace_block_size_tokens,
+        },
+    );
+    let reader = open_trace(&plan.trace_path)
+        .wrap_err_with(|| format!("opening trace {}", plan.trace_path.display()))?;
+    let mut writer = AtomicFactsWriter::create(&plan.output_dir)?;
+    let progress = show_progress.then(|| progress_bar(&plan.trace_path));
+    // Filled by the row callback, drained by the progress callback (both on this thread).
+    let rows = std::cell::RefCell::new(Vec::with_capacity(ROW_BATCH_BYTES + 4096));
+    let mut write_error = None;
+    let replay = replay_stream(
+        reader,
+        &parser,
+        &mut engine,
+        plan.worker_count,
+        &mut |row| append_fact_row(&mut rows.borrow_mut(), &row),
+        &mut |totals| {
+            if let Some(bar) = &progress {
+                bar.set_position(totals.bytes);
+            }
+            let mut rows = rows.borrow_mut();
+            if rows.len() >= ROW_BATCH_BYTES {
+                if let Err(error) = writer.write_bytes(&rows) {
+                    let message = error.to_string();
+                    write_error = Some(error);
+                    return Err(std::io::Error::other(message));
+                }
+                rows.clear();
+            }
+            Ok(())
+        },
+    );
+    if let Some(bar) = &progress {
+        bar.finish_and_clear();
+    }
+    if let Some(error) = write_error {
+        return Err(error.into());
+    }
+    let totals = replay.map_err(|error| eyre!("{}: {error}", plan.trace_path.display()))?;
+    if engine.stats().read_events == 0 {
+        bail!(
+            "{}: trace contains no valid Request/Get events",
+            plan.trace_path.display()
+        );
+    }
+    writer.write_bytes(&rows.into_inner())?;
+    let facts_path = writer.commit()?;
+    Ok((totals, engine, facts_path))
+}
+
+fn progress_bar(trace_path: &Path) -> indicatif::ProgressBar {
+    let plain_size = File::open(trace_path)
+        .and_then(|f| f.metadata())
+        .ok()
+        .filter(|_| {
+            // Compressed inputs report decompressed bytes: no known total.
+            !trace_path
+                .extension()
+                .is_some_and(|e| e == "gz" || e == "zst")
+        })
+        .map(|m| m.len());
+    let bar = match plain_size {
+        Some(total) => indicatif::ProgressBar::new(total).with_style(
+            indicatif::ProgressStyle::with_template(
+                "{spinner} replaying [{bar:30}] {bytes}/{total_bytes} {binary_bytes_per_sec} ETA {eta}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+            .progress_chars("=> "),
+        ),
+        None => indicatif::ProgressBar::new_spinner().with_style(
+            indicatif::ProgressStyle::with_template("{spinner} replaying {bytes} {binary_bytes_per_sec}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+        ),
+    };
+    bar.set_draw_target(indicatif::ProgressDrawTarget::stderr_with_hz(5));
+    bar
+}

@@ -1,0 +1,369 @@
+//! The offline pipeline: bytes → parse (worker threads) → engine (this thread) → rows, in
+//! input order.
+//!
+//! ```text
+//! reader ──chunk i──► worker (i mod W): split + parse ──► this thread, chunk by chunk in
+//!                                                          order: Engine::process_event
+//! ```
+//! A reader thread cuts the stream into ~1 MiB chunks at line boundaries and deals them
+//! round-robin to `W` parse workers; this thread takes the parsed chunks back in the same
+//! round-robin order, so rows come out in input order whatever `W` is, and output is
+//! byte-identical for any worker count. Channels are bounded, so memory is bounded by the
+//! chunks in flight, not by the trace size. Buffers are recycled: no allocation per line.
+
+use std::io::Read;
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+
+use crate::engine::{Engine, EngineError};
+use crate::facts::FactRow;
+use crate::formats::{LineOutcome, LineParser, LineSplitter, ParseError, TraceEvent};
+
+/// Bytes per chunk handed to a parse worker.
+const CHUNK_BYTES: usize = 1 << 20;
+/// Chunks queued per worker, each way.
+const CHUNKS_IN_FLIGHT_PER_WORKER: usize = 2;
+
+/// Why the pipeline stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum PipelineError {
+    #[error("reading the trace: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("{0}")]
+    Parse(#[from] ParseError),
+    #[error("{0}")]
+    Engine(#[from] EngineError),
+}
+
+impl PipelineError {
+    /// The 1-based trace line at fault, if the error is about one line.
+    #[must_use]
+    pub fn line_number(&self) -> Option<u64> {
+        match self {
+            Self::Io(_) => None,
+            Self::Parse(error) => Some(error.line_number),
+            Self::Engine(error) => error.line_number(),
+        }
+    }
+}
+
+/// What the pipeline read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PipelineTotals {
+    pub bytes: u64,
+    pub lines: u64,
+}
+
+/// Raw bytes of whole lines (the last chunk may end without `\n`).
+struct RawChunk {
+    bytes: Vec<u8>,
+    first_line_number: u64,
+    is_last: bool,
+}
+
+/// Parsed events of one chunk, plus the parse error that cut it short, if any.
+#[derive(Default)]
+struct ParsedChunk {
+    events: Vec<TraceEvent>,
+    line_numbers: Vec<u64>,
+    event_count: usize,
+    lines: u64,
+    bytes: u64,
+    error: Option<ParseError>,
+}
+
+/// Replays `reader` through `engine`, calling `on_fact` for every row in input order and
+/// `on_progress(totals)` after each chunk (an error from it stops the run, e.g. when the
+/// output cannot be written). With `worker_count == 0` or `1`, one parse worker.
+pub fn replay_stream<R: Read + Send>(
+    reader: R,
+    parser: &LineParser,
+    engine: &mut Engine,
+    worker_count: usize,
+    on_fact: &mut dyn FnMut(FactRow<'_>),
+    on_progress: &mut dyn FnMut(PipelineTotals) -> std::io::Result<()>,
+) -> Result<PipelineTotals, PipelineError> {
+    let worker_count = worker_count.max(1);
+    std::thread::scope(|scope| {
+        let mut raw_senders = Vec::with_capacity(worker_count);
+        let mut parsed_receivers = Vec::with_capacity(worker_count);
+        let mut recycle_senders = Vec::with_capacity(worker_count);
+        let (raw_recycle_sender, raw_recycle_receiver) =
+            sync_channel::<Vec<u8>>(worker_count * (CHUNKS_IN_FLIGHT_PER_WORKER + 2));
+        for _ in 0..worker_count {
+            let (raw_sender, raw_receiver) = sync_channel::<RawChunk>(CHUNKS_IN_FLIGHT_PER_WORKER);
+            let (parsed_sender, parsed_receiver) =
+                sync_channel::<ParsedChunk>(CHUNKS_IN_FLIGHT_PER_WORKER);
+            let (recycle_sender, recycle_receiver) =
+                sync_channel::<ParsedChunk>(CHUNKS_IN_FLIGHT_PER_WORKER + 2);
+            let mut worker_parser = parser.clone();
+            let raw_recycle = raw_recycle_sender.clone();
+            scope.spawn(move || {
+                parse_worker(
+                    &mut worker_parser,
+                    &raw_receiver,
+                    &parsed_sender,
+                    &recycle_receiver,
+                    &raw_recycle,
+                )
+            });
+            raw_senders.push(raw_sender);
+            parsed_receivers.push(parsed_receiver);
+            recycle_senders.push(recycle_sender);
+        }
+        drop(raw_recycle_sender);
+        let reader_thread =
+            scope.spawn(move || read_chunks(reader, &raw_senders, &raw_recycle_receiver));
+
+        let mut totals = PipelineTotals::default();
+        let mut outcome = Ok(());
+        'chunks: for index in 0.. {
+            let worker = index % worker_count;
+            let Ok(chunk) = parsed_receivers[worker].recv() else {
+                break; // the reader is done (or failed; its result is checked below)
+            };
+            for event_index in 0..chunk.event_count {
+                let event = &chunk.events[event_index];
+                if let Err(error) =
+                    engine.process_event(event, chunk.line_numbers[event_index], on_fact)
+                {
+                    outcome = Err(PipelineError::from(error));
+                    break 'chunks;
+                }
+            }
+            totals.bytes += chunk.bytes;
+            totals.lines += chunk.lines;
+            if let Err(error) = on_progress(totals) {
+                outcome = Err(PipelineError::Io(error));
+                break;
+            }
+            if let Some(error) = &chunk.error {
+                outcome = Err(PipelineError::from(error.clone()));
+                break;
+            }
+            // A closed recycle channel only means the worker already exited.
+            let _ = recycle_senders[worker].try_send(chunk);
+        }
+        // Dropping the receivers unblocks the workers and then the reader on early exit.
+        drop(parsed_receivers);
+        drop(recycle_senders);
+        let read_result = reader_thread
+            .join()
+            .expect("the reader thread does not panic");
+        outcome?;
+        read_result?;
+        Ok(totals)
+    })
+}
+
+/// Cuts the stream into chunks of whole lines and deals them round-robin.
+fn read_chunks<R: Read>(
+    mut reader: R,
+    senders: &[SyncSender<RawChunk>],
+    recycled: &Receiver<Vec<u8>>,
+) -> std::io::Result<()> {
+    let mut carry: Vec<u8> = Vec::new();
+    let mut next_line_number = 1_u64;
+    for index in 0.. {
+        let mut bytes = recycled.try_recv().unwrap_or_default();
+        bytes.clear();
+        bytes.append(&mut carry);
+        let mut at_eof = false;
+        while bytes.len() < CHUNK_BYTES && !at_eof {
+            let filled = bytes.len();
+            bytes.resize(filled.max(CHUNK_BYTES) + (1 << 16), 0);
+            match reader.read(&mut bytes[filled..]) {
+                Ok(0) => {
+                    bytes.truncate(filled);
+                    at_eof = true;
+                }
+                Ok(read) => bytes.truncate(filled + read),
+                Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {
+                    bytes.truncate(filled)
+                }
+                Err(error) => return Err(error),
+            }
+        }
+        if !at_eof {
+            // Keep the partial last line for the next chunk.
+            let Some(newline) = memchr::memrchr(b'\n', &bytes) else {
+                // One line longer than a chunk: keep reading into it.
+                carry = std::mem::take(&mut bytes);
+                continue;
+            };
+            carry.extend_from_slice(&bytes[newline + 1..]);
+            bytes.truncate(bytes.len() - carry.len());
+        }
+        let lines = memchr::memchr_iter(b'\n', &bytes).count() as u64;
+        let chunk = RawChunk {
+            bytes,
+            first_line_number: next_line_number,
+            is_last: at_eof,
+        };
+        next_line_number += lines;
+        if senders[index % senders.len()].send(chunk).is_err() || at_eof {
+            return Ok(()); // consumer gone (it stopped on an error) or input finished
+        }
+    }
+    Ok(())
+}
+
+fn parse_worker(
+    parser: &mut LineParser,
+    raw: &Receiver<RawChunk>,
+    parsed: &SyncSender<ParsedChunk>,
+    recycled: &Receiver<ParsedChunk>,
+    raw_recycle: &SyncSender<Vec<u8>>,
+) {
+    while let Ok(chunk) = raw.recv() {
+        let mut out = recycled.try_recv().unwrap_or_default();
+        out.event_count = 0;
+        out.error = None;
+        out.bytes = chunk.bytes.len() as u64;
+        out.lines = 0;
+        parse_chunk(parser, &chunk, &mut out);
+        // The raw buffer can be reused by the reader; a full queue just drops it.
+        let _ = raw_recycle.try_send(chunk.bytes);
+        if parsed.send(out).is_err() {
+            return;
+        }
+    }
+}
+
+fn parse_chunk(parser: &mut LineParser, chunk: &RawChunk, out: &mut ParsedChunk) {
+    let mut splitter = LineSplitter::starting_at(chunk.first_line_number);
+    let mut rest = &chunk.bytes[..];
+    loop {
+        let line = match splitter.next_complete(rest) {
+            Some((line, used)) => {
+                rest = &rest[used..];
+                line
+            }
+            None if chunk.is_last => match splitter.final_line(rest) {
+                Some(line) => {
+                    rest = &[];
+                    line
+                }
+                None => return,
+            },
+            None => return,
+        };
+        out.lines += 1;
+        if out.event_count == out.events.len() {
+            out.events.push(TraceEvent::default());
+            out.line_numbers.push(0);
+        }
+        match parser.parse_line(
+            line.bytes,
+            line.line_number,
+            &mut out.events[out.event_count],
+        ) {
+            Ok(LineOutcome::Event) => {
+                out.line_numbers[out.event_count] = line.line_number;
+                out.event_count += 1;
+            }
+            Ok(LineOutcome::Blank) => {}
+            Err(error) => {
+                out.error = Some(error);
+                return;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{EngineConfig, LaneSet, LaneSpec, Policy, Routing};
+    use crate::formats::{ParseOptions, TraceFormat};
+    use crate::workload::{Workload, WorkloadConfig};
+
+    fn engine() -> Engine {
+        let spec = LaneSpec {
+            instance_id: "default".into(),
+            block_size_tokens: 16,
+            block_bytes: 4096,
+            ttl_ns: 0,
+            enable_prefix_hash: false,
+        };
+        let config = EngineConfig {
+            trace_block_size_tokens: 16,
+            lanes: LaneSet::OnTheFly(spec),
+            routing: Routing::ByInstance,
+        };
+        Engine::new(config, Policy::FailFast).unwrap()
+    }
+
+    fn trace(requests: usize) -> String {
+        let config = WorkloadConfig {
+            instance_ids: vec!["a".into(), "b".into()],
+            ..WorkloadConfig::default()
+        };
+        let mut text = String::new();
+        for request in Workload::new(config).take(requests) {
+            request.to_standard_jsonl(&mut text);
+        }
+        text
+    }
+
+    fn run(text: &str, workers: usize) -> Result<(Vec<String>, PipelineTotals), PipelineError> {
+        let parser = LineParser::new(TraceFormat::Standard, ParseOptions::default());
+        let mut engine = engine();
+        let mut rows = Vec::new();
+        let totals = replay_stream(
+            text.as_bytes(),
+            &parser,
+            &mut engine,
+            workers,
+            &mut |row| {
+                rows.push(format!(
+                    "{} {} {:?}",
+                    row.trace_id,
+                    row.instance_id,
+                    row.fact.to_pairs()
+                ))
+            },
+            &mut |_| Ok(()),
+        )?;
+        Ok((rows, totals))
+    }
+
+    #[test]
+    fn any_worker_count_gives_identical_rows_in_input_order() {
+        let text = trace(6000); // several MiB: many chunks
+        assert!(text.len() > 3 * CHUNK_BYTES);
+        let (one, totals) = run(&text, 1).unwrap();
+        assert_eq!(one.len(), 6000);
+        assert_eq!(totals.lines, 6000);
+        assert_eq!(totals.bytes, text.len() as u64);
+        for workers in [2, 3, 4] {
+            assert_eq!(run(&text, workers).unwrap().0, one, "{workers} workers");
+        }
+    }
+
+    #[test]
+    fn parse_error_stops_after_earlier_lines_with_its_line_number() {
+        let mut text = trace(3000);
+        let good_lines = text.lines().count();
+        text.push_str("{not json\n");
+        text.push_str(&trace(10));
+        let error = run(&text, 2).unwrap_err();
+        assert_eq!(error.line_number(), Some(good_lines as u64 + 1), "{error}");
+    }
+
+    #[test]
+    fn last_line_without_newline_is_read() {
+        let text = trace(5);
+        let (rows, totals) = run(text.trim_end(), 2).unwrap();
+        assert_eq!(rows.len(), 5);
+        assert_eq!(totals.lines, 5);
+    }
+
+    #[test]
+    fn engine_error_names_the_line() {
+        let text = "{\"type\":\"get\",\"instance_id\":\"a\",\"timestamp_ns\":5,\"input_len\":16,\"keys\":[1]}\n\
+                    {\"type\":\"get\",\"instance_id\":\"a\",\"timestamp_ns\":4,\"input_len\":16,\"keys\":[1]}\n";
+        let error = run(text, 2).unwrap_err();
+        assert_eq!(error.line_number(), Some(2));
+        assert!(error.to_string().contains("not sorted"), "{error}");
+    }
+}

@@ -1,0 +1,829 @@
+//! The miss-ratio-curve report of `litehit mrc`: the exact cumulative token hit rate at every
+//! capacity, the knees and the saturation point, per instance and in total.
+//!
+//! One [`CapacityAxisAccumulator`] per instance answers hits at any capacity exactly, so the
+//! whole curve comes from one pass over the facts (no sweep of projections).
+//!
+//! * **Per instance** everything is in blocks first: rows of one instance must share
+//!   `block_size_tokens` and `block_bytes` (fanout gives each geometry its own instance id), and
+//!   a capacity of `b` blocks is `b × block_bytes` bytes. The hit rate is hit blocks ×
+//!   `block_size_tokens` / input tokens.
+//! * **Total** means every instance with its own cache of the same size in bytes, exactly as
+//!   the overall summary line of `litehit query`: at `B` bytes the total hit tokens are
+//!   `Σᵢ hitsᵢ(floor(B / block_bytesᵢ)) × block_size_tokensᵢ`. Its knees are found by a binary
+//!   search over bytes (the total is a non-decreasing step function of `B`); they are also
+//!   given in blocks when every instance has the same `block_bytes`.
+//! * **Knee p%**: the smallest capacity whose cumulative hit rate reaches p% of the
+//!   unlimited-capacity hit rate (target hits rounded up to a whole block or token).
+//!   **Saturation**: the smallest capacity that reaches the unlimited-capacity hit rate.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::facts::FactRecord;
+use crate::facts::file::{FactsError, FactsReader};
+use crate::projector::{self, BYTES_PER_GIB, CapacityAxisAccumulator};
+
+/// Knee levels reported, in percent of the unlimited-capacity hit rate.
+pub const KNEE_PERCENTS: [u32; 4] = [50, 90, 95, 99];
+
+/// Building the curves failed.
+#[derive(Debug, thiserror::Error)]
+pub enum MrcError {
+    #[error(transparent)]
+    Facts(#[from] FactsError),
+    #[error(
+        "{}: facts line {line}: instance {instance_id:?} mixes block geometry: expected \
+         block_size_tokens {expected_block_size_tokens} and block_bytes {expected_block_bytes} \
+         (as in its first row), found {found_block_size_tokens} and {found_block_bytes}",
+        path.display()
+    )]
+    MixedBlockGeometry {
+        path: PathBuf,
+        line: u64,
+        instance_id: String,
+        expected_block_size_tokens: u64,
+        expected_block_bytes: u64,
+        found_block_size_tokens: u64,
+        found_block_bytes: u64,
+    },
+}
+
+/// A row whose instance was first seen with another block geometry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GeometryMismatch {
+    pub expected_block_size_tokens: u64,
+    pub expected_block_bytes: u64,
+}
+
+/// The exact hits-versus-capacity curve of one instance.
+#[derive(Debug, Clone)]
+pub struct InstanceCurve {
+    pub instance_id: String,
+    pub block_size_tokens: u64,
+    pub block_bytes: u64,
+    pub requests: u64,
+    pub total_input_tokens: u64,
+    pub hits: CapacityAxisAccumulator,
+}
+
+impl InstanceCurve {
+    fn new(record: &FactRecord) -> Self {
+        Self {
+            instance_id: record.instance_id.clone(),
+            block_size_tokens: record.block_size_tokens,
+            block_bytes: record.block_bytes,
+            requests: 0,
+            total_input_tokens: 0,
+            hits: CapacityAxisAccumulator::new(),
+        }
+    }
+
+    /// Cumulative hit blocks in a cache of `capacity_bytes` (floored to whole blocks).
+    #[must_use]
+    pub fn hit_blocks_at_bytes(&self, capacity_bytes: u64) -> u64 {
+        self.hits
+            .hit_blocks_at(projector::capacity_blocks_for_bytes(
+                capacity_bytes,
+                self.block_bytes,
+            ))
+    }
+
+    /// `capacity_blocks` in bytes (saturating).
+    #[must_use]
+    pub fn bytes_for_blocks(&self, capacity_blocks: u64) -> u64 {
+        capacity_blocks.saturating_mul(self.block_bytes)
+    }
+
+    /// The smallest capacity (blocks) reaching `percent`% of the unlimited-capacity hits.
+    #[must_use]
+    pub fn knee_capacity_blocks(&self, percent: u32) -> u64 {
+        let target = percent_of_rounded_up(self.hits.infinite_hit_blocks(), percent);
+        self.hits
+            .min_capacity_for_hit_blocks(target)
+            .unwrap_or_else(|| self.hits.saturation_capacity_blocks())
+    }
+
+    /// The curve point at `capacity_blocks`.
+    #[must_use]
+    pub fn point(&self, capacity_blocks: u64) -> CurvePoint {
+        self.point_with_hits(capacity_blocks, self.hits.hit_blocks_at(capacity_blocks))
+    }
+
+    fn point_with_hits(&self, capacity_blocks: u64, hit_blocks: u64) -> CurvePoint {
+        let capacity_bytes = self.bytes_for_blocks(capacity_blocks);
+        let hit_tokens = hit_blocks.wrapping_mul(self.block_size_tokens);
+        CurvePoint {
+            capacity_blocks,
+            capacity_bytes,
+            capacity_gb: gigabytes(capacity_bytes),
+            hit_blocks,
+            hit_tokens,
+            hit_rate: rate(hit_tokens, self.total_input_tokens),
+        }
+    }
+
+    /// Breakpoints of the exact curve, or `max_points` evenly spaced capacities if there are
+    /// more breakpoints than that (values are exact at every returned capacity).
+    #[must_use]
+    pub fn curve(&self, max_points: usize) -> Curve {
+        let breakpoints = self.hits.curve_points();
+        if breakpoints.len() <= max_points.max(2) {
+            return Curve {
+                exact_breakpoints: true,
+                points: breakpoints
+                    .into_iter()
+                    .map(|(capacity_blocks, hit_blocks)| {
+                        self.point_with_hits(capacity_blocks, hit_blocks)
+                    })
+                    .collect(),
+            };
+        }
+        let saturation = self.hits.saturation_capacity_blocks();
+        let mut points: Vec<CurvePoint> = Vec::with_capacity(max_points);
+        for capacity_blocks in evenly_spaced(saturation, max_points) {
+            points.push(self.point(capacity_blocks));
+        }
+        Curve {
+            exact_breakpoints: false,
+            points,
+        }
+    }
+}
+
+/// Collects per-instance curves from facts records.
+#[derive(Debug, Default)]
+pub struct MrcBuilder {
+    instances: Vec<InstanceCurve>,
+    index: HashMap<String, usize>,
+    last_instance: Option<usize>,
+}
+
+impl MrcBuilder {
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds one record; an instance must keep the block geometry of its first row.
+    pub fn add_record(&mut self, record: &FactRecord) -> Result<(), GeometryMismatch> {
+        let index = self.instance_slot(record);
+        let curve = &mut self.instances[index];
+        if curve.block_size_tokens != record.block_size_tokens
+            || curve.block_bytes != record.block_bytes
+        {
+            return Err(GeometryMismatch {
+                expected_block_size_tokens: curve.block_size_tokens,
+                expected_block_bytes: curve.block_bytes,
+            });
+        }
+        curve.requests += 1;
+        curve.total_input_tokens = curve
+            .total_input_tokens
+            .wrapping_add(record.input_token_len);
+        curve.hits.add_fact(&record.fact);
+        Ok(())
+    }
+
+    /// Reads every file in order (shards of one run aggregate into the same instances).
+    pub fn add_facts_files(&mut self, paths: &[PathBuf]) -> Result<(), MrcError> {
+        let mut record = FactRecord::default();
+        for path in paths {
+            let mut reader = FactsReader::open(path)?;
+            while reader.next_record(&mut record)? {
+                self.add_record(&record).map_err(|mismatch| {
+                    mixed_geometry(reader.path(), reader.line_number(), &record, mismatch)
+                })?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The curves, instances in byte order of `instance_id`.
+    #[must_use]
+    pub fn finish(self) -> MrcCurves {
+        let mut instances = self.instances;
+        instances.sort_unstable_by(|a, b| a.instance_id.cmp(&b.instance_id));
+        MrcCurves { instances }
+    }
+
+    fn instance_slot(&mut self, record: &FactRecord) -> usize {
+        if let Some(last) = self.last_instance {
+            if self.instances[last].instance_id == record.instance_id {
+                return last;
+            }
+        }
+        let index = if let Some(&index) = self.index.get(record.instance_id.as_str()) {
+            index
+        } else {
+            self.instances.push(InstanceCurve::new(record));
+            self.index
+                .insert(record.instance_id.clone(), self.instances.len() - 1);
+            self.instances.len() - 1
+        };
+        self.last_instance = Some(index);
+        index
+    }
+}
+
+fn mixed_geometry(
+    path: &Path,
+    line: u64,
+    record: &FactRecord,
+    mismatch: GeometryMismatch,
+) -> MrcError {
+    MrcError::MixedBlockGeometry {
+        path: path.to_path_buf(),
+        line,
+        instance_id: record.instance_id.clone(),
+        expected_block_size_tokens: mismatch.expected_block_size_tokens,
+        expected_block_bytes: mismatch.expected_block_bytes,
+        found_block_size_tokens: record.block_size_tokens,
+        found_block_bytes: record.block_bytes,
+    }
+}
+
+/// Exact curves of every instance of one or more facts files.
+#[derive(Debug, Clone, Default)]
+pub struct MrcCurves {
+    /// In byte order of `instance_id`.
+    pub instances: Vec<InstanceCurve>,
+}
+
+impl MrcCurves {
+    /// Reads `paths` (shards aggregate) into curves.
+    pub fn from_facts_files(paths: &[PathBuf]) -> Result<Self, MrcError> {
+        let mut builder = MrcBuilder::new();
+        builder.add_facts_files(paths)?;
+        Ok(builder.finish())
+    }
+
+    #[must_use]
+    pub fn requests(&self) -> u64 {
+        self.instances.iter().map(|i| i.requests).sum()
+    }
+
+    #[must_use]
+    pub fn total_input_tokens(&self) -> u64 {
+        self.instances
+            .iter()
+            .fold(0, |sum, i| sum.wrapping_add(i.total_input_tokens))
+    }
+
+    /// The `block_bytes` of every instance, if they all share one.
+    #[must_use]
+    pub fn shared_block_bytes(&self) -> Option<u64> {
+        let first = self.instances.first()?.block_bytes;
+        self.instances
+            .iter()
+            .all(|i| i.block_bytes == first)
+            .then_some(first)
+    }
+
+    /// Total hit tokens when every instance has its own cache of `capacity_bytes`.
+    #[must_use]
+    pub fn total_hit_tokens_at_bytes(&self, capacity_bytes: u64) -> u64 {
+        self.instances.iter().fold(0, |sum, i| {
+            sum.wrapping_add(
+                i.hit_blocks_at_bytes(capacity_bytes)
+                    .wrapping_mul(i.block_size_tokens),
+            )
+        })
+    }
+
+    /// Total hit tokens with unlimited capacity.
+    #[must_use]
+    pub fn total_infinite_hit_tokens(&self) -> u64 {
+        self.instances.iter().fold(0, |sum, i| {
+            sum.wrapping_add(
+                i.hits
+                    .infinite_hit_blocks()
+                    .wrapping_mul(i.block_size_tokens),
+            )
+        })
+    }
+
+    /// The smallest per-instance cache size (bytes) at which the total reaches its
+    /// unlimited-capacity hits.
+    #[must_use]
+    pub fn total_saturation_bytes(&self) -> u64 {
+        self.min_bytes_for_total_hit_tokens(self.total_infinite_hit_tokens())
+    }
+
+    /// The smallest per-instance cache size (bytes) reaching `percent`% of the total
+    /// unlimited-capacity hit tokens.
+    #[must_use]
+    pub fn total_knee_bytes(&self, percent: u32) -> u64 {
+        self.min_bytes_for_total_hit_tokens(percent_of_rounded_up(
+            self.total_infinite_hit_tokens(),
+            percent,
+        ))
+    }
+
+    /// Binary search over bytes: the total is non-decreasing in the cache size.
+    fn min_bytes_for_total_hit_tokens(&self, target_hit_tokens: u64) -> u64 {
+        let (mut low, mut high) = (
+            0_u64,
+            self.instances
+                .iter()
+                .map(|i| i.bytes_for_blocks(i.hits.saturation_capacity_blocks()))
+                .max()
+                .unwrap_or(0),
+        );
+        while low < high {
+            let mid = low + (high - low) / 2;
+            if self.total_hit_tokens_at_bytes(mid) >= target_hit_tokens {
+                high = mid;
+            } else {
+                low = mid + 1;
+            }
+        }
+        low
+    }
+
+    /// The total's point at `capacity_bytes`.
+    #[must_use]
+    pub fn total_point(&self, capacity_bytes: u64) -> TotalPoint {
+        let hit_tokens = self.total_hit_tokens_at_bytes(capacity_bytes);
+        TotalPoint {
+            capacity_bytes,
+            capacity_gb: gigabytes(capacity_bytes),
+            capacity_blocks: self.shared_block_bytes().map(|block_bytes| {
+                projector::capacity_blocks_for_bytes(capacity_bytes, block_bytes)
+            }),
+            hit_tokens,
+            hit_rate: rate(hit_tokens, self.total_input_tokens()),
+        }
+    }
+
+    /// The full report; curves hold at most `max_curve_points` points each (exact
+    /// breakpoints when there are no more than that).
+    #[must_use]
+    pub fn report(&self, max_curve_points: usize) -> MrcReport {
+        let instances = self
+            .instances
+            .iter()
+            .map(|curve| {
+                let infinite_hit_blocks = curve.hits.infinite_hit_blocks();
+                let infinite_hit_tokens = infinite_hit_blocks.wrapping_mul(curve.block_size_tokens);
+                let infinite_hit_rate = rate(infinite_hit_tokens, curve.total_input_tokens);
+                InstanceReport {
+                    instance_id: curve.instance_id.clone(),
+                    requests: curve.requests,
+                    total_input_tokens: curve.total_input_tokens,
+                    block_size_tokens: curve.block_size_tokens,
+                    block_bytes: curve.block_bytes,
+                    infinite_hit_blocks,
+                    infinite_hit_tokens,
+                    infinite_hit_rate,
+                    saturation: curve.point(curve.hits.saturation_capacity_blocks()),
+                    knees: KNEE_PERCENTS
+                        .iter()
+                        .map(|&percent| Knee {
+                            percent,
+                            target_hit_rate: infinite_hit_rate * f64::from(percent) / 100.0,
+                            point: curve.point(curve.knee_capacity_blocks(percent)),
+                        })
+                        .collect(),
+                    curve: curve.curve(max_curve_points),
+                }
+            })
+            .collect();
+        let infinite_hit_tokens = self.total_infinite_hit_tokens();
+        let infinite_hit_rate = rate(infinite_hit_tokens, self.total_input_tokens());
+        let saturation_bytes = self.total_saturation_bytes();
+        let total = TotalReport {
+            requests: self.requests(),
+            total_input_tokens: self.total_input_tokens(),
+            shared_block_bytes: self.shared_block_bytes(),
+            infinite_hit_tokens,
+            infinite_hit_rate,
+            saturation: self.total_point(saturation_bytes),
+            knees: KNEE_PERCENTS
+                .iter()
+                .map(|&percent| TotalKnee {
+                    percent,
+                    target_hit_rate: infinite_hit_rate * f64::from(percent) / 100.0,
+                    point: self.total_point(self.total_knee_bytes(percent)),
+                })
+                .collect(),
+            curve: evenly_spaced(saturation_bytes, max_curve_points.max(2))
+                .map(|bytes| self.total_point(bytes))
+                .collect(),
+        };
+        MrcReport {
+            knee_percents: KNEE_PERCENTS.to_vec(),
+            instances,
+            total,
+        }
+    }
+}
+
+/// `ceil(value × percent / 100)` without overflow.
+fn percent_of_rounded_up(value: u64, percent: u32) -> u64 {
+    let scaled = (u128::from(value) * u128::from(percent)).div_ceil(100);
+    u64::try_from(scaled).unwrap_or(u64::MAX)
+}
+
+/// `0, …, last` in `count` (at least two) near-even integer steps, without duplicates.
+fn evenly_spaced(last: u64, count: usize) -> impl Iterator<Item = u64> {
+    let steps = u128::try_from(count.max(2) - 1).unwrap_or(u128::MAX);
+    let mut previous = None;
+    (0..=steps).filter_map(move |step| {
+        let value = u64::try_from(u128::from(last) * step / steps).unwrap_or(u64::MAX);
+        if previous == Some(value) {
+            return None;
+        }
+        previous = Some(value);
+        Some(value)
+    })
+}
+
+/// `bytes / 2^30`.
+fn gigabytes(capacity_bytes: u64) -> f64 {
+    capacity_bytes as f64 / BYTES_PER_GIB as f64
+}
+
+fn rate(hit_tokens: u64, input_tokens: u64) -> f64 {
+    if input_tokens == 0 {
+        0.0
+    } else {
+        hit_tokens as f64 / input_tokens as f64
+    }
+}
+
+/// `litehit mrc --json`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MrcReport {
+    pub knee_percents: Vec<u32>,
+    /// In byte order of `instance_id`.
+    pub instances: Vec<InstanceReport>,
+    pub total: TotalReport,
+}
+
+/// One instance: totals, the unlimited-capacity ceiling, knees, saturation and the curve.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct InstanceReport {
+    pub instance_id: String,
+    pub requests: u64,
+    pub total_input_tokens: u64,
+    pub block_size_tokens: u64,
+    pub block_bytes: u64,
+    pub infinite_hit_blocks: u64,
+    pub infinite_hit_tokens: u64,
+    pub infinite_hit_rate: f64,
+    /// The smallest capacity with the unlimited-capacity hits.
+    pub saturation: CurvePoint,
+    pub knees: Vec<Knee>,
+    pub curve: Curve,
+}
+
+/// The cumulative hits of one instance at one capacity.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct CurvePoint {
+    pub capacity_blocks: u64,
+    pub capacity_bytes: u64,
+    /// `capacity_bytes / 2^30`; querying this GB value gives exactly `capacity_blocks`.
+    pub capacity_gb: f64,
+    pub hit_blocks: u64,
+    pub hit_tokens: u64,
+    pub hit_rate: f64,
+}
+
+/// The smallest capacity reaching `percent`% of the unlimited-capacity hit rate.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Knee {
+    pub percent: u32,
+    pub target_hit_rate: f64,
+    #[serde(flatten)]
+    pub point: CurvePoint,
+}
+
+/// Curve points by increasing capacity; linear in blocks between consecutive points when
+/// `exact_breakpoints`, otherwise a sample (still exact at each point).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Curve {
+    pub exact_breakpoints: bool,
+    pub points: Vec<CurvePoint>,
+}
+
+/// Every instance with its own cache of `capacity_bytes`, summed (as `query`'s total line).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TotalReport {
+    pub requests: u64,
+    pub total_input_tokens: u64,
+    /// Set when every instance has the same `block_bytes`; capacities then also in blocks.
+    pub shared_block_bytes: Option<u64>,
+    pub infinite_hit_tokens: u64,
+    pub infinite_hit_rate: f64,
+    pub saturation: TotalPoint,
+    pub knees: Vec<TotalKnee>,
+    /// Evenly spaced capacities from 0 to the saturation point.
+    pub curve: Vec<TotalPoint>,
+}
+
+/// The total hits at one per-instance cache size.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct TotalPoint {
+    pub capacity_bytes: u64,
+    pub capacity_gb: f64,
+    /// Only when all instances share one `block_bytes`.
+    pub capacity_blocks: Option<u64>,
+    pub hit_tokens: u64,
+    pub hit_rate: f64,
+}
+
+/// The smallest per-instance cache size reaching `percent`% of the total ceiling.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct TotalKnee {
+    pub percent: u32,
+    pub target_hit_rate: f64,
+    #[serde(flatten)]
+    pub point: TotalPoint,
+}
+
+/// The human-readable table of `litehit mrc`.
+#[must_use]
+pub fn render_table(report: &MrcReport) -> String {
+    let mut header: Vec<String> = [
+        "instance",
+        "requests",
+        "input tokens",
+        "block tokens",
+        "block bytes",
+        "∞ hit rate",
+    ]
+    .map(String::from)
+    .to_vec();
+    header.extend(report.knee_percents.iter().map(|p| format!("{p}% knee")));
+    header.push("saturation".into());
+
+    let mut rows: Vec<Vec<String>> = report
+        .instances
+        .iter()
+        .map(|i| {
+            let mut row = vec![
+                i.instance_id.clone(),
+                i.requests.to_string(),
+                i.total_input_tokens.to_string(),
+                i.block_size_tokens.to_string(),
+                format_bytes(i.block_bytes),
+                format_percent(i.infinite_hit_rate),
+            ];
+            row.extend(
+                i.knees
+                    .iter()
+                    .map(|k| format_capacity(k.point.capacity_gb, Some(k.point.capacity_blocks))),
+            );
+            row.push(format_capacity(
+                i.saturation.capacity_gb,
+                Some(i.saturation.capacity_blocks),
+            ));
+            row
+        })
+        .collect();
+    let total = &report.total;
+    let mut total_row = vec![
+        "total".to_owned(),
+        total.requests.to_string(),
+        total.total_input_tokens.to_string(),
+        String::new(),
+        total
+            .shared_block_bytes
+            .map(format_bytes)
+            .unwrap_or_else(|| "mixed".into()),
+        format_percent(total.infinite_hit_rate),
+    ];
+    total_row.extend(
+        total
+            .knees
+            .iter()
+            .map(|k| format_capacity(k.point.capacity_gb, k.point.capacity_blocks)),
+    );
+    total_row.push(format_capacity(
+        total.saturation.capacity_gb,
+        total.saturation.capacity_blocks,
+    ));
+    rows.push(total_row);
+
+    let widths: Vec<usize> = (0..header.len())
+        .map(|column| {
+            rows.iter()
+                .map(|row| row[column].chars().count())
+                .chain([header[column].chars().count()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for row in std::iter::once(&header).chain(&rows) {
+        let mut line = String::new();
+        for (column, cell) in row.iter().enumerate() {
+            let pad = widths[column] - cell.chars().count();
+            if column == 0 {
+                let _ = write!(line, "{cell}{}", " ".repeat(pad));
+            } else {
+                let _ = write!(line, "  {}{cell}", " ".repeat(pad));
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out.push_str(concat!(
+        "\nCumulative token hit rate of an exact LRU prefix cache. A p% knee is the smallest\n",
+        "capacity reaching p% of the ∞-capacity hit rate; saturation is the smallest reaching all\n",
+        "of it. GB = 2^30 bytes, (n) = blocks. total: every instance with its own cache of that\n",
+        "size, as in the overall line of `litehit query`.\n",
+    ));
+    out
+}
+
+fn format_percent(rate: f64) -> String {
+    format!("{:.2}%", rate * 100.0)
+}
+
+/// `12.34 GB (91)`; the block count is omitted when unknown.
+fn format_capacity(capacity_gb: f64, capacity_blocks: Option<u64>) -> String {
+    let gb = format_significant(capacity_gb, 4);
+    match capacity_blocks {
+        Some(blocks) => format!("{gb} GB ({blocks})"),
+        None => format!("{gb} GB"),
+    }
+}
+
+/// A byte count in the largest binary unit that keeps it at least 1 (`644.5 MiB`).
+fn format_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{} {}", format_significant(value, 4), UNITS[unit])
+    }
+}
+
+/// `value` with about `digits` significant digits, without exponent or trailing zeros.
+#[must_use]
+pub fn format_significant(value: f64, digits: i32) -> String {
+    if value == 0.0 || !value.is_finite() {
+        return format!("{value}");
+    }
+    #[expect(
+        clippy::cast_possible_truncation,
+        reason = "log10 of a finite f64 is within ±324"
+    )]
+    let magnitude = value.abs().log10().floor() as i32;
+    let decimals = usize::try_from((digits - 1 - magnitude).max(0)).unwrap_or(0);
+    let text = format!("{value:.decimals$}");
+    if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.').to_owned()
+    } else {
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::facts::RequestFact;
+
+    fn record(instance_id: &str, len: u64, block_bytes: u64, pairs: &[[u64; 2]]) -> FactRecord {
+        FactRecord {
+            trace_id: "t".into(),
+            instance_id: instance_id.into(),
+            timestamp_ns: 1,
+            input_token_len: len,
+            block_size_tokens: 4,
+            block_bytes,
+            fact: RequestFact::from_pairs(pairs),
+        }
+    }
+
+    fn design_example() -> MrcCurves {
+        let mut builder = MrcBuilder::new();
+        for (len, pairs) in [
+            (13, &[][..]),
+            (12, &[[1, 2]]),
+            (13, &[[1, 2], [4, 1]]),
+            (8, &[[1, 1]]),
+            (8, &[[1, 2]]),
+        ] {
+            builder
+                .add_record(&record("engine-0", len, 1024, pairs))
+                .unwrap();
+        }
+        builder.finish()
+    }
+
+    #[test]
+    fn design_example_knees_and_saturation() {
+        let report = design_example().report(100);
+        let instance = &report.instances[0];
+        assert_eq!(instance.infinite_hit_blocks, 8);
+        assert_eq!(instance.infinite_hit_tokens, 32);
+        // Hits by capacity: 0→0, 1→4, 2→7, 3→7, 4→8.
+        let knee_blocks: Vec<u64> = instance
+            .knees
+            .iter()
+            .map(|k| k.point.capacity_blocks)
+            .collect();
+        // Targets ceil(8 × p%): 4, 8, 8, 8 hit blocks.
+        assert_eq!(knee_blocks, [1, 4, 4, 4]);
+        assert_eq!(instance.saturation.capacity_blocks, 4);
+        assert_eq!(instance.saturation.capacity_bytes, 4096);
+        assert!(instance.curve.exact_breakpoints);
+        let curve: Vec<(u64, u64)> = instance
+            .curve
+            .points
+            .iter()
+            .map(|p| (p.capacity_blocks, p.hit_blocks))
+            .collect();
+        assert_eq!(curve, [(0, 0), (1, 4), (2, 7), (3, 7), (4, 8)]);
+        assert_eq!(report.total.saturation.capacity_bytes, 4096);
+        assert_eq!(report.total.saturation.capacity_blocks, Some(4));
+        assert_eq!(report.total.knees[0].point.capacity_bytes, 1024);
+    }
+
+    #[test]
+    fn total_over_different_block_bytes_searches_bytes() {
+        let mut builder = MrcBuilder::new();
+        builder
+            .add_record(&record("small", 40, 100, &[[1, 10]]))
+            .unwrap();
+        builder
+            .add_record(&record("large", 40, 1000, &[[1, 10]]))
+            .unwrap();
+        let curves = builder.finish();
+        assert_eq!(curves.instances[0].instance_id, "large");
+        assert_eq!(curves.shared_block_bytes(), None);
+        // At 1000 bytes: small has 10 blocks (10 hits), large 1 block (1 hit) → 44 tokens.
+        assert_eq!(curves.total_hit_tokens_at_bytes(1000), 44);
+        assert_eq!(curves.total_infinite_hit_tokens(), 80);
+        // 50% = 40 tokens: 36 at 999 bytes (9 + 0 blocks), 44 at 1000 (10 + 1).
+        assert_eq!(curves.total_knee_bytes(50), 1000);
+        assert_eq!(curves.total_hit_tokens_at_bytes(999), 36);
+        assert_eq!(curves.total_saturation_bytes(), 10_000);
+        let report = curves.report(16);
+        assert_eq!(report.total.knees[0].point.capacity_blocks, None);
+        assert!(render_table(&report).contains("mixed"));
+    }
+
+    #[test]
+    fn mixed_geometry_in_one_instance_is_rejected() {
+        let mut builder = MrcBuilder::new();
+        builder.add_record(&record("i", 8, 1024, &[])).unwrap();
+        let mismatch = builder.add_record(&record("i", 8, 2048, &[])).unwrap_err();
+        assert_eq!(mismatch.expected_block_bytes, 1024);
+    }
+
+    #[test]
+    fn long_curves_are_sampled_exactly() {
+        let mut builder = MrcBuilder::new();
+        for start in 1..500 {
+            builder
+                .add_record(&record("i", 100, 1, &[[start * 3, 1], [start * 3 + 2, 1]]))
+                .unwrap();
+        }
+        let curves = builder.finish();
+        let curve = curves.instances[0].curve(50);
+        assert!(!curve.exact_breakpoints);
+        assert_eq!(curve.points.len(), 50);
+        assert_eq!(curve.points[0].capacity_blocks, 0);
+        let last = curve.points.last().unwrap();
+        assert_eq!(
+            last.capacity_blocks,
+            curves.instances[0].hits.saturation_capacity_blocks()
+        );
+        assert_eq!(
+            last.hit_blocks,
+            curves.instances[0].hits.infinite_hit_blocks()
+        );
+    }
+
+    #[test]
+    fn empty_input_reports_zeros() {
+        let report = MrcBuilder::new().finish().report(10);
+        assert!(report.instances.is_empty());
+        assert_eq!(report.total.infinite_hit_rate, 0.0);
+        assert_eq!(report.total.saturation.capacity_bytes, 0);
+        assert!(render_table(&report).starts_with("instance"));
+    }
+
+    #[test]
+    fn significant_formatting() {
+        assert_eq!(format_significant(57.421_875, 4), "57.42");
+        assert_eq!(format_significant(1024.0, 4), "1024");
+        assert_eq!(format_significant(0.000_976_562_5, 4), "0.0009766");
+        assert_eq!(format_significant(0.0, 4), "0");
+        assert_eq!(format_bytes(675_864_576), "644.6 MiB");
+        assert_eq!(format_bytes(512), "512 B");
+    }
+}

@@ -1,0 +1,571 @@
+//! The `litehit mrc` plot: cumulative token hit rate (%) versus cache capacity (GB), one line
+//! per instance (plus the total when there are several), each instance's unlimited-capacity
+//! ceiling as a dashed line and its 50/90/95/99 % knees as dots.
+//!
+//! The layout is drawn once onto a small [`Canvas`] trait with two backends: `svg` writes
+//! vector SVG text, `raster` paints pixels itself (anti-aliased lines and circles, text through
+//! `ab_glyph` with the DejaVu Sans font embedded by the `dejavu` crate) and encodes a PNG with
+//! `flate2`. Nothing depends on system fonts or C libraries. Every plotted value is exact at
+//! its sample capacity (one sample per horizontal pixel), read from the curves' accumulators.
+
+mod raster;
+mod svg;
+
+use std::fmt::Write as _;
+
+use ab_glyph::{Font, FontRef, PxScale, ScaleFont};
+
+use super::mrc::{MrcCurves, MrcReport, format_significant};
+use crate::projector::BYTES_PER_GIB;
+
+pub use raster::render_png;
+pub use svg::render_svg;
+
+/// Image width in pixels (SVG user units).
+pub const PLOT_WIDTH: u32 = 1200;
+/// Image height in pixels (SVG user units).
+pub const PLOT_HEIGHT: u32 = 720;
+
+const PLOT_LEFT: f64 = 92.0;
+const PLOT_RIGHT: f64 = PLOT_WIDTH as f64 - 32.0;
+const PLOT_TOP: f64 = 84.0;
+const PLOT_BOTTOM: f64 = PLOT_HEIGHT as f64 - 72.0;
+
+/// Tableau 10: distinguishable on white and for common colour-vision deficiencies.
+const PALETTE: [Rgb; 10] = [
+    Rgb(0x4e, 0x79, 0xa7),
+    Rgb(0xf2, 0x8e, 0x2b),
+    Rgb(0xe1, 0x57, 0x59),
+    Rgb(0x76, 0xb7, 0xb2),
+    Rgb(0x59, 0xa1, 0x4f),
+    Rgb(0xb0, 0x7a, 0xa1),
+    Rgb(0xed, 0xc9, 0x48),
+    Rgb(0xff, 0x9d, 0xa7),
+    Rgb(0x9c, 0x75, 0x5f),
+    Rgb(0xba, 0xb0, 0xac),
+];
+const TOTAL_COLOR: Rgb = Rgb(0x22, 0x22, 0x22);
+const TEXT_COLOR: Rgb = Rgb(0x22, 0x22, 0x22);
+const MUTED_TEXT_COLOR: Rgb = Rgb(0x66, 0x66, 0x66);
+const GRID_COLOR: Rgb = Rgb(0xe6, 0xe6, 0xe6);
+const AXIS_COLOR: Rgb = Rgb(0x55, 0x55, 0x55);
+const WHITE: Rgb = Rgb(0xff, 0xff, 0xff);
+
+/// Longest instance id shown in the legend before it is shortened with an ellipsis.
+const MAX_LEGEND_LABEL_CHARS: usize = 44;
+
+/// An sRGB colour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rgb(pub u8, pub u8, pub u8);
+
+/// One line of the plot.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlotSeries {
+    pub label: String,
+    pub color: Rgb,
+    /// `(capacity_gb, hit_rate_percent)` by increasing capacity.
+    pub points: Vec<(f64, f64)>,
+    /// The unlimited-capacity hit rate, in percent.
+    pub ceiling_percent: f64,
+    /// `(knee_percent, capacity_gb, hit_rate_percent)`.
+    pub knees: Vec<(u32, f64, f64)>,
+    /// The total line: drawn thicker, without knee labels.
+    pub is_total: bool,
+}
+
+/// Everything the plot shows, in data units.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlotData {
+    pub title: String,
+    pub subtitle: String,
+    pub series: Vec<PlotSeries>,
+    /// Right end of the x axis (a tick value).
+    pub x_max_gb: f64,
+    pub x_step_gb: f64,
+    /// Top of the y axis (a tick value), in percent.
+    pub y_max_percent: f64,
+    pub y_step_percent: f64,
+}
+
+impl PlotData {
+    /// Samples the exact curves once per horizontal pixel, up to a little past the largest
+    /// saturation point; `source` names the input in the subtitle.
+    #[must_use]
+    pub fn from_curves(curves: &MrcCurves, report: &MrcReport, source: &str) -> Self {
+        let saturation_bytes = report
+            .instances
+            .iter()
+            .map(|i| i.saturation.capacity_bytes)
+            .chain([report.total.saturation.capacity_bytes])
+            .max()
+            .unwrap_or(0);
+        let data_max_gb = saturation_bytes as f64 / BYTES_PER_GIB as f64 * 1.12;
+        let (x_max_gb, x_step_gb) = nice_axis(if data_max_gb > 0.0 { data_max_gb } else { 1.0 }, 6);
+        let max_ceiling = report
+            .instances
+            .iter()
+            .map(|i| i.infinite_hit_rate * 100.0)
+            .fold(0.0, f64::max);
+        let (y_max_percent, y_step_percent) = if max_ceiling > 0.0 {
+            let (max, step) = nice_axis((max_ceiling * 1.08).min(100.0), 5);
+            (max.min(100.0), step)
+        } else {
+            (10.0, 2.0)
+        };
+
+        #[expect(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            reason = "pixel count"
+        )]
+        let sample_count = (PLOT_RIGHT - PLOT_LEFT) as usize + 1;
+        let x_max_bytes = x_max_gb * BYTES_PER_GIB as f64;
+        let sample_bytes: Vec<u64> = (0..sample_count)
+            .map(|i| {
+                #[expect(
+                    clippy::cast_possible_truncation,
+                    clippy::cast_sign_loss,
+                    reason = "floor to bytes"
+                )]
+                let bytes = (x_max_bytes * i as f64 / (sample_count - 1) as f64).floor() as u64;
+                bytes
+            })
+            .collect();
+        let to_gb = |bytes: u64| bytes as f64 / BYTES_PER_GIB as f64;
+        let percent = |tokens: u64, input: u64| {
+            if input == 0 {
+                0.0
+            } else {
+                tokens as f64 / input as f64 * 100.0
+            }
+        };
+
+        let mut series: Vec<PlotSeries> = curves
+            .instances
+            .iter()
+            .zip(&report.instances)
+            .enumerate()
+            .map(|(index, (curve, instance))| PlotSeries {
+                label: shorten(&instance.instance_id),
+                color: PALETTE[index % PALETTE.len()],
+                points: sample_bytes
+                    .iter()
+                    .map(|&bytes| {
+                        let hit_tokens = curve
+                            .hit_blocks_at_bytes(bytes)
+                            .wrapping_mul(curve.block_size_tokens);
+                        (to_gb(bytes), percent(hit_tokens, curve.total_input_tokens))
+                    })
+                    .collect(),
+                ceiling_percent: instance.infinite_hit_rate * 100.0,
+                knees: instance
+                    .knees
+                    .iter()
+                    .map(|k| (k.percent, k.point.capacity_gb, k.point.hit_rate * 100.0))
+                    .collect(),
+                is_total: false,
+            })
+            .collect();
+        if curves.instances.len() > 1 {
+            let total_input_tokens = curves.total_input_tokens();
+            series.push(PlotSeries {
+                label: "total (each instance its own cache)".into(),
+                color: TOTAL_COLOR,
+                points: sample_bytes
+                    .iter()
+                    .map(|&bytes| {
+                        (
+                            to_gb(bytes),
+                            percent(curves.total_hit_tokens_at_bytes(bytes), total_input_tokens),
+                        )
+                    })
+                    .collect(),
+                ceiling_percent: report.total.infinite_hit_rate * 100.0,
+                knees: report
+                    .total
+                    .knees
+                    .iter()
+                    .map(|k| (k.percent, k.point.capacity_gb, k.point.hit_rate * 100.0))
+                    .collect(),
+                is_total: true,
+            });
+        }
+        let instance_count = curves.instances.len();
+        Self {
+            title: "LRU prefix-cache hit rate vs cache capacity".into(),
+            subtitle: format!(
+                "{} requests, {instance_count} instance{}, exact cumulative token hit rate · {source}",
+                report.total.requests,
+                if instance_count == 1 { "" } else { "s" },
+            ),
+            series,
+            x_max_gb,
+            x_step_gb,
+            y_max_percent,
+            y_step_percent,
+        }
+    }
+}
+
+/// `(axis_max, step)`: a 1-2-5 step giving about `target_ticks` ticks, and the first tick at
+/// or above `data_max`.
+fn nice_axis(data_max: f64, target_ticks: u32) -> (f64, f64) {
+    let raw_step = data_max / f64::from(target_ticks);
+    let magnitude = 10_f64.powf(raw_step.log10().floor());
+    let step = [1.0, 2.0, 2.5, 5.0, 10.0]
+        .iter()
+        .map(|m| m * magnitude)
+        .find(|&s| s >= raw_step)
+        .unwrap_or(10.0 * magnitude);
+    ((data_max / step).ceil() * step, step)
+}
+
+fn shorten(label: &str) -> String {
+    if label.chars().count() <= MAX_LEGEND_LABEL_CHARS {
+        return label.to_owned();
+    }
+    let head: String = label.chars().take(MAX_LEGEND_LABEL_CHARS - 1).collect();
+    format!("{head}…")
+}
+
+/// A tick label: `step`'s decimals, no trailing zeros.
+fn tick_label(value: f64, step: f64) -> String {
+    let decimals = if step >= 1.0 {
+        0
+    } else {
+        #[expect(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            reason = "small decimal count"
+        )]
+        let decimals = (-step.log10().floor()) as usize + 1;
+        decimals
+    };
+    let text = format!("{value:.decimals$}");
+    if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.').to_owned()
+    } else {
+        text
+    }
+}
+
+/// Horizontal anchoring of a text run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Anchor {
+    Start,
+    Middle,
+    End,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct TextStyle {
+    /// Em size in pixels (SVG `font-size`).
+    size: f64,
+    color: Rgb,
+    anchor: Anchor,
+    bold: bool,
+    /// Rotated 90° counter-clockwise (reads bottom to top); the anchor is along the text.
+    vertical: bool,
+}
+
+impl TextStyle {
+    fn new(size: f64, color: Rgb, anchor: Anchor) -> Self {
+        Self {
+            size,
+            color,
+            anchor,
+            bold: false,
+            vertical: false,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Stroke {
+    color: Rgb,
+    width: f64,
+    /// `[on, off]` lengths in pixels.
+    dash: Option<[f64; 2]>,
+}
+
+/// Drawing primitives shared by the SVG and PNG backends (pixel coordinates, y down).
+trait Canvas {
+    fn rect(&mut self, x: f64, y: f64, width: f64, height: f64, fill: Rgb);
+    fn polyline(&mut self, points: &[(f64, f64)], stroke: Stroke);
+    fn circle(&mut self, center: (f64, f64), radius: f64, fill: Rgb, outline: Stroke);
+    /// `at` is the anchor point on the baseline.
+    fn text(&mut self, text: &str, at: (f64, f64), style: TextStyle);
+}
+
+/// The embedded fonts (DejaVu Sans regular and bold).
+struct Fonts {
+    regular: FontRef<'static>,
+    bold: FontRef<'static>,
+}
+
+impl Fonts {
+    fn load() -> Self {
+        Self {
+            regular: FontRef::try_from_slice(dejavu::sans::regular())
+                .expect("the embedded DejaVu Sans font parses (tested)"),
+            bold: FontRef::try_from_slice(dejavu::sans::bold())
+                .expect("the embedded DejaVu Sans Bold font parses (tested)"),
+        }
+    }
+
+    fn font(&self, bold: bool) -> &FontRef<'static> {
+        if bold { &self.bold } else { &self.regular }
+    }
+
+    /// The `ab_glyph` scale (ascent − descent in pixels) for an em size in pixels.
+    fn scale(&self, bold: bool, em_px: f64) -> PxScale {
+        let font = self.font(bold);
+        let units_per_em = font.units_per_em().unwrap_or(2048.0);
+        #[expect(clippy::cast_possible_truncation, reason = "pixel sizes are small")]
+        let em_px = em_px as f32;
+        PxScale::from(em_px * font.height_unscaled() / units_per_em)
+    }
+
+    /// Advance width of `text` in pixels, with kerning.
+    fn text_width(&self, text: &str, style: TextStyle) -> f64 {
+        let font = self.font(style.bold);
+        let scaled = font.as_scaled(self.scale(style.bold, style.size));
+        let mut width = 0.0_f32;
+        let mut previous = None;
+        for ch in text.chars() {
+            let id = scaled.glyph_id(ch);
+            if let Some(previous) = previous {
+                width += scaled.kern(previous, id);
+            }
+            width += scaled.h_advance(id);
+            previous = Some(id);
+        }
+        f64::from(width)
+    }
+}
+
+fn x_pixel(data: &PlotData, gb: f64) -> f64 {
+    PLOT_LEFT + gb / data.x_max_gb * (PLOT_RIGHT - PLOT_LEFT)
+}
+
+fn y_pixel(data: &PlotData, percent: f64) -> f64 {
+    PLOT_BOTTOM - percent.min(data.y_max_percent) / data.y_max_percent * (PLOT_BOTTOM - PLOT_TOP)
+}
+
+/// Ticks `0, step, …` up to `max` (inclusive, with float slack).
+fn ticks(max: f64, step: f64) -> impl Iterator<Item = f64> {
+    (0..)
+        .map(move |i| f64::from(i) * step)
+        .take_while(move |&v| v <= max + step * 1e-9)
+}
+
+/// Draws the whole figure.
+fn draw(data: &PlotData, fonts: &Fonts, canvas: &mut impl Canvas) {
+    let width = f64::from(PLOT_WIDTH);
+    let height = f64::from(PLOT_HEIGHT);
+    canvas.rect(0.0, 0.0, width, height, WHITE);
+
+    // Grid and tick labels.
+    let tick_style = TextStyle::new(13.0, MUTED_TEXT_COLOR, Anchor::Middle);
+    for gb in ticks(data.x_max_gb, data.x_step_gb) {
+        let x = x_pixel(data, gb).round();
+        canvas.rect(x - 0.5, PLOT_TOP, 1.0, PLOT_BOTTOM - PLOT_TOP, GRID_COLOR);
+        canvas.text(
+            &tick_label(gb, data.x_step_gb),
+            (x, PLOT_BOTTOM + 20.0),
+            tick_style,
+        );
+    }
+    for percent in ticks(data.y_max_percent, data.y_step_percent) {
+        let y = y_pixel(data, percent).round();
+        canvas.rect(PLOT_LEFT, y - 0.5, PLOT_RIGHT - PLOT_LEFT, 1.0, GRID_COLOR);
+        let label = format!("{}%", tick_label(percent, data.y_step_percent));
+        canvas.text(
+            &label,
+            (PLOT_LEFT - 8.0, y + 4.5),
+            TextStyle::new(13.0, MUTED_TEXT_COLOR, Anchor::End),
+        );
+    }
+    canvas.rect(
+        PLOT_LEFT - 0.5,
+        PLOT_TOP,
+        1.0,
+        PLOT_BOTTOM - PLOT_TOP + 0.5,
+        AXIS_COLOR,
+    );
+    canvas.rect(
+        PLOT_LEFT - 0.5,
+        PLOT_BOTTOM - 0.5,
+        PLOT_RIGHT - PLOT_LEFT + 0.5,
+        1.0,
+        AXIS_COLOR,
+    );
+
+    // Titles and axis labels.
+    let mut title_style = TextStyle::new(21.0, TEXT_COLOR, Anchor::Middle);
+    title_style.bold = true;
+    canvas.text(&data.title, (width / 2.0, 34.0), title_style);
+    canvas.text(
+        &data.subtitle,
+        (width / 2.0, 58.0),
+        TextStyle::new(13.5, MUTED_TEXT_COLOR, Anchor::Middle),
+    );
+    let axis_style = TextStyle::new(15.0, TEXT_COLOR, Anchor::Middle);
+    canvas.text(
+        "cache capacity per instance (GB = 2^30 bytes)",
+        ((PLOT_LEFT + PLOT_RIGHT) / 2.0, height - 24.0),
+        axis_style,
+    );
+    let mut y_axis_style = axis_style;
+    y_axis_style.vertical = true;
+    canvas.text(
+        "cumulative token hit rate",
+        (28.0, (PLOT_TOP + PLOT_BOTTOM) / 2.0),
+        y_axis_style,
+    );
+
+    // Ceilings, curves, knees.
+    for series in &data.series {
+        let y = y_pixel(data, series.ceiling_percent);
+        let ceiling = Stroke {
+            color: series.color,
+            width: 1.5,
+            dash: Some([7.0, 5.0]),
+        };
+        canvas.polyline(&[(PLOT_LEFT, y), (PLOT_RIGHT, y)], ceiling);
+    }
+    for series in &data.series {
+        let points: Vec<(f64, f64)> = series
+            .points
+            .iter()
+            .map(|&(gb, percent)| (x_pixel(data, gb), y_pixel(data, percent)))
+            .collect();
+        let stroke = Stroke {
+            color: series.color,
+            width: if series.is_total { 3.0 } else { 2.25 },
+            dash: None,
+        };
+        canvas.polyline(&points, stroke);
+    }
+    let knee_label_style = TextStyle::new(11.5, MUTED_TEXT_COLOR, Anchor::Start);
+    let label_knees = data.series.len() <= 4;
+    let label_capacities = data.series.len() == 1;
+    for series in &data.series {
+        let outline = Stroke {
+            color: WHITE,
+            width: 1.5,
+            dash: None,
+        };
+        for &(percent, gb, rate) in &series.knees {
+            let center = (x_pixel(data, gb), y_pixel(data, rate));
+            canvas.circle(center, 4.5, series.color, outline);
+            if label_knees && !series.is_total {
+                let label = if label_capacities {
+                    format!("{percent}% at {} GB", format_significant(gb, 4))
+                } else {
+                    format!("{percent}%")
+                };
+                canvas.text(&label, (center.0 + 6.0, center.1 + 15.0), knee_label_style);
+            }
+        }
+    }
+
+    draw_legend(data, fonts, canvas);
+}
+
+/// Legend box in the lower right corner of the plot area (usually empty: curves rise fast
+/// and then stay flat).
+fn draw_legend(data: &PlotData, fonts: &Fonts, canvas: &mut impl Canvas) {
+    let style = TextStyle::new(13.0, TEXT_COLOR, Anchor::Start);
+    let note_style = TextStyle::new(12.0, MUTED_TEXT_COLOR, Anchor::Start);
+    let mut lines: Vec<(Option<&PlotSeries>, String)> = data
+        .series
+        .iter()
+        .map(|s| {
+            let mut label = s.label.clone();
+            let _ = write!(label, "   ∞ {}%", format_significant(s.ceiling_percent, 4));
+            (Some(s), label)
+        })
+        .collect();
+    lines.push((
+        None,
+        "dashed: ∞-capacity ceiling · dots: 50/90/95/99% knees".into(),
+    ));
+    let line_height = 20.0;
+    let swatch = 26.0;
+    let padding = 10.0;
+    let text_width = lines
+        .iter()
+        .map(|(series, text)| {
+            let width = fonts.text_width(text, if series.is_some() { style } else { note_style });
+            if series.is_some() {
+                width + swatch + 8.0
+            } else {
+                width
+            }
+        })
+        .fold(0.0, f64::max);
+    let box_width = text_width + 2.0 * padding;
+    #[expect(clippy::cast_precision_loss, reason = "a handful of legend lines")]
+    let box_height = lines.len() as f64 * line_height + 2.0 * padding - 4.0;
+    let left = PLOT_RIGHT - box_width - 12.0;
+    let top = PLOT_BOTTOM - box_height - 14.0;
+    canvas.rect(
+        left - 1.0,
+        top - 1.0,
+        box_width + 2.0,
+        box_height + 2.0,
+        GRID_COLOR,
+    );
+    canvas.rect(left, top, box_width, box_height, WHITE);
+    for (index, (series, text)) in lines.iter().enumerate() {
+        #[expect(clippy::cast_precision_loss, reason = "a handful of legend lines")]
+        let baseline = top + padding + 12.0 + index as f64 * line_height;
+        match series {
+            Some(series) => {
+                let y = baseline - 4.5;
+                let stroke = Stroke {
+                    color: series.color,
+                    width: if series.is_total { 3.0 } else { 2.25 },
+                    dash: None,
+                };
+                canvas.polyline(&[(left + padding, y), (left + padding + swatch, y)], stroke);
+                canvas.text(text, (left + padding + swatch + 8.0, baseline), style);
+            }
+            None => canvas.text(text, (left + padding, baseline), note_style),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nice_axes() {
+        assert_eq!(nice_axis(331.0, 6), (400.0, 100.0));
+        assert_eq!(nice_axis(91.0, 5), (100.0, 20.0));
+        let (max, step) = nice_axis(0.0034, 6);
+        assert!(
+            (max - 0.004).abs() < 1e-12 && (step - 0.001).abs() < 1e-12,
+            "{max} {step}"
+        );
+        assert_eq!(nice_axis(12.0, 6), (12.0, 2.0));
+    }
+
+    #[test]
+    fn tick_labels() {
+        assert_eq!(tick_label(250.0, 50.0), "250");
+        assert_eq!(tick_label(0.25, 0.05), "0.25");
+        assert_eq!(tick_label(0.000_5, 0.000_1), "0.0005");
+    }
+
+    #[test]
+    fn embedded_fonts_parse_and_measure() {
+        let fonts = Fonts::load();
+        let style = TextStyle::new(13.0, TEXT_COLOR, Anchor::Start);
+        let width = fonts.text_width("capacity 1024 GB", style);
+        assert!((80.0..140.0).contains(&width), "{width}");
+        assert!(fonts.text_width("∞", style) > 0.0);
+    }
+}
