@@ -13,10 +13,6 @@ litehit watch /var/log/kv/trace.jsonl --capacity-gb 10,40,80\n  \
 litehit watch trace.jsonl --config litehit.json --from-end\n  \
 litehit watch trace.jsonl --headless --exit-at-eof --interval 1"
 )]
-#[expect(
-    clippy::struct_excessive_bools,
-    reason = "independent command-line switches"
-)]
 pub struct WatchArgs {
     /// Trace file to follow: what it already holds is read first, then appended lines. It may
     /// not exist yet (it is waited for); truncation and rotation are followed
