@@ -5,6 +5,7 @@
 
 pub mod mrc_args;
 pub mod query_args;
+pub mod watch_args;
 
 use std::path::PathBuf;
 
@@ -29,6 +30,10 @@ pub enum Command {
     Query(query_args::QueryArgs),
     /// Hit rate vs capacity curve, knees and plots from a facts file
     Mrc(mrc_args::MrcArgs),
+    /// Follow a growing trace and show exact hit rates at any capacity, live
+    Watch(watch_args::WatchArgs),
+    /// Generate a realistic trace at a steady rate and watch it live (no input needed)
+    Demo(watch_args::DemoArgs),
 }
 
 /// `litehit replay CONFIG.json` (upstream config) or `litehit replay TRACE --out DIR`.

@@ -1,9 +1,11 @@
 //! One file per subcommand, glue only: resolve arguments through `config`, run the `engine`
 //! or read facts, write through `facts::file` / `output`. No analysis logic lives here.
 
+pub mod demo;
 pub mod mrc;
 pub mod query;
 pub mod replay;
+pub mod watch;
 
 use crate::cli::{Cli, Command};
 
@@ -13,6 +15,8 @@ pub fn run(cli: Cli) -> color_eyre::Result<()> {
         Command::Replay(args) => replay::run(&args),
         Command::Query(args) => query::run(&args),
         Command::Mrc(args) => mrc::run(&args),
+        Command::Watch(args) => watch::run(&args),
+        Command::Demo(args) => demo::run(&args),
     }
 }
 

@@ -1,1 +1,89 @@
-//! (in progress)
+//! The terminal front end of `litehit watch`: terminal setup, the event loop, drawing.
+//!
+//! Reads `Arc<LiveSnapshot>`s from the ingest thread and sends [`crate::live::Command`]s; it
+//! never calls the engine or the projector and does no I/O besides the terminal. The loop
+//! `select!`s over key/resize events, new snapshots and a frame tick; a key is handled and
+//! drawn at once, a snapshot waits for the next tick, and a tick with nothing new draws
+//! nothing. `ratatui::init` (after `color_eyre::install`) puts a panic hook in place that
+//! restores the terminal; quitting and errors restore it too.
+
+pub mod app;
+pub mod event;
+pub mod render;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use color_eyre::eyre::WrapErr as _;
+use ratatui::DefaultTerminal;
+
+use crate::live::{Command, LiveHandle, LiveSnapshot};
+use app::App;
+use event::{Event, EventSource};
+
+/// Front-end settings.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TuiOptions {
+    /// Redraws per second at most (keys are drawn at once regardless).
+    pub fps: f64,
+}
+
+impl Default for TuiOptions {
+    fn default() -> Self {
+        Self { fps: 10.0 }
+    }
+}
+
+/// Runs the monitor until the user quits; returns the last snapshot for a summary.
+pub fn run(live: &LiveHandle, options: TuiOptions) -> color_eyre::Result<Arc<LiveSnapshot>> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .wrap_err("starting the UI runtime")?;
+    let mut terminal = ratatui::init();
+    let result = runtime.block_on(event_loop(&mut terminal, live, options));
+    ratatui::restore();
+    result
+}
+
+async fn event_loop(
+    terminal: &mut DefaultTerminal,
+    live: &LiveHandle,
+    options: TuiOptions,
+) -> color_eyre::Result<Arc<LiveSnapshot>> {
+    let period = Duration::from_secs_f64(1.0 / options.fps.clamp(0.5, 120.0));
+    let mut events = EventSource::new(live.snapshots(), period);
+    let mut snap = events.latest();
+    let mut app = App::default();
+    app.observe(&snap);
+    let mut dirty = true;
+    loop {
+        let draw_now = match events.next().await.wrap_err("reading terminal events")? {
+            Event::Key(key) => {
+                if let Some(command) = app.handle_key(key) {
+                    live.send(command);
+                }
+                if app.quitting {
+                    live.send(Command::Shutdown);
+                    return Ok(snap);
+                }
+                true
+            }
+            Event::Resize => true,
+            Event::Snapshot(new) => {
+                snap = new;
+                app.observe(&snap);
+                dirty = true;
+                false
+            }
+            Event::Tick => dirty,
+            Event::InputClosed => return Ok(snap),
+        };
+        if draw_now {
+            terminal
+                .draw(|frame| render::draw(frame, &snap, &app))
+                .wrap_err("drawing the screen")?;
+            dirty = false;
+        }
+    }
+}

@@ -1,0 +1,169 @@
+//! Arguments of `litehit watch` (live monitor) and `litehit demo`.
+
+use std::path::PathBuf;
+
+use super::LaneFlags;
+
+/// Follow a growing trace file and show exact LRU prefix-cache hit rates at any capacity, live.
+#[derive(Debug, Clone, PartialEq, clap::Args)]
+#[command(
+    after_long_help = "Keys: ? help · a add slot (40, 0.5 = GB; 1000b = blocks) · d delete slot · \
+←→ select slot · ↑↓ select instance · s snapshot facts · p pause/resume · q quit\n\nExamples:\n  \
+litehit watch /var/log/kv/trace.jsonl --capacity-gb 10,40,80\n  \
+litehit watch trace.jsonl --config litehit.json --from-end\n  \
+litehit watch trace.jsonl --headless --exit-at-eof --interval 1"
+)]
+pub struct WatchArgs {
+    /// Trace file to follow: what it already holds is read first, then appended lines. It may
+    /// not exist yet (it is waited for); truncation and rotation are followed
+    #[arg(value_name = "TRACE")]
+    pub trace: Option<PathBuf>,
+
+    /// Upstream LiteHit config (instance groups, block sizes, TTLs, routing); TRACE, if
+    /// given, wins over its trace_file_path
+    #[arg(long, value_name = "CFG", conflicts_with_all = [
+        "block_size", "block_bytes", "kv_bytes_per_token", "ttl_seconds", "prefix_hash",
+        "instance", "trace_block_size",
+    ])]
+    pub config: Option<PathBuf>,
+
+    /// Capacity slots in binary GB (GB × 2^30 bytes), comma-separated; more can be added
+    /// live with `a`. Default: the config's capacity_gb, else 10,40,80
+    #[arg(long, value_name = "GB,...", value_delimiter = ',')]
+    pub capacity_gb: Vec<f64>,
+
+    /// Skip what the file holds at startup and follow only new lines
+    #[arg(long)]
+    pub from_end: bool,
+
+    /// Where `s` writes every fact so far (same CSV as `litehit replay`), atomically
+    #[arg(long, value_name = "PATH", default_value = "litehit_facts.csv")]
+    pub facts_out: PathBuf,
+
+    #[command(flatten)]
+    pub lane: LaneFlags,
+
+    /// No TUI: print one JSON line per --interval on stdout with the same numbers
+    #[arg(long)]
+    pub headless: bool,
+
+    /// Seconds between JSON lines in --headless mode
+    #[arg(long, value_name = "SECONDS", default_value_t = 1.0)]
+    pub interval: f64,
+
+    /// Screen refreshes per second at most (keys are answered at once)
+    #[arg(long, value_name = "N", default_value_t = 10.0)]
+    pub fps: f64,
+
+    /// With --headless: stop at the end of the file (after a last JSON line)
+    #[arg(long, requires = "headless")]
+    pub exit_at_eof: bool,
+
+    /// Width of the hit-rate-over-time windows, in seconds of trace time
+    #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
+    pub window_seconds: f64,
+}
+
+/// Generate a realistic trace into a temporary file at a steady rate and watch it live.
+#[derive(Debug, Clone, PartialEq, clap::Args)]
+pub struct DemoArgs {
+    /// Requests appended per second (wall time)
+    #[arg(long, value_name = "N", default_value_t = 2000)]
+    pub rate: u32,
+
+    /// Instances (lanes) the generated traffic is spread over
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub instances: u16,
+
+    /// Seed of the generator (same seed, same trace)
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+
+    /// Capacity slots in binary GB, comma-separated
+    #[arg(
+        long,
+        value_name = "GB,...",
+        value_delimiter = ',',
+        default_value = "10,40,80"
+    )]
+    pub capacity_gb: Vec<f64>,
+
+    /// Where `s` writes every fact so far
+    #[arg(long, value_name = "PATH", default_value = "litehit_facts.csv")]
+    pub facts_out: PathBuf,
+
+    /// Screen refreshes per second at most
+    #[arg(long, value_name = "N", default_value_t = 10.0)]
+    pub fps: f64,
+
+    /// No TUI: print JSON lines (as `watch --headless`)
+    #[arg(long)]
+    pub headless: bool,
+
+    /// Stop after this many requests (default: run until quit)
+    #[arg(long, value_name = "N")]
+    pub requests: Option<u64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::formats::TraceFormat;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Watch {
+        #[command(flatten)]
+        args: WatchArgs,
+    }
+
+    #[test]
+    fn test_capacity_gb_is_comma_separated() {
+        let watch = Watch::parse_from(["watch", "t.jsonl", "--capacity-gb", "10,40,0.5"]);
+        assert_eq!(watch.args.capacity_gb, [10.0, 40.0, 0.5]);
+        assert_eq!(watch.args.facts_out, PathBuf::from("litehit_facts.csv"));
+        assert!((watch.args.fps - 10.0).abs() < f64::EPSILON);
+    }
+
+    #[test]
+    fn test_config_conflicts_with_single_instance_flags() {
+        let result =
+            Watch::try_parse_from(["watch", "t", "--config", "c.json", "--block-size", "16"]);
+        assert!(result.is_err());
+    }
+
+    #[test]
+    fn test_exit_at_eof_needs_headless() {
+        assert!(Watch::try_parse_from(["watch", "t", "--exit-at-eof"]).is_err());
+        assert!(Watch::try_parse_from(["watch", "t", "--headless", "--exit-at-eof"]).is_ok());
+    }
+
+    #[test]
+    fn test_single_instance_flags_map_one_to_one() {
+        let watch = Watch::parse_from([
+            "watch",
+            "t",
+            "--block-size",
+            "64",
+            "--trace-block-size",
+            "16",
+            "--block-bytes",
+            "4096",
+            "--ttl-seconds",
+            "30",
+            "--prefix-hash",
+            "--instance",
+            "i1",
+            "--format",
+            "mooncake",
+        ]);
+        let flags = watch.args.lane.to_single_instance_flags(None);
+        assert_eq!(flags.block_size_tokens, Some(64));
+        assert_eq!(flags.trace_block_size_tokens, Some(16));
+        assert_eq!(flags.block_bytes, Some(4096));
+        assert_eq!(flags.ttl_seconds, Some(30));
+        assert!(flags.prefix_hash);
+        assert_eq!(flags.instance.as_deref(), Some("i1"));
+        assert_eq!(flags.format, Some(TraceFormat::Mooncake));
+    }
+}

@@ -1,0 +1,140 @@
+//! Number and label formatting shared by the panels (no I/O, no analysis).
+
+use std::time::Duration;
+
+use crate::projector::{BYTES_PER_GIB, Capacity};
+
+/// A rate as a percentage with two decimals (`51.85%`), `-` without a denominator.
+pub fn percent(rate: Option<f64>) -> String {
+    rate.map_or_else(|| "-".to_owned(), |rate| format!("{:.2}%", rate * 100.0))
+}
+
+/// A count with a metric suffix past five digits (`12345`, `1.23M`).
+pub fn count(value: u64) -> String {
+    const UNITS: [(f64, &str); 4] = [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")];
+    if value < 100_000 {
+        return value.to_string();
+    }
+    let value = value as f64;
+    for (scale, unit) in UNITS {
+        if value >= scale {
+            return format!("{:.2}{unit}", value / scale);
+        }
+    }
+    format!("{value}")
+}
+
+/// A rate per second with a metric suffix (`1.20M blocks/s`).
+pub fn per_second(value: f64, what: &str) -> String {
+    const UNITS: [(f64, &str); 3] = [(1e9, "G"), (1e6, "M"), (1e3, "k")];
+    for (scale, unit) in UNITS {
+        if value >= scale {
+            return format!("{:.2}{unit} {what}/s", value / scale);
+        }
+    }
+    format!("{value:.0} {what}/s")
+}
+
+/// Bytes in binary units (`512 B`, `1.50 KiB`, `3.00 GiB`).
+pub fn bytes(value: u64) -> String {
+    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    let mut scaled = value as f64;
+    let mut unit = 0;
+    while scaled >= 1024.0 && unit + 1 < UNITS.len() {
+        scaled /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{value} B")
+    } else {
+        format!("{scaled:.2} {}", UNITS[unit])
+    }
+}
+
+/// A byte rate in binary units (`12.50 MiB/s`).
+pub fn bytes_per_second(value: f64) -> String {
+    const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
+    let mut scaled = value.max(0.0);
+    let mut unit = 0;
+    while scaled >= 1024.0 && unit + 1 < UNITS.len() {
+        scaled /= 1024.0;
+        unit += 1;
+    }
+    format!("{scaled:.2} {}/s", UNITS[unit])
+}
+
+/// A capacity slot's label (`40 GB`, `0.5 GB`, `1000 b`, `∞`).
+pub fn capacity(capacity: Capacity) -> String {
+    match capacity {
+        Capacity::Gigabytes(gb) => format!("{} GB", trim_float(gb)),
+        Capacity::Blocks(blocks) => format!("{blocks} b"),
+        Capacity::Infinite => "∞".to_owned(),
+    }
+}
+
+/// Binary gigabytes of `blocks` at `block_bytes` per block (for chart axes).
+pub fn blocks_to_gb(blocks: u64, block_bytes: u64) -> f64 {
+    blocks as f64 * block_bytes as f64 / BYTES_PER_GIB as f64
+}
+
+/// A float without trailing zeros (`40`, `0.5`, `1.25`).
+pub fn trim_float(value: f64) -> String {
+    let text = format!("{value:.3}");
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    if text.is_empty() {
+        "0".to_owned()
+    } else {
+        text.to_owned()
+    }
+}
+
+/// A short duration (`850ms`, `12s`, `3m05s`, `2h01m`).
+pub fn duration(value: Duration) -> String {
+    let secs = value.as_secs();
+    if secs == 0 {
+        format!("{}ms", value.subsec_millis())
+    } else if secs < 60 {
+        format!("{secs}s")
+    } else if secs < 3600 {
+        format!("{}m{:02}s", secs / 60, secs % 60)
+    } else {
+        format!("{}h{:02}m", secs / 3600, (secs % 3600) / 60)
+    }
+}
+
+/// Cuts `text` to `width` characters, ending with `…` when cut.
+pub fn fit(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        return text.to_owned();
+    }
+    if width == 0 {
+        return String::new();
+    }
+    let mut out: String = text.chars().take(width - 1).collect();
+    out.push('…');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats() {
+        assert_eq!(percent(Some(28.0 / 54.0)), "51.85%");
+        assert_eq!(percent(None), "-");
+        assert_eq!(count(99_999), "99999");
+        assert_eq!(count(1_234_567), "1.23M");
+        assert_eq!(bytes(512), "512 B");
+        assert_eq!(bytes(3 << 30), "3.00 GiB");
+        assert_eq!(capacity(Capacity::Gigabytes(0.5)), "0.5 GB");
+        assert_eq!(capacity(Capacity::Gigabytes(40.0)), "40 GB");
+        assert_eq!(capacity(Capacity::Blocks(1000)), "1000 b");
+        assert_eq!(per_second(1_200_000.0, "blocks"), "1.20M blocks/s");
+        assert_eq!(duration(Duration::from_secs(185)), "3m05s");
+        assert_eq!(fit("abcdef", 4), "abc…");
+        assert_eq!(fit("abc", 4), "abc");
+        assert!((blocks_to_gb(1024, 1 << 20) - 1.0).abs() < 1e-12);
+        assert_eq!(bytes_per_second(1536.0), "1.50 KiB/s");
+    }
+}

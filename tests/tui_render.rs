@@ -1,0 +1,299 @@
+//! Rendered frames of the live monitor on hand-built snapshots (`TestBackend` + insta).
+
+use std::time::Duration;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use litehit::live::LiveSnapshot;
+use litehit::live::snapshot::{
+    CurvePoint, FollowState, IngestRate, InputHealth, LaneSnapshot, LaneWindow, LineErrorView,
+    MemoryGauge, Slot, SourceStatus, Timeline, Window,
+};
+use litehit::live::tail::{TailNotice, WakeSource};
+use litehit::projector::Capacity;
+use litehit::tui::app::App;
+use litehit::tui::render;
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+
+fn draw(snap: &LiveSnapshot, app: &App, width: u16, height: u16) -> Terminal<TestBackend> {
+    let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
+    terminal
+        .draw(|frame| render::draw(frame, snap, app))
+        .unwrap();
+    terminal
+}
+
+fn key(app: &mut App, code: KeyCode) {
+    app.handle_key(KeyEvent::new(code, KeyModifiers::NONE));
+}
+
+fn slots() -> Vec<Slot> {
+    vec![
+        Slot {
+            id: 1,
+            capacity: Capacity::Gigabytes(10.0),
+        },
+        Slot {
+            id: 2,
+            capacity: Capacity::Gigabytes(40.0),
+        },
+        Slot {
+            id: 3,
+            capacity: Capacity::Blocks(1000),
+        },
+    ]
+}
+
+/// A lane whose curve rises linearly to `infinite_hit_blocks` at `saturation` blocks.
+fn lane(
+    instance_id: &str,
+    requests: u64,
+    input_tokens: u64,
+    slot_hit_blocks: Vec<u64>,
+    infinite: u64,
+) -> LaneSnapshot {
+    let saturation = 40_000;
+    LaneSnapshot {
+        instance_id: instance_id.to_owned(),
+        block_size_tokens: 16,
+        block_bytes: 2 << 20,
+        ttl_ns: 0,
+        requests,
+        input_tokens,
+        request_blocks: input_tokens / 16,
+        unique_blocks: 52_000,
+        ttl_expired_blocks: 0,
+        slot_hit_blocks,
+        infinite_hit_blocks: infinite,
+        saturation_capacity_blocks: saturation,
+        curve: (0..=20)
+            .map(|i| CurvePoint {
+                capacity_blocks: saturation * i / 20,
+                hit_blocks: infinite * i / 20,
+            })
+            .collect(),
+        core_memory_bytes: 3 << 20,
+        accumulator_memory_bytes: 1 << 20,
+    }
+}
+
+fn timeline(lanes: usize) -> Timeline {
+    Timeline {
+        window_ns: 10_000_000_000,
+        windows: (0..12)
+            .map(|i| Window {
+                start_ns: 1_000_000_000_000 + i * 10_000_000_000,
+                lanes: (0..lanes)
+                    .map(|_| LaneWindow {
+                        input_tokens: 10_000,
+                        slot_hit_tokens: vec![
+                            Some(2_000 + 200 * i.unsigned_abs()),
+                            Some(4_000 + 100 * i.unsigned_abs()),
+                            (i > 6).then_some(1_000),
+                        ],
+                        infinite_hit_tokens: 6_000,
+                    })
+                    .collect(),
+                open: i == 11,
+            })
+            .collect(),
+    }
+}
+
+fn running(lanes: Vec<LaneSnapshot>) -> LiveSnapshot {
+    let lane_count = lanes.len();
+    LiveSnapshot {
+        sequence: 42,
+        uptime: Duration::from_secs(95),
+        source: SourceStatus {
+            path: "/var/log/kv/trace.jsonl".to_owned(),
+            state: FollowState::Following,
+            wake: WakeSource::Events,
+            backlog_bytes: 0,
+            consumed_bytes: 12 << 20,
+            catch_up_eta: None,
+            last_notice: None,
+            read_error: None,
+        },
+        slots: slots(),
+        lanes,
+        timeline: timeline(lane_count),
+        memory: MemoryGauge {
+            core_bytes: 6 << 20,
+            accumulator_bytes: 2 << 20,
+            facts_buffer_bytes: 512 << 10,
+            facts_on_disk_bytes: 40 << 20,
+            monitor_bytes: 300 << 10,
+        },
+        rate: IngestRate {
+            requests_per_s: 5_300.0,
+            blocks_per_s: 1_250_000.0,
+            bytes_per_s: 21.0 * 1024.0 * 1024.0,
+        },
+        health: InputHealth::default(),
+        facts_rows: 120_000,
+        ..LiveSnapshot::default()
+    }
+}
+
+fn one_instance() -> LiveSnapshot {
+    running(vec![lane(
+        "engine-0",
+        120_000,
+        9_600_000,
+        vec![150_000, 300_000, 20_000],
+        360_000,
+    )])
+}
+
+fn several_instances() -> LiveSnapshot {
+    running(vec![
+        lane(
+            "prefill-a",
+            60_000,
+            4_800_000,
+            vec![90_000, 160_000, 10_000],
+            200_000,
+        ),
+        lane(
+            "prefill-b",
+            50_000,
+            4_000_000,
+            vec![40_000, 110_000, 9_000],
+            150_000,
+        ),
+        lane(
+            "decode-long-context-7",
+            10_000,
+            800_000,
+            vec![0, 2_000, 500],
+            20_000,
+        ),
+    ])
+}
+
+#[test]
+fn startup_waiting_for_the_file() {
+    let snap = LiveSnapshot {
+        source: SourceStatus {
+            path: "trace.jsonl".to_owned(),
+            state: FollowState::Waiting,
+            last_notice: Some((TailNotice::Waiting, Duration::from_secs(1))),
+            ..SourceStatus::default()
+        },
+        slots: slots(),
+        ..LiveSnapshot::default()
+    };
+    let mut app = App::default();
+    app.observe(&snap);
+    insta::assert_snapshot!(draw(&snap, &app, 120, 40).backend());
+}
+
+#[test]
+fn one_instance_following() {
+    let snap = one_instance();
+    let mut app = App::default();
+    app.observe(&snap);
+    key(&mut app, KeyCode::Right);
+    insta::assert_snapshot!(draw(&snap, &app, 120, 40).backend());
+}
+
+#[test]
+fn several_instances_with_totals_row() {
+    let snap = several_instances();
+    let mut app = App::default();
+    app.observe(&snap);
+    key(&mut app, KeyCode::Down);
+    insta::assert_snapshot!(draw(&snap, &app, 120, 40).backend());
+}
+
+#[test]
+fn totals_row_selected_overlays_every_curve() {
+    let snap = several_instances();
+    let mut app = App::default();
+    app.observe(&snap);
+    for _ in 0..3 {
+        key(&mut app, KeyCode::Down);
+    }
+    assert_eq!(app.selected_lane(), None);
+    insta::assert_snapshot!(draw(&snap, &app, 120, 40).backend());
+}
+
+#[test]
+fn slot_editor_open_with_a_refusal() {
+    let snap = one_instance();
+    let mut app = App::default();
+    app.observe(&snap);
+    key(&mut app, KeyCode::Char('a'));
+    for ch in "12x".chars() {
+        key(&mut app, KeyCode::Char(ch));
+    }
+    key(&mut app, KeyCode::Enter);
+    insta::assert_snapshot!(draw(&snap, &app, 120, 40).backend());
+}
+
+#[test]
+fn help_overlay() {
+    let snap = one_instance();
+    let mut app = App::default();
+    app.observe(&snap);
+    key(&mut app, KeyCode::Char('?'));
+    insta::assert_snapshot!(draw(&snap, &app, 120, 40).backend());
+}
+
+#[test]
+fn errors_shown() {
+    let mut snap = several_instances();
+    snap.health = InputHealth {
+        bad_lines: 3,
+        last_error: Some(LineErrorView {
+            line_number: 1834,
+            message: "field \"keys\": expected 13 keys (input_len 6758, block 512), found 14"
+                .to_owned(),
+        }),
+        out_of_order_timestamps: 2,
+        ..InputHealth::default()
+    };
+    snap.source.state = FollowState::CatchingUp;
+    snap.source.backlog_bytes = 700 << 20;
+    snap.source.catch_up_eta = Some(Duration::from_secs(35));
+    snap.source.last_notice = Some((TailNotice::Replaced, Duration::from_secs(4)));
+    let mut app = App::default();
+    app.observe(&snap);
+    insta::assert_snapshot!(draw(&snap, &app, 120, 40).backend());
+}
+
+#[test]
+fn narrow_terminal_40x12() {
+    let snap = several_instances();
+    let mut app = App::default();
+    app.observe(&snap);
+    key(&mut app, KeyCode::Right);
+    insta::assert_snapshot!(draw(&snap, &app, 40, 12).backend());
+}
+
+#[test]
+fn tiny_and_odd_sizes_never_panic() {
+    let snaps = [LiveSnapshot::default(), one_instance(), several_instances()];
+    for snap in &snaps {
+        for mode_keys in [&[][..], &[KeyCode::Char('?')], &[KeyCode::Char('a')]] {
+            let mut app = App::default();
+            app.observe(snap);
+            for &code in mode_keys {
+                key(&mut app, code);
+            }
+            for (width, height) in [
+                (1, 1),
+                (2, 3),
+                (10, 4),
+                (20, 6),
+                (59, 15),
+                (60, 16),
+                (80, 24),
+                (300, 100),
+            ] {
+                draw(snap, &app, width, height);
+            }
+        }
+    }
+}

@@ -1,0 +1,400 @@
+//! Following a trace file: partial lines, truncation, rotation, late creation.
+
+use std::fmt::Write as _;
+use std::fs::{self, OpenOptions};
+use std::io::Write as _;
+use std::path::Path;
+
+use litehit::live::tail::{StartAt, TailNotice, Tailer};
+
+fn append(path: &Path, bytes: &str) {
+    let mut file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .unwrap();
+    file.write_all(bytes.as_bytes()).unwrap();
+}
+
+/// Checks and reads until nothing more comes; returns the lines and notices seen.
+fn drain(tailer: &mut Tailer) -> (Vec<String>, Vec<TailNotice>) {
+    let mut lines = Vec::new();
+    let mut notices = Vec::new();
+    for _ in 0..100 {
+        if let Some(notice) = tailer.check().unwrap() {
+            notices.push(notice);
+        }
+        let (chunk, notice) = tailer.read_chunk().unwrap();
+        let got = !chunk.is_empty() || notice.is_some();
+        assert!(
+            chunk.is_empty() || chunk.ends_with(b"\n"),
+            "only complete lines"
+        );
+        lines.extend(
+            String::from_utf8(chunk.to_vec())
+                .unwrap()
+                .lines()
+                .map(str::to_owned),
+        );
+        notices.extend(notice);
+        if !got {
+            break;
+        }
+    }
+    (lines, notices)
+}
+
+#[test]
+fn partial_lines_wait_for_their_newline() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("trace.jsonl");
+    append(&path, "one\ntw");
+    let mut tailer = Tailer::new(&path, StartAt::Beginning);
+    let (lines, notices) = drain(&mut tailer);
+    assert_eq!(lines, ["one"]);
+    assert_eq!(notices, [TailNotice::Opened]);
+    assert_eq!(tailer.pending_partial_bytes(), 2);
+    assert_eq!(
+        tailer.backlog_bytes(),
+        2,
+        "the partial line is still behind"
+    );
+
+    append(&path, "o\nthr");
+    assert_eq!(drain(&mut tailer).0, ["two"]);
+    append(&path, "ee");
+    assert!(drain(&mut tailer).0.is_empty());
+    append(&path, "\n");
+    assert_eq!(drain(&mut tailer).0, ["three"]);
+    assert_eq!(tailer.backlog_bytes(), 0);
+}
+
+#[test]
+fn byte_by_byte_appends_lose_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("trace.jsonl");
+    let text: String = (0..50).fold(String::new(), |mut text, i| {
+        writeln!(text, "line-{i}").unwrap();
+        text
+    });
+    let mut tailer = Tailer::new(&path, StartAt::Beginning);
+    let mut lines = Vec::new();
+    for ch in text.chars() {
+        append(&path, &ch.to_string());
+        lines.extend(drain(&mut tailer).0);
+    }
+    let expected: Vec<String> = (0..50).map(|i| format!("line-{i}")).collect();
+    assert_eq!(lines, expected);
+}
+
+#[test]
+fn long_lines_grow_the_buffer() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("trace.jsonl");
+    let long = "x".repeat(1_000_000);
+    append(&path, &format!("{long}\nshort\n"));
+    let mut tailer = Tailer::new(&path, StartAt::Beginning);
+    let (lines, _) = drain(&mut tailer);
+    assert_eq!(lines.len(), 2);
+    assert_eq!(lines[0].len(), 1_000_000);
+    assert_eq!(lines[1], "short");
+}
+
+#[test]
+fn truncation_restarts_from_the_top() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("trace.jsonl");
+    append(&path, "a\nb\nc\n");
+    let mut tailer = Tailer::new(&path, StartAt::Beginning);
+    assert_eq!(drain(&mut tailer).0, ["a", "b", "c"]);
+    let generation = tailer.generation();
+
+    // copytruncate: the file is emptied in place and the writer goes on.
+    OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(&path)
+        .unwrap();
+    append(&path, "d\n");
+    let (lines, notices) = drain(&mut tailer);
+    assert_eq!(notices, [TailNotice::Truncated]);
+    assert_eq!(lines, ["d"]);
+    assert!(tailer.generation() > generation);
+}
+
+#[test]
+fn rename_and_recreate_reads_old_tail_then_new_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("trace.jsonl");
+    append(&path, "a\n");
+    let mut tailer = Tailer::new(&path, StartAt::Beginning);
+    assert_eq!(drain(&mut tailer).0, ["a"]);
+
+    // The writer appends a last line (unterminated) just before logrotate renames the file.
+    append(&path, "b\nc");
+    fs::rename(&path, dir.path().join("trace.jsonl.1")).unwrap();
+    append(&path, "d\n");
+    let (lines, notices) = drain(&mut tailer);
+    assert_eq!(lines, ["b", "c", "d"], "old file read to its end first");
+    assert_eq!(notices, [TailNotice::Replaced]);
+
+    append(&path, "e\n");
+    assert_eq!(drain(&mut tailer).0, ["e"]);
+}
+
+#[test]
+fn deleted_file_is_waited_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("trace.jsonl");
+    append(&path, "a\n");
+    let mut tailer = Tailer::new(&path, StartAt::Beginning);
+    drain(&mut tailer);
+    fs::remove_file(&path).unwrap();
+    let (lines, notices) = drain(&mut tailer);
+    assert!(lines.is_empty());
+    assert_eq!(notices, [TailNotice::Deleted]);
+    assert!(!tailer.is_open());
+
+    append(&path, "b\n");
+    let (lines, notices) = drain(&mut tailer);
+    assert_eq!(lines, ["b"]);
+    assert_eq!(notices, [TailNotice::Opened]);
+}
+
+#[test]
+fn file_created_late_is_read_from_its_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("later.jsonl");
+    let mut tailer = Tailer::new(&path, StartAt::End);
+    let (lines, notices) = drain(&mut tailer);
+    assert!(lines.is_empty());
+    assert_eq!(notices, [TailNotice::Waiting]);
+    // Waiting is reported once, not on every check.
+    assert!(drain(&mut tailer).1.is_empty());
+
+    append(&path, "x\ny\n");
+    let (lines, notices) = drain(&mut tailer);
+    assert_eq!(notices, [TailNotice::Opened]);
+    // `--from-end` skips history that existed at startup; a file born later is all new.
+    assert_eq!(lines, ["x", "y"]);
+}
+
+#[test]
+fn from_end_skips_existing_lines_and_a_partial_tail() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("trace.jsonl");
+    append(&path, "old1\nold2\nhalf");
+    let mut tailer = Tailer::new(&path, StartAt::End);
+    assert!(drain(&mut tailer).0.is_empty());
+    append(&path, "-line\nnew\n");
+    assert_eq!(drain(&mut tailer).0, ["new"]);
+}
+
+mod ingest {
+    //! The ingest thread over a real file: state survives truncation and rotation, bad lines
+    //! are counted and shown, a late file is waited for.
+
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    use litehit::config::{SingleInstanceFlags, resolve_single_instance};
+    use litehit::live::ingest::{IngestConfig, spawn};
+    use litehit::live::snapshot::FollowState;
+    use litehit::live::tail::TailNotice;
+    use litehit::live::{Command, LiveHandle, LiveSnapshot};
+    use litehit::projector::Capacity;
+
+    use super::append;
+
+    fn line(instance: &str, timestamp_ns: i64, keys: &[i64]) -> String {
+        let keys: Vec<String> = keys.iter().map(i64::to_string).collect();
+        format!(
+            "{{\"type\":\"get\",\"instance_id\":\"{instance}\",\"timestamp_ns\":{timestamp_ns},\"keys\":[{}],\"input_len\":{}}}\n",
+            keys.join(","),
+            keys.len() * 4
+        )
+    }
+
+    fn start(path: &std::path::Path, dir: &std::path::Path) -> LiveHandle {
+        start_with(path, dir, false)
+    }
+
+    fn start_with(
+        path: &std::path::Path,
+        dir: &std::path::Path,
+        force_polling: bool,
+    ) -> LiveHandle {
+        let flags = SingleInstanceFlags {
+            block_size_tokens: Some(4),
+            block_bytes: Some(1024),
+            ..SingleInstanceFlags::default()
+        };
+        let engine = resolve_single_instance(&flags).unwrap().engine;
+        let mut config = IngestConfig::new(path, engine);
+        config.slots = vec![Capacity::Blocks(2), Capacity::Infinite];
+        config.frame_period = Duration::from_millis(10);
+        config.spill_dir = Some(dir.to_path_buf());
+        config.facts_out = dir.join("facts.csv");
+        config.force_polling = force_polling;
+        spawn(config).unwrap()
+    }
+
+    fn wait(
+        live: &LiveHandle,
+        what: &str,
+        ready: impl Fn(&LiveSnapshot) -> bool,
+    ) -> Arc<LiveSnapshot> {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let snap = live.latest();
+            if ready(&snap) {
+                return snap;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for {what}: {snap:#?}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn requests(snap: &LiveSnapshot) -> u64 {
+        snap.lanes.iter().map(|lane| lane.requests).sum()
+    }
+
+    #[test]
+    fn truncation_and_rotation_keep_the_accumulated_state() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("trace.jsonl");
+        append(&path, &line("a", 1, &[1, 2]));
+        append(&path, &line("a", 2, &[1, 2]));
+        let live = start(&path, dir.path());
+        wait(&live, "two requests", |s| requests(s) == 2);
+
+        std::fs::OpenOptions::new()
+            .write(true)
+            .truncate(true)
+            .open(&path)
+            .unwrap();
+        append(&path, &line("a", 3, &[1, 2]));
+        let snap = wait(&live, "a third request after truncation", |s| {
+            requests(s) == 3
+        });
+        assert!(matches!(
+            snap.source.last_notice,
+            Some((TailNotice::Truncated, _))
+        ));
+        // Keys 1, 2 were seen before the truncation: the state is kept, so they hit.
+        assert_eq!(snap.lanes[0].slot_hit_blocks, [4, 4]);
+
+        std::fs::rename(&path, dir.path().join("trace.jsonl.1")).unwrap();
+        append(&path, &line("b", 4, &[7]));
+        append(&path, &line("a", 5, &[1, 2]));
+        let snap = wait(&live, "requests from the new file", |s| requests(s) == 5);
+        // Seen between the rename and the create, the path is briefly missing: the new file
+        // is then "opened" rather than "replaced". Either way the state is kept.
+        assert!(
+            matches!(
+                snap.source.last_notice,
+                Some((TailNotice::Replaced | TailNotice::Opened, _))
+            ),
+            "{:?}",
+            snap.source.last_notice
+        );
+        assert_eq!(snap.lanes.len(), 2, "lane b appeared on the fly");
+        assert_eq!(snap.lanes[0].slot_hit_blocks, [6, 6]);
+        live.shutdown();
+    }
+
+    #[test]
+    fn bad_lines_are_skipped_counted_and_shown() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("trace.jsonl");
+        append(&path, &line("a", 10, &[1]));
+        append(&path, "{not json\n");
+        append(&path, &line("a", 5, &[1])); // out of order: clamped, counted, still replayed
+        append(
+            &path,
+            "{\"type\":\"get\",\"instance_id\":\"a\",\"timestamp_ns\":20,\"keys\":[1,2],\"input_len\":4}\n",
+        );
+        append(&path, &line("a", 30, &[1]));
+        let live = start(&path, dir.path());
+        let snap = wait(&live, "every line", |s| {
+            requests(s) == 3 && s.health.bad_lines == 2
+        });
+        assert_eq!(snap.health.out_of_order_timestamps, 1);
+        let error = snap.health.last_error.as_ref().unwrap();
+        assert_eq!(
+            error.line_number, 4,
+            "the key-count mismatch is the last error: {error:?}"
+        );
+        assert_eq!(snap.facts_rows, 3);
+        live.shutdown();
+    }
+
+    #[test]
+    fn a_file_created_late_is_waited_for_and_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("later.jsonl");
+        let live = start(&path, dir.path());
+        wait(&live, "the waiting state", |s| {
+            s.source.state == FollowState::Waiting
+        });
+        append(&path, &line("a", 1, &[1]));
+        append(
+            &path,
+            "{\"type\":\"get\",\"instance_id\":\"a\",\"timestamp_ns\":2,",
+        );
+        wait(&live, "the first request", |s| requests(s) == 1);
+        std::thread::sleep(Duration::from_millis(100));
+        assert_eq!(
+            requests(&live.latest()),
+            1,
+            "a partial line waits for its newline"
+        );
+        append(&path, "\"keys\":[1],\"input_len\":4}\n");
+        let snap = wait(&live, "the completed line", |s| requests(s) == 2);
+        assert_eq!(snap.lanes[0].infinite_hit_blocks, 1);
+        live.shutdown();
+    }
+
+    #[test]
+    fn facts_snapshot_runs_in_the_background_and_matches_the_rows() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("trace.jsonl");
+        for t in 1..=50 {
+            append(&path, &line("a", t, &[1, 2, t + 100]));
+        }
+        let live = start(&path, dir.path());
+        wait(&live, "fifty requests", |s| requests(s) == 50);
+        live.send(Command::WriteFacts);
+        let snap = wait(&live, "the facts file", |s| {
+            matches!(
+                s.facts_write,
+                litehit::live::snapshot::FactsWrite::Done { .. }
+            )
+        });
+        let text = std::fs::read_to_string(dir.path().join("facts.csv")).unwrap();
+        assert_eq!(text.lines().count(), 51);
+        assert!(text.starts_with("trace_id,instance_id,"));
+        assert!(
+            text.lines().nth(2).unwrap().ends_with("\"[[1,2]]\""),
+            "{text}"
+        );
+        assert_eq!(snap.facts_rows, 50);
+        live.shutdown();
+    }
+
+    #[test]
+    fn polling_alone_follows_appends() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("trace.jsonl");
+        let live = start_with(&path, dir.path(), true);
+        append(&path, &line("a", 1, &[1]));
+        let snap = wait(&live, "a request without file events", |s| requests(s) == 1);
+        assert_eq!(snap.source.wake, litehit::live::tail::WakeSource::Polling);
+        append(&path, &line("a", 2, &[1]));
+        wait(&live, "a second request", |s| requests(s) == 2);
+        live.shutdown();
+    }
+}
