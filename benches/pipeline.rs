@@ -147,7 +147,10 @@ fn measure(runs: usize, mut run: impl FnMut()) -> Measured {
     best
 }
 
-#[expect(clippy::too_many_lines, reason = "one benchmark scenario, read top to bottom")]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one benchmark scenario, read top to bottom"
+)]
 fn bench_trace(name: &str, path: &Path, workers: usize, runs: usize) {
     let format = format_of(path);
     let bytes = std::fs::metadata(path).map_or(0, |m| m.len());

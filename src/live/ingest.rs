@@ -167,6 +167,13 @@ impl FactsSpill {
     }
 }
 
+/// Cumulative hit blocks of a live lane at any capacity (the live engine always keeps the
+/// capacity-axis accumulators, so every capacity has an answer).
+fn live_hit_blocks(lane: &Lane, capacity: crate::projector::Capacity) -> u64 {
+    lane.hit_blocks_at(capacity)
+        .expect("the live engine keeps capacity curves")
+}
+
 /// Cumulative numbers of one lane at a window's start.
 #[derive(Debug, Clone, Default)]
 struct LaneMark {
@@ -180,10 +187,10 @@ impl LaneMark {
     fn of(lane: &Lane, slots: &[Slot]) -> Self {
         Self {
             input_tokens: lane.input_tokens(),
-            infinite_hit_blocks: lane.accumulator().infinite_hit_blocks(),
+            infinite_hit_blocks: lane.infinite_hit_blocks(),
             slot_hit_blocks: slots
                 .iter()
-                .map(|slot| Some(lane.hit_blocks_at(slot.capacity)))
+                .map(|slot| Some(live_hit_blocks(lane, slot.capacity)))
                 .collect(),
         }
     }
@@ -198,12 +205,11 @@ impl LaneMark {
                 .zip(&self.slot_hit_blocks)
                 .map(|(slot, start)| {
                     start.map(|start| {
-                        (lane.hit_blocks_at(slot.capacity) - start) * block_size_tokens
+                        (live_hit_blocks(lane, slot.capacity) - start) * block_size_tokens
                     })
                 })
                 .collect(),
-            infinite_hit_tokens: (lane.accumulator().infinite_hit_blocks()
-                - self.infinite_hit_blocks)
+            infinite_hit_tokens: (lane.infinite_hit_blocks() - self.infinite_hit_blocks)
                 * block_size_tokens,
         }
     }
@@ -437,7 +443,9 @@ impl Pipeline {
 
     fn lane_snapshot(&self, lane: &Lane) -> LaneSnapshot {
         let spec = lane.spec();
-        let accumulator = lane.accumulator();
+        let accumulator = lane
+            .accumulator()
+            .expect("the live engine keeps capacity curves");
         let saturation = accumulator.saturation_capacity_blocks();
         let largest_slot = self
             .slots
@@ -472,9 +480,9 @@ impl Pipeline {
             slot_hit_blocks: self
                 .slots
                 .iter()
-                .map(|slot| lane.hit_blocks_at(slot.capacity))
+                .map(|slot| live_hit_blocks(lane, slot.capacity))
                 .collect(),
-            infinite_hit_blocks: accumulator.infinite_hit_blocks(),
+            infinite_hit_blocks: lane.infinite_hit_blocks(),
             saturation_capacity_blocks: saturation,
             curve,
             core_memory_bytes: lane.core().memory_usage_bytes() as u64,
