@@ -499,6 +499,47 @@ fn the_first_error_in_file_order_is_reported_for_any_worker_count() {
     }
 }
 
+#[test]
+fn compressed_traces_replay_like_the_plain_trace_and_a_truncated_one_fails() {
+    let requests = generate(multi_instance_workload(37), 2_000);
+    let text = standard_trace(&requests);
+    let dir = tempdir();
+    let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gzip.write_all(text.as_bytes()).unwrap();
+    let gzip = gzip.finish().unwrap();
+    let zstd = ruzstd::encoding::compress_to_vec(
+        text.as_bytes(),
+        ruzstd::encoding::CompressionLevel::Fastest,
+    );
+    let mut published = Vec::new();
+    for (name, bytes) in [
+        ("trace.jsonl", text.as_bytes()),
+        ("trace.jsonl.gz", &gzip),
+        ("trace.jsonl.zst", &zstd),
+    ] {
+        let trace = dir.path().join(name);
+        fs::write(&trace, bytes).unwrap();
+        let out = dir.path().join(format!("out-{name}"));
+        let extra = block_flags();
+        ok(replay_flags(
+            &trace,
+            &out,
+            &extra.iter().map(String::as_str).collect::<Vec<_>>(),
+        ));
+        published.push(fs::read(out.join(FACTS)).unwrap());
+    }
+    assert_eq!(published[0], published[1], "gzip");
+    assert_eq!(published[0], published[2], "zstd");
+
+    // A truncated gzip stream fails (no silent short replay) and publishes nothing.
+    let truncated = dir.path().join("truncated.jsonl.gz");
+    fs::write(&truncated, &gzip[..gzip.len() / 2]).unwrap();
+    let out = dir.path().join("out-truncated");
+    let run = replay_flags(&truncated, &out, &["--block-size", "16"]);
+    assert_mentions(failed(&run), &["truncated.jsonl.gz"]);
+    assert_nothing_published(&out);
+}
+
 /// A config with `instances` in `dir/cfg/config.json`, trace at `dir/trace.jsonl`, output
 /// `dir/out` (paths relative to `dir`, the child's working directory).
 fn config_run(
@@ -620,6 +661,11 @@ fn bad_config_fails_naming_the_file_and_field() {
         ["replay", "cfg/config.json", "--block-size", "16"],
     );
     assert_mentions(failed(&run), &["--out"]);
+
+    // A trace given without `--out` is read as a config, and the message says what to do.
+    let run = run_in(Some(dir.path()), ["replay", "trace.jsonl"]);
+    assert_mentions(failed(&run), &["trace.jsonl", "add --out DIR"]);
+    assert_nothing_published(&dir.path().join("out"));
 }
 
 #[test]
