@@ -629,6 +629,54 @@ fn ambiguous_instance_fails_and_points_to_override_instance_id() {
 }
 
 #[test]
+fn rows_without_instance_id_go_to_the_override_lane_and_are_named_after_it() {
+    let dir = tempdir();
+    // Qwen-Bailian rows: no instance id, no trace id (the default id names an instance).
+    let trace = "{\"chat_id\": 1, \"timestamp\": 1.5, \"input_length\": 40, \"output_length\": 3, \"hash_ids\": [1, 2, 3]}\n\
+                 {\"chat_id\": 2, \"timestamp\": 2.0, \"input_length\": 70, \"output_length\": 3, \"hash_ids\": [1, 2, 4, 5, 6]}\n";
+    let instances = [
+        InstanceSpec {
+            instance_id: "a",
+            block_size: 16,
+            block_bytes: 8_192,
+        },
+        InstanceSpec {
+            instance_id: "b",
+            block_size: 32,
+            block_bytes: 16_384,
+        },
+    ];
+    let run = config_run(
+        dir.path(),
+        trace,
+        16,
+        &instances,
+        r#""override_instance_id":"b","trace_format":"bailian","#,
+    );
+    ok(run);
+    let rows = read_facts(&dir.path().join("out").join(FACTS));
+    let ids: Vec<(&str, &str, u64)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r.trace_id.as_str(),
+                r.instance_id.as_str(),
+                r.block_size_tokens,
+            )
+        })
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            ("trace_b_1500000000", "b", 32),
+            ("trace_b_2000000000", "b", 32)
+        ]
+    );
+    // Chained hashes, 32-token blocks: [h(1,2)] then [h(1,2), h(1,2,4,5)]; one hit.
+    assert_eq!(rows[1].hit_curve, "[[1,1]]");
+}
+
+#[test]
 fn bad_config_fails_naming_the_file_and_field() {
     let dir = tempdir();
     let trace = get_row("i1", "r1", 1_000, &[1], 256);
