@@ -1088,6 +1088,102 @@ fn kvcm_publisher_log_replays() {
 }
 
 #[test]
+fn upstream_fanout_fixture_replays_the_kvcm_log_on_four_lanes_with_and_without_ttl() {
+    let Some(log) = shared_file("traces/event_publisher.log") else {
+        return;
+    };
+    let dir = tempdir();
+    fs::create_dir_all(dir.path().join("traces")).unwrap();
+    fs::copy(&log, dir.path().join("traces/event_publisher.log")).unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/config/fanout_block_sizes_ttls.json");
+    fs::copy(&fixture, dir.path().join("config.json")).unwrap();
+    ok(run_in(
+        Some(dir.path()),
+        ["replay", "config.json", "--quiet"],
+    ));
+
+    // Independent: serde_json + the oracle per lane (config order), TTL 300 s on two lanes.
+    let lanes: [(&str, usize, Option<i64>); 4] = [
+        ("b16-no-ttl", 1, None),
+        ("b64-no-ttl", 4, None),
+        ("b16-ttl", 1, Some(300_000_000_000)),
+        ("b64-ttl", 4, Some(300_000_000_000)),
+    ];
+    let capacities = [Some(10), Some(100), None];
+    let mut oracles: Vec<OracleBank> = lanes
+        .iter()
+        .map(|&(_, _, ttl_ns)| OracleBank::new(&capacities, ttl_ns))
+        .collect();
+    let mut reads = 0;
+    for line in fs::read_to_string(&log).unwrap().lines() {
+        let event: Value = serde_json::from_str(line).unwrap();
+        if event["type"] != "GetCacheLocation" {
+            continue;
+        }
+        reads += 1;
+        let keys: Vec<i64> = event["keys"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|k| k.as_i64().unwrap())
+            .collect();
+        let timestamp_ns = event["trigger_time_us"].as_i64().unwrap() * 1_000;
+        for ((_, stride, _), oracle) in lanes.iter().zip(&mut oracles) {
+            let lane_keys: Vec<i64> = keys
+                .iter()
+                .skip(stride - 1)
+                .step_by(*stride)
+                .copied()
+                .collect();
+            oracle.process_request(&lane_keys, timestamp_ns);
+        }
+    }
+    let rows = read_facts(&dir.path().join("out/fanout").join(FACTS));
+    assert_eq!(rows.len(), 4 * reads);
+    for (row, (instance_id, _, _)) in rows.iter().zip(lanes.iter().cycle()) {
+        assert_eq!(row.instance_id, *instance_id);
+    }
+
+    let query = ok(run_in(
+        Some(dir.path()),
+        [
+            "query",
+            "out/fanout/litehit_facts.csv",
+            "-",
+            "--capacity-blocks=10,100",
+            "-1",
+            "--summary-only",
+        ],
+    ));
+    let output = parse_query_output(&query.stdout);
+    let mut expected: Vec<(&str, Vec<u64>)> = lanes
+        .iter()
+        .zip(&oracles)
+        .map(|(&(id, _, _), oracle)| {
+            let totals = &oracle.total_hits;
+            (id, vec![totals[2], totals[0], totals[1]]) // slots: -1, then 10 and 100 blocks
+        })
+        .collect();
+    expected.sort_unstable();
+    let found: Vec<(&str, Vec<u64>)> = output
+        .instance_summaries
+        .iter()
+        .map(|s| {
+            (
+                s["instance_id"].as_str().unwrap(),
+                u64s(&s["total_hit_blocks"]),
+            )
+        })
+        .collect();
+    assert_eq!(found, expected, "byte order; hit blocks per lane");
+    assert!(
+        oracles[2].total_hits[2] < oracles[0].total_hits[2],
+        "the TTL matters"
+    );
+}
+
+#[test]
 fn hisim_smoke_trace_replays_with_prefix_hash_and_four_times_coarser_blocks() {
     let Some(trace) = shared_file("reference/zishano_hisim_smoke_trace.jsonl") else {
         return;
