@@ -346,6 +346,52 @@ fn ttl_replay_equals_the_oracle_with_the_same_ttl() {
     assert!(infinite(&expected, GB_SLOTS.len()) < infinite(&without_ttl, 0));
 }
 
+#[test]
+fn replay_summary_on_stderr_lists_every_instance_in_order_of_appearance() {
+    let requests = generate(multi_instance_workload(41), 800);
+    let dir = tempdir();
+    let trace = write_file(dir.path(), "trace.jsonl", &standard_trace(&requests));
+    let out = dir.path().join("out");
+    let mut args = vec![
+        "replay".to_owned(),
+        path_str(&trace).to_owned(),
+        "--out".to_owned(),
+    ];
+    args.push(path_str(&out).to_owned());
+    args.extend(block_flags());
+    let run = run_ok(&args);
+    assert_eq!(run.stdout, "", "the summary goes to stderr");
+
+    let expected = expected_hit_blocks(&requests, &[None], 0);
+    let mut order: Vec<&str> = Vec::new();
+    let mut totals: HashMap<&str, (u64, u64, u64)> = HashMap::new();
+    for (request, hits) in requests.iter().zip(&expected) {
+        if !order.contains(&request.instance_id.as_str()) {
+            order.push(&request.instance_id);
+        }
+        let entry = totals.entry(&request.instance_id).or_default();
+        entry.0 += 1;
+        entry.1 += request.input_token_len;
+        entry.2 += hits[0] * BLOCK_TOKENS;
+    }
+    let lines: Vec<&str> = run.stderr.lines().collect();
+    assert_eq!(lines.len(), order.len() + 2, "{}", run.stderr);
+    assert!(lines[0].starts_with("instance"), "{}", run.stderr);
+    for (line, id) in lines[1..].iter().zip(&order) {
+        let (requests, input_tokens, hit_tokens) = totals[id];
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(fields[0], *id, "{line}");
+        assert_eq!(fields[1], requests.to_string(), "{line}");
+        let percent = 100.0 * hit_tokens as f64 / input_tokens as f64;
+        assert_eq!(fields[4], format!("{percent:.2}%"), "{line}");
+    }
+    let last = lines.last().unwrap();
+    assert!(
+        last.ends_with(&format!("facts: {}", out.join(FACTS).display())),
+        "{last}"
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // 2. Fail fast: exit 2, a message naming file, line and trace id, nothing published
 
