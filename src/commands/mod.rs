@@ -34,9 +34,14 @@ pub fn install_error_hooks() {
 #[must_use]
 pub fn is_broken_pipe(error: &color_eyre::Report) -> bool {
     error.chain().any(|cause| {
-        cause
-            .downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+        let kind = match cause.downcast_ref::<std::io::Error>() {
+            Some(io) => Some(io.kind()),
+            // `serde_json::to_writer` wraps the I/O error without exposing it as a source.
+            None => cause
+                .downcast_ref::<serde_json::Error>()
+                .and_then(serde_json::Error::io_error_kind),
+        };
+        kind == Some(std::io::ErrorKind::BrokenPipe)
     })
 }
 

@@ -342,21 +342,21 @@ impl Engine {
     }
 
     /// The row's own trace id, or upstream's default `trace_<instance_id>_<timestamp_ns>`
-    /// (the row's own instance id, even when routing re-attributes it). Reuses a buffer.
+    /// (the row's own instance id, even when routing re-attributes it; a row without one is
+    /// named after the override lane it goes to, else the first lane). Reuses a buffer.
     fn trace_id_for(&mut self, event: &TraceEvent) -> String {
         let mut trace_id = std::mem::take(&mut self.derived_trace_id);
         trace_id.clear();
         if event.trace_id.is_empty() {
-            let instance_id =
-                event
-                    .instance_id
-                    .as_deref()
-                    .unwrap_or_else(|| match &self.config.lanes {
-                        LaneSet::OnTheFly(template) => template.instance_id.as_str(),
-                        LaneSet::Configured(specs) => {
-                            specs.first().map_or("", |s| s.instance_id.as_str())
-                        }
-                    });
+            let instance_id = event.instance_id.as_deref().unwrap_or_else(|| {
+                match (&self.config.routing, &self.config.lanes) {
+                    (Routing::Override(id), _) => id.as_str(),
+                    (_, LaneSet::OnTheFly(template)) => template.instance_id.as_str(),
+                    (_, LaneSet::Configured(specs)) => {
+                        specs.first().map_or("", |s| s.instance_id.as_str())
+                    }
+                }
+            });
             let _ = write!(trace_id, "trace_{instance_id}_{}", event.timestamp_ns); // String writes cannot fail
         } else {
             trace_id.push_str(&event.trace_id);

@@ -151,6 +151,10 @@ fn override_sends_every_row_to_one_lane() {
         rows[0].0, "trace_a_1",
         "default trace id keeps the row's own instance"
     );
+    assert_eq!(
+        rows[1].0, "trace_b_2",
+        "a row without instance: the override lane"
+    );
     assert_eq!(rows[1].2, vec![[1, 1]]);
 }
 

@@ -1,6 +1,7 @@
 //! Shared test helpers: the naive oracle and trace generators.
 #![allow(dead_code, reason = "each test binary uses a subset")]
 
+pub mod cli_bin;
 pub mod oracle;
 
 use std::path::PathBuf;
