@@ -1333,6 +1333,8 @@ fn help_texts_are_stable() {
         ("replay_help", vec!["replay", "--help"]),
         ("query_help", vec!["query", "--help"]),
         ("mrc_help", vec!["mrc", "--help"]),
+        ("watch_help", vec!["watch", "--help"]),
+        ("demo_help", vec!["demo", "--help"]),
     ] {
         let run = run_ok(&args);
         assert_eq!(run.stderr, "");
