@@ -84,7 +84,7 @@ fn resolve_plan(args: &ReplayArgs) -> Result<ReplayPlan> {
         pipeline_worker_count,
         ..
     } = config::load_config_file(&args.input).map_err(|error| {
-        let hint = if !args.input.extension().is_some_and(|e| e == "json") {
+        let hint = if args.input.extension().is_none_or(|e| e != "json") {
             " (to replay a trace without a config file, add --out DIR)"
         } else {
             ""

@@ -6,6 +6,7 @@
 //! line does: offline fails fast, live skips and counts. Commands and the TUI are shells over
 //! this module and hold no analysis logic.
 
+mod batch;
 mod lane;
 pub mod pipeline;
 pub mod policy;
@@ -15,7 +16,7 @@ use std::fmt::Write as _;
 
 use crate::facts::{FactRow, RequestFact};
 use crate::formats::{EventKind, TraceEvent};
-use crate::preprocess::{NormalizeError, normalize_keys_in_place};
+use crate::preprocess::{NormalizeError, NormalizeParams, normalize_keys_in_place};
 pub use lane::Lane;
 pub use policy::Policy;
 pub use route::RouteError;
@@ -141,6 +142,9 @@ pub struct Engine {
     stats: EngineStats,
     targets: Vec<usize>,
     keys: Vec<i64>,
+    /// Per event: each distinct normalization's parameters, key range and token count.
+    normalized: Vec<(NormalizeParams, std::ops::Range<usize>, u64)>,
+    batch: batch::Batch,
     fact: RequestFact,
     derived_trace_id: String,
     capacity_curves: bool,
@@ -169,6 +173,8 @@ impl Engine {
             stats: EngineStats::default(),
             targets: Vec::new(),
             keys: Vec::new(),
+            normalized: Vec::new(),
+            batch: batch::Batch::default(),
             fact: RequestFact::default(),
             derived_trace_id: String::new(),
             capacity_curves: true,
@@ -233,23 +239,58 @@ impl Engine {
         line_number: u64,
         on_fact: &mut dyn FnMut(FactRow<'_>),
     ) -> Result<(), EngineError> {
-        match self.try_process_event(event, line_number, on_fact) {
-            Ok(()) => Ok(()),
-            Err(error) if self.policy == Policy::SkipAndCount => {
-                self.record_bad_line(line_number, error.to_string());
-                Ok(())
-            }
-            Err(error) => Err(error),
-        }
+        self.process_events(std::slice::from_ref(event), &[line_number], on_fact)
     }
 
-    fn try_process_event(
+    /// Processes a batch of events as if one by one: routing, normalization and the order
+    /// checks run in input order, then each lane replays its requests (independent lanes on
+    /// their own threads), then `on_fact` receives the rows in input order. Under `FailFast`
+    /// the rows before the first bad event are still handed out, then its error is returned.
+    pub fn process_events(
         &mut self,
-        event: &TraceEvent,
-        line_number: u64,
+        events: &[TraceEvent],
+        line_numbers: &[u64],
         on_fact: &mut dyn FnMut(FactRow<'_>),
     ) -> Result<(), EngineError> {
-        let timestamp_ns = self.check_timestamp_order(event, line_number)?;
+        debug_assert_eq!(events.len(), line_numbers.len());
+        self.batch.clear(self.lanes.len());
+        let mut failure = None;
+        for (event, &line_number) in events.iter().zip(line_numbers) {
+            match self.plan_event(event, line_number) {
+                Ok(()) => {}
+                Err(error) if self.policy == Policy::SkipAndCount => {
+                    self.record_bad_line(line_number, error.to_string());
+                }
+                Err(error) => {
+                    failure = Some(error);
+                    break;
+                }
+            }
+        }
+        self.batch.replay(&mut self.lanes);
+        for emit in &self.batch.emits {
+            let lane = &self.lanes[emit.lane_index];
+            self.fact.hit_curve.clear();
+            self.fact
+                .hit_curve
+                .extend_from_slice(self.batch.facts[emit.lane_index].curve(emit.item_index));
+            on_fact(FactRow {
+                trace_id: &self.batch.trace_ids[emit.trace_id.clone()],
+                instance_id: &lane.spec().instance_id,
+                timestamp_ns: emit.timestamp_ns,
+                input_token_len: emit.input_token_len,
+                block_size_tokens: lane.spec().block_size_tokens,
+                block_bytes: lane.spec().block_bytes,
+                fact: &self.fact,
+            });
+        }
+        failure.map_or(Ok(()), Err)
+    }
+
+    /// Checks, routes and normalizes one event into the batch; nothing is added for an event
+    /// that fails.
+    fn plan_event(&mut self, event: &TraceEvent, line_number: u64) -> Result<(), EngineError> {
+        let core_timestamp_ns = self.check_timestamp_order(event, line_number)?;
         if event.kind == EventKind::Write {
             self.stats.write_events += 1;
             return Ok(());
@@ -257,15 +298,15 @@ impl Engine {
         let trace_id = self.trace_id_for(event);
         let route = self
             .router
-            .route(event.instance_id.as_deref(), &mut self.targets)
-            .map_err(|source| EngineError::Route {
-                line_number,
-                trace_id: trace_id.clone(),
-                source,
-            });
+            .route(event.instance_id.as_deref(), &mut self.targets);
         let route = match route {
             Ok(route) => route,
-            Err(error) => {
+            Err(source) => {
+                let error = EngineError::Route {
+                    line_number,
+                    trace_id: trace_id.clone(),
+                    source,
+                };
                 self.derived_trace_id = trace_id;
                 return Err(error);
             }
@@ -277,38 +318,63 @@ impl Engine {
                 self.config.trace_block_size_tokens,
                 self.capacity_curves,
             ));
+            self.batch.ensure_lanes(self.lanes.len());
             self.targets.clear();
             self.targets.push(index);
         }
-        // Normalize once per distinct parameter set; the length contract is lane-independent,
-        // so a row that fails fails for every target and nothing is replayed.
-        let mut replayed_params = None;
-        let mut input_token_len = 0;
-        for target_index in 0..self.targets.len() {
-            let lane_index = self.targets[target_index];
+        // Normalize once per distinct parameter set, all before queueing any work: the length
+        // contract is lane-independent, so a row that fails fails for every target.
+        let keys_start = self.batch.keys.len();
+        self.normalized.clear();
+        for &lane_index in &self.targets {
             let params = self.lanes[lane_index].normalize_params();
-            if replayed_params != Some(params) {
-                self.keys.clear();
-                self.keys.extend_from_slice(&event.keys);
-                input_token_len =
-                    normalize_keys_in_place(&mut self.keys, event.input_token_len, params)
-                        .map_err(|source| EngineError::InvalidRequest {
+            if self.normalized.iter().any(|(p, _, _)| *p == params) {
+                continue;
+            }
+            self.keys.clear();
+            self.keys.extend_from_slice(&event.keys);
+            let input_token_len =
+                match normalize_keys_in_place(&mut self.keys, event.input_token_len, params) {
+                    Ok(tokens) => tokens,
+                    Err(source) => {
+                        self.batch.keys.truncate(keys_start);
+                        let error = EngineError::InvalidRequest {
                             line_number,
                             trace_id: trace_id.clone(),
                             source,
-                        })?;
-                replayed_params = Some(params);
-            }
-            let lane = &mut self.lanes[lane_index];
-            lane.replay(&self.keys, input_token_len, timestamp_ns, &mut self.fact);
-            on_fact(FactRow {
-                trace_id: &trace_id,
-                instance_id: &lane.spec().instance_id,
+                        };
+                        self.derived_trace_id = trace_id;
+                        return Err(error);
+                    }
+                };
+            let start = self.batch.keys.len();
+            self.batch.keys.extend_from_slice(&self.keys);
+            self.normalized
+                .push((params, start..self.batch.keys.len(), input_token_len));
+        }
+        let trace_id_start = self.batch.trace_ids.len();
+        self.batch.trace_ids.push_str(&trace_id);
+        let trace_id_range = trace_id_start..self.batch.trace_ids.len();
+        for &lane_index in &self.targets {
+            let params = self.lanes[lane_index].normalize_params();
+            let (_, keys, input_token_len) = self
+                .normalized
+                .iter()
+                .find(|(p, _, _)| *p == params)
+                .cloned()
+                .expect("every target's parameters were normalized above");
+            let items = &mut self.batch.items[lane_index];
+            self.batch.emits.push(batch::Emit {
+                trace_id: trace_id_range.clone(),
+                lane_index,
+                item_index: items.len(),
                 timestamp_ns: event.timestamp_ns,
                 input_token_len,
-                block_size_tokens: lane.spec().block_size_tokens,
-                block_bytes: lane.spec().block_bytes,
-                fact: &self.fact,
+            });
+            items.push(batch::WorkItem {
+                keys,
+                input_token_len,
+                core_timestamp_ns,
             });
         }
         self.stats.read_events += 1;
@@ -384,6 +450,12 @@ fn check_lane(spec: &LaneSpec, trace_block_size_tokens: u64) -> Result<(), Engin
         return Err(invalid("block_bytes must be positive".into()));
     }
     Ok(())
+}
+
+/// The batch size above which lanes replay on their own threads (for tests).
+#[cfg(test)]
+pub(crate) fn batch_parallel_min_keys() -> usize {
+    batch::PARALLEL_MIN_KEYS
 }
 
 #[cfg(test)]

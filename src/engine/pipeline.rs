@@ -116,19 +116,16 @@ pub fn replay_stream<R: Read + Send>(
 
         let mut totals = PipelineTotals::default();
         let mut outcome = Ok(());
-        'chunks: for index in 0.. {
+        for index in 0.. {
             let worker = index % worker_count;
             let Ok(chunk) = parsed_receivers[worker].recv() else {
                 break; // the reader is done (or failed; its result is checked below)
             };
-            for event_index in 0..chunk.event_count {
-                let event = &chunk.events[event_index];
-                if let Err(error) =
-                    engine.process_event(event, chunk.line_numbers[event_index], on_fact)
-                {
-                    outcome = Err(PipelineError::from(error));
-                    break 'chunks;
-                }
+            let events = &chunk.events[..chunk.event_count];
+            let line_numbers = &chunk.line_numbers[..chunk.event_count];
+            if let Err(error) = engine.process_events(events, line_numbers, on_fact) {
+                outcome = Err(PipelineError::from(error));
+                break;
             }
             totals.bytes += chunk.bytes;
             totals.lines += chunk.lines;

@@ -338,3 +338,67 @@ fn without_capacity_curves_keeps_facts_and_infinite_totals() {
     assert!(lane_without.accumulator().is_none());
     assert!(lane_without.memory_usage_bytes() < lane_with.memory_usage_bytes());
 }
+
+#[test]
+fn batched_fanout_on_lane_threads_equals_event_by_event() {
+    use crate::workload::{Workload, WorkloadConfig};
+    let lanes = vec![spec("fine", 16), spec("coarse", 32), spec("coarser", 64)];
+    let config = configured(lanes, Routing::Fanout, 16);
+    let events: Vec<TraceEvent> = Workload::new(WorkloadConfig::default())
+        .take(3000)
+        .map(|r| {
+            event(
+                Some("x"),
+                r.timestamp_ns,
+                &r.keys,
+                i64::try_from(r.input_token_len).unwrap(),
+            )
+        })
+        .collect();
+    let line_numbers: Vec<u64> = (1..=events.len() as u64).collect();
+    assert!(
+        events.iter().map(|e| e.keys.len()).sum::<usize>() > 3 * super::batch_parallel_min_keys()
+    );
+    let mut one_by_one = Engine::new(config.clone(), Policy::FailFast).unwrap();
+    let expected = run(&mut one_by_one, &events).unwrap();
+    let mut batched = Engine::new(config, Policy::FailFast).unwrap();
+    let mut rows = Vec::new();
+    for (chunk, lines) in events.chunks(1000).zip(line_numbers.chunks(1000)) {
+        batched
+            .process_events(chunk, lines, &mut |row| {
+                rows.push((
+                    row.trace_id.to_owned(),
+                    row.instance_id.to_owned(),
+                    row.fact.to_pairs(),
+                ));
+            })
+            .unwrap();
+    }
+    assert_eq!(rows, expected);
+    assert_eq!(batched.stats(), one_by_one.stats());
+}
+
+#[test]
+fn batch_hands_out_rows_before_the_first_bad_event() {
+    let mut engine = Engine::new(
+        configured(vec![spec("a", 4)], Routing::ByInstance, 4),
+        Policy::FailFast,
+    )
+    .unwrap();
+    let events = [
+        event(Some("a"), 1, &[1], 4),
+        event(Some("a"), 2, &[1, 2], 4), // length violation
+        event(Some("a"), 3, &[1], 4),
+    ];
+    let mut rows = 0;
+    let error = engine
+        .process_events(&events, &[1, 2, 3], &mut |_| rows += 1)
+        .unwrap_err();
+    assert_eq!(error.line_number(), Some(2));
+    assert_eq!(rows, 1);
+    assert_eq!(
+        engine.lanes()[0].requests(),
+        1,
+        "nothing after the bad event was replayed"
+    );
+}

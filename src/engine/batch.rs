@@ -1,0 +1,136 @@
+//! Batches of events: routing and normalization run serially in input order, each lane then
+//! replays its share of the batch (lanes on their own threads when several lanes have enough
+//! work), and rows are handed out in input order (event by event, lanes in routing order).
+//!
+//! Lanes are independent LRU states, so replaying them in parallel cannot change a fact; the
+//! order of rows is fixed by the plan, so output is identical for any thread count.
+
+use std::ops::Range;
+
+use crate::engine::Lane;
+use crate::facts::{HitCurveSegment, RequestFact};
+
+/// Below this many block keys in a batch, lanes replay on the calling thread (spawning
+/// threads would cost more than it saves).
+pub(crate) const PARALLEL_MIN_KEYS: usize = 1 << 14;
+
+/// One request for one lane.
+#[derive(Debug, Clone)]
+pub(crate) struct WorkItem {
+    pub(crate) keys: Range<usize>,
+    pub(crate) input_token_len: u64,
+    /// Clamped (non-decreasing) time for the core.
+    pub(crate) core_timestamp_ns: i64,
+}
+
+/// One facts row to hand out, in input order.
+#[derive(Debug, Clone)]
+pub(crate) struct Emit {
+    pub(crate) trace_id: Range<usize>,
+    pub(crate) lane_index: usize,
+    /// Index into the lane's work items (and its facts).
+    pub(crate) item_index: usize,
+    /// The row's own timestamp (what the facts file records).
+    pub(crate) timestamp_ns: i64,
+    pub(crate) input_token_len: u64,
+}
+
+/// Facts a lane produced for its items, flattened.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct LaneFacts {
+    segments: Vec<HitCurveSegment>,
+    /// `ends[i]` = end of item `i`'s segments.
+    ends: Vec<usize>,
+}
+
+impl LaneFacts {
+    pub(crate) fn curve(&self, item_index: usize) -> &[HitCurveSegment] {
+        let start = item_index
+            .checked_sub(1)
+            .map_or(0, |previous| self.ends[previous]);
+        &self.segments[start..self.ends[item_index]]
+    }
+}
+
+/// Reused buffers of one batch.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Batch {
+    /// Normalized keys of every planned request, back to back.
+    pub(crate) keys: Vec<i64>,
+    /// Trace ids of planned rows, back to back.
+    pub(crate) trace_ids: String,
+    /// Work per lane index.
+    pub(crate) items: Vec<Vec<WorkItem>>,
+    pub(crate) facts: Vec<LaneFacts>,
+    pub(crate) emits: Vec<Emit>,
+}
+
+impl Batch {
+    pub(crate) fn clear(&mut self, lane_count: usize) {
+        self.keys.clear();
+        self.trace_ids.clear();
+        self.emits.clear();
+        self.items.resize_with(lane_count, Vec::new);
+        self.facts.resize_with(lane_count, LaneFacts::default);
+        for items in &mut self.items {
+            items.clear();
+        }
+        for facts in &mut self.facts {
+            facts.segments.clear();
+            facts.ends.clear();
+        }
+    }
+
+    /// Makes room for lanes created while planning.
+    pub(crate) fn ensure_lanes(&mut self, lane_count: usize) {
+        if self.items.len() < lane_count {
+            self.items.resize_with(lane_count, Vec::new);
+            self.facts.resize_with(lane_count, LaneFacts::default);
+        }
+    }
+
+    /// Replays every lane's items; lanes run on their own threads when it pays.
+    pub(crate) fn replay(&mut self, lanes: &mut [Lane]) {
+        let Self {
+            keys, items, facts, ..
+        } = self;
+        let busy_lanes = items.iter().filter(|i| !i.is_empty()).count();
+        let work = lanes
+            .iter_mut()
+            .zip(items.iter())
+            .zip(facts.iter_mut())
+            .filter(|((_, items), _)| !items.is_empty());
+        if busy_lanes < 2 || keys.len() < PARALLEL_MIN_KEYS {
+            for ((lane, items), facts) in work {
+                replay_lane(lane, items, keys, facts);
+            }
+            return;
+        }
+        let keys = &*keys;
+        std::thread::scope(|scope| {
+            let mut work = work;
+            // The calling thread takes the first lane; every other lane gets a thread.
+            let first = work.next();
+            for ((lane, items), facts) in work {
+                scope.spawn(move || replay_lane(lane, items, keys, facts));
+            }
+            if let Some(((lane, items), facts)) = first {
+                replay_lane(lane, items, keys, facts);
+            }
+        });
+    }
+}
+
+fn replay_lane(lane: &mut Lane, items: &[WorkItem], keys: &[i64], facts: &mut LaneFacts) {
+    let mut fact = RequestFact::default();
+    for item in items {
+        lane.replay(
+            &keys[item.keys.clone()],
+            item.input_token_len,
+            item.core_timestamp_ns,
+            &mut fact,
+        );
+        facts.segments.extend_from_slice(&fact.hit_curve);
+        facts.ends.push(facts.segments.len());
+    }
+}
