@@ -19,8 +19,13 @@ const GROWTH: f64 = 1.37;
 /// Below this many slots the table doubles instead: rebuilds dominate small tables, and the
 /// wasted bytes are negligible there.
 const DOUBLING_BELOW_SLOTS: usize = 1 << 22;
-/// A probe run this long means the fold hash is clustering: switch to the mixing hash.
-const MAX_PROBE_BEFORE_REHASH: usize = 1024;
+/// Inserts probing this far on average (from their home slot) mean the fold hash is
+/// clustering — dense ids arriving in runs pile up into long linear-probing clusters (seen on
+/// multi-instance traces whose ids are dense globally but sparse per lane): switch to the
+/// mixing hash. A uniform hash at the maximum load averages about 26.
+const MAX_MEAN_INSERT_DISTANCE: usize = 64;
+/// Inserts observed before the mean is trusted.
+const MIN_INSERTS_FOR_MEAN: usize = 4096;
 const MIN_CAPACITY: usize = 1 << 12;
 /// How far ahead whole-table passes (growth, compaction) prefetch what they will touch.
 const LOOKAHEAD_SLOTS: usize = 16;
@@ -44,8 +49,11 @@ pub(crate) struct KeyTable {
     /// Lemire's fastmod multiplier for `slots.len()`.
     fastmod_multiplier: u64,
     hash_mode: HashMode,
-    /// Set when an insert probed too far; the owner rehashes between requests.
+    /// Set when inserts probe too far; the owner rehashes between requests.
     wants_rehash: bool,
+    /// Inserts since the last rebuild and the sum of their distances from their home slots.
+    inserts_since_rebuild: usize,
+    insert_distance_sum: usize,
 }
 
 /// Where a key lives (or would be inserted) and its stored position.
@@ -190,15 +198,12 @@ impl KeyTable {
     ) -> Lookup {
         let (low, high) = split_key(key);
         let mut slot = start_slot;
-        let mut probes = 0;
         loop {
             let [slot_low, slot_high, position_plus_one] = self.slots[slot];
             if position_plus_one == 0 {
                 self.slots[slot] = [low, high, encode_position(position)];
                 self.len += 1;
-                if probes > MAX_PROBE_BEFORE_REHASH {
-                    self.wants_rehash = true;
-                }
+                self.note_insert_distance(key, slot);
                 return Lookup {
                     slot,
                     position: None,
@@ -210,7 +215,6 @@ impl KeyTable {
                     position: Some(position_plus_one as usize - 1),
                 };
             }
-            probes += 1;
             slot += 1;
             if slot == self.slots.len() {
                 slot = 0;
@@ -218,17 +222,32 @@ impl KeyTable {
         }
     }
 
-    /// Rehashes with the mixing hash if an insert reported clustering. Call between requests.
+    /// Tracks how far inserts land from their home slot (the cost of every later lookup).
+    #[inline]
+    fn note_insert_distance(&mut self, key: i64, slot: usize) {
+        if self.hash_mode == HashMode::Mix {
+            return; // already uniform: long probes can only mean high load, handled by growth
+        }
+        let home = self.home_slot(key);
+        let distance = if slot >= home {
+            slot - home
+        } else {
+            slot + self.slots.len() - home
+        };
+        self.inserts_since_rebuild += 1;
+        self.insert_distance_sum += distance;
+        if self.inserts_since_rebuild >= MIN_INSERTS_FOR_MEAN
+            && self.insert_distance_sum > MAX_MEAN_INSERT_DISTANCE * self.inserts_since_rebuild
+        {
+            self.wants_rehash = true;
+        }
+    }
+
+    /// Rehashes with the mixing hash if inserts reported clustering. Call between requests.
     pub(crate) fn rehash_if_clustered(&mut self) {
         if self.wants_rehash {
             self.wants_rehash = false;
-            // Already mixing and still clustered: the table is simply too full; grow it.
-            let capacity = if self.hash_mode == HashMode::Mix {
-                self.slots.len() * 2
-            } else {
-                self.slots.len()
-            };
-            self.rebuild(capacity, HashMode::Mix);
+            self.rebuild(self.slots.len(), HashMode::Mix);
         }
     }
 
@@ -301,6 +320,8 @@ impl KeyTable {
         self.fastmod_multiplier = (u64::MAX / capacity as u64).wrapping_add(1);
         self.hash_mode = hash_mode;
         self.len = 0;
+        self.inserts_since_rebuild = 0;
+        self.insert_distance_sum = 0;
         for (index, &old) in old_slots.iter().enumerate() {
             if let Some(ahead) = old_slots.get(index + LOOKAHEAD_SLOTS)
                 && ahead[2] != 0
@@ -319,6 +340,8 @@ impl KeyTable {
         self.len = 0;
         self.hash_mode = HashMode::Fold;
         self.wants_rehash = false;
+        self.inserts_since_rebuild = 0;
+        self.insert_distance_sum = 0;
     }
 
     /// Every stored `(key, position)`, in slot order.
@@ -338,6 +361,72 @@ impl KeyTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Mean distance of stored keys from their home slot (what every lookup walks).
+    fn mean_home_distance(table: &KeyTable) -> f64 {
+        let capacity = table.slots.len();
+        let total: usize = table
+            .slots
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s[2] != 0)
+            .map(|(slot, s)| (slot + capacity - table.home_slot(join_key(*s))) % capacity)
+            .sum();
+        total as f64 / table.len() as f64
+    }
+
+    #[test]
+    fn runs_of_dense_ids_that_cluster_switch_to_the_mixing_hash() {
+        // Globally dense ids handed out in runs to conversations spread over four lanes; one
+        // lane sees the runs of its conversations only. Under the fold hash these runs pile
+        // up into giant linear-probing clusters (a real multi-instance trace did this).
+        let mut rng = crate::workload::SplitMix64::new(7);
+        let mut table = KeyTable::default();
+        let mut next_id = 0_i64;
+        let mut position = 0;
+        for _ in 0..40_000 {
+            let conversation = rng.index(2000);
+            let run = i64::from(rng.range_u32(1, 20));
+            let ids = next_id..next_id + run;
+            next_id += run;
+            if conversation % 4 != 0 {
+                continue;
+            }
+            table.reserve(20);
+            for id in ids {
+                let found = table.lookup(id);
+                table.find_or_insert_from(found.slot, id, position);
+                position += 1;
+            }
+            table.rehash_if_clustered();
+        }
+        assert_eq!(table.hash_mode, HashMode::Mix);
+        assert!(
+            mean_home_distance(&table) < 8.0,
+            "{}",
+            mean_home_distance(&table)
+        );
+        for (key, position) in table.iter().collect::<Vec<_>>() {
+            assert_eq!(table.lookup(key).position, Some(position));
+        }
+    }
+
+    #[test]
+    fn contiguous_dense_ids_keep_the_fold_hash() {
+        let mut table = KeyTable::default();
+        for id in 0..100_000_i64 {
+            table.reserve(1);
+            let found = table.lookup(id);
+            table.find_or_insert_from(found.slot, id, usize::try_from(id).unwrap());
+            table.rehash_if_clustered();
+        }
+        assert_eq!(
+            table.hash_mode,
+            HashMode::Fold,
+            "neighbouring ids keep neighbouring slots"
+        );
+        assert!(mean_home_distance(&table) < 1.0);
+    }
 
     #[test]
     fn insert_then_find_dense_random_and_adversarial_keys() {
