@@ -37,4 +37,5 @@ pub mod output;
 pub mod preprocess;
 pub mod projector;
 pub mod tui;
+pub mod units;
 pub mod workload;

@@ -655,17 +655,9 @@ fn format_capacity(capacity_gb: f64, capacity_blocks: Option<u64>) -> String {
 
 /// A byte count in the largest binary unit that keeps it at least 1 (`644.5 MiB`).
 fn format_bytes(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut value = bytes as f64;
-    let mut unit = 0;
-    while value >= 1024.0 && unit + 1 < UNITS.len() {
-        value /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{bytes} B")
-    } else {
-        format!("{} {}", format_significant(value, 4), UNITS[unit])
+    match crate::units::scale_bytes(bytes as f64) {
+        (_, "B") => format!("{bytes} B"),
+        (value, unit) => format!("{} {unit}", format_significant(value, 4)),
     }
 }
 

@@ -53,17 +53,9 @@ pub fn ratio(numerator: u64, denominator: u64) -> f64 {
 /// Human-readable bytes with binary units (`1.5 GiB`).
 #[must_use]
 pub fn human_bytes(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut value = bytes as f64;
-    let mut unit = 0;
-    while value >= 1024.0 && unit + 1 < UNITS.len() {
-        value /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{bytes} B")
-    } else {
-        format!("{value:.1} {}", UNITS[unit])
+    match crate::units::scale_bytes(bytes as f64) {
+        (_, "B") => format!("{bytes} B"),
+        (value, unit) => format!("{value:.1} {unit}"),
     }
 }
 

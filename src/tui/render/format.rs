@@ -37,30 +37,16 @@ pub fn per_second(value: f64, what: &str) -> String {
 
 /// Bytes in binary units (`512 B`, `1.50 KiB`, `3.00 GiB`).
 pub fn bytes(value: u64) -> String {
-    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
-    let mut scaled = value as f64;
-    let mut unit = 0;
-    while scaled >= 1024.0 && unit + 1 < UNITS.len() {
-        scaled /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{value} B")
-    } else {
-        format!("{scaled:.2} {}", UNITS[unit])
+    match crate::units::scale_bytes(value as f64) {
+        (_, "B") => format!("{value} B"),
+        (scaled, unit) => format!("{scaled:.2} {unit}"),
     }
 }
 
 /// A byte rate in binary units (`12.50 MiB/s`).
 pub fn bytes_per_second(value: f64) -> String {
-    const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
-    let mut scaled = value.max(0.0);
-    let mut unit = 0;
-    while scaled >= 1024.0 && unit + 1 < UNITS.len() {
-        scaled /= 1024.0;
-        unit += 1;
-    }
-    format!("{scaled:.2} {}/s", UNITS[unit])
+    let (scaled, unit) = crate::units::scale_bytes(value);
+    format!("{scaled:.2} {unit}/s")
 }
 
 /// A capacity slot's label (`40 GB`, `0.5 GB`, `1000 b`, `∞`).
