@@ -142,10 +142,7 @@ fn generate_large(requests: usize) -> FlatTrace {
     reason = "bit reinterpretation"
 )]
 fn random_looking(key: i64) -> i64 {
-    let mut z = (key as u64).wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    (z ^ (z >> 31)) as i64
+    litehit::workload::mix64((key as u64).wrapping_add(0x9e37_79b9_7f4a_7c15)) as i64
 }
 
 /// Best of `runs` replays. `warm`: one core reset between runs (allocations kept, no page

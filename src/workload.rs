@@ -101,6 +101,15 @@ impl SyntheticRequest {
     }
 }
 
+/// SplitMix64's finalizer: a bijection on `u64` that makes any input look random (distinct
+/// inputs stay distinct, so mapped ids still satisfy the prefix contract).
+#[must_use]
+pub fn mix64(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
 /// SplitMix64: tiny, fast and good enough for workload shapes (not for cryptography).
 #[derive(Debug, Clone)]
 pub struct SplitMix64(u64);
@@ -113,10 +122,7 @@ impl SplitMix64 {
 
     pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        mix64(self.0)
     }
 
     /// Uniform in `[0, 1)`.
