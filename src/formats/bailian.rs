@@ -23,35 +23,10 @@
 //!   empty (the engine derives upstream's default id). Other fields (`chat_id`, `type`, ...)
 //!   are ignored. Lines that fail do not advance the bumping state (the converter skips them).
 
-use super::json::{self, Cursor, Fault, FieldSet, JsonInt, JsonNumber};
+use super::hash_ids_row::Field;
+use super::json::{self, Cursor, Fault, JsonInt, JsonNumber};
 use super::{InstanceSlot, LineOutcome, TraceEvent, keep_full_blocks, reset_event, seconds_to_ns};
 use crate::preprocess::apply_prefix_hash_in_place;
-
-#[derive(Debug, Clone, Copy)]
-enum Field {
-    Timestamp,
-    InputLength,
-    HashIds,
-}
-
-impl FieldSet for Field {
-    fn classify(key: &[u8]) -> Option<Self> {
-        match key {
-            b"timestamp" => Some(Self::Timestamp),
-            b"input_length" => Some(Self::InputLength),
-            b"hash_ids" => Some(Self::HashIds),
-            _ => None,
-        }
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            Self::Timestamp => "timestamp",
-            Self::InputLength => "input_length",
-            Self::HashIds => "hash_ids",
-        }
-    }
-}
 
 /// The converter's timestamp allocation state after the last accepted line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -52,6 +52,7 @@ pub struct TraceEvent {
 
 mod bailian;
 mod detect;
+mod hash_ids_row;
 mod json;
 mod kvcm_log;
 mod lines;

@@ -6,36 +6,11 @@
 //! rejected. There is no instance id (`None`); the trace id is the 1-based line number.
 //! `output_length` and unknown fields are ignored.
 
-use super::json::{self, Cursor, Fault, FieldSet};
+use super::hash_ids_row::Field;
+use super::json::{self, Cursor, Fault};
 use super::{InstanceSlot, LineOutcome, TraceEvent, keep_full_blocks, reset_event};
 
 const NS_PER_MS: i64 = 1_000_000;
-
-#[derive(Debug, Clone, Copy)]
-enum Field {
-    Timestamp,
-    InputLength,
-    HashIds,
-}
-
-impl FieldSet for Field {
-    fn classify(key: &[u8]) -> Option<Self> {
-        match key {
-            b"timestamp" => Some(Self::Timestamp),
-            b"input_length" => Some(Self::InputLength),
-            b"hash_ids" => Some(Self::HashIds),
-            _ => None,
-        }
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            Self::Timestamp => "timestamp",
-            Self::InputLength => "input_length",
-            Self::HashIds => "hash_ids",
-        }
-    }
-}
 
 /// Reads Mooncake lines; stateless.
 #[derive(Debug, Clone, Copy)]
