@@ -24,7 +24,6 @@ pub const LANE_COLORS: [Color; 6] = [
     Color::Red,
 ];
 
-#[expect(clippy::too_many_lines, reason = "one chart: series, markers, axes")]
 pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
     let selected = view.selected_lane().and_then(|index| snap.lanes.get(index));
     let title = match selected {
@@ -124,15 +123,6 @@ pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
                 .labels(x_labels)
                 .style(Style::new().dark_gray()),
         )
-        .y_axis(
-            Axis::default()
-                .bounds([0.0, 100.0])
-                .labels(vec![
-                    Line::from("0%"),
-                    Line::from("50%"),
-                    Line::from("100%"),
-                ])
-                .style(Style::new().dark_gray()),
-        );
+        .y_axis(super::hit_rate_axis());
     frame.render_widget(chart, area);
 }

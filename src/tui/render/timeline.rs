@@ -81,16 +81,7 @@ pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
                 ])
                 .style(Style::new().dark_gray()),
         )
-        .y_axis(
-            Axis::default()
-                .bounds([0.0, 100.0])
-                .labels(vec![
-                    Line::from("0%"),
-                    Line::from("50%"),
-                    Line::from("100%"),
-                ])
-                .style(Style::new().dark_gray()),
-        );
+        .y_axis(super::hit_rate_axis());
     frame.render_widget(chart, area);
 }
 
