@@ -32,31 +32,44 @@ pub(crate) fn prefetch_read<T>(value: &T) {
     let _ = value;
 }
 
-/// Asks the kernel to back `values` with transparent huge pages (Linux; a no-op elsewhere or
-/// when refused). Call right after allocating, before first touch.
+/// Asks the kernel to back the whole allocation of `values` (its capacity, rounded out to
+/// pages) with transparent huge pages (Linux; a no-op elsewhere, when refused, or below
+/// [`MIN_ADVISED_BYTES`]). Call after every reallocation, before the new part is touched.
+///
+/// Why the whole allocation, not just a new tail: the flag is per mapping range, and a
+/// mapping whose pages carry different flags is split in two — `mremap` then refuses to move
+/// it (`EFAULT`), and the allocator falls back to allocate-copy-free, which doubles peak
+/// memory and touches every page afresh. Advising everything keeps one uniform mapping, so
+/// growth stays an in-place `mremap`.
 #[cfg_attr(
     target_os = "linux",
     expect(unsafe_code, reason = "madvise hint; see the module docs")
 )]
-pub(crate) fn advise_huge_pages<T>(values: &mut [T]) {
-    const HUGE_PAGE_BYTES: usize = 2 << 20;
-    let bytes = std::mem::size_of_val(values);
-    if bytes < 2 * HUGE_PAGE_BYTES {
+pub(crate) fn advise_huge_pages<T>(values: &mut Vec<T>) {
+    const PAGE_BYTES: usize = 4096;
+    let bytes = values.capacity() * size_of::<T>();
+    if bytes < MIN_ADVISED_BYTES {
         return;
     }
     #[cfg(target_os = "linux")]
     {
         let start = values.as_mut_ptr() as usize;
-        let aligned_start = start.next_multiple_of(HUGE_PAGE_BYTES);
-        let aligned_len = (start + bytes - aligned_start) / HUGE_PAGE_BYTES * HUGE_PAGE_BYTES;
-        // SAFETY: the range lies inside `values`, which we borrow mutably, and MADV_HUGEPAGE
-        // only changes how the kernel backs the pages, never their contents. Failure is fine.
+        let first_page = start / PAGE_BYTES * PAGE_BYTES;
+        let end = (start + bytes).next_multiple_of(PAGE_BYTES);
+        // SAFETY: MADV_HUGEPAGE only changes how the kernel backs the pages, never their
+        // contents, and no memory is read or written. The range is the vector's allocation
+        // rounded out to whole pages (the allocator's own header shares the first page; the
+        // flag is per page anyway). Failure is fine: the pages simply stay small.
         unsafe {
             libc::madvise(
-                aligned_start as *mut libc::c_void,
-                aligned_len,
+                first_page as *mut libc::c_void,
+                end - first_page,
                 libc::MADV_HUGEPAGE,
             );
         }
     }
 }
+
+/// Allocations below this are left alone: they may share pages and mappings with other
+/// allocations (glibc serves up to 32 MiB from its heap), and huge pages matter little there.
+pub(crate) const MIN_ADVISED_BYTES: usize = 32 << 20;

@@ -3,20 +3,28 @@
 //! Each slot is 12 bytes (the 64-bit key split in two `u32` halves, and the position + 1, with
 //! 0 meaning "empty"), so the table costs `12 / load` bytes per key; the load is kept in
 //! `[MAX_LOAD / GROWTH, MAX_LOAD]` ≈ `[0.63, 0.86]`, i.e. 14–19 bytes per key. Keys are
-//! already hashes (or dense ids), so no `SipHash`: the home slot is the key folded to 32 bits,
-//! reduced modulo the capacity. Dense ids therefore land in neighbouring slots (a chain's
-//! blocks are one or two cache lines), and random 64-bit keys spread uniformly. A key set
-//! that defeats the fold (long probe runs) switches the table to a multiplicative mix.
+//! already hashes (or dense ids), so no `SipHash`; the home slot comes from the key folded to
+//! 32 bits, in one of three [`HashMode`]s: dense ids keep `fold mod capacity` (a chain's blocks
+//! land in one or two cache lines), keys that look like hashes switch to `fold × capacity /
+//! 2^32` (order-preserving, so growth moves entries in two forward streams instead of at
+//! random), and a key set that defeats the fold (long probe runs) switches to a multiplicative
+//! mix.
 //!
-//! Linear probing, no deletions except by rebuilding (compaction), so a slot index found in
+//! Linear probing, no deletions except by rehashing (compaction), so a slot index found in
 //! phase 1 of a request stays valid through phase 2 as long as the table does not grow —
 //! the core reserves room for the whole request first.
+//!
+//! Growth and rehashing happen **in place**: the slot vector is extended (a reallocation that
+//! keeps the already-touched pages; Linux moves them with `mremap`, no copy) and the entries
+//! are re-placed inside it. A second table never exists, so peak memory is the table itself,
+//! and only the new tail is ever touched for the first time — on virtual machines, where the
+//! first touch of a page is by far the most expensive part of growing, that matters most.
 
 /// Grow when the load would pass this.
 const MAX_LOAD: f64 = 0.86;
 /// Capacity multiplier on growth once the table is large (small, to keep bytes per key low).
 const GROWTH: f64 = 1.37;
-/// Below this many slots the table doubles instead: rebuilds dominate small tables, and the
+/// Below this many slots the table doubles instead: rehashes dominate small tables, and the
 /// wasted bytes are negligible there.
 const DOUBLING_BELOW_SLOTS: usize = 1 << 22;
 /// Inserts probing this far on average (from their home slot) mean the fold hash is
@@ -27,17 +35,26 @@ const MAX_MEAN_INSERT_DISTANCE: usize = 64;
 /// Inserts observed before the mean is trusted.
 const MIN_INSERTS_FOR_MEAN: usize = 4096;
 const MIN_CAPACITY: usize = 1 << 12;
+/// Slots in 64 bytes, rounded up: `home + this` is on the next cache line.
+const SLOTS_PER_CACHE_LINE: usize = 64 / size_of::<Slot>() + 1;
 /// How far ahead whole-table passes (growth, compaction) prefetch what they will touch.
 const LOOKAHEAD_SLOTS: usize = 16;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 enum HashMode {
-    /// `(key ^ key >> 32) as u32`: identity on dense ids, uniform on random hashes.
+    /// `fold mod capacity`, with `fold = (key ^ key >> 32) as u32`: identity on dense ids, so
+    /// neighbouring ids share cache lines.
     #[default]
-    Fold,
-    /// A multiplicative mix: robust for any key set.
-    Mix,
+    FoldModulo,
+    /// `fold × capacity / 2^32`: for keys whose fold is spread over all 32 bits (hashes).
+    /// Homes keep the fold's order, so a rehash is two forward streams.
+    FoldRange,
+    /// A multiplicative mix, then `× capacity / 2^32`: robust for any key set.
+    MixRange,
 }
+
+/// A fold at or above this means the keys are not small dense ids: they are hashes.
+const HASHED_FOLD_THRESHOLD: u32 = 1 << 31;
 
 /// One slot: `[key low half, key high half, position + 1]`; position + 1 == 0 means empty.
 type Slot = [u32; 3];
@@ -46,13 +63,13 @@ type Slot = [u32; 3];
 pub(crate) struct KeyTable {
     slots: Vec<Slot>,
     len: usize,
-    /// Lemire's fastmod multiplier for `slots.len()`.
+    /// Lemire's fastmod multiplier for `slots.len()` (used by [`HashMode::FoldModulo`]).
     fastmod_multiplier: u64,
     hash_mode: HashMode,
     /// Set when inserts probe too far; the owner rehashes between requests.
     wants_rehash: bool,
-    /// Inserts since the last rebuild and the sum of their distances from their home slots.
-    inserts_since_rebuild: usize,
+    /// Inserts since the last rehash and the sum of their distances from their home slots.
+    inserts_since_rehash: usize,
     insert_distance_sum: usize,
 }
 
@@ -83,6 +100,35 @@ fn join_key(slot: Slot) -> i64 {
     key
 }
 
+/// The home slot of `key` in a table of `capacity` slots.
+#[inline]
+fn home_slot_for(key: i64, hash_mode: HashMode, capacity: usize, fastmod_multiplier: u64) -> usize {
+    let (low, high) = split_key(key);
+    let fold = low ^ high;
+    // `hash32 × capacity / 2^32`: below the capacity, and monotone in `hash32`.
+    let scaled = |hash32: u32| ((u64::from(hash32) * capacity as u64) >> 32) as usize;
+    match hash_mode {
+        HashMode::FoldModulo => {
+            // Lemire's fastmod: fold mod capacity with two multiplications, no division.
+            let low_bits = fastmod_multiplier.wrapping_mul(u64::from(fold));
+            #[expect(
+                clippy::cast_possible_truncation,
+                reason = "result is below the capacity"
+            )]
+            let slot = ((u128::from(low_bits) * capacity as u128) >> 64) as usize;
+            slot
+        }
+        HashMode::FoldRange => scaled(fold),
+        HashMode::MixRange => {
+            #[expect(clippy::cast_sign_loss, reason = "hash bits")]
+            let mixed = ((key as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as u32;
+            scaled(mixed)
+        }
+    }
+}
+
+const EMPTY_SLOT: Slot = [0; 3];
+
 #[inline]
 fn encode_position(position: usize) -> u32 {
     u32::try_from(position + 1)
@@ -98,23 +144,12 @@ impl KeyTable {
 
     #[inline]
     fn home_slot(&self, key: i64) -> usize {
-        let (low, high) = split_key(key);
-        let hash32 = match self.hash_mode {
-            HashMode::Fold => low ^ high,
-            HashMode::Mix => {
-                #[expect(clippy::cast_sign_loss, reason = "hash bits")]
-                let mixed = ((key as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as u32;
-                mixed
-            }
-        };
-        // Lemire's fastmod: hash32 mod capacity with two multiplications, no division.
-        let low_bits = self.fastmod_multiplier.wrapping_mul(u64::from(hash32));
-        #[expect(
-            clippy::cast_possible_truncation,
-            reason = "result is below the capacity"
-        )]
-        let slot = ((u128::from(low_bits) * self.slots.len() as u128) >> 64) as usize;
-        slot
+        home_slot_for(
+            key,
+            self.hash_mode,
+            self.slots.len(),
+            self.fastmod_multiplier,
+        )
     }
 
     /// Makes room for `additional` more keys without growing mid-request.
@@ -137,15 +172,19 @@ impl KeyTable {
                 reason = "sizes"
             )]
             let for_needed = (needed as f64 / MAX_LOAD) as usize + 1;
-            self.rebuild(grown.max(for_needed).max(MIN_CAPACITY), self.hash_mode);
+            self.rehash_in_place(grown.max(for_needed).max(MIN_CAPACITY), self.hash_mode);
         }
     }
 
-    /// Starts loading the home slot of `key` (a hint; no effect on results).
+    /// Starts loading the home slot of `key` and the cache line after it (a hint; no effect
+    /// on results). A probe walks about 2–4 slots (24–48 bytes) on average, so it leaves the
+    /// home line often; without the second line that became a dependent DRAM miss.
     #[inline]
     pub(crate) fn prefetch(&self, key: i64) {
-        if !self.slots.is_empty() {
-            super::hints::prefetch_read(&self.slots[self.home_slot(key)]);
+        if let Some(last) = self.slots.len().checked_sub(1) {
+            let home = self.home_slot(key);
+            super::hints::prefetch_read(&self.slots[home]);
+            super::hints::prefetch_read(&self.slots[(home + SLOTS_PER_CACHE_LINE).min(last)]);
         }
     }
 
@@ -225,7 +264,7 @@ impl KeyTable {
     /// Tracks how far inserts land from their home slot (the cost of every later lookup).
     #[inline]
     fn note_insert_distance(&mut self, key: i64, slot: usize) {
-        if self.hash_mode == HashMode::Mix {
+        if self.hash_mode == HashMode::MixRange {
             return; // already uniform: long probes can only mean high load, handled by growth
         }
         let home = self.home_slot(key);
@@ -234,10 +273,10 @@ impl KeyTable {
         } else {
             slot + self.slots.len() - home
         };
-        self.inserts_since_rebuild += 1;
+        self.inserts_since_rehash += 1;
         self.insert_distance_sum += distance;
-        if self.inserts_since_rebuild >= MIN_INSERTS_FOR_MEAN
-            && self.insert_distance_sum > MAX_MEAN_INSERT_DISTANCE * self.inserts_since_rebuild
+        if self.inserts_since_rehash >= MIN_INSERTS_FOR_MEAN
+            && self.insert_distance_sum > MAX_MEAN_INSERT_DISTANCE * self.inserts_since_rehash
         {
             self.wants_rehash = true;
         }
@@ -247,7 +286,7 @@ impl KeyTable {
     pub(crate) fn rehash_if_clustered(&mut self) {
         if self.wants_rehash {
             self.wants_rehash = false;
-            self.rebuild(self.slots.len(), HashMode::Mix);
+            self.rehash_in_place(self.slots.len(), HashMode::MixRange);
         }
     }
 
@@ -273,74 +312,134 @@ impl KeyTable {
     }
 
     /// Keeps the keys for which `new_position` returns `Some`, with that position, and
-    /// rebuilds the table sized for them (removing entries breaks linear-probing chains).
+    /// rehashes in place sized for them (removing entries breaks linear-probing chains).
     pub(crate) fn retain_renumbered(&mut self, new_position: impl Fn(usize) -> Option<usize>) {
-        let survivors: Vec<Slot> = self
-            .slots
-            .iter()
-            .filter(|slot| slot[2] != 0)
-            .filter_map(|slot| {
-                new_position(slot[2] as usize - 1).map(|p| [slot[0], slot[1], encode_position(p)])
-            })
-            .collect();
+        for slot in &mut self.slots {
+            if slot[2] != 0 {
+                if let Some(position) = new_position(slot[2] as usize - 1) {
+                    slot[2] = encode_position(position);
+                } else {
+                    *slot = EMPTY_SLOT;
+                    self.len -= 1;
+                }
+            }
+        }
         #[expect(
             clippy::cast_possible_truncation,
             clippy::cast_sign_loss,
             reason = "sizes"
         )]
-        let capacity = ((survivors.len() as f64 / MAX_LOAD * GROWTH) as usize).max(MIN_CAPACITY);
-        self.slots = Vec::new();
-        self.rebuild(capacity, self.hash_mode);
-        for entry in survivors {
-            self.insert_new(entry);
-        }
+        let capacity = ((self.len as f64 / MAX_LOAD * GROWTH) as usize).max(MIN_CAPACITY);
+        self.rehash_in_place(capacity, self.hash_mode);
     }
 
-    /// Inserts a slot whose key is known to be absent (rebuilds only).
-    fn insert_new(&mut self, entry: Slot) {
-        let mut slot = self.home_slot(join_key(entry));
-        while self.slots[slot][2] != 0 {
-            slot += 1;
-            if slot == self.slots.len() {
-                slot = 0;
-            }
-        }
-        self.slots[slot] = entry;
-        self.len += 1;
-    }
-
-    fn rebuild(&mut self, capacity: usize, hash_mode: HashMode) {
+    /// Re-places every entry for `capacity` slots and `hash_mode`, inside the one slot vector.
+    ///
+    /// The vector is first extended (growth) — the new tail is the only memory touched for
+    /// the first time. Then every entry is marked *pending* and re-placed, from the last slot
+    /// down: an entry moves to the first slot of its new probe run that is empty or still
+    /// pending (swapping with a pending one, which is then placed in turn), or stays if that
+    /// slot is its own. Placed entries only ever pass placed entries, so no probe run is
+    /// broken when a pending slot empties. With order-preserving homes, growth moves entries
+    /// forward in order, so the pass streams. A smaller `capacity` (after compaction drops
+    /// keys) moves the tail's entries down and then releases the tail.
+    ///
+    /// While still in [`HashMode::FoldModulo`], a fold of at least
+    /// [`HASHED_FOLD_THRESHOLD`] among the stored keys switches to [`HashMode::FoldRange`].
+    fn rehash_in_place(&mut self, capacity: usize, hash_mode: HashMode) {
         assert!(
             u32::try_from(capacity).is_ok(),
             "key table capacity {capacity} exceeds 2^32 slots"
         );
-        let mut new_slots = vec![[0; 3]; capacity];
-        super::hints::advise_huge_pages(&mut new_slots);
-        let old_slots = std::mem::replace(&mut self.slots, new_slots);
+        assert!(self.len < capacity, "a rehash must leave an empty slot");
+        let old_capacity = self.slots.len();
+        if capacity > old_capacity {
+            self.slots.reserve_exact(capacity - old_capacity);
+            super::hints::advise_huge_pages(&mut self.slots);
+            self.slots.resize(capacity, EMPTY_SLOT);
+        }
+
+        let mut max_fold = 0_u32;
+        let mut pending: Vec<u64> = self.slots[..old_capacity]
+            .chunks(64)
+            .map(|chunk| {
+                let mut word = 0_u64;
+                for (bit, slot) in chunk.iter().enumerate() {
+                    word |= u64::from(slot[2] != 0) << bit;
+                    max_fold = max_fold.max(slot[0] ^ slot[1]);
+                }
+                word
+            })
+            .collect();
+        let is_pending = |pending: &[u64], index: usize| {
+            index < old_capacity && pending[index / 64] & (1 << (index % 64)) != 0
+        };
+        let clear_pending =
+            |pending: &mut [u64], index: usize| pending[index / 64] &= !(1 << (index % 64));
+
+        self.hash_mode = match hash_mode {
+            HashMode::FoldModulo if max_fold >= HASHED_FOLD_THRESHOLD => HashMode::FoldRange,
+            mode => mode,
+        };
         self.fastmod_multiplier = (u64::MAX / capacity as u64).wrapping_add(1);
-        self.hash_mode = hash_mode;
-        self.len = 0;
-        self.inserts_since_rebuild = 0;
+        self.inserts_since_rehash = 0;
         self.insert_distance_sum = 0;
-        for (index, &old) in old_slots.iter().enumerate() {
-            if let Some(ahead) = old_slots.get(index + LOOKAHEAD_SLOTS)
+        let (hash_mode, fastmod_multiplier) = (self.hash_mode, self.fastmod_multiplier);
+        let home_of =
+            |slot: Slot| home_slot_for(join_key(slot), hash_mode, capacity, fastmod_multiplier);
+
+        // Only the mixing hash scatters entries; the other modes move them in streams that
+        // the hardware prefetcher already follows.
+        let scatters = hash_mode == HashMode::MixRange;
+        for index in (0..old_capacity).rev() {
+            if scatters
+                && let Some(ahead) = index.checked_sub(LOOKAHEAD_SLOTS).map(|i| self.slots[i])
                 && ahead[2] != 0
             {
-                super::hints::prefetch_read(&self.slots[self.home_slot(join_key(*ahead))]);
+                super::hints::prefetch_read(&self.slots[home_of(ahead)]);
             }
-            if old[2] != 0 {
-                self.insert_new(old);
+            while is_pending(&pending, index) {
+                let entry = self.slots[index];
+                let mut target = home_of(entry);
+                loop {
+                    if target == index {
+                        clear_pending(&mut pending, index);
+                        break;
+                    }
+                    let occupant = self.slots[target];
+                    if occupant[2] == 0 {
+                        self.slots[target] = entry;
+                        self.slots[index] = EMPTY_SLOT;
+                        clear_pending(&mut pending, index);
+                        break;
+                    }
+                    if is_pending(&pending, target) {
+                        // Place `entry`; the displaced pending entry is handled next.
+                        self.slots[target] = entry;
+                        self.slots[index] = occupant;
+                        clear_pending(&mut pending, target);
+                        break;
+                    }
+                    target += 1;
+                    if target == capacity {
+                        target = 0;
+                    }
+                }
             }
+        }
+        if capacity < old_capacity {
+            self.slots.truncate(capacity);
+            self.slots.shrink_to_fit();
         }
     }
 
     /// Forgets every key but keeps the allocation (and its page mappings) for reuse.
     pub(crate) fn clear(&mut self) {
-        self.slots.fill([0; 3]);
+        self.slots.fill(EMPTY_SLOT);
         self.len = 0;
-        self.hash_mode = HashMode::Fold;
+        self.hash_mode = HashMode::FoldModulo;
         self.wants_rehash = false;
-        self.inserts_since_rebuild = 0;
+        self.inserts_since_rehash = 0;
         self.insert_distance_sum = 0;
     }
 
@@ -400,7 +499,7 @@ mod tests {
             }
             table.rehash_if_clustered();
         }
-        assert_eq!(table.hash_mode, HashMode::Mix);
+        assert_eq!(table.hash_mode, HashMode::MixRange);
         assert!(
             mean_home_distance(&table) < 8.0,
             "{}",
@@ -422,7 +521,7 @@ mod tests {
         }
         assert_eq!(
             table.hash_mode,
-            HashMode::Fold,
+            HashMode::FoldModulo,
             "neighbouring ids keep neighbouring slots"
         );
         assert!(mean_home_distance(&table) < 1.0);
@@ -452,6 +551,85 @@ mod tests {
                 assert_eq!(table.lookup(key).position, Some(position), "key {key}");
             }
             assert!(table.lookup(i64::MIN + 7).position.is_none());
+        }
+    }
+
+    /// Every stored key is found with its position, and every probe run is unbroken.
+    fn assert_matches_model(table: &KeyTable, model: &std::collections::HashMap<i64, usize>) {
+        assert_eq!(table.len(), model.len());
+        assert_eq!(table.iter().count(), model.len());
+        for (&key, &position) in model {
+            assert_eq!(table.lookup(key).position, Some(position), "key {key}");
+        }
+    }
+
+    #[test]
+    fn in_place_rehash_keeps_every_key_through_growth_mode_switches_and_shrinking() {
+        use std::collections::HashMap;
+        let mut rng = crate::workload::SplitMix64::new(11);
+        // Hashes (from `fold mod capacity` to the order-preserving range homes at the first
+        // growth), then dense ids (they crowd the range homes' first slots: clustering, so
+        // the mixing hash), then keys whose fold is 0 for all of them.
+        let dense: Vec<i64> = (0..30_000).collect();
+        let hashed: Vec<i64> = (0..60_000)
+            .map(|_| i64::from_ne_bytes(rng.next_u64().to_ne_bytes()))
+            .collect();
+        let folding_to_zero: Vec<i64> = (1..6_000_i64).map(|i| i | (i << 32)).collect();
+        let mut table = KeyTable::default();
+        let mut model = HashMap::new();
+        let mut position = 0;
+        let mut modes_seen = Vec::new();
+        for keys in [&hashed, &dense, &folding_to_zero] {
+            for &key in keys {
+                table.reserve(1);
+                let found = table.lookup(key);
+                table.find_or_insert_from(found.slot, key, position);
+                table.rehash_if_clustered();
+                model.insert(key, position);
+                position += 1;
+                if modes_seen.last() != Some(&table.hash_mode) {
+                    modes_seen.push(table.hash_mode);
+                }
+            }
+            assert_matches_model(&table, &model);
+        }
+        assert_eq!(
+            modes_seen,
+            [
+                HashMode::FoldModulo,
+                HashMode::FoldRange,
+                HashMode::MixRange
+            ]
+        );
+
+        // Compaction that drops most keys shrinks the table in place.
+        let capacity_before = table.slots.len();
+        table.retain_renumbered(|p| (p % 7 == 0).then_some(p / 7));
+        model.retain(|_, p| *p % 7 == 0);
+        for position in model.values_mut() {
+            *position /= 7;
+        }
+        assert!(table.slots.len() < capacity_before / 3);
+        assert_matches_model(&table, &model);
+    }
+
+    #[test]
+    fn range_homes_rehash_at_every_load_and_size() {
+        // Random keys at sizes around every growth step, including wrap-around at the end.
+        let mut rng = crate::workload::SplitMix64::new(5);
+        for count in [1, 100, 3_000, 3_600, 7_000, 50_000] {
+            let mut table = KeyTable::default();
+            let mut model = std::collections::HashMap::new();
+            for position in 0..count {
+                let key = i64::from_ne_bytes((rng.next_u64() | 1 << 63).to_ne_bytes());
+                table.reserve(1);
+                let found = table.lookup(key);
+                table.find_or_insert_from(found.slot, key, position);
+                model.insert(key, position);
+            }
+            assert_matches_model(&table, &model);
+            table.rehash_in_place(table.slots.len(), table.hash_mode);
+            assert_matches_model(&table, &model);
         }
     }
 
