@@ -355,7 +355,6 @@ impl KeyTable {
         let old_capacity = self.slots.len();
         if capacity > old_capacity {
             self.slots.reserve_exact(capacity - old_capacity);
-            super::hints::advise_huge_pages(&mut self.slots);
             self.slots.resize(capacity, EMPTY_SLOT);
         }
 
