@@ -54,11 +54,9 @@ fn replay(core: &mut LiteHit, trace: &FlatTrace) -> (f64, u64, u64, usize) {
     let mut digest = 0_u64;
     let started = Instant::now();
     let cpu_started = thread_cpu_seconds();
-    let ahead: usize = std::env::var("PF_AHEAD").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
-    let all: Vec<&[i64]> = trace.requests().collect();
-    for (index, request) in all.iter().enumerate() {
-        let request = *request;
-        if let Some(next) = all.get(index + ahead) {
+    let mut requests = trace.requests().peekable();
+    while let Some(request) = requests.next() {
+        if let Some(next) = requests.peek() {
             core.prefetch(next);
         }
         core.process_request_into(request, 0, &mut fact);
