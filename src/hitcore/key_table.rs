@@ -37,6 +37,9 @@ const MIN_INSERTS_FOR_MEAN: usize = 4096;
 const MIN_CAPACITY: usize = 1 << 12;
 /// Slots in 64 bytes, rounded up: `home + this` is on the next cache line.
 const SLOTS_PER_CACHE_LINE: usize = 64 / size_of::<Slot>() + 1;
+/// How far ahead the rehash pass prefetches where entries will land (~100 ns of DRAM
+/// latency at a few ns per entry).
+const REHASH_LOOKAHEAD_SLOTS: usize = 64;
 /// How far ahead whole-table passes (growth, compaction) prefetch what they will touch.
 const LOOKAHEAD_SLOTS: usize = 16;
 
@@ -71,6 +74,11 @@ pub(crate) struct KeyTable {
     /// Inserts since the last rehash and the sum of their distances from their home slots.
     inserts_since_rehash: usize,
     insert_distance_sum: usize,
+    /// Largest fold of any key stored (an upper bound once keys are dropped).
+    max_fold: u32,
+    /// Every key sits in its home slot. With `fold mod capacity` and every fold below the
+    /// capacity (dense ids), growth then moves nothing: see [`Self::rehash_in_place`].
+    every_key_at_home: bool,
 }
 
 /// Where a key lives (or would be inserted) and its stored position.
@@ -268,6 +276,9 @@ impl KeyTable {
             return; // already uniform: long probes can only mean high load, handled by growth
         }
         let home = self.home_slot(key);
+        let (low, high) = split_key(key);
+        self.max_fold = self.max_fold.max(low ^ high);
+        self.every_key_at_home &= slot == home;
         let distance = if slot >= home {
             slot - home
         } else {
@@ -357,6 +368,22 @@ impl KeyTable {
             self.slots.reserve_exact(capacity - old_capacity);
             self.slots.resize(capacity, EMPTY_SLOT);
         }
+        if hash_mode == HashMode::FoldModulo
+            && self.hash_mode == HashMode::FoldModulo
+            && self.every_key_at_home
+            && (self.max_fold as usize) < capacity.min(old_capacity)
+        {
+            // Dense ids: every key is at slot == fold, below both capacities, which is also
+            // its new home (`fold mod capacity == fold`). Nothing moves.
+            self.fastmod_multiplier = (u64::MAX / capacity as u64).wrapping_add(1);
+            self.inserts_since_rehash = 0;
+            self.insert_distance_sum = 0;
+            if capacity < old_capacity {
+                self.slots.truncate(capacity);
+                self.slots.shrink_to_fit();
+            }
+            return;
+        }
 
         let mut max_fold = 0_u32;
         let mut pending: Vec<u64> = self.slots[..old_capacity]
@@ -387,20 +414,25 @@ impl KeyTable {
         let home_of =
             |slot: Slot| home_slot_for(join_key(slot), hash_mode, capacity, fastmod_multiplier);
 
-        // Only the mixing hash scatters entries; the other modes move them in streams that
-        // the hardware prefetcher already follows.
-        let scatters = hash_mode == HashMode::MixRange;
+        // Entries that move land ~capacity / old_capacity further on: start those lines
+        // early. Dense ids under `fold mod capacity` mostly stay where they are.
+        let entries_move = hash_mode != HashMode::FoldModulo;
+        let mut every_key_at_home = true;
         for index in (0..old_capacity).rev() {
-            if scatters
-                && let Some(ahead) = index.checked_sub(LOOKAHEAD_SLOTS).map(|i| self.slots[i])
+            if entries_move
+                && let Some(ahead) = index
+                    .checked_sub(REHASH_LOOKAHEAD_SLOTS)
+                    .map(|i| self.slots[i])
                 && ahead[2] != 0
             {
                 super::hints::prefetch_read(&self.slots[home_of(ahead)]);
             }
             while is_pending(&pending, index) {
                 let entry = self.slots[index];
-                let mut target = home_of(entry);
+                let home = home_of(entry);
+                let mut target = home;
                 loop {
+                    every_key_at_home &= target == home;
                     if target == index {
                         clear_pending(&mut pending, index);
                         break;
@@ -426,6 +458,8 @@ impl KeyTable {
                 }
             }
         }
+        self.every_key_at_home = every_key_at_home;
+        self.max_fold = max_fold;
         if capacity < old_capacity {
             self.slots.truncate(capacity);
             self.slots.shrink_to_fit();
@@ -437,6 +471,8 @@ impl KeyTable {
         self.slots.fill(EMPTY_SLOT);
         self.len = 0;
         self.hash_mode = HashMode::FoldModulo;
+        self.max_fold = 0;
+        self.every_key_at_home = true;
         self.wants_rehash = false;
         self.inserts_since_rehash = 0;
         self.insert_distance_sum = 0;
@@ -609,6 +645,44 @@ mod tests {
             *position /= 7;
         }
         assert!(table.slots.len() < capacity_before / 3);
+        assert_matches_model(&table, &model);
+    }
+
+    #[test]
+    fn dense_ids_grow_without_moving_and_stay_exact() {
+        use std::collections::HashMap;
+        let mut rng = crate::workload::SplitMix64::new(3);
+        let mut table = KeyTable::default();
+        let mut model = HashMap::new();
+        // Dense ids in shuffled runs: every key lands on slot == id, so growth moves nothing.
+        for (position, start) in (0..40_000_i64).step_by(100).enumerate() {
+            let mut run: Vec<i64> = (start..start + 100).collect();
+            for i in (1..run.len()).rev() {
+                run.swap(i, rng.index(i + 1));
+            }
+            table.reserve(run.len());
+            for key in run {
+                let found = table.lookup(key);
+                table.find_or_insert_from(found.slot, key, position);
+                model.insert(key, position);
+            }
+        }
+        assert!(table.every_key_at_home);
+        assert_matches_model(&table, &model);
+        // A key beyond the capacity wraps: the next growth must really rehash.
+        let far = i64::try_from(table.slots.len()).unwrap() + 17;
+        table.reserve(1);
+        let found = table.lookup(far);
+        table.find_or_insert_from(found.slot, far, 999);
+        model.insert(far, 999);
+        assert!(!table.every_key_at_home);
+        let capacity = table.slots.len();
+        table.reserve(capacity - table.len() + 1);
+        assert!(table.slots.len() > capacity);
+        assert_matches_model(&table, &model);
+        // Dropping keys shrinks the table; the survivors are still found.
+        table.retain_renumbered(|p| (p < 50).then_some(p));
+        model.retain(|_, p| *p < 50);
         assert_matches_model(&table, &model);
     }
 
