@@ -2,11 +2,14 @@
 //! rows formatted and written to a file — compared, in the same run, with parse-only and
 //! core-only passes over the same trace, so the figures are ratios on one machine.
 //!
-//! `cargo bench --bench pipeline -- [conversation] [generated] [--gb N] [--workers N]`
+//! `cargo bench --bench pipeline -- [conversation] [generated] [generated-mooncake] [--gb N]
+//! [--workers N]`
 //!
 //! * `conversation`: `../shared/traces/conversation_trace.jsonl` (skipped if absent).
-//! * `generated`: a seeded standard-format trace of `--gb` GB (default 1.0), written once to
-//!   `target/bench-data/` and reused.
+//! * `generated`: a seeded standard-format trace (prefix-hash chained 64-bit keys) of `--gb`
+//!   GB (default 1.0), written once to `target/bench-data/` and reused.
+//! * `generated-mooncake`: the same workload as a Mooncake-format trace (dense ids,
+//!   512-token blocks), also `--gb` GB.
 //!
 //! Reports wall time, CPU time of the whole process (all threads), block accesses per second
 //! and the peak resident memory (`VmHWM`) next to the core state size.
@@ -24,7 +27,7 @@ use litehit::formats::{
     open_trace,
 };
 use litehit::hitcore::LiteHit;
-use litehit::workload::{SyntheticRequest, Workload, WorkloadConfig};
+use litehit::workload::{KeyStyle, SyntheticRequest, Workload, WorkloadConfig};
 
 fn process_cpu_seconds() -> f64 {
     // utime + stime of the whole process, in clock ticks (100 Hz on Linux).
@@ -65,10 +68,21 @@ fn engine_config(format: TraceFormat) -> EngineConfig {
     }
 }
 
-fn generated_trace(gigabytes: f64) -> PathBuf {
+/// Which generated trace: the standard format with prefix-hash chained keys (what KVCM /
+/// vLLM-style producers emit), or the Mooncake format with dense ids and 512-token blocks.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Generated {
+    StandardHashed,
+    MooncakeDense,
+}
+
+fn generated_trace(gigabytes: f64, kind: Generated) -> PathBuf {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-data");
     std::fs::create_dir_all(&dir).expect("create target/bench-data");
-    let path = dir.join(format!("generated-{gigabytes}gb.jsonl"));
+    let path = dir.join(match kind {
+        Generated::StandardHashed => format!("generated-{gigabytes}gb.jsonl"),
+        Generated::MooncakeDense => format!("generated-mooncake-{gigabytes}gb.jsonl"),
+    });
     if path.exists() {
         return path;
     }
@@ -82,13 +96,17 @@ fn generated_trace(gigabytes: f64) -> PathBuf {
     let temp = path.with_extension("tmp");
     let mut out =
         BufWriter::with_capacity(1 << 20, File::create(&temp).expect("create bench trace"));
-    let config = WorkloadConfig {
+    let mut config = WorkloadConfig {
         seed: 2026,
         instance_ids: vec!["instance-0".into()],
         live_conversations: 20_000,
         zipf_exponent: 0.8,
         ..WorkloadConfig::default()
     };
+    if kind == Generated::MooncakeDense {
+        config.key_style = KeyStyle::Dense;
+        config.block_size_tokens = 512;
+    }
     let mut workload = Workload::new(config);
     let mut request = SyntheticRequest::default();
     let mut line = String::new();
@@ -96,7 +114,10 @@ fn generated_trace(gigabytes: f64) -> PathBuf {
     while written < target_bytes {
         workload.fill_next(&mut request);
         line.clear();
-        request.to_standard_jsonl(&mut line);
+        match kind {
+            Generated::StandardHashed => request.to_standard_jsonl(&mut line),
+            Generated::MooncakeDense => request.to_mooncake_jsonl(&mut line),
+        }
         out.write_all(line.as_bytes()).expect("write bench trace");
         written += line.len() as u64;
     }
@@ -210,7 +231,10 @@ fn bench_trace(name: &str, path: &Path, workers: usize, runs: usize) {
     let mut rows_written = 0_u64;
     let end_to_end = measure(runs, || {
         rows_written = 0;
-        let mut engine = Engine::new(config.clone(), Policy::FailFast).expect("valid lanes");
+        // As `litehit replay` runs it: facts only, no capacity-axis accumulators.
+        let mut engine = Engine::new(config.clone(), Policy::FailFast)
+            .expect("valid lanes")
+            .without_capacity_curves();
         let mut out = BufWriter::with_capacity(
             1 << 20,
             File::create(out_dir.path().join("litehit_facts.csv")).expect("create"),
@@ -282,7 +306,7 @@ fn main() {
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, std::num::NonZero::get));
     let named: Vec<&String> = args
         .iter()
-        .filter(|a| a.as_str() == "conversation" || a.as_str() == "generated")
+        .filter(|a| ["conversation", "generated", "generated-mooncake"].contains(&a.as_str()))
         .collect();
     let wants = |name: &str| named.is_empty() || named.iter().any(|a| a.as_str() == name);
     if wants("conversation") {
@@ -295,9 +319,18 @@ fn main() {
         }
     }
     if wants("generated") {
-        let path = generated_trace(gigabytes);
+        let path = generated_trace(gigabytes, Generated::StandardHashed);
         bench_trace(
-            &format!("generated standard trace ({gigabytes} GB)"),
+            &format!("generated standard trace, hashed keys ({gigabytes} GB)"),
+            &path,
+            workers,
+            1,
+        );
+    }
+    if wants("generated-mooncake") {
+        let path = generated_trace(gigabytes, Generated::MooncakeDense);
+        bench_trace(
+            &format!("generated Mooncake trace, dense ids ({gigabytes} GB)"),
             &path,
             workers,
             1,

@@ -99,6 +99,25 @@ impl SyntheticRequest {
         }
         out.push_str("]}\n");
     }
+
+    /// Appends this request as one Mooncake trace line (with `\n`): millisecond timestamp,
+    /// `hash_ids` = the keys. Meant for [`KeyStyle::Dense`] keys and 512-token blocks, as in
+    /// the published Mooncake traces.
+    pub fn to_mooncake_jsonl(&self, out: &mut String) {
+        let _ = write!(
+            out,
+            r#"{{"timestamp":{},"input_length":{},"output_length":0,"hash_ids":["#,
+            self.timestamp_ns / 1_000_000,
+            self.input_token_len
+        ); // writing to a String cannot fail
+        for (index, key) in self.keys.iter().enumerate() {
+            if index > 0 {
+                out.push(',');
+            }
+            let _ = write!(out, "{key}");
+        }
+        out.push_str("]}\n");
+    }
 }
 
 /// SplitMix64's finalizer: a bijection on `u64` that makes any input look random (distinct
@@ -389,6 +408,22 @@ mod tests {
         assert_eq!(
             line,
             "{\"type\":\"get\",\"instance_id\":\"i\",\"timestamp_ns\":5,\"input_len\":40,\"keys\":[1,-2]}\n"
+        );
+    }
+
+    #[test]
+    fn mooncake_line_shape() {
+        let request = SyntheticRequest {
+            instance_id: "i".into(),
+            timestamp_ns: 7_900_000,
+            keys: vec![0, 3],
+            input_token_len: 1100,
+        };
+        let mut line = String::new();
+        request.to_mooncake_jsonl(&mut line);
+        assert_eq!(
+            line,
+            "{\"timestamp\":7,\"input_length\":1100,\"output_length\":0,\"hash_ids\":[0,3]}\n"
         );
     }
 }

@@ -5,7 +5,7 @@
 //! reader ──chunk i──► worker (i mod W): split + parse ──► this thread, chunk by chunk in
 //!                                                          order: Engine::process_event
 //! ```
-//! A reader thread cuts the stream into ~1 MiB chunks at line boundaries and deals them
+//! A reader thread cuts the stream into ~64 KiB chunks at line boundaries and deals them
 //! round-robin to `W` parse workers; this thread takes the parsed chunks back in the same
 //! round-robin order, so rows come out in input order whatever `W` is, and output is
 //! byte-identical for any worker count. Channels are bounded, so memory is bounded by the
@@ -18,8 +18,9 @@ use crate::engine::{Engine, EngineError};
 use crate::facts::FactRow;
 use crate::formats::{LineOutcome, LineParser, LineSplitter, ParseError, TraceEvent};
 
-/// Bytes per chunk handed to a parse worker.
-const CHUNK_BYTES: usize = 256 << 10;
+/// Bytes per chunk handed to a parse worker. Small enough that the core starts within a
+/// fraction of a millisecond on small traces; larger chunks measured no faster on 1 GB.
+const CHUNK_BYTES: usize = 64 << 10;
 /// Chunks queued per worker, each way.
 const CHUNKS_IN_FLIGHT_PER_WORKER: usize = 2;
 
