@@ -347,13 +347,14 @@ impl KeyTable {
     /// Re-places every entry for `capacity` slots and `hash_mode`, inside the one slot vector.
     ///
     /// The vector is first extended (growth) — the new tail is the only memory touched for
-    /// the first time. Then every entry is marked *pending* and re-placed, from the last slot
-    /// down: an entry moves to the first slot of its new probe run that is empty or still
-    /// pending (swapping with a pending one, which is then placed in turn), or stays if that
-    /// slot is its own. Placed entries only ever pass placed entries, so no probe run is
-    /// broken when a pending slot empties. With order-preserving homes, growth moves entries
-    /// forward in order, so the pass streams. A smaller `capacity` (after compaction drops
-    /// keys) moves the tail's entries down and then releases the tail.
+    /// the first time. Every entry then starts *pending* and is re-placed, from the last slot
+    /// down: it moves to the first slot of its new probe run that is empty or still pending
+    /// (swapping with a pending one, which is then placed in turn), or stays if that slot is
+    /// its own. Placed entries only ever pass placed entries, so no probe run is broken when
+    /// a pending slot empties. With order-preserving homes, growth moves entries forward in
+    /// order, so the pass streams. A smaller `capacity` (after compaction drops keys) moves
+    /// the tail's entries down and then releases the tail. Dense ids that all sit in their
+    /// home slots skip the pass: nothing would move.
     ///
     /// While still in [`HashMode::FoldModulo`], a fold of at least
     /// [`HASHED_FOLD_THRESHOLD`] among the stored keys switches to [`HashMode::FoldRange`].
@@ -385,39 +386,30 @@ impl KeyTable {
             return;
         }
 
-        let mut max_fold = 0_u32;
-        let mut pending: Vec<u64> = self.slots[..old_capacity]
-            .chunks(64)
-            .map(|chunk| {
-                let mut word = 0_u64;
-                for (bit, slot) in chunk.iter().enumerate() {
-                    word |= u64::from(slot[2] != 0) << bit;
-                    max_fold = max_fold.max(slot[0] ^ slot[1]);
-                }
-                word
-            })
-            .collect();
-        let is_pending = |pending: &[u64], index: usize| {
-            index < old_capacity && pending[index / 64] & (1 << (index % 64)) != 0
-        };
-        let clear_pending =
-            |pending: &mut [u64], index: usize| pending[index / 64] &= !(1 << (index % 64));
-
-        self.hash_mode = match hash_mode {
-            HashMode::FoldModulo if max_fold >= HASHED_FOLD_THRESHOLD => HashMode::FoldRange,
+        let hash_mode = match hash_mode {
+            HashMode::FoldModulo if self.max_fold >= HASHED_FOLD_THRESHOLD => HashMode::FoldRange,
             mode => mode,
         };
+        self.hash_mode = hash_mode;
         self.fastmod_multiplier = (u64::MAX / capacity as u64).wrapping_add(1);
         self.inserts_since_rehash = 0;
         self.insert_distance_sum = 0;
-        let (hash_mode, fastmod_multiplier) = (self.hash_mode, self.fastmod_multiplier);
+        let fastmod_multiplier = self.fastmod_multiplier;
         let home_of =
             |slot: Slot| home_slot_for(join_key(slot), hash_mode, capacity, fastmod_multiplier);
 
+        // Slots are visited from the last down. Above the visited slot everything is placed;
+        // below it an occupied slot is still pending unless an entry was placed there — rare
+        // (its new probe run started below the slot it came from, or wrapped), so those are
+        // marked in a bitset whose untouched pages cost nothing.
+        let mut placed_below = vec![0_u64; old_capacity.div_ceil(64)];
+        let is_placed = |placed: &[u64], slot: usize| placed[slot / 64] & (1 << (slot % 64)) != 0;
+        let mark_placed = |placed: &mut [u64], slot: usize| placed[slot / 64] |= 1 << (slot % 64);
         // Entries that move land ~capacity / old_capacity further on: start those lines
         // early. Dense ids under `fold mod capacity` mostly stay where they are.
         let entries_move = hash_mode != HashMode::FoldModulo;
         let mut every_key_at_home = true;
+        let mut max_fold = 0_u32;
         for index in (0..old_capacity).rev() {
             if entries_move
                 && let Some(ahead) = index
@@ -427,34 +419,43 @@ impl KeyTable {
             {
                 super::hints::prefetch_read(&self.slots[home_of(ahead)]);
             }
-            while is_pending(&pending, index) {
+            if self.slots[index][2] == 0 || is_placed(&placed_below, index) {
+                continue;
+            }
+            // Place the entry at `index`; a swap brings another pending entry here.
+            loop {
                 let entry = self.slots[index];
+                max_fold = max_fold.max(entry[0] ^ entry[1]);
                 let home = home_of(entry);
                 let mut target = home;
-                loop {
+                let swapped = loop {
                     every_key_at_home &= target == home;
                     if target == index {
-                        clear_pending(&mut pending, index);
-                        break;
+                        break false; // stays
                     }
                     let occupant = self.slots[target];
                     if occupant[2] == 0 {
                         self.slots[target] = entry;
                         self.slots[index] = EMPTY_SLOT;
-                        clear_pending(&mut pending, index);
-                        break;
+                        if target < index {
+                            mark_placed(&mut placed_below, target);
+                        }
+                        break false;
                     }
-                    if is_pending(&pending, target) {
-                        // Place `entry`; the displaced pending entry is handled next.
+                    if target < index && !is_placed(&placed_below, target) {
+                        // A pending entry: take its slot, and place it next.
                         self.slots[target] = entry;
                         self.slots[index] = occupant;
-                        clear_pending(&mut pending, target);
-                        break;
+                        mark_placed(&mut placed_below, target);
+                        break true;
                     }
                     target += 1;
                     if target == capacity {
                         target = 0;
                     }
+                };
+                if !swapped {
+                    break;
                 }
             }
         }
