@@ -687,6 +687,75 @@ mod tests {
         assert_matches_model(&table, &model);
     }
 
+    /// One step of the table's life, for the property test below.
+    #[derive(Debug, Clone)]
+    enum Step {
+        /// Insert (or move) keys: `(style, value)`, style 0 dense, 1 hashed, 2 fold-to-zero.
+        Upsert(Vec<(u8, u32)>),
+        /// Compaction: keep every `keep_one_in`-th position, renumbered.
+        Compact { keep_one_in: usize },
+        /// The clustering switch to the mixing hash, at the same capacity.
+        SwitchToMix,
+    }
+
+    fn key_of((style, value): (u8, u32)) -> i64 {
+        let value = i64::from(value);
+        match style {
+            0 => value,
+            1 => i64::from_ne_bytes(crate::workload::mix64(value as u64).to_ne_bytes()),
+            _ => value | (value << 32),
+        }
+    }
+
+    use proptest::prelude::Strategy as _;
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+        /// Any mix of growth, hash switches and compaction keeps the table equal to a map.
+        #[test]
+        fn table_matches_a_map_through_any_sequence_of_rehashes(
+            steps in proptest::collection::vec(
+                proptest::prop_oneof![
+                    6 => proptest::collection::vec((0_u8..3, 0_u32..20_000), 1..600)
+                        .prop_map(Step::Upsert),
+                    1 => (1_usize..5).prop_map(|keep_one_in| Step::Compact { keep_one_in }),
+                    1 => proptest::strategy::Just(Step::SwitchToMix),
+                ],
+                1..12,
+            )
+        ) {
+            let mut table = KeyTable::default();
+            let mut model = std::collections::HashMap::new();
+            let mut next_position = 0;
+            for step in steps {
+                match step {
+                    Step::Upsert(keys) => {
+                        table.reserve(keys.len());
+                        for key in keys.into_iter().map(key_of) {
+                            let found = table.lookup(key);
+                            let inserted = table.find_or_insert_from(found.slot, key, next_position);
+                            if inserted.position.is_some() {
+                                table.set_position(inserted.slot, next_position);
+                            }
+                            model.insert(key, next_position);
+                            next_position += 1;
+                        }
+                        table.rehash_if_clustered();
+                    }
+                    Step::Compact { keep_one_in } => {
+                        table.retain_renumbered(|p| (p % keep_one_in == 0).then_some(p));
+                        model.retain(|_, p| *p % keep_one_in == 0);
+                    }
+                    Step::SwitchToMix if !table.slots.is_empty() => {
+                        table.rehash_in_place(table.slots.len(), HashMode::MixRange);
+                    }
+                    Step::SwitchToMix => {}
+                }
+                assert_matches_model(&table, &model);
+            }
+        }
+    }
+
     #[test]
     fn range_homes_rehash_at_every_load_and_size() {
         // Random keys at sizes around every growth step, including wrap-around at the end.
