@@ -699,10 +699,11 @@ mod tests {
     }
 
     fn key_of((style, value): (u8, u32)) -> i64 {
+        let hashed = crate::workload::mix64(u64::from(value));
         let value = i64::from(value);
         match style {
             0 => value,
-            1 => i64::from_ne_bytes(crate::workload::mix64(value as u64).to_ne_bytes()),
+            1 => i64::from_ne_bytes(hashed.to_ne_bytes()),
             _ => value | (value << 32),
         }
     }
