@@ -5,9 +5,10 @@
 //! * `conversation`: `../shared/traces/conversation_trace.jsonl` (Mooncake, 512-token blocks,
 //!   full blocks only), replayed repeatedly with a fresh core each time.
 //! * `large`: a generated trace of the large shape (≥ 100 M accesses, ≥ 30 M unique blocks),
-//!   once with dense ids (Mooncake-like) and once with every key replaced by a random-looking
-//!   64-bit hash (real producers' keys). Reports bytes of core state per unique key, counted
-//!   as `LiteHit::memory_usage_bytes()` (heap capacities of every container) / unique keys.
+//!   with dense ids (Mooncake-like) and with every key replaced by a random-looking 64-bit
+//!   hash (real producers' keys), best of 3 fresh-core runs each; `--keys` picks one style.
+//!   Reports bytes of core state per unique key, counted as `LiteHit::memory_usage_bytes()`
+//!   (heap capacities of every container) / unique keys.
 //!
 //! Every run checks exactness cheaply: both key styles must give identical facts digests.
 
