@@ -40,7 +40,7 @@ const SLOTS_PER_CACHE_LINE: usize = 64 / size_of::<Slot>() + 1;
 /// How far ahead the rehash pass prefetches where entries will land (~100 ns of DRAM
 /// latency at a few ns per entry).
 const REHASH_LOOKAHEAD_SLOTS: usize = 64;
-/// How far ahead whole-table passes (growth, compaction) prefetch what they will touch.
+/// How far ahead compaction's renumbering pass prefetches the positions it will look up.
 const LOOKAHEAD_SLOTS: usize = 16;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -369,32 +369,35 @@ impl KeyTable {
             self.slots.reserve_exact(capacity - old_capacity);
             self.slots.resize(capacity, EMPTY_SLOT);
         }
-        if hash_mode == HashMode::FoldModulo
+        // Dense ids: every key is at slot == fold, below both capacities, which is also its
+        // new home (`fold mod capacity == fold`). Nothing moves.
+        let nothing_moves = hash_mode == HashMode::FoldModulo
             && self.hash_mode == HashMode::FoldModulo
             && self.every_key_at_home
-            && (self.max_fold as usize) < capacity.min(old_capacity)
-        {
-            // Dense ids: every key is at slot == fold, below both capacities, which is also
-            // its new home (`fold mod capacity == fold`). Nothing moves.
-            self.fastmod_multiplier = (u64::MAX / capacity as u64).wrapping_add(1);
-            self.inserts_since_rehash = 0;
-            self.insert_distance_sum = 0;
-            if capacity < old_capacity {
-                self.slots.truncate(capacity);
-                self.slots.shrink_to_fit();
+            && (self.max_fold as usize) < capacity.min(old_capacity);
+        self.hash_mode = match hash_mode {
+            HashMode::FoldModulo if !nothing_moves && self.max_fold >= HASHED_FOLD_THRESHOLD => {
+                HashMode::FoldRange
             }
-            return;
-        }
-
-        let hash_mode = match hash_mode {
-            HashMode::FoldModulo if self.max_fold >= HASHED_FOLD_THRESHOLD => HashMode::FoldRange,
             mode => mode,
         };
-        self.hash_mode = hash_mode;
         self.fastmod_multiplier = (u64::MAX / capacity as u64).wrapping_add(1);
         self.inserts_since_rehash = 0;
         self.insert_distance_sum = 0;
-        let fastmod_multiplier = self.fastmod_multiplier;
+        if !nothing_moves {
+            self.re_place_entries(old_capacity, capacity);
+        }
+        if capacity < old_capacity {
+            self.slots.truncate(capacity);
+            self.slots.shrink_to_fit();
+        }
+    }
+
+    /// The sweep of [`Self::rehash_in_place`]: re-places the entries of the first
+    /// `old_capacity` slots into the first `capacity` (the current hash mode), and recomputes
+    /// `max_fold` and `every_key_at_home` from them. A shrinking caller truncates afterwards.
+    fn re_place_entries(&mut self, old_capacity: usize, capacity: usize) {
+        let (hash_mode, fastmod_multiplier) = (self.hash_mode, self.fastmod_multiplier);
         let home_of =
             |slot: Slot| home_slot_for(join_key(slot), hash_mode, capacity, fastmod_multiplier);
 
@@ -461,10 +464,6 @@ impl KeyTable {
         }
         self.every_key_at_home = every_key_at_home;
         self.max_fold = max_fold;
-        if capacity < old_capacity {
-            self.slots.truncate(capacity);
-            self.slots.shrink_to_fit();
-        }
     }
 
     /// Forgets every key but keeps the allocation (and its page mappings) for reuse.
