@@ -91,11 +91,16 @@ impl SyntheticRequest {
             r#"{{"type":"get","instance_id":"{}","timestamp_ns":{},"input_len":{},"keys":["#,
             self.instance_id, self.timestamp_ns, self.input_token_len
         ); // writing to a String cannot fail
+        self.push_keys_and_close(out);
+    }
+
+    /// The keys as a JSON array body, then `]}` and the newline: the end of either line.
+    fn push_keys_and_close(&self, out: &mut String) {
         for (index, key) in self.keys.iter().enumerate() {
             if index > 0 {
                 out.push(',');
             }
-            let _ = write!(out, "{key}");
+            let _ = write!(out, "{key}"); // writing to a String cannot fail
         }
         out.push_str("]}\n");
     }
@@ -110,13 +115,7 @@ impl SyntheticRequest {
             self.timestamp_ns / 1_000_000,
             self.input_token_len
         ); // writing to a String cannot fail
-        for (index, key) in self.keys.iter().enumerate() {
-            if index > 0 {
-                out.push(',');
-            }
-            let _ = write!(out, "{key}");
-        }
-        out.push_str("]}\n");
+        self.push_keys_and_close(out);
     }
 }
 
