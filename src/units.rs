@@ -1,6 +1,15 @@
 //! Binary-unit scaling shared by every printer (replay summary, `mrc` table, live gauges), so
 //! "how many KiB is this" is answered in one place. Each caller picks its own precision.
 
+use crate::projector::BYTES_PER_GIB;
+
+/// `bytes` in binary gigabytes (`bytes / 2^30`), for display and chart axes — never for hits
+/// (the projector converts bytes to blocks).
+#[must_use]
+pub fn bytes_to_gib(bytes: u64) -> f64 {
+    bytes as f64 / BYTES_PER_GIB as f64
+}
+
 /// Binary byte units, smallest first.
 const BYTE_UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
 

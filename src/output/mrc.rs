@@ -23,9 +23,11 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use super::summary::ratio;
 use crate::facts::FactRecord;
 use crate::facts::file::{FactsError, FactsReader};
-use crate::projector::{self, BYTES_PER_GIB, CapacityAxisAccumulator};
+use crate::projector::{self, CapacityAxisAccumulator};
+use crate::units::bytes_to_gib;
 
 /// Knee levels reported, in percent of the unlimited-capacity hit rate.
 pub const KNEE_PERCENTS: [u32; 4] = [50, 90, 95, 99];
@@ -119,10 +121,10 @@ impl InstanceCurve {
         CurvePoint {
             capacity_blocks,
             capacity_bytes,
-            capacity_gb: gigabytes(capacity_bytes),
+            capacity_gb: bytes_to_gib(capacity_bytes),
             hit_blocks,
             hit_tokens,
-            hit_rate: rate(hit_tokens, self.total_input_tokens),
+            hit_rate: ratio(hit_tokens, self.total_input_tokens),
         }
     }
 
@@ -350,12 +352,12 @@ impl MrcCurves {
         let hit_tokens = self.total_hit_tokens_at_bytes(capacity_bytes);
         TotalPoint {
             capacity_bytes,
-            capacity_gb: gigabytes(capacity_bytes),
+            capacity_gb: bytes_to_gib(capacity_bytes),
             capacity_blocks: self.shared_block_bytes().map(|block_bytes| {
                 projector::capacity_blocks_for_bytes(capacity_bytes, block_bytes)
             }),
             hit_tokens,
-            hit_rate: rate(hit_tokens, self.total_input_tokens()),
+            hit_rate: ratio(hit_tokens, self.total_input_tokens()),
         }
     }
 
@@ -369,7 +371,7 @@ impl MrcCurves {
             .map(|curve| {
                 let infinite_hit_blocks = curve.hits.infinite_hit_blocks();
                 let infinite_hit_tokens = infinite_hit_blocks.wrapping_mul(curve.block_size_tokens);
-                let infinite_hit_rate = rate(infinite_hit_tokens, curve.total_input_tokens);
+                let infinite_hit_rate = ratio(infinite_hit_tokens, curve.total_input_tokens);
                 InstanceReport {
                     instance_id: curve.instance_id.clone(),
                     requests: curve.requests,
@@ -393,7 +395,7 @@ impl MrcCurves {
             })
             .collect();
         let infinite_hit_tokens = self.total_infinite_hit_tokens();
-        let infinite_hit_rate = rate(infinite_hit_tokens, self.total_input_tokens());
+        let infinite_hit_rate = ratio(infinite_hit_tokens, self.total_input_tokens());
         let saturation_bytes = self.total_saturation_bytes();
         let total = TotalReport {
             requests: self.requests(),
@@ -440,19 +442,6 @@ fn evenly_spaced(last: u64, count: usize) -> impl Iterator<Item = u64> {
         previous = Some(value);
         Some(value)
     })
-}
-
-/// `bytes / 2^30`.
-fn gigabytes(capacity_bytes: u64) -> f64 {
-    capacity_bytes as f64 / BYTES_PER_GIB as f64
-}
-
-fn rate(hit_tokens: u64, input_tokens: u64) -> f64 {
-    if input_tokens == 0 {
-        0.0
-    } else {
-        hit_tokens as f64 / input_tokens as f64
-    }
 }
 
 /// `litehit mrc --json`.

@@ -24,6 +24,7 @@ use super::line_buffer::LineBuffer;
 use super::number_format::{
     G6_MAX_BYTES, INTEGER_MAX_BYTES, NEEDS_ESCAPE, append_g6, append_json_string,
 };
+use super::summary::ratio;
 use crate::facts::FactRecord;
 use crate::facts::file::{FactsError, FactsReader};
 use crate::projector::{self, Capacity};
@@ -101,7 +102,7 @@ impl SlotTotals {
     pub fn hit_rates(&self) -> Vec<f64> {
         self.total_hit_tokens
             .iter()
-            .map(|&tokens| hit_rate(tokens, self.total_input_tokens))
+            .map(|&tokens| ratio(tokens, self.total_input_tokens))
             .collect()
     }
 }
@@ -319,7 +320,7 @@ fn append_row_line(out: &mut LineBuffer, row: &RowLine<'_>) {
             }
             _ => {
                 let hit_tokens = hits.wrapping_mul(row.block_size_tokens);
-                let (text, length) = out.push_g6(hit_rate(hit_tokens, row.input_token_len));
+                let (text, length) = out.push_g6(ratio(hit_tokens, row.input_token_len));
                 previous = Some((hits, text, length));
             }
         }
@@ -464,15 +465,6 @@ impl RowBatch {
             }
         }
         Ok(())
-    }
-}
-
-/// `hit_tokens / input_tokens` in `f64`, 0 when there are no input tokens.
-fn hit_rate(hit_tokens: u64, input_tokens: u64) -> f64 {
-    if input_tokens == 0 {
-        0.0
-    } else {
-        hit_tokens as f64 / input_tokens as f64
     }
 }
 

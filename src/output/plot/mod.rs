@@ -16,7 +16,9 @@ use std::fmt::Write as _;
 use ab_glyph::{Font, FontRef, PxScale, ScaleFont};
 
 use super::mrc::{MrcCurves, MrcReport, format_significant};
+use super::summary::ratio;
 use crate::projector::BYTES_PER_GIB;
+use crate::units::bytes_to_gib;
 
 pub use raster::render_png;
 pub use svg::render_svg;
@@ -99,7 +101,7 @@ impl PlotData {
             .chain([report.total.saturation.capacity_bytes])
             .max()
             .unwrap_or(0);
-        let data_max_gb = saturation_bytes as f64 / BYTES_PER_GIB as f64 * 1.12;
+        let data_max_gb = bytes_to_gib(saturation_bytes) * 1.12;
         let (x_max_gb, x_step_gb) = nice_axis(if data_max_gb > 0.0 { data_max_gb } else { 1.0 }, 6);
         let max_ceiling = report
             .instances
@@ -129,7 +131,7 @@ impl PlotData {
                             .hit_blocks_at_bytes(bytes)
                             .wrapping_mul(curve.block_size_tokens);
                         (
-                            gigabytes(bytes),
+                            bytes_to_gib(bytes),
                             percent(hit_tokens, curve.total_input_tokens),
                         )
                     })
@@ -173,7 +175,7 @@ fn total_series(curves: &MrcCurves, report: &MrcReport, sample_bytes: &[u64]) ->
             .iter()
             .map(|&bytes| {
                 let hit_tokens = curves.total_hit_tokens_at_bytes(bytes);
-                (gigabytes(bytes), percent(hit_tokens, total_input_tokens))
+                (bytes_to_gib(bytes), percent(hit_tokens, total_input_tokens))
             })
             .collect(),
         ceiling_percent: report.total.infinite_hit_rate * 100.0,
@@ -209,16 +211,8 @@ fn sample_capacities(x_max_gb: f64) -> Vec<u64> {
         .collect()
 }
 
-fn gigabytes(bytes: u64) -> f64 {
-    bytes as f64 / BYTES_PER_GIB as f64
-}
-
 fn percent(hit_tokens: u64, input_tokens: u64) -> f64 {
-    if input_tokens == 0 {
-        0.0
-    } else {
-        hit_tokens as f64 / input_tokens as f64 * 100.0
-    }
+    ratio(hit_tokens, input_tokens) * 100.0
 }
 
 /// `(axis_max, step)`: a 1-2-5 step giving about `target_ticks` ticks, and the first tick at
