@@ -113,45 +113,46 @@ fn render_standard(mooncake: &[u8]) -> Vec<u8> {
 
 /// Parses an in-memory buffer with the splitter (what the live tailer does).
 fn bench_splitter(name: &str, format: TraceFormat, input: &[u8], passes: usize) {
-    let best = (0..passes)
-        .map(|_| {
-            let mut parser = LineParser::new(format, ParseOptions::default());
-            let mut event = TraceEvent::default();
-            let mut splitter = LineSplitter::default();
-            let mut lines = 0_u64;
-            let mut checksum = 0_usize;
-            let start = Clock::now();
-            for line in splitter.complete_lines(input) {
-                parser
-                    .parse_line(line.bytes, line.line_number, &mut event)
-                    .expect("benchmark input parses");
-                lines += 1;
-                checksum = checksum.wrapping_add(event.keys.len());
-            }
-            (start.elapsed(), lines, checksum)
-        })
-        .min_by_key(|(elapsed, _, _)| elapsed.cpu.unwrap_or(elapsed.wall))
-        .expect("at least one pass");
-    report(name, input.len(), best);
+    bench_lines(name, format, input, passes, |parse_line| {
+        for line in LineSplitter::default().complete_lines(input) {
+            parse_line(line.bytes, line.line_number);
+        }
+    });
 }
 
 /// Parses through the offline reader (`TraceLines` over a byte slice).
 fn bench_reader(name: &str, format: TraceFormat, input: &[u8], passes: usize) {
+    bench_lines(name, format, input, passes, |parse_line| {
+        let mut reader = TraceLines::new(input);
+        while let Some(line) = reader.next_line().expect("reading memory cannot fail") {
+            parse_line(line.bytes, line.line_number);
+        }
+    });
+}
+
+/// Best of `passes` timed runs of `feed_lines`, which hands every `(line, line number)` of
+/// `input` to the parser; reports the fastest.
+fn bench_lines(
+    name: &str,
+    format: TraceFormat,
+    input: &[u8],
+    passes: usize,
+    mut feed_lines: impl FnMut(&mut dyn FnMut(&[u8], u64)),
+) {
     let best = (0..passes)
         .map(|_| {
             let mut parser = LineParser::new(format, ParseOptions::default());
             let mut event = TraceEvent::default();
-            let mut reader = TraceLines::new(input);
             let mut lines = 0_u64;
             let mut checksum = 0_usize;
             let start = Clock::now();
-            while let Some(line) = reader.next_line().expect("reading memory cannot fail") {
+            feed_lines(&mut |line, line_number| {
                 parser
-                    .parse_line(line.bytes, line.line_number, &mut event)
+                    .parse_line(line, line_number, &mut event)
                     .expect("benchmark input parses");
                 lines += 1;
                 checksum = checksum.wrapping_add(event.keys.len());
-            }
+            });
             (start.elapsed(), lines, checksum)
         })
         .min_by_key(|(elapsed, _, _)| elapsed.cpu.unwrap_or(elapsed.wall))
