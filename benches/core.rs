@@ -1,6 +1,6 @@
 //! Core-only throughput (no parsing: keys are pre-loaded), one lane, exact results.
 //!
-//! `cargo bench --bench core -- [conversation] [large] [--requests N] [--keys dense|random]`
+//! `cargo bench --bench core -- [conversation] [large] [adjacency] [--requests N] [--keys dense|random]`
 //!
 //! * `conversation`: `../shared/traces/conversation_trace.jsonl` (Mooncake, 512-token blocks,
 //!   full blocks only), replayed repeatedly with a fresh core each time.
@@ -9,6 +9,10 @@
 //!   hash (real producers' keys), best of 3 fresh-core runs each; `--keys` picks one style.
 //!   Reports bytes of core state per unique key, counted as `LiteHit::memory_usage_bytes()`
 //!   (heap capacities of every container) / unique keys.
+//!
+//! * `adjacency`: how the large trace's block accesses would be found by the key table
+//!   (`hitcore/key_table.rs`): next to the previous block's entry, through the index, or new.
+//!   A plain `HashMap` model of the entry order, not the core.
 //!
 //! Every run checks exactness cheaply: both key styles must give identical facts digests.
 
@@ -181,6 +185,40 @@ fn report(name: &str, trace: &FlatTrace, runs: usize, warm: bool) -> u64 {
     digest
 }
 
+/// Replays the entry order of the key table with a `HashMap` (key → entry id, new keys
+/// appended head first, as the core commits them) and counts where each access is found.
+fn report_adjacency(trace: &FlatTrace) {
+    let mut entry_ids: std::collections::HashMap<i64, usize> = std::collections::HashMap::new();
+    let (mut next_to_previous, mut through_index, mut new) = (0_u64, 0_u64, 0_u64);
+    for request in trace.requests() {
+        let mut previous_entry: Option<usize> = None;
+        for key in request {
+            if let Some(&entry) = entry_ids.get(key) {
+                if previous_entry.is_some_and(|previous| previous + 1 == entry) {
+                    next_to_previous += 1;
+                } else {
+                    through_index += 1;
+                }
+                previous_entry = Some(entry);
+            } else {
+                new += 1;
+                previous_entry = None;
+            }
+        }
+        for &key in request {
+            let next_id = entry_ids.len();
+            entry_ids.entry(key).or_insert(next_id);
+        }
+    }
+    let total = (next_to_previous + through_index + new) as f64;
+    println!(
+        "adjacency: {:.1} % of accesses next to the previous block's entry, {:.1} % through the index, {:.1} % new",
+        100.0 * next_to_previous as f64 / total,
+        100.0 * through_index as f64 / total,
+        100.0 * new as f64 / total,
+    );
+}
+
 fn main() {
     let args: Vec<String> = std::env::args()
         .skip(1)
@@ -189,7 +227,9 @@ fn main() {
     let wants = |name: &str| {
         args.is_empty()
             || args.iter().any(|a| a == name)
-            || !args.iter().any(|a| a == "conversation" || a == "large")
+            || !args
+                .iter()
+                .any(|a| a == "conversation" || a == "large" || a == "adjacency")
     };
     let large_requests = args
         .iter()
@@ -203,6 +243,9 @@ fn main() {
             let warm = report("conversation, reset core", &trace, 20, true);
             assert_eq!(fresh, warm, "a reset core must give the same facts");
         }
+    }
+    if args.iter().any(|a| a == "adjacency") {
+        report_adjacency(&generate_large(large_requests));
     }
     if wants("large") {
         let started = Instant::now();

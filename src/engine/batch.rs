@@ -123,7 +123,10 @@ impl Batch {
 
 fn replay_lane(lane: &mut Lane, items: &[WorkItem], keys: &[i64], facts: &mut LaneFacts) {
     let mut fact = RequestFact::default();
-    for item in items {
+    for (index, item) in items.iter().enumerate() {
+        if let Some(next) = items.get(index + 1) {
+            lane.prefetch_next(&keys[next.keys.clone()]);
+        }
         lane.replay(
             &keys[item.keys.clone()],
             item.input_token_len,

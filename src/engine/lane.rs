@@ -47,6 +47,12 @@ impl Lane {
         self.normalize
     }
 
+    /// Hints the request this lane replays after the next [`Self::replay`] (see
+    /// [`LiteHit::prefetch`]); results never change.
+    pub(crate) fn prefetch_next(&mut self, next_block_keys: &[i64]) {
+        self.core.prefetch(next_block_keys);
+    }
+
     /// Replays one normalized request and folds its fact into the counters.
     pub(crate) fn replay(
         &mut self,

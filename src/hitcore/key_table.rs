@@ -1,32 +1,51 @@
-//! Key → latest recency position: a compact open-addressing table.
+//! Key → latest recency position: entries in insertion order, found through a compact hash
+//! index — and, most of the time, without it.
 //!
-//! Each slot is 12 bytes (the 64-bit key split in two `u32` halves, and the position + 1, with
-//! 0 meaning "empty"), so the table costs `12 / load` bytes per key; the load is kept in
-//! `[MAX_LOAD / GROWTH, MAX_LOAD]` ≈ `[0.63, 0.86]`, i.e. 14–19 bytes per key. Keys are
-//! already hashes (or dense ids), so no `SipHash`; the home slot comes from the key folded to
-//! 32 bits, in one of three [`HashMode`]s: dense ids keep `fold mod capacity` (a chain's blocks
-//! land in one or two cache lines), keys that look like hashes switch to `fold × capacity /
-//! 2^32` (order-preserving, so growth moves entries in two forward streams instead of at
-//! random), and a key set that defeats the fold (long probe runs) switches to a multiplicative
-//! mix.
+//! Why two parts: block keys are prefix-chained, and a request mostly re-reads chains that an
+//! earlier request added in one go. The core appends a request's new keys head first, so a
+//! chain's blocks sit next to each other in the entry vector: once block `i` is found at
+//! entry `e`, block `i + 1` is usually at `e + 1`, and the core checks that neighbour first
+//! ([`KeyTable::lookup_near`]). The hash index is only needed for the first block of a run and
+//! for keys not seen before. On the large generated trace 74 % of all accesses are found next
+//! to the previous block, 4 % through the index, and 22 % are new (`cargo bench --bench core
+//! -- adjacency`); with keys that are random
+//! 64-bit hashes, that turns most DRAM misses of a hashed table into sequential reads. Dense
+//! ids handed out in first-appearance order (Mooncake) even land on entry id == key, which is
+//! tried next while the keys look dense. Every match compares the full key, so these guesses
+//! are only shortcuts, never part of a result.
 //!
-//! Linear probing, no deletions except by rehashing (compaction), so a slot index found in
-//! phase 1 of a request stays valid through phase 2 as long as the table does not grow —
-//! the core reserves room for the whole request first.
+//! * **Entries**: `[key low half, key high half, position + 1]`, 12 bytes, in a vector grown
+//!   by a sixteenth at a time (Linux grows it with `mremap`, no copy): 12–12.75 bytes per key.
+//!   An entry's index (its *id*) never changes, except when [`KeyTable::retain_renumbered`]
+//!   drops keys (order kept).
+//! * **Index**: open addressing with linear probing over `u32` slots: `0` is empty, else the
+//!   entry id + 1 in the low bits and a fingerprint of the key in the bits above, so a probe
+//!   rarely reads an entry that is not the key. Load kept in `[MAX_LOAD / GROWTH, MAX_LOAD]` ≈
+//!   `[0.54, 0.86]`: 4.7–7.4 bytes per key. Keys are already hashes (or dense ids), so no
+//!   `SipHash`: the home slot comes from the key folded to 32 bits, in one of three
+//!   [`HashMode`]s — dense ids keep `fold mod capacity` (neighbouring ids, neighbouring slots,
+//!   and growth moves nothing), keys that look like hashes switch to `fold × capacity / 2^32`,
+//!   and a key set that defeats the fold (long probe runs) switches to a multiplicative mix.
 //!
-//! Growth and rehashing happen **in place**: the slot vector is extended (a reallocation that
-//! keeps the already-touched pages; Linux moves them with `mremap`, no copy) and the entries
-//! are re-placed inside it. A second table never exists, so peak memory is the table itself,
-//! and only the new tail is ever touched for the first time — on virtual machines, where the
-//! first touch of a page is by far the most expensive part of growing, that matters most.
+//! No deletions except by rebuilding (compaction), and the index changes only between
+//! requests (the core reserves room for the whole request first), so an entry id or index
+//! slot found in phase 1 of a request stays valid through phase 2. A rebuild reads the entries
+//! in order and never needs a second index. Each rebuilt key is one random index write
+//! (~20 ns here), so the index grows by ×1.6: fewer rebuilds (1.7 re-inserts per key on
+//! average instead of 2.7 at ×1.37) for at most 1.3 bytes more per key.
 
-/// Grow when the load would pass this.
+/// Grow the index when its load would pass this.
 const MAX_LOAD: f64 = 0.86;
-/// Capacity multiplier on growth once the table is large (small, to keep bytes per key low).
-const GROWTH: f64 = 1.37;
-/// Below this many slots the table doubles instead: rehashes dominate small tables, and the
-/// wasted bytes are negligible there.
+/// Index capacity multiplier on growth once the index is large: rebuild work against bytes
+/// per key (module docs).
+const GROWTH: f64 = 1.6;
+/// Below this many index slots the index doubles instead: rebuilds dominate small tables, and
+/// the wasted bytes are negligible there.
 const DOUBLING_BELOW_SLOTS: usize = 1 << 22;
+/// The entry vector grows by `len / ENTRY_GROWTH_DIVISOR` (at least [`MIN_ENTRY_GROWTH`]):
+/// small steps keep the unused tail small, and `mremap` makes each step cheap.
+const ENTRY_GROWTH_DIVISOR: usize = 16;
+const MIN_ENTRY_GROWTH: usize = 1 << 12;
 /// Inserts probing this far on average (from their home slot) mean the fold hash is
 /// clustering — dense ids arriving in runs pile up into long linear-probing clusters (seen on
 /// multi-instance traces whose ids are dense globally but sparse per lane): switch to the
@@ -35,13 +54,13 @@ const MAX_MEAN_INSERT_DISTANCE: usize = 64;
 /// Inserts observed before the mean is trusted.
 const MIN_INSERTS_FOR_MEAN: usize = 4096;
 const MIN_CAPACITY: usize = 1 << 12;
-/// Slots in 64 bytes, rounded up: `home + this` is on the next cache line.
-const SLOTS_PER_CACHE_LINE: usize = 64 / size_of::<Slot>() + 1;
-/// How far ahead the rehash pass prefetches where entries will land (~100 ns of DRAM
+/// How far ahead a rebuild prefetches the index slot an entry will land in (~100 ns of DRAM
 /// latency at a few ns per entry).
-const REHASH_LOOKAHEAD_SLOTS: usize = 64;
+const REBUILD_LOOKAHEAD_ENTRIES: usize = 32;
 /// How far ahead compaction's renumbering pass prefetches the positions it will look up.
-const LOOKAHEAD_SLOTS: usize = 16;
+const LOOKAHEAD_ENTRIES: usize = 16;
+/// The multiplier of the mixing hash and of the fingerprint (2^64 / golden ratio).
+const MIX_MULTIPLIER: u64 = 0x9e37_79b9_7f4a_7c15;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 enum HashMode {
@@ -50,7 +69,6 @@ enum HashMode {
     #[default]
     FoldModulo,
     /// `fold × capacity / 2^32`: for keys whose fold is spread over all 32 bits (hashes).
-    /// Homes keep the fold's order, so a rehash is two forward streams.
     FoldRange,
     /// A multiplicative mix, then `× capacity / 2^32`: robust for any key set.
     MixRange,
@@ -59,31 +77,41 @@ enum HashMode {
 /// A fold at or above this means the keys are not small dense ids: they are hashes.
 const HASHED_FOLD_THRESHOLD: u32 = 1 << 31;
 
-/// One slot: `[key low half, key high half, position + 1]`; position + 1 == 0 means empty.
-type Slot = [u32; 3];
+/// One entry: `[key low half, key high half, position + 1]`.
+type Entry = [u32; 3];
+
+/// `position + 1` of an entry added in the current request and not placed yet.
+const UNPLACED: u32 = 0;
 
 #[derive(Debug, Clone, Default)]
 pub(crate) struct KeyTable {
-    slots: Vec<Slot>,
-    len: usize,
-    /// Lemire's fastmod multiplier for `slots.len()` (used by [`HashMode::FoldModulo`]).
+    /// Every stored key, in insertion order; the index of an entry is its id.
+    entries: Vec<Entry>,
+    /// `0` = empty, else `fingerprint bits | (id + 1)`; see [`Self::id_mask`].
+    index: Vec<u32>,
+    /// The low bits of an index slot that hold `id + 1`: enough for any id below the index
+    /// capacity; the bits above hold the fingerprint.
+    id_mask: u32,
+    /// Lemire's fastmod multiplier for `index.len()` (used by [`HashMode::FoldModulo`]).
     fastmod_multiplier: u64,
     hash_mode: HashMode,
-    /// Set when inserts probe too far; the owner rehashes between requests.
+    /// Set when inserts probe too far; the owner rebuilds between requests.
     wants_rehash: bool,
-    /// Inserts since the last rehash and the sum of their distances from their home slots.
+    /// Inserts since the last rebuild and the sum of their distances from their home slots.
     inserts_since_rehash: usize,
     insert_distance_sum: usize,
-    /// Largest fold of any key stored (an upper bound once keys are dropped).
+    /// Largest fold of any key stored.
     max_fold: u32,
     /// Every key sits in its home slot. With `fold mod capacity` and every fold below the
-    /// capacity (dense ids), growth then moves nothing: see [`Self::rehash_in_place`].
+    /// capacity (dense ids), growth then moves nothing: see [`Self::grow_index`].
     every_key_at_home: bool,
 }
 
 /// Where a key lives (or would be inserted) and its stored position.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Lookup {
+    /// The key's entry id if it is present, else the empty index slot where the search ended
+    /// (where [`KeyTable::find_or_insert_unplaced`] continues).
     pub(crate) slot: usize,
     /// `Some(position)` if the key is present.
     pub(crate) position: Option<usize>,
@@ -102,13 +130,20 @@ fn split_key(key: i64) -> (u32, u32) {
 }
 
 #[inline]
-fn join_key(slot: Slot) -> i64 {
+fn join_key(entry: Entry) -> i64 {
     #[expect(clippy::cast_possible_wrap, reason = "bit join")]
-    let key = (u64::from(slot[0]) | (u64::from(slot[1]) << 32)) as i64;
+    let key = (u64::from(entry[0]) | (u64::from(entry[1]) << 32)) as i64;
     key
 }
 
-/// The home slot of `key` in a table of `capacity` slots.
+#[inline]
+fn mixed(key: i64) -> u64 {
+    #[expect(clippy::cast_sign_loss, reason = "hash bits")]
+    let bits = key as u64;
+    bits.wrapping_mul(MIX_MULTIPLIER)
+}
+
+/// The home slot of `key` in an index of `capacity` slots.
 #[inline]
 fn home_slot_for(key: i64, hash_mode: HashMode, capacity: usize, fastmod_multiplier: u64) -> usize {
     let (low, high) = split_key(key);
@@ -128,14 +163,29 @@ fn home_slot_for(key: i64, hash_mode: HashMode, capacity: usize, fastmod_multipl
         }
         HashMode::FoldRange => scaled(fold),
         HashMode::MixRange => {
-            #[expect(clippy::cast_sign_loss, reason = "hash bits")]
-            let mixed = ((key as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as u32;
-            scaled(mixed)
+            let upper = (mixed(key) >> 32) as u32;
+            scaled(upper)
         }
     }
 }
 
-const EMPTY_SLOT: Slot = [0; 3];
+/// The low `id_bits` bits that hold `id + 1` in an index of `capacity` slots: ids stay below
+/// the capacity, so `id + 1 ≤ capacity ≤ id_mask`.
+fn id_mask_for(capacity: usize) -> u32 {
+    let id_bits = usize::BITS - capacity.leading_zeros();
+    if id_bits >= 32 {
+        u32::MAX
+    } else {
+        (1 << id_bits) - 1
+    }
+}
+
+/// The entry id a dense id would have if every key so far was appended in id order.
+#[inline]
+fn dense_id_guess(key: i64) -> usize {
+    let (low, high) = split_key(key);
+    (low ^ high) as usize
+}
 
 #[inline]
 fn encode_position(position: usize) -> u32 {
@@ -147,7 +197,7 @@ impl KeyTable {
     /// Number of keys stored.
     #[inline]
     pub(crate) fn len(&self) -> usize {
-        self.len
+        self.entries.len()
     }
 
     #[inline]
@@ -155,24 +205,33 @@ impl KeyTable {
         home_slot_for(
             key,
             self.hash_mode,
-            self.slots.len(),
+            self.index.len(),
             self.fastmod_multiplier,
         )
     }
 
-    /// Makes room for `additional` more keys without growing mid-request.
+    /// The fingerprint bits of `key` as they sit in an index slot (its id bits zero). Taken
+    /// from the mixing hash's low half, which no home slot uses.
+    #[inline]
+    fn fingerprint(&self, key: i64) -> u32 {
+        #[expect(clippy::cast_possible_truncation, reason = "lower hash bits")]
+        let lower = mixed(key) as u32;
+        lower & !self.id_mask
+    }
+
+    /// Makes room for `additional` more keys without touching the index mid-request.
     pub(crate) fn reserve(&mut self, additional: usize) {
-        let needed = self.len + additional;
-        if self.slots.is_empty() || needed as f64 > self.slots.len() as f64 * MAX_LOAD {
+        let needed = self.len() + additional;
+        if self.index.is_empty() || needed as f64 > self.index.len() as f64 * MAX_LOAD {
             #[expect(
                 clippy::cast_possible_truncation,
                 clippy::cast_sign_loss,
                 reason = "sizes"
             )]
-            let grown = if self.slots.len() < DOUBLING_BELOW_SLOTS {
-                self.slots.len() * 2
+            let grown = if self.index.len() < DOUBLING_BELOW_SLOTS {
+                self.index.len() * 2
             } else {
-                (self.slots.len() as f64 * GROWTH) as usize
+                (self.index.len() as f64 * GROWTH) as usize
             };
             #[expect(
                 clippy::cast_possible_truncation,
@@ -180,109 +239,201 @@ impl KeyTable {
                 reason = "sizes"
             )]
             let for_needed = (needed as f64 / MAX_LOAD) as usize + 1;
-            self.rehash_in_place(grown.max(for_needed).max(MIN_CAPACITY), self.hash_mode);
+            self.grow_index(grown.max(for_needed).max(MIN_CAPACITY));
         }
     }
 
-    /// Starts loading the home slot of `key` and the cache line after it (a hint; no effect
-    /// on results). A probe walks about 2–4 slots (24–48 bytes) on average, so it leaves the
-    /// home line often; without the second line that became a dependent DRAM miss.
+    /// Starts loading what a lookup of `key` reads first (a hint; no effect on results):
+    /// while keys look like dense ids, the entry whose id is the key (see
+    /// [`Self::lookup_near`]) and the index slot; for hashed keys nothing, since most of
+    /// them are found next to the previous block without the index.
     #[inline]
     pub(crate) fn prefetch(&self, key: i64) {
-        if let Some(last) = self.slots.len().checked_sub(1) {
-            let home = self.home_slot(key);
-            super::hints::prefetch_read(&self.slots[home]);
-            super::hints::prefetch_read(&self.slots[(home + SLOTS_PER_CACHE_LINE).min(last)]);
+        if self.hash_mode == HashMode::FoldModulo {
+            if let Some(entry) = self.entries.get(dense_id_guess(key)) {
+                super::hints::prefetch_read(entry);
+            }
+            self.prefetch_index(key);
         }
     }
 
-    /// Finds `key`, or the empty slot where it would be inserted.
+    /// Starts loading the index slot where the search for `key` begins (a hint).
     #[inline]
-    pub(crate) fn lookup(&self, key: i64) -> Lookup {
-        let (low, high) = split_key(key);
+    pub(crate) fn prefetch_index(&self, key: i64) {
+        if !self.index.is_empty() {
+            super::hints::prefetch_read(&self.index[self.home_slot(key)]);
+        }
+    }
+
+    /// Starts loading the entry of `key` if the index names one (a hint). Reads the index, so
+    /// call it once [`Self::prefetch_index`] has had time to bring the slot in.
+    #[inline]
+    pub(crate) fn prefetch_entry_of(&self, key: i64) {
+        if self.index.is_empty() {
+            return;
+        }
+        let fingerprint = self.fingerprint(key);
         let mut slot = self.home_slot(key);
         loop {
-            let [slot_low, slot_high, position_plus_one] = self.slots[slot];
-            if position_plus_one == 0 {
-                return Lookup {
-                    slot,
-                    position: None,
-                };
+            let word = self.index[slot];
+            if word == 0 {
+                return;
             }
-            if slot_low == low && slot_high == high {
-                return Lookup {
-                    slot,
-                    position: Some(position_plus_one as usize - 1),
-                };
+            if word & !self.id_mask == fingerprint {
+                let id = (word & self.id_mask) as usize - 1;
+                super::hints::prefetch_read(&self.entries[id]);
+                return;
             }
             slot += 1;
-            if slot == self.slots.len() {
+            if slot == self.index.len() {
                 slot = 0;
             }
         }
     }
 
-    /// The position stored at an occupied slot.
+    /// Finds `key`, trying entries before the index: first `neighbour_guess` (the entry
+    /// after the previous block's; any value, `usize::MAX` for none), then, while keys look
+    /// like dense ids, the entry whose id is the key itself (dense ids handed out in
+    /// first-appearance order are appended in that order).
     #[inline]
-    pub(crate) fn position_at(&self, slot: usize) -> usize {
-        self.slots[slot][2] as usize - 1
+    pub(crate) fn lookup_near(&self, key: i64, neighbour_guess: usize) -> Lookup {
+        if let Some(found) = self.entry_if_key(neighbour_guess, key) {
+            return found;
+        }
+        if self.hash_mode == HashMode::FoldModulo
+            && let Some(found) = self.entry_if_key(dense_id_guess(key), key)
+        {
+            return found;
+        }
+        self.lookup(key)
     }
 
-    /// Stores a new position for the key at an occupied slot.
+    /// Entry `id` if it exists and holds `key`.
     #[inline]
-    pub(crate) fn set_position(&mut self, slot: usize, position: usize) {
-        self.slots[slot][2] = encode_position(position);
+    fn entry_if_key(&self, id: usize, key: i64) -> Option<Lookup> {
+        let &entry = self.entries.get(id)?;
+        (join_key(entry) == key).then(|| Lookup {
+            slot: id,
+            position: entry[2].checked_sub(1).map(|p| p as usize),
+        })
     }
 
-    /// Continues a failed lookup from its empty slot: returns the key's slot and position if
-    /// an earlier insert of this request already added it, else inserts it (with `position`).
+    /// Finds `key` through the index, or the empty index slot where it would be inserted.
     #[inline]
-    pub(crate) fn find_or_insert_from(
-        &mut self,
-        start_slot: usize,
-        key: i64,
-        position: usize,
-    ) -> Lookup {
-        let (low, high) = split_key(key);
+    pub(crate) fn lookup(&self, key: i64) -> Lookup {
+        if self.index.is_empty() {
+            return Lookup {
+                slot: 0,
+                position: None,
+            };
+        }
+        let fingerprint = self.fingerprint(key);
+        let mut slot = self.home_slot(key);
+        loop {
+            let word = self.index[slot];
+            if word == 0 {
+                return Lookup {
+                    slot,
+                    position: None,
+                };
+            }
+            if let Some(found) = self.entry_if_match(word, fingerprint, key) {
+                return found;
+            }
+            slot += 1;
+            if slot == self.index.len() {
+                slot = 0;
+            }
+        }
+    }
+
+    /// The entry named by the occupied index slot `word` if it holds `key`.
+    #[inline]
+    fn entry_if_match(&self, word: u32, fingerprint: u32, key: i64) -> Option<Lookup> {
+        if word & !self.id_mask != fingerprint {
+            return None;
+        }
+        let id = (word & self.id_mask) as usize - 1;
+        let entry = self.entries[id];
+        (join_key(entry) == key).then(|| Lookup {
+            slot: id,
+            position: entry[2].checked_sub(1).map(|p| p as usize),
+        })
+    }
+
+    /// The position stored in entry `id`, `None` while it is not placed yet (a key added by
+    /// [`Self::find_or_insert_unplaced`] in the current request).
+    #[inline]
+    pub(crate) fn placed_position(&self, id: usize) -> Option<usize> {
+        self.entries[id][2].checked_sub(1).map(|p| p as usize)
+    }
+
+    /// Stores a new position in entry `id`.
+    #[inline]
+    pub(crate) fn set_position(&mut self, id: usize, position: usize) {
+        self.entries[id][2] = encode_position(position);
+    }
+
+    /// Continues a failed lookup from its empty index slot: returns the key's entry id if an
+    /// earlier insert of this request already added it, else appends it, not placed yet
+    /// (the caller sets its position before the request ends), and returns the new id.
+    #[inline]
+    pub(crate) fn find_or_insert_unplaced(&mut self, start_slot: usize, key: i64) -> usize {
+        let fingerprint = self.fingerprint(key);
         let mut slot = start_slot;
         loop {
-            let [slot_low, slot_high, position_plus_one] = self.slots[slot];
-            if position_plus_one == 0 {
-                self.slots[slot] = [low, high, encode_position(position)];
-                self.len += 1;
-                self.note_insert_distance(key, slot);
-                return Lookup {
-                    slot,
-                    position: None,
-                };
+            let word = self.index[slot];
+            if word == 0 {
+                let id = self.push_unplaced(key);
+                self.index[slot] = fingerprint | self.encode_id(id);
+                self.note_insert(key, slot);
+                return id;
             }
-            if slot_low == low && slot_high == high {
-                return Lookup {
-                    slot,
-                    position: Some(position_plus_one as usize - 1),
-                };
+            if let Some(found) = self.entry_if_match(word, fingerprint, key) {
+                return found.slot;
             }
             slot += 1;
-            if slot == self.slots.len() {
+            if slot == self.index.len() {
                 slot = 0;
             }
         }
     }
 
-    /// Tracks how far inserts land from their home slot (the cost of every later lookup).
     #[inline]
-    fn note_insert_distance(&mut self, key: i64, slot: usize) {
+    fn encode_id(&self, id: usize) -> u32 {
+        let id_plus_one = u32::try_from(id + 1).expect("entry ids stay below the index capacity");
+        debug_assert!(id_plus_one <= self.id_mask);
+        id_plus_one
+    }
+
+    /// Appends an unplaced entry, growing the vector by a small step (see
+    /// [`ENTRY_GROWTH_DIVISOR`]).
+    #[inline]
+    fn push_unplaced(&mut self, key: i64) -> usize {
+        if self.entries.len() == self.entries.capacity() {
+            self.entries
+                .reserve_exact((self.entries.len() / ENTRY_GROWTH_DIVISOR).max(MIN_ENTRY_GROWTH));
+        }
+        let (low, high) = split_key(key);
+        self.entries.push([low, high, UNPLACED]);
+        self.entries.len() - 1
+    }
+
+    /// Tracks how far inserts land from their home slot (the cost of every later lookup), and
+    /// the largest fold (hash-looking keys switch the hash mode at the next rebuild).
+    #[inline]
+    fn note_insert(&mut self, key: i64, slot: usize) {
+        let (low, high) = split_key(key);
+        self.max_fold = self.max_fold.max(low ^ high);
         if self.hash_mode == HashMode::MixRange {
             return; // already uniform: long probes can only mean high load, handled by growth
         }
         let home = self.home_slot(key);
-        let (low, high) = split_key(key);
-        self.max_fold = self.max_fold.max(low ^ high);
         self.every_key_at_home &= slot == home;
         let distance = if slot >= home {
             slot - home
         } else {
-            slot + self.slots.len() - home
+            slot + self.index.len() - home
         };
         self.inserts_since_rehash += 1;
         self.insert_distance_sum += distance;
@@ -293,184 +444,149 @@ impl KeyTable {
         }
     }
 
-    /// Rehashes with the mixing hash if inserts reported clustering. Call between requests.
+    /// Rebuilds the index with the mixing hash if inserts reported clustering. Call between
+    /// requests.
     pub(crate) fn rehash_if_clustered(&mut self) {
         if self.wants_rehash {
             self.wants_rehash = false;
-            self.rehash_in_place(self.slots.len(), HashMode::MixRange);
+            self.rebuild_index(self.index.len(), HashMode::MixRange);
         }
     }
 
     /// Rewrites every stored position in place (no key is dropped). `prefetch` is called a
-    /// few slots ahead with the position about to be renumbered, so the lookups it needs
+    /// few entries ahead with the position about to be renumbered, so the lookups it needs
     /// overlap.
     pub(crate) fn renumber_positions(
         &mut self,
         new_position: impl Fn(usize) -> usize,
         prefetch: impl Fn(usize),
     ) {
-        for index in 0..self.slots.len() {
-            if let Some(ahead) = self.slots.get(index + LOOKAHEAD_SLOTS)
-                && ahead[2] != 0
-            {
+        for index in 0..self.entries.len() {
+            if let Some(ahead) = self.entries.get(index + LOOKAHEAD_ENTRIES) {
                 prefetch(ahead[2] as usize - 1);
             }
-            let slot = &mut self.slots[index];
-            if slot[2] != 0 {
-                slot[2] = encode_position(new_position(slot[2] as usize - 1));
-            }
+            let entry = &mut self.entries[index];
+            entry[2] = encode_position(new_position(entry[2] as usize - 1));
         }
     }
 
-    /// Keeps the keys for which `new_position` returns `Some`, with that position, and
-    /// rehashes in place sized for them (removing entries breaks linear-probing chains).
+    /// Keeps the keys for which `new_position` returns `Some`, with that position, in their
+    /// order (ids are renumbered), and rebuilds the index sized for them.
     pub(crate) fn retain_renumbered(&mut self, new_position: impl Fn(usize) -> Option<usize>) {
-        for slot in &mut self.slots {
-            if slot[2] != 0 {
-                if let Some(position) = new_position(slot[2] as usize - 1) {
-                    slot[2] = encode_position(position);
-                } else {
-                    *slot = EMPTY_SLOT;
-                    self.len -= 1;
-                }
-            }
+        self.entries.retain_mut(|entry| {
+            new_position(entry[2] as usize - 1).is_some_and(|position| {
+                entry[2] = encode_position(position);
+                true
+            })
+        });
+        if self.entries.capacity() > self.entries.len() * 2 {
+            self.entries.shrink_to(self.entries.len() * 5 / 4);
         }
         #[expect(
             clippy::cast_possible_truncation,
             clippy::cast_sign_loss,
             reason = "sizes"
         )]
-        let capacity = ((self.len as f64 / MAX_LOAD * GROWTH) as usize).max(MIN_CAPACITY);
-        self.rehash_in_place(capacity, self.hash_mode);
+        let capacity = ((self.len() as f64 / MAX_LOAD * GROWTH) as usize).max(MIN_CAPACITY);
+        self.rebuild_index(capacity, self.hash_mode);
     }
 
-    /// Re-places every entry for `capacity` slots and `hash_mode`, inside the one slot vector.
-    ///
-    /// The vector is first extended (growth) — the new tail is the only memory touched for
-    /// the first time. Every entry then starts *pending* and is re-placed, from the last slot
-    /// down: it moves to the first slot of its new probe run that is empty or still pending
-    /// (swapping with a pending one, which is then placed in turn), or stays if that slot is
-    /// its own. Placed entries only ever pass placed entries, so no probe run is broken when
-    /// a pending slot empties. With order-preserving homes, growth moves entries forward in
-    /// order, so the pass streams. A smaller `capacity` (after compaction drops keys) moves
-    /// the tail's entries down and then releases the tail. Dense ids that all sit in their
-    /// home slots skip the pass: nothing would move.
-    ///
-    /// While still in [`HashMode::FoldModulo`], a fold of at least
-    /// [`HASHED_FOLD_THRESHOLD`] among the stored keys switches to [`HashMode::FoldRange`].
-    fn rehash_in_place(&mut self, capacity: usize, hash_mode: HashMode) {
+    /// Grows the index to `capacity` slots. Dense ids that all sit in their home slot
+    /// (`fold mod capacity == fold`, below both capacities) stay where they are: only the id
+    /// field of each slot widens (the fingerprint is the mixed key's bits above it, so the
+    /// narrower fingerprint is the old one with its lowest bits cleared). Anything else is a
+    /// rebuild.
+    fn grow_index(&mut self, capacity: usize) {
+        let nothing_moves = self.hash_mode == HashMode::FoldModulo
+            && self.max_fold < HASHED_FOLD_THRESHOLD
+            && self.every_key_at_home
+            && (self.max_fold as usize) < self.index.len()
+            && capacity > self.index.len();
+        if !nothing_moves {
+            self.rebuild_index(capacity, self.hash_mode);
+            return;
+        }
         assert!(
             u32::try_from(capacity).is_ok(),
-            "key table capacity {capacity} exceeds 2^32 slots"
+            "key index capacity {capacity} exceeds 2^32 slots"
         );
-        assert!(self.len < capacity, "a rehash must leave an empty slot");
-        let old_capacity = self.slots.len();
-        if capacity > old_capacity {
-            self.slots.reserve_exact(capacity - old_capacity);
-            self.slots.resize(capacity, EMPTY_SLOT);
+        let old_id_mask = self.id_mask;
+        self.id_mask = id_mask_for(capacity);
+        let fingerprint_mask = !self.id_mask;
+        for word in &mut self.index {
+            *word = (*word & fingerprint_mask) | (*word & old_id_mask);
         }
-        // Dense ids: every key is at slot == fold, below both capacities, which is also its
-        // new home (`fold mod capacity == fold`). Nothing moves.
-        let nothing_moves = hash_mode == HashMode::FoldModulo
-            && self.hash_mode == HashMode::FoldModulo
-            && self.every_key_at_home
-            && (self.max_fold as usize) < capacity.min(old_capacity);
-        self.hash_mode = match hash_mode {
-            HashMode::FoldModulo if !nothing_moves && self.max_fold >= HASHED_FOLD_THRESHOLD => {
-                HashMode::FoldRange
-            }
-            mode => mode,
-        };
+        self.index.reserve_exact(capacity - self.index.len());
+        self.index.resize(capacity, 0);
         self.fastmod_multiplier = (u64::MAX / capacity as u64).wrapping_add(1);
         self.inserts_since_rehash = 0;
         self.insert_distance_sum = 0;
-        if !nothing_moves {
-            self.re_place_entries(old_capacity, capacity);
-        }
-        if capacity < old_capacity {
-            self.slots.truncate(capacity);
-            self.slots.shrink_to_fit();
-        }
     }
 
-    /// The sweep of [`Self::rehash_in_place`]: re-places the entries of the first
-    /// `old_capacity` slots into the first `capacity` (the current hash mode), and recomputes
-    /// `max_fold` and `every_key_at_home` from them. A shrinking caller truncates afterwards.
-    fn re_place_entries(&mut self, old_capacity: usize, capacity: usize) {
-        let (hash_mode, fastmod_multiplier) = (self.hash_mode, self.fastmod_multiplier);
-        let home_of =
-            |slot: Slot| home_slot_for(join_key(slot), hash_mode, capacity, fastmod_multiplier);
+    /// Rebuilds the index for `capacity` slots and `hash_mode` from the entries, in id order.
+    ///
+    /// The index vector is resized in place (growth extends it with `mremap`, no copy;
+    /// shrinking releases the tail) and cleared, then every entry is inserted again, its
+    /// landing slot prefetched a few entries ahead. While still in [`HashMode::FoldModulo`], a
+    /// fold of at least [`HASHED_FOLD_THRESHOLD`] among the stored keys switches to
+    /// [`HashMode::FoldRange`].
+    fn rebuild_index(&mut self, capacity: usize, hash_mode: HashMode) {
+        assert!(
+            u32::try_from(capacity).is_ok(),
+            "key index capacity {capacity} exceeds 2^32 slots"
+        );
+        assert!(self.len() < capacity, "a rebuild must leave an empty slot");
+        self.hash_mode = match hash_mode {
+            HashMode::FoldModulo if self.max_fold >= HASHED_FOLD_THRESHOLD => HashMode::FoldRange,
+            mode => mode,
+        };
+        self.index.clear();
+        if capacity > self.index.capacity() {
+            self.index.reserve_exact(capacity);
+        }
+        self.index.resize(capacity, 0);
+        if capacity < self.index.capacity() / 2 {
+            self.index.shrink_to_fit();
+        }
+        self.id_mask = id_mask_for(capacity);
+        self.fastmod_multiplier = (u64::MAX / capacity as u64).wrapping_add(1);
+        self.inserts_since_rehash = 0;
+        self.insert_distance_sum = 0;
 
-        // Slots are visited from the last down. Above the visited slot everything is placed;
-        // below it an occupied slot is still pending unless an entry was placed there — rare
-        // (its new probe run started below the slot it came from, or wrapped), so those are
-        // marked in a bitset whose untouched pages cost nothing.
-        let mut placed_below = vec![0_u64; old_capacity.div_ceil(64)];
-        let is_placed = |placed: &[u64], slot: usize| placed[slot / 64] & (1 << (slot % 64)) != 0;
-        let mark_placed = |placed: &mut [u64], slot: usize| placed[slot / 64] |= 1 << (slot % 64);
-        // Entries that move land ~capacity / old_capacity further on: start those lines
-        // early. Dense ids under `fold mod capacity` mostly stay where they are.
-        let entries_move = hash_mode != HashMode::FoldModulo;
+        self.max_fold = self.entries.iter().map(|e| e[0] ^ e[1]).max().unwrap_or(0);
+        self.insert_all_in_id_order();
+    }
+
+    /// Inserts every entry into the (empty) index, in id order, each landing slot prefetched
+    /// a few entries ahead; notes whether every key landed in its home slot.
+    fn insert_all_in_id_order(&mut self) {
+        let capacity = self.index.len();
         let mut every_key_at_home = true;
-        let mut max_fold = 0_u32;
-        for index in (0..old_capacity).rev() {
-            if entries_move
-                && let Some(ahead) = index
-                    .checked_sub(REHASH_LOOKAHEAD_SLOTS)
-                    .map(|i| self.slots[i])
-                && ahead[2] != 0
-            {
-                super::hints::prefetch_read(&self.slots[home_of(ahead)]);
+        for id in 0..self.entries.len() {
+            if let Some(&ahead) = self.entries.get(id + REBUILD_LOOKAHEAD_ENTRIES) {
+                super::hints::prefetch_read(&self.index[self.home_slot(join_key(ahead))]);
             }
-            if self.slots[index][2] == 0 || is_placed(&placed_below, index) {
-                continue;
-            }
-            // Place the entry at `index`; a swap brings another pending entry here.
-            loop {
-                let entry = self.slots[index];
-                max_fold = max_fold.max(entry[0] ^ entry[1]);
-                let home = home_of(entry);
-                let mut target = home;
-                let swapped = loop {
-                    every_key_at_home &= target == home;
-                    if target == index {
-                        break false; // stays
-                    }
-                    let occupant = self.slots[target];
-                    if occupant[2] == 0 {
-                        self.slots[target] = entry;
-                        self.slots[index] = EMPTY_SLOT;
-                        if target < index {
-                            mark_placed(&mut placed_below, target);
-                        }
-                        break false;
-                    }
-                    if target < index && !is_placed(&placed_below, target) {
-                        // A pending entry: take its slot, and place it next.
-                        self.slots[target] = entry;
-                        self.slots[index] = occupant;
-                        mark_placed(&mut placed_below, target);
-                        break true;
-                    }
-                    target += 1;
-                    if target == capacity {
-                        target = 0;
-                    }
-                };
-                if !swapped {
-                    break;
+            let key = join_key(self.entries[id]);
+            let word = self.fingerprint(key) | self.encode_id(id);
+            let mut slot = self.home_slot(key);
+            every_key_at_home &= self.index[slot] == 0;
+            while self.index[slot] != 0 {
+                slot += 1;
+                if slot == capacity {
+                    slot = 0;
                 }
             }
+            self.index[slot] = word;
         }
         self.every_key_at_home = every_key_at_home;
-        self.max_fold = max_fold;
     }
 
-    /// Forgets every key but keeps the allocation (and its page mappings) for reuse.
+    /// Forgets every key but keeps the allocations (and their page mappings) for reuse.
     pub(crate) fn clear(&mut self) {
-        self.slots.fill(EMPTY_SLOT);
-        self.len = 0;
+        self.entries.clear();
+        self.index.fill(0);
         self.hash_mode = HashMode::FoldModulo;
+        self.fastmod_multiplier = (u64::MAX / self.index.len().max(1) as u64).wrapping_add(1);
         self.max_fold = 0;
         self.every_key_at_home = true;
         self.wants_rehash = false;
@@ -478,17 +594,16 @@ impl KeyTable {
         self.insert_distance_sum = 0;
     }
 
-    /// Every stored `(key, position)`, in slot order.
+    /// Every stored `(key, position)`, in insertion order.
     pub(crate) fn iter(&self) -> impl Iterator<Item = (i64, usize)> + '_ {
-        self.slots
+        self.entries
             .iter()
-            .filter(|s| s[2] != 0)
-            .map(|&s| (join_key(s), s[2] as usize - 1))
+            .map(|&entry| (join_key(entry), entry[2] as usize - 1))
     }
 
     /// Heap bytes held.
     pub(crate) fn memory_usage_bytes(&self) -> usize {
-        self.slots.capacity() * size_of::<Slot>()
+        self.entries.capacity() * size_of::<Entry>() + self.index.capacity() * size_of::<u32>()
     }
 }
 
@@ -498,13 +613,17 @@ mod tests {
 
     /// Mean distance of stored keys from their home slot (what every lookup walks).
     fn mean_home_distance(table: &KeyTable) -> f64 {
-        let capacity = table.slots.len();
+        let capacity = table.index.len();
         let total: usize = table
-            .slots
+            .index
             .iter()
             .enumerate()
-            .filter(|(_, s)| s[2] != 0)
-            .map(|(slot, s)| (slot + capacity - table.home_slot(join_key(*s))) % capacity)
+            .filter(|&(_, &word)| word != 0)
+            .map(|(slot, &word)| {
+                let id = (word & table.id_mask) as usize - 1;
+                let home = table.home_slot(join_key(table.entries[id]));
+                (slot + capacity - home) % capacity
+            })
             .sum();
         total as f64 / table.len() as f64
     }
@@ -528,8 +647,7 @@ mod tests {
             }
             table.reserve(20);
             for id in ids {
-                let found = table.lookup(id);
-                table.find_or_insert_from(found.slot, id, position);
+                upsert(&mut table, id, position);
                 position += 1;
             }
             table.rehash_if_clustered();
@@ -550,8 +668,7 @@ mod tests {
         let mut table = KeyTable::default();
         for id in 0..100_000_i64 {
             table.reserve(1);
-            let found = table.lookup(id);
-            table.find_or_insert_from(found.slot, id, usize::try_from(id).unwrap());
+            upsert(&mut table, id, usize::try_from(id).unwrap());
             table.rehash_if_clustered();
         }
         assert_eq!(
@@ -576,9 +693,8 @@ mod tests {
             let mut table = KeyTable::default();
             for (position, &key) in keys.iter().enumerate() {
                 table.reserve(1);
-                let found = table.lookup(key);
-                assert!(found.position.is_none());
-                table.find_or_insert_from(found.slot, key, position);
+                assert!(table.lookup(key).position.is_none());
+                upsert(&mut table, key, position);
                 table.rehash_if_clustered();
             }
             assert_eq!(table.len(), keys.len());
@@ -589,17 +705,38 @@ mod tests {
         }
     }
 
-    /// Every stored key is found with its position, and every probe run is unbroken.
+    /// Inserts or moves `key` to `position`, as the core does over one request.
+    fn upsert(table: &mut KeyTable, key: i64, position: usize) {
+        let found = table.lookup(key);
+        let id = match found.position {
+            Some(_) => found.slot,
+            None => table.find_or_insert_unplaced(found.slot, key),
+        };
+        table.set_position(id, position);
+    }
+
+    /// Every stored key is found with its position, through the index and through any
+    /// neighbour guess (right, wrong or out of range).
     fn assert_matches_model(table: &KeyTable, model: &std::collections::HashMap<i64, usize>) {
         assert_eq!(table.len(), model.len());
         assert_eq!(table.iter().count(), model.len());
         for (&key, &position) in model {
-            assert_eq!(table.lookup(key).position, Some(position), "key {key}");
+            let found = table.lookup(key);
+            assert_eq!(found.position, Some(position), "key {key}");
+            for guess in [
+                found.slot,
+                found.slot.wrapping_sub(1),
+                found.slot + 1,
+                usize::MAX,
+            ] {
+                let near = table.lookup_near(key, guess);
+                assert_eq!((near.slot, near.position), (found.slot, found.position));
+            }
         }
     }
 
     #[test]
-    fn in_place_rehash_keeps_every_key_through_growth_mode_switches_and_shrinking() {
+    fn rebuilds_keep_every_key_through_growth_mode_switches_and_shrinking() {
         use std::collections::HashMap;
         let mut rng = crate::workload::SplitMix64::new(11);
         // Hashes (from `fold mod capacity` to the order-preserving range homes at the first
@@ -617,8 +754,7 @@ mod tests {
         for keys in [&hashed, &dense, &folding_to_zero] {
             for &key in keys {
                 table.reserve(1);
-                let found = table.lookup(key);
-                table.find_or_insert_from(found.slot, key, position);
+                upsert(&mut table, key, position);
                 table.rehash_if_clustered();
                 model.insert(key, position);
                 position += 1;
@@ -637,15 +773,102 @@ mod tests {
             ]
         );
 
-        // Compaction that drops most keys shrinks the table in place.
-        let capacity_before = table.slots.len();
+        // Compaction that drops most keys shrinks the index.
+        let capacity_before = table.index.len();
         table.retain_renumbered(|p| (p % 7 == 0).then_some(p / 7));
         model.retain(|_, p| *p % 7 == 0);
         for position in model.values_mut() {
             *position /= 7;
         }
-        assert!(table.slots.len() < capacity_before / 3);
+        assert!(table.index.len() < capacity_before / 3);
         assert_matches_model(&table, &model);
+    }
+
+    #[test]
+    fn chains_are_found_by_their_neighbour_and_dense_ids_by_their_value() {
+        let mut table = KeyTable::default();
+        let chain: Vec<i64> = (0..50_u64)
+            .map(|i| i64::from_ne_bytes(crate::workload::mix64(i).to_ne_bytes()))
+            .collect();
+        table.reserve(chain.len() + 1);
+        upsert(&mut table, -5, 0);
+        // One request adds the chain (head first, as the core's commit does).
+        for (position, &key) in chain.iter().enumerate() {
+            upsert(&mut table, key, position + 1);
+        }
+        // Read order: head first; each block is in the entry after the previous block's.
+        let head = table.lookup(chain[0]);
+        let mut guess = head.slot + 1;
+        for &key in &chain[1..] {
+            let entry = table.entries.get(guess).copied();
+            assert_eq!(
+                entry.map(join_key),
+                Some(key),
+                "the neighbour holds the next block"
+            );
+            guess = table.lookup_near(key, guess).slot + 1;
+        }
+        // A neighbour holding another key is not taken for it.
+        let wrong = table.lookup_near(-5, head.slot);
+        assert_eq!((wrong.slot, wrong.position), (0, Some(0)));
+
+        // Dense ids in first-appearance order: entry id == key, found without the index.
+        let mut dense = KeyTable::default();
+        dense.reserve(100);
+        for id in 0..100_i64 {
+            upsert(&mut dense, id, usize::try_from(id).unwrap());
+        }
+        assert_eq!(dense.hash_mode, HashMode::FoldModulo);
+        dense.index.fill(0); // break the index: only the direct guess can find them now
+        for id in 0..100_i64 {
+            let found = dense.lookup_near(id, usize::MAX);
+            assert_eq!(found.position, Some(usize::try_from(id).unwrap()));
+        }
+    }
+
+    #[test]
+    fn a_new_key_stays_unplaced_until_its_position_is_set() {
+        let mut table = KeyTable::default();
+        table.reserve(2);
+        let slot = table.lookup(42).slot;
+        let id = table.find_or_insert_unplaced(slot, 42);
+        assert_eq!(table.placed_position(id), None);
+        assert_eq!(
+            table.lookup(42).position,
+            None,
+            "found, but with no position yet"
+        );
+        assert_eq!(
+            table.find_or_insert_unplaced(slot, 42),
+            id,
+            "a repeat finds it"
+        );
+        assert_eq!(table.len(), 1);
+        table.set_position(id, 7);
+        assert_eq!(table.placed_position(id), Some(7));
+        assert_eq!(table.lookup(42).position, Some(7));
+    }
+
+    #[test]
+    fn id_bits_and_fingerprints_share_each_index_slot() {
+        assert_eq!(id_mask_for(4096), 0x1fff);
+        assert_eq!(id_mask_for(4095), 0x0fff);
+        assert_eq!(id_mask_for(u32::MAX as usize), u32::MAX);
+        let mut table = KeyTable::default();
+        table.reserve(3000);
+        let keys: Vec<i64> = (0..3000_i64).map(|i| i * 0x1_0000_0001).collect();
+        for (position, &key) in keys.iter().enumerate() {
+            upsert(&mut table, key, position);
+        }
+        let fingerprinted = table
+            .index
+            .iter()
+            .filter(|&&word| word & !table.id_mask != 0)
+            .count();
+        assert!(fingerprinted > 2000, "most slots carry fingerprint bits");
+        for (position, &key) in keys.iter().enumerate() {
+            assert_eq!(table.lookup(key).position, Some(position));
+        }
     }
 
     #[test]
@@ -655,30 +878,32 @@ mod tests {
         let mut table = KeyTable::default();
         let mut model = HashMap::new();
         // Dense ids in shuffled runs: every key lands on slot == id, so growth moves nothing.
+        let mut grew = 0;
         for (position, start) in (0..40_000_i64).step_by(100).enumerate() {
             let mut run: Vec<i64> = (start..start + 100).collect();
             for i in (1..run.len()).rev() {
                 run.swap(i, rng.index(i + 1));
             }
+            let capacity = table.index.len();
             table.reserve(run.len());
+            grew += usize::from(table.index.len() > capacity);
             for key in run {
-                let found = table.lookup(key);
-                table.find_or_insert_from(found.slot, key, position);
+                upsert(&mut table, key, position);
                 model.insert(key, position);
             }
         }
         assert!(table.every_key_at_home);
+        assert!(grew >= 3, "grew {grew} times in place");
         assert_matches_model(&table, &model);
         // A key beyond the capacity wraps: the next growth must really rehash.
-        let far = i64::try_from(table.slots.len()).unwrap() + 17;
+        let far = i64::try_from(table.index.len()).unwrap() + 17;
         table.reserve(1);
-        let found = table.lookup(far);
-        table.find_or_insert_from(found.slot, far, 999);
+        upsert(&mut table, far, 999);
         model.insert(far, 999);
         assert!(!table.every_key_at_home);
-        let capacity = table.slots.len();
+        let capacity = table.index.len();
         table.reserve(capacity - table.len() + 1);
-        assert!(table.slots.len() > capacity);
+        assert!(table.index.len() > capacity);
         assert_matches_model(&table, &model);
         // Dropping keys shrinks the table; the survivors are still found.
         table.retain_renumbered(|p| (p < 50).then_some(p));
@@ -732,11 +957,7 @@ mod tests {
                     Step::Upsert(keys) => {
                         table.reserve(keys.len());
                         for key in keys.into_iter().map(key_of) {
-                            let found = table.lookup(key);
-                            let inserted = table.find_or_insert_from(found.slot, key, next_position);
-                            if inserted.position.is_some() {
-                                table.set_position(inserted.slot, next_position);
-                            }
+                            upsert(&mut table, key, next_position);
                             model.insert(key, next_position);
                             next_position += 1;
                         }
@@ -746,8 +967,8 @@ mod tests {
                         table.retain_renumbered(|p| (p % keep_one_in == 0).then_some(p));
                         model.retain(|_, p| *p % keep_one_in == 0);
                     }
-                    Step::SwitchToMix if !table.slots.is_empty() => {
-                        table.rehash_in_place(table.slots.len(), HashMode::MixRange);
+                    Step::SwitchToMix if !table.index.is_empty() => {
+                        table.rebuild_index(table.index.len(), HashMode::MixRange);
                     }
                     Step::SwitchToMix => {}
                 }
@@ -757,7 +978,7 @@ mod tests {
     }
 
     #[test]
-    fn range_homes_rehash_at_every_load_and_size() {
+    fn range_homes_rebuild_at_every_load_and_size() {
         // Random keys at sizes around every growth step, including wrap-around at the end.
         let mut rng = crate::workload::SplitMix64::new(5);
         for count in [1, 100, 3_000, 3_600, 7_000, 50_000] {
@@ -766,12 +987,11 @@ mod tests {
             for position in 0..count {
                 let key = i64::from_ne_bytes((rng.next_u64() | 1 << 63).to_ne_bytes());
                 table.reserve(1);
-                let found = table.lookup(key);
-                table.find_or_insert_from(found.slot, key, position);
+                upsert(&mut table, key, position);
                 model.insert(key, position);
             }
             assert_matches_model(&table, &model);
-            table.rehash_in_place(table.slots.len(), table.hash_mode);
+            table.rebuild_index(table.index.len(), table.hash_mode);
             assert_matches_model(&table, &model);
         }
     }
@@ -784,8 +1004,7 @@ mod tests {
             .into_iter()
             .enumerate()
         {
-            let found = table.lookup(key);
-            table.find_or_insert_from(found.slot, key, position);
+            upsert(&mut table, key, position);
         }
         assert_eq!(table.lookup(i64::MIN).position, Some(1));
         assert_eq!(table.lookup(-1).position, Some(0));
@@ -796,8 +1015,7 @@ mod tests {
         let mut table = KeyTable::default();
         table.reserve(1000);
         for key in 0..1000_i64 {
-            let found = table.lookup(key * 7919);
-            table.find_or_insert_from(found.slot, key * 7919, usize::try_from(key).unwrap());
+            upsert(&mut table, key * 7919, usize::try_from(key).unwrap());
         }
         table.retain_renumbered(|p| (p >= 500).then(|| p - 500));
         assert_eq!(table.len(), 500);

@@ -44,6 +44,8 @@ pub struct LiteHit {
     /// Latest timestamp seen; earlier ones are clamped up to it.
     last_timestamp_ns: Option<i64>,
     scratch: RequestScratch,
+    /// The first key of the next request, from [`Self::prefetch`].
+    next_head_hint: Option<i64>,
 }
 
 /// Per-request buffers, reused so a request allocates nothing once warm.
@@ -100,18 +102,25 @@ impl LiteHit {
             self.keys.reserve(block_keys.len());
             self.ranks.reserve(block_keys.len());
             self.build_hit_curve(block_keys, &mut fact.hit_curve);
+            if let Some(next_head) = self.next_head_hint.take() {
+                // Its index slot has arrived by now; start its entry for the next request.
+                self.keys.prefetch_entry_of(next_head);
+            }
             self.commit(block_keys, now_ns);
             self.keys.rehash_if_clustered();
         }
         self.compact_if_sparse();
     }
 
-    /// Hints that `block_keys` is the next request: starts loading its key-table slots so the
-    /// misses overlap with the current request's work. Only a hint; results never change.
+    /// Hints that `next_block_keys` is the request after the one about to be replayed: starts
+    /// loading the index slot of its first block now, and its entry during the current
+    /// request, so the next request does not begin with two dependent cache misses. Only a
+    /// hint; results never change.
     #[inline]
-    pub fn prefetch(&self, block_keys: &[i64]) {
-        for &key in block_keys {
-            self.keys.prefetch(key);
+    pub fn prefetch(&mut self, next_block_keys: &[i64]) {
+        if let Some(&head) = next_block_keys.first() {
+            self.keys.prefetch_index(head);
+            self.next_head_hint = Some(head);
         }
     }
 
@@ -132,6 +141,7 @@ impl LiteHit {
         self.ttl = TtlWatermark::default();
         self.ttl_expired_blocks = 0;
         self.last_timestamp_ns = None;
+        self.next_head_hint = None;
     }
 
     /// Distinct keys that are currently resident at unlimited capacity (expired excluded).
@@ -206,17 +216,39 @@ impl LiteHit {
     }
 
     /// Phase 1: the hit curve on the read-only pre-request snapshot. Also records every key's
-    /// slot and old position for phase 2, so each key is looked up once.
+    /// entry id (for a new key: the index slot where its search ended) and old position for
+    /// phase 2, so each key is looked up once.
     fn build_hit_curve(&mut self, block_keys: &[i64], curve: &mut Vec<HitCurveSegment>) {
-        // Start every home slot's cache miss before the first dependent probe.
-        self.prefetch(block_keys);
+        // Start the cache misses the first probes will need (see `KeyTable::prefetch`); a key
+        // one above the previous one is on the same or the next line, which the hardware
+        // streams in by itself.
+        let mut previous_key = None;
+        for &key in block_keys {
+            if previous_key != Some(key.wrapping_sub(1)) {
+                self.keys.prefetch(key);
+            }
+            previous_key = Some(key);
+        }
         let scratch = &mut self.scratch;
         scratch.slots.clear();
         scratch.old_positions_plus_one.clear();
-        for &key in block_keys {
-            let lookup = self.keys.lookup(key);
+        // New keys are appended head first (see `commit`), so the next block of a chain is
+        // usually the entry just after the previous block's.
+        let mut neighbour_guess = usize::MAX;
+        let mut new_key_seen = false;
+        for (index, &key) in block_keys.iter().enumerate() {
+            let lookup = self.keys.lookup_near(key, neighbour_guess);
+            neighbour_guess = usize::MAX;
             if let Some(position) = lookup.position {
                 self.ranks.prefetch(position);
+                neighbour_guess = lookup.slot + 1;
+            } else if !new_key_seen {
+                // In a prefix chain every block after a new one is new too: start all their
+                // index misses at once instead of one after the other.
+                new_key_seen = true;
+                for &later in &block_keys[index + 1..] {
+                    self.keys.prefetch_index(later);
+                }
             }
             scratch.slots.push(lookup.slot);
             scratch
@@ -262,30 +294,28 @@ impl LiteHit {
 
     /// Phase 2: touch every block from the request tail to its head, so the head ends most
     /// recent; a repeated key ends at its first occurrence (same as touching block by block).
+    ///
+    /// Keys new to the table are added first, head first and not yet placed: a chain's
+    /// entries then follow the request order (the next request walks them forward), and
+    /// dense ids handed out in first-appearance order land on entry id == key.
     fn commit(&mut self, block_keys: &[i64], now_ns: i64) {
         if self.ttl_ns > 0 {
             self.ttl.open_epoch(self.ranks.len(), now_ns);
         }
-        for index in (0..block_keys.len()).rev() {
-            let slot = self.scratch.slots[index];
+        let scratch = &mut self.scratch;
+        for (index, &key) in block_keys.iter().enumerate() {
+            if scratch.old_positions_plus_one[index] == 0 {
+                scratch.slots[index] = self.keys.find_or_insert_unplaced(scratch.slots[index], key);
+            }
+        }
+        for &entry_id in scratch.slots.iter().rev() {
             let new_position = self.ranks.push();
-            let previous_position = if self.scratch.old_positions_plus_one[index] > 0 {
-                // Present before the request; a repeat later in the request may have moved it.
-                let previous = self.keys.position_at(slot);
-                self.keys.set_position(slot, new_position);
-                Some(previous)
-            } else {
-                let found = self
-                    .keys
-                    .find_or_insert_from(slot, block_keys[index], new_position);
-                if found.position.is_some() {
-                    self.keys.set_position(found.slot, new_position);
-                }
-                found.position
-            };
-            if let Some(previous_position) = previous_position {
+            // `None` for a new key's first touch; else its position before the request, or
+            // the one a repeat nearer the tail just gave it.
+            if let Some(previous_position) = self.keys.placed_position(entry_id) {
                 self.ranks.remove(previous_position);
             }
+            self.keys.set_position(entry_id, new_position);
         }
         self.ranks.flush();
     }

@@ -59,6 +59,9 @@ impl RecencyRanks {
         let needed_blocks = needed_bits.div_ceil(BLOCK_BITS);
         // Grow by 1/4: positions stay below 2 × live + slack, so a tight margin wastes little.
         let new_blocks = needed_blocks.max(current_blocks + current_blocks / 4 + 16);
+        // Exact: `resize` alone would double the capacity, and the spare half counts as memory.
+        self.words
+            .reserve_exact(new_blocks * WORDS_PER_BLOCK - self.words.len());
         self.words.resize(new_blocks * WORDS_PER_BLOCK, 0);
         self.rebuild_tree();
     }
@@ -215,6 +218,7 @@ impl RecencyRanks {
     fn rebuild_tree(&mut self) {
         let block_count = self.words.len() / WORDS_PER_BLOCK;
         self.block_tree.clear();
+        self.block_tree.reserve_exact(block_count + 1);
         self.block_tree.resize(block_count + 1, 0);
         for (block, words) in self.words.chunks_exact(WORDS_PER_BLOCK).enumerate() {
             self.block_tree[block + 1] = words.iter().map(|w| w.count_ones()).sum();

@@ -275,15 +275,30 @@ fn reset_core_replays_exactly_like_a_fresh_one() {
 
 #[test]
 fn prefetch_is_only_a_hint() {
-    let mut hinted = LiteHit::new();
+    // Hashed keys (the index is in use), hints that are right, wrong, empty or stale.
+    let mut workload = crate::workload::Workload::new(crate::workload::WorkloadConfig {
+        seed: 9,
+        ..crate::workload::WorkloadConfig::default()
+    });
+    let mut request = crate::workload::SyntheticRequest::default();
+    let trace: Vec<Vec<i64>> = (0..3000)
+        .map(|_| {
+            workload.fill_next(&mut request);
+            request.keys.clone()
+        })
+        .collect();
+    let mut right = LiteHit::new();
+    let mut wrong = LiteHit::new();
     let mut plain = LiteHit::new();
-    let requests: [&[i64]; 3] = [&[1, 2, 3], &[1, 2, 4], &[1, 2, 3]];
-    for keys in requests {
-        hinted.prefetch(keys);
-        hinted.prefetch(&[99, 98]);
-        assert_eq!(
-            hinted.process_request(keys, 0),
-            plain.process_request(keys, 0)
-        );
+    for (index, keys) in trace.iter().enumerate() {
+        if let Some(next) = trace.get(index + 1) {
+            right.prefetch(next);
+        }
+        wrong.prefetch(&trace[index / 2]);
+        wrong.prefetch(&[]);
+        let expected = plain.process_request(keys, 0);
+        assert_eq!(right.process_request(keys, 0), expected, "request {index}");
+        assert_eq!(wrong.process_request(keys, 0), expected, "request {index}");
     }
+    assert_eq!(right.recency_order(), plain.recency_order());
 }
