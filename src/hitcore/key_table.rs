@@ -42,8 +42,9 @@ const GROWTH: f64 = 1.6;
 /// Below this many index slots the index doubles instead: rebuilds dominate small tables, and
 /// the wasted bytes are negligible there.
 const DOUBLING_BELOW_SLOTS: usize = 1 << 22;
-/// The entry vector grows by `len / ENTRY_GROWTH_DIVISOR` (at least [`MIN_ENTRY_GROWTH`]):
-/// small steps keep the unused tail small, and `mremap` makes each step cheap.
+/// The entry vector grows by `len / ENTRY_GROWTH_DIVISOR` (at least [`MIN_ENTRY_GROWTH`],
+/// and at least the request): small steps keep the unused tail small, and `mremap` makes each
+/// step cheap.
 const ENTRY_GROWTH_DIVISOR: usize = 16;
 const MIN_ENTRY_GROWTH: usize = 1 << 12;
 /// Inserts probing this far on average (from their home slot) mean the fold hash is
@@ -221,6 +222,11 @@ impl KeyTable {
 
     /// Makes room for `additional` more keys without touching the index mid-request.
     pub(crate) fn reserve(&mut self, additional: usize) {
+        let len = self.entries.len();
+        if len + additional > self.entries.capacity() {
+            let step = (len / ENTRY_GROWTH_DIVISOR).max(MIN_ENTRY_GROWTH);
+            self.entries.reserve_exact(step.max(additional));
+        }
         let needed = self.len() + additional;
         if self.index.is_empty() || needed as f64 > self.index.len() as f64 * MAX_LOAD {
             #[expect(
@@ -243,17 +249,26 @@ impl KeyTable {
         }
     }
 
-    /// Starts loading what a lookup of `key` reads first (a hint; no effect on results):
-    /// while keys look like dense ids, the entry whose id is the key (see
-    /// [`Self::lookup_near`]) and the index slot; for hashed keys nothing, since most of
-    /// them are found next to the previous block without the index.
+    /// Starts loading what the lookups of a request's keys read first (a hint; no effect on
+    /// results). While keys look like dense ids: the entry whose id is the key and the index
+    /// slot, where each run of consecutive ids starts (the rest of a run is on the following
+    /// lines, which the hardware streams in by itself; hinting every line measured slower).
+    /// For hashed keys nothing: most are found next to the previous block without the index,
+    /// and the index slots of new keys are started when the first new key shows up.
     #[inline]
-    pub(crate) fn prefetch(&self, key: i64) {
-        if self.hash_mode == HashMode::FoldModulo {
-            if let Some(entry) = self.entries.get(dense_id_guess(key)) {
-                super::hints::prefetch_read(entry);
+    pub(crate) fn prefetch_request(&self, keys: &[i64]) {
+        if self.hash_mode != HashMode::FoldModulo {
+            return;
+        }
+        let mut previous_key = None;
+        for &key in keys {
+            if previous_key != Some(key.wrapping_sub(1)) {
+                if let Some(entry) = self.entries.get(dense_id_guess(key)) {
+                    super::hints::prefetch_read(entry);
+                }
+                self.prefetch_index(key);
             }
-            self.prefetch_index(key);
+            previous_key = Some(key);
         }
     }
 
@@ -406,14 +421,9 @@ impl KeyTable {
         id_plus_one
     }
 
-    /// Appends an unplaced entry, growing the vector by a small step (see
-    /// [`ENTRY_GROWTH_DIVISOR`]).
+    /// Appends an unplaced entry ([`Self::reserve`] made room for it).
     #[inline]
     fn push_unplaced(&mut self, key: i64) -> usize {
-        if self.entries.len() == self.entries.capacity() {
-            self.entries
-                .reserve_exact((self.entries.len() / ENTRY_GROWTH_DIVISOR).max(MIN_ENTRY_GROWTH));
-        }
         let (low, high) = split_key(key);
         self.entries.push([low, high, UNPLACED]);
         self.entries.len() - 1

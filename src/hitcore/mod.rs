@@ -114,10 +114,11 @@ impl LiteHit {
 
     /// Hints that `next_block_keys` is the request after the one about to be replayed: starts
     /// loading the index slot of its first block now, and its entry during the current
-    /// request, so the next request does not begin with two dependent cache misses. Only a
-    /// hint; results never change.
+    /// request, so the next request does not begin with two dependent cache misses (and, for
+    /// dense ids, the entries where its runs start). Only a hint; results never change.
     #[inline]
     pub fn prefetch(&mut self, next_block_keys: &[i64]) {
+        self.keys.prefetch_request(next_block_keys);
         if let Some(&head) = next_block_keys.first() {
             self.keys.prefetch_index(head);
             self.next_head_hint = Some(head);
@@ -219,16 +220,7 @@ impl LiteHit {
     /// entry id (for a new key: the index slot where its search ended) and old position for
     /// phase 2, so each key is looked up once.
     fn build_hit_curve(&mut self, block_keys: &[i64], curve: &mut Vec<HitCurveSegment>) {
-        // Start the cache misses the first probes will need (see `KeyTable::prefetch`); a key
-        // one above the previous one is on the same or the next line, which the hardware
-        // streams in by itself.
-        let mut previous_key = None;
-        for &key in block_keys {
-            if previous_key != Some(key.wrapping_sub(1)) {
-                self.keys.prefetch(key);
-            }
-            previous_key = Some(key);
-        }
+        self.keys.prefetch_request(block_keys);
         let scratch = &mut self.scratch;
         scratch.slots.clear();
         scratch.old_positions_plus_one.clear();
