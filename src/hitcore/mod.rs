@@ -6,9 +6,10 @@
 //!
 //! State: [`key_table::KeyTable`] (key → latest recency position) and
 //! [`recency_ranks::RecencyRanks`] (order statistics over positions), plus the optional TTL
-//! watermark. Phase 1 reads the pre-request snapshot; phase 2 commits each distinct key from
-//! the request tail to its head (head most recent); then dead positions are compacted when
-//! they dominate (REFERENCE §3).
+//! watermark. Phase 1 reads the pre-request snapshot; phase 2 appends the request's new keys
+//! (head first, so chains are neighbouring entries) and then touches every block from the
+//! request tail to its head (head most recent; a repeated key ends at its first occurrence);
+//! then dead positions are compacted when they dominate (REFERENCE §3).
 
 mod hints;
 mod key_table;
@@ -51,6 +52,8 @@ pub struct LiteHit {
 /// Per-request buffers, reused so a request allocates nothing once warm.
 #[derive(Debug, Clone, Default)]
 struct RequestScratch {
+    /// Per block: its entry id; for a key new to the table, until phase 2 adds it, the index
+    /// slot where its search ended.
     slots: Vec<usize>,
     /// Position + 1 before the request, 0 if the key was absent.
     old_positions_plus_one: Vec<usize>,
