@@ -229,7 +229,7 @@ impl KeyTable {
             let step = (len / ENTRY_GROWTH_DIVISOR).max(MIN_ENTRY_GROWTH);
             self.entries.reserve_exact(step.max(additional));
         }
-        let needed = self.len() + additional;
+        let needed = len + additional;
         if self.index.is_empty() || needed as f64 > self.index.len() as f64 * MAX_LOAD {
             #[expect(
                 clippy::cast_possible_truncation,
@@ -301,10 +301,7 @@ impl KeyTable {
                 super::hints::prefetch_read(&self.entries[id]);
                 return;
             }
-            slot += 1;
-            if slot == self.index.len() {
-                slot = 0;
-            }
+            slot = self.next_slot(slot);
         }
     }
 
@@ -331,7 +328,7 @@ impl KeyTable {
         let &entry = self.entries.get(id)?;
         (join_key(entry) == key).then(|| Lookup {
             slot: id,
-            position: entry[2].checked_sub(1).map(|p| p as usize),
+            position: self.placed_position(id),
         })
     }
 
@@ -344,38 +341,46 @@ impl KeyTable {
                 position: None,
             };
         }
-        let fingerprint = self.fingerprint(key);
-        let mut slot = self.home_slot(key);
-        loop {
-            let word = self.index[slot];
-            if word == 0 {
-                return Lookup {
-                    slot,
-                    position: None,
-                };
-            }
-            if let Some(found) = self.entry_if_match(word, fingerprint, key) {
-                return found;
-            }
-            slot += 1;
-            if slot == self.index.len() {
-                slot = 0;
-            }
+        match self.search_from(self.home_slot(key), key) {
+            Ok(id) => Lookup {
+                slot: id,
+                position: self.placed_position(id),
+            },
+            Err(empty_slot) => Lookup {
+                slot: empty_slot,
+                position: None,
+            },
         }
     }
 
-    /// The entry named by the occupied index slot `word` if it holds `key`.
+    /// Walks the index from `slot`: `Ok(entry id)` of `key`, or `Err(the empty slot)` where
+    /// the walk ended. Only slots whose fingerprint matches read their entry.
     #[inline]
-    fn entry_if_match(&self, word: u32, fingerprint: u32, key: i64) -> Option<Lookup> {
-        if word & !self.id_mask != fingerprint {
-            return None;
+    fn search_from(&self, mut slot: usize, key: i64) -> Result<usize, usize> {
+        let fingerprint = self.fingerprint(key);
+        loop {
+            let word = self.index[slot];
+            if word == 0 {
+                return Err(slot);
+            }
+            if word & !self.id_mask == fingerprint {
+                let id = (word & self.id_mask) as usize - 1;
+                if join_key(self.entries[id]) == key {
+                    return Ok(id);
+                }
+            }
+            slot = self.next_slot(slot);
         }
-        let id = (word & self.id_mask) as usize - 1;
-        let entry = self.entries[id];
-        (join_key(entry) == key).then(|| Lookup {
-            slot: id,
-            position: entry[2].checked_sub(1).map(|p| p as usize),
-        })
+    }
+
+    /// The slot after `slot`, wrapping at the end of the index.
+    #[inline]
+    fn next_slot(&self, slot: usize) -> usize {
+        if slot + 1 == self.index.len() {
+            0
+        } else {
+            slot + 1
+        }
     }
 
     /// The position stored in entry `id`, `None` while it is not placed yet (a key added by
@@ -396,22 +401,13 @@ impl KeyTable {
     /// (the caller sets its position before the request ends), and returns the new id.
     #[inline]
     pub(crate) fn find_or_insert_unplaced(&mut self, start_slot: usize, key: i64) -> usize {
-        let fingerprint = self.fingerprint(key);
-        let mut slot = start_slot;
-        loop {
-            let word = self.index[slot];
-            if word == 0 {
+        match self.search_from(start_slot, key) {
+            Ok(id) => id,
+            Err(empty_slot) => {
                 let id = self.push_unplaced(key);
-                self.index[slot] = fingerprint | self.encode_id(id);
-                self.note_insert(key, slot);
-                return id;
-            }
-            if let Some(found) = self.entry_if_match(word, fingerprint, key) {
-                return found.slot;
-            }
-            slot += 1;
-            if slot == self.index.len() {
-                slot = 0;
+                self.index[empty_slot] = self.fingerprint(key) | self.encode_id(id);
+                self.note_insert(key, empty_slot);
+                id
             }
         }
     }
@@ -518,18 +514,24 @@ impl KeyTable {
             self.rebuild_index(capacity, self.hash_mode);
             return;
         }
-        assert!(
-            u32::try_from(capacity).is_ok(),
-            "key index capacity {capacity} exceeds 2^32 slots"
-        );
         let old_id_mask = self.id_mask;
-        self.id_mask = id_mask_for(capacity);
+        self.set_index_capacity(capacity);
         let fingerprint_mask = !self.id_mask;
         for word in &mut self.index {
             *word = (*word & fingerprint_mask) | (*word & old_id_mask);
         }
         self.index.reserve_exact(capacity - self.index.len());
         self.index.resize(capacity, 0);
+    }
+
+    /// What depends on the index capacity: the id field's width, the fastmod multiplier, and
+    /// the clustering statistics, which start over.
+    fn set_index_capacity(&mut self, capacity: usize) {
+        assert!(
+            u32::try_from(capacity).is_ok(),
+            "key index capacity {capacity} exceeds 2^32 slots"
+        );
+        self.id_mask = id_mask_for(capacity);
         self.fastmod_multiplier = (u64::MAX / capacity as u64).wrapping_add(1);
         self.inserts_since_rehash = 0;
         self.insert_distance_sum = 0;
@@ -543,10 +545,6 @@ impl KeyTable {
     /// fold of at least [`HASHED_FOLD_THRESHOLD`] among the stored keys switches to
     /// [`HashMode::FoldRange`].
     fn rebuild_index(&mut self, capacity: usize, hash_mode: HashMode) {
-        assert!(
-            u32::try_from(capacity).is_ok(),
-            "key index capacity {capacity} exceeds 2^32 slots"
-        );
         assert!(self.len() < capacity, "a rebuild must leave an empty slot");
         // From the keys still stored: compaction may just have dropped the large folds.
         self.max_fold = self.entries.iter().map(|e| e[0] ^ e[1]).max().unwrap_or(0);
@@ -554,6 +552,7 @@ impl KeyTable {
             HashMode::FoldModulo if self.max_fold >= HASHED_FOLD_THRESHOLD => HashMode::FoldRange,
             mode => mode,
         };
+        self.set_index_capacity(capacity);
         self.index.clear();
         if capacity > self.index.capacity() {
             self.index.reserve_exact(capacity);
@@ -562,17 +561,12 @@ impl KeyTable {
         if capacity < self.index.capacity() / 2 {
             self.index.shrink_to_fit();
         }
-        self.id_mask = id_mask_for(capacity);
-        self.fastmod_multiplier = (u64::MAX / capacity as u64).wrapping_add(1);
-        self.inserts_since_rehash = 0;
-        self.insert_distance_sum = 0;
         self.insert_all_in_id_order();
     }
 
     /// Inserts every entry into the (empty) index, in id order, each landing slot prefetched
     /// a few entries ahead; notes whether every key landed in its home slot.
     fn insert_all_in_id_order(&mut self) {
-        let capacity = self.index.len();
         let mut every_key_at_home = true;
         for id in 0..self.entries.len() {
             if let Some(&ahead) = self.entries.get(id + REBUILD_LOOKAHEAD_ENTRIES) {
@@ -583,10 +577,7 @@ impl KeyTable {
             let mut slot = self.home_slot(key);
             every_key_at_home &= self.index[slot] == 0;
             while self.index[slot] != 0 {
-                slot += 1;
-                if slot == capacity {
-                    slot = 0;
-                }
+                slot = self.next_slot(slot);
             }
             self.index[slot] = word;
         }
