@@ -68,6 +68,44 @@ fn prefix_tree_trace() -> impl Strategy<Value = Vec<Vec<i64>>> {
     })
 }
 
+/// The same prefix trees with dense ids instead of hashes (Mooncake-style: numbered in order
+/// of first appearance, with random gaps), so the core keeps them in its dense-id array. Keys
+/// first seen from a random request on may be out of that array's reach (negative or far
+/// ids): every stored key then moves to the hashed table mid-trace, and the older chains go
+/// on being hit there.
+fn dense_id_trace() -> impl Strategy<Value = Vec<Vec<i64>>> {
+    (
+        prefix_tree_trace(),
+        prop::collection::vec(prop_oneof![Just(0_i64), Just(1), 2..9_i64], 16),
+        any::<prop::sample::Index>(),
+        prop_oneof![Just(0_i64), Just(-1_000_000), Just(1 << 40)],
+    )
+        .prop_map(|(trace, gaps, switch_at, shift)| {
+            let mut ids = std::collections::HashMap::new();
+            let (mut next_id, mut assigned) = (0_i64, 0_usize);
+            let switch_at = switch_at.index(trace.len() + 1);
+            trace
+                .iter()
+                .enumerate()
+                .map(|(index, keys)| {
+                    keys.iter()
+                        .map(|key| {
+                            *ids.entry(*key).or_insert_with(|| {
+                                next_id += 1 + gaps[assigned % gaps.len()];
+                                assigned += 1;
+                                if index >= switch_at {
+                                    next_id + shift
+                                } else {
+                                    next_id
+                                }
+                            })
+                        })
+                        .collect()
+                })
+                .collect()
+        })
+}
+
 /// Arbitrary keys from a small alphabet: repeats inside a request, reorders, anything.
 fn non_contract_trace() -> impl Strategy<Value = Vec<Vec<i64>>> {
     prop::collection::vec(prop::collection::vec(0..8_i64, 0..9), 1..50)
@@ -117,6 +155,11 @@ proptest! {
     }
 
     #[test]
+    fn dense_id_traces_equal_the_oracle_including_a_move_to_the_hashed_table(trace in dense_id_trace()) {
+        check_exact(&trace, &[], 0)?;
+    }
+
+    #[test]
     fn non_contract_traces_never_exceed_the_oracle_and_match_at_infinity(trace in non_contract_trace()) {
         let mut core = LiteHit::new();
         let mut oracle = OracleBank::new(&CAPACITIES, None);
@@ -137,6 +180,16 @@ proptest! {
     #[test]
     fn fixed_ttl_times_every_capacity_is_exact(
         trace in prefix_tree_trace(),
+        gaps in prop::collection::vec(prop_oneof![Just(0_i64), 1..5_i64, 5..40_i64], 60),
+        ttl_ns in prop_oneof![Just(1_u64), 2..10_u64, 10..60_u64],
+    ) {
+        let timestamps: Vec<i64> = gaps.iter().scan(1_000, |t, gap| { *t += gap; Some(*t) }).collect();
+        check_exact(&trace, &timestamps, ttl_ns)?;
+    }
+
+    #[test]
+    fn fixed_ttl_on_dense_ids_is_exact(
+        trace in dense_id_trace(),
         gaps in prop::collection::vec(prop_oneof![Just(0_i64), 1..5_i64, 5..40_i64], 60),
         ttl_ns in prop_oneof![Just(1_u64), 2..10_u64, 10..60_u64],
     ) {

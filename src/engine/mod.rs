@@ -16,7 +16,7 @@ use std::fmt::Write as _;
 
 use crate::facts::{FactRow, RequestFact};
 use crate::formats::{EventKind, TraceEvent};
-use crate::preprocess::{NormalizeError, NormalizeParams, normalize_keys_in_place};
+use crate::preprocess::{NormalizeError, NormalizeParams, normalize_appended_keys};
 pub use lane::Lane;
 pub use policy::Policy;
 pub use route::RouteError;
@@ -141,7 +141,6 @@ pub struct Engine {
     router: Router,
     stats: EngineStats,
     targets: Vec<usize>,
-    keys: Vec<i64>,
     /// Per event: each distinct normalization's parameters, key range and token count.
     normalized: Vec<(NormalizeParams, std::ops::Range<usize>, u64)>,
     batch: batch::Batch,
@@ -172,7 +171,6 @@ impl Engine {
             lanes,
             stats: EngineStats::default(),
             targets: Vec::new(),
-            keys: Vec::new(),
             normalized: Vec::new(),
             batch: batch::Batch::default(),
             fact: RequestFact::default(),
@@ -331,24 +329,26 @@ impl Engine {
             if self.normalized.iter().any(|(p, _, _)| *p == params) {
                 continue;
             }
-            self.keys.clear();
-            self.keys.extend_from_slice(&event.keys);
-            let input_token_len =
-                match normalize_keys_in_place(&mut self.keys, event.input_token_len, params) {
-                    Ok(tokens) => tokens,
-                    Err(source) => {
-                        self.batch.keys.truncate(keys_start);
-                        let error = EngineError::InvalidRequest {
-                            line_number,
-                            trace_id: trace_id.clone(),
-                            source,
-                        };
-                        self.derived_trace_id = trace_id;
-                        return Err(error);
-                    }
-                };
             let start = self.batch.keys.len();
-            self.batch.keys.extend_from_slice(&self.keys);
+            self.batch.keys.extend_from_slice(&event.keys);
+            let input_token_len = match normalize_appended_keys(
+                &mut self.batch.keys,
+                start,
+                event.input_token_len,
+                params,
+            ) {
+                Ok(tokens) => tokens,
+                Err(source) => {
+                    self.batch.keys.truncate(keys_start);
+                    let error = EngineError::InvalidRequest {
+                        line_number,
+                        trace_id: trace_id.clone(),
+                        source,
+                    };
+                    self.derived_trace_id = trace_id;
+                    return Err(error);
+                }
+            };
             self.normalized
                 .push((params, start..self.batch.keys.len(), input_token_len));
         }

@@ -1,5 +1,6 @@
-//! Key → latest recency position: entries in insertion order, found through a compact hash
-//! index — and, most of the time, without it.
+//! Key → latest recency position for keys that are not small dense ids (64-bit hashes, mixed
+//! or sparse key sets; dense ids go to [`super::dense_id_table::DenseIdTable`]): entries in
+//! insertion order, found through a compact hash index — and, most of the time, without it.
 //!
 //! Why two parts: block keys are prefix-chained, and a request mostly re-reads chains that an
 //! earlier request added in one go. The core appends a request's new keys head first, so a
@@ -9,10 +10,9 @@
 //! for keys not seen before. On the large generated trace 74 % of all accesses are found next
 //! to the previous block, 4 % through the index, and 22 % are new (`cargo bench --bench core
 //! -- adjacency`); with keys that are random
-//! 64-bit hashes, that turns most DRAM misses of a hashed table into sequential reads. Dense
-//! ids handed out in first-appearance order (Mooncake) even land on entry id == key, which is
-//! tried next while the keys look dense. Every match compares the full key, so these guesses
-//! are only shortcuts, never part of a result.
+//! 64-bit hashes, that turns most DRAM misses of a hashed table into sequential reads. Every
+//! match compares the full key, so the neighbour guess is only a shortcut, never part of a
+//! result.
 //!
 //! * **Entries**: `[key low half, key high half, position + 1]`, 12 bytes, in a vector grown
 //!   by a sixteenth at a time (Linux grows it with `mremap`, no copy): 12–12.75 bytes per key.
@@ -21,11 +21,12 @@
 //! * **Index**: open addressing with linear probing over `u32` slots: `0` is empty, else the
 //!   entry id + 1 in the low bits and a fingerprint of the key in the bits above, so a probe
 //!   rarely reads an entry that is not the key. Load kept in `[MAX_LOAD / GROWTH, MAX_LOAD]` ≈
-//!   `[0.54, 0.86]` once large (4.7–7.4 bytes per key; small indexes double instead). Keys are already hashes (or dense ids), so no
-//!   `SipHash`: the home slot comes from the key folded to 32 bits, in one of three
-//!   [`HashMode`]s — dense ids keep `fold mod capacity` (neighbouring ids, neighbouring slots,
-//!   and growth moves nothing), keys that look like hashes switch to `fold × capacity / 2^32`,
-//!   and a key set that defeats the fold (long probe runs) switches to a multiplicative mix.
+//!   `[0.54, 0.86]` once large (4.7–7.4 bytes per key; small indexes double instead). Keys
+//!   are already hashes (or ids), so no `SipHash`: the home slot comes from the key folded to
+//!   32 bits, in one of three [`HashMode`]s — small ids (a lane's share of globally dense
+//!   ids) keep `fold mod capacity` (neighbouring ids, neighbouring slots), keys that look
+//!   like hashes switch to `fold × capacity / 2^32`, and a key set that defeats the fold
+//!   (long probe runs) switches to a multiplicative mix.
 //!
 //! No deletions except by rebuilding (compaction), and the index is never resized or rebuilt
 //! mid-request (the core reserves room for the whole request first): it only gains slots, so
@@ -104,9 +105,6 @@ pub(crate) struct KeyTable {
     insert_distance_sum: usize,
     /// Largest fold of any key stored.
     max_fold: u32,
-    /// Every key sits in its home slot. With `fold mod capacity` and every fold below the
-    /// capacity (dense ids), growth then moves nothing: see [`Self::grow_index`].
-    every_key_at_home: bool,
 }
 
 /// Where a key lives (or would be inserted) and its stored position.
@@ -183,15 +181,8 @@ fn id_mask_for(capacity: usize) -> u32 {
     }
 }
 
-/// The entry id a dense id would have if every key so far was appended in id order.
 #[inline]
-fn dense_id_guess(key: i64) -> usize {
-    let (low, high) = split_key(key);
-    (low ^ high) as usize
-}
-
-#[inline]
-fn encode_position(position: usize) -> u32 {
+pub(crate) fn encode_position(position: usize) -> u32 {
     u32::try_from(position + 1)
         .expect("recency positions stay below 2^32 - 1 (about 2 billion live keys)")
 }
@@ -201,6 +192,25 @@ impl KeyTable {
     #[inline]
     pub(crate) fn len(&self) -> usize {
         self.entries.len()
+    }
+
+    /// A table holding `placed` (`(key, position)` pairs, `count` of them), entries in that
+    /// order: how the core takes over the keys of a [`super::dense_id_table::DenseIdTable`].
+    pub(crate) fn from_placed(placed: impl Iterator<Item = (i64, usize)>, count: usize) -> Self {
+        let mut table = Self::default();
+        table.entries.reserve_exact(count.max(MIN_ENTRY_GROWTH));
+        table.entries.extend(placed.map(|(key, position)| {
+            let (low, high) = split_key(key);
+            [low, high, encode_position(position)]
+        }));
+        #[expect(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            reason = "sizes"
+        )]
+        let capacity = ((table.len() as f64 / MAX_LOAD * GROWTH) as usize).max(MIN_CAPACITY);
+        table.rebuild_index(capacity, HashMode::FoldModulo);
+        table
     }
 
     #[inline]
@@ -247,16 +257,16 @@ impl KeyTable {
                 reason = "sizes"
             )]
             let for_needed = (needed as f64 / MAX_LOAD) as usize + 1;
-            self.grow_index(grown.max(for_needed).max(MIN_CAPACITY));
+            self.rebuild_index(grown.max(for_needed).max(MIN_CAPACITY), self.hash_mode);
         }
     }
 
     /// Starts loading what the lookups of a request's keys read first (a hint; no effect on
-    /// results). While keys look like dense ids: the entry whose id is the key and the index
-    /// slot, where each run of consecutive ids starts (the rest of a run is on the following
-    /// lines, which the hardware streams in by itself; hinting every line measured slower).
-    /// For hashed keys nothing: most are found next to the previous block without the index,
-    /// and the index slots of new keys are started when the first new key shows up.
+    /// results). While keys look like ids: the index slot where each run of consecutive ids
+    /// starts (the rest of a run is on the following slots, which the hardware streams in by
+    /// itself). For hashed keys nothing: most are found next to the previous block without
+    /// the index, and the index slots of new keys are started when the first new key shows
+    /// up.
     #[inline]
     pub(crate) fn prefetch_request(&self, keys: &[i64]) {
         if self.hash_mode != HashMode::FoldModulo {
@@ -265,9 +275,6 @@ impl KeyTable {
         let mut previous_key = None;
         for &key in keys {
             if previous_key != Some(key.wrapping_sub(1)) {
-                if let Some(entry) = self.entries.get(dense_id_guess(key)) {
-                    super::hints::prefetch_read(entry);
-                }
                 self.prefetch_index(key);
             }
             previous_key = Some(key);
@@ -305,18 +312,11 @@ impl KeyTable {
         }
     }
 
-    /// Finds `key`, trying entries before the index: first `neighbour_guess` (the entry
-    /// after the previous block's; any value, `usize::MAX` for none), then, while keys look
-    /// like dense ids, the entry whose id is the key itself (dense ids handed out in
-    /// first-appearance order are appended in that order).
+    /// Finds `key`, trying `neighbour_guess` (the entry after the previous block's; any
+    /// value, `usize::MAX` for none) before the index.
     #[inline]
     pub(crate) fn lookup_near(&self, key: i64, neighbour_guess: usize) -> Lookup {
         if let Some(found) = self.entry_if_key(neighbour_guess, key) {
-            return found;
-        }
-        if self.hash_mode == HashMode::FoldModulo
-            && let Some(found) = self.entry_if_key(dense_id_guess(key), key)
-        {
             return found;
         }
         self.lookup(key)
@@ -437,7 +437,6 @@ impl KeyTable {
             return; // already uniform: long probes can only mean high load, handled by growth
         }
         let home = self.home_slot(key);
-        self.every_key_at_home &= slot == home;
         let distance = if slot >= home {
             slot - home
         } else {
@@ -499,31 +498,6 @@ impl KeyTable {
         self.rebuild_index(capacity, self.hash_mode);
     }
 
-    /// Grows the index to `capacity` slots. Dense ids that all sit in their home slot
-    /// (`fold mod capacity == fold`, below both capacities) stay where they are: only the id
-    /// field of each slot widens (the fingerprint is the mixed key's bits above it, so the
-    /// narrower fingerprint is the old one with its lowest bits cleared). Anything else is a
-    /// rebuild.
-    fn grow_index(&mut self, capacity: usize) {
-        let nothing_moves = self.hash_mode == HashMode::FoldModulo
-            && self.max_fold < HASHED_FOLD_THRESHOLD
-            && self.every_key_at_home
-            && (self.max_fold as usize) < self.index.len()
-            && capacity > self.index.len();
-        if !nothing_moves {
-            self.rebuild_index(capacity, self.hash_mode);
-            return;
-        }
-        let old_id_mask = self.id_mask;
-        self.set_index_capacity(capacity);
-        let fingerprint_mask = !self.id_mask;
-        for word in &mut self.index {
-            *word = (*word & fingerprint_mask) | (*word & old_id_mask);
-        }
-        self.index.reserve_exact(capacity - self.index.len());
-        self.index.resize(capacity, 0);
-    }
-
     /// What depends on the index capacity: the id field's width, the fastmod multiplier, and
     /// the clustering statistics, which start over.
     fn set_index_capacity(&mut self, capacity: usize) {
@@ -567,7 +541,6 @@ impl KeyTable {
     /// Inserts every entry into the (empty) index, in id order, each landing slot prefetched
     /// a few entries ahead; notes whether every key landed in its home slot.
     fn insert_all_in_id_order(&mut self) {
-        let mut every_key_at_home = true;
         for id in 0..self.entries.len() {
             if let Some(&ahead) = self.entries.get(id + REBUILD_LOOKAHEAD_ENTRIES) {
                 super::hints::prefetch_read(&self.index[self.home_slot(join_key(ahead))]);
@@ -575,13 +548,11 @@ impl KeyTable {
             let key = join_key(self.entries[id]);
             let word = self.fingerprint(key) | self.encode_id(id);
             let mut slot = self.home_slot(key);
-            every_key_at_home &= self.index[slot] == 0;
             while self.index[slot] != 0 {
                 slot = self.next_slot(slot);
             }
             self.index[slot] = word;
         }
-        self.every_key_at_home = every_key_at_home;
     }
 
     /// Forgets every key but keeps the allocations (and their page mappings) for reuse.
@@ -591,7 +562,6 @@ impl KeyTable {
         self.hash_mode = HashMode::FoldModulo;
         self.fastmod_multiplier = (u64::MAX / self.index.len().max(1) as u64).wrapping_add(1);
         self.max_fold = 0;
-        self.every_key_at_home = true;
         self.wants_rehash = false;
         self.inserts_since_rehash = 0;
         self.insert_distance_sum = 0;
@@ -788,7 +758,7 @@ mod tests {
     }
 
     #[test]
-    fn chains_are_found_by_their_neighbour_and_dense_ids_by_their_value() {
+    fn chains_are_found_by_their_neighbour() {
         let mut table = KeyTable::default();
         let chain: Vec<i64> = (0..50_u64)
             .map(|i| i64::from_ne_bytes(crate::workload::mix64(i).to_ne_bytes()))
@@ -814,19 +784,6 @@ mod tests {
         // A neighbour holding another key is not taken for it.
         let wrong = table.lookup_near(-5, head.slot);
         assert_eq!((wrong.slot, wrong.position), (0, Some(0)));
-
-        // Dense ids in first-appearance order: entry id == key, found without the index.
-        let mut dense = KeyTable::default();
-        dense.reserve(100);
-        for id in 0..100_i64 {
-            upsert(&mut dense, id, usize::try_from(id).unwrap());
-        }
-        assert_eq!(dense.hash_mode, HashMode::FoldModulo);
-        dense.index.fill(0); // break the index: only the direct guess can find them now
-        for id in 0..100_i64 {
-            let found = dense.lookup_near(id, usize::MAX);
-            assert_eq!(found.position, Some(usize::try_from(id).unwrap()));
-        }
     }
 
     #[test]
@@ -872,81 +829,6 @@ mod tests {
         for (position, &key) in keys.iter().enumerate() {
             assert_eq!(table.lookup(key).position, Some(position));
         }
-    }
-
-    #[test]
-    fn dense_ids_grow_without_moving_and_stay_exact() {
-        use std::collections::HashMap;
-        let mut rng = crate::workload::SplitMix64::new(3);
-        let mut table = KeyTable::default();
-        let mut model = HashMap::new();
-        // Dense ids in shuffled runs: every key lands on slot == id, so growth moves nothing.
-        let mut grew = 0;
-        for (position, start) in (0..40_000_i64).step_by(100).enumerate() {
-            let mut run: Vec<i64> = (start..start + 100).collect();
-            for i in (1..run.len()).rev() {
-                run.swap(i, rng.index(i + 1));
-            }
-            let capacity = table.index.len();
-            table.reserve(run.len());
-            grew += usize::from(table.index.len() > capacity);
-            for key in run {
-                upsert(&mut table, key, position);
-                model.insert(key, position);
-            }
-        }
-        assert!(table.every_key_at_home);
-        assert!(grew >= 3, "grew {grew} times in place");
-        assert_matches_model(&table, &model);
-        // A key beyond the capacity wraps: the next growth must really rehash.
-        let far = i64::try_from(table.index.len()).unwrap() + 17;
-        table.reserve(1);
-        upsert(&mut table, far, 999);
-        model.insert(far, 999);
-        assert!(!table.every_key_at_home);
-        let capacity = table.index.len();
-        table.reserve(capacity - table.len() + 1);
-        assert!(table.index.len() > capacity);
-        assert_matches_model(&table, &model);
-        // Dropping keys shrinks the table; the survivors are still found.
-        table.retain_renumbered(|p| (p < 50).then_some(p));
-        model.retain(|_, p| *p < 50);
-        assert_matches_model(&table, &model);
-    }
-
-    #[test]
-    fn growth_in_place_is_refused_for_a_key_beyond_the_capacity() {
-        // `fold mod capacity` puts key capacity + 5 in slot 5, its home; it is at home, but
-        // in a larger index its home moves: growth must rebuild.
-        let mut table = KeyTable::default();
-        table.reserve(10);
-        let capacity = table.index.len();
-        let far = i64::try_from(capacity).unwrap() + 5;
-        for (position, key) in [0, 1, 2, far].into_iter().enumerate() {
-            upsert(&mut table, key, position);
-        }
-        assert!(table.every_key_at_home);
-        table.reserve(capacity);
-        assert!(table.index.len() > capacity);
-        assert_eq!(table.lookup(far).position, Some(3));
-    }
-
-    #[test]
-    fn growth_in_place_is_refused_once_a_probe_wrapped() {
-        // Two keys whose folds are both capacity − 1: the second wraps to slot 0. After
-        // growth slot 0 is no longer on its probe path: growth must rebuild.
-        let mut table = KeyTable::default();
-        table.reserve(10);
-        let capacity = table.index.len();
-        let last = i64::try_from(capacity).unwrap() - 1;
-        let same_fold = (1_i64 << 32) | (last ^ 1);
-        upsert(&mut table, last, 0);
-        upsert(&mut table, same_fold, 1);
-        assert!(!table.every_key_at_home);
-        table.reserve(capacity);
-        assert!(table.index.len() > capacity);
-        assert_eq!(table.lookup(last).position, Some(0));
-        assert_eq!(table.lookup(same_fold).position, Some(1));
     }
 
     #[test]

@@ -4,20 +4,23 @@
 //! its [`RequestFact`]. It takes block keys and a timestamp, never a capacity: stack inclusion
 //! makes one depth per block answer every capacity at once, and `projector` does the rest.
 //!
-//! State: [`key_table::KeyTable`] (key → latest recency position) and
-//! [`recency_ranks::RecencyRanks`] (order statistics over positions), plus the optional TTL
-//! watermark. Phase 1 reads the pre-request snapshot; phase 2 appends the request's new keys
-//! (head first, so chains are neighbouring entries) and then touches every block from the
+//! State: [`key_store::KeyStore`] (key → latest recency position: an array indexed by the key
+//! while keys are dense ids, else a hashed table) and [`recency_ranks::RecencyRanks`] (order
+//! statistics over positions), plus the optional TTL watermark. Phase 1 reads the
+//! pre-request snapshot; phase 2 adds the request's new keys (head first, so in the hashed
+//! table chains are neighbouring entries) and then touches every block from the
 //! request tail to its head (head most recent; a repeated key ends at its first occurrence);
 //! then dead positions are compacted when they dominate (REFERENCE §3).
 
+mod dense_id_table;
 mod hints;
+mod key_store;
 mod key_table;
 mod recency_ranks;
 mod ttl;
 
 use crate::facts::{HitCurveSegment, RequestFact};
-use key_table::KeyTable;
+use key_store::{BlockLookups, KeyStore};
 use recency_ranks::RecencyRanks;
 use ttl::TtlWatermark;
 
@@ -36,7 +39,7 @@ pub const COMPACTION_SLACK_POSITIONS: usize = 4096;
 /// One lane's exact LRU replay state. Capacity-free by construction.
 #[derive(Debug, Clone, Default)]
 pub struct LiteHit {
-    keys: KeyTable,
+    keys: KeyStore,
     ranks: RecencyRanks,
     /// `0` disables TTL (timestamps are then ignored).
     ttl_ns: u64,
@@ -102,15 +105,30 @@ impl LiteHit {
         }
         fact.hit_curve.clear();
         if !block_keys.is_empty() {
-            self.keys.reserve(block_keys.len());
+            self.keys.prepare_for(block_keys);
             self.ranks.reserve(block_keys.len());
-            self.build_hit_curve(block_keys, &mut fact.hit_curve);
-            if let Some(next_head) = self.next_head_hint.take() {
-                // Its index slot has arrived by now; start its entry for the next request.
-                self.keys.prefetch_entry_of(next_head);
+            if self.ttl_ns > 0 {
+                self.ttl.open_epoch(self.ranks.len(), now_ns);
             }
-            self.commit(block_keys, now_ns);
-            self.keys.rehash_if_clustered();
+            let next_head = self.next_head_hint.take();
+            let dead_below = self.ttl.dead_below_position;
+            let (ranks, scratch) = (&mut self.ranks, &mut self.scratch);
+            match &mut self.keys {
+                KeyStore::DenseIds(table) => {
+                    build_hit_curve(table, ranks, scratch, dead_below, block_keys, fact);
+                    commit(table, ranks, scratch, block_keys);
+                }
+                KeyStore::Hashed(table) => {
+                    build_hit_curve(table, ranks, scratch, dead_below, block_keys, fact);
+                    if let Some(next_head) = next_head {
+                        // Its index slot has arrived by now; start its entry for the next
+                        // request.
+                        table.prefetch_entry_of(next_head);
+                    }
+                    commit(table, ranks, scratch, block_keys);
+                    table.rehash_if_clustered();
+                }
+            }
         }
         self.compact_if_sparse();
     }
@@ -121,11 +139,8 @@ impl LiteHit {
     /// dense ids, the entries where its runs start). Only a hint; results never change.
     #[inline]
     pub fn prefetch(&mut self, next_block_keys: &[i64]) {
-        self.keys.prefetch_request(next_block_keys);
-        if let Some(&head) = next_block_keys.first() {
-            self.keys.prefetch_index(head);
-            self.next_head_hint = Some(head);
-        }
+        self.keys.prefetch_next_request(next_block_keys);
+        self.next_head_hint = next_block_keys.first().copied();
     }
 
     /// Expires blocks as of `now_ns` without a request (idle lanes report their live set).
@@ -198,6 +213,12 @@ impl LiteHit {
         by_position.into_iter().map(|(_, key)| key).collect()
     }
 
+    /// Whether the keys sit in the dense-id array (else in the hashed table).
+    #[cfg(test)]
+    pub(crate) fn uses_dense_id_table(&self) -> bool {
+        matches!(self.keys, KeyStore::DenseIds(_))
+    }
+
     /// Markers at or above the TTL watermark.
     fn live_markers(&self) -> usize {
         self.ranks.set_count() - self.ranks.count_before(self.ttl.dead_below_position)
@@ -217,102 +238,6 @@ impl LiteHit {
                 - self.ranks.count_before(old_dead_below);
             self.ttl_expired_blocks += newly_dead as u64;
         }
-    }
-
-    /// Phase 1: the hit curve on the read-only pre-request snapshot. Also records every key's
-    /// entry id (for a new key: the index slot where its search ended) and old position for
-    /// phase 2, so each key is looked up once.
-    fn build_hit_curve(&mut self, block_keys: &[i64], curve: &mut Vec<HitCurveSegment>) {
-        self.keys.prefetch_request(block_keys);
-        let scratch = &mut self.scratch;
-        scratch.slots.clear();
-        scratch.old_positions_plus_one.clear();
-        // New keys are appended head first (see `commit`), so the next block of a chain is
-        // usually the entry just after the previous block's.
-        let mut neighbour_guess = usize::MAX;
-        let mut new_key_seen = false;
-        for (index, &key) in block_keys.iter().enumerate() {
-            let lookup = self.keys.lookup_near(key, neighbour_guess);
-            neighbour_guess = usize::MAX;
-            if let Some(position) = lookup.position {
-                self.ranks.prefetch(position);
-                neighbour_guess = lookup.slot + 1;
-            } else if !new_key_seen {
-                // In a prefix chain every block after a new one is new too: start all their
-                // index misses at once instead of one after the other.
-                new_key_seen = true;
-                for &later in &block_keys[index + 1..] {
-                    self.keys.prefetch_index(later);
-                }
-            }
-            scratch.slots.push(lookup.slot);
-            scratch
-                .old_positions_plus_one
-                .push(lookup.position.map_or(0, |p| p + 1));
-        }
-
-        let dead_below = self.ttl.dead_below_position;
-        let mut prefix_required = 0_u64;
-        let mut last_threshold = 0_u64;
-        // The previous block's position and depth: a chain neighbour one position older is
-        // exactly one deeper, so only the first block of each run needs a rank query.
-        let mut previous: Option<(usize, u64)> = None;
-        for &position_plus_one in &scratch.old_positions_plus_one {
-            let Some(position) = position_plus_one
-                .checked_sub(1)
-                .filter(|&p| p >= dead_below)
-            else {
-                break; // cold or expired: no capacity hits this block, nor any after it
-            };
-            let required = match previous {
-                Some((previous_position, previous_required))
-                    if previous_position == position + 1 =>
-                {
-                    previous_required + 1
-                }
-                _ => self.ranks.count_after(position) as u64 + 1,
-            };
-            previous = Some((position, required));
-            prefix_required = prefix_required.max(required);
-            // Monotone guard: a no-op under the prefix contract, pessimistic otherwise.
-            let threshold = prefix_required.max(last_threshold + 1);
-            match curve.last_mut() {
-                Some(run) if run.end_required_blocks() == threshold => run.run_length += 1,
-                _ => curve.push(HitCurveSegment {
-                    start_required_blocks: threshold,
-                    run_length: 1,
-                }),
-            }
-            last_threshold = threshold;
-        }
-    }
-
-    /// Phase 2: touch every block from the request tail to its head, so the head ends most
-    /// recent; a repeated key ends at its first occurrence (same as touching block by block).
-    ///
-    /// Keys new to the table are added first, head first and not yet placed: a chain's
-    /// entries then follow the request order (the next request walks them forward), and
-    /// dense ids handed out in first-appearance order land on entry id == key.
-    fn commit(&mut self, block_keys: &[i64], now_ns: i64) {
-        if self.ttl_ns > 0 {
-            self.ttl.open_epoch(self.ranks.len(), now_ns);
-        }
-        let scratch = &mut self.scratch;
-        for (index, &key) in block_keys.iter().enumerate() {
-            if scratch.old_positions_plus_one[index] == 0 {
-                scratch.slots[index] = self.keys.find_or_insert_unplaced(scratch.slots[index], key);
-            }
-        }
-        for &entry_id in scratch.slots.iter().rev() {
-            let new_position = self.ranks.push();
-            // `None` for a new key's first touch; else its position before the request, or
-            // the one a repeat nearer the tail just gave it.
-            if let Some(previous_position) = self.keys.placed_position(entry_id) {
-                self.ranks.remove(previous_position);
-            }
-            self.keys.set_position(entry_id, new_position);
-        }
-        self.ranks.flush();
     }
 
     /// Reclaims dead positions once they dominate; drops TTL-expired keys while at it.
@@ -341,6 +266,109 @@ impl LiteHit {
             self.ttl.remap(|old| remap.new_position(old));
         }
     }
+}
+
+/// Phase 1: the hit curve on the read-only pre-request snapshot. Also records every key's
+/// id (for a key new to a [`key_table::KeyTable`]: the index slot where its search ended)
+/// and old position for phase 2, so each key is looked up once.
+#[inline]
+fn build_hit_curve(
+    keys: &impl BlockLookups,
+    ranks: &RecencyRanks,
+    scratch: &mut RequestScratch,
+    dead_below: usize,
+    block_keys: &[i64],
+    fact: &mut RequestFact,
+) {
+    keys.prefetch_request(block_keys);
+    scratch.slots.clear();
+    scratch.old_positions_plus_one.clear();
+    // New keys are appended head first (see `commit`), so the next block of a chain is
+    // usually the entry just after the previous block's.
+    let mut neighbour_guess = usize::MAX;
+    let mut new_key_seen = false;
+    for (index, &key) in block_keys.iter().enumerate() {
+        let lookup = keys.lookup_near(key, neighbour_guess);
+        neighbour_guess = usize::MAX;
+        if let Some(position) = lookup.position {
+            ranks.prefetch(position);
+            neighbour_guess = lookup.slot + 1;
+        } else if !new_key_seen {
+            // In a prefix chain every block after a new one is new too: start all their
+            // searches at once instead of one after the other.
+            new_key_seen = true;
+            for &later in &block_keys[index + 1..] {
+                keys.prefetch_search(later);
+            }
+        }
+        scratch.slots.push(lookup.slot);
+        scratch
+            .old_positions_plus_one
+            .push(lookup.position.map_or(0, |p| p + 1));
+    }
+
+    let curve = &mut fact.hit_curve;
+    let mut prefix_required = 0_u64;
+    let mut last_threshold = 0_u64;
+    // The previous block's position and depth: a chain neighbour one position older is
+    // exactly one deeper, so only the first block of each run needs a rank query.
+    let mut previous: Option<(usize, u64)> = None;
+    for &position_plus_one in &scratch.old_positions_plus_one {
+        let Some(position) = position_plus_one
+            .checked_sub(1)
+            .filter(|&p| p >= dead_below)
+        else {
+            break; // cold or expired: no capacity hits this block, nor any after it
+        };
+        let required = match previous {
+            Some((previous_position, previous_required)) if previous_position == position + 1 => {
+                previous_required + 1
+            }
+            _ => ranks.count_after(position) as u64 + 1,
+        };
+        previous = Some((position, required));
+        prefix_required = prefix_required.max(required);
+        // Monotone guard: a no-op under the prefix contract, pessimistic otherwise.
+        let threshold = prefix_required.max(last_threshold + 1);
+        match curve.last_mut() {
+            Some(run) if run.end_required_blocks() == threshold => run.run_length += 1,
+            _ => curve.push(HitCurveSegment {
+                start_required_blocks: threshold,
+                run_length: 1,
+            }),
+        }
+        last_threshold = threshold;
+    }
+}
+
+/// Phase 2: touch every block from the request tail to its head, so the head ends most
+/// recent; a repeated key ends at its first occurrence (same as touching block by block).
+///
+/// Keys new to the store are added first, head first and not yet placed: in a
+/// [`key_table::KeyTable`] a chain's entries then follow the request order (the next request
+/// walks them forward).
+#[inline]
+fn commit(
+    keys: &mut impl BlockLookups,
+    ranks: &mut RecencyRanks,
+    scratch: &mut RequestScratch,
+    block_keys: &[i64],
+) {
+    for (index, &key) in block_keys.iter().enumerate() {
+        if scratch.old_positions_plus_one[index] == 0 {
+            scratch.slots[index] = keys.find_or_insert_unplaced(scratch.slots[index], key);
+        }
+    }
+    for &id in scratch.slots.iter().rev() {
+        let new_position = ranks.push();
+        // `None` for a new key's first touch; else its position before the request, or the
+        // one a repeat nearer the tail just gave it.
+        if let Some(previous_position) = keys.placed_position(id) {
+            ranks.remove(previous_position);
+        }
+        keys.set_position(id, new_position);
+    }
+    ranks.flush();
 }
 
 #[cfg(test)]

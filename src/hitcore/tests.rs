@@ -218,14 +218,20 @@ fn reset_forgets_everything_but_ttl() {
 
 #[test]
 fn memory_usage_grows_with_keys() {
-    let mut core = LiteHit::new();
-    let empty = core.memory_usage_bytes();
-    let keys: Vec<i64> = (0..100_000).collect();
-    core.process_request(&keys, 0);
-    let bytes = core.memory_usage_bytes();
-    assert!(bytes > empty);
-    let per_key = bytes as f64 / 100_000.0;
-    assert!((12.0..40.0).contains(&per_key), "{per_key} bytes per key");
+    // Dense ids (4 bytes per id) and hashed keys (12-byte entries + a 4-byte index slot at a
+    // load of 0.43-0.86); both also count the position bitset and the per-request scratch (two
+    // `usize` per block of the largest request, here one 100 000-block request: ~21 bytes).
+    let dense: Vec<i64> = (0..100_000).collect();
+    let hashed = crate::preprocess::apply_prefix_hash(&dense);
+    for (keys, bytes_per_key) in [(dense, 24.0..28.0), (hashed, 36.0..44.0)] {
+        let mut core = LiteHit::new();
+        let empty = core.memory_usage_bytes();
+        core.process_request(&keys, 0);
+        let bytes = core.memory_usage_bytes();
+        assert!(bytes > empty);
+        let per_key = bytes as f64 / 100_000.0;
+        assert!(bytes_per_key.contains(&per_key), "{per_key} bytes per key");
+    }
 }
 
 #[test]
@@ -275,30 +281,94 @@ fn reset_core_replays_exactly_like_a_fresh_one() {
 
 #[test]
 fn prefetch_is_only_a_hint() {
-    // Hashed keys (the index is in use), hints that are right, wrong, empty or stale.
-    let mut workload = crate::workload::Workload::new(crate::workload::WorkloadConfig {
-        seed: 9,
-        ..crate::workload::WorkloadConfig::default()
-    });
-    let mut request = crate::workload::SyntheticRequest::default();
-    let trace: Vec<Vec<i64>> = (0..3000)
-        .map(|_| {
-            workload.fill_next(&mut request);
-            request.keys.clone()
-        })
-        .collect();
-    let mut right = LiteHit::new();
-    let mut wrong = LiteHit::new();
-    let mut plain = LiteHit::new();
-    for (index, keys) in trace.iter().enumerate() {
-        if let Some(next) = trace.get(index + 1) {
-            right.prefetch(next);
+    // Both key stores (hashed keys use the index), hints that are right, wrong, empty or
+    // stale.
+    for key_style in [
+        crate::workload::KeyStyle::Hashed,
+        crate::workload::KeyStyle::Dense,
+    ] {
+        let mut workload = crate::workload::Workload::new(crate::workload::WorkloadConfig {
+            seed: 9,
+            key_style,
+            ..crate::workload::WorkloadConfig::default()
+        });
+        let mut request = crate::workload::SyntheticRequest::default();
+        let trace: Vec<Vec<i64>> = (0..3000)
+            .map(|_| {
+                workload.fill_next(&mut request);
+                request.keys.clone()
+            })
+            .collect();
+        let mut right = LiteHit::new();
+        let mut wrong = LiteHit::new();
+        let mut plain = LiteHit::new();
+        for (index, keys) in trace.iter().enumerate() {
+            if let Some(next) = trace.get(index + 1) {
+                right.prefetch(next);
+            }
+            wrong.prefetch(&trace[index / 2]);
+            wrong.prefetch(&[]);
+            wrong.prefetch(&[-5, i64::MAX, 1 << 40]);
+            let expected = plain.process_request(keys, 0);
+            assert_eq!(right.process_request(keys, 0), expected, "request {index}");
+            assert_eq!(wrong.process_request(keys, 0), expected, "request {index}");
         }
-        wrong.prefetch(&trace[index / 2]);
-        wrong.prefetch(&[]);
-        let expected = plain.process_request(keys, 0);
-        assert_eq!(right.process_request(keys, 0), expected, "request {index}");
-        assert_eq!(wrong.process_request(keys, 0), expected, "request {index}");
+        assert_eq!(right.recency_order(), plain.recency_order());
+        assert_eq!(
+            plain.uses_dense_id_table(),
+            key_style == crate::workload::KeyStyle::Dense
+        );
     }
-    assert_eq!(right.recency_order(), plain.recency_order());
+}
+
+#[test]
+fn dense_ids_use_the_array_until_a_key_does_not_fit() {
+    for misfit in [-1, 1 << 40] {
+        let mut core = LiteHit::new();
+        let mut twin = LiteHit::new();
+        // The twin holds the same keys shifted far away, so it uses the hashed table from
+        // the start; both must agree on everything.
+        let far = |key: i64| key + (1 << 50);
+        let requests: Vec<Vec<i64>> = (0..200)
+            .map(|i| (0..(i % 23)).map(|j| (i % 7) * 100 + j).collect())
+            .collect();
+        for keys in &requests {
+            let twin_keys: Vec<i64> = keys.iter().map(|&k| far(k)).collect();
+            assert_eq!(
+                core.process_request(keys, 0),
+                twin.process_request(&twin_keys, 0)
+            );
+        }
+        assert!(core.uses_dense_id_table());
+        assert!(!twin.uses_dense_id_table());
+        let order_before: Vec<i64> = core.recency_order();
+        let twin_order: Vec<i64> = twin
+            .recency_order()
+            .into_iter()
+            .map(|k| k - (1 << 50))
+            .collect();
+        assert_eq!(order_before, twin_order);
+
+        // One key that does not fit moves every key to the hashed table, keeping each
+        // position: the next request still hits its whole chain.
+        let fact = core.process_request(&[0, 1, 2, misfit], 0);
+        assert!(!core.uses_dense_id_table(), "misfit {misfit}");
+        let twin_fact = twin.process_request(&[far(0), far(1), far(2), misfit], 0);
+        assert_eq!(fact, twin_fact);
+        let order_after = core.recency_order();
+        assert_eq!(order_after[..4], [0, 1, 2, misfit]);
+        let untouched: Vec<i64> = order_before
+            .into_iter()
+            .filter(|k| ![0, 1, 2].contains(k))
+            .collect();
+        assert_eq!(order_after[4..], untouched[..]);
+        for keys in &requests {
+            let twin_keys: Vec<i64> = keys.iter().map(|&k| far(k)).collect();
+            assert_eq!(
+                core.process_request(keys, 0),
+                twin.process_request(&twin_keys, 0)
+            );
+        }
+        assert_eq!(core.current_unique_blocks(), twin.current_unique_blocks());
+    }
 }

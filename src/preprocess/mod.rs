@@ -92,6 +92,7 @@ pub fn normalize_request_into(
     }
     reblock_in_place(
         &mut out.block_keys,
+        0,
         params.block_size_tokens / trace_block_size_tokens,
     );
     Ok(())
@@ -104,12 +105,29 @@ pub fn normalize_keys_in_place(
     input_token_len: i64,
     params: NormalizeParams,
 ) -> Result<u64, NormalizeError> {
+    normalize_appended_keys(keys, 0, input_token_len, params)
+}
+
+/// Normalizes a request whose keys are `keys[first..]` (appended to a batch of earlier
+/// requests' keys, which stay as they are), so the keys are copied once. Returns the token
+/// denominator; on error `keys` may hold partly normalized keys after `first`.
+pub fn normalize_appended_keys(
+    keys: &mut Vec<i64>,
+    first: usize,
+    input_token_len: i64,
+    params: NormalizeParams,
+) -> Result<u64, NormalizeError> {
     let trace_block_size_tokens = check_params(params)?;
-    let input_token_len = checked_input_len(keys.len(), input_token_len, trace_block_size_tokens)?;
+    let input_token_len =
+        checked_input_len(keys.len() - first, input_token_len, trace_block_size_tokens)?;
     if params.enable_prefix_hash {
-        apply_prefix_hash_in_place(keys);
+        apply_prefix_hash_in_place(&mut keys[first..]);
     }
-    reblock_in_place(keys, params.block_size_tokens / trace_block_size_tokens);
+    reblock_in_place(
+        keys,
+        first,
+        params.block_size_tokens / trace_block_size_tokens,
+    );
     Ok(input_token_len)
 }
 
@@ -161,16 +179,18 @@ fn checked_input_len(
 
 /// Keeps every `stride`-th chained key (key `j·stride` encodes the first `j` coarse blocks) and
 /// drops the incomplete tail.
-fn reblock_in_place(keys: &mut Vec<i64>, stride: u64) {
+/// Keeps every `stride`-th chained key of `keys[first..]` and drops the incomplete tail.
+fn reblock_in_place(keys: &mut Vec<i64>, first: usize, stride: u64) {
     if stride <= 1 {
         return;
     }
     let stride = usize::try_from(stride).unwrap_or(usize::MAX);
-    let coarse_len = keys.len() / stride;
+    let request = &mut keys[first..];
+    let coarse_len = request.len() / stride;
     for coarse_index in 0..coarse_len {
-        keys[coarse_index] = keys[(coarse_index + 1) * stride - 1];
+        request[coarse_index] = request[(coarse_index + 1) * stride - 1];
     }
-    keys.truncate(coarse_len);
+    keys.truncate(first + coarse_len);
 }
 
 #[cfg(test)]
@@ -285,7 +305,17 @@ mod tests {
             let tokens = normalize_keys_in_place(&mut keys, len, params).unwrap();
             assert_eq!(
                 (keys, tokens),
-                (expected.block_keys, expected.input_token_len)
+                (expected.block_keys.clone(), expected.input_token_len)
+            );
+            // Appended after an earlier request's keys: those stay, the new ones match.
+            let earlier = [5_i64, 6, 7];
+            let mut batch = earlier.to_vec();
+            batch.extend_from_slice(&raw);
+            let tokens = normalize_appended_keys(&mut batch, earlier.len(), len, params).unwrap();
+            assert_eq!(batch[..earlier.len()], earlier);
+            assert_eq!(
+                (&batch[earlier.len()..], tokens),
+                (&expected.block_keys[..], expected.input_token_len)
             );
         }
     }
