@@ -1,4 +1,7 @@
 //! `litehit`: thin main — install error hooks, parse the command line, run, map to an exit code.
+//!
+//! Exit codes follow upstream's tools: 0 on success, 1 on any failure (a bad command line
+//! too), so scripts written against them keep working.
 #![warn(clippy::unwrap_used)]
 
 use std::process::ExitCode;
@@ -7,12 +10,24 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     litehit::commands::install_error_hooks();
-    match litehit::commands::run(litehit::cli::Cli::parse()) {
+    let cli = match litehit::cli::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(usage) => {
+            // `--help` and `--version` print to stdout and succeed; anything else is a failure.
+            let _ = usage.print();
+            return if usage.use_stderr() {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    match litehit::commands::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) if litehit::commands::is_broken_pipe(&error) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("litehit: {}", litehit::commands::error_message(&error));
-            ExitCode::from(2)
+            ExitCode::FAILURE
         }
     }
 }

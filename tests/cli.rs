@@ -3,7 +3,7 @@
 //! Every expected number comes from somewhere else than the binary: an in-memory replay of
 //! the same requests (`LiteHit` + `projector`), the naive LRU oracle (`common/oracle.rs`), a
 //! `serde_json` parse of the real trace, or the upstream reference files. Failures are
-//! checked for their exit code (2), their one-line `litehit: ...` message (file, line and
+//! checked for their exit code (1, as upstream), their one-line `litehit: ...` message (file, line and
 //! trace id) and for publishing nothing. Tests that need `../shared` skip with a message.
 
 mod common;
@@ -393,7 +393,7 @@ fn replay_summary_on_stderr_lists_every_instance_in_order_of_appearance() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 2. Fail fast: exit 2, a message naming file, line and trace id, nothing published
+// 2. Fail fast: exit 1, a message naming file, line and trace id, nothing published
 
 /// Replays `trace_text` with `extra` flags; asserts the failure and that nothing was published.
 fn failing_replay(trace_text: &str, extra: &[&str], fragments: &[&str]) -> String {
@@ -1515,7 +1515,7 @@ fn command_lines_used_here_parse_in_process() {
     assert_eq!(args.facts.len(), 2);
     assert!(args.json && args.png.is_some());
 
-    // Usage errors exit 2 through clap as well.
+    // Usage errors exit 1 as well (upstream exits 1 on a bad command line).
     let run = run_in(
         None,
         [
@@ -1529,6 +1529,11 @@ fn command_lines_used_here_parse_in_process() {
             "2",
         ],
     );
-    assert_eq!(run.code, Some(2), "{}", run.stderr);
+    assert_eq!(
+        run.code,
+        Some(1),
+        "usage errors fail like any other: {}",
+        run.stderr
+    );
     assert!(run.stderr.contains("cannot be used with"), "{}", run.stderr);
 }

@@ -1301,3 +1301,32 @@ fn real_mooncake_trace_round_trips_through_gzip_and_zstd() {
         assert!(decoded == original, "{} differs", compressed.display());
     }
 }
+
+#[test]
+fn a_rejected_line_is_named_by_its_trace_id_when_it_has_one() {
+    // The fault comes before or after the trace id; the JSON may even be cut off.
+    let err = standard(r#"{"type":"get","trace_id":"req-7","instance_id":"i","timestamp_ns":5,"keys":[1],"input_len":-5}"#).unwrap_err();
+    assert_eq!(err.trace_id.as_deref(), Some("req-7"));
+    assert!(
+        err.to_string()
+            .starts_with("line 7: trace_id[req-7]: field \"input_len\": "),
+        "{err}"
+    );
+    let err = standard(r#"{"type":"put", "trace_id" : "early","keys":[1]}"#).unwrap_err();
+    assert_eq!(err.trace_id.as_deref(), Some("early"));
+    let err = standard(r#"{"type":"get","trace_id":"cut"#).unwrap_err();
+    assert_eq!(err.trace_id, None, "no closing quote: {err}");
+    let err = standard(r#"{"type":"get","trace_id":"cut-later","keys":[1"#).unwrap_err();
+    assert_eq!(err.trace_id.as_deref(), Some("cut-later"), "{err}");
+    // No trace id (or an empty one): the message is as before.
+    let err =
+        standard(r#"{"type":"get","instance_id":"i","timestamp_ns":5,"keys":[1],"input_len":-5}"#)
+            .unwrap_err();
+    assert_eq!(err.trace_id, None);
+    assert!(
+        err.to_string().starts_with("line 7: field \"input_len\": "),
+        "{err}"
+    );
+    let err = standard(r#"{"type":"get","trace_id":"","keys":"x"}"#).unwrap_err();
+    assert_eq!(err.trace_id, None);
+}

@@ -34,7 +34,8 @@ pub struct MrcArgs {
     pub svg: Option<PathBuf>,
 
     /// Most points per curve in --json; the exact breakpoints when there are no more than
-    /// this, else this many evenly spaced capacities (each value still exact)
+    /// this (for the total: when every instance has the same block bytes), else this many
+    /// evenly spaced capacities (each value still exact); `exact_breakpoints` says which
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_CURVE_POINTS)]
     pub max_curve_points: usize,
 }

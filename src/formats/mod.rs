@@ -106,10 +106,13 @@ pub enum LineOutcome {
 
 /// Why one trace line was rejected. The caller adds the file path.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("line {line_number}: {}{message}", FieldLabel(*.field))]
+#[error("line {line_number}: {}{}{message}", TraceIdLabel(self.trace_id.as_deref()), FieldLabel(*.field))]
 pub struct ParseError {
     /// 1-based line number in the file.
     pub line_number: u64,
+    /// The line's `trace_id`, when it has a readable one (looked up only once the line
+    /// failed, so a bad line is named the way the engine names a bad request).
+    pub trace_id: Option<String>,
     /// The top-level field at fault, if the fault is in one.
     pub field: Option<&'static str>,
     pub message: String,
@@ -125,6 +128,34 @@ impl std::fmt::Display for FieldLabel {
             None => Ok(()),
         }
     }
+}
+
+/// Renders `trace_id[id]: ` before a message (as engine errors do), or nothing.
+struct TraceIdLabel<'a>(Option<&'a str>);
+
+impl std::fmt::Display for TraceIdLabel<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some(trace_id) => write!(f, "trace_id[{trace_id}]: "),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The value of a top-level `"trace_id"` string field of a (possibly broken) JSON line, if
+/// one can be read: for error messages only.
+fn trace_id_of_line(line: &[u8]) -> Option<String> {
+    const FIELD: &[u8] = b"\"trace_id\"";
+    let start = memchr::memmem::find(line, FIELD)? + FIELD.len();
+    let rest = &line[start..];
+    let colon = rest.iter().position(|&b| !b" \t".contains(&b))?;
+    let rest = rest[colon..].strip_prefix(b":")?;
+    let quote = rest.iter().position(|&b| !b" \t".contains(&b))?;
+    let value = rest[quote..].strip_prefix(b"\"")?;
+    let end = value.iter().position(|&b| b == b'"' || b == b'\\')?;
+    (value.get(end) == Some(&b'"'))
+        .then(|| String::from_utf8_lossy(&value[..end]).into_owned())
+        .filter(|id| !id.is_empty())
 }
 
 /// Shorthand for a parse result.
@@ -201,6 +232,7 @@ impl LineParser {
         };
         outcome.map_err(|fault| ParseError {
             line_number,
+            trace_id: trace_id_of_line(line),
             field: fault.field,
             message: fault.message,
         })

@@ -412,14 +412,50 @@ impl MrcCurves {
                     point: self.total_point(self.total_knee_bytes(percent)),
                 })
                 .collect(),
-            curve: evenly_spaced(saturation_bytes, max_curve_points.max(2))
-                .map(|bytes| self.total_point(bytes))
-                .collect(),
+            curve: self.total_curve(saturation_bytes, max_curve_points),
         };
         MrcReport {
             knee_percents: KNEE_PERCENTS.to_vec(),
             instances,
             total,
+        }
+    }
+}
+
+impl MrcCurves {
+    /// The total's curve up to `saturation_bytes`. When every instance has the same
+    /// `block_bytes`, the total is piecewise linear in whole blocks with corners only where
+    /// some instance's curve has one, so those corners are the exact curve (if there are at
+    /// most `max_points`). Otherwise — too many corners, or instances whose caches floor
+    /// bytes to different block sizes (a staircase with a step at every multiple of each
+    /// size) — `max_points` evenly spaced sizes, each value exact.
+    fn total_curve(&self, saturation_bytes: u64, max_points: usize) -> TotalCurve {
+        if let Some(block_bytes) = self.shared_block_bytes().filter(|&b| b > 0) {
+            let saturation_blocks = saturation_bytes / block_bytes;
+            let mut corners: Vec<u64> = self
+                .instances
+                .iter()
+                .flat_map(|instance| instance.hits.curve_points())
+                .map(|(capacity_blocks, _)| capacity_blocks.min(saturation_blocks))
+                .chain([0, saturation_blocks])
+                .collect();
+            corners.sort_unstable();
+            corners.dedup();
+            if corners.len() <= max_points.max(2) {
+                return TotalCurve {
+                    exact_breakpoints: true,
+                    points: corners
+                        .into_iter()
+                        .map(|blocks| self.total_point(blocks * block_bytes))
+                        .collect(),
+                };
+            }
+        }
+        TotalCurve {
+            exact_breakpoints: false,
+            points: evenly_spaced(saturation_bytes, max_points.max(2))
+                .map(|bytes| self.total_point(bytes))
+                .collect(),
         }
     }
 }
@@ -510,8 +546,16 @@ pub struct TotalReport {
     pub infinite_hit_rate: f64,
     pub saturation: TotalPoint,
     pub knees: Vec<TotalKnee>,
-    /// Evenly spaced capacities from 0 to the saturation point.
-    pub curve: Vec<TotalPoint>,
+    /// From 0 to the saturation point: the exact corners, or evenly spaced sizes.
+    pub curve: TotalCurve,
+}
+
+/// The total's curve: `exact_breakpoints` as in [`Curve`] (corners, linear in whole blocks
+/// between them), else evenly spaced capacities.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TotalCurve {
+    pub exact_breakpoints: bool,
+    pub points: Vec<TotalPoint>,
 }
 
 /// The total hits at one per-instance cache size.
@@ -733,6 +777,57 @@ mod tests {
     }
 
     #[test]
+    fn total_curve_is_exact_at_every_block_between_its_corners() {
+        // Two instances, one block size: the total is linear between the union of corners.
+        let mut builder = MrcBuilder::new();
+        let mut rng = crate::workload::SplitMix64::new(11);
+        for index in 0..400_u64 {
+            let start = 1 + rng.index(60) as u64;
+            let run = 1 + rng.index(9) as u64;
+            let pairs = [[start, run], [start + run + rng.index(30) as u64, 2]];
+            let instance = if index % 3 == 0 { "a" } else { "b" };
+            builder
+                .add_record(&record(instance, 4 * 80, 1024, &pairs))
+                .unwrap();
+        }
+        let curves = builder.finish();
+        let report = curves.report(10_000);
+        let curve = &report.total.curve;
+        assert!(curve.exact_breakpoints);
+        let corners: Vec<(u64, u64)> = curve
+            .points
+            .iter()
+            .map(|p| (p.capacity_blocks.unwrap(), p.hit_tokens))
+            .collect();
+        assert_eq!(corners[0].0, 0);
+        assert_eq!(
+            corners.last().unwrap().0,
+            report.total.saturation.capacity_blocks.unwrap()
+        );
+        for pair in corners.windows(2) {
+            let ((x0, y0), (x1, y1)) = (pair[0], pair[1]);
+            for x in x0..=x1 {
+                let interpolated = y0 + (y1 - y0) * (x - x0) / (x1 - x0);
+                assert_eq!(
+                    curves.total_hit_tokens_at_bytes(x * 1024),
+                    interpolated,
+                    "{x}"
+                );
+            }
+        }
+        // Fewer points allowed than corners: evenly spaced, every value still exact.
+        let sampled = curves.report(5).total.curve;
+        assert!(!sampled.exact_breakpoints);
+        assert!(sampled.points.len() <= 5);
+        for point in &sampled.points {
+            assert_eq!(
+                point.hit_tokens,
+                curves.total_hit_tokens_at_bytes(point.capacity_bytes)
+            );
+        }
+    }
+
+    #[test]
     fn total_over_different_block_bytes_searches_bytes() {
         let mut builder = MrcBuilder::new();
         builder
@@ -754,6 +849,9 @@ mod tests {
         let report = curves.report(16);
         assert_eq!(report.total.knees[0].point.capacity_blocks, None);
         assert!(render_table(&report).contains("mixed"));
+        // A staircase with steps at multiples of 100 and of 1000 bytes: sampled, not corners.
+        assert!(!report.total.curve.exact_breakpoints);
+        assert!(report.total.curve.points.len() <= 16);
     }
 
     #[test]

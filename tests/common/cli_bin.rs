@@ -78,13 +78,14 @@ pub fn ok(run: Run) -> Run {
     run
 }
 
-/// Asserts a run failed the CLI way: exit 2, one `litehit: <message>` line on stderr.
+/// Asserts a run failed the CLI way: exit 1 (as upstream's tools), one `litehit: <message>`
+/// line on stderr.
 /// Returns the message.
 pub fn failed(run: &Run) -> &str {
     assert_eq!(
         run.code,
-        Some(2),
-        "expected exit code 2\nstdout: {}\nstderr: {}",
+        Some(1),
+        "expected exit code 1\nstdout: {}\nstderr: {}",
         run.stdout,
         run.stderr
     );
