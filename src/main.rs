@@ -27,7 +27,8 @@ fn main() -> ExitCode {
         Err(error) if litehit::commands::is_broken_pipe(&error) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("litehit: {}", litehit::commands::error_message(&error));
-            ExitCode::FAILURE
+            litehit::commands::interrupted_exit_status(&error)
+                .map_or(ExitCode::FAILURE, ExitCode::from)
         }
     }
 }

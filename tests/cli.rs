@@ -805,6 +805,17 @@ fn a_failed_run_leaves_the_previous_facts_intact() {
 
 /// Starts a replay, waits until its temp file holds rows, kills it (SIGKILL) and waits.
 fn kill_mid_replay(trace: &Path, out: &Path) {
+    let (status, _) = signal_mid_replay(trace, out, None);
+    assert!(!status.success(), "killed, not finished");
+}
+
+/// Starts a replay, waits until its temp file holds rows, sends it `signal` (`kill -s`;
+/// `None` = SIGKILL) and returns its exit status and stderr.
+fn signal_mid_replay(
+    trace: &Path,
+    out: &Path,
+    signal: Option<&str>,
+) -> (std::process::ExitStatus, String) {
     let tmp = out.join(FACTS_TMP);
     let mut child = litehit()
         .args(["replay", path_str(trace), "--out", path_str(out), "--quiet"])
@@ -835,9 +846,50 @@ fn kill_mid_replay(trace: &Path, out: &Path) {
         );
         std::thread::sleep(Duration::from_millis(2));
     }
-    child.kill().unwrap();
+    match signal {
+        None => child.kill().unwrap(),
+        Some(signal) => {
+            let sent = std::process::Command::new("kill")
+                .args(["-s", signal, &child.id().to_string()])
+                .status()
+                .unwrap();
+            assert!(sent.success(), "kill -s {signal}");
+        }
+    }
     let status = child.wait().unwrap();
-    assert!(!status.success(), "killed, not finished");
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    (status, stderr)
+}
+
+#[test]
+fn interrupted_replay_removes_its_temp_file_and_keeps_the_published_one() {
+    let dir = tempdir();
+    let requests = generate(short_request_workload(19), 200_000);
+    let trace = write_file(dir.path(), "big.jsonl", &standard_trace(&requests));
+    let out = dir.path().join("out");
+    ok(replay_flags(
+        &trace,
+        &out,
+        &block_flags().iter().map(String::as_str).collect::<Vec<_>>(),
+    ));
+    let published = fs::read(out.join(FACTS)).unwrap();
+    // Ctrl-C and SIGTERM: the run stops, deletes its temp file, exits 128 + the signal.
+    for (signal, code) in [("INT", 130), ("TERM", 143)] {
+        let (status, stderr) = signal_mid_replay(&trace, &out, Some(signal));
+        assert_eq!(status.code(), Some(code), "SIG{signal}: {stderr}");
+        assert_mentions(&stderr, &["interrupted", "nothing was published"]);
+        assert!(
+            !out.join(FACTS_TMP).exists(),
+            "SIG{signal} left the temp file"
+        );
+        assert_eq!(fs::read(out.join(FACTS)).unwrap(), published);
+    }
 }
 
 #[test]

@@ -30,6 +30,15 @@ pub fn install_error_hooks() {
     let _ = installed;
 }
 
+/// The exit status for a run that a signal interrupted (128 + the signal), if it was one.
+#[must_use]
+pub fn interrupted_exit_status(error: &color_eyre::Report) -> Option<u8> {
+    error
+        .chain()
+        .find_map(|cause| cause.downcast_ref::<replay::Interrupted>())
+        .and_then(|interrupted| u8::try_from(128 + interrupted.signal).ok())
+}
+
 /// Whether the error is a closed stdout (`litehit query ... - | head`), which is not a failure.
 #[must_use]
 pub fn is_broken_pipe(error: &color_eyre::Report) -> bool {

@@ -3,6 +3,8 @@
 use std::fs::File;
 use std::io::{BufRead, BufReader, IsTerminal};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;
 
 use color_eyre::eyre::{Result, WrapErr, bail, eyre};
@@ -14,6 +16,64 @@ use crate::engine::{Engine, EngineConfig, Policy};
 use crate::facts::file::{AtomicFactsWriter, append_fact_row};
 use crate::formats::{LineParser, ParseOptions, TraceFormat, detect_format, open_trace};
 use crate::output::summary::LaneSummary;
+
+/// Ctrl-C (SIGINT) or SIGTERM during a replay: it stops at the next chunk, removes its temp
+/// file and exits with 128 + the signal, like a process the signal ended; a second signal
+/// ends it at once.
+#[derive(Debug, thiserror::Error)]
+#[error("interrupted by signal {signal}; nothing was published")]
+pub struct Interrupted {
+    pub signal: i32,
+}
+
+/// Watches for SIGINT and SIGTERM while it lives (the first one only sets a flag).
+struct InterruptWatch {
+    signal: Arc<AtomicUsize>,
+    registrations: Vec<signal_hook::SigId>,
+}
+
+impl InterruptWatch {
+    fn install() -> Result<Self> {
+        let signal = Arc::new(AtomicUsize::new(0));
+        let seen = Arc::new(AtomicBool::new(false));
+        let mut registrations = Vec::new();
+        for number in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+            // In this order: a first signal finds `seen` clear and only sets it (and
+            // `signal`); a second one finds it set and ends the process.
+            registrations.push(signal_hook::flag::register_conditional_shutdown(
+                number,
+                128 + number,
+                Arc::clone(&seen),
+            )?);
+            registrations.push(signal_hook::flag::register(number, Arc::clone(&seen))?);
+            registrations.push(signal_hook::flag::register_usize(
+                number,
+                Arc::clone(&signal),
+                usize::try_from(number).unwrap_or(usize::MAX),
+            )?);
+        }
+        Ok(Self {
+            signal,
+            registrations,
+        })
+    }
+
+    /// The signal received, if any.
+    fn received(&self) -> Option<i32> {
+        match self.signal.load(Ordering::Relaxed) {
+            0 => None,
+            number => i32::try_from(number).ok(),
+        }
+    }
+}
+
+impl Drop for InterruptWatch {
+    fn drop(&mut self) {
+        for id in self.registrations.drain(..) {
+            signal_hook::low_level::unregister(id);
+        }
+    }
+}
 
 /// Rows are handed to the writer in batches of about this many bytes.
 const ROW_BATCH_BYTES: usize = 1 << 20;
@@ -151,6 +211,8 @@ fn replay_plan(
     let reader = open_trace(&plan.trace_path)
         .wrap_err_with(|| format!("opening trace {}", plan.trace_path.display()))?;
     let mut writer = AtomicFactsWriter::create(&plan.output_dir)?;
+    let interrupts = InterruptWatch::install()?;
+    let mut interrupted = None;
     let progress = show_progress.then(|| progress_bar(&plan.trace_path));
     // Filled by the row callback, drained by the progress callback (both on this thread).
     let rows = std::cell::RefCell::new(Vec::with_capacity(ROW_BATCH_BYTES + 4096));
@@ -162,6 +224,10 @@ fn replay_plan(
         plan.worker_count,
         &mut |row| append_fact_row(&mut rows.borrow_mut(), &row),
         &mut |totals| {
+            if let Some(signal) = interrupts.received() {
+                interrupted = Some(signal);
+                return Err(std::io::Error::other("interrupted"));
+            }
             if let Some(bar) = &progress {
                 bar.set_position(totals.bytes);
                 let seconds = bar.elapsed().as_secs_f64().max(1e-3);
@@ -181,6 +247,10 @@ fn replay_plan(
     );
     if let Some(bar) = &progress {
         bar.finish_and_clear();
+    }
+    if let Some(signal) = interrupted {
+        // `writer` is dropped on the way out: the temp file goes with it.
+        return Err(Interrupted { signal }.into());
     }
     if let Some(error) = write_error {
         return Err(error.into());
