@@ -231,7 +231,7 @@ fn replay_plan(
             if let Some(bar) = &progress {
                 bar.set_position(totals.bytes);
                 let seconds = bar.elapsed().as_secs_f64().max(1e-3);
-                bar.set_message(format!("{:.0} requests/s", totals.lines as f64 / seconds));
+                bar.set_message(format!("{:.0} req/s", totals.lines as f64 / seconds));
             }
             let mut rows = rows.borrow_mut();
             if rows.len() >= ROW_BATCH_BYTES {
@@ -281,7 +281,8 @@ fn progress_bar(trace_path: &Path) -> indicatif::ProgressBar {
     let bar = match plain_size {
         Some(total) => indicatif::ProgressBar::new(total).with_style(
             indicatif::ProgressStyle::with_template(
-                "{spinner} replaying [{bar:30}] {bytes}/{total_bytes} {binary_bytes_per_sec} {msg} ETA {eta}",
+                // `wide_bar` takes what the terminal has left, so the line never wraps.
+                "{spinner} replaying [{wide_bar}] {bytes}/{total_bytes} {binary_bytes_per_sec} {msg} ETA {eta}",
             )
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
             .progress_chars("=> "),

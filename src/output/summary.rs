@@ -68,15 +68,16 @@ pub fn render_replay_summary(
     facts_path: &Path,
 ) -> String {
     let mut out = String::new();
+    // 75 columns: fits an 80-column terminal.
     let _ = writeln!(
         out,
-        "{:<24} {:>10} {:>13} {:>12} {:>9} {:>10}",
+        "{:<20} {:>9} {:>12} {:>11} {:>8} {:>10}",
         "instance", "requests", "blocks", "unique", "∞ hit", "core mem"
     );
     for lane in lanes {
         let _ = writeln!(
             out,
-            "{:<24} {:>10} {:>13} {:>12} {:>8.2}% {:>10}",
+            "{:<20} {:>9} {:>12} {:>11} {:>7.2}% {:>10}",
             lane.instance_id,
             lane.requests,
             lane.request_blocks,
@@ -129,5 +130,19 @@ mod tests {
         assert!(text.contains("i1"), "{text}");
         assert!(text.contains("59.26%"), "{text}");
         assert!(text.contains("out/litehit_facts.csv"), "{text}");
+        // The table fits an 80-column terminal, even with large counts.
+        let wide = LaneSummary {
+            instance_id: "kimi-k3.tp8.ckpt1024".into(),
+            requests: 123_456_789,
+            request_blocks: 98_765_432_109,
+            input_tokens: 1,
+            unique_blocks: 9_876_543_210,
+            infinite_hit_tokens: 1,
+            core_memory_bytes: 999 << 30,
+        };
+        let text = render_replay_summary(&[wide], 1, Duration::from_secs(1), Path::new("f"));
+        for line in text.lines().take(2) {
+            assert!(line.chars().count() <= 80, "{line:?}");
+        }
     }
 }
