@@ -60,15 +60,47 @@ impl QueryArgs {
 }
 
 /// Parses one `CAPACITY_GB` argument like upstream's `strtod` check: leading white space is
-/// skipped and the rest must be one number (`inf` is accepted; NaN is rejected, where
-/// upstream's behaviour is undefined; hexadecimal floats are not supported).
+/// skipped and the rest must be one number (`inf` is accepted, and hexadecimal floats such
+/// as `0x10` or `0x1.8p3`; NaN is rejected, where upstream's behaviour is undefined).
 #[must_use]
 pub fn parse_capacity_gb(arg: &str) -> Option<f64> {
-    let value: f64 = arg
-        .trim_start_matches([' ', '\t', '\n', '\x0b', '\x0c', '\r'])
-        .parse()
-        .ok()?;
+    let text = arg.trim_start_matches([' ', '\t', '\n', '\x0b', '\x0c', '\r']);
+    let value: f64 = text.parse().ok().or_else(|| parse_hex_float(text))?;
     (!value.is_nan()).then_some(value)
+}
+
+/// `strtod`'s hexadecimal form: `[sign] 0x hex-digits [. hex-digits] [p [sign] decimal]`,
+/// at least one hex digit, the whole text consumed.
+fn parse_hex_float(text: &str) -> Option<f64> {
+    let (negative, unsigned) = match text.as_bytes().first() {
+        Some(b'-') => (true, &text[1..]),
+        Some(b'+') => (false, &text[1..]),
+        _ => (false, text),
+    };
+    let digits = unsigned
+        .strip_prefix("0x")
+        .or_else(|| unsigned.strip_prefix("0X"))?;
+    let (mantissa, exponent) = match digits.find(['p', 'P']) {
+        Some(at) => (&digits[..at], Some(&digits[at + 1..])),
+        None => (digits, None),
+    };
+    let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    if whole.is_empty() && fraction.is_empty() {
+        return None;
+    }
+    let mut value = 0.0_f64;
+    for digit in whole.chars() {
+        value = value * 16.0 + f64::from(digit.to_digit(16)?);
+    }
+    let mut scale = 1.0 / 16.0;
+    for digit in fraction.chars() {
+        value += f64::from(digit.to_digit(16)?) * scale;
+        scale /= 16.0;
+    }
+    if let Some(exponent) = exponent {
+        value *= 2_f64.powi(exponent.parse().ok()?);
+    }
+    Some(if negative { -value } else { value })
 }
 
 #[cfg(test)]
@@ -86,6 +118,25 @@ mod tests {
         Wrapper::try_parse_from(std::iter::once("query").chain(argv.iter().copied()))
             .unwrap()
             .args
+    }
+
+    #[test]
+    fn capacities_parse_like_strtod_including_hex() {
+        for (text, expected) in [
+            ("40", 40.0),
+            (" 2.5e1", 25.0),
+            ("-1", -1.0),
+            ("0x10", 16.0),
+            ("0X1.8p3", 12.0),
+            ("-0x.8", -0.5),
+            ("+0xAp-1", 5.0),
+        ] {
+            assert_eq!(parse_capacity_gb(text), Some(expected), "{text}");
+        }
+        assert_eq!(parse_capacity_gb("inf"), Some(f64::INFINITY));
+        for bad in ["nan", "0x", "0xg", "0x1p", "0x1.2.3", "12abc", "", "0x1p+"] {
+            assert_eq!(parse_capacity_gb(bad), None, "{bad:?}");
+        }
     }
 
     #[test]
