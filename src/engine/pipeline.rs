@@ -98,22 +98,28 @@ pub fn replay_stream<R: Read + Send>(
                 sync_channel::<ParsedChunk>(CHUNKS_IN_FLIGHT_PER_WORKER + 2);
             let mut worker_parser = parser.clone();
             let raw_recycle = raw_recycle_sender.clone();
-            scope.spawn(move || {
-                parse_worker(
-                    &mut worker_parser,
-                    &raw_receiver,
-                    &parsed_sender,
-                    &recycle_receiver,
-                    &raw_recycle,
-                );
-            });
+            // Named threads: `top -H`, `perf` and panics tell the stages apart.
+            std::thread::Builder::new()
+                .name(format!("litehit-parse-{}", raw_senders.len()))
+                .spawn_scoped(scope, move || {
+                    parse_worker(
+                        &mut worker_parser,
+                        &raw_receiver,
+                        &parsed_sender,
+                        &recycle_receiver,
+                        &raw_recycle,
+                    );
+                })?;
             raw_senders.push(raw_sender);
             parsed_receivers.push(parsed_receiver);
             recycle_senders.push(recycle_sender);
         }
         drop(raw_recycle_sender);
-        let reader_thread =
-            scope.spawn(move || read_chunks(reader, &raw_senders, &raw_recycle_receiver));
+        let reader_thread = std::thread::Builder::new()
+            .name("litehit-read".into())
+            .spawn_scoped(scope, move || {
+                read_chunks(reader, &raw_senders, &raw_recycle_receiver)
+            })?;
 
         let mut totals = PipelineTotals::default();
         let mut outcome = Ok(());
