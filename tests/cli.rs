@@ -827,13 +827,7 @@ fn signal_mid_replay(
     let started = Instant::now();
     loop {
         if let Some(status) = child.try_wait().unwrap() {
-            let mut stderr = String::new();
-            child
-                .stderr
-                .take()
-                .unwrap()
-                .read_to_string(&mut stderr)
-                .unwrap();
+            let stderr = read_stderr(&mut child);
             panic!("the replay ended ({status}) before it could be killed; stderr: {stderr}");
         }
         // Some rows flushed, more to come: mid-way.
@@ -857,6 +851,11 @@ fn signal_mid_replay(
         }
     }
     let status = child.wait().unwrap();
+    (status, read_stderr(&mut child))
+}
+
+/// Everything a finished child wrote to its piped stderr.
+fn read_stderr(child: &mut std::process::Child) -> String {
     let mut stderr = String::new();
     child
         .stderr
@@ -864,7 +863,7 @@ fn signal_mid_replay(
         .unwrap()
         .read_to_string(&mut stderr)
         .unwrap();
-    (status, stderr)
+    stderr
 }
 
 #[test]

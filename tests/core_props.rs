@@ -106,6 +106,25 @@ fn dense_id_trace() -> impl Strategy<Value = Vec<Vec<i64>>> {
         })
 }
 
+/// Non-decreasing timestamps for 60 requests (repeats, small and large gaps) and a TTL
+/// from 1 ns to about as long as the whole trace.
+fn timestamps_and_ttl() -> impl Strategy<Value = (Vec<i64>, u64)> {
+    (
+        prop::collection::vec(prop_oneof![Just(0_i64), 1..5_i64, 5..40_i64], 60),
+        prop_oneof![Just(1_u64), 2..10_u64, 10..60_u64],
+    )
+        .prop_map(|(gaps, ttl_ns)| {
+            let timestamps = gaps
+                .iter()
+                .scan(1_000, |t, gap| {
+                    *t += gap;
+                    Some(*t)
+                })
+                .collect();
+            (timestamps, ttl_ns)
+        })
+}
+
 /// Arbitrary keys from a small alphabet: repeats inside a request, reorders, anything.
 fn non_contract_trace() -> impl Strategy<Value = Vec<Vec<i64>>> {
     prop::collection::vec(prop::collection::vec(0..8_i64, 0..9), 1..50)
@@ -180,20 +199,16 @@ proptest! {
     #[test]
     fn fixed_ttl_times_every_capacity_is_exact(
         trace in prefix_tree_trace(),
-        gaps in prop::collection::vec(prop_oneof![Just(0_i64), 1..5_i64, 5..40_i64], 60),
-        ttl_ns in prop_oneof![Just(1_u64), 2..10_u64, 10..60_u64],
+        (timestamps, ttl_ns) in timestamps_and_ttl(),
     ) {
-        let timestamps: Vec<i64> = gaps.iter().scan(1_000, |t, gap| { *t += gap; Some(*t) }).collect();
         check_exact(&trace, &timestamps, ttl_ns)?;
     }
 
     #[test]
     fn fixed_ttl_on_dense_ids_is_exact(
         trace in dense_id_trace(),
-        gaps in prop::collection::vec(prop_oneof![Just(0_i64), 1..5_i64, 5..40_i64], 60),
-        ttl_ns in prop_oneof![Just(1_u64), 2..10_u64, 10..60_u64],
+        (timestamps, ttl_ns) in timestamps_and_ttl(),
     ) {
-        let timestamps: Vec<i64> = gaps.iter().scan(1_000, |t, gap| { *t += gap; Some(*t) }).collect();
         check_exact(&trace, &timestamps, ttl_ns)?;
     }
 }

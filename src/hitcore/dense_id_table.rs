@@ -76,16 +76,13 @@ impl DenseIdTable {
     /// rest of a run is on the following lines, which the hardware streams in by itself).
     #[inline]
     pub(crate) fn prefetch_request(&self, keys: &[i64]) {
-        let mut previous_key = None;
-        for &key in keys {
-            if previous_key != Some(key.wrapping_sub(1))
-                && let Some(slot) = usize::try_from(key)
-                    .ok()
-                    .and_then(|id| self.positions_plus_one.get(id))
+        for key in super::hints::run_heads(keys) {
+            if let Some(slot) = usize::try_from(key)
+                .ok()
+                .and_then(|id| self.positions_plus_one.get(id))
             {
                 super::hints::prefetch_read(slot);
             }
-            previous_key = Some(key);
         }
     }
 

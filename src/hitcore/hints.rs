@@ -13,6 +13,18 @@
 //! in-place growth (`mremap` to a new address) splits huge pages anyway. Measured: dense ids
 //! 19–27 → 31–33 M accesses/s without it, random keys unchanged (docs/PERFORMANCE.md).
 
+/// The keys of a request where a run of consecutive ids starts (each key that is not its
+/// predecessor + 1): where dense-id lookups jump, so where their prefetch hints go.
+#[inline]
+pub(crate) fn run_heads(keys: &[i64]) -> impl Iterator<Item = i64> + '_ {
+    let mut previous_key = None;
+    keys.iter().copied().filter(move |&key| {
+        let starts_run = previous_key != Some(key.wrapping_sub(1));
+        previous_key = Some(key);
+        starts_run
+    })
+}
+
 /// Hints that the cache line holding `value` will be read soon. No effect on results.
 #[inline]
 #[cfg_attr(

@@ -272,12 +272,8 @@ impl KeyTable {
         if self.hash_mode != HashMode::FoldModulo {
             return;
         }
-        let mut previous_key = None;
-        for &key in keys {
-            if previous_key != Some(key.wrapping_sub(1)) {
-                self.prefetch_index(key);
-            }
-            previous_key = Some(key);
+        for key in super::hints::run_heads(keys) {
+            self.prefetch_index(key);
         }
     }
 

@@ -429,7 +429,7 @@ impl MrcCurves {
     /// most `max_points`). Otherwise — too many corners, or instances whose caches floor
     /// bytes to different block sizes (a staircase with a step at every multiple of each
     /// size) — `max_points` evenly spaced sizes, each value exact.
-    fn total_curve(&self, saturation_bytes: u64, max_points: usize) -> TotalCurve {
+    fn total_curve(&self, saturation_bytes: u64, max_points: usize) -> Curve<TotalPoint> {
         if let Some(block_bytes) = self.shared_block_bytes().filter(|&b| b > 0) {
             let saturation_blocks = saturation_bytes / block_bytes;
             let mut corners: Vec<u64> = self
@@ -442,7 +442,7 @@ impl MrcCurves {
             corners.sort_unstable();
             corners.dedup();
             if corners.len() <= max_points.max(2) {
-                return TotalCurve {
+                return Curve {
                     exact_breakpoints: true,
                     points: corners
                         .into_iter()
@@ -451,7 +451,7 @@ impl MrcCurves {
                 };
             }
         }
-        TotalCurve {
+        Curve {
             exact_breakpoints: false,
             points: evenly_spaced(saturation_bytes, max_points.max(2))
                 .map(|bytes| self.total_point(bytes))
@@ -528,11 +528,12 @@ pub struct Knee {
 }
 
 /// Curve points by increasing capacity; linear in blocks between consecutive points when
-/// `exact_breakpoints`, otherwise a sample (still exact at each point).
+/// `exact_breakpoints`, otherwise a sample (still exact at each point). Per instance the
+/// points are [`CurvePoint`]s, for the total [`TotalPoint`]s.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Curve {
+pub struct Curve<Point = CurvePoint> {
     pub exact_breakpoints: bool,
-    pub points: Vec<CurvePoint>,
+    pub points: Vec<Point>,
 }
 
 /// Every instance with its own cache of `capacity_bytes`, summed (as `query`'s total line).
@@ -547,15 +548,7 @@ pub struct TotalReport {
     pub saturation: TotalPoint,
     pub knees: Vec<TotalKnee>,
     /// From 0 to the saturation point: the exact corners, or evenly spaced sizes.
-    pub curve: TotalCurve,
-}
-
-/// The total's curve: `exact_breakpoints` as in [`Curve`] (corners, linear in whole blocks
-/// between them), else evenly spaced capacities.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct TotalCurve {
-    pub exact_breakpoints: bool,
-    pub points: Vec<TotalPoint>,
+    pub curve: Curve<TotalPoint>,
 }
 
 /// The total hits at one per-instance cache size.
