@@ -5,7 +5,7 @@
 //! keys, the converter's field layout) and the KVCM event-publisher log. A missing file is
 //! skipped with a message. Each case reports the best of a few passes; set
 //! `LITEHIT_BENCH_PASSES` to change how many. Besides wall-clock MB/s it reports MB per second
-//! of this thread's on-CPU time (`/proc/thread-self/schedstat`, Linux), the per-core figure
+//! of this thread's on-CPU time (`CLOCK_THREAD_CPUTIME_ID`), the per-core figure
 //! that stays meaningful on a machine shared with other work.
 //!
 //! Run: `cargo bench --bench parse [-- NAME...]` (only the cases whose name contains a NAME).
@@ -190,10 +190,13 @@ impl Clock {
     }
 }
 
-/// Nanoseconds this thread has spent on a CPU (the first field of its schedstat), if known.
+/// Nanoseconds this thread has spent on a CPU (`CLOCK_THREAD_CPUTIME_ID`; exact, unlike
+/// `/proc/thread-self/schedstat`, which is only brought up to date at scheduler ticks).
 fn thread_cpu_ns() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-    text.split_whitespace().next()?.parse().ok()
+    let now = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    let nanos =
+        u64::try_from(now.tv_sec).ok()? * 1_000_000_000 + u64::try_from(now.tv_nsec).ok()?;
+    Some(nanos)
 }
 
 fn report(name: &str, bytes: usize, (elapsed, lines, checksum): (Elapsed, u64, usize)) {

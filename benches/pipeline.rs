@@ -29,18 +29,13 @@ use litehit::formats::{
 use litehit::hitcore::LiteHit;
 use litehit::workload::{KeyStyle, SyntheticRequest, Workload, WorkloadConfig};
 
+/// CPU seconds of the whole process, all threads (`CLOCK_PROCESS_CPUTIME_ID`: exact, unlike
+/// the 10 ms ticks of `/proc/self/stat`).
 fn process_cpu_seconds() -> f64 {
-    // utime + stime of the whole process, in clock ticks (100 Hz on Linux).
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let after_name = stat.rsplit(')').next().unwrap_or("");
-    let fields: Vec<&str> = after_name.split_whitespace().collect();
-    let ticks = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|v| v.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    (ticks(11) + ticks(12)) / 100.0
+    let now = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    #[expect(clippy::cast_precision_loss, reason = "seconds as a float")]
+    let seconds = now.tv_sec as f64 + now.tv_nsec as f64 / 1e9;
+    seconds
 }
 
 fn peak_resident_bytes() -> u64 {

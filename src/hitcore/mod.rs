@@ -111,15 +111,17 @@ impl LiteHit {
                 self.ttl.open_epoch(self.ranks.len(), now_ns);
             }
             let next_head = self.next_head_hint.take();
+            // [`Self::prefetch`] already started this request's loads.
+            let hinted = next_head.is_some() && next_head == block_keys.first().copied();
             let dead_below = self.ttl.dead_below_position;
             let (ranks, scratch) = (&mut self.ranks, &mut self.scratch);
             match &mut self.keys {
                 KeyStore::DenseIds(table) => {
-                    build_hit_curve(table, ranks, scratch, dead_below, block_keys, fact);
+                    build_hit_curve(table, ranks, scratch, dead_below, block_keys, hinted, fact);
                     commit(table, ranks, scratch, block_keys);
                 }
                 KeyStore::Hashed(table) => {
-                    build_hit_curve(table, ranks, scratch, dead_below, block_keys, fact);
+                    build_hit_curve(table, ranks, scratch, dead_below, block_keys, hinted, fact);
                     if let Some(next_head) = next_head {
                         // Its index slot has arrived by now; start its entry for the next
                         // request.
@@ -278,9 +280,12 @@ fn build_hit_curve(
     scratch: &mut RequestScratch,
     dead_below: usize,
     block_keys: &[i64],
+    hinted: bool,
     fact: &mut RequestFact,
 ) {
-    keys.prefetch_request(block_keys);
+    if !hinted {
+        keys.prefetch_request(block_keys);
+    }
     scratch.slots.clear();
     scratch.old_positions_plus_one.clear();
     // New keys are appended head first (see `commit`), so the next block of a chain is
@@ -359,8 +364,9 @@ fn commit(
             scratch.slots[index] = keys.find_or_insert_unplaced(scratch.slots[index], key);
         }
     }
-    for &id in scratch.slots.iter().rev() {
-        let new_position = ranks.push();
+    // Every block gets a new position, the tail the oldest: hand them out at once.
+    let first_position = ranks.push_run(scratch.slots.len());
+    for (new_position, &id) in (first_position..).zip(scratch.slots.iter().rev()) {
         // `None` for a new key's first touch; else its position before the request, or the
         // one a repeat nearer the tail just gave it.
         if let Some(previous_position) = keys.placed_position(id) {

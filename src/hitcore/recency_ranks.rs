@@ -25,7 +25,6 @@ pub(crate) struct RecencyRanks {
     /// Set bits in total.
     set_count: usize,
     pending_removal: PendingBlockDelta,
-    pending_append: PendingBlockDelta,
 }
 
 /// A tree update for one block, held back while neighbouring positions change.
@@ -69,7 +68,7 @@ impl RecencyRanks {
     /// Number of set positions in `0..=position`.
     #[inline]
     pub(crate) fn count_through(&self, position: usize) -> usize {
-        debug_assert!(self.pending_append.count == 0 && self.pending_removal.count == 0);
+        debug_assert!(self.pending_removal.count == 0);
         let word_index = position / 64;
         let block = position / BLOCK_BITS;
         let mut count = self.tree_prefix(block);
@@ -104,20 +103,36 @@ impl RecencyRanks {
         }
     }
 
-    /// Appends a new most-recent position and returns it. Call [`Self::reserve`] first.
+    /// Appends `count` new most-recent positions and returns the first: bits set a word at a
+    /// time and one tree update per block touched. Call [`Self::reserve`] first.
     #[inline]
-    pub(crate) fn push(&mut self) -> usize {
-        let position = self.len;
-        self.words[position / 64] |= 1 << (position % 64);
-        self.len += 1;
-        self.set_count += 1;
-        let block = position / BLOCK_BITS;
-        if self.pending_append.block != block || self.pending_append.count == 0 {
-            self.flush_append();
-            self.pending_append.block = block;
+    pub(crate) fn push_run(&mut self, count: usize) -> usize {
+        let first = self.len;
+        let end = first + count;
+        let mut position = first;
+        while position < end {
+            let bit = position % 64;
+            let bits = (64 - bit).min(end - position);
+            let mask = if bits == 64 {
+                u64::MAX
+            } else {
+                ((1 << bits) - 1) << bit
+            };
+            self.words[position / 64] |= mask;
+            position += bits;
         }
-        self.pending_append.count += 1;
-        position
+        self.len = end;
+        self.set_count += count;
+        let mut block_start = first;
+        while block_start < end {
+            let block = block_start / BLOCK_BITS;
+            let block_end = ((block + 1) * BLOCK_BITS).min(end);
+            #[expect(clippy::cast_possible_truncation, reason = "at most BLOCK_BITS")]
+            let added = (block_end - block_start) as u32;
+            self.tree_add(block, added);
+            block_start = block_end;
+        }
+        first
     }
 
     /// Clears a set position (the key moved to a newer position or was dropped).
@@ -128,7 +143,7 @@ impl RecencyRanks {
         self.set_count -= 1;
         let block = position / BLOCK_BITS;
         if self.pending_removal.block != block || self.pending_removal.count == 0 {
-            self.flush_removal();
+            self.flush();
             self.pending_removal.block = block;
         }
         self.pending_removal.count += 1;
@@ -136,18 +151,6 @@ impl RecencyRanks {
 
     /// Applies held-back tree updates; required before the next rank query.
     pub(crate) fn flush(&mut self) {
-        self.flush_append();
-        self.flush_removal();
-    }
-
-    fn flush_append(&mut self) {
-        let PendingBlockDelta { block, count } = std::mem::take(&mut self.pending_append);
-        if count > 0 {
-            self.tree_add(block, count);
-        }
-    }
-
-    fn flush_removal(&mut self) {
         let PendingBlockDelta { block, count } = std::mem::take(&mut self.pending_removal);
         if count > 0 {
             self.tree_add(block, count.wrapping_neg());
@@ -185,7 +188,6 @@ impl RecencyRanks {
         self.block_tree.fill(0);
         self.len = 0;
         self.set_count = 0;
-        self.pending_append = PendingBlockDelta::default();
         self.pending_removal = PendingBlockDelta::default();
     }
 
@@ -312,9 +314,14 @@ mod tests {
         let mut bits = Vec::new();
         let mut state = 0x1234_5678_u64;
         for step in 0..5000 {
-            ranks.reserve(3);
-            bits.push(true);
-            ranks.push();
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1);
+            // Runs of 1..=70 positions: within a word, across words and across blocks.
+            let run = (state >> 40) as usize % 70 + 1;
+            ranks.reserve(run);
+            assert_eq!(ranks.push_run(run), bits.len());
+            bits.resize(bits.len() + run, true);
             state = state
                 .wrapping_mul(6_364_136_223_846_793_005)
                 .wrapping_add(1);
@@ -343,9 +350,7 @@ mod tests {
     fn compaction_preserves_order_and_drops_prefix() {
         let mut ranks = RecencyRanks::default();
         ranks.reserve(2000);
-        for _ in 0..2000 {
-            ranks.push();
-        }
+        assert_eq!(ranks.push_run(2000), 0);
         for p in (0..2000).filter(|p| p % 3 != 0) {
             ranks.remove(p);
         }
