@@ -1588,3 +1588,144 @@ fn command_lines_used_here_parse_in_process() {
     );
     assert!(run.stderr.contains("cannot be used with"), "{}", run.stderr);
 }
+
+/// A Mooncake-format trace (dense ids, 512-token blocks) of `n` generated requests.
+fn mooncake_trace(dir: &Path, n: usize) -> PathBuf {
+    let requests = generate(
+        WorkloadConfig {
+            key_style: litehit::workload::KeyStyle::Dense,
+            block_size_tokens: 512,
+            ..short_request_workload(17)
+        },
+        n,
+    );
+    let mut text = String::new();
+    for request in &requests {
+        request.to_mooncake_jsonl(&mut text);
+    }
+    write_file(dir, "mooncake.jsonl", &text)
+}
+
+/// The last JSON line `watch --headless --exit-at-eof` printed.
+fn last_headless_line(run: &Run) -> Value {
+    let line = run.stdout.lines().last().expect("a headless line");
+    serde_json::from_str(line).expect("headless lines are JSON")
+}
+
+#[test]
+fn watch_reads_an_existing_trace_in_its_own_format_as_replay_does() {
+    // Before this was fixed, `watch` read every trace with the standard format's 256-token
+    // blocks unless told `--format`, so every Mooncake line failed its length check.
+    let dir = tempdir();
+    let trace = mooncake_trace(dir.path(), 300);
+    let run = ok(run_in(
+        None,
+        [
+            "watch",
+            path_str(&trace),
+            "--headless",
+            "--exit-at-eof",
+            "--capacity-gb",
+            "1",
+        ],
+    ));
+    let last = last_headless_line(&run);
+    assert_eq!(last["bad_lines"], 0, "{last}");
+    let instance = &last["instances"][0];
+    assert_eq!(instance["requests"], 300, "{last}");
+    assert_eq!(instance["block_size_tokens"], 512, "{last}");
+
+    // The same ∞ hit rate as an offline replay of the same file.
+    let out = dir.path().join("out");
+    ok(run_in(
+        None,
+        ["replay", path_str(&trace), "--out", path_str(&out)],
+    ));
+    let query = ok(run_in(
+        None,
+        [
+            "query",
+            path_str(&out.join(FACTS)),
+            "-",
+            "-1",
+            "--summary-only",
+        ],
+    ));
+    let summary: Value = serde_json::from_str(query.stdout.lines().last().unwrap()).unwrap();
+    let (replayed, watched) = (
+        summary["total_hit_blocks"][0].as_u64().unwrap() * 512,
+        instance["infinite_hit_tokens"].as_u64().unwrap(),
+    );
+    assert_eq!(watched, replayed, "{summary}\n{last}");
+
+    // `--block-size` alone says the trace is keyed at that size; the error says which size
+    // the keys do fit, and with `--trace-block-size` the trace is coarsened.
+    let coarse = dir.path().join("coarse");
+    let run = run_in(
+        None,
+        [
+            "replay",
+            path_str(&trace),
+            "--out",
+            path_str(&coarse),
+            "--block-size",
+            "1024",
+        ],
+    );
+    assert_mentions(failed(&run), &["block 1024", "they fit 512-token blocks"]);
+    ok(run_in(
+        None,
+        [
+            "replay",
+            path_str(&trace),
+            "--out",
+            path_str(&coarse),
+            "--block-size",
+            "1024",
+            "--trace-block-size",
+            "512",
+        ],
+    ));
+    let facts = fs::read_to_string(coarse.join(FACTS)).unwrap();
+    assert!(
+        facts.lines().skip(1).all(|row| row.contains(",1024,")),
+        "{facts}"
+    );
+}
+
+#[test]
+fn watch_refuses_what_it_cannot_follow_with_a_clear_message() {
+    let dir = tempdir();
+    let trace = mooncake_trace(dir.path(), 20);
+    // Compressed, by name or by content.
+    let named = write_file(
+        dir.path(),
+        "t.jsonl.gz",
+        &fs::read_to_string(&trace).unwrap(),
+    );
+    let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gzip.write_all(fs::read_to_string(&trace).unwrap().as_bytes())
+        .unwrap();
+    let unnamed = dir.path().join("t.jsonl");
+    fs::write(&unnamed, gzip.finish().unwrap()).unwrap();
+    for path in [&named, &unnamed] {
+        let run = run_in(
+            None,
+            ["watch", path_str(path), "--headless", "--exit-at-eof"],
+        );
+        assert_mentions(failed(&run), &["does not decompress", "litehit replay"]);
+    }
+    // A missing file with --exit-at-eof is a typo, not a file to wait for.
+    let missing = dir.path().join("missing.jsonl");
+    let run = run_in(
+        None,
+        ["watch", path_str(&missing), "--headless", "--exit-at-eof"],
+    );
+    assert_mentions(failed(&run), &["missing.jsonl", "no such file"]);
+    // No terminal (stdin is /dev/null here): an error, not a panic.
+    for args in [vec!["watch", path_str(&trace)], vec!["demo"]] {
+        let run = run_in(None, args);
+        assert_mentions(failed(&run), &["needs a terminal", "--headless"]);
+        assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
+    }
+}

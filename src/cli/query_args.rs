@@ -60,13 +60,15 @@ impl QueryArgs {
 }
 
 /// Parses one `CAPACITY_GB` argument like upstream's `strtod` check: leading white space is
-/// skipped and the rest must be one number (`inf` is accepted, and hexadecimal floats such
-/// as `0x10` or `0x1.8p3`; NaN is rejected, where upstream's behaviour is undefined).
+/// skipped and the rest must be one number (hexadecimal floats such as `0x10` or `0x1.8p3`
+/// too). NaN and the infinities are rejected: upstream's behaviour is undefined for them, and
+/// `inf` would be written into the output as a number no JSON parser reads. A negative
+/// capacity (`-1`) is the unlimited one, as upstream.
 #[must_use]
 pub fn parse_capacity_gb(arg: &str) -> Option<f64> {
     let text = arg.trim_start_matches([' ', '\t', '\n', '\x0b', '\x0c', '\r']);
     let value: f64 = text.parse().ok().or_else(|| parse_hex_float(text))?;
-    (!value.is_nan()).then_some(value)
+    value.is_finite().then_some(value)
 }
 
 /// `strtod`'s hexadecimal form: `[sign] 0x hex-digits [. hex-digits] [p [sign] decimal]`,
@@ -133,8 +135,9 @@ mod tests {
         ] {
             assert_eq!(parse_capacity_gb(text), Some(expected), "{text}");
         }
-        assert_eq!(parse_capacity_gb("inf"), Some(f64::INFINITY));
-        for bad in ["nan", "0x", "0xg", "0x1p", "0x1.2.3", "12abc", "", "0x1p+"] {
+        for bad in [
+            "nan", "inf", "-inf", "infinity", "0x", "0xg", "0x1p", "0x1.2.3", "12abc", "", "0x1p+",
+        ] {
             assert_eq!(parse_capacity_gb(bad), None, "{bad:?}");
         }
     }
@@ -161,7 +164,11 @@ mod tests {
         assert_eq!(parse_capacity_gb("25"), Some(25.0));
         assert_eq!(parse_capacity_gb(" \t1.5e1"), Some(15.0));
         assert_eq!(parse_capacity_gb("-1"), Some(-1.0));
-        assert_eq!(parse_capacity_gb("inf"), Some(f64::INFINITY));
+        assert_eq!(
+            parse_capacity_gb("inf"),
+            None,
+            "inf is not valid JSON; -1 is unlimited"
+        );
         assert_eq!(parse_capacity_gb("1 "), None);
         assert_eq!(parse_capacity_gb("1GB"), None);
         assert_eq!(parse_capacity_gb(""), None);

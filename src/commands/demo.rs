@@ -24,6 +24,9 @@ const WRITE_PERIOD: Duration = Duration::from_millis(50);
 
 /// Runs the demo until the user quits.
 pub fn run(args: &DemoArgs) -> color_eyre::Result<()> {
+    if !args.headless {
+        tui::ensure_terminal()?;
+    }
     let trace = tempfile::Builder::new()
         .prefix("litehit-demo-")
         .suffix(".jsonl")

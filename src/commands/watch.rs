@@ -1,12 +1,15 @@
 //! `litehit watch`: glue from arguments to the ingest thread and the TUI or headless output.
 
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use color_eyre::eyre::{WrapErr as _, eyre};
+use color_eyre::eyre::{WrapErr as _, bail, eyre};
 
 use crate::cli::watch_args::WatchArgs;
+use crate::commands::replay::detect_trace_format;
 use crate::config::{load_config_file, resolve_single_instance};
+use crate::formats::Compression;
 use crate::live::LiveSnapshot;
 use crate::live::headless::{self, HeadlessOptions};
 use crate::live::ingest::{self, IngestConfig};
@@ -16,6 +19,9 @@ use crate::tui::{self, TuiOptions};
 
 /// Runs the live monitor until the user quits (or, headless, until EOF / Ctrl-C).
 pub fn run(args: &WatchArgs) -> color_eyre::Result<()> {
+    if !args.headless {
+        tui::ensure_terminal()?;
+    }
     let config = ingest_config(args)?;
     let live = ingest::spawn(config)?;
     let last = if args.headless {
@@ -39,6 +45,7 @@ pub fn ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
         let config =
             load_config_file(path).wrap_err_with(|| format!("loading {}", path.display()))?;
         let trace = args.trace.clone().unwrap_or(config.trace_path);
+        refuse_compressed(&trace)?;
         (
             trace,
             config.engine,
@@ -50,9 +57,28 @@ pub fn ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
             .trace
             .clone()
             .ok_or_else(|| eyre!("no trace file: pass TRACE (or --config with trace_file_path)"))?;
-        let resolved = resolve_single_instance(&args.lane.to_single_instance_flags(None))?;
-        (trace, resolved.engine, resolved.trace_format, Vec::new())
+        refuse_compressed(&trace)?;
+        // A trace that exists already names its format, and so its native block size, as in
+        // `replay`. One still to be created is read as its first line says, with the
+        // standard format's defaults unless `--format` or `--block-size` says otherwise.
+        let detected = if args.lane.format.is_none() && has_first_line(&trace) {
+            Some(detect_trace_format(&trace)?)
+        } else {
+            None
+        };
+        let resolved = resolve_single_instance(&args.lane.to_single_instance_flags(detected))?;
+        (
+            trace,
+            resolved.engine,
+            resolved.trace_format.or(detected),
+            Vec::new(),
+        )
     };
+    if args.exit_at_eof && !trace_path.exists() {
+        // Without --exit-at-eof the monitor waits for the file to appear; with it, a missing
+        // file is most likely a typo.
+        bail!("{}: no such file", trace_path.display());
+    }
     let gigabytes = if args.capacity_gb.is_empty() {
         config_slots
     } else {
@@ -74,6 +100,32 @@ pub fn ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
         .wrap_err("--window-seconds is too large")?;
     config.exit_at_eof = args.exit_at_eof;
     Ok(config)
+}
+
+/// Whether `path` is a file with at least one byte (so its format can be told now).
+fn has_first_line(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|metadata| metadata.is_file() && metadata.len() > 0)
+}
+
+/// `watch` follows a file as it grows, which a compressed stream cannot do meaningfully: say
+/// so instead of reading compressed bytes as bad lines.
+fn refuse_compressed(path: &Path) -> color_eyre::Result<()> {
+    let by_name = Compression::from_extension(path);
+    let by_content = std::fs::File::open(path)
+        .and_then(|mut file| {
+            let mut magic = [0_u8; 8];
+            let read = std::io::Read::read(&mut file, &mut magic)?;
+            Ok(Compression::from_magic(&magic[..read]))
+        })
+        .unwrap_or(Compression::None);
+    if by_name != Compression::None || by_content != Compression::None {
+        bail!(
+            "{}: watch follows a growing plain-text trace and does not decompress; \
+             replay a compressed trace with `litehit replay` instead",
+            path.display()
+        );
+    }
+    Ok(())
 }
 
 /// A positive, finite number of seconds.

@@ -34,13 +34,27 @@ impl Default for TuiOptions {
     }
 }
 
+/// Fails with a clear message unless stdin and stdout are a terminal (the monitor draws on
+/// one and reads keys from it); call before starting any work.
+pub fn ensure_terminal() -> color_eyre::Result<()> {
+    use std::io::IsTerminal as _;
+    if std::io::stdin().is_terminal() && std::io::stdout().is_terminal() {
+        Ok(())
+    } else {
+        Err(color_eyre::eyre::eyre!(
+            "the live monitor needs a terminal (stdin and stdout); without one, pass \
+             --headless for JSON lines"
+        ))
+    }
+}
+
 /// Runs the monitor until the user quits; returns the last snapshot for a summary.
 pub fn run(live: &LiveHandle, options: TuiOptions) -> color_eyre::Result<Arc<LiveSnapshot>> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .build()
         .wrap_err("starting the UI runtime")?;
-    let mut terminal = ratatui::init();
+    let mut terminal = ratatui::try_init().wrap_err("setting up the terminal")?;
     let result = runtime.block_on(event_loop(&mut terminal, live, options));
     ratatui::restore();
     result
