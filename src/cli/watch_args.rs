@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use super::LaneFlags;
+use crate::projector::{Capacity, parse_capacity};
 
 /// Follow a growing trace file and show exact LRU prefix-cache hit rates at any capacity, live.
 #[derive(Debug, Clone, PartialEq, clap::Args)]
@@ -27,10 +28,11 @@ pub struct WatchArgs {
     ])]
     pub config: Option<PathBuf>,
 
-    /// Capacity slots in binary GB (GB × 2^30 bytes), comma-separated; more can be added
-    /// live with `a`. Default: the config's capacity_gb, else 10,40,80
-    #[arg(long, value_name = "GB,...", value_delimiter = ',')]
-    pub capacity_gb: Vec<f64>,
+    /// Capacity slots, comma-separated: binary GB (GB × 2^30 bytes: 40, 0.5, 40GB), blocks
+    /// (1000b) or inf; more can be added live with `a`. Default: the config's capacity_gb,
+    /// else 10,40,80
+    #[arg(long, value_name = "GB,...", value_delimiter = ',', value_parser = parse_capacity)]
+    pub capacity_gb: Vec<Capacity>,
 
     /// Skip what the file holds at startup and follow only new lines
     #[arg(long)]
@@ -68,25 +70,28 @@ pub struct WatchArgs {
 #[derive(Debug, Clone, PartialEq, clap::Args)]
 pub struct DemoArgs {
     /// Requests appended per second (wall time)
-    #[arg(long, value_name = "N", default_value_t = 2000)]
+    #[arg(long, value_name = "N", default_value_t = 2000,
+          value_parser = clap::value_parser!(u32).range(1..))]
     pub rate: u32,
 
     /// Instances (lanes) the generated traffic is spread over
-    #[arg(long, value_name = "N", default_value_t = 3)]
+    #[arg(long, value_name = "N", default_value_t = 3,
+          value_parser = clap::value_parser!(u16).range(1..))]
     pub instances: u16,
 
     /// Seed of the generator (same seed, same trace)
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
 
-    /// Capacity slots in binary GB, comma-separated
+    /// Capacity slots, comma-separated: binary GB (40, 0.5, 40GB), blocks (1000b) or inf
     #[arg(
         long,
         value_name = "GB,...",
         value_delimiter = ',',
-        default_value = "10,40,80"
+        default_value = "10,40,80",
+        value_parser = parse_capacity
     )]
-    pub capacity_gb: Vec<f64>,
+    pub capacity_gb: Vec<Capacity>,
 
     /// Where `s` writes every fact so far
     #[arg(long, value_name = "PATH", default_value = "litehit_facts.csv")]
@@ -119,8 +124,24 @@ mod tests {
 
     #[test]
     fn test_capacity_gb_is_comma_separated() {
-        let watch = Watch::parse_from(["watch", "t.jsonl", "--capacity-gb", "10,40,0.5"]);
-        assert_eq!(watch.args.capacity_gb, [10.0, 40.0, 0.5]);
+        let watch =
+            Watch::parse_from(["watch", "t.jsonl", "--capacity-gb", "10,40GB,0.5,1000b,inf"]);
+        assert_eq!(
+            watch.args.capacity_gb,
+            [
+                Capacity::Gigabytes(10.0),
+                Capacity::Gigabytes(40.0),
+                Capacity::Gigabytes(0.5),
+                Capacity::Blocks(1000),
+                Capacity::Infinite
+            ]
+        );
+        let typo = Watch::try_parse_from(["watch", "t.jsonl", "--capacity-gb", "40TB"]);
+        let message = typo.unwrap_err().to_string();
+        assert!(
+            message.contains("expected GB (e.g. 40 or 0.5)"),
+            "{message}"
+        );
         assert_eq!(watch.args.facts_out, PathBuf::from("litehit_facts.csv"));
         assert!((watch.args.fps - 10.0).abs() < f64::EPSILON);
     }

@@ -15,7 +15,6 @@ use crate::formats::TraceFormat;
 use crate::live::Command;
 use crate::live::headless::{self, HeadlessOptions};
 use crate::live::ingest::{self, IngestConfig};
-use crate::projector::Capacity;
 use crate::tui::{self, TuiOptions};
 use crate::workload::{Workload, WorkloadConfig};
 
@@ -47,11 +46,7 @@ pub fn run(args: &DemoArgs) -> color_eyre::Result<()> {
     })?;
     let mut config = IngestConfig::new(trace.path(), resolved.engine);
     config.format = Some(TraceFormat::Standard);
-    config.slots = args
-        .capacity_gb
-        .iter()
-        .map(|&gb| Capacity::from_gb(gb))
-        .collect();
+    config.slots.clone_from(&args.capacity_gb);
     config.facts_out.clone_from(&args.facts_out);
     config.frame_period = Duration::from_secs_f64(1.0 / args.fps.clamp(0.5, 120.0));
 

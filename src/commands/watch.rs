@@ -79,14 +79,17 @@ pub fn ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
         // file is most likely a typo.
         bail!("{}: no such file", trace_path.display());
     }
-    let gigabytes = if args.capacity_gb.is_empty() {
+    let slots: Vec<Capacity> = if args.capacity_gb.is_empty() {
         config_slots
+            .iter()
+            .map(|&gb| Capacity::from_gb(gb))
+            .collect()
     } else {
         args.capacity_gb.clone()
     };
     let mut config = IngestConfig::new(trace_path, engine);
-    if !gigabytes.is_empty() {
-        config.slots = gigabytes.iter().map(|&gb| Capacity::from_gb(gb)).collect();
+    if !slots.is_empty() {
+        config.slots = slots;
     }
     config.format = format.or(args.lane.format);
     config.start_at = if args.from_end {

@@ -6,7 +6,7 @@
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 use crate::live::{Command, LiveSnapshot, SlotId};
-use crate::projector::Capacity;
+use crate::projector::parse_capacity;
 
 /// What the screen is in; one at a time.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -176,42 +176,11 @@ impl App {
     }
 }
 
-/// Parses a slot as typed: a number is binary GB (`40`, `0.5`, `40g`, `40gb`), a `b` suffix
-/// means blocks (`1000b`), `inf` is unlimited.
-pub fn parse_capacity(input: &str) -> Result<Capacity, String> {
-    let text = input.trim().to_ascii_lowercase();
-    if text.is_empty() {
-        return Err("type a size, e.g. 40 (GB) or 1000b (blocks)".to_owned());
-    }
-    if matches!(text.as_str(), "inf" | "∞" | "infinite") {
-        return Ok(Capacity::Infinite);
-    }
-    let gigabytes = ["gib", "gb", "g"]
-        .iter()
-        .find_map(|suffix| text.strip_suffix(suffix));
-    let blocks = text
-        .strip_suffix("blocks")
-        .or_else(|| text.strip_suffix('b'));
-    if let (None, Some(blocks)) = (gigabytes, blocks) {
-        return blocks
-            .trim()
-            .parse::<u64>()
-            .map(Capacity::Blocks)
-            .map_err(|_| format!("{input:?}: expected a whole number of blocks, e.g. 1000b"));
-    }
-    let number = gigabytes.unwrap_or(&text).trim();
-    match number.parse::<f64>() {
-        Ok(gb) if gb.is_finite() && gb >= 0.0 => Ok(Capacity::Gigabytes(gb)),
-        _ => Err(format!(
-            "{input:?}: expected GB (e.g. 40 or 0.5) or blocks (e.g. 1000b)"
-        )),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::live::snapshot::{LaneSnapshot, Slot};
+    use crate::projector::Capacity;
 
     fn press(code: KeyCode) -> KeyEvent {
         KeyEvent::new(code, KeyModifiers::NONE)
@@ -234,33 +203,6 @@ mod tests {
                 .collect(),
             lanes: vec![LaneSnapshot::default(); lanes],
             ..LiveSnapshot::default()
-        }
-    }
-
-    #[test]
-    fn capacity_inputs() {
-        let cases: &[(&str, Result<Capacity, ()>)] = &[
-            ("40", Ok(Capacity::Gigabytes(40.0))),
-            ("0.5", Ok(Capacity::Gigabytes(0.5))),
-            (" 40GB ", Ok(Capacity::Gigabytes(40.0))),
-            ("2g", Ok(Capacity::Gigabytes(2.0))),
-            ("1.5GiB", Ok(Capacity::Gigabytes(1.5))),
-            ("1000b", Ok(Capacity::Blocks(1000))),
-            ("1000B", Ok(Capacity::Blocks(1000))),
-            ("7 blocks", Ok(Capacity::Blocks(7))),
-            ("inf", Ok(Capacity::Infinite)),
-            ("", Err(())),
-            ("-1", Err(())),
-            ("1.5b", Err(())),
-            ("abc", Err(())),
-            ("nan", Err(())),
-        ];
-        for (input, expected) in cases {
-            assert_eq!(
-                parse_capacity(input).map_err(|_| ()),
-                *expected,
-                "input {input:?}"
-            );
         }
     }
 
