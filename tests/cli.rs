@@ -1729,3 +1729,23 @@ fn watch_refuses_what_it_cannot_follow_with_a_clear_message() {
         assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
     }
 }
+
+#[test]
+fn a_failed_replay_leaves_no_new_directory_and_out_must_be_a_directory() {
+    let dir = tempdir();
+    let mut text = standard_trace(&generate(short_request_workload(3), 50));
+    text.push_str("{\"broken\n");
+    let trace = write_file(dir.path(), "t.jsonl", &text);
+    let fresh = dir.path().join("fresh");
+    let flags = block_flags();
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let run = replay_flags(&trace, &fresh, &flags);
+    assert_mentions(failed(&run), &["line 51"]);
+    assert!(
+        !fresh.exists(),
+        "the output directory it created is removed again"
+    );
+
+    let run = replay_flags(&trace, &trace, &flags);
+    assert_mentions(failed(&run), &["is a file", "must be a directory"]);
+}

@@ -147,6 +147,12 @@ fn header_rules() {
     );
     let text = error_text(b"trace_id,instance_id\n");
     assert!(text.ends_with("found \"trace_id,instance_id\""), "{text}");
+    // A trace passed where facts belong: say what to do.
+    let text = error_text(b"{\"timestamp\": 0, \"hash_ids\": [1]}\n");
+    assert!(
+        text.ends_with("(this looks like a trace: `litehit replay` it first to get its facts)"),
+        "{text}"
+    );
     assert!(
         read_all(FACTS_HEADER.as_bytes()).unwrap().is_empty(),
         "header only, no newline"

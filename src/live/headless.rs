@@ -259,48 +259,100 @@ impl Report {
 pub fn summary_text(snap: &LiveSnapshot) -> String {
     use std::fmt::Write as _;
     let mut text = String::new();
-    let slots: Vec<String> = snap
+    // One column per slot, then the infinite-capacity bound (as on screen: ∞).
+    let columns: Vec<String> = snap
         .slots
         .iter()
         .map(|slot| match slot.capacity {
             Capacity::Gigabytes(gb) => format!("{gb} GB"),
             Capacity::Blocks(blocks) => format!("{blocks} blocks"),
-            Capacity::Infinite => "unlimited".to_owned(),
+            Capacity::Infinite => "∞".to_owned(),
         })
+        .chain(std::iter::once("∞".to_owned()))
         .collect();
     let percent =
         |rate: Option<f64>| rate.map_or_else(|| "-".to_owned(), |r| format!("{:.2}%", r * 100.0));
     let _ = writeln!(
         text,
-        "litehit watch {}: {} requests, {} bad lines; token hit rate at {} | unlimited",
+        "litehit watch {}: {} requests, {} bad lines; token hit rate at {}",
         snap.source.path,
         snap.totals().requests,
         snap.health.bad_lines,
-        slots.join(", ")
+        columns.join(", ")
     ); // writing to a String cannot fail
-    for lane in &snap.lanes {
+    let mut row = |name: &str, slot_rate: &dyn Fn(usize) -> Option<f64>, infinite: Option<f64>| {
         let rates: Vec<String> = (0..snap.slots.len())
-            .map(|i| percent(lane.slot_hit_rate(i)))
+            .map(|i| percent(slot_rate(i)))
+            .chain(std::iter::once(percent(infinite)))
             .collect();
-        let _ = writeln!(
-            text,
-            "  {}: {} | {}",
-            lane.instance_id,
-            rates.join(", "),
-            percent(lane.infinite_hit_rate())
+        let _ = writeln!(text, "  {name}: {}", rates.join(", "));
+    };
+    for lane in &snap.lanes {
+        row(
+            &lane.instance_id,
+            &|i| lane.slot_hit_rate(i),
+            lane.infinite_hit_rate(),
         );
     }
     if snap.lanes.len() > 1 {
         let totals = snap.totals();
-        let rates: Vec<String> = (0..snap.slots.len())
-            .map(|i| percent(totals.slot_hit_rate(i)))
-            .collect();
-        let _ = writeln!(
-            text,
-            "  total: {} | {}",
-            rates.join(", "),
-            percent(totals.infinite_hit_rate())
+        row(
+            "total",
+            &|i| totals.slot_hit_rate(i),
+            totals.infinite_hit_rate(),
         );
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::live::snapshot::{LaneSnapshot, Slot};
+
+    fn lane(name: &str, hits: Vec<u64>, infinite: u64) -> LaneSnapshot {
+        LaneSnapshot {
+            instance_id: name.to_owned(),
+            block_size_tokens: 10,
+            requests: 4,
+            input_tokens: 1000,
+            slot_hit_blocks: hits,
+            infinite_hit_blocks: infinite,
+            ..LaneSnapshot::default()
+        }
+    }
+
+    #[test]
+    fn the_exit_summary_has_a_column_per_slot_then_infinity() {
+        let mut snap = LiveSnapshot {
+            slots: vec![
+                Slot {
+                    id: 1,
+                    capacity: Capacity::Gigabytes(40.0),
+                },
+                Slot {
+                    id: 2,
+                    capacity: Capacity::Blocks(7),
+                },
+            ],
+            lanes: vec![lane("a", vec![10, 20], 30), lane("b", vec![0, 5], 50)],
+            ..LiveSnapshot::default()
+        };
+        let text = summary_text(&snap);
+        assert!(
+            text.contains("token hit rate at 40 GB, 7 blocks, ∞\n"),
+            "{text}"
+        );
+        assert!(text.contains("  a: 10.00%, 20.00%, 30.00%\n"), "{text}");
+        assert!(text.contains("  total: 5.00%, 12.50%, 40.00%\n"), "{text}");
+
+        // Every slot deleted: only the ∞ column, no dangling separator.
+        snap.slots.clear();
+        for lane in &mut snap.lanes {
+            lane.slot_hit_blocks.clear();
+        }
+        let text = summary_text(&snap);
+        assert!(text.contains("token hit rate at ∞\n"), "{text}");
+        assert!(text.contains("  a: 30.00%\n"), "{text}");
+    }
 }

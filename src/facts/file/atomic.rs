@@ -46,6 +46,17 @@ impl AtomicFile {
         })
     }
 
+    /// A placeholder that owns no file and does nothing when dropped (what is left in a
+    /// wrapper's field once the real file is taken out).
+    fn inert() -> Self {
+        Self {
+            final_path: PathBuf::new(),
+            temp_path: PathBuf::new(),
+            writer: None,
+            published: true,
+        }
+    }
+
     /// The buffered writer of the temp file.
     pub fn writer(&mut self) -> &mut BufWriter<File> {
         self.writer
@@ -153,23 +164,39 @@ where
 pub struct AtomicFactsWriter {
     file: AtomicFile,
     rows_written: u64,
+    /// The output directory if this writer created it: removed again (when empty) if the
+    /// facts are never committed, so a failed run leaves nothing behind.
+    created_dir: Option<PathBuf>,
 }
 
 impl AtomicFactsWriter {
     /// Creates `output_dir` if missing, opens `litehit_facts.csv.tmp` (truncating a stale one)
     /// and writes the header.
     pub fn create(output_dir: &Path) -> Result<Self> {
-        fs::create_dir_all(output_dir).map_err(|source| FactsError::Create {
+        let create_error = |source| FactsError::Create {
             path: output_dir.to_path_buf(),
             source,
-        })?;
-        let mut file = AtomicFile::create(&output_dir.join(FACTS_FILE_NAME))?;
-        file.write_all(FACTS_HEADER.as_bytes())?;
-        file.write_all(b"\n")?;
-        Ok(Self {
-            file,
+        };
+        let existed = match fs::metadata(output_dir) {
+            Ok(metadata) if metadata.is_dir() => true,
+            Ok(_) => {
+                return Err(create_error(std::io::Error::other(format!(
+                    "{} is a file; the output must be a directory (litehit_facts.csv goes in it)",
+                    output_dir.display()
+                ))));
+            }
+            Err(_) => false,
+        };
+        fs::create_dir_all(output_dir).map_err(create_error)?;
+        let created_dir = (!existed).then(|| output_dir.to_path_buf());
+        let mut writer = Self {
+            file: AtomicFile::create(&output_dir.join(FACTS_FILE_NAME))?,
             rows_written: 0,
-        })
+            created_dir,
+        };
+        writer.file.write_all(FACTS_HEADER.as_bytes())?;
+        writer.file.write_all(b"\n")?;
+        Ok(writer)
     }
 
     /// Writes rows formatted by [`append_fact_row`](super::append_fact_row); each `\n` counts
@@ -199,7 +226,20 @@ impl AtomicFactsWriter {
     }
 
     /// Flushes, fsyncs, renames to `litehit_facts.csv`, fsyncs the directory; returns the path.
-    pub fn commit(self) -> Result<PathBuf> {
-        self.file.commit()
+    pub fn commit(mut self) -> Result<PathBuf> {
+        self.created_dir = None; // published: the directory stays, even if the commit fails
+        let file = std::mem::replace(&mut self.file, AtomicFile::inert());
+        file.commit()
+    }
+}
+
+impl Drop for AtomicFactsWriter {
+    fn drop(&mut self) {
+        if let Some(dir) = self.created_dir.take() {
+            // The temp file goes first (the field's own drop runs after this one, so drop it
+            // now); then the directory, only if nothing else is in it.
+            drop(std::mem::replace(&mut self.file, AtomicFile::inert()));
+            let _ = fs::remove_dir(dir);
+        }
     }
 }

@@ -52,8 +52,13 @@ pub enum FactsError {
     #[error("{}: facts file is empty", path.display())]
     Empty { path: PathBuf },
     #[error(
-        "{}: facts file header mismatch: expected {FACTS_HEADER:?}, found {found:?}",
-        path.display()
+        "{}: facts file header mismatch: expected {FACTS_HEADER:?}, found {found:?}{}",
+        path.display(),
+        if found.trim_start().starts_with('{') {
+            " (this looks like a trace: `litehit replay` it first to get its facts)"
+        } else {
+            ""
+        }
     )]
     HeaderMismatch { path: PathBuf, found: String },
     #[error("{}: facts line {line}: {reason}", path.display())]
