@@ -338,3 +338,52 @@ fn watch_shows_exact_rates_late_slots_and_snapshots_facts() {
         "summary printed after restore:\n{screen}"
     );
 }
+
+#[test]
+fn sigterm_quits_the_demo_like_q_and_removes_its_trace() {
+    if !Tmux::available() {
+        println!("skipped: tmux is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("pid");
+    // The demo writes its trace under TMPDIR; `exec` keeps the recorded pid the demo's own.
+    let command = format!(
+        "echo $$ > {}; TMPDIR={} exec {} demo --rate 200",
+        pid_file.display(),
+        dir.path().display(),
+        env!("CARGO_BIN_EXE_litehit"),
+    );
+    let tmux = Tmux::start(
+        &format!("litehit-sigterm-{}", std::process::id()),
+        &format!("sh -c '{command}'; echo EXITED $?; sleep 30"),
+    );
+    tmux.wait_for("the demo's rows", |s| s.contains("instance-0"));
+    let demo_traces = || {
+        std::fs::read_dir(dir.path())
+            .unwrap()
+            .filter_map(Result::ok)
+            .filter(|entry| {
+                entry
+                    .file_name()
+                    .to_string_lossy()
+                    .starts_with("litehit-demo-")
+            })
+            .count()
+    };
+    assert_eq!(demo_traces(), 1, "the demo writes its trace");
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    let status = Command::new("kill")
+        .args(["-TERM", pid.trim()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let screen = tmux.wait_for("the exit", |s| s.contains("EXITED"));
+    assert!(screen.contains("EXITED 0"), "{screen}");
+    assert!(
+        screen.contains("token hit rate at"),
+        "the summary is printed: {screen}"
+    );
+    assert!(!tmux.alternate_screen_on(), "the terminal is restored");
+    assert_eq!(demo_traces(), 0, "the generated trace is removed");
+}

@@ -12,6 +12,7 @@ pub mod event;
 pub mod render;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use color_eyre::eyre::WrapErr as _;
@@ -54,9 +55,19 @@ pub fn run(live: &LiveHandle, options: TuiOptions) -> color_eyre::Result<Arc<Liv
         .enable_time()
         .build()
         .wrap_err("starting the UI runtime")?;
+    // SIGTERM / SIGHUP (a closed terminal, `kill`, `timeout`) quit like `q`: the terminal is
+    // restored and a demo's generated trace removed, instead of dying mid-frame.
+    let terminate = Arc::new(AtomicBool::new(false));
+    let handlers: Vec<_> = [signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP]
+        .into_iter()
+        .filter_map(|signal| signal_hook::flag::register(signal, Arc::clone(&terminate)).ok())
+        .collect();
     let mut terminal = ratatui::try_init().wrap_err("setting up the terminal")?;
-    let result = runtime.block_on(event_loop(&mut terminal, live, options));
+    let result = runtime.block_on(event_loop(&mut terminal, live, options, &terminate));
     ratatui::restore();
+    for handler in handlers {
+        signal_hook::low_level::unregister(handler);
+    }
     result
 }
 
@@ -64,6 +75,7 @@ async fn event_loop(
     terminal: &mut DefaultTerminal,
     live: &LiveHandle,
     options: TuiOptions,
+    terminate: &AtomicBool,
 ) -> color_eyre::Result<Arc<LiveSnapshot>> {
     let period = Duration::from_secs_f64(1.0 / options.fps.clamp(0.5, 120.0));
     let mut events = EventSource::new(live.snapshots(), period);
@@ -72,6 +84,10 @@ async fn event_loop(
     app.observe(&snap);
     let mut dirty = true;
     loop {
+        if terminate.load(Ordering::Relaxed) {
+            live.send(Command::Shutdown);
+            return Ok(snap);
+        }
         let draw_now = match events.next().await.wrap_err("reading terminal events")? {
             Event::Key(key) => {
                 if let Some(command) = app.handle_key(key) {
