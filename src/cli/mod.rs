@@ -59,7 +59,7 @@ pub struct ReplayArgs {
 
     /// Parse worker threads (default: the config's `pipeline_worker_count`, else the number
     /// of cores). The output is byte-identical for any value
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = at_least_one)]
     pub workers: Option<usize>,
 
     /// No progress bar and no summary on stderr
@@ -149,6 +149,15 @@ impl LaneFlags {
     }
 }
 
+/// A count of at least 1 (a flag where 0 would silently mean 1).
+fn at_least_one(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(0) => Err("must be at least 1".to_owned()),
+        Ok(count) => Ok(count),
+        Err(err) => Err(err.to_string()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -186,6 +195,12 @@ mod tests {
         };
         assert_eq!(args.out.as_deref(), Some(std::path::Path::new("o")));
         assert_eq!(args.workers, Some(3));
+        let zero_workers =
+            Cli::try_parse_from(["litehit", "replay", "t", "--out", "o", "--workers", "0"]);
+        assert!(
+            zero_workers.is_err_and(|e| e.to_string().contains("must be at least 1")),
+            "--workers 0 is refused"
+        );
         let flags = args.lane.to_single_instance_flags(None);
         assert_eq!(flags.block_size_tokens, Some(32));
         assert_eq!(flags.trace_block_size_tokens, Some(16));

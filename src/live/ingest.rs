@@ -804,7 +804,11 @@ impl Ingest {
             return;
         }
         let path = self.config.facts_out.clone();
-        let display = path.display().to_string();
+        // Absolute, so the message says where the file went whatever the working directory.
+        let display = std::path::absolute(&path)
+            .unwrap_or_else(|_| path.clone())
+            .display()
+            .to_string();
         let spill = &mut self.pipeline.spill;
         spill.flush();
         if let Some(error) = &spill.error {
