@@ -362,3 +362,20 @@ fn plots_of_cold_only_facts_do_not_fail() {
     let image = decode_png(&fs::read(&png).unwrap());
     assert_eq!((image.width, image.height), (1200, 720));
 }
+
+#[test]
+fn the_same_facts_file_twice_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let facts = dir.path().join("f.csv");
+    fs::write(&facts, format!("{FACTS_HEADER}\nr1,i1,1,8,4,1024,\"[]\"\n")).unwrap();
+    let again = dir.path().join(".").join("f.csv");
+    let error = run(&MrcArgs {
+        facts: vec![facts, again],
+        json: true,
+        png: None,
+        svg: None,
+        max_curve_points: 10,
+    })
+    .unwrap_err();
+    assert!(error.to_string().contains("is given twice"), "{error}");
+}

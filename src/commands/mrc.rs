@@ -12,6 +12,22 @@ use crate::output::plot::{PlotData, render_png, render_svg};
 
 /// Builds the curves from the facts, prints the table (or JSON) and writes the plots.
 pub fn run(args: &MrcArgs) -> color_eyre::Result<()> {
+    // Shards of one replay are separate files; the same file twice would count every request
+    // twice and skew every rate, so it is refused.
+    for (index, path) in args.facts.iter().enumerate() {
+        let same = |other: &std::path::PathBuf| {
+            other == path
+                || std::fs::canonicalize(other)
+                    .ok()
+                    .is_some_and(|other| std::fs::canonicalize(path).ok() == Some(other))
+        };
+        if args.facts[..index].iter().any(same) {
+            color_eyre::eyre::bail!(
+                "{} is given twice: its requests would be counted twice",
+                path.display()
+            );
+        }
+    }
     let curves = MrcCurves::from_facts_files(&args.facts)
         .wrap_err("building the miss-ratio curve failed")?;
     let report = curves.report(args.max_curve_points);

@@ -68,16 +68,23 @@ pub fn render_replay_summary(
     facts_path: &Path,
 ) -> String {
     let mut out = String::new();
-    // 75 columns: fits an 80-column terminal.
+    // 75 columns with ids up to 20 characters (fits an 80-column terminal); a longer id
+    // widens the first column for every row, so the table stays aligned.
+    let id_width = lanes
+        .iter()
+        .map(|lane| lane.instance_id.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(20);
     let _ = writeln!(
         out,
-        "{:<20} {:>9} {:>12} {:>11} {:>8} {:>10}",
+        "{:<id_width$} {:>9} {:>12} {:>11} {:>8} {:>10}",
         "instance", "requests", "blocks", "unique", "∞ hit", "core mem"
     );
     for lane in lanes {
         let _ = writeln!(
             out,
-            "{:<20} {:>9} {:>12} {:>11} {:>7.2}% {:>10}",
+            "{:<id_width$} {:>9} {:>12} {:>11} {:>7.2}% {:>10}",
             lane.instance_id,
             lane.requests,
             lane.request_blocks,
@@ -140,9 +147,22 @@ mod tests {
             infinite_hit_tokens: 1,
             core_memory_bytes: 999 << 30,
         };
-        let text = render_replay_summary(&[wide], 1, Duration::from_secs(1), Path::new("f"));
+        let text = render_replay_summary(
+            std::slice::from_ref(&wide),
+            1,
+            Duration::from_secs(1),
+            Path::new("f"),
+        );
         for line in text.lines().take(2) {
             assert!(line.chars().count() <= 80, "{line:?}");
         }
+        // A longer id widens the first column of every row: the table stays aligned.
+        let long = LaneSummary {
+            instance_id: "kimi-k3.tp8.checkpoint1024".into(),
+            ..wide.clone()
+        };
+        let text = render_replay_summary(&[wide, long], 1, Duration::from_secs(1), Path::new("f"));
+        let widths: Vec<usize> = text.lines().take(3).map(|l| l.chars().count()).collect();
+        assert!(widths.iter().all(|&w| w == widths[0]), "{text}");
     }
 }
