@@ -6,7 +6,7 @@
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 use crate::live::{Command, LiveSnapshot, SlotId};
-use crate::projector::parse_capacity;
+use crate::projector::{Capacity, parse_capacity};
 
 /// What the screen is in; one at a time.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -42,7 +42,7 @@ pub const KEY_HELP: &[(&str, &str)] = &[
 ];
 
 /// The monitor's view state.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct App {
     pub mode: Mode,
     /// Index into the snapshot's slots.
@@ -52,6 +52,8 @@ pub struct App {
     /// Set once the user asked to quit.
     pub quitting: bool,
     slot_ids: Vec<SlotId>,
+    /// The capacities of those slots (a capacity shown already is not added twice).
+    slot_capacities: Vec<Capacity>,
     lane_count: usize,
     /// Select the next slot that appears (the one just added).
     select_new_slot: bool,
@@ -72,6 +74,7 @@ impl App {
         }
         self.selected_slot = self.selected_slot.min(ids.len().saturating_sub(1));
         self.slot_ids = ids;
+        self.slot_capacities = snap.slots.iter().map(|slot| slot.capacity).collect();
         self.lane_count = snap.lanes.len();
         self.selected_row = self.selected_row.min(self.max_row());
     }
@@ -113,6 +116,10 @@ impl App {
                     None
                 }
                 KeyCode::Enter => match parse_capacity(&editor.input) {
+                    Ok(capacity) if self.slot_capacities.contains(&capacity) => {
+                        editor.error = Some(format!("{:?} is a slot already", editor.input.trim()));
+                        None
+                    }
                     Ok(capacity) => {
                         self.mode = Mode::Normal;
                         self.select_new_slot = true;
@@ -204,6 +211,33 @@ mod tests {
             lanes: vec![LaneSnapshot::default(); lanes],
             ..LiveSnapshot::default()
         }
+    }
+
+    #[test]
+    fn a_capacity_shown_already_is_not_added_again() {
+        let mut app = App::default();
+        app.observe(&snapshot(&[40], 1)); // one slot: 40 GB
+        app.handle_key(press(KeyCode::Char('a')));
+        type_text(&mut app, "40 GiB");
+        assert_eq!(app.handle_key(press(KeyCode::Enter)), None);
+        let Mode::SlotEditor(editor) = &app.mode else {
+            panic!("editor closed")
+        };
+        assert!(
+            editor
+                .error
+                .as_deref()
+                .is_some_and(|e| e.contains("a slot already")),
+            "{editor:?}"
+        );
+        for _ in 0..6 {
+            app.handle_key(press(KeyCode::Backspace));
+        }
+        type_text(&mut app, "20");
+        assert_eq!(
+            app.handle_key(press(KeyCode::Enter)),
+            Some(Command::AddSlot(Capacity::Gigabytes(20.0)))
+        );
     }
 
     #[test]
