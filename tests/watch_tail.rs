@@ -70,6 +70,22 @@ fn partial_lines_wait_for_their_newline() {
 }
 
 #[test]
+fn a_paused_reader_still_learns_how_far_behind_it_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("trace.jsonl");
+    append(&path, "one\n");
+    let mut tailer = Tailer::new(&path, StartAt::Beginning);
+    assert_eq!(drain(&mut tailer).0, ["one"]);
+    assert_eq!(tailer.backlog_bytes(), 0);
+    append(&path, "two\nthree\n");
+    assert!(tailer.refresh_len(), "the file grew");
+    assert_eq!(tailer.backlog_bytes(), 10, "nothing read, the lag counted");
+    assert!(!tailer.refresh_len(), "no change since");
+    assert_eq!(drain(&mut tailer).0, ["two", "three"], "resuming loses nothing");
+    assert_eq!(tailer.backlog_bytes(), 0);
+}
+
+#[test]
 fn byte_by_byte_appends_lose_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("trace.jsonl");

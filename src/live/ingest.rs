@@ -620,6 +620,9 @@ impl Ingest {
                 }
             }
             let progressed = if self.paused || self.finished {
+                if self.paused && self.tailer.refresh_len() {
+                    self.dirty = true; // the lag gauge keeps counting while paused
+                }
                 false
             } else {
                 self.step()

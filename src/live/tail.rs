@@ -174,6 +174,23 @@ impl Tailer {
         self.buffer.capacity()
     }
 
+    /// Learns how long the open file is now without reading or acting on any change (a
+    /// paused monitor still shows how far behind it is falling). Returns whether the known
+    /// length changed.
+    pub fn refresh_len(&mut self) -> bool {
+        let Some(len) = self
+            .open
+            .as_ref()
+            .and_then(|open| open.file.metadata().ok())
+            .map(|m| m.len())
+        else {
+            return false;
+        };
+        let grown = len > self.known_len;
+        self.known_len = self.known_len.max(len);
+        grown
+    }
+
     /// Compares the path with the open file: opens it when it appears, and detects
     /// truncation, replacement and deletion. Returns what changed, if anything.
     pub fn check(&mut self) -> io::Result<Option<TailNotice>> {
