@@ -264,6 +264,41 @@ fn errors_shown() {
 }
 
 #[test]
+fn a_long_bad_line_message_keeps_its_end() {
+    let mut snap = several_instances();
+    snap.health = InputHealth {
+        bad_lines: 12031,
+        last_error: Some(LineErrorView {
+            line_number: 12031,
+            message: "field \"hash_ids\": expected 82 keys (or 81 without the partial tail) \
+                      (input_length 20774, block 256), found 41 (they fit 512-token blocks)"
+                .to_owned(),
+        }),
+        ..InputHealth::default()
+    };
+    let mut app = App::default();
+    app.observe(&snap);
+    let screen: String = draw(&snap, &app, 100, 40)
+        .backend()
+        .buffer()
+        .content()
+        .chunks(100)
+        .map(|row| {
+            row.iter()
+                .map(ratatui::buffer::Cell::symbol)
+                .collect::<String>()
+                + "\n"
+        })
+        .collect();
+    let line = screen
+        .lines()
+        .find(|line| line.contains("last: line 12031"))
+        .unwrap_or_else(|| panic!("no error line:\n{screen}"));
+    assert!(line.contains("…"), "{line}");
+    assert!(line.contains("(they fit 512-token blocks)"), "{line}");
+}
+
+#[test]
 fn narrow_terminal_40x12() {
     let snap = several_instances();
     let mut app = App::default();

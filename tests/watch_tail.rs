@@ -81,7 +81,11 @@ fn a_paused_reader_still_learns_how_far_behind_it_is() {
     assert!(tailer.refresh_len(), "the file grew");
     assert_eq!(tailer.backlog_bytes(), 10, "nothing read, the lag counted");
     assert!(!tailer.refresh_len(), "no change since");
-    assert_eq!(drain(&mut tailer).0, ["two", "three"], "resuming loses nothing");
+    assert_eq!(
+        drain(&mut tailer).0,
+        ["two", "three"],
+        "resuming loses nothing"
+    );
     assert_eq!(tailer.backlog_bytes(), 0);
 }
 

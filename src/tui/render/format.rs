@@ -101,6 +101,24 @@ pub fn fit(text: &str, width: usize) -> String {
     out
 }
 
+/// Cuts `text` to `width` characters by dropping its middle (`…`), keeping its start and its
+/// end: an error message's end often holds the clue (which field, which size fits).
+pub fn fit_middle(text: &str, width: usize) -> String {
+    let length = text.chars().count();
+    if length <= width {
+        return text.to_owned();
+    }
+    if width == 0 {
+        return String::new();
+    }
+    let tail = (width - 1) / 2;
+    let head = width - 1 - tail;
+    let mut out: String = text.chars().take(head).collect();
+    out.push('…');
+    out.extend(text.chars().skip(length - tail));
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -120,6 +138,9 @@ mod tests {
         assert_eq!(duration(Duration::from_secs(185)), "3m05s");
         assert_eq!(fit("abcdef", 4), "abc…");
         assert_eq!(fit("abc", 4), "abc");
+        assert_eq!(fit_middle("abcdefgh", 5), "ab…gh");
+        assert_eq!(fit_middle("abcdefgh", 6), "abc…gh");
+        assert_eq!(fit_middle("abc", 4), "abc");
         assert!((blocks_to_gb(1024, 1 << 20) - 1.0).abs() < 1e-12);
         assert_eq!(bytes_per_second(1536.0), "1.50 KiB/s");
     }

@@ -93,13 +93,20 @@ pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, _view: &App) {
         )),
     ];
     let last_error = match &health.last_error {
-        Some(error) => Line::from(vec![
-            label(""),
-            Span::styled(
-                format!("last: line {}: {}", error.line_number, error.message),
-                Style::new().red(),
-            ),
-        ]),
+        Some(error) => {
+            // Inside the border, after the label.
+            let width = usize::from(area.width.saturating_sub(2 + 9));
+            Line::from(vec![
+                label(""),
+                Span::styled(
+                    format::fit_middle(
+                        &format!("last: line {}: {}", error.line_number, error.message),
+                        width,
+                    ),
+                    Style::new().red(),
+                ),
+            ])
+        }
         None => Line::default(),
     };
 
