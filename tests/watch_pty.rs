@@ -244,7 +244,12 @@ fn watch_shows_exact_rates_late_slots_and_snapshots_facts() {
         tmux.keys(&["a"]);
         tmux.keys(&[slot, "Enter"]);
     }
-    let screen = tmux.wait_for("the late slots", |s| s.contains("2 b") && s.contains("3 b"));
+    // Wait for the row to have both new columns: "3 b" alone may be a chart axis label.
+    let screen = tmux.wait_for("the late slots", |s| {
+        s.contains("2 b")
+            && s.contains("3 b")
+            && row(s, "i1").is_some_and(|(_, rates)| rates.len() == 4)
+    });
     let (_, rates) = row(&screen, "i1").unwrap();
     assert_eq!(
         rates,

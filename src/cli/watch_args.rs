@@ -31,7 +31,13 @@ pub struct WatchArgs {
     /// Capacity slots, comma-separated: binary GB (GB × 2^30 bytes: 40, 0.5, 40GB), blocks
     /// (1000b) or inf; more can be added live with `a`. Default: the config's capacity_gb,
     /// else 10,40,80
-    #[arg(long, value_name = "GB,...", value_delimiter = ',', value_parser = parse_capacity)]
+    #[arg(
+        long,
+        value_name = "GB,...",
+        value_delimiter = ',',
+        value_parser = parse_capacity,
+        allow_negative_numbers = true
+    )]
     pub capacity_gb: Vec<Capacity>,
 
     /// Skip what the file holds at startup and follow only new lines
@@ -89,7 +95,8 @@ pub struct DemoArgs {
         value_name = "GB,...",
         value_delimiter = ',',
         default_value = "10,40,80",
-        value_parser = parse_capacity
+        value_parser = parse_capacity,
+        allow_negative_numbers = true
     )]
     pub capacity_gb: Vec<Capacity>,
 
@@ -138,10 +145,7 @@ mod tests {
         );
         let typo = Watch::try_parse_from(["watch", "t.jsonl", "--capacity-gb", "40TB"]);
         let message = typo.unwrap_err().to_string();
-        assert!(
-            message.contains("expected GB (e.g. 40 or 0.5)"),
-            "{message}"
-        );
+        assert!(message.contains("expected GB (40, 0.5)"), "{message}");
         assert_eq!(watch.args.facts_out, PathBuf::from("litehit_facts.csv"));
         assert!((watch.args.fps - 10.0).abs() < f64::EPSILON);
     }

@@ -144,7 +144,7 @@ pub fn parse_capacity(input: &str) -> Result<Capacity, String> {
     match number.parse::<f64>() {
         Ok(gb) if gb.is_finite() && gb >= 0.0 => Ok(Capacity::Gigabytes(gb)),
         _ => Err(format!(
-            "{input:?}: expected GB (e.g. 40 or 0.5) or blocks (e.g. 1000b)"
+            "{input:?}: expected GB (40, 0.5), blocks (1000b) or inf"
         )),
     }
 }
