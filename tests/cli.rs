@@ -1722,6 +1722,14 @@ fn watch_refuses_what_it_cannot_follow_with_a_clear_message() {
         ["watch", path_str(&missing), "--headless", "--exit-at-eof"],
     );
     assert_mentions(failed(&run), &["missing.jsonl", "no such file"]);
+    // Slots: distinct, and ∞ is a column already.
+    for (slots, fragment) in [
+        ("40,40GB", "40 GB is given twice"),
+        ("10,inf", "inf is always shown"),
+    ] {
+        let run = run_in(None, ["demo", "--headless", "--capacity-gb", slots]);
+        assert_mentions(failed(&run), &[fragment]);
+    }
     // No terminal (stdin is /dev/null here): an error, not a panic.
     for args in [vec!["watch", path_str(&trace)], vec!["demo"]] {
         let run = run_in(None, args);
@@ -1748,4 +1756,43 @@ fn a_failed_replay_leaves_no_new_directory_and_out_must_be_a_directory() {
 
     let run = replay_flags(&trace, &trace, &flags);
     assert_mentions(failed(&run), &["is a file", "must be a directory"]);
+}
+
+#[test]
+fn sigterm_ends_a_headless_demo_cleanly() {
+    let dir = tempdir();
+    let mut child = litehit()
+        .args(["demo", "--headless", "--rate", "200"])
+        .env("TMPDIR", dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait for the first report line, then ask it to stop.
+    let mut stdout = child.stdout.take().unwrap();
+    let mut first = [0_u8; 1];
+    stdout.read_exact(&mut first).unwrap();
+    let traces = || {
+        fs::read_dir(dir.path())
+            .unwrap()
+            .filter(|entry| {
+                entry
+                    .as_ref()
+                    .is_ok_and(|e| e.file_name().to_string_lossy().starts_with("litehit-demo-"))
+            })
+            .count()
+    };
+    assert_eq!(traces(), 1, "the demo writes its trace");
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let mut rest = String::new();
+    stdout.read_to_string(&mut rest).unwrap();
+    let exit = child.wait().unwrap();
+    assert_eq!(exit.code(), Some(0), "a clean exit, not 143");
+    let last = rest.lines().last().expect("a last report line");
+    assert!(last.ends_with('}'), "{last}");
+    assert_eq!(traces(), 0, "the generated trace is removed");
 }

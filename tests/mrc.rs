@@ -379,3 +379,30 @@ fn the_same_facts_file_twice_is_refused() {
     .unwrap_err();
     assert!(error.to_string().contains("is given twice"), "{error}");
 }
+
+#[test]
+fn a_plot_never_overwrites_an_input_or_the_other_plot() {
+    let dir = tempfile::tempdir().unwrap();
+    let facts = dir.path().join("f.csv");
+    fs::write(&facts, format!("{FACTS_HEADER}\nr1,i1,1,8,4,1024,\"[]\"\n")).unwrap();
+    let plot = dir.path().join("m.png");
+    let args = |png: Option<PathBuf>, svg: Option<PathBuf>| MrcArgs {
+        facts: vec![facts.clone()],
+        json: true,
+        png,
+        svg,
+        max_curve_points: 10,
+    };
+    let error = run(&args(Some(plot.clone()), Some(plot.clone()))).unwrap_err();
+    assert!(error.to_string().contains("the same file"), "{error}");
+    let error = run(&args(Some(facts.clone()), None)).unwrap_err();
+    assert!(
+        error.to_string().contains("overwrite a facts file"),
+        "{error}"
+    );
+    assert!(
+        fs::read_to_string(&facts)
+            .unwrap()
+            .starts_with(FACTS_HEADER)
+    );
+}

@@ -337,3 +337,17 @@ fn output_errors_stop_the_query_without_hanging() {
         assert_eq!(error.to_string(), "write to output log failed");
     }
 }
+
+#[test]
+fn the_output_never_overwrites_the_facts_being_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let facts = dir.path().join("f.csv");
+    fs::copy(fixture("offline_runner.csv"), &facts).unwrap();
+    let before = fs::read(&facts).unwrap();
+    let error = run(&args(&facts, &facts, &["-1"])).unwrap_err();
+    assert!(
+        error.to_string().contains("would be overwritten"),
+        "{error}"
+    );
+    assert_eq!(fs::read(&facts).unwrap(), before, "the facts are untouched");
+}

@@ -283,6 +283,44 @@ mod ingest {
     }
 
     #[test]
+    fn a_file_created_later_is_read_in_the_format_its_first_line_has() {
+        // `litehit watch later.jsonl` before the file exists: the block size comes from the
+        // format of its first line (Mooncake: 512 tokens), as for a file that exists.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("later.jsonl");
+        let cli = <litehit::cli::Cli as clap::Parser>::parse_from([
+            "litehit",
+            "watch",
+            path.to_str().unwrap(),
+            "--headless",
+        ]);
+        let litehit::cli::Command::Watch(args) = cli.command else {
+            panic!("watch expected")
+        };
+        let mut config = litehit::commands::watch::ingest_config(&args).unwrap();
+        config.frame_period = Duration::from_millis(10);
+        config.spill_dir = Some(dir.path().to_path_buf());
+        let live = spawn(config).unwrap();
+
+        let mut workload = litehit::workload::Workload::new(litehit::workload::WorkloadConfig {
+            key_style: litehit::workload::KeyStyle::Dense,
+            block_size_tokens: 512,
+            ..litehit::workload::WorkloadConfig::default()
+        });
+        let mut request = litehit::workload::SyntheticRequest::default();
+        let mut text = String::new();
+        for _ in 0..200 {
+            workload.fill_next(&mut request);
+            request.to_mooncake_jsonl(&mut text);
+        }
+        append(&path, &text);
+        let snap = wait(&live, "every request", |snap| requests(snap) == 200);
+        assert_eq!(snap.health.bad_lines, 0);
+        assert_eq!(snap.lanes[0].block_size_tokens, 512);
+        live.send(Command::Shutdown);
+    }
+
+    #[test]
     fn truncation_and_rotation_keep_the_accumulated_state() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("trace.jsonl");

@@ -149,10 +149,15 @@ impl LaneFlags {
     }
 }
 
-/// A count of at least 1 (a flag where 0 would silently mean 1).
+/// Most parse workers `--workers` takes: far more threads than cores only costs memory, and
+/// tens of thousands fail to start.
+const MAX_WORKERS: usize = 256;
+
+/// A worker count in `1..=MAX_WORKERS` (0 would silently mean 1).
 fn at_least_one(text: &str) -> Result<usize, String> {
     match text.parse::<usize>() {
         Ok(0) => Err("must be at least 1".to_owned()),
+        Ok(count) if count > MAX_WORKERS => Err(format!("must be at most {MAX_WORKERS}")),
         Ok(count) => Ok(count),
         Err(err) => Err(err.to_string()),
     }
@@ -201,6 +206,9 @@ mod tests {
             zero_workers.is_err_and(|e| e.to_string().contains("must be at least 1")),
             "--workers 0 is refused"
         );
+        let many_workers =
+            Cli::try_parse_from(["litehit", "replay", "t", "--out", "o", "--workers", "20000"]);
+        assert!(many_workers.is_err_and(|e| e.to_string().contains("at most 256")));
         let flags = args.lane.to_single_instance_flags(None);
         assert_eq!(flags.block_size_tokens, Some(32));
         assert_eq!(flags.trace_block_size_tokens, Some(16));

@@ -23,6 +23,7 @@ const WRITE_PERIOD: Duration = Duration::from_millis(50);
 
 /// Runs the demo until the user quits.
 pub fn run(args: &DemoArgs) -> color_eyre::Result<()> {
+    super::watch::check_slots(&args.capacity_gb)?;
     if !args.headless {
         tui::ensure_terminal()?;
     }

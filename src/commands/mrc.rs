@@ -6,6 +6,7 @@ use std::path::Path;
 use color_eyre::eyre::{WrapErr, eyre};
 
 use crate::cli::mrc_args::MrcArgs;
+use crate::commands::query::same_file;
 use crate::facts::file::write_atomically;
 use crate::output::mrc::{MrcCurves, render_table};
 use crate::output::plot::{PlotData, render_png, render_svg};
@@ -15,18 +16,30 @@ pub fn run(args: &MrcArgs) -> color_eyre::Result<()> {
     // Shards of one replay are separate files; the same file twice would count every request
     // twice and skew every rate, so it is refused.
     for (index, path) in args.facts.iter().enumerate() {
-        let same = |other: &std::path::PathBuf| {
-            other == path
-                || std::fs::canonicalize(other)
-                    .ok()
-                    .is_some_and(|other| std::fs::canonicalize(path).ok() == Some(other))
-        };
-        if args.facts[..index].iter().any(same) {
+        if args.facts[..index]
+            .iter()
+            .any(|other| same_file(other, path))
+        {
             color_eyre::eyre::bail!(
                 "{} is given twice: its requests would be counted twice",
                 path.display()
             );
         }
+    }
+    let outputs: Vec<&std::path::PathBuf> = args.png.iter().chain(&args.svg).collect();
+    if let [png, svg] = outputs[..]
+        && same_file(png, svg)
+    {
+        color_eyre::eyre::bail!("--png and --svg name the same file {}", png.display());
+    }
+    if let Some(output) = outputs
+        .iter()
+        .find(|output| args.facts.iter().any(|input| same_file(input, output)))
+    {
+        color_eyre::eyre::bail!(
+            "{}: a plot would overwrite a facts file being read",
+            output.display()
+        );
     }
     let curves = MrcCurves::from_facts_files(&args.facts)
         .wrap_err("building the miss-ratio curve failed")?;

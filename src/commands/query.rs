@@ -15,6 +15,15 @@ pub fn run(args: &QueryArgs) -> color_eyre::Result<()> {
         summary_only: args.summary_only,
     };
     let facts_paths = args.facts_paths();
+    if !args.writes_to_stdout()
+        && let Some(input) = facts_paths.iter().find(|input| same_file(input, &args.out))
+    {
+        bail!(
+            "{}: the output is a facts file being read; it would be overwritten (name another \
+             OUT, or - for stdout)",
+            input.display()
+        );
+    }
     if args.writes_to_stdout() {
         query_facts_files(&facts_paths, slots, options, io::stdout())
             .map(|_| ())
@@ -28,6 +37,14 @@ pub fn run(args: &QueryArgs) -> color_eyre::Result<()> {
         println!("facts query done: {}", args.out.display());
     }
     Ok(())
+}
+
+/// Whether two paths name one existing file (however they are spelled).
+pub(crate) fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
+    a == b
+        || std::fs::canonicalize(a)
+            .ok()
+            .is_some_and(|a| std::fs::canonicalize(b).ok() == Some(a))
 }
 
 /// The GB slots (in argument order) and the block slots.

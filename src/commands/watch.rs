@@ -12,7 +12,7 @@ use crate::config::{load_config_file, resolve_single_instance};
 use crate::formats::Compression;
 use crate::live::LiveSnapshot;
 use crate::live::headless::{self, HeadlessOptions};
-use crate::live::ingest::{self, IngestConfig};
+use crate::live::ingest::{self, EngineForFormat, IngestConfig};
 use crate::live::tail::StartAt;
 use crate::projector::Capacity;
 use crate::tui::{self, TuiOptions};
@@ -41,6 +41,7 @@ pub fn run(args: &WatchArgs) -> color_eyre::Result<()> {
 
 /// Resolves the arguments (config file or single-instance flags) into an ingest setup.
 pub fn ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
+    let mut engine_for_format: Option<EngineForFormat> = None;
     let (trace_path, engine, format, config_slots) = if let Some(path) = &args.config {
         let config =
             load_config_file(path).wrap_err_with(|| format!("loading {}", path.display()))?;
@@ -67,6 +68,15 @@ pub fn ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
             None
         };
         let resolved = resolve_single_instance(&args.lane.to_single_instance_flags(detected))?;
+        if args.lane.format.is_none() && detected.is_none() {
+            // Not there yet (or empty): the first line will name the format.
+            let lane = args.lane.clone();
+            engine_for_format = Some(EngineForFormat(Arc::new(move |format| {
+                resolve_single_instance(&lane.to_single_instance_flags(Some(format)))
+                    .ok()
+                    .map(|resolved| resolved.engine)
+            })));
+        }
         (
             trace,
             resolved.engine,
@@ -87,11 +97,13 @@ pub fn ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
     } else {
         args.capacity_gb.clone()
     };
+    check_slots(&slots)?;
     let mut config = IngestConfig::new(trace_path, engine);
     if !slots.is_empty() {
         config.slots = slots;
     }
     config.format = format.or(args.lane.format);
+    config.engine_for_format = engine_for_format;
     config.start_at = if args.from_end {
         StartAt::End
     } else {
@@ -103,6 +115,24 @@ pub fn ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
         .wrap_err("--window-seconds is too large")?;
     config.exit_at_eof = args.exit_at_eof;
     Ok(config)
+}
+
+/// The slots the monitor starts with must be distinct, and not ∞ (always the last column).
+pub fn check_slots(slots: &[Capacity]) -> color_eyre::Result<()> {
+    for (index, capacity) in slots.iter().enumerate() {
+        if *capacity == Capacity::Infinite {
+            bail!("--capacity-gb: inf is always shown (the ∞ column); leave it out");
+        }
+        if slots[..index].contains(capacity) {
+            let shown = match capacity {
+                Capacity::Gigabytes(gb) => format!("{gb} GB"),
+                Capacity::Blocks(blocks) => format!("{blocks} blocks"),
+                Capacity::Infinite => "inf".to_owned(),
+            };
+            bail!("--capacity-gb: {shown} is given twice");
+        }
+    }
+    Ok(())
 }
 
 /// Whether `path` is a file with at least one byte (so its format can be told now).

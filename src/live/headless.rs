@@ -40,6 +40,10 @@ pub fn run(
         ticker.tick().await;
         let ctrl_c = tokio::signal::ctrl_c();
         tokio::pin!(ctrl_c);
+        // SIGTERM and SIGHUP end the run as Ctrl-C does: a last line, then a clean exit (a
+        // demo's generated trace is removed on the way out).
+        let mut terminate = unix_signal(tokio::signal::unix::SignalKind::terminate())?;
+        let mut hangup = unix_signal(tokio::signal::unix::SignalKind::hangup())?;
         let mut ingest_alive = true;
         loop {
             tokio::select! {
@@ -61,9 +65,25 @@ pub fn run(
                     write_line(out, &snap)?;
                     return Ok(snap);
                 }
+                _ = terminate.recv() => {
+                    let snap = live.latest();
+                    write_line(out, &snap)?;
+                    return Ok(snap);
+                }
+                _ = hangup.recv() => {
+                    let snap = live.latest();
+                    write_line(out, &snap)?;
+                    return Ok(snap);
+                }
             }
         }
     })
+}
+
+fn unix_signal(
+    kind: tokio::signal::unix::SignalKind,
+) -> color_eyre::Result<tokio::signal::unix::Signal> {
+    tokio::signal::unix::signal(kind).wrap_err("listening for termination signals")
 }
 
 fn write_line(out: &mut dyn Write, snap: &LiveSnapshot) -> color_eyre::Result<()> {

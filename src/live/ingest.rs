@@ -77,6 +77,21 @@ pub struct IngestConfig {
     pub spill_dir: Option<PathBuf>,
     /// Skip notify and poll only (tests of the fallback, network file systems).
     pub force_polling: bool,
+    /// With `format: None`: the engine for the format the first line turns out to have
+    /// (block size defaults depend on the format, and a file that does not exist yet cannot
+    /// be asked at startup). `None` keeps `engine` whatever the format.
+    pub engine_for_format: Option<EngineForFormat>,
+}
+
+/// Makes the engine configuration for a detected trace format (see
+/// [`IngestConfig::engine_for_format`]).
+#[derive(Clone)]
+pub struct EngineForFormat(pub Arc<dyn Fn(TraceFormat) -> Option<EngineConfig> + Send + Sync>);
+
+impl std::fmt::Debug for EngineForFormat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("EngineForFormat(..)")
+    }
 }
 
 impl IngestConfig {
@@ -98,6 +113,7 @@ impl IngestConfig {
             exit_at_eof: false,
             spill_dir: None,
             force_polling: false,
+            engine_for_format: None,
         }
     }
 }
@@ -359,6 +375,8 @@ impl RateMeter {
 /// be processed while this is borrowed mutably).
 struct Pipeline {
     engine: Engine,
+    /// See [`IngestConfig::engine_for_format`]; used once, when the format is detected.
+    engine_for_format: Option<EngineForFormat>,
     parser: Option<LineParser>,
     parse_options: ParseOptions,
     event: TraceEvent,
@@ -387,6 +405,28 @@ impl Pipeline {
         }
     }
 
+    /// Switches to the engine made for the detected `format`, while nothing has reached the
+    /// engine yet (lines before the first detectable one were counted as bad by the
+    /// current engine: it is kept then, with its defaults).
+    fn adopt_engine_for(&mut self, format: TraceFormat) {
+        let Some(make) = self.engine_for_format.take() else {
+            return;
+        };
+        if self.engine.stats().bad_lines > 0 {
+            return;
+        }
+        let Some(config) = (make.0)(format) else {
+            return;
+        };
+        let trace_block_size_tokens = config.trace_block_size_tokens;
+        if let Ok(engine) = Engine::new(config, Policy::SkipAndCount) {
+            self.engine = engine;
+            self.parse_options = ParseOptions {
+                trace_block_size_tokens,
+            };
+        }
+    }
+
     fn process_line(&mut self, line: &[u8], line_number: u64) {
         if self.parser.is_none() {
             if line.iter().all(u8::is_ascii_whitespace) {
@@ -399,6 +439,7 @@ impl Pipeline {
                 );
                 return;
             };
+            self.adopt_engine_for(format);
             self.parser = Some(LineParser::new(format, self.parse_options));
         }
         let Some(parser) = self.parser.as_mut() else {
@@ -550,6 +591,7 @@ impl Ingest {
         };
         let pipeline = Pipeline {
             engine,
+            engine_for_format: config.engine_for_format.clone(),
             parser: config
                 .format
                 .map(|format| LineParser::new(format, parse_options)),

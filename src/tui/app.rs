@@ -116,6 +116,10 @@ impl App {
                     None
                 }
                 KeyCode::Enter => match parse_capacity(&editor.input) {
+                    Ok(Capacity::Infinite) => {
+                        editor.error = Some("∞ is always shown (the last column)".to_owned());
+                        None
+                    }
                     Ok(capacity) if self.slot_capacities.contains(&capacity) => {
                         editor.error = Some(format!("{:?} is a slot already", editor.input.trim()));
                         None
@@ -231,6 +235,15 @@ mod tests {
             "{editor:?}"
         );
         for _ in 0..6 {
+            app.handle_key(press(KeyCode::Backspace));
+        }
+        type_text(&mut app, "inf");
+        assert_eq!(
+            app.handle_key(press(KeyCode::Enter)),
+            None,
+            "∞ is a column already"
+        );
+        for _ in 0..3 {
             app.handle_key(press(KeyCode::Backspace));
         }
         type_text(&mut app, "20");
