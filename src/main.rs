@@ -4,6 +4,7 @@
 //! too), so scripts written against them keep working.
 #![warn(clippy::unwrap_used)]
 
+use std::io::Write as _;
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -26,7 +27,12 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) if litehit::commands::is_broken_pipe(&error) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("litehit: {}", litehit::commands::error_message(&error));
+            // `eprintln!` would panic if stderr is gone (a closed terminal).
+            let _ = writeln!(
+                std::io::stderr(),
+                "litehit: {}",
+                litehit::commands::error_message(&error)
+            );
             litehit::commands::interrupted_exit_status(&error)
                 .map_or(ExitCode::FAILURE, ExitCode::from)
         }

@@ -392,3 +392,43 @@ fn sigterm_quits_the_demo_like_q_and_removes_its_trace() {
     assert!(!tmux.alternate_screen_on(), "the terminal is restored");
     assert_eq!(demo_traces(), 0, "the generated trace is removed");
 }
+
+#[test]
+fn closing_the_terminal_still_removes_the_demo_trace() {
+    if !Tmux::available() {
+        println!("skipped: tmux is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let command = format!(
+        "sh -c 'TMPDIR={} exec {} demo --rate 200'",
+        dir.path().display(),
+        env!("CARGO_BIN_EXE_litehit"),
+    );
+    let session = format!("litehit-hangup-{}", std::process::id());
+    let tmux = Tmux::start(&session, &command);
+    tmux.wait_for("the demo's rows", |s| s.contains("instance-0"));
+    let demo_traces = || {
+        std::fs::read_dir(dir.path())
+            .unwrap()
+            .filter_map(Result::ok)
+            .filter(|entry| {
+                entry
+                    .file_name()
+                    .to_string_lossy()
+                    .starts_with("litehit-demo-")
+            })
+            .count()
+    };
+    assert_eq!(demo_traces(), 1);
+    // Closing the terminal: SIGHUP, and every later write to it fails.
+    drop(tmux);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while demo_traces() > 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the demo trace was left behind after the terminal closed"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}

@@ -77,7 +77,11 @@ pub fn run(args: &DemoArgs) -> color_eyre::Result<()> {
     } else {
         tui::run(&live, TuiOptions { fps: args.fps }).map(|last| {
             print_summary(&last);
-            println!("(the demo trace was a temporary file; it has been removed)");
+            // As in `print_summary`: the terminal may be gone.
+            let _ = std::io::Write::write_all(
+                &mut std::io::stdout(),
+                b"(the demo trace was a temporary file; it has been removed)\n",
+            );
         })
     };
     stop.store(true, Ordering::Relaxed);

@@ -174,5 +174,10 @@ fn seconds(flag: &str, value: f64) -> color_eyre::Result<Duration> {
 
 /// After the terminal is restored: what the monitor saw.
 pub fn print_summary(last: &Arc<LiveSnapshot>) {
-    print!("{}", headless::summary_text(last));
+    // The terminal may be gone (SIGHUP when it closed): a summary nobody can read is not an
+    // error, and `print!` would panic on it.
+    let _ = std::io::Write::write_all(
+        &mut std::io::stdout(),
+        headless::summary_text(last).as_bytes(),
+    );
 }

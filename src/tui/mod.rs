@@ -58,15 +58,19 @@ pub fn run(live: &LiveHandle, options: TuiOptions) -> color_eyre::Result<Arc<Liv
     // SIGTERM / SIGHUP (a closed terminal, `kill`, `timeout`) quit like `q`: the terminal is
     // restored and a demo's generated trace removed, instead of dying mid-frame.
     let terminate = Arc::new(AtomicBool::new(false));
-    let handlers: Vec<_> = [signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP]
-        .into_iter()
-        .filter_map(|signal| signal_hook::flag::register(signal, Arc::clone(&terminate)).ok())
-        .collect();
+    // The handlers stay for the rest of the process: a closed terminal can send SIGHUP twice
+    // (tmux, then the kernel), and the default action of the second would kill the process
+    // before it cleans up.
+    for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
+        let _ = signal_hook::flag::register(signal, Arc::clone(&terminate));
+    }
     let mut terminal = ratatui::try_init().wrap_err("setting up the terminal")?;
     let result = runtime.block_on(event_loop(&mut terminal, live, options, &terminate));
-    ratatui::restore();
-    for handler in handlers {
-        signal_hook::low_level::unregister(handler);
+    // Not `ratatui::restore()`: it reports a failure with `eprintln!`, which panics when the
+    // terminal is gone (SIGHUP), and then nothing is cleaned up. For the same reason a
+    // terminal that cannot be restored is not dropped: its drop would `eprintln!` too.
+    if ratatui::try_restore().is_err() {
+        std::mem::forget(terminal);
     }
     result
 }
