@@ -1,7 +1,7 @@
 //! `litehit demo`: a generated trace appended at a steady rate to a temporary file, watched
 //! live. Works on a fresh machine with no input.
 
-use std::io::Write as _;
+use std::io::{Seek as _, Write as _};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -20,6 +20,9 @@ use crate::workload::{Workload, WorkloadConfig};
 
 /// Appends are made in batches this often.
 const WRITE_PERIOD: Duration = Duration::from_millis(50);
+/// The demo's trace starts over once it holds this much (about a minute at the default
+/// rate), so a demo left running does not fill the temp directory.
+const DEMO_TRACE_MAX_BYTES: u64 = 256 << 20;
 
 /// Runs the demo until the user quits.
 pub fn run(args: &DemoArgs) -> color_eyre::Result<()> {
@@ -64,7 +67,14 @@ pub fn run(args: &DemoArgs) -> color_eyre::Result<()> {
         std::thread::Builder::new()
             .name("litehit-demo-writer".to_owned())
             .spawn(move || {
-                append_steadily(file, Workload::new(workload_config), rate, limit, &stop);
+                append_steadily(
+                    file,
+                    Workload::new(workload_config),
+                    rate,
+                    limit,
+                    &stop,
+                    DEMO_TRACE_MAX_BYTES,
+                );
                 // Everything is written: a bounded demo ends once it is all read.
                 commander.send(Command::StopAtEof);
             })?
@@ -98,9 +108,11 @@ fn append_steadily(
     rate: f64,
     limit: u64,
     stop: &AtomicBool,
+    max_file_bytes: u64,
 ) {
     let started = Instant::now();
     let mut written = 0_u64;
+    let mut file_bytes = 0_u64;
     let mut text = String::new();
     while !stop.load(Ordering::Relaxed) && written < limit {
         #[expect(
@@ -120,6 +132,40 @@ fn append_steadily(
         if !text.is_empty() && file.write_all(text.as_bytes()).is_err() {
             return;
         }
+        file_bytes += text.len() as u64;
+        if file_bytes >= max_file_bytes {
+            // Start the file over: the monitor keeps its totals across a truncation (as for
+            // any truncated trace), and the temp directory does not fill up.
+            if file.set_len(0).and_then(|()| file.rewind()).is_err() {
+                return;
+            }
+            file_bytes = 0;
+        }
         std::thread::sleep(WRITE_PERIOD);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_demo_trace_starts_over_at_its_size_cap() {
+        let written_with_cap = |max_file_bytes: u64| {
+            let file = tempfile::tempfile().unwrap();
+            let reader = file.try_clone().unwrap();
+            let stop = AtomicBool::new(false);
+            let workload = Workload::new(WorkloadConfig::default());
+            // 3000 requests in a few 50 ms writes.
+            append_steadily(file, workload, 20_000.0, 3000, &stop, max_file_bytes);
+            reader.metadata().unwrap().len()
+        };
+        let uncapped = written_with_cap(u64::MAX);
+        assert!(uncapped > 100_000, "{uncapped}");
+        let capped = written_with_cap(1);
+        assert_eq!(
+            capped, 0,
+            "every write passed the cap and started the file over"
+        );
     }
 }
