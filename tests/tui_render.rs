@@ -299,6 +299,48 @@ fn a_long_bad_line_message_keeps_its_end() {
 }
 
 #[test]
+fn long_instance_ids_that_share_a_prefix_stay_apart() {
+    let mut snap = several_instances();
+    snap.lanes[0].instance_id = "prefill-node-us-east-1a-000042".to_owned();
+    snap.lanes[1].instance_id = "prefill-node-us-east-1a-000043".to_owned();
+    let mut app = App::default();
+    app.observe(&snap);
+    let screen_at = |width: u16| -> String {
+        draw(&snap, &app, width, 40)
+            .backend()
+            .buffer()
+            .content()
+            .chunks(usize::from(width))
+            .map(|row| {
+                row.iter()
+                    .map(ratatui::buffer::Cell::symbol)
+                    .collect::<String>()
+                    + "\n"
+            })
+            .collect()
+    };
+    // Room to spare: the whole ids.
+    let wide = screen_at(200);
+    assert!(wide.contains("prefill-node-us-east-1a-000042"), "{wide}");
+    assert!(wide.contains("prefill-node-us-east-1a-000043"), "{wide}");
+    // Little room: cut in the middle, the ends still tell them apart.
+    let narrow = screen_at(60);
+    let id_cells: Vec<&str> = narrow
+        .lines()
+        .filter(|line| line.contains("prefill"))
+        .collect();
+    assert_eq!(id_cells.len(), 2, "{narrow}");
+    assert!(
+        id_cells[0].contains('…') && id_cells[0].contains("000042"),
+        "{narrow}"
+    );
+    assert!(
+        id_cells[1].contains('…') && id_cells[1].contains("000043"),
+        "{narrow}"
+    );
+}
+
+#[test]
 fn narrow_terminal_40x12() {
     let snap = several_instances();
     let mut app = App::default();

@@ -91,8 +91,15 @@ pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
         let cells = columns.iter().map(|column| {
             let mut text = values.cell(column.kind);
             if column.kind == ColumnKind::Instance {
-                text = format!("{}{}", if selected { "▶ " } else { "  " }, text);
-                return Cell::from(format::fit(&text, usize::from(column.width)));
+                // Ids often share a long prefix (`prefill-node-us-east-1a-000042`): cut the
+                // middle, so the end that tells them apart stays.
+                let room = usize::from(column.width).saturating_sub(2);
+                text = format!(
+                    "{}{}",
+                    if selected { "▶ " } else { "  " },
+                    format::fit_middle(&text, room)
+                );
+                return Cell::from(text);
             }
             Cell::from(Text::from(text).right_aligned())
         });
@@ -159,7 +166,7 @@ fn columns(snap: &LiveSnapshot, view: &App) -> Vec<Column> {
         .unwrap_or(0);
     let instance_width = u16::try_from(longest_instance + 2)
         .unwrap_or(u16::MAX)
-        .clamp(10, 28);
+        .clamp(10, MAX_INSTANCE_WIDTH);
     let mut columns = vec![
         Column {
             header: "instance".to_owned(),
@@ -224,6 +231,10 @@ fn columns(snap: &LiveSnapshot, view: &App) -> Vec<Column> {
 const ESSENTIAL_RANK: u16 = 20;
 /// The instance column shrinks to this before essential columns go.
 const MIN_INSTANCE_WIDTH: u16 = 12;
+/// The instance column shrinks to this before other columns are dropped.
+const COMFORTABLE_INSTANCE_WIDTH: u16 = 28;
+/// The instance column never grows past this (the widest ids are cut in the middle).
+const MAX_INSTANCE_WIDTH: u16 = 64;
 
 /// Drops columns, highest rank first, until the row fits in `width`; essential ones (the
 /// selected slot and ∞) go only after the instance column has shrunk.
@@ -235,6 +246,13 @@ fn fit_columns(mut columns: Vec<Column>, width: u16) -> Vec<Column> {
             .sum::<u32>()
     };
     let fits = |columns: &[Column]| needed(columns) <= u32::from(width);
+    // A long id gives way first, down to a width that still reads well, before any column
+    // is dropped.
+    if !fits(&columns) {
+        let others = needed(&columns[1..]);
+        let left = u16::try_from(u32::from(width).saturating_sub(others + 1)).unwrap_or(0);
+        columns[0].width = left.max(COMFORTABLE_INSTANCE_WIDTH).min(columns[0].width);
+    }
     let drop_highest = |columns: &mut Vec<Column>, above: u16| -> bool {
         let candidate = columns
             .iter()
