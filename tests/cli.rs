@@ -1753,6 +1753,13 @@ fn a_failed_replay_leaves_no_new_directory_and_out_must_be_a_directory() {
         !fresh.exists(),
         "the output directory it created is removed again"
     );
+    let nested = dir.path().join("a").join("b").join("c");
+    let run = replay_flags(&trace, &nested, &flags);
+    assert_mentions(failed(&run), &["line 51"]);
+    assert!(
+        !dir.path().join("a").exists(),
+        "and every parent it created"
+    );
 
     let run = replay_flags(&trace, &trace, &flags);
     assert_mentions(failed(&run), &["is a file", "must be a directory"]);

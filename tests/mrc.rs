@@ -406,3 +406,25 @@ fn a_plot_never_overwrites_an_input_or_the_other_plot() {
             .starts_with(FACTS_HEADER)
     );
 }
+
+#[test]
+fn the_table_aligns_wide_characters_by_terminal_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    let facts = dir.path().join("f.csv");
+    fs::write(
+        &facts,
+        format!(
+            "{FACTS_HEADER}\nr1,实例-东京-α,1,8,4,1024,\"[[1,2]]\"\nr2,i1,1,8,4,1024,\"[[1,2]]\"\n"
+        ),
+    )
+    .unwrap();
+    let report = MrcCurves::from_facts_files(&[facts]).unwrap().report(10);
+    let table = litehit::output::mrc::render_table(&report);
+    let rows: Vec<&str> = table.lines().take_while(|line| !line.is_empty()).collect();
+    // Right-aligned to the last column: every row is as wide, in terminal columns.
+    let starts: Vec<usize> = rows
+        .iter()
+        .map(|row| unicode_width::UnicodeWidthStr::width(*row))
+        .collect();
+    assert!(starts.iter().all(|&s| s == starts[0]), "{table}");
+}

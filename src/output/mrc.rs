@@ -20,6 +20,7 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+use unicode_width::UnicodeWidthStr as _;
 
 use serde::Serialize;
 
@@ -637,8 +638,8 @@ pub fn render_table(report: &MrcReport) -> String {
     let widths: Vec<usize> = (0..header.len())
         .map(|column| {
             rows.iter()
-                .map(|row| row[column].chars().count())
-                .chain([header[column].chars().count()])
+                .map(|row| row[column].width())
+                .chain([header[column].width()])
                 .max()
                 .unwrap_or(0)
         })
@@ -647,7 +648,7 @@ pub fn render_table(report: &MrcReport) -> String {
     for row in std::iter::once(&header).chain(&rows) {
         let mut line = String::new();
         for (column, cell) in row.iter().enumerate() {
-            let pad = widths[column] - cell.chars().count();
+            let pad = widths[column] - cell.width();
             if column == 0 {
                 let _ = write!(line, "{cell}{}", " ".repeat(pad));
             } else {

@@ -4,6 +4,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 use std::time::Duration;
+use unicode_width::UnicodeWidthStr as _;
 
 use crate::engine::Lane;
 
@@ -70,22 +71,29 @@ pub fn render_replay_summary(
     let mut out = String::new();
     // 75 columns with ids up to 20 characters (fits an 80-column terminal); a longer id
     // widens the first column for every row, so the table stays aligned.
+    // Terminal columns, not characters: CJK ids take two columns per character.
     let id_width = lanes
         .iter()
-        .map(|lane| lane.instance_id.chars().count())
+        .map(|lane| lane.instance_id.width())
         .max()
         .unwrap_or(0)
         .max(20);
+    let padded = |id: &str| format!("{id}{}", " ".repeat(id_width - id.width()));
     let _ = writeln!(
         out,
-        "{:<id_width$} {:>9} {:>12} {:>11} {:>8} {:>10}",
-        "instance", "requests", "blocks", "unique", "∞ hit", "core mem"
+        "{} {:>9} {:>12} {:>11} {:>8} {:>10}",
+        padded("instance"),
+        "requests",
+        "blocks",
+        "unique",
+        "∞ hit",
+        "core mem"
     );
     for lane in lanes {
         let _ = writeln!(
             out,
-            "{:<id_width$} {:>9} {:>12} {:>11} {:>7.2}% {:>10}",
-            lane.instance_id,
+            "{} {:>9} {:>12} {:>11} {:>7.2}% {:>10}",
+            padded(&lane.instance_id),
             lane.requests,
             lane.request_blocks,
             lane.unique_blocks,
@@ -109,6 +117,7 @@ pub fn render_replay_summary(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use unicode_width::UnicodeWidthStr;
 
     #[test]
     fn human_bytes_units() {
@@ -161,8 +170,18 @@ mod tests {
             instance_id: "kimi-k3.tp8.checkpoint1024".into(),
             ..wide.clone()
         };
-        let text = render_replay_summary(&[wide, long], 1, Duration::from_secs(1), Path::new("f"));
-        let widths: Vec<usize> = text.lines().take(3).map(|l| l.chars().count()).collect();
+        // Wide characters take two terminal columns each.
+        let cjk = LaneSummary {
+            instance_id: "实例-东京-α".into(),
+            ..wide.clone()
+        };
+        let text = render_replay_summary(
+            &[wide, long, cjk],
+            1,
+            Duration::from_secs(1),
+            Path::new("f"),
+        );
+        let widths: Vec<usize> = text.lines().take(4).map(UnicodeWidthStr::width).collect();
         assert!(widths.iter().all(|&w| w == widths[0]), "{text}");
     }
 }

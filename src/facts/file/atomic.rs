@@ -164,9 +164,9 @@ where
 pub struct AtomicFactsWriter {
     file: AtomicFile,
     rows_written: u64,
-    /// The output directory if this writer created it: removed again (when empty) if the
-    /// facts are never committed, so a failed run leaves nothing behind.
-    created_dir: Option<PathBuf>,
+    /// The directories this writer created, deepest first: removed again (when empty) if
+    /// the facts are never committed, so a failed run leaves nothing behind.
+    created_dirs: Vec<PathBuf>,
 }
 
 impl AtomicFactsWriter {
@@ -177,22 +177,23 @@ impl AtomicFactsWriter {
             path: output_dir.to_path_buf(),
             source,
         };
-        let existed = match fs::metadata(output_dir) {
-            Ok(metadata) if metadata.is_dir() => true,
-            Ok(_) => {
-                return Err(create_error(std::io::Error::other(format!(
-                    "{} is a file; the output must be a directory (litehit_facts.csv goes in it)",
-                    output_dir.display()
-                ))));
-            }
-            Err(_) => false,
-        };
+        if fs::metadata(output_dir).is_ok_and(|metadata| !metadata.is_dir()) {
+            return Err(create_error(std::io::Error::other(format!(
+                "{} is a file; the output must be a directory (litehit_facts.csv goes in it)",
+                output_dir.display()
+            ))));
+        }
+        // The directories `create_dir_all` is about to make, deepest first.
+        let created_dirs: Vec<PathBuf> = output_dir
+            .ancestors()
+            .take_while(|dir| !dir.as_os_str().is_empty() && !dir.exists())
+            .map(Path::to_path_buf)
+            .collect();
         fs::create_dir_all(output_dir).map_err(create_error)?;
-        let created_dir = (!existed).then(|| output_dir.to_path_buf());
         let mut writer = Self {
             file: AtomicFile::create(&output_dir.join(FACTS_FILE_NAME))?,
             rows_written: 0,
-            created_dir,
+            created_dirs,
         };
         writer.file.write_all(FACTS_HEADER.as_bytes())?;
         writer.file.write_all(b"\n")?;
@@ -227,7 +228,7 @@ impl AtomicFactsWriter {
 
     /// Flushes, fsyncs, renames to `litehit_facts.csv`, fsyncs the directory; returns the path.
     pub fn commit(mut self) -> Result<PathBuf> {
-        self.created_dir = None; // published: the directory stays, even if the commit fails
+        self.created_dirs.clear(); // published: the directories stay, even if the commit fails
         let file = std::mem::replace(&mut self.file, AtomicFile::inert());
         file.commit()
     }
@@ -235,11 +236,15 @@ impl AtomicFactsWriter {
 
 impl Drop for AtomicFactsWriter {
     fn drop(&mut self) {
-        if let Some(dir) = self.created_dir.take() {
+        if !self.created_dirs.is_empty() {
             // The temp file goes first (the field's own drop runs after this one, so drop it
-            // now); then the directory, only if nothing else is in it.
+            // now); then the directories, deepest first, each only if nothing else is in it.
             drop(std::mem::replace(&mut self.file, AtomicFile::inert()));
-            let _ = fs::remove_dir(dir);
+            for dir in self.created_dirs.drain(..) {
+                if fs::remove_dir(&dir).is_err() {
+                    break;
+                }
+            }
         }
     }
 }
