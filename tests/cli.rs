@@ -1661,30 +1661,15 @@ fn watch_reads_an_existing_trace_in_its_own_format_as_replay_does() {
     // `--block-size` alone says the trace is keyed at that size; the error says which size
     // the keys do fit, and with `--trace-block-size` the trace is coarsened.
     let coarse = dir.path().join("coarse");
-    let run = run_in(
-        None,
-        [
-            "replay",
-            path_str(&trace),
-            "--out",
-            path_str(&coarse),
-            "--block-size",
-            "1024",
-        ],
+    let coarsened = replay_flags(&trace, &coarse, &["--block-size", "1024"]);
+    assert_mentions(
+        failed(&coarsened),
+        &["block 1024", "they fit 512-token blocks"],
     );
-    assert_mentions(failed(&run), &["block 1024", "they fit 512-token blocks"]);
-    ok(run_in(
-        None,
-        [
-            "replay",
-            path_str(&trace),
-            "--out",
-            path_str(&coarse),
-            "--block-size",
-            "1024",
-            "--trace-block-size",
-            "512",
-        ],
+    ok(replay_flags(
+        &trace,
+        &coarse,
+        &["--block-size", "1024", "--trace-block-size", "512"],
     ));
     let facts = fs::read_to_string(coarse.join(FACTS)).unwrap();
     assert!(

@@ -23,6 +23,22 @@ fn draw(snap: &LiveSnapshot, app: &App, width: u16, height: u16) -> Terminal<Tes
     terminal
 }
 
+/// The drawn screen as text, one line per row.
+fn screen_text(snap: &LiveSnapshot, app: &App, width: u16, height: u16) -> String {
+    draw(snap, app, width, height)
+        .backend()
+        .buffer()
+        .content()
+        .chunks(usize::from(width))
+        .map(|row| {
+            row.iter()
+                .map(ratatui::buffer::Cell::symbol)
+                .collect::<String>()
+                + "\n"
+        })
+        .collect()
+}
+
 fn key(app: &mut App, code: KeyCode) {
     app.handle_key(KeyEvent::new(code, KeyModifiers::NONE));
 }
@@ -278,18 +294,7 @@ fn a_long_bad_line_message_keeps_its_end() {
     };
     let mut app = App::default();
     app.observe(&snap);
-    let screen: String = draw(&snap, &app, 100, 40)
-        .backend()
-        .buffer()
-        .content()
-        .chunks(100)
-        .map(|row| {
-            row.iter()
-                .map(ratatui::buffer::Cell::symbol)
-                .collect::<String>()
-                + "\n"
-        })
-        .collect();
+    let screen = screen_text(&snap, &app, 100, 40);
     let line = screen
         .lines()
         .find(|line| line.contains("last: line 12031"))
@@ -305,20 +310,7 @@ fn long_instance_ids_that_share_a_prefix_stay_apart() {
     snap.lanes[1].instance_id = "prefill-node-us-east-1a-000043".to_owned();
     let mut app = App::default();
     app.observe(&snap);
-    let screen_at = |width: u16| -> String {
-        draw(&snap, &app, width, 40)
-            .backend()
-            .buffer()
-            .content()
-            .chunks(usize::from(width))
-            .map(|row| {
-                row.iter()
-                    .map(ratatui::buffer::Cell::symbol)
-                    .collect::<String>()
-                    + "\n"
-            })
-            .collect()
-    };
+    let screen_at = |width: u16| screen_text(&snap, &app, width, 40);
     // Room to spare: the whole ids.
     let wide = screen_at(200);
     assert!(wide.contains("prefill-node-us-east-1a-000042"), "{wide}");

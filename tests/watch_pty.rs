@@ -344,6 +344,20 @@ fn watch_shows_exact_rates_late_slots_and_snapshots_facts() {
     );
 }
 
+/// Demo traces (`litehit-demo-*`) in `dir`.
+fn demo_traces_in(dir: &Path) -> usize {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|entry| {
+            entry
+                .file_name()
+                .to_string_lossy()
+                .starts_with("litehit-demo-")
+        })
+        .count()
+}
+
 #[test]
 fn sigterm_quits_the_demo_like_q_and_removes_its_trace() {
     if !Tmux::available() {
@@ -364,18 +378,7 @@ fn sigterm_quits_the_demo_like_q_and_removes_its_trace() {
         &format!("sh -c '{command}'; echo EXITED $?; sleep 30"),
     );
     tmux.wait_for("the demo's rows", |s| s.contains("instance-0"));
-    let demo_traces = || {
-        std::fs::read_dir(dir.path())
-            .unwrap()
-            .filter_map(Result::ok)
-            .filter(|entry| {
-                entry
-                    .file_name()
-                    .to_string_lossy()
-                    .starts_with("litehit-demo-")
-            })
-            .count()
-    };
+    let demo_traces = || demo_traces_in(dir.path());
     assert_eq!(demo_traces(), 1, "the demo writes its trace");
     let pid = std::fs::read_to_string(&pid_file).unwrap();
     let status = Command::new("kill")
@@ -408,18 +411,7 @@ fn closing_the_terminal_still_removes_the_demo_trace() {
     let session = format!("litehit-hangup-{}", std::process::id());
     let tmux = Tmux::start(&session, &command);
     tmux.wait_for("the demo's rows", |s| s.contains("instance-0"));
-    let demo_traces = || {
-        std::fs::read_dir(dir.path())
-            .unwrap()
-            .filter_map(Result::ok)
-            .filter(|entry| {
-                entry
-                    .file_name()
-                    .to_string_lossy()
-                    .starts_with("litehit-demo-")
-            })
-            .count()
-    };
+    let demo_traces = || demo_traces_in(dir.path());
     assert_eq!(demo_traces(), 1);
     // Closing the terminal: SIGHUP, and every later write to it fails.
     drop(tmux);

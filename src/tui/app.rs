@@ -217,6 +217,14 @@ mod tests {
         }
     }
 
+    /// The reason the open slot editor shows (panics if it is closed or shows none).
+    fn editor_error(app: &App) -> &str {
+        let Mode::SlotEditor(editor) = &app.mode else {
+            panic!("editor closed")
+        };
+        editor.error.as_deref().expect("a reason is shown")
+    }
+
     #[test]
     fn a_capacity_shown_already_is_not_added_again() {
         let mut app = App::default();
@@ -224,16 +232,7 @@ mod tests {
         app.handle_key(press(KeyCode::Char('a')));
         type_text(&mut app, "40 GiB");
         assert_eq!(app.handle_key(press(KeyCode::Enter)), None);
-        let Mode::SlotEditor(editor) = &app.mode else {
-            panic!("editor closed")
-        };
-        assert!(
-            editor
-                .error
-                .as_deref()
-                .is_some_and(|e| e.contains("a slot already")),
-            "{editor:?}"
-        );
+        assert!(editor_error(&app).contains("a slot already"));
         for _ in 0..6 {
             app.handle_key(press(KeyCode::Backspace));
         }
@@ -275,15 +274,7 @@ mod tests {
         app.handle_key(press(KeyCode::Char('a')));
         type_text(&mut app, "x1");
         assert_eq!(app.handle_key(press(KeyCode::Enter)), None);
-        let Mode::SlotEditor(editor) = &app.mode else {
-            panic!("editor closed")
-        };
-        assert!(
-            editor
-                .error
-                .as_deref()
-                .is_some_and(|e| e.contains("expected GB"))
-        );
+        assert!(editor_error(&app).contains("expected GB"));
         app.handle_key(press(KeyCode::Esc));
         assert_eq!(app.mode, Mode::Normal);
     }
