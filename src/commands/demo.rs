@@ -88,10 +88,8 @@ pub fn run(args: &DemoArgs) -> color_eyre::Result<()> {
         tui::run(&live, TuiOptions { fps: args.fps }).map(|last| {
             print_summary(&last);
             // As in `print_summary`: the terminal may be gone.
-            let _ = std::io::Write::write_all(
-                &mut std::io::stdout(),
-                b"(the demo trace was a temporary file; it has been removed)\n",
-            );
+            let _ = std::io::stdout()
+                .write_all(b"(the demo trace was a temporary file; it has been removed)\n");
         })
     };
     stop.store(true, Ordering::Relaxed);

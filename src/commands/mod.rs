@@ -30,6 +30,15 @@ pub fn install_error_hooks() {
     let _ = installed;
 }
 
+/// Whether two paths name one file, however they are spelled (a path to an existing file,
+/// or the very same text): the commands that write files refuse to write over an input.
+pub(crate) fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
+    a == b
+        || std::fs::canonicalize(a)
+            .ok()
+            .is_some_and(|a| std::fs::canonicalize(b).ok() == Some(a))
+}
+
 /// The exit status for a run that a signal interrupted (128 + the signal), if it was one.
 #[must_use]
 pub fn interrupted_exit_status(error: &color_eyre::Report) -> Option<u8> {

@@ -3,10 +3,10 @@
 use std::io::{self, Write};
 use std::path::Path;
 
-use color_eyre::eyre::{WrapErr, eyre};
+use color_eyre::eyre::{WrapErr, bail, eyre};
 
+use super::same_file;
 use crate::cli::mrc_args::MrcArgs;
-use crate::commands::query::same_file;
 use crate::facts::file::write_atomically;
 use crate::output::mrc::{MrcCurves, render_table};
 use crate::output::plot::{PlotData, render_png, render_svg};
@@ -20,7 +20,7 @@ pub fn run(args: &MrcArgs) -> color_eyre::Result<()> {
             .iter()
             .any(|other| same_file(other, path))
         {
-            color_eyre::eyre::bail!(
+            bail!(
                 "{} is given twice: its requests would be counted twice",
                 path.display()
             );
@@ -30,13 +30,13 @@ pub fn run(args: &MrcArgs) -> color_eyre::Result<()> {
     if let [png, svg] = outputs[..]
         && same_file(png, svg)
     {
-        color_eyre::eyre::bail!("--png and --svg name the same file {}", png.display());
+        bail!("--png and --svg name the same file {}", png.display());
     }
     if let Some(output) = outputs
         .iter()
         .find(|output| args.facts.iter().any(|input| same_file(input, output)))
     {
-        color_eyre::eyre::bail!(
+        bail!(
             "{}: a plot would overwrite a facts file being read",
             output.display()
         );

@@ -4,6 +4,7 @@ use std::io;
 
 use color_eyre::eyre::{WrapErr, bail, eyre};
 
+use super::same_file;
 use crate::cli::query_args::{QueryArgs, parse_capacity_gb};
 use crate::facts::file::write_atomically;
 use crate::output::query_jsonl::{QueryError, QueryOptions, QuerySlots, query_facts_files};
@@ -37,14 +38,6 @@ pub fn run(args: &QueryArgs) -> color_eyre::Result<()> {
         println!("facts query done: {}", args.out.display());
     }
     Ok(())
-}
-
-/// Whether two paths name one existing file (however they are spelled).
-pub(crate) fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
-    a == b
-        || std::fs::canonicalize(a)
-            .ok()
-            .is_some_and(|a| std::fs::canonicalize(b).ok() == Some(a))
 }
 
 /// The GB slots (in argument order) and the block slots.

@@ -1,5 +1,6 @@
 //! `litehit watch`: glue from arguments to the ingest thread and the TUI or headless output.
 
+use std::io::Write as _;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -60,8 +61,8 @@ pub fn ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
             .ok_or_else(|| eyre!("no trace file: pass TRACE (or --config with trace_file_path)"))?;
         refuse_compressed(&trace)?;
         // A trace that exists already names its format, and so its native block size, as in
-        // `replay`. One still to be created is read as its first line says, with the
-        // standard format's defaults unless `--format` or `--block-size` says otherwise.
+        // `replay`. For one still to be created (or empty), the ingest thread makes the
+        // engine once its first line names the format (`engine_for_format`).
         let detected = if args.lane.format.is_none() && has_first_line(&trace) {
             Some(detect_trace_format(&trace)?)
         } else {
@@ -124,12 +125,7 @@ pub fn check_slots(slots: &[Capacity]) -> color_eyre::Result<()> {
             bail!("--capacity-gb: inf is always shown (the ∞ column); leave it out");
         }
         if slots[..index].contains(capacity) {
-            let shown = match capacity {
-                Capacity::Gigabytes(gb) => format!("{gb} GB"),
-                Capacity::Blocks(blocks) => format!("{blocks} blocks"),
-                Capacity::Infinite => "inf".to_owned(),
-            };
-            bail!("--capacity-gb: {shown} is given twice");
+            bail!("--capacity-gb: {capacity} is given twice");
         }
     }
     Ok(())
@@ -176,8 +172,5 @@ fn seconds(flag: &str, value: f64) -> color_eyre::Result<Duration> {
 pub fn print_summary(last: &Arc<LiveSnapshot>) {
     // The terminal may be gone (SIGHUP when it closed): a summary nobody can read is not an
     // error, and `print!` would panic on it.
-    let _ = std::io::Write::write_all(
-        &mut std::io::stdout(),
-        headless::summary_text(last).as_bytes(),
-    );
+    let _ = std::io::stdout().write_all(headless::summary_text(last).as_bytes());
 }

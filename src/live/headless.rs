@@ -38,12 +38,18 @@ pub fn run(
         let mut ticker = tokio::time::interval(options.interval.max(Duration::from_millis(10)));
         ticker.set_missed_tick_behavior(MissedTickBehavior::Skip);
         ticker.tick().await;
-        let ctrl_c = tokio::signal::ctrl_c();
-        tokio::pin!(ctrl_c);
-        // SIGTERM and SIGHUP end the run as Ctrl-C does: a last line, then a clean exit (a
+        // Ctrl-C, SIGTERM and SIGHUP end the run alike: a last line, then a clean exit (a
         // demo's generated trace is removed on the way out).
         let mut terminate = unix_signal(tokio::signal::unix::SignalKind::terminate())?;
         let mut hangup = unix_signal(tokio::signal::unix::SignalKind::hangup())?;
+        let stop_signal = async {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = terminate.recv() => {}
+                _ = hangup.recv() => {}
+            }
+        };
+        tokio::pin!(stop_signal);
         let mut ingest_alive = true;
         loop {
             tokio::select! {
@@ -60,17 +66,7 @@ pub fn run(
                         return Ok(snap);
                     }
                 }
-                _ = &mut ctrl_c => {
-                    let snap = live.latest();
-                    write_line(out, &snap)?;
-                    return Ok(snap);
-                }
-                _ = terminate.recv() => {
-                    let snap = live.latest();
-                    write_line(out, &snap)?;
-                    return Ok(snap);
-                }
-                _ = hangup.recv() => {
+                () = &mut stop_signal => {
                     let snap = live.latest();
                     write_line(out, &snap)?;
                     return Ok(snap);
@@ -283,11 +279,7 @@ pub fn summary_text(snap: &LiveSnapshot) -> String {
     let columns: Vec<String> = snap
         .slots
         .iter()
-        .map(|slot| match slot.capacity {
-            Capacity::Gigabytes(gb) => format!("{gb} GB"),
-            Capacity::Blocks(blocks) => format!("{blocks} blocks"),
-            Capacity::Infinite => "∞".to_owned(),
-        })
+        .map(|slot| slot.capacity.to_string())
         .chain(std::iter::once("∞".to_owned()))
         .collect();
     let percent =

@@ -69,9 +69,9 @@ pub fn render_replay_summary(
     facts_path: &Path,
 ) -> String {
     let mut out = String::new();
-    // 75 columns with ids up to 20 characters (fits an 80-column terminal); a longer id
-    // widens the first column for every row, so the table stays aligned.
-    // Terminal columns, not characters: CJK ids take two columns per character.
+    // 75 columns with ids up to 20 terminal columns (fits an 80-column terminal); a longer
+    // id widens the first column for every row, so the table stays aligned. Columns, not
+    // characters: a CJK character takes two.
     let id_width = lanes
         .iter()
         .map(|lane| lane.instance_id.width())

@@ -112,6 +112,17 @@ pub fn project(fact: &RequestFact, capacity: Capacity, block_bytes: u64) -> u64 
     }
 }
 
+/// As in summaries and messages: `40 GB`, `1000 blocks`, `∞`.
+impl std::fmt::Display for Capacity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Gigabytes(gb) => write!(f, "{gb} GB"),
+            Self::Blocks(blocks) => write!(f, "{blocks} blocks"),
+            Self::Infinite => f.write_str("∞"),
+        }
+    }
+}
+
 /// Parses a capacity as a user types it (the `--capacity-gb` flags and the monitor's `a`
 /// dialog): a number is binary GB (`40`, `0.5`, `40g`, `40gb`, `40 GiB`), a `b` suffix means
 /// blocks (`1000b`), `inf` is unlimited.

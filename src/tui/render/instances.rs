@@ -246,13 +246,16 @@ fn fit_columns(mut columns: Vec<Column>, width: u16) -> Vec<Column> {
             .sum::<u32>()
     };
     let fits = |columns: &[Column]| needed(columns) <= u32::from(width);
-    // A long id gives way first, down to a width that still reads well, before any column
-    // is dropped.
-    if !fits(&columns) {
-        let others = needed(&columns[1..]);
-        let left = u16::try_from(u32::from(width).saturating_sub(others + 1)).unwrap_or(0);
-        columns[0].width = left.max(COMFORTABLE_INSTANCE_WIDTH).min(columns[0].width);
-    }
+    // Narrows the instance column to what the others leave, but not below `floor`.
+    let shrink_instance = |columns: &mut [Column], floor: u16| {
+        if !fits(columns) {
+            let left = u32::from(width).saturating_sub(needed(&columns[1..]) + 1);
+            columns[0].width = u16::try_from(left)
+                .unwrap_or(0)
+                .max(floor)
+                .min(columns[0].width);
+        }
+    };
     let drop_highest = |columns: &mut Vec<Column>, above: u16| -> bool {
         let candidate = columns
             .iter()
@@ -262,19 +265,11 @@ fn fit_columns(mut columns: Vec<Column>, width: u16) -> Vec<Column> {
             .map(|(index, _)| index);
         candidate.map(|index| columns.remove(index)).is_some()
     };
+    // A long id gives way first, down to a width that still reads well.
+    shrink_instance(&mut columns, COMFORTABLE_INSTANCE_WIDTH);
     while !fits(&columns) && drop_highest(&mut columns, ESSENTIAL_RANK) {}
-    if !fits(&columns) {
-        let others = needed(&columns[1..]);
-        let left = u32::from(width).saturating_sub(others + 1);
-        columns[0].width = u16::try_from(left)
-            .unwrap_or(0)
-            .max(MIN_INSTANCE_WIDTH)
-            .min(columns[0].width);
-    }
+    shrink_instance(&mut columns, MIN_INSTANCE_WIDTH);
     while !fits(&columns) && drop_highest(&mut columns, 0) {}
-    if !fits(&columns) {
-        let others = needed(&columns[1..]);
-        columns[0].width = u16::try_from(u32::from(width).saturating_sub(others + 1)).unwrap_or(0);
-    }
+    shrink_instance(&mut columns, 0);
     columns
 }
