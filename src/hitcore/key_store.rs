@@ -24,6 +24,9 @@ pub(crate) trait BlockLookups {
     /// Adds `key` not placed yet (or finds it if this request added it already), continuing
     /// from the `slot` its failed lookup returned; returns its id.
     fn find_or_insert_unplaced(&mut self, slot: usize, key: i64) -> usize;
+    /// Finds `key` (placed or not) or adds it not placed yet; returns its id. For keys phase 1
+    /// did not look up.
+    fn find_or_insert(&mut self, key: i64) -> usize;
     /// The position of id `id`, `None` while not placed yet.
     fn placed_position(&self, id: usize) -> Option<usize>;
     /// Stores a new position for id `id`.
@@ -46,6 +49,10 @@ impl BlockLookups for KeyTable {
     #[inline]
     fn find_or_insert_unplaced(&mut self, slot: usize, key: i64) -> usize {
         KeyTable::find_or_insert_unplaced(self, slot, key)
+    }
+    #[inline]
+    fn find_or_insert(&mut self, key: i64) -> usize {
+        KeyTable::find_or_insert(self, key)
     }
     #[inline]
     fn placed_position(&self, id: usize) -> Option<usize> {
@@ -71,6 +78,10 @@ impl BlockLookups for DenseIdTable {
     #[inline]
     fn find_or_insert_unplaced(&mut self, slot: usize, _key: i64) -> usize {
         slot // the key's id is the key, and its slot is reserved already
+    }
+    #[inline]
+    fn find_or_insert(&mut self, key: i64) -> usize {
+        self.lookup(key).slot
     }
     #[inline]
     fn placed_position(&self, id: usize) -> Option<usize> {

@@ -408,6 +408,13 @@ impl KeyTable {
         }
     }
 
+    /// [`Self::find_or_insert_unplaced`] from the key's home slot: for a key that was not
+    /// looked up before ([`Self::reserve`] made the index non-empty).
+    #[inline]
+    pub(crate) fn find_or_insert(&mut self, key: i64) -> usize {
+        self.find_or_insert_unplaced(self.home_slot(key), key)
+    }
+
     #[inline]
     fn encode_id(&self, id: usize) -> u32 {
         let id_plus_one = u32::try_from(id + 1).expect("entry ids stay below the index capacity");

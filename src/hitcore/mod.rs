@@ -270,9 +270,10 @@ impl LiteHit {
     }
 }
 
-/// Phase 1: the hit curve on the read-only pre-request snapshot. Also records every key's
-/// id (for a key new to a [`key_table::KeyTable`]: the index slot where its search ended)
-/// and old position for phase 2, so each key is looked up once.
+/// Phase 1: the hit curve on the read-only pre-request snapshot. Looks keys up only as far
+/// as the curve can reach, which ends at the first new key; records each looked-up key's id
+/// (for a key new to a [`key_table::KeyTable`]: the index slot where its search ended) and
+/// old position for phase 2, so no key is looked up twice. Phase 2 searches the rest.
 #[inline]
 fn build_hit_curve(
     keys: &impl BlockLookups,
@@ -291,25 +292,27 @@ fn build_hit_curve(
     // New keys are appended head first (see `commit`), so the next block of a chain is
     // usually the entry just after the previous block's.
     let mut neighbour_guess = usize::MAX;
-    let mut new_key_seen = false;
     for (index, &key) in block_keys.iter().enumerate() {
         let lookup = keys.lookup_near(key, neighbour_guess);
         neighbour_guess = usize::MAX;
         if let Some(position) = lookup.position {
             ranks.prefetch(position);
             neighbour_guess = lookup.slot + 1;
-        } else if !new_key_seen {
-            // In a prefix chain every block after a new one is new too: start all their
-            // searches at once instead of one after the other.
-            new_key_seen = true;
-            for &later in &block_keys[index + 1..] {
-                keys.prefetch_search(later);
-            }
         }
         scratch.slots.push(lookup.slot);
         scratch
             .old_positions_plus_one
             .push(lookup.position.map_or(0, |p| p + 1));
+        if lookup.position.is_none() {
+            // A new key: no capacity hits it or any block after it, so the curve needs no
+            // more lookups. In a prefix chain every later block is new too: start all their
+            // searches at once, and let phase 2 finish them once the curve is built, so the
+            // misses overlap that work instead of stalling here.
+            for &later in &block_keys[index + 1..] {
+                keys.prefetch_search(later);
+            }
+            break;
+        }
     }
 
     let curve = &mut fact.hit_curve;
@@ -359,8 +362,12 @@ fn commit(
     scratch: &mut RequestScratch,
     block_keys: &[i64],
 ) {
+    let looked_up = scratch.slots.len();
     for (index, &key) in block_keys.iter().enumerate() {
-        if scratch.old_positions_plus_one[index] == 0 {
+        if index >= looked_up {
+            // Past the first new key phase 1 stopped looking: search from the start.
+            scratch.slots.push(keys.find_or_insert(key));
+        } else if scratch.old_positions_plus_one[index] == 0 {
             scratch.slots[index] = keys.find_or_insert_unplaced(scratch.slots[index], key);
         }
     }

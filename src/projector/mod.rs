@@ -126,6 +126,9 @@ impl std::fmt::Display for Capacity {
 /// Parses a capacity as a user types it (the `--capacity-gb` flags and the monitor's `a`
 /// dialog): a number is binary GB (`40`, `0.5`, `40g`, `40gb`, `40 GiB`), a `b` suffix means
 /// blocks (`1000b`), `inf` is unlimited.
+/// The first binary GB whose byte count no longer fits a `u64` (2^34 GB = 16 EiB).
+const MAX_TYPED_GB: f64 = (1_u64 << 34) as f64;
+
 pub fn parse_capacity(input: &str) -> Result<Capacity, String> {
     let text = input.trim().to_ascii_lowercase();
     if text.is_empty() {
@@ -153,7 +156,10 @@ pub fn parse_capacity(input: &str) -> Result<Capacity, String> {
     }
     let number = gigabytes.unwrap_or(&text).trim();
     match number.parse::<f64>() {
-        Ok(gb) if gb.is_finite() && gb >= 0.0 => Ok(Capacity::Gigabytes(gb)),
+        Ok(gb) if (0.0..MAX_TYPED_GB).contains(&gb) => Ok(Capacity::Gigabytes(gb)),
+        Ok(gb) if gb >= MAX_TYPED_GB => Err(format!(
+            "{input:?}: too large for 64-bit byte counts (below {MAX_TYPED_GB} GB); inf means no limit"
+        )),
         _ => Err(format!(
             "{input:?}: expected GB (40, 0.5), blocks (1000b) or inf"
         )),
@@ -182,6 +188,9 @@ mod tests {
             ("abc", Err(())),
             ("nan", Err(())),
             ("40TB", Err(())),
+            ("17179869183.9", Ok(Capacity::Gigabytes(17_179_869_183.9))),
+            ("17179869184", Err(())),
+            ("99999999999999999999", Err(())),
         ];
         for (input, expected) in cases {
             assert_eq!(

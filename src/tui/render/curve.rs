@@ -110,8 +110,8 @@ pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
     }
     let x_labels = vec![
         Line::from("0"),
-        Line::from(format!("{} GB", format::trim_float(x_max / 2.0))),
-        Line::from(format!("{} GB", format::trim_float(x_max))),
+        Line::from(format::axis_gb(x_max / 2.0)),
+        Line::from(format::axis_gb(x_max)),
     ];
     let chart = Chart::new(datasets)
         .block(block)

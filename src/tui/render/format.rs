@@ -63,6 +63,16 @@ pub fn blocks_to_gb(blocks: u64, block_bytes: u64) -> f64 {
     blocks as f64 * block_bytes as f64 / BYTES_PER_GIB as f64
 }
 
+/// A chart axis label in binary GB: `40 GB`, `0.5 GB`, and past 100 000 GB in scientific
+/// notation (`1.00e20 GB`), so a huge capacity slot cannot push the labels off the chart.
+pub fn axis_gb(value: f64) -> String {
+    if value < 1e5 {
+        format!("{} GB", trim_float(value))
+    } else {
+        format!("{value:.2e} GB")
+    }
+}
+
 /// A float without trailing zeros (`40`, `0.5`, `1.25`).
 pub fn trim_float(value: f64) -> String {
     let text = format!("{value:.3}");
@@ -133,6 +143,9 @@ mod tests {
         assert_eq!(bytes(3 << 30), "3.00 GiB");
         assert_eq!(capacity(Capacity::Gigabytes(0.5)), "0.5 GB");
         assert_eq!(capacity(Capacity::Gigabytes(40.0)), "40 GB");
+        assert_eq!(axis_gb(40.0), "40 GB");
+        assert_eq!(axis_gb(0.125), "0.125 GB");
+        assert_eq!(axis_gb(1e20), "1.00e20 GB");
         assert_eq!(capacity(Capacity::Blocks(1000)), "1000 b");
         assert_eq!(per_second(1_200_000.0, "blocks"), "1.20M blocks/s");
         assert_eq!(duration(Duration::from_secs(185)), "3m05s");
