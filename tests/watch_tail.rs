@@ -321,6 +321,51 @@ mod ingest {
     }
 
     #[test]
+    fn slots_added_in_any_order_are_listed_by_size_with_their_own_figures() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("trace.jsonl");
+        // [1, 2, 3] three times: its second replay finds its blocks 1–3 deep, its third 4–6
+        // deep ([4, 5, 6] came between).
+        for (timestamp, keys) in [
+            (1, [1, 2, 3]),
+            (2, [1, 2, 3]),
+            (3, [4, 5, 6]),
+            (4, [1, 2, 3]),
+        ] {
+            append(&path, &line("a", timestamp, &keys));
+        }
+        let live = start(&path, dir.path()); // slots [2 blocks, ∞]
+        wait(&live, "four requests", |s| requests(s) == 4);
+        live.send(Command::AddSlot(Capacity::Blocks(7)));
+        live.send(Command::AddSlot(Capacity::Gigabytes(0.5)));
+        live.send(Command::AddSlot(Capacity::Blocks(1)));
+        let snap = wait(&live, "five slots", |s| s.slots.len() == 5);
+        let capacities: Vec<Capacity> = snap.slots.iter().map(|slot| slot.capacity).collect();
+        assert_eq!(
+            capacities,
+            [
+                Capacity::Gigabytes(0.5),
+                Capacity::Blocks(1),
+                Capacity::Blocks(2),
+                Capacity::Blocks(7),
+                Capacity::Infinite,
+            ]
+        );
+        // Each figure belongs to its own slot, whatever the order the slots came in: at 1
+        // block the second request hits its head only, the fourth ([4, 5, 6] in between)
+        // nothing; at 2 blocks 2 + 0; from 6 blocks on 3 + 3.
+        let lane = &snap.lanes[0];
+        assert_eq!(lane.slot_hit_blocks, [6, 1, 2, 6, 6]);
+        assert_eq!(lane.infinite_hit_blocks, 6);
+        for window in &snap.timeline.windows {
+            for lane_window in &window.lanes {
+                assert_eq!(lane_window.slot_hit_tokens.len(), 5, "{window:?}");
+            }
+        }
+        live.send(Command::Shutdown);
+    }
+
+    #[test]
     fn truncation_and_rotation_keep_the_accumulated_state() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("trace.jsonl");

@@ -282,15 +282,18 @@ impl TimelineBuilder {
         })
     }
 
-    fn add_slot(&mut self) {
+    /// A slot was inserted at `index`: earlier windows have no figure for it.
+    fn add_slot(&mut self, index: usize) {
         if let Some((_, marks)) = &mut self.open {
             for mark in marks {
-                mark.slot_hit_blocks.push(None);
+                mark.slot_hit_blocks
+                    .insert(index.min(mark.slot_hit_blocks.len()), None);
             }
         }
         for window in &mut self.closed {
             for lane in &mut window.lanes {
-                lane.slot_hit_tokens.push(None);
+                lane.slot_hit_tokens
+                    .insert(index.min(lane.slot_hit_tokens.len()), None);
             }
         }
     }
@@ -579,12 +582,13 @@ impl Ingest {
         snapshots: watch::Sender<Arc<LiveSnapshot>>,
     ) -> Self {
         let now = Instant::now();
-        let slots: Vec<Slot> = config
+        let mut slots: Vec<Slot> = config
             .slots
             .iter()
             .zip(1..)
             .map(|(&capacity, id)| Slot { id, capacity })
             .collect();
+        slots.sort_by(|a, b| a.capacity.display_order(&b.capacity));
         let next_slot_id = slots.len() as u64 + 1;
         let parse_options = ParseOptions {
             trace_block_size_tokens: config.engine.trace_block_size_tokens,
@@ -729,8 +733,13 @@ impl Ingest {
                     Command::AddSlot(capacity) => {
                         let id = self.next_slot_id;
                         self.next_slot_id += 1;
-                        self.pipeline.slots.push(Slot { id, capacity });
-                        self.pipeline.timeline.add_slot();
+                        // Slots stay listed by size, whatever order they were added in.
+                        let index = self
+                            .pipeline
+                            .slots
+                            .partition_point(|slot| slot.capacity.display_order(&capacity).is_le());
+                        self.pipeline.slots.insert(index, Slot { id, capacity });
+                        self.pipeline.timeline.add_slot(index);
                     }
                     Command::RemoveSlot(id) => {
                         if let Some(index) =

@@ -113,6 +113,27 @@ pub fn project(fact: &RequestFact, capacity: Capacity, block_bytes: u64) -> u64 
 }
 
 /// As in summaries and messages: `40 GB`, `1000 blocks`, `∞`.
+impl Capacity {
+    /// The order capacity slots are listed in: binary GB ascending, then block counts
+    /// ascending, then ∞ (GB and blocks compare only once a lane's `block_bytes` is known, and
+    /// lanes may differ).
+    #[must_use]
+    pub fn display_order(&self, other: &Self) -> std::cmp::Ordering {
+        let rank = |capacity: &Self| match capacity {
+            Self::Gigabytes(_) => 0,
+            Self::Blocks(_) => 1,
+            Self::Infinite => 2,
+        };
+        rank(self)
+            .cmp(&rank(other))
+            .then_with(|| match (self, other) {
+                (Self::Gigabytes(a), Self::Gigabytes(b)) => a.total_cmp(b),
+                (Self::Blocks(a), Self::Blocks(b)) => a.cmp(b),
+                _ => std::cmp::Ordering::Equal,
+            })
+    }
+}
+
 impl std::fmt::Display for Capacity {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -169,6 +190,30 @@ pub fn parse_capacity(input: &str) -> Result<Capacity, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn slots_are_listed_by_size_gb_before_blocks() {
+        let mut slots = [
+            Capacity::Blocks(1000),
+            Capacity::Gigabytes(80.0),
+            Capacity::Infinite,
+            Capacity::Blocks(7),
+            Capacity::Gigabytes(0.5),
+            Capacity::Gigabytes(10.0),
+        ];
+        slots.sort_by(Capacity::display_order);
+        assert_eq!(
+            slots,
+            [
+                Capacity::Gigabytes(0.5),
+                Capacity::Gigabytes(10.0),
+                Capacity::Gigabytes(80.0),
+                Capacity::Blocks(7),
+                Capacity::Blocks(1000),
+                Capacity::Infinite,
+            ]
+        );
+    }
 
     #[test]
     fn capacity_inputs() {
