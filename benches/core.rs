@@ -3,7 +3,8 @@
 //! `cargo bench --bench core -- [conversation] [large] [adjacency] [--requests N] [--keys dense|random]`
 //!
 //! * `conversation`: `../shared/traces/conversation_trace.jsonl` (Mooncake, 512-token blocks,
-//!   full blocks only), replayed repeatedly with a fresh core each time.
+//!   full blocks only), replayed repeatedly on one core reset between runs (allocations
+//!   kept), and on a fresh core each run.
 //! * `large`: a generated trace of the large shape (≥ 100 M accesses, ≥ 30 M unique blocks),
 //!   with dense ids (Mooncake-like) and with every key replaced by a random-looking 64-bit
 //!   hash (real producers' keys), best of 3 fresh-core runs each; `--keys` picks one style.

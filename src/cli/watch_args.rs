@@ -28,9 +28,9 @@ pub struct WatchArgs {
     ])]
     pub config: Option<PathBuf>,
 
-    /// Capacity slots, comma-separated: binary GB (GB × 2^30 bytes: 40, 0.5, 40GB), blocks
-    /// (1000b) or inf; more can be added live with `a`. Default: the config's capacity_gb,
-    /// else 10,40,80
+    /// Capacity slots, comma-separated: binary GB (GB × 2^30 bytes: 40, 0.5, 40GB) or blocks
+    /// (1000b); ∞ is always shown; more can be added live with `a`. Default: the config's
+    /// capacity_gb, else 10,40,80
     #[arg(
         long,
         value_name = "GB,...",
@@ -89,7 +89,8 @@ pub struct DemoArgs {
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
 
-    /// Capacity slots, comma-separated: binary GB (40, 0.5, 40GB), blocks (1000b) or inf
+    /// Capacity slots, comma-separated: binary GB (40, 0.5, 40GB) or blocks (1000b); ∞ is
+    /// always shown
     #[arg(
         long,
         value_name = "GB,...",

@@ -4,7 +4,8 @@
 //! else the format's [`default_block_size_tokens`]; the analysis block size is
 //! `--block-size`, else the trace block size (so giving one of the two never makes them
 //! disagree). `block_bytes` is `--block-bytes`, else `--kv-bytes-per-token ×` block size,
-//! else [`DEFAULT_KV_BYTES_PER_TOKEN`] `×` block size; both flags together must agree.
+//! else [`DEFAULT_KV_BYTES_PER_TOKEN`] `×` block size (the two flags conflict on the
+//! command line).
 //!
 //! The flags mean the same as a config file with one group and one instance: `--ttl-seconds`
 //! is the group's `ttl_seconds`, `--prefix-hash` its `enable_prefix_hash`, `--block-bytes`

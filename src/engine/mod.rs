@@ -85,7 +85,10 @@ pub enum EngineError {
         trace_id: String,
         source: RouteError,
     },
-    #[error("line {line_number}: trace_id[{trace_id}]: invalid request: {source}")]
+    #[error(
+        "line {line_number}: trace_id[{trace_id}]: invalid request: {source}{}",
+        fits_hint(source)
+    )]
     InvalidRequest {
         line_number: u64,
         trace_id: String,
@@ -93,6 +96,14 @@ pub enum EngineError {
     },
     #[error("lane {instance_id}: {reason}")]
     InvalidLane { instance_id: String, reason: String },
+}
+
+/// ` (they fit N-token blocks)` when a key-count mismatch has an obvious fix.
+fn fits_hint(source: &NormalizeError) -> String {
+    source
+        .fitting_block_size()
+        .map(|tokens| format!(" (they fit {tokens}-token blocks)"))
+        .unwrap_or_default()
 }
 
 impl EngineError {

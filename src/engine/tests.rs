@@ -237,6 +237,26 @@ fn length_violation_names_line_and_trace() {
         "{message}"
     );
     assert!(message.contains("expected 3 keys"), "{message}");
+    assert!(
+        !message.contains("they fit"),
+        "13 tokens fit no block size: {message}"
+    );
+}
+
+#[test]
+fn length_violation_names_the_block_size_the_keys_fit() {
+    // A trace of 16-token blocks read with a lane of 64-token blocks: 40 tokens make 2 keys.
+    let mut engine = Engine::new(
+        configured(vec![spec("a", 64)], Routing::ByInstance, 64),
+        Policy::FailFast,
+    )
+    .unwrap();
+    let error = run(&mut engine, &[event(Some("a"), 1, &[1, 2], 40)]).unwrap_err();
+    let message = error.to_string();
+    assert!(
+        message.ends_with("found 2 (they fit 16-token blocks)"),
+        "{message}"
+    );
 }
 
 #[test]

@@ -305,7 +305,7 @@ fn keep_full_blocks(
         } else {
             format!("{with_tail} keys (or {full} without the partial tail)")
         };
-        let fits = fitting_block_size(input_len, found, block_size_tokens)
+        let fits = crate::preprocess::fitting_block_size(input_len, found, block_size_tokens, true)
             .map(|tokens| format!(" (they fit {tokens}-token blocks)"))
             .unwrap_or_default();
         return Err(Fault::field(
@@ -318,27 +318,6 @@ fn keep_full_blocks(
     // `full <= found <= usize::MAX`, so the conversion is lossless.
     keys.truncate(usize::try_from(full).unwrap_or(usize::MAX));
     Ok(())
-}
-
-/// The block size, `block_size_tokens` halved or doubled up to ten times, at which
-/// `input_len` tokens make `found` keys (full blocks, or with the partial tail): the likely
-/// size of the trace's blocks when the one assumed is wrong (say, a Mooncake trace read at
-/// 256 instead of its 512).
-fn fitting_block_size(input_len: u64, found: u64, block_size_tokens: u64) -> Option<u64> {
-    let fits = |tokens: u64| {
-        tokens > 0 && (input_len / tokens == found || input_len.div_ceil(tokens) == found)
-    };
-    (1..=10).find_map(|shift| {
-        [
-            block_size_tokens
-                .checked_shl(shift)
-                .filter(|&t| t >> shift == block_size_tokens),
-            Some(block_size_tokens >> shift),
-        ]
-        .into_iter()
-        .flatten()
-        .find(|&tokens| fits(tokens))
-    })
 }
 
 /// Seconds (an exact JSON integer or a float) to nanoseconds as Python's

@@ -15,8 +15,9 @@
 
 use super::key_table::Lookup;
 
-/// The id range may be this many times the keys stored (holes cost 4 bytes each), so the
-/// table never costs more than 16 bytes per key.
+/// The id range may be this many times the keys (stored, plus the request's) and
+/// [`SLACK_IDS`] more (holes cost 4 bytes each), so while the table grows it costs about
+/// 16 bytes per key at most. (It never shrinks: TTL compaction and `clear` keep the array.)
 pub(crate) const MAX_IDS_PER_KEY: usize = 4;
 /// Plus this many ids regardless of the keys stored (4 MiB), so a young table can grow.
 pub(crate) const SLACK_IDS: usize = 1 << 20;

@@ -542,7 +542,7 @@ impl KeyTable {
     }
 
     /// Inserts every entry into the (empty) index, in id order, each landing slot prefetched
-    /// a few entries ahead; notes whether every key landed in its home slot.
+    /// a few entries ahead.
     fn insert_all_in_id_order(&mut self) {
         for id in 0..self.entries.len() {
             if let Some(&ahead) = self.entries.get(id + REBUILD_LOOKAHEAD_ENTRIES) {

@@ -29,8 +29,8 @@ use ttl::TtlWatermark;
 ///
 /// Upstream uses 2 × live + 4096. A compaction rewrites every key-table entry, so on large
 /// traces it dominated the replay; at 8 it runs about 7× less often, while the position
-/// bitset (1 bit per position) still costs at most one byte per live key. Results never
-/// depend on it.
+/// bitset (1 bit per position) still costs about a byte per live key (1.3 with its growth
+/// margin and Fenwick tree). Results never depend on it.
 pub const COMPACTION_POSITIONS_PER_LIVE_KEY: usize = 8;
 
 /// The fixed slack of the compaction rule (upstream's `kCompactionSlackPositions`).
@@ -56,9 +56,11 @@ pub struct LiteHit {
 #[derive(Debug, Clone, Default)]
 struct RequestScratch {
     /// Per block: its entry id; for a key new to the table, until phase 2 adds it, the index
-    /// slot where its search ended.
+    /// slot where its search ended. Phase 1 fills it up to the first new key, phase 2 the
+    /// rest.
     slots: Vec<usize>,
-    /// Position + 1 before the request, 0 if the key was absent.
+    /// Position + 1 before the request, 0 if the key was absent: for the blocks phase 1
+    /// looked up.
     old_positions_plus_one: Vec<usize>,
 }
 
@@ -138,7 +140,8 @@ impl LiteHit {
     /// Hints that `next_block_keys` is the request after the one about to be replayed: starts
     /// loading the index slot of its first block now, and its entry during the current
     /// request, so the next request does not begin with two dependent cache misses (and, for
-    /// dense ids, the entries where its runs start). Only a hint; results never change.
+    /// dense ids or ids in a hashed table's fold-modulo mode, the slots where its runs of
+    /// consecutive ids start). Only a hint; results never change.
     #[inline]
     pub fn prefetch(&mut self, next_block_keys: &[i64]) {
         self.keys.prefetch_next_request(next_block_keys);

@@ -432,7 +432,8 @@ impl MrcCurves {
     /// size) — `max_points` evenly spaced sizes, each value exact.
     fn total_curve(&self, saturation_bytes: u64, max_points: usize) -> Curve<TotalPoint> {
         if let Some(block_bytes) = self.shared_block_bytes().filter(|&b| b > 0) {
-            let saturation_blocks = saturation_bytes / block_bytes;
+            let saturation_blocks =
+                crate::projector::capacity_blocks_for_bytes(saturation_bytes, block_bytes);
             let mut corners: Vec<u64> = self
                 .instances
                 .iter()

@@ -35,6 +35,56 @@ pub enum NormalizeError {
     },
 }
 
+impl NormalizeError {
+    /// For a key count that does not match the length: the block size the keys do fit
+    /// (see [`fitting_block_size`]), the likely fix.
+    #[must_use]
+    pub fn fitting_block_size(&self) -> Option<u64> {
+        match *self {
+            Self::LengthMismatch {
+                found_keys,
+                input_token_len,
+                trace_block_size_tokens,
+                ..
+            } => fitting_block_size(
+                input_token_len,
+                u64::try_from(found_keys).ok()?,
+                trace_block_size_tokens,
+                false, // the contract counts full blocks only
+            ),
+            _ => None,
+        }
+    }
+}
+
+/// The block size, `block_size_tokens` halved or doubled up to ten times, at which
+/// `input_len` tokens make `found` keys — full blocks only, or also counting a partial tail
+/// block when the format keeps one (`allow_partial_tail`): the likely size of the trace's
+/// blocks when the one assumed is wrong (say, a Mooncake trace read at 256 instead of 512).
+pub(crate) fn fitting_block_size(
+    input_len: u64,
+    found: u64,
+    block_size_tokens: u64,
+    allow_partial_tail: bool,
+) -> Option<u64> {
+    let fits = |tokens: u64| {
+        tokens > 0
+            && (input_len / tokens == found
+                || (allow_partial_tail && input_len.div_ceil(tokens) == found))
+    };
+    (1..=10).find_map(|shift| {
+        [
+            block_size_tokens
+                .checked_shl(shift)
+                .filter(|&t| t >> shift == block_size_tokens),
+            Some(block_size_tokens >> shift),
+        ]
+        .into_iter()
+        .flatten()
+        .find(|&tokens| fits(tokens))
+    })
+}
+
 /// How a lane preprocesses requests: its analysis granularity and key shape.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NormalizeParams {

@@ -101,19 +101,7 @@ impl Capacity {
             Self::Infinite => None,
         }
     }
-}
 
-/// Prefix-hit blocks of `fact` at `capacity` for a lane with `block_bytes` per block.
-#[must_use]
-pub fn project(fact: &RequestFact, capacity: Capacity, block_bytes: u64) -> u64 {
-    match capacity.blocks(block_bytes) {
-        Some(capacity_blocks) => project_blocks(fact, capacity_blocks),
-        None => project_infinite(fact),
-    }
-}
-
-/// As in summaries and messages: `40 GB`, `1000 blocks`, `∞`.
-impl Capacity {
     /// The order capacity slots are listed in: binary GB ascending, then block counts
     /// ascending, then ∞ (GB and blocks compare only once a lane's `block_bytes` is known, and
     /// lanes may differ).
@@ -134,6 +122,16 @@ impl Capacity {
     }
 }
 
+/// Prefix-hit blocks of `fact` at `capacity` for a lane with `block_bytes` per block.
+#[must_use]
+pub fn project(fact: &RequestFact, capacity: Capacity, block_bytes: u64) -> u64 {
+    match capacity.blocks(block_bytes) {
+        Some(capacity_blocks) => project_blocks(fact, capacity_blocks),
+        None => project_infinite(fact),
+    }
+}
+
+/// As in summaries and messages: `40 GB`, `1000 blocks`, `∞`.
 impl std::fmt::Display for Capacity {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -144,12 +142,12 @@ impl std::fmt::Display for Capacity {
     }
 }
 
-/// Parses a capacity as a user types it (the `--capacity-gb` flags and the monitor's `a`
-/// dialog): a number is binary GB (`40`, `0.5`, `40g`, `40gb`, `40 GiB`), a `b` suffix means
-/// blocks (`1000b`), `inf` is unlimited.
 /// The first binary GB whose byte count no longer fits a `u64` (2^34 GB = 16 EiB).
 const MAX_TYPED_GB: f64 = (1_u64 << 34) as f64;
 
+/// Parses a capacity as a user types it (the `--capacity-gb` flags and the monitor's `a`
+/// dialog): a number is binary GB (`40`, `0.5`, `40g`, `40gb`, `40 GiB`) below 2^34, a `b`
+/// suffix means blocks (`1000b`), `inf` is unlimited (callers that always show ∞ refuse it).
 pub fn parse_capacity(input: &str) -> Result<Capacity, String> {
     let text = input.trim().to_ascii_lowercase();
     if text.is_empty() {
