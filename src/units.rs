@@ -26,6 +26,12 @@ pub fn scale_bytes(bytes: f64) -> (f64, &'static str) {
     (value, BYTE_UNITS[unit])
 }
 
+/// `bad line` or `bad lines`, as the count asks.
+#[must_use]
+pub fn bad_lines_noun(count: u64) -> &'static str {
+    if count == 1 { "bad line" } else { "bad lines" }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1700,6 +1700,24 @@ fn watch_refuses_what_it_cannot_follow_with_a_clear_message() {
         );
         assert_mentions(failed(&run), &["does not decompress", "litehit replay"]);
     }
+    // A directory, and a FIFO (what `<(cmd)` gives): neither can be followed, and peeking at
+    // a pipe would eat its first bytes.
+    let run = run_in(
+        None,
+        ["watch", path_str(dir.path()), "--headless", "--exit-at-eof"],
+    );
+    assert_mentions(failed(&run), &["is a directory"]);
+    let fifo = dir.path().join("fifo.jsonl");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let run = run_in(
+        None,
+        ["watch", path_str(&fifo), "--headless", "--exit-at-eof"],
+    );
+    assert_mentions(failed(&run), &["regular file", "litehit replay"]);
     // A missing file with --exit-at-eof is a typo, not a file to wait for.
     let missing = dir.path().join("missing.jsonl");
     let run = run_in(
@@ -1787,4 +1805,90 @@ fn sigterm_ends_a_headless_demo_cleanly() {
     let last = rest.lines().last().expect("a last report line");
     assert!(last.ends_with('}'), "{last}");
     assert_eq!(traces(), 0, "the generated trace is removed");
+}
+
+/// A trace piped in (`-`, or a shell's `<(zcat t.gz)`) is read once: the first line that
+/// names the format is replayed too. Before, the format was detected on a first read of the
+/// pipe and the replay read it again, so the first 64 KiB were lost; a trace whose first
+/// chunk ended on a line boundary even replayed "successfully" with rows missing.
+#[test]
+fn a_piped_trace_replays_exactly_like_the_file() {
+    let dir = tempdir();
+    let text = standard_trace(&generate(multi_instance_workload(17), 600));
+    assert!(text.len() > 3 << 16, "more than the first read's 64 KiB");
+    let trace = write_file(dir.path(), "trace.jsonl", &text);
+    let from_file = dir.path().join("from_file");
+    let flags = block_flags();
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    ok(replay_flags(&trace, &from_file, &flags));
+
+    let from_pipe = dir.path().join("from_pipe");
+    let mut child = litehit()
+        .args(["replay", "-", "--out", path_str(&from_pipe), "--quiet"])
+        .args(&flags)
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let feeder = std::thread::spawn(move || {
+        // Small writes, so the replay sees a stream and not one buffer.
+        for piece in text.as_bytes().chunks(4096) {
+            stdin.write_all(piece).unwrap();
+        }
+    });
+    let output = child.wait_with_output().unwrap();
+    feeder.join().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(
+        fs::read(from_pipe.join(FACTS)).unwrap(),
+        fs::read(from_file.join(FACTS)).unwrap()
+    );
+}
+
+/// `watch` names skipped lines on stderr when it ends, and a trace none of whose lines could
+/// be used (here: keys of 16-token blocks read at the standard format's 256) is an error, not
+/// an exit 0 that showed nothing.
+#[test]
+fn watch_at_eof_reports_bad_lines_and_fails_when_nothing_was_usable() {
+    let dir = tempdir();
+    let rows: String = (1..=3)
+        .map(|i| get_row("a", &format!("r{i}"), i, &[1, 2, 3], 48))
+        .collect();
+    let unusable = write_file(dir.path(), "unusable.jsonl", &rows);
+    let run = run_in(
+        None,
+        ["watch", path_str(&unusable), "--headless", "--exit-at-eof"],
+    );
+    assert_mentions(
+        failed(&run),
+        &[
+            "no line could be used",
+            "3 bad lines skipped",
+            "line 3",
+            "they fit 16-token blocks",
+        ],
+    );
+
+    let mixed = write_file(
+        dir.path(),
+        "mixed.jsonl",
+        &format!("{rows}{{\"type\":\"get\"\n"),
+    );
+    let run = ok(run_in(
+        None,
+        [
+            "watch",
+            path_str(&mixed),
+            "--headless",
+            "--exit-at-eof",
+            "--block-size",
+            "16",
+        ],
+    ));
+    assert_mentions(&run.stderr, &["1 bad line skipped", "line 4"]);
 }

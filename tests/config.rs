@@ -101,6 +101,7 @@ fn upstream_example_resolves_to_one_lane_of_16384_bytes() {
             },
             pipeline_worker_count: None,
             capacity_gb: vec![1.0],
+            unknown_keys: Vec::new(),
         }
     );
     assert_eq!(
@@ -1103,4 +1104,18 @@ proptest! {
         let from_file = parse(&config).unwrap();
         prop_assert_eq!(from_flags.engine, from_file.engine);
     }
+}
+
+#[test]
+fn unknown_top_level_keys_are_named_not_rejected() {
+    // Upstream ignores keys it does not know; so does LiteHit, but it names them (a typo of
+    // an optional key such as `override_instance_id` would otherwise pass unnoticed).
+    let mut config = base();
+    config["overide_instance_id"] = json!("i1");
+    config["comment"] = json!("sizing run 3");
+    let parsed = parse(&config).unwrap();
+    let mut unknown = parsed.unknown_keys.clone();
+    unknown.sort();
+    assert_eq!(unknown, ["comment", "overide_instance_id"]);
+    assert!(parse(&base()).unwrap().unknown_keys.is_empty());
 }

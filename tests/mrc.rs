@@ -219,6 +219,29 @@ fn one_instance_with_two_block_geometries_is_an_error() {
     );
 }
 
+#[test]
+fn a_facts_file_without_rows_is_an_error_not_an_empty_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let facts = dir.path().join("empty.csv");
+    fs::write(&facts, format!("{FACTS_HEADER}\n")).unwrap();
+    let png = dir.path().join("plot.png");
+    let error = run(&MrcArgs {
+        facts: vec![facts],
+        json: false,
+        png: Some(png.clone()),
+        svg: None,
+        max_curve_points: 10,
+    })
+    .unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .ends_with("no facts rows, so there is no curve to draw"),
+        "{error}"
+    );
+    assert!(!png.exists(), "no empty plot is written");
+}
+
 /// A decoded 8-bit RGB PNG.
 struct Image {
     width: usize,

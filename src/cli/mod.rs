@@ -101,8 +101,9 @@ pub struct LaneFlags {
     #[arg(long)]
     pub prefix_hash: bool,
 
-    /// Replay every row as this instance (default: one lane per instance id seen; rows
-    /// without one go to `default`)
+    /// Replay every row as this instance (default: one lane per instance id seen; formats
+    /// without instance ids, such as Mooncake, go to `default`; a standard-format row must
+    /// still carry an `instance_id`, as upstream requires)
     #[arg(long, value_name = "ID")]
     pub instance: Option<String>,
 }

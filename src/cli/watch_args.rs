@@ -146,7 +146,10 @@ mod tests {
         );
         let typo = Watch::try_parse_from(["watch", "t.jsonl", "--capacity-gb", "40TB"]);
         let message = typo.unwrap_err().to_string();
-        assert!(message.contains("expected GB (40, 0.5)"), "{message}");
+        assert!(
+            message.contains("expected binary GB (40, 0.5)"),
+            "{message}"
+        );
         assert_eq!(watch.args.facts_out, PathBuf::from("litehit_facts.csv"));
         assert!((watch.args.fps - 10.0).abs() < f64::EPSILON);
     }

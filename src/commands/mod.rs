@@ -79,3 +79,16 @@ pub fn error_message(error: &color_eyre::Report) -> String {
     }
     message
 }
+
+/// Names the config keys that neither upstream nor LiteHit knows (upstream ignores them, and
+/// so does LiteHit; a warning catches a typo such as `trace_fle_path`).
+pub(crate) fn warn_unknown_config_keys(config_path: &std::path::Path, unknown_keys: &[String]) {
+    use std::io::Write as _;
+    for key in unknown_keys {
+        let _ = writeln!(
+            std::io::stderr(),
+            "litehit: warning: {}: unknown key {key:?} ignored (as upstream does)",
+            config_path.display()
+        );
+    }
+}

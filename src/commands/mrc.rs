@@ -43,6 +43,17 @@ pub fn run(args: &MrcArgs) -> color_eyre::Result<()> {
     }
     let curves = MrcCurves::from_facts_files(&args.facts)
         .wrap_err("building the miss-ratio curve failed")?;
+    if curves.instances.is_empty() {
+        // No curve, no knee: a header-only file (e.g. a replay of a trace with only writes).
+        bail!(
+            "{}: no facts rows, so there is no curve to draw",
+            args.facts
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
     let report = curves.report(args.max_curve_points);
     if args.png.is_some() || args.svg.is_some() {
         let source = args

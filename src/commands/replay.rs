@@ -1,7 +1,7 @@
 //! `litehit replay`: trace → engine → `litehit_facts.csv`, published atomically.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, IsTerminal};
+use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -14,7 +14,9 @@ use crate::config::{self, ReplayConfig};
 use crate::engine::pipeline::{PipelineTotals, replay_stream};
 use crate::engine::{Engine, EngineConfig, Policy};
 use crate::facts::file::{AtomicFactsWriter, append_fact_row};
-use crate::formats::{LineParser, ParseOptions, TraceFormat, detect_format, open_trace};
+use crate::formats::{
+    LineParser, ParseOptions, TraceFormat, detect_format, open_trace, peek_first_line,
+};
 use crate::output::summary::LaneSummary;
 
 /// Ctrl-C (SIGINT) or SIGTERM during a replay: it stops at the next chunk, removes its temp
@@ -81,17 +83,26 @@ const ROW_BATCH_BYTES: usize = 1 << 20;
 /// Everything a replay needs, resolved from a config file or from flags.
 struct ReplayPlan {
     trace_path: PathBuf,
+    /// The trace, opened once (its first line was read to detect the format, and is read
+    /// again from here): a pipe cannot be opened twice.
+    trace: Box<dyn Read + Send>,
     output_dir: PathBuf,
     format: TraceFormat,
     engine: EngineConfig,
     worker_count: usize,
 }
 
+/// An opened trace and its format: `forced` if given, else detected from its first line.
+struct OpenedTrace {
+    reader: Box<dyn Read + Send>,
+    format: TraceFormat,
+}
+
 pub fn run(args: &ReplayArgs) -> Result<()> {
     let plan = resolve_plan(args)?;
     let started = Instant::now();
     let (totals, engine, facts_path) =
-        replay_plan(&plan, !args.quiet && std::io::stderr().is_terminal())?;
+        replay_plan(plan, !args.quiet && std::io::stderr().is_terminal())?;
     if !args.quiet {
         let summaries: Vec<LaneSummary> = engine.lanes().iter().map(LaneSummary::of).collect();
         eprint!(
@@ -116,14 +127,15 @@ fn resolve_plan(args: &ReplayArgs) -> Result<ReplayPlan> {
             .max(1)
     };
     if let Some(output_dir) = &args.out {
-        let detected = match args.lane.format {
-            Some(format) => format,
-            None => detect_trace_format(&args.input)?,
-        };
+        let OpenedTrace {
+            reader,
+            format: detected,
+        } = open_and_detect(&args.input, args.lane.format)?;
         let resolved =
             config::resolve_single_instance(&args.lane.to_single_instance_flags(Some(detected)))?;
         return Ok(ReplayPlan {
             trace_path: args.input.clone(),
+            trace: reader,
             output_dir: output_dir.clone(),
             format: resolved.trace_format.unwrap_or(detected),
             engine: resolved.engine,
@@ -142,6 +154,7 @@ fn resolve_plan(args: &ReplayArgs) -> Result<ReplayPlan> {
         trace_format,
         engine,
         pipeline_worker_count,
+        unknown_keys,
         ..
     } = config::load_config_file(&args.input).map_err(|error| {
         let hint = if args.input.extension().is_none_or(|e| e != "json") {
@@ -151,12 +164,12 @@ fn resolve_plan(args: &ReplayArgs) -> Result<ReplayPlan> {
         };
         eyre!("{error}{hint}")
     })?;
-    let format = match args.lane.format.or(trace_format) {
-        Some(format) => format,
-        None => detect_trace_format(&trace_path)?,
-    };
+    super::warn_unknown_config_keys(&args.input, &unknown_keys);
+    let OpenedTrace { reader, format } =
+        open_and_detect(&trace_path, args.lane.format.or(trace_format))?;
     Ok(ReplayPlan {
         trace_path,
+        trace: reader,
         output_dir,
         format,
         engine,
@@ -164,43 +177,50 @@ fn resolve_plan(args: &ReplayArgs) -> Result<ReplayPlan> {
     })
 }
 
-/// The format of the first non-empty line of `path` (decompressing `.gz` / `.zst`).
-pub fn detect_trace_format(path: &Path) -> Result<TraceFormat> {
+/// Opens `path` (`-` = standard input) once and, unless `forced`, detects its format from
+/// its first non-blank line, keeping those bytes for the replay.
+fn open_and_detect(path: &Path, forced: Option<TraceFormat>) -> Result<OpenedTrace> {
     let reader = open_trace(path).wrap_err_with(|| format!("opening trace {}", path.display()))?;
-    let mut lines = BufReader::new(reader);
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        let read = lines
-            .read_until(b'\n', &mut line)
-            .wrap_err_with(|| format!("reading trace {}", path.display()))?;
-        if read == 0 {
-            bail!(
-                "{}: trace contains no valid Request/Get events (it is empty)",
-                path.display()
-            );
-        }
-        if line.iter().any(|b| !b.is_ascii_whitespace()) {
-            return detect_format(&line).ok_or_else(|| {
-                eyre!(
-                    "{}: cannot tell the trace format from its first line; pass --format \
-                     (standard, mooncake, bailian, kvcm, lmcache)",
-                    path.display()
-                )
-            });
-        }
-        if line.len() > 1 << 20 {
-            // Guard against a binary file with no newline.
-            bail!("{}: first line is not text; pass --format", path.display());
-        }
+    if let Some(format) = forced {
+        return Ok(OpenedTrace { reader, format });
     }
+    let peeked =
+        peek_first_line(reader).wrap_err_with(|| format!("reading trace {}", path.display()))?;
+    let format = format_of_first_line(path, peeked.first_line.as_deref())?;
+    Ok(OpenedTrace {
+        reader: peeked.reader,
+        format,
+    })
+}
+
+/// The format of the first non-blank line of `path` (decompressing `.gz` / `.zst`).
+pub fn detect_trace_format(path: &Path) -> Result<TraceFormat> {
+    open_and_detect(path, None).map(|opened| opened.format)
+}
+
+fn format_of_first_line(path: &Path, first_line: Option<&[u8]>) -> Result<TraceFormat> {
+    let Some(line) = first_line else {
+        bail!(
+            "{}: trace contains no valid Request/Get events (it is empty)",
+            path.display()
+        );
+    };
+    detect_format(line).ok_or_else(|| {
+        if line.len() > 1 << 20 {
+            // A binary file with no newline.
+            eyre!("{}: first line is not text; pass --format", path.display())
+        } else {
+            eyre!(
+                "{}: cannot tell the trace format from its first line; pass --format \
+                 (standard, mooncake, bailian, kvcm, lmcache)",
+                path.display()
+            )
+        }
+    })
 }
 
 /// Replays the plan and publishes the facts; nothing is published on any error.
-fn replay_plan(
-    plan: &ReplayPlan,
-    show_progress: bool,
-) -> Result<(PipelineTotals, Engine, PathBuf)> {
+fn replay_plan(plan: ReplayPlan, show_progress: bool) -> Result<(PipelineTotals, Engine, PathBuf)> {
     let mut engine = Engine::new(plan.engine.clone(), Policy::FailFast)?.without_capacity_curves();
     let parser = LineParser::new(
         plan.format,
@@ -208,8 +228,7 @@ fn replay_plan(
             trace_block_size_tokens: plan.engine.trace_block_size_tokens,
         },
     );
-    let reader = open_trace(&plan.trace_path)
-        .wrap_err_with(|| format!("opening trace {}", plan.trace_path.display()))?;
+    let reader = plan.trace;
     let mut writer = AtomicFactsWriter::create(&plan.output_dir)?;
     let interrupts = InterruptWatch::install()?;
     let mut interrupted = None;
@@ -271,6 +290,8 @@ fn progress_bar(trace_path: &Path) -> indicatif::ProgressBar {
     let plain_size = File::open(trace_path)
         .and_then(|f| f.metadata())
         .ok()
+        // A pipe or standard input has no size to count towards.
+        .filter(std::fs::Metadata::is_file)
         .filter(|_| {
             // Compressed inputs report decompressed bytes: no known total.
             !trace_path

@@ -35,8 +35,38 @@ pub fn run(args: &WatchArgs) -> color_eyre::Result<()> {
         print_summary(&last);
         last
     };
-    drop(last);
     live.shutdown();
+    check_lines_used(&last)
+}
+
+/// After the monitor ends: bad lines are named on stderr (the JSON lines or the screen may
+/// not have been read), and a trace of which no line could be used is an error (exit 1)
+/// rather than a run that quietly showed nothing — typically the wrong block size or format.
+fn check_lines_used(last: &LiveSnapshot) -> color_eyre::Result<()> {
+    let health = &last.health;
+    if health.bad_lines == 0 {
+        return Ok(());
+    }
+    let last_error = health
+        .last_error
+        .as_ref()
+        .map_or_else(String::new, |error| {
+            format!("; last: line {}: {}", error.line_number, error.message)
+        });
+    let skipped = format!(
+        "{} {} skipped{last_error}",
+        health.bad_lines,
+        crate::units::bad_lines_noun(health.bad_lines)
+    );
+    if health.read_events == 0 && health.write_events == 0 {
+        bail!("{}: no line could be used: {skipped}", last.source.path);
+    }
+    // The terminal may be gone (SIGHUP): nothing to do if nobody can read this.
+    let _ = writeln!(
+        std::io::stderr(),
+        "litehit watch {}: {skipped}",
+        last.source.path
+    );
     Ok(())
 }
 
@@ -46,6 +76,7 @@ pub fn ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
     let (trace_path, engine, format, config_slots) = if let Some(path) = &args.config {
         let config =
             load_config_file(path).wrap_err_with(|| format!("loading {}", path.display()))?;
+        super::warn_unknown_config_keys(path, &config.unknown_keys);
         let trace = args.trace.clone().unwrap_or(config.trace_path);
         refuse_compressed(&trace)?;
         (
@@ -139,6 +170,19 @@ fn has_first_line(path: &Path) -> bool {
 /// `watch` follows a file as it grows, which a compressed stream cannot do meaningfully: say
 /// so instead of reading compressed bytes as bad lines.
 fn refuse_compressed(path: &Path) -> color_eyre::Result<()> {
+    // A pipe (`<(cmd)`, a FIFO) cannot be followed, nor read twice: even peeking at its
+    // magic bytes would eat them.
+    if std::fs::metadata(path).is_ok_and(|meta| meta.is_dir()) {
+        bail!("{}: is a directory; pass the trace file", path.display());
+    }
+    if std::fs::metadata(path).is_ok_and(|meta| !meta.is_file()) {
+        bail!(
+            "{}: watch follows a growing regular file; for a pipe or a device, run `litehit \
+             replay {} --out DIR` (it reads standard input as `-`)",
+            path.display(),
+            path.display()
+        );
+    }
     let by_name = Compression::from_extension(path);
     let by_content = std::fs::File::open(path)
         .and_then(|mut file| {

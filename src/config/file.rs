@@ -34,8 +34,25 @@ pub fn load_config_file(path: &Path) -> Result<ReplayConfig> {
 /// [`load_config_file`]).
 pub fn parse_config_str(json: &str) -> Result<ReplayConfig> {
     let value: Value = serde_json::from_str(json).map_err(|error| ConfigError::Json { error })?;
-    RawConfig::read(&Obj::root(&value)?)?.resolve()
+    let root = Obj::root(&value)?;
+    let mut config = RawConfig::read(&root)?.resolve()?;
+    config.unknown_keys = root.unknown_keys(&TOP_LEVEL_KEYS);
+    Ok(config)
 }
+
+/// Every top-level key of upstream's `OptimizerLiteHitConfig` (REFERENCE §6.2), plus
+/// LiteHit's `trace_format`.
+const TOP_LEVEL_KEYS: [&str; 9] = [
+    "trace_file_path",
+    "output_result_path",
+    "instance_groups",
+    "instances",
+    "override_instance_id",
+    "block_size",
+    "fanout_all_instances",
+    "pipeline_worker_count",
+    "trace_format",
+];
 
 /// The config as typed, before any rule is checked.
 struct RawConfig<'a> {
@@ -149,6 +166,7 @@ impl<'a> RawConfig<'a> {
                 usize::try_from(count.max(1).unsigned_abs()).expect("a u32 fits in usize")
             }),
             capacity_gb,
+            unknown_keys: Vec::new(), // filled in by `parse_config_str`, which sees the root
         })
     }
 }

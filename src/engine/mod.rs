@@ -102,7 +102,7 @@ pub enum EngineError {
 fn fits_hint(source: &NormalizeError) -> String {
     source
         .fitting_block_size()
-        .map(|tokens| format!(" (they fit {tokens}-token blocks)"))
+        .map(crate::preprocess::fits_hint)
         .unwrap_or_default()
 }
 

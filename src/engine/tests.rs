@@ -254,7 +254,9 @@ fn length_violation_names_the_block_size_the_keys_fit() {
     let error = run(&mut engine, &[event(Some("a"), 1, &[1, 2], 40)]).unwrap_err();
     let message = error.to_string();
     assert!(
-        message.ends_with("found 2 (they fit 16-token blocks)"),
+        message.ends_with(
+            "found 2 (they fit 16-token blocks: --trace-block-size 16, or block_size in a config)"
+        ),
         "{message}"
     );
 }

@@ -67,7 +67,7 @@ pub use lines::{
     split_complete_lines,
 };
 pub use lmcache::chunk_hash_key;
-pub use open::{Compression, ZstdFrames, open_trace};
+pub use open::{Compression, PeekedTrace, ZstdFrames, open_trace, peek_first_line};
 
 use json::Fault;
 
@@ -306,7 +306,7 @@ fn keep_full_blocks(
             format!("{with_tail} keys (or {full} without the partial tail)")
         };
         let fits = crate::preprocess::fitting_block_size(input_len, found, block_size_tokens, true)
-            .map(|tokens| format!(" (they fit {tokens}-token blocks)"))
+            .map(crate::preprocess::fits_hint)
             .unwrap_or_default();
         return Err(Fault::field(
             field,

@@ -47,9 +47,15 @@ impl Compression {
     }
 }
 
-/// Opens a trace for streaming, decompressing gzip or zstd by magic bytes.
+/// Opens a trace for streaming, decompressing gzip or zstd by magic bytes. `-` is standard
+/// input. The input is read once, front to back, so a pipe works like a file.
 pub fn open_trace(path: &Path) -> io::Result<Box<dyn Read + Send>> {
-    let mut file = BufReader::with_capacity(super::lines::MIN_READ_BYTES, File::open(path)?);
+    let source: Box<dyn Read + Send> = if path == Path::new("-") {
+        Box::new(io::stdin())
+    } else {
+        Box::new(File::open(path)?)
+    };
+    let mut file = BufReader::with_capacity(super::lines::MIN_READ_BYTES, source);
     let magic = Compression::from_magic(file.fill_buf()?);
     let named = Compression::from_extension(path);
     if named != Compression::None && named != magic {
@@ -70,6 +76,47 @@ pub fn open_trace(path: &Path) -> io::Result<Box<dyn Read + Send>> {
         Compression::None => Box::new(file),
         Compression::Gzip => Box::new(flate2::bufread::MultiGzDecoder::new(file)),
         Compression::Zstd => Box::new(ZstdFrames::new(file)),
+    })
+}
+
+/// What [`peek_first_line`] found at the start of a trace.
+pub struct PeekedTrace {
+    /// The first line with anything but whitespace (without its newline), `None` if the
+    /// trace has none.
+    pub first_line: Option<Vec<u8>>,
+    /// Every byte of the trace again, the peeked ones first.
+    pub reader: Box<dyn Read + Send>,
+}
+
+/// Longest run of bytes read while looking for a first line before giving up (a binary file
+/// with no newline): the bytes are kept for the replay, so this bounds the memory.
+const MAX_PEEK_BYTES: usize = 1 << 20;
+
+/// Reads `reader` up to its first non-blank line (format detection needs it) and hands back
+/// a reader that yields those bytes again before the rest, so the trace is opened and read
+/// once: a pipe (`<(zcat t.gz)`, `-`) cannot be read twice.
+pub fn peek_first_line(reader: Box<dyn Read + Send>) -> io::Result<PeekedTrace> {
+    let mut buffered = BufReader::with_capacity(super::lines::MIN_READ_BYTES, reader);
+    let mut peeked = Vec::new();
+    let mut first_line = None;
+    loop {
+        let line_start = peeked.len();
+        let allowance = (MAX_PEEK_BYTES + 1).saturating_sub(line_start) as u64;
+        let read = (&mut buffered)
+            .take(allowance)
+            .read_until(b'\n', &mut peeked)?;
+        let line = &peeked[line_start..];
+        if line.iter().any(|b| !b.is_ascii_whitespace()) {
+            first_line = Some(line.trim_ascii_end().to_vec());
+            break;
+        }
+        if read == 0 || peeked.len() > MAX_PEEK_BYTES {
+            break;
+        }
+    }
+    Ok(PeekedTrace {
+        first_line,
+        reader: Box::new(io::Cursor::new(peeked).chain(buffered)),
     })
 }
 

@@ -286,10 +286,11 @@ pub fn summary_text(snap: &LiveSnapshot) -> String {
         |rate: Option<f64>| rate.map_or_else(|| "-".to_owned(), |r| format!("{:.2}%", r * 100.0));
     let _ = writeln!(
         text,
-        "litehit watch {}: {} requests, {} bad lines; token hit rate at {}",
+        "litehit watch {}: {} requests, {} {}; token hit rate at {}",
         snap.source.path,
         snap.totals().requests,
         snap.health.bad_lines,
+        crate::units::bad_lines_noun(snap.health.bad_lines),
         columns.join(", ")
     ); // writing to a String cannot fail
     let mut row = |name: &str, slot_rate: &dyn Fn(usize) -> Option<f64>, infinite: Option<f64>| {

@@ -672,9 +672,11 @@ fn format_percent(rate: f64) -> String {
     format!("{:.2}%", rate * 100.0)
 }
 
-/// `12.34 GB (91)`; the block count is omitted when unknown.
+/// `12.34 GB (91)`; the block count is omitted when unknown. The GB figure is rounded
+/// *up*: every capacity shown is a smallest capacity reaching a target, so the figure typed
+/// back into `query` must reach it too.
 fn format_capacity(capacity_gb: f64, capacity_blocks: Option<u64>) -> String {
-    let gb = format_significant(capacity_gb, 4);
+    let gb = format_significant_up(capacity_gb, 4);
     match capacity_blocks {
         Some(blocks) => format!("{gb} GB ({blocks})"),
         None => format!("{gb} GB"),
@@ -692,6 +694,17 @@ fn format_bytes(bytes: u64) -> String {
 /// `value` with about `digits` significant digits, without exponent or trailing zeros.
 #[must_use]
 pub fn format_significant(value: f64, digits: i32) -> String {
+    format_significant_rounded(value, digits, false)
+}
+
+/// [`format_significant`] rounded up at the last digit shown (`7.705078` → `7.706`), for
+/// capacities that must not fall short of what they stand for.
+#[must_use]
+pub fn format_significant_up(value: f64, digits: i32) -> String {
+    format_significant_rounded(value, digits, true)
+}
+
+fn format_significant_rounded(value: f64, digits: i32, up: bool) -> String {
     if value == 0.0 || !value.is_finite() {
         return format!("{value}");
     }
@@ -700,7 +713,15 @@ pub fn format_significant(value: f64, digits: i32) -> String {
         reason = "log10 of a finite f64 is within ±324"
     )]
     let magnitude = value.abs().log10().floor() as i32;
-    let decimals = usize::try_from((digits - 1 - magnitude).max(0)).unwrap_or(0);
+    let decimals = (digits - 1 - magnitude).max(0);
+    let value = if up {
+        let scale = 10_f64.powi(decimals);
+        // The tolerance keeps a value that is exact at this precision (40, 0.5) as it is.
+        (value * scale - 1e-9).ceil() / scale
+    } else {
+        value
+    };
+    let decimals = usize::try_from(decimals).unwrap_or(0);
     let text = format!("{value:.decimals$}");
     if text.contains('.') {
         text.trim_end_matches('0').trim_end_matches('.').to_owned()
@@ -910,6 +931,14 @@ mod tests {
         assert_eq!(format_significant(1024.0, 4), "1024");
         assert_eq!(format_significant(0.000_976_562_5, 4), "0.0009766");
         assert_eq!(format_significant(0.0, 4), "0");
+        // Knees and saturation round up, so the figure typed back still reaches the target
+        // (7.705078125 GB is 7890 blocks of 1 MiB; 7.705 GB would be 7889).
+        assert_eq!(format_significant_up(7.705_078_125, 4), "7.706");
+        assert_eq!(format_significant_up(34.590_82, 4), "34.6");
+        assert_eq!(format_significant_up(144.415, 4), "144.5");
+        assert_eq!(format_significant_up(40.0, 4), "40");
+        assert_eq!(format_significant_up(0.5, 4), "0.5");
+        assert_eq!(format_significant_up(1024.0, 4), "1024");
         assert_eq!(format_bytes(675_864_576), "644.6 MiB");
         assert_eq!(format_bytes(512), "512 B");
     }

@@ -57,6 +57,15 @@ impl NormalizeError {
     }
 }
 
+/// The hint appended to a key-count error whose keys fit `tokens`-token blocks: what they
+/// fit and how to say so (the trace block size; the analysis size may stay coarser).
+#[must_use]
+pub fn fits_hint(tokens: u64) -> String {
+    format!(
+        " (they fit {tokens}-token blocks: --trace-block-size {tokens}, or block_size in a config)"
+    )
+}
+
 /// The block size, `block_size_tokens` halved or doubled up to ten times, at which
 /// `input_len` tokens make `found` keys — full blocks only, or also counting a partial tail
 /// block when the format keeps one (`allow_partial_tail`): the likely size of the trace's

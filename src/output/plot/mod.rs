@@ -15,7 +15,7 @@ use std::fmt::Write as _;
 
 use ab_glyph::{Font, FontRef, PxScale, ScaleFont};
 
-use super::mrc::{MrcCurves, MrcReport, format_significant};
+use super::mrc::{MrcCurves, MrcReport, format_significant, format_significant_up};
 use super::summary::ratio;
 use crate::projector::BYTES_PER_GIB;
 use crate::units::bytes_to_gib;
@@ -412,7 +412,7 @@ fn draw(data: &PlotData, fonts: &Fonts, canvas: &mut impl Canvas) {
             canvas.circle(center, 4.5, series.color, outline);
             if label_knees && !series.is_total {
                 let label = if label_capacities {
-                    format!("{percent}% at {} GB", format_significant(gb, 4))
+                    format!("{percent}% at {} GB", format_significant_up(gb, 4))
                 } else {
                     format!("{percent}%")
                 };

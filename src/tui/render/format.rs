@@ -52,7 +52,7 @@ pub fn bytes_per_second(value: f64) -> String {
 /// A capacity slot's label (`40 GB`, `0.5 GB`, `1000 b`, `∞`).
 pub fn capacity(capacity: Capacity) -> String {
     match capacity {
-        Capacity::Gigabytes(gb) => format!("{} GB", trim_float(gb)),
+        Capacity::Gigabytes(gb) => format!("{} GB", short_float(gb)),
         Capacity::Blocks(blocks) => format!("{blocks} b"),
         Capacity::Infinite => "∞".to_owned(),
     }
@@ -70,6 +70,17 @@ pub fn axis_gb(value: f64) -> String {
         format!("{} GB", trim_float(value))
     } else {
         format!("{value:.2e} GB")
+    }
+}
+
+/// A float as typed when that is short (`0.0001`, `40`, `0.5`), else [`trim_float`]: slot
+/// labels must tell apart capacities that differ (`0` and `0.0001` both trim to `0`).
+pub fn short_float(value: f64) -> String {
+    let shortest = format!("{value}");
+    if shortest.len() <= 8 {
+        shortest
+    } else {
+        trim_float(value)
     }
 }
 
@@ -143,6 +154,9 @@ mod tests {
         assert_eq!(bytes(3 << 30), "3.00 GiB");
         assert_eq!(capacity(Capacity::Gigabytes(0.5)), "0.5 GB");
         assert_eq!(capacity(Capacity::Gigabytes(40.0)), "40 GB");
+        assert_eq!(capacity(Capacity::Gigabytes(0.0001)), "0.0001 GB");
+        assert_eq!(capacity(Capacity::Gigabytes(0.0)), "0 GB");
+        assert_eq!(capacity(Capacity::Gigabytes(1.0 / 3.0)), "0.333 GB");
         assert_eq!(axis_gb(40.0), "40 GB");
         assert_eq!(axis_gb(0.125), "0.125 GB");
         assert_eq!(axis_gb(1e20), "1.00e20 GB");

@@ -16,7 +16,6 @@ use crate::tui::app::App;
 pub const LINES: u16 = 6;
 
 pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, _view: &App) {
-    let label = |text: &'static str| Span::styled(format!("{text:<9}"), Style::new().bold());
     let totals = snap.totals();
 
     let mut unique = vec![
@@ -77,21 +76,7 @@ pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, _view: &App) {
     }
 
     let health = &snap.health;
-    let input = vec![
-        label("input"),
-        Span::styled(
-            format!("{} bad lines skipped", format::count(health.bad_lines)),
-            if health.bad_lines > 0 {
-                Style::new().red()
-            } else {
-                Style::new()
-            },
-        ),
-        Span::raw(format!(
-            " · {} out-of-order timestamps (clamped)",
-            format::count(health.out_of_order_timestamps)
-        )),
-    ];
+    let input = input_spans(health);
     let last_error = match &health.last_error {
         Some(error) => {
             // Inside the border, after the label.
@@ -122,4 +107,32 @@ pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, _view: &App) {
         Paragraph::new(lines).block(Block::bordered().title(" gauges ")),
         area,
     );
+}
+
+/// The `input` gauge: bad lines (red once there are any) and clamped timestamps.
+fn input_spans(health: &crate::live::snapshot::InputHealth) -> Vec<Span<'static>> {
+    vec![
+        label("input"),
+        Span::styled(
+            format!(
+                "{} {} skipped",
+                format::count(health.bad_lines),
+                crate::units::bad_lines_noun(health.bad_lines)
+            ),
+            if health.bad_lines > 0 {
+                Style::new().red()
+            } else {
+                Style::new()
+            },
+        ),
+        Span::raw(format!(
+            " · {} out-of-order timestamps (clamped)",
+            format::count(health.out_of_order_timestamps)
+        )),
+    ]
+}
+
+/// A gauge's name, padded so the values line up.
+fn label(text: &'static str) -> Span<'static> {
+    Span::styled(format!("{text:<9}"), Style::new().bold())
 }
