@@ -15,7 +15,7 @@ use std::fmt::Write as _;
 
 use ab_glyph::{Font, FontRef, PxScale, ScaleFont};
 
-use super::mrc::{MrcCurves, MrcReport, format_significant, format_significant_up};
+use super::mrc::{MrcCurves, MrcReport, format_significant_up};
 use super::summary::ratio;
 use crate::projector::BYTES_PER_GIB;
 use crate::units::bytes_to_gib;
@@ -399,8 +399,9 @@ fn draw(data: &PlotData, fonts: &Fonts, canvas: &mut impl Canvas) {
         canvas.polyline(&points, stroke);
     }
     let knee_label_style = TextStyle::new(11.5, MUTED_TEXT_COLOR, Anchor::Start);
-    let label_knees = data.series.len() <= 4;
-    let label_capacities = data.series.len() == 1;
+    // One series gets knee labels, so they never pile up: the only instance, or else the
+    // total (the instances' knees keep their dots; the table lists them all).
+    let single = data.series.len() == 1;
     for series in &data.series {
         let outline = Stroke {
             color: WHITE,
@@ -410,12 +411,8 @@ fn draw(data: &PlotData, fonts: &Fonts, canvas: &mut impl Canvas) {
         for &(percent, gb, rate) in &series.knees {
             let center = (x_pixel(data, gb), y_pixel(data, rate));
             canvas.circle(center, 4.5, series.color, outline);
-            if label_knees && !series.is_total {
-                let label = if label_capacities {
-                    format!("{percent}% at {} GB", format_significant_up(gb, 4))
-                } else {
-                    format!("{percent}%")
-                };
+            if single || series.is_total {
+                let label = format!("{percent}% at {} GB", format_significant_up(gb, 4));
                 canvas.text(&label, (center.0 + 6.0, center.1 + 15.0), knee_label_style);
             }
         }
@@ -498,7 +495,7 @@ fn draw_legend(data: &PlotData, fonts: &Fonts, canvas: &mut impl Canvas) {
         .iter()
         .map(|s| {
             let mut label = s.label.clone();
-            let _ = write!(label, "   ∞ {}%", format_significant(s.ceiling_percent, 4));
+            let _ = write!(label, "   ∞ {:.2}%", s.ceiling_percent); // as in the table
             (Some(s), label)
         })
         .collect();
