@@ -1718,6 +1718,9 @@ fn watch_refuses_what_it_cannot_follow_with_a_clear_message() {
         ["watch", path_str(&fifo), "--headless", "--exit-at-eof"],
     );
     assert_mentions(failed(&run), &["regular file", "litehit replay"]);
+    // Standard input is a stream, not a file to follow.
+    let run = run_in(None, ["watch", "-", "--headless", "--exit-at-eof"]);
+    assert_mentions(failed(&run), &["not standard input", "litehit replay -"]);
     // A missing file with --exit-at-eof is a typo, not a file to wait for.
     let missing = dir.path().join("missing.jsonl");
     let run = run_in(
@@ -1891,4 +1894,13 @@ fn watch_at_eof_reports_bad_lines_and_fails_when_nothing_was_usable() {
         ],
     ));
     assert_mentions(&run.stderr, &["1 bad line skipped", "line 4"]);
+
+    // Read to the end without a single request (empty here; a forced format that skips
+    // every row does the same): an error, as for `replay`.
+    let empty = write_file(dir.path(), "empty.jsonl", "");
+    let run = run_in(
+        None,
+        ["watch", path_str(&empty), "--headless", "--exit-at-eof"],
+    );
+    assert_mentions(failed(&run), &["no valid Request/Get events"]);
 }

@@ -1107,15 +1107,29 @@ proptest! {
 }
 
 #[test]
-fn unknown_top_level_keys_are_named_not_rejected() {
+fn unknown_keys_at_any_level_are_named_not_rejected() {
     // Upstream ignores keys it does not know; so does LiteHit, but it names them (a typo of
     // an optional key such as `override_instance_id` would otherwise pass unnoticed).
     let mut config = base();
     config["overide_instance_id"] = json!("i1");
     config["comment"] = json!("sizing run 3");
+    config["instance_groups"][0]["ttl_second"] = json!(5);
+    config["instances"][0]["blok_size"] = json!(16);
+    config["instances"][0]["location_spec_infos"][1]["sise"] = json!(1);
+    config["instances"][0]["optimizer_state_info"]["full_group"] = json!("full");
     let parsed = parse(&config).unwrap();
     let mut unknown = parsed.unknown_keys.clone();
     unknown.sort();
-    assert_eq!(unknown, ["comment", "overide_instance_id"]);
+    assert_eq!(
+        unknown,
+        [
+            "comment",
+            "instance_groups[0].ttl_second",
+            "instances[0].blok_size",
+            "instances[0].location_spec_infos[1].sise",
+            "instances[0].optimizer_state_info.full_group",
+            "overide_instance_id",
+        ]
+    );
     assert!(parse(&base()).unwrap().unknown_keys.is_empty());
 }

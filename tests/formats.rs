@@ -869,7 +869,7 @@ fn bailian_errors_name_line_and_field() {
         (
             r#"{"timestamp": 1, "input_length": 40, "hash_ids": [1]}"#,
             "hash_ids",
-            "expected 3 keys (or 2 without the partial tail) (input_length 40, block 16), found 1 (they fit 32-token blocks: --trace-block-size 32, or block_size in a config)",
+            "expected 3 keys (or 2 without the partial tail) (input_length 40, block 16), found 1 (they fit 32-token blocks: --trace-block-size 32 or a config's block_size; --block-size can only be a multiple of it)",
         ),
         (
             r#"{"timestamp": "1", "input_length": 16, "hash_ids": [1]}"#,
@@ -1097,7 +1097,7 @@ fn lmcache_errors_name_line_and_field() {
         (
             r#"{"timestamp": 1, "chunk_size": 256, "seq_len": 600, "chunk_hashes": ["1"]}"#,
             "chunk_hashes",
-            "expected 3 keys (or 2 without the partial tail) (seq_len 600, block 256), found 1 (they fit 512-token blocks: --trace-block-size 512, or block_size in a config)",
+            "expected 3 keys (or 2 without the partial tail) (seq_len 600, block 256), found 1 (they fit 512-token blocks: --trace-block-size 512 or a config's block_size; --block-size can only be a multiple of it)",
         ),
         (
             r#"{"timestamp": 1, "chunk_size": 256, "seq_len": 600, "chunk_hashes": ["1", "xyz"]}"#,
@@ -1329,4 +1329,21 @@ fn a_rejected_line_is_named_by_its_trace_id_when_it_has_one() {
     );
     let err = standard(r#"{"type":"get","trace_id":"","keys":"x"}"#).unwrap_err();
     assert_eq!(err.trace_id, None);
+}
+
+/// Editors on Windows start a file with a UTF-8 byte-order mark: the first line is read (and
+/// its format detected) as if it were not there.
+#[test]
+fn a_byte_order_mark_before_the_first_line_is_skipped() {
+    let line = r#"{"type":"get","instance_id":"a","timestamp_ns":5,"keys":[1,2],"input_len":8}"#;
+    let with_bom = format!("\u{feff}{line}");
+    assert_eq!(
+        detect_format(with_bom.as_bytes()),
+        Some(TraceFormat::Standard)
+    );
+    let plain = parse(TraceFormat::Standard, 4, line).unwrap();
+    let marked = parse(TraceFormat::Standard, 4, &with_bom).unwrap();
+    assert_eq!(marked.keys, plain.keys);
+    assert_eq!(marked.timestamp_ns, plain.timestamp_ns);
+    assert_eq!(marked.input_token_len, plain.input_token_len);
 }

@@ -351,3 +351,16 @@ fn the_output_never_overwrites_the_facts_being_read() {
     );
     assert_eq!(fs::read(&facts).unwrap(), before, "the facts are untouched");
 }
+
+#[test]
+fn a_facts_file_given_twice_is_refused() {
+    // As FACTS and again as a shard: every request would count twice.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("q.jsonl");
+    let facts = fixture("offline_runner.csv");
+    let mut twice = args(&facts, &out, &["-1"]);
+    twice.shards = vec![facts.clone()];
+    let error = run(&twice).unwrap_err();
+    assert!(error.to_string().contains("is given twice"), "{error}");
+    assert!(!out.exists());
+}

@@ -44,7 +44,8 @@ pub struct WatchArgs {
     #[arg(long)]
     pub from_end: bool,
 
-    /// Where `s` writes every fact so far (same CSV as `litehit replay`), atomically
+    /// Where `s` writes every fact so far (same CSV as `litehit replay`), atomically; an
+    /// existing directory gets `litehit_facts.csv` inside it, as with `replay --out`
     #[arg(long, value_name = "PATH", default_value = "litehit_facts.csv")]
     pub facts_out: PathBuf,
 
@@ -101,7 +102,7 @@ pub struct DemoArgs {
     )]
     pub capacity_gb: Vec<Capacity>,
 
-    /// Where `s` writes every fact so far
+    /// Where `s` writes every fact so far (a directory gets `litehit_facts.csv` inside it)
     #[arg(long, value_name = "PATH", default_value = "litehit_facts.csv")]
     pub facts_out: PathBuf,
 

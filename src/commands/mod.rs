@@ -92,3 +92,17 @@ pub(crate) fn warn_unknown_config_keys(config_path: &std::path::Path, unknown_ke
         );
     }
 }
+
+/// Shards of one replay are separate files; the same file twice (as FACTS and again as a
+/// `--shard`, say) would count every request twice and skew every rate, so it is refused.
+pub(crate) fn refuse_repeated_facts(paths: &[std::path::PathBuf]) -> color_eyre::Result<()> {
+    for (index, path) in paths.iter().enumerate() {
+        if paths[..index].iter().any(|other| same_file(other, path)) {
+            color_eyre::eyre::bail!(
+                "{} is given twice: its requests would be counted twice",
+                path.display()
+            );
+        }
+    }
+    Ok(())
+}

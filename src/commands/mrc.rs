@@ -13,19 +13,7 @@ use crate::output::plot::{PlotData, render_png, render_svg};
 
 /// Builds the curves from the facts, prints the table (or JSON) and writes the plots.
 pub fn run(args: &MrcArgs) -> color_eyre::Result<()> {
-    // Shards of one replay are separate files; the same file twice would count every request
-    // twice and skew every rate, so it is refused.
-    for (index, path) in args.facts.iter().enumerate() {
-        if args.facts[..index]
-            .iter()
-            .any(|other| same_file(other, path))
-        {
-            bail!(
-                "{} is given twice: its requests would be counted twice",
-                path.display()
-            );
-        }
-    }
+    super::refuse_repeated_facts(&args.facts)?;
     let outputs: Vec<&std::path::PathBuf> = args.png.iter().chain(&args.svg).collect();
     if let [png, svg] = outputs[..]
         && same_file(png, svg)

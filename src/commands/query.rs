@@ -16,6 +16,7 @@ pub fn run(args: &QueryArgs) -> color_eyre::Result<()> {
         summary_only: args.summary_only,
     };
     let facts_paths = args.facts_paths();
+    super::refuse_repeated_facts(&facts_paths)?;
     if !args.writes_to_stdout()
         && let Some(input) = facts_paths.iter().find(|input| same_file(input, &args.out))
     {

@@ -44,7 +44,16 @@ pub fn run(args: &WatchArgs) -> color_eyre::Result<()> {
 /// rather than a run that quietly showed nothing — typically the wrong block size or format.
 fn check_lines_used(last: &LiveSnapshot) -> color_eyre::Result<()> {
     let health = &last.health;
+    let read_to_the_end = last.source.state == crate::live::snapshot::FollowState::Finished;
     if health.bad_lines == 0 {
+        if read_to_the_end && health.read_events == 0 {
+            // As `replay` says of such a trace (empty, only writes, or another format's rows
+            // that the forced format skips).
+            bail!(
+                "{}: trace contains no valid Request/Get events (check --format)",
+                last.source.path
+            );
+        }
         return Ok(());
     }
     let last_error = health
@@ -68,6 +77,16 @@ fn check_lines_used(last: &LiveSnapshot) -> color_eyre::Result<()> {
         last.source.path
     );
     Ok(())
+}
+
+/// Where `s` publishes the facts: `--facts-out`, or `litehit_facts.csv` inside it when it
+/// names an existing directory (as `replay --out DIR` does).
+pub fn facts_snapshot_path(facts_out: &Path) -> std::path::PathBuf {
+    if facts_out.is_dir() {
+        facts_out.join(crate::facts::file::FACTS_FILE_NAME)
+    } else {
+        facts_out.to_path_buf()
+    }
 }
 
 /// Resolves the arguments (config file or single-instance flags) into an ingest setup.
@@ -141,7 +160,7 @@ pub fn ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
     } else {
         StartAt::Beginning
     };
-    config.facts_out.clone_from(&args.facts_out);
+    config.facts_out = facts_snapshot_path(&args.facts_out);
     config.frame_period = Duration::from_secs_f64(1.0 / args.fps.clamp(0.5, 120.0));
     config.window_ns = i64::try_from(seconds("--window-seconds", args.window_seconds)?.as_nanos())
         .wrap_err("--window-seconds is too large")?;
@@ -170,6 +189,12 @@ fn has_first_line(path: &Path) -> bool {
 /// `watch` follows a file as it grows, which a compressed stream cannot do meaningfully: say
 /// so instead of reading compressed bytes as bad lines.
 fn refuse_compressed(path: &Path) -> color_eyre::Result<()> {
+    if path == Path::new("-") {
+        bail!(
+            "watch follows a growing file, not standard input; to replay a stream, pipe it to \
+             `litehit replay - --out DIR`"
+        );
+    }
     // A pipe (`<(cmd)`, a FIFO) cannot be followed, nor read twice: even peeking at its
     // magic bytes would eat them.
     if std::fs::metadata(path).is_ok_and(|meta| meta.is_dir()) {
@@ -217,4 +242,24 @@ pub fn print_summary(last: &Arc<LiveSnapshot>) {
     // The terminal may be gone (SIGHUP when it closed): a summary nobody can read is not an
     // error, and `print!` would panic on it.
     let _ = std::io::stdout().write_all(headless::summary_text(last).as_bytes());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_directory_as_facts_out_gets_the_facts_file_inside() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(
+            facts_snapshot_path(dir.path()),
+            dir.path().join("litehit_facts.csv")
+        );
+        let file = dir.path().join("snap.csv");
+        assert_eq!(
+            facts_snapshot_path(&file),
+            file,
+            "a file path is used as it is"
+        );
+    }
 }

@@ -34,15 +34,14 @@ pub fn load_config_file(path: &Path) -> Result<ReplayConfig> {
 /// [`load_config_file`]).
 pub fn parse_config_str(json: &str) -> Result<ReplayConfig> {
     let value: Value = serde_json::from_str(json).map_err(|error| ConfigError::Json { error })?;
-    let root = Obj::root(&value)?;
-    let mut config = RawConfig::read(&root)?.resolve()?;
-    config.unknown_keys = root.unknown_keys(&TOP_LEVEL_KEYS);
+    let mut config = RawConfig::read(&Obj::root(&value)?)?.resolve()?;
+    config.unknown_keys = unknown_keys(&value);
     Ok(config)
 }
 
-/// Every top-level key of upstream's `OptimizerLiteHitConfig` (REFERENCE §6.2), plus
-/// LiteHit's `trace_format`.
-const TOP_LEVEL_KEYS: [&str; 9] = [
+/// Every key of upstream's `OptimizerLiteHitConfig` (REFERENCE §6.2), plus LiteHit's
+/// `trace_format`, by where it may appear.
+const TOP_LEVEL_KEYS: &[&str] = &[
     "trace_file_path",
     "output_result_path",
     "instance_groups",
@@ -53,6 +52,88 @@ const TOP_LEVEL_KEYS: [&str; 9] = [
     "pipeline_worker_count",
     "trace_format",
 ];
+const GROUP_KEYS: &[&str] = &[
+    "name",
+    "capacity_gb",
+    "eviction_policy",
+    "shared_group_quota",
+    "enable_theoretical_max_cache",
+    "ttl_seconds",
+    "enable_prefix_hash",
+];
+const INSTANCE_KEYS: &[&str] = &[
+    "instance_group_name",
+    "instance_id",
+    "block_size",
+    "location_spec_infos",
+    "location_spec_groups",
+    "linear_step",
+    "optimizer_state_info",
+];
+const SPEC_KEYS: &[&str] = &["name", "size"];
+const SPEC_GROUP_KEYS: &[&str] = &["name", "spec_names"];
+const STATE_KEYS: &[&str] = &[
+    "full_location_spec_group_name",
+    "linear_location_spec_group_name",
+];
+
+/// The paths of keys no level of the config knows (`instances[0].blok_size`), in file
+/// order. Upstream ignores them, and so does LiteHit, but a typo in an optional key (say
+/// `ttl_second`) would otherwise change the analysis silently.
+fn unknown_keys(root: &Value) -> Vec<String> {
+    fn check(value: &Value, path: &str, known: &[&str], out: &mut Vec<String>) {
+        if let Value::Object(map) = value {
+            let prefix = if path.is_empty() {
+                String::new()
+            } else {
+                format!("{path}.")
+            };
+            out.extend(
+                map.keys()
+                    .filter(|key| !known.contains(&key.as_str()))
+                    .map(|key| format!("{prefix}{key}")),
+            );
+        }
+    }
+    fn each(value: &Value, key: &str, path: &str, known: &[&str], out: &mut Vec<String>) {
+        if let Some(Value::Array(items)) = value.get(key) {
+            let path = if path.is_empty() {
+                key.to_owned()
+            } else {
+                format!("{path}.{key}")
+            };
+            for (index, item) in items.iter().enumerate() {
+                check(item, &format!("{path}[{index}]"), known, out);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    check(root, "", TOP_LEVEL_KEYS, &mut out);
+    each(root, "instance_groups", "", GROUP_KEYS, &mut out);
+    each(root, "instances", "", INSTANCE_KEYS, &mut out);
+    if let Some(Value::Array(instances)) = root.get("instances") {
+        for (index, instance) in instances.iter().enumerate() {
+            let path = format!("instances[{index}]");
+            each(instance, "location_spec_infos", &path, SPEC_KEYS, &mut out);
+            each(
+                instance,
+                "location_spec_groups",
+                &path,
+                SPEC_GROUP_KEYS,
+                &mut out,
+            );
+            if let Some(state) = instance.get("optimizer_state_info") {
+                check(
+                    state,
+                    &format!("{path}.optimizer_state_info"),
+                    STATE_KEYS,
+                    &mut out,
+                );
+            }
+        }
+    }
+    out
+}
 
 /// The config as typed, before any rule is checked.
 struct RawConfig<'a> {

@@ -24,16 +24,6 @@ pub(super) struct Arr<'a> {
 }
 
 impl<'a> Obj<'a> {
-    /// The keys of this object that are not in `known`, in the file's order: upstream ignores
-    /// them, so they are only worth a warning (usually a typo).
-    pub(super) fn unknown_keys(&self, known: &[&str]) -> Vec<String> {
-        self.map
-            .keys()
-            .filter(|key| !known.contains(&key.as_str()))
-            .map(|key| format!("{}{key}", self.path))
-            .collect()
-    }
-
     /// The config root, which must be a JSON object.
     pub(super) fn root(value: &'a Value) -> Result<Self> {
         match value {

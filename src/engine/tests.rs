@@ -244,6 +244,22 @@ fn length_violation_names_line_and_trace() {
 }
 
 #[test]
+fn length_violation_names_a_power_of_two_that_fits_an_unrelated_size() {
+    // 1000-token analysis blocks over a trace of 256-token keys: 2048 tokens make 8 keys.
+    let mut engine = Engine::new(
+        configured(vec![spec("a", 1000)], Routing::ByInstance, 1000),
+        Policy::FailFast,
+    )
+    .unwrap();
+    let keys: Vec<i64> = (1..=8).collect();
+    let error = run(&mut engine, &[event(Some("a"), 1, &keys, 2048)]).unwrap_err();
+    assert!(
+        error.to_string().contains("(they fit 256-token blocks"),
+        "{error}"
+    );
+}
+
+#[test]
 fn length_violation_names_the_block_size_the_keys_fit() {
     // A trace of 16-token blocks read with a lane of 64-token blocks: 40 tokens make 2 keys.
     let mut engine = Engine::new(
@@ -255,7 +271,8 @@ fn length_violation_names_the_block_size_the_keys_fit() {
     let message = error.to_string();
     assert!(
         message.ends_with(
-            "found 2 (they fit 16-token blocks: --trace-block-size 16, or block_size in a config)"
+            "found 2 (they fit 16-token blocks: --trace-block-size 16 or a config's block_size; \
+             --block-size can only be a multiple of it)"
         ),
         "{message}"
     );

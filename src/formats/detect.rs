@@ -68,7 +68,7 @@ pub fn detect_format(first_non_empty_line: &[u8]) -> Option<TraceFormat> {
     let mut seen = [false; KEY_COUNT];
     let mut type_value = TypeValue::Absent;
     let mut float_timestamp = false;
-    let mut cur = Cursor::new(first_non_empty_line);
+    let mut cur = Cursor::new(super::strip_bom(first_non_empty_line));
     json::walk_object::<Key>(&mut cur, |cur, key| {
         seen[key as usize] = true;
         match key {

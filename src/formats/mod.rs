@@ -212,6 +212,7 @@ impl LineParser {
         line_number: u64,
         event: &mut TraceEvent,
     ) -> Result<LineOutcome> {
+        let line = strip_bom(line);
         if is_blank(line) {
             return Ok(LineOutcome::Blank);
         }
@@ -318,6 +319,13 @@ fn keep_full_blocks(
     // `full <= found <= usize::MAX`, so the conversion is lossless.
     keys.truncate(usize::try_from(full).unwrap_or(usize::MAX));
     Ok(())
+}
+
+/// `line` without a leading UTF-8 byte-order mark: editors on Windows start files with one,
+/// and it only ever opens the first line.
+#[must_use]
+pub fn strip_bom(line: &[u8]) -> &[u8] {
+    line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line)
 }
 
 /// Seconds (an exact JSON integer or a float) to nanoseconds as Python's

@@ -62,14 +62,17 @@ impl NormalizeError {
 #[must_use]
 pub fn fits_hint(tokens: u64) -> String {
     format!(
-        " (they fit {tokens}-token blocks: --trace-block-size {tokens}, or block_size in a config)"
+        " (they fit {tokens}-token blocks: --trace-block-size {tokens} or a config's block_size; \
+         --block-size can only be a multiple of it)"
     )
 }
 
-/// The block size, `block_size_tokens` halved or doubled up to ten times, at which
-/// `input_len` tokens make `found` keys — full blocks only, or also counting a partial tail
-/// block when the format keeps one (`allow_partial_tail`): the likely size of the trace's
-/// blocks when the one assumed is wrong (say, a Mooncake trace read at 256 instead of 512).
+/// The block size at which `input_len` tokens make `found` keys — full blocks only, or also
+/// counting a partial tail block when the format keeps one (`allow_partial_tail`): the likely
+/// size of the trace's blocks when the one assumed is wrong (say, a Mooncake trace read at 256
+/// instead of 512). Tried in order: `block_size_tokens` halved or doubled up to ten times,
+/// then the powers of two up to 2^16 — first, if `block_size_tokens` is not one itself (1000
+/// against a 256-token trace), since real block sizes are.
 pub(crate) fn fitting_block_size(
     input_len: u64,
     found: u64,
@@ -81,17 +84,29 @@ pub(crate) fn fitting_block_size(
             && (input_len / tokens == found
                 || (allow_partial_tail && input_len.div_ceil(tokens) == found))
     };
-    (1..=10).find_map(|shift| {
-        [
-            block_size_tokens
-                .checked_shl(shift)
-                .filter(|&t| t >> shift == block_size_tokens),
-            Some(block_size_tokens >> shift),
-        ]
-        .into_iter()
-        .flatten()
-        .find(|&tokens| fits(tokens))
-    })
+    let power_of_two = || {
+        (0..=16)
+            .map(|power| 1_u64 << power)
+            .find(|&tokens| fits(tokens))
+    };
+    let halved_or_doubled = || {
+        (1..=10).find_map(|shift| {
+            [
+                block_size_tokens
+                    .checked_shl(shift)
+                    .filter(|&t| t >> shift == block_size_tokens),
+                Some(block_size_tokens >> shift),
+            ]
+            .into_iter()
+            .flatten()
+            .find(|&tokens| fits(tokens))
+        })
+    };
+    if block_size_tokens.is_power_of_two() {
+        halved_or_doubled().or_else(power_of_two)
+    } else {
+        power_of_two().or_else(halved_or_doubled)
+    }
 }
 
 /// How a lane preprocesses requests: its analysis granularity and key shape.
