@@ -44,12 +44,30 @@ pub fn run(args: &MrcArgs) -> color_eyre::Result<()> {
     }
     let report = curves.report(args.max_curve_points);
     if args.png.is_some() || args.svg.is_some() {
-        let source = args
+        // File names, or the paths as given when names repeat (shards in several directories).
+        let names: Vec<String> = args
             .facts
             .iter()
-            .map(|p| p.file_name().unwrap_or(p.as_os_str()).to_string_lossy())
-            .collect::<Vec<_>>()
-            .join(", ");
+            .map(|p| {
+                p.file_name()
+                    .unwrap_or(p.as_os_str())
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .collect();
+        let repeated = names
+            .iter()
+            .enumerate()
+            .any(|(i, name)| names[..i].contains(name));
+        let source = if repeated {
+            args.facts
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        } else {
+            names.join(", ")
+        };
         let plot = PlotData::from_curves(&curves, &report, &source);
         if let Some(path) = &args.png {
             write_file(path, &render_png(&plot))?;

@@ -601,12 +601,14 @@ pub fn render_table(report: &MrcReport) -> String {
                 format_bytes(i.block_bytes),
                 format_percent(i.infinite_hit_rate),
             ];
+            let hits = i.infinite_hit_rate > 0.0;
             row.extend(
                 i.knees
                     .iter()
-                    .map(|k| format_capacity(k.point.capacity_gb, Some(k.point.capacity_blocks))),
+                    .map(|k| knee_cell(hits, k.point.capacity_gb, Some(k.point.capacity_blocks))),
             );
-            row.push(format_capacity(
+            row.push(knee_cell(
+                hits,
                 i.saturation.capacity_gb,
                 Some(i.saturation.capacity_blocks),
             ));
@@ -624,13 +626,15 @@ pub fn render_table(report: &MrcReport) -> String {
             .map_or_else(|| "mixed".into(), format_bytes),
         format_percent(total.infinite_hit_rate),
     ];
+    let hits = total.infinite_hit_rate > 0.0;
     total_row.extend(
         total
             .knees
             .iter()
-            .map(|k| format_capacity(k.point.capacity_gb, k.point.capacity_blocks)),
+            .map(|k| knee_cell(hits, k.point.capacity_gb, k.point.capacity_blocks)),
     );
-    total_row.push(format_capacity(
+    total_row.push(knee_cell(
+        hits,
         total.saturation.capacity_gb,
         total.saturation.capacity_blocks,
     ));
@@ -670,6 +674,16 @@ pub fn render_table(report: &MrcReport) -> String {
 
 fn format_percent(rate: f64) -> String {
     format!("{:.2}%", rate * 100.0)
+}
+
+/// A knee or saturation cell: `-` when nothing ever hits (every knee would read `0 GB`,
+/// true but unhelpful), else [`format_capacity`].
+fn knee_cell(hits: bool, capacity_gb: f64, capacity_blocks: Option<u64>) -> String {
+    if hits {
+        format_capacity(capacity_gb, capacity_blocks)
+    } else {
+        "-".to_owned()
+    }
 }
 
 /// `12.34 GB (91)`; the block count is omitted when unknown. The GB figure is rounded
@@ -914,6 +928,20 @@ mod tests {
         assert_eq!(value["total"]["shared_block_bytes"], 1024);
         assert_eq!(value["knee_percents"], serde_json::json!([50, 90, 95, 99]));
         assert_eq!(value["instances"][0]["curve"]["exact_breakpoints"], true);
+    }
+
+    #[test]
+    fn knees_are_a_dash_when_nothing_ever_hits() {
+        let mut builder = MrcBuilder::new();
+        builder.add_record(&record("a", 8, 1024, &[])).unwrap();
+        let table = render_table(&builder.finish().report(10));
+        let instance_row = table.lines().nth(1).unwrap();
+        let last_cells: Vec<&str> = instance_row.split_whitespace().rev().take(5).collect();
+        assert_eq!(
+            last_cells, ["-"; 5],
+            "four knees and the saturation: {table}"
+        );
+        assert!(!table.contains("0 GB"), "{table}");
     }
 
     #[test]

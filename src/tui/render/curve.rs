@@ -77,6 +77,8 @@ pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
         .chain(slot_x.iter().map(|&(_, x)| x * 1.05))
         .fold(0.0_f64, f64::max)
         .max(1e-9);
+    // A round axis end, so the labels read 50 GB / 100 GB rather than 85.233 / 170.467.
+    let x_max = format::nice_ceiling(x_max);
     let markers: Vec<[(f64, f64); 2]> = slot_x
         .iter()
         .map(|&(_, x)| [(x, 0.0), (x, 100.0)])

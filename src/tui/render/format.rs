@@ -84,6 +84,19 @@ pub fn short_float(value: f64) -> String {
     }
 }
 
+/// The smallest of 1, 2, 2.5, 5 × 10^k at or above `value` (> 0): a round end for an axis.
+pub fn nice_ceiling(value: f64) -> f64 {
+    if !(value.is_finite() && value > 0.0) {
+        return value;
+    }
+    let scale = 10_f64.powf(value.log10().floor());
+    [1.0, 2.0, 2.5, 5.0, 10.0]
+        .into_iter()
+        .map(|step| step * scale)
+        .find(|&end| end >= value * (1.0 - 1e-12))
+        .unwrap_or(10.0 * scale)
+}
+
 /// A float without trailing zeros (`40`, `0.5`, `1.25`).
 pub fn trim_float(value: f64) -> String {
     let text = format!("{value:.3}");
@@ -158,6 +171,10 @@ mod tests {
         assert_eq!(capacity(Capacity::Gigabytes(0.0)), "0 GB");
         assert_eq!(capacity(Capacity::Gigabytes(1.0 / 3.0)), "0.333 GB");
         assert_eq!(axis_gb(40.0), "40 GB");
+        assert!((nice_ceiling(170.467) - 200.0).abs() < 1e-9);
+        assert!((nice_ceiling(40.0) - 50.0).abs() < 1e-9);
+        assert!((nice_ceiling(0.21) - 0.25).abs() < 1e-12);
+        assert!((nice_ceiling(100.0) - 100.0).abs() < 1e-9);
         assert_eq!(axis_gb(0.125), "0.125 GB");
         assert_eq!(axis_gb(1e20), "1.00e20 GB");
         assert_eq!(capacity(Capacity::Blocks(1000)), "1000 b");
