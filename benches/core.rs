@@ -154,7 +154,7 @@ fn random_looking(key: i64) -> i64 {
     litehit::workload::mix64((key as u64).wrapping_add(0x9e37_79b9_7f4a_7c15)) as i64
 }
 
-/// Best of `runs` replays. `warm`: one core reset between runs (allocations kept, no page
+/// Best of `runs` replays, and the median run (the upper one for an even `runs`). `warm`: one core reset between runs (allocations kept, no page
 /// faults or table growth); otherwise a fresh core per run (what a one-shot replay pays).
 fn report(name: &str, trace: &FlatTrace, runs: usize, warm: bool) -> u64 {
     let mut seconds_per_run = Vec::with_capacity(runs);
@@ -178,7 +178,7 @@ fn report(name: &str, trace: &FlatTrace, runs: usize, warm: bool) -> u64 {
     let median = seconds_per_run[seconds_per_run.len() / 2];
     let rate = |seconds: f64| trace.accesses() as f64 / seconds / 1e6;
     println!(
-        "{name:<28} requests {:>9}  accesses {:>11}  unique {:>10}  best {:>8.3} s cpu  {:>7.1} M accesses/s (median run {:.1})  {:>5.1} B/unique key  digest {digest:016x}",
+        "{name:<28} requests {:>9}  accesses {:>11}  unique {:>10}  best {:>8.3} s cpu  {:>7.1} M accesses/s (median run {:.1} M/s)  {:>5.1} B/unique key  digest {digest:016x}",
         trace.ends.len(),
         trace.accesses(),
         unique,

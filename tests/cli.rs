@@ -1870,7 +1870,7 @@ fn watch_at_eof_reports_bad_lines_and_fails_when_nothing_was_usable() {
     assert_mentions(
         failed(&run),
         &[
-            "no line could be used",
+            "no valid Request/Get events",
             "3 bad lines skipped",
             "line 3",
             "they fit 16-token blocks",
@@ -1903,4 +1903,94 @@ fn watch_at_eof_reports_bad_lines_and_fails_when_nothing_was_usable() {
         ["watch", path_str(&empty), "--headless", "--exit-at-eof"],
     );
     assert_mentions(failed(&run), &["no valid Request/Get events"]);
+
+    // Only a write and a bad line: still nothing usable (a bad line must not turn it into a
+    // success).
+    let writes = write_file(
+        dir.path(),
+        "writes.jsonl",
+        &format!("{}garbage\n", write_row("a", "w1", 1, &[1, 2])),
+    );
+    let run = run_in(
+        None,
+        ["watch", path_str(&writes), "--headless", "--exit-at-eof"],
+    );
+    assert_mentions(
+        failed(&run),
+        &["no valid Request/Get events", "1 bad line skipped"],
+    );
+
+    // From the end of a valid trace nothing is read, which proves nothing: exit 0.
+    let sample = write_file(dir.path(), "valid.jsonl", &rows);
+    ok(run_in(
+        None,
+        [
+            "watch",
+            path_str(&sample),
+            "--headless",
+            "--exit-at-eof",
+            "--from-end",
+            "--block-size",
+            "16",
+        ],
+    ));
+}
+
+/// The reading of a trace once (above) must not cost what reading it twice handled: a gzip
+/// stream whose first byte arrives alone, a first line over 1 MiB, a first line that is only
+/// a byte-order mark.
+#[test]
+fn a_trace_read_once_still_detects_what_it_used_to() {
+    let dir = tempdir();
+    let flags = block_flags();
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let text = standard_trace(&generate(multi_instance_workload(23), 200));
+    let trace = write_file(dir.path(), "trace.jsonl", &text);
+    let expected_out = dir.path().join("expected");
+    ok(replay_flags(&trace, &expected_out, &flags));
+    let expected = fs::read(expected_out.join(FACTS)).unwrap();
+
+    // gzip through a pipe, its first byte alone.
+    let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gzip.write_all(text.as_bytes()).unwrap();
+    let gz = gzip.finish().unwrap();
+    let out = dir.path().join("gz");
+    let mut child = litehit()
+        .args(["replay", "-", "--out", path_str(&out), "--quiet"])
+        .args(&flags)
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let feeder = std::thread::spawn(move || {
+        stdin.write_all(&gz[..1]).unwrap();
+        stdin.flush().unwrap();
+        std::thread::sleep(Duration::from_millis(200));
+        stdin.write_all(&gz[1..]).unwrap();
+    });
+    let output = child.wait_with_output().unwrap();
+    feeder.join().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(fs::read(out.join(FACTS)).unwrap(), expected);
+
+    // A byte-order mark on a line of its own before the trace.
+    let bom = write_file(dir.path(), "bom.jsonl", &format!("\u{feff}\n{text}"));
+    let out = dir.path().join("bom");
+    ok(replay_flags(&bom, &out, &flags));
+    assert_eq!(fs::read(out.join(FACTS)).unwrap(), expected);
+
+    // A first request of 200 000 blocks: a first line over 1 MiB is detected as before.
+    let keys: Vec<i64> = (1..=200_000).collect();
+    let long = write_file(
+        dir.path(),
+        "long.jsonl",
+        &get_row("a", "r1", 1, &keys, 200_000 * BLOCK_TOKENS),
+    );
+    assert!(fs::metadata(&long).unwrap().len() > 1 << 20);
+    ok(replay_flags(&long, &dir.path().join("long"), &flags));
 }

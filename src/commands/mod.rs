@@ -7,7 +7,10 @@ pub mod query;
 pub mod replay;
 pub mod watch;
 
+use color_eyre::eyre::{WrapErr as _, bail, eyre};
+
 use crate::cli::{Cli, Command};
+use crate::formats::{detect_format, open_trace, peek_first_line};
 
 /// Runs the parsed command line.
 pub fn run(cli: Cli) -> color_eyre::Result<()> {
@@ -105,4 +108,63 @@ pub(crate) fn refuse_repeated_facts(paths: &[std::path::PathBuf]) -> color_eyre:
         }
     }
     Ok(())
+}
+
+/// An opened trace and its format: the one forced, else detected from its first line.
+pub(crate) struct OpenedTrace {
+    pub(crate) reader: Box<dyn std::io::Read + Send>,
+    pub(crate) format: crate::formats::TraceFormat,
+}
+
+/// Opens `path` (`-` = standard input) once and, unless `forced`, detects its format from
+/// its first non-blank line, keeping those bytes for the replay.
+pub(crate) fn open_and_detect(
+    path: &std::path::Path,
+    forced: Option<crate::formats::TraceFormat>,
+) -> color_eyre::Result<OpenedTrace> {
+    let reader = open_trace(path).wrap_err_with(|| format!("opening trace {}", path.display()))?;
+    if let Some(format) = forced {
+        return Ok(OpenedTrace { reader, format });
+    }
+    let peeked =
+        peek_first_line(reader).wrap_err_with(|| format!("reading trace {}", path.display()))?;
+    let format = format_of_first_line(path, peeked.first_line.as_deref())?;
+    Ok(OpenedTrace {
+        reader: peeked.reader,
+        format,
+    })
+}
+
+/// The format of the first non-blank line of `path` (decompressing `.gz` / `.zst`).
+pub fn detect_trace_format(
+    path: &std::path::Path,
+) -> color_eyre::Result<crate::formats::TraceFormat> {
+    open_and_detect(path, None).map(|opened| opened.format)
+}
+
+fn format_of_first_line(
+    path: &std::path::Path,
+    first_line: Option<&[u8]>,
+) -> color_eyre::Result<crate::formats::TraceFormat> {
+    let Some(line) = first_line else {
+        bail!(
+            "{}: trace contains no valid Request/Get events (it is empty)",
+            path.display()
+        );
+    };
+    detect_format(line).ok_or_else(|| {
+        if line.len() > crate::formats::MAX_PEEK_BYTES {
+            // No newline in the first 64 MiB: binary, or one enormous line.
+            eyre!(
+                "{}: no line break in the first 64 MiB (not a text trace?); pass --format",
+                path.display()
+            )
+        } else {
+            eyre!(
+                "{}: cannot tell the trace format from its first line; pass --format \
+                 (standard, mooncake, bailian, kvcm, lmcache)",
+                path.display()
+            )
+        }
+    })
 }

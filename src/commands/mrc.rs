@@ -35,11 +35,7 @@ pub fn run(args: &MrcArgs) -> color_eyre::Result<()> {
         // No curve, no knee: a header-only file (e.g. a replay of a trace with only writes).
         bail!(
             "{}: no facts rows, so there is no curve to draw",
-            args.facts
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
+            joined_paths(&args.facts)
         );
     }
     let report = curves.report(args.max_curve_points);
@@ -60,11 +56,7 @@ pub fn run(args: &MrcArgs) -> color_eyre::Result<()> {
             .enumerate()
             .any(|(i, name)| names[..i].contains(name));
         let source = if repeated {
-            args.facts
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
+            joined_paths(&args.facts)
         } else {
             names.join(", ")
         };
@@ -90,4 +82,13 @@ pub fn run(args: &MrcArgs) -> color_eyre::Result<()> {
 fn write_file(path: &Path, bytes: &[u8]) -> color_eyre::Result<()> {
     write_atomically(path, |out| out.write_all(bytes).map_err(|e| eyre!(e)))
         .wrap_err_with(|| format!("writing {}", path.display()))
+}
+
+/// `a.csv, b/a.csv`: the paths as given, for messages and plot subtitles.
+fn joined_paths(paths: &[std::path::PathBuf]) -> String {
+    paths
+        .iter()
+        .map(|path| path.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
 }

@@ -7,17 +7,17 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;
 
-use color_eyre::eyre::{Result, WrapErr, bail, eyre};
+use color_eyre::eyre::{Result, bail, eyre};
 
 use crate::cli::ReplayArgs;
 use crate::config::{self, ReplayConfig};
 use crate::engine::pipeline::{PipelineTotals, replay_stream};
 use crate::engine::{Engine, EngineConfig, Policy};
 use crate::facts::file::{AtomicFactsWriter, append_fact_row};
-use crate::formats::{
-    LineParser, ParseOptions, TraceFormat, detect_format, open_trace, peek_first_line,
-};
+use crate::formats::{LineParser, ParseOptions, TraceFormat};
 use crate::output::summary::LaneSummary;
+
+use super::{OpenedTrace, open_and_detect};
 
 /// Ctrl-C (SIGINT) or SIGTERM during a replay: it stops at the next chunk, removes its temp
 /// file and exits with 128 + the signal, like a process the signal ended; a second signal
@@ -90,12 +90,6 @@ struct ReplayPlan {
     format: TraceFormat,
     engine: EngineConfig,
     worker_count: usize,
-}
-
-/// An opened trace and its format: `forced` if given, else detected from its first line.
-struct OpenedTrace {
-    reader: Box<dyn Read + Send>,
-    format: TraceFormat,
 }
 
 pub fn run(args: &ReplayArgs) -> Result<()> {
@@ -177,48 +171,6 @@ fn resolve_plan(args: &ReplayArgs) -> Result<ReplayPlan> {
     })
 }
 
-/// Opens `path` (`-` = standard input) once and, unless `forced`, detects its format from
-/// its first non-blank line, keeping those bytes for the replay.
-fn open_and_detect(path: &Path, forced: Option<TraceFormat>) -> Result<OpenedTrace> {
-    let reader = open_trace(path).wrap_err_with(|| format!("opening trace {}", path.display()))?;
-    if let Some(format) = forced {
-        return Ok(OpenedTrace { reader, format });
-    }
-    let peeked =
-        peek_first_line(reader).wrap_err_with(|| format!("reading trace {}", path.display()))?;
-    let format = format_of_first_line(path, peeked.first_line.as_deref())?;
-    Ok(OpenedTrace {
-        reader: peeked.reader,
-        format,
-    })
-}
-
-/// The format of the first non-blank line of `path` (decompressing `.gz` / `.zst`).
-pub fn detect_trace_format(path: &Path) -> Result<TraceFormat> {
-    open_and_detect(path, None).map(|opened| opened.format)
-}
-
-fn format_of_first_line(path: &Path, first_line: Option<&[u8]>) -> Result<TraceFormat> {
-    let Some(line) = first_line else {
-        bail!(
-            "{}: trace contains no valid Request/Get events (it is empty)",
-            path.display()
-        );
-    };
-    detect_format(line).ok_or_else(|| {
-        if line.len() > 1 << 20 {
-            // A binary file with no newline.
-            eyre!("{}: first line is not text; pass --format", path.display())
-        } else {
-            eyre!(
-                "{}: cannot tell the trace format from its first line; pass --format \
-                 (standard, mooncake, bailian, kvcm, lmcache)",
-                path.display()
-            )
-        }
-    })
-}
-
 /// Replays the plan and publishes the facts; nothing is published on any error.
 fn replay_plan(plan: ReplayPlan, show_progress: bool) -> Result<(PipelineTotals, Engine, PathBuf)> {
     let mut engine = Engine::new(plan.engine.clone(), Policy::FailFast)?.without_capacity_curves();
@@ -287,9 +239,10 @@ fn replay_plan(plan: ReplayPlan, show_progress: bool) -> Result<(PipelineTotals,
 }
 
 fn progress_bar(trace_path: &Path) -> indicatif::ProgressBar {
-    let plain_size = File::open(trace_path)
-        .and_then(|f| f.metadata())
-        .ok()
+    // Standard input (`-`) has no size; a file literally named `-` must not lend it one.
+    let plain_size = (trace_path != Path::new("-"))
+        .then(|| File::open(trace_path).and_then(|f| f.metadata()).ok())
+        .flatten()
         // A pipe or standard input has no size to count towards.
         .filter(std::fs::Metadata::is_file)
         .filter(|_| {

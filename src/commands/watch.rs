@@ -8,7 +8,7 @@ use std::time::Duration;
 use color_eyre::eyre::{WrapErr as _, bail, eyre};
 
 use crate::cli::watch_args::WatchArgs;
-use crate::commands::replay::detect_trace_format;
+use crate::commands::detect_trace_format;
 use crate::config::{load_config_file, resolve_single_instance};
 use crate::formats::Compression;
 use crate::live::LiveSnapshot;
@@ -36,57 +36,53 @@ pub fn run(args: &WatchArgs) -> color_eyre::Result<()> {
         last
     };
     live.shutdown();
-    check_lines_used(&last)
+    check_lines_used(&last, args.from_end)
 }
 
 /// After the monitor ends: bad lines are named on stderr (the JSON lines or the screen may
 /// not have been read), and a trace of which no line could be used is an error (exit 1)
 /// rather than a run that quietly showed nothing — typically the wrong block size or format.
-fn check_lines_used(last: &LiveSnapshot) -> color_eyre::Result<()> {
+/// `from_end`: the run skipped what the file held, so reading no request proves nothing.
+fn check_lines_used(last: &LiveSnapshot, from_end: bool) -> color_eyre::Result<()> {
     let health = &last.health;
+    let skipped = (health.bad_lines > 0).then(|| {
+        let last_error = health
+            .last_error
+            .as_ref()
+            .map_or_else(String::new, |error| {
+                format!("; last: line {}: {}", error.line_number, error.message)
+            });
+        format!(
+            "{} {} skipped{last_error}",
+            health.bad_lines,
+            crate::units::bad_lines_noun(health.bad_lines)
+        )
+    });
     let read_to_the_end = last.source.state == crate::live::snapshot::FollowState::Finished;
-    if health.bad_lines == 0 {
-        if read_to_the_end && health.read_events == 0 {
-            // As `replay` says of such a trace (empty, only writes, or another format's rows
-            // that the forced format skips).
-            bail!(
-                "{}: trace contains no valid Request/Get events (check --format)",
-                last.source.path
-            );
-        }
-        return Ok(());
+    let nothing_usable = health.read_events == 0 && health.write_events == 0;
+    if health.read_events == 0
+        && ((read_to_the_end && !from_end) || (skipped.is_some() && nothing_usable))
+    {
+        // As `replay` says of such a trace (empty, only writes, every line bad, or another
+        // format's rows that a forced format skips).
+        bail!(
+            "{}: trace contains no valid Request/Get events{}",
+            last.source.path,
+            skipped.map_or_else(
+                || " (check --format)".to_owned(),
+                |text| format!(": {text}")
+            )
+        );
     }
-    let last_error = health
-        .last_error
-        .as_ref()
-        .map_or_else(String::new, |error| {
-            format!("; last: line {}: {}", error.line_number, error.message)
-        });
-    let skipped = format!(
-        "{} {} skipped{last_error}",
-        health.bad_lines,
-        crate::units::bad_lines_noun(health.bad_lines)
-    );
-    if health.read_events == 0 && health.write_events == 0 {
-        bail!("{}: no line could be used: {skipped}", last.source.path);
+    if let Some(text) = skipped {
+        // The terminal may be gone (SIGHUP): nothing to do if nobody can read this.
+        let _ = writeln!(
+            std::io::stderr(),
+            "litehit watch {}: {text}",
+            last.source.path
+        );
     }
-    // The terminal may be gone (SIGHUP): nothing to do if nobody can read this.
-    let _ = writeln!(
-        std::io::stderr(),
-        "litehit watch {}: {skipped}",
-        last.source.path
-    );
     Ok(())
-}
-
-/// Where `s` publishes the facts: `--facts-out`, or `litehit_facts.csv` inside it when it
-/// names an existing directory (as `replay --out DIR` does).
-pub fn facts_snapshot_path(facts_out: &Path) -> std::path::PathBuf {
-    if facts_out.is_dir() {
-        facts_out.join(crate::facts::file::FACTS_FILE_NAME)
-    } else {
-        facts_out.to_path_buf()
-    }
 }
 
 /// Resolves the arguments (config file or single-instance flags) into an ingest setup.
@@ -97,7 +93,7 @@ pub fn ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
             load_config_file(path).wrap_err_with(|| format!("loading {}", path.display()))?;
         super::warn_unknown_config_keys(path, &config.unknown_keys);
         let trace = args.trace.clone().unwrap_or(config.trace_path);
-        refuse_compressed(&trace)?;
+        refuse_unfollowable(&trace)?;
         (
             trace,
             config.engine,
@@ -109,7 +105,7 @@ pub fn ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
             .trace
             .clone()
             .ok_or_else(|| eyre!("no trace file: pass TRACE (or --config with trace_file_path)"))?;
-        refuse_compressed(&trace)?;
+        refuse_unfollowable(&trace)?;
         // A trace that exists already names its format, and so its native block size, as in
         // `replay`. For one still to be created (or empty), the ingest thread makes the
         // engine once its first line names the format (`engine_for_format`).
@@ -160,7 +156,7 @@ pub fn ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
     } else {
         StartAt::Beginning
     };
-    config.facts_out = facts_snapshot_path(&args.facts_out);
+    config.facts_out = crate::facts::file::facts_snapshot_path(&args.facts_out);
     config.frame_period = Duration::from_secs_f64(1.0 / args.fps.clamp(0.5, 120.0));
     config.window_ns = i64::try_from(seconds("--window-seconds", args.window_seconds)?.as_nanos())
         .wrap_err("--window-seconds is too large")?;
@@ -186,21 +182,22 @@ fn has_first_line(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|metadata| metadata.is_file() && metadata.len() > 0)
 }
 
-/// `watch` follows a file as it grows, which a compressed stream cannot do meaningfully: say
-/// so instead of reading compressed bytes as bad lines.
-fn refuse_compressed(path: &Path) -> color_eyre::Result<()> {
+/// `watch` follows a regular plain-text file as it grows. Refused with what to do instead:
+/// standard input and pipes (`<(cmd)`, FIFOs: they cannot be followed, nor read twice — even
+/// peeking at their magic bytes would eat them), directories, and compressed traces (a
+/// compressed stream cannot be followed meaningfully; its bytes would all be bad lines).
+fn refuse_unfollowable(path: &Path) -> color_eyre::Result<()> {
     if path == Path::new("-") {
         bail!(
             "watch follows a growing file, not standard input; to replay a stream, pipe it to \
              `litehit replay - --out DIR`"
         );
     }
-    // A pipe (`<(cmd)`, a FIFO) cannot be followed, nor read twice: even peeking at its
-    // magic bytes would eat them.
-    if std::fs::metadata(path).is_ok_and(|meta| meta.is_dir()) {
+    let metadata = std::fs::metadata(path).ok();
+    if metadata.as_ref().is_some_and(std::fs::Metadata::is_dir) {
         bail!("{}: is a directory; pass the trace file", path.display());
     }
-    if std::fs::metadata(path).is_ok_and(|meta| !meta.is_file()) {
+    if metadata.as_ref().is_some_and(|meta| !meta.is_file()) {
         bail!(
             "{}: watch follows a growing regular file; for a pipe or a device, run `litehit \
              replay {} --out DIR` (it reads standard input as `-`)",
@@ -242,24 +239,4 @@ pub fn print_summary(last: &Arc<LiveSnapshot>) {
     // The terminal may be gone (SIGHUP when it closed): a summary nobody can read is not an
     // error, and `print!` would panic on it.
     let _ = std::io::stdout().write_all(headless::summary_text(last).as_bytes());
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_directory_as_facts_out_gets_the_facts_file_inside() {
-        let dir = tempfile::tempdir().unwrap();
-        assert_eq!(
-            facts_snapshot_path(dir.path()),
-            dir.path().join("litehit_facts.csv")
-        );
-        let file = dir.path().join("snap.csv");
-        assert_eq!(
-            facts_snapshot_path(&file),
-            file,
-            "a file path is used as it is"
-        );
-    }
 }

@@ -111,8 +111,8 @@ pub struct ReplayConfig {
     /// Every group's `capacity_gb`, merged, sorted ascending and deduplicated. Informative:
     /// facts do not depend on capacities (a query or summary may use them as its slots).
     pub capacity_gb: Vec<f64>,
-    /// Top-level keys the config has but neither upstream nor LiteHit knows: ignored, as
-    /// upstream ignores them, and worth a warning (`trace_fle_path` is a typo).
+    /// Keys, at any level (`instances[0].blok_size`), that neither upstream nor LiteHit
+    /// knows: ignored, as upstream ignores them, and worth a warning (usually a typo).
     pub unknown_keys: Vec<String>,
 }
 

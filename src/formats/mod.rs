@@ -67,7 +67,7 @@ pub use lines::{
     split_complete_lines,
 };
 pub use lmcache::chunk_hash_key;
-pub use open::{Compression, PeekedTrace, ZstdFrames, open_trace, peek_first_line};
+pub use open::{Compression, MAX_PEEK_BYTES, PeekedTrace, ZstdFrames, open_trace, peek_first_line};
 
 use json::Fault;
 

@@ -55,8 +55,22 @@ pub fn open_trace(path: &Path) -> io::Result<Box<dyn Read + Send>> {
     } else {
         Box::new(File::open(path)?)
     };
-    let mut file = BufReader::with_capacity(super::lines::MIN_READ_BYTES, source);
-    let magic = Compression::from_magic(file.fill_buf()?);
+    // The magic bytes, read in full before deciding: a pipe may deliver one byte at first.
+    let mut source = source;
+    let mut magic_bytes = [0_u8; 4];
+    let mut magic_len = 0;
+    while magic_len < magic_bytes.len() {
+        match source.read(&mut magic_bytes[magic_len..]) {
+            Ok(0) => break,
+            Ok(read) => magic_len += read,
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+            Err(error) => return Err(error),
+        }
+    }
+    let magic = Compression::from_magic(&magic_bytes[..magic_len]);
+    let rejoined: Box<dyn Read + Send> =
+        Box::new(io::Cursor::new(magic_bytes[..magic_len].to_vec()).chain(source));
+    let file = BufReader::with_capacity(super::lines::MIN_READ_BYTES, rejoined);
     let named = Compression::from_extension(path);
     if named != Compression::None && named != magic {
         return Err(io::Error::new(
@@ -88,9 +102,10 @@ pub struct PeekedTrace {
     pub reader: Box<dyn Read + Send>,
 }
 
-/// Longest run of bytes read while looking for a first line before giving up (a binary file
-/// with no newline): the bytes are kept for the replay, so this bounds the memory.
-const MAX_PEEK_BYTES: usize = 1 << 20;
+/// Most bytes read while looking for the first line before giving up (a binary file with no
+/// newline): they are kept for the replay, so this bounds the memory. A real first line can
+/// be long (an 80 k-key request is ~1.2 MB), so the bound is generous.
+pub const MAX_PEEK_BYTES: usize = 64 << 20;
 
 /// Reads `reader` up to its first non-blank line (format detection needs it) and hands back
 /// a reader that yields those bytes again before the rest, so the trace is opened and read
@@ -105,7 +120,8 @@ pub fn peek_first_line(reader: Box<dyn Read + Send>) -> io::Result<PeekedTrace> 
         let read = (&mut buffered)
             .take(allowance)
             .read_until(b'\n', &mut peeked)?;
-        let line = &peeked[line_start..];
+        // A byte-order mark alone does not make a line (the parser skips it too).
+        let line = super::strip_bom(&peeked[line_start..]);
         if line.iter().any(|b| !b.is_ascii_whitespace()) {
             first_line = Some(line.trim_ascii_end().to_vec());
             break;

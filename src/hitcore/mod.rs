@@ -273,10 +273,14 @@ impl LiteHit {
     }
 }
 
-/// Phase 1: the hit curve on the read-only pre-request snapshot. Looks keys up only as far
-/// as the curve can reach, which ends at the first new key; records each looked-up key's id
-/// (for a key new to a [`key_table::KeyTable`]: the index slot where its search ended) and
-/// old position for phase 2, so no key is looked up twice. Phase 2 searches the rest.
+/// Phase 1: the hit curve on the read-only pre-request snapshot. Stops looking keys up at the
+/// first new key, where the curve ends (past a TTL-expired key the curve ends too, but the
+/// lookups go on: that key and its chain are stored, and the neighbour shortcut finds them
+/// cheaply); records each looked-up key's id (for a key new to a [`key_table::KeyTable`]: the
+/// index slot where its search ended) and old position for phase 2, so no key is looked up
+/// twice. Phase 2 searches the rest from their home slots — for prefix-chained requests all
+/// new; input that is not a chain (an old key after a new one) loses the neighbour shortcut
+/// there, never exactness.
 #[inline]
 fn build_hit_curve(
     keys: &impl BlockLookups,

@@ -67,6 +67,9 @@ pub fn fits_hint(tokens: u64) -> String {
     )
 }
 
+/// The largest block size a key-count hint names.
+const MAX_HINTED_BLOCK_TOKENS: u64 = 8192;
+
 /// The block size at which `input_len` tokens make `found` keys — full blocks only, or also
 /// counting a partial tail block when the format keeps one (`allow_partial_tail`): the likely
 /// size of the trace's blocks when the one assumed is wrong (say, a Mooncake trace read at 256
@@ -79,8 +82,14 @@ pub(crate) fn fitting_block_size(
     block_size_tokens: u64,
     allow_partial_tail: bool,
 ) -> Option<u64> {
+    // One key (or none) fits almost any size: no hint rather than an absurd one. And no
+    // size beyond any real block size.
+    if found < 2 {
+        return None;
+    }
     let fits = |tokens: u64| {
         tokens > 0
+            && tokens <= MAX_HINTED_BLOCK_TOKENS
             && (input_len / tokens == found
                 || (allow_partial_tail && input_len.div_ceil(tokens) == found))
     };

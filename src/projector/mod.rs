@@ -177,7 +177,7 @@ pub fn parse_capacity(input: &str) -> Result<Capacity, String> {
     match number.parse::<f64>() {
         Ok(gb) if (0.0..MAX_TYPED_GB).contains(&gb) => Ok(Capacity::Gigabytes(gb)),
         Ok(gb) if gb >= MAX_TYPED_GB => Err(format!(
-            "{input:?}: too large (at most 2^34 GB); ∞ is always shown"
+            "{input:?}: too large (below 2^34 GB); ∞ is always shown"
         )),
         _ => Err(format!(
             "{input:?}: expected binary GB (40, 0.5) or blocks (1000b)"

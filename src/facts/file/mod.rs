@@ -28,6 +28,23 @@ pub const FACTS_HEADER: &str =
 /// The file name the offline replay publishes inside its output directory.
 pub const FACTS_FILE_NAME: &str = "litehit_facts.csv";
 
+/// Where the monitor's `s` publishes the facts: `facts_out`, or [`FACTS_FILE_NAME`] inside it
+/// when it names a directory — one that exists, or a path ending in `/` (as `replay --out
+/// DIR` names a directory).
+#[must_use]
+pub fn facts_snapshot_path(facts_out: &std::path::Path) -> std::path::PathBuf {
+    let names_a_directory = facts_out.is_dir()
+        || facts_out
+            .as_os_str()
+            .as_encoded_bytes()
+            .ends_with(std::path::MAIN_SEPARATOR_STR.as_bytes());
+    if names_a_directory {
+        facts_out.join(FACTS_FILE_NAME)
+    } else {
+        facts_out.to_path_buf()
+    }
+}
+
 /// Number of comma-separated fields in a facts row.
 pub const FACTS_FIELD_COUNT: usize = 7;
 
@@ -129,4 +146,26 @@ pub enum HitCurveError {
     MissingClose,
     #[error("hit_curve has trailing characters")]
     TrailingCharacters,
+}
+
+#[cfg(test)]
+mod snapshot_path_tests {
+    use super::*;
+
+    #[test]
+    fn a_directory_as_facts_out_gets_the_facts_file_inside() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(
+            facts_snapshot_path(dir.path()),
+            dir.path().join(FACTS_FILE_NAME)
+        );
+        let not_yet = dir.path().join("later/");
+        assert_eq!(facts_snapshot_path(&not_yet), not_yet.join(FACTS_FILE_NAME));
+        let file = dir.path().join("snap.csv");
+        assert_eq!(
+            facts_snapshot_path(&file),
+            file,
+            "a file path is used as it is"
+        );
+    }
 }

@@ -66,7 +66,7 @@ pub fn blocks_to_gb(blocks: u64, block_bytes: u64) -> f64 {
 /// A chart axis label in binary GB: `40 GB`, `0.5 GB`, and past 100 000 GB in scientific
 /// notation (`1.00e20 GB`), so a huge capacity slot cannot push the labels off the chart.
 pub fn axis_gb(value: f64) -> String {
-    if value < 1e5 {
+    if value == 0.0 || (1e-3..1e5).contains(&value) {
         format!("{} GB", trim_float(value))
     } else {
         format!("{value:.2e} GB")
@@ -79,6 +79,8 @@ pub fn short_float(value: f64) -> String {
     let shortest = format!("{value}");
     if shortest.len() <= 8 {
         shortest
+    } else if value != 0.0 && value.abs() < 1e-3 {
+        format!("{value:.2e}") // 1.00e-7: tiny, but not 0
     } else {
         trim_float(value)
     }
@@ -177,6 +179,8 @@ mod tests {
         assert!((nice_ceiling(100.0) - 100.0).abs() < 1e-9);
         assert_eq!(axis_gb(0.125), "0.125 GB");
         assert_eq!(axis_gb(1e20), "1.00e20 GB");
+        assert_eq!(axis_gb(0.0002), "2.00e-4 GB");
+        assert_eq!(capacity(Capacity::Gigabytes(1e-7)), "1.00e-7 GB");
         assert_eq!(capacity(Capacity::Blocks(1000)), "1000 b");
         assert_eq!(per_second(1_200_000.0, "blocks"), "1.20M blocks/s");
         assert_eq!(duration(Duration::from_secs(185)), "3m05s");
