@@ -1810,6 +1810,31 @@ fn sigterm_ends_a_headless_demo_cleanly() {
     assert_eq!(traces(), 0, "the generated trace is removed");
 }
 
+/// `litehit replay - --out OUT FLAGS`, its standard input written by `feed` on another
+/// thread; asserts success.
+fn replay_from_stdin(
+    out: &Path,
+    flags: &[&str],
+    feed: impl FnOnce(&mut std::process::ChildStdin) + Send + 'static,
+) {
+    let mut child = litehit()
+        .args(["replay", "-", "--out", path_str(out), "--quiet"])
+        .args(flags)
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let feeder = std::thread::spawn(move || feed(&mut stdin));
+    let output = child.wait_with_output().unwrap();
+    feeder.join().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
 /// A trace piped in (`-`, or a shell's `<(zcat t.gz)`) is read once: the first line that
 /// names the format is replayed too. Before, the format was detected on a first read of the
 /// pipe and the replay read it again, so the first 64 KiB were lost; a trace whose first
@@ -1826,27 +1851,12 @@ fn a_piped_trace_replays_exactly_like_the_file() {
     ok(replay_flags(&trace, &from_file, &flags));
 
     let from_pipe = dir.path().join("from_pipe");
-    let mut child = litehit()
-        .args(["replay", "-", "--out", path_str(&from_pipe), "--quiet"])
-        .args(&flags)
-        .stdin(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let feeder = std::thread::spawn(move || {
+    replay_from_stdin(&from_pipe, &flags, move |stdin| {
         // Small writes, so the replay sees a stream and not one buffer.
         for piece in text.as_bytes().chunks(4096) {
             stdin.write_all(piece).unwrap();
         }
     });
-    let output = child.wait_with_output().unwrap();
-    feeder.join().unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
     assert_eq!(
         fs::read(from_pipe.join(FACTS)).unwrap(),
         fs::read(from_file.join(FACTS)).unwrap()
@@ -1955,27 +1965,12 @@ fn a_trace_read_once_still_detects_what_it_used_to() {
     gzip.write_all(text.as_bytes()).unwrap();
     let gz = gzip.finish().unwrap();
     let out = dir.path().join("gz");
-    let mut child = litehit()
-        .args(["replay", "-", "--out", path_str(&out), "--quiet"])
-        .args(&flags)
-        .stdin(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let feeder = std::thread::spawn(move || {
+    replay_from_stdin(&out, &flags, move |stdin| {
         stdin.write_all(&gz[..1]).unwrap();
         stdin.flush().unwrap();
         std::thread::sleep(Duration::from_millis(200));
         stdin.write_all(&gz[1..]).unwrap();
     });
-    let output = child.wait_with_output().unwrap();
-    feeder.join().unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
     assert_eq!(fs::read(out.join(FACTS)).unwrap(), expected);
 
     // A byte-order mark on a line of its own before the trace.
