@@ -101,7 +101,7 @@ pub(crate) fn warn_unknown_config_keys(config_path: &std::path::Path, unknown_ke
 pub(crate) fn refuse_repeated_facts(paths: &[std::path::PathBuf]) -> color_eyre::Result<()> {
     for (index, path) in paths.iter().enumerate() {
         if paths[..index].iter().any(|other| same_file(other, path)) {
-            color_eyre::eyre::bail!(
+            bail!(
                 "{} is given twice: its requests would be counted twice",
                 path.display()
             );

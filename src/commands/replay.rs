@@ -239,11 +239,11 @@ fn replay_plan(plan: ReplayPlan, show_progress: bool) -> Result<(PipelineTotals,
 }
 
 fn progress_bar(trace_path: &Path) -> indicatif::ProgressBar {
-    // Standard input (`-`) has no size; a file literally named `-` must not lend it one.
+    // Standard input (`-`; not a file that happens to be named `-`) and pipes have no size
+    // to count towards.
     let plain_size = (trace_path != Path::new("-"))
         .then(|| File::open(trace_path).and_then(|f| f.metadata()).ok())
         .flatten()
-        // A pipe or standard input has no size to count towards.
         .filter(std::fs::Metadata::is_file)
         .filter(|_| {
             // Compressed inputs report decompressed bytes: no known total.

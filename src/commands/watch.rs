@@ -10,7 +10,7 @@ use color_eyre::eyre::{WrapErr as _, bail, eyre};
 use crate::cli::watch_args::WatchArgs;
 use crate::commands::detect_trace_format;
 use crate::config::{load_config_file, resolve_single_instance};
-use crate::formats::Compression;
+use crate::formats::{Compression, read_magic};
 use crate::live::LiveSnapshot;
 use crate::live::headless::{self, HeadlessOptions};
 use crate::live::ingest::{self, EngineForFormat, IngestConfig};
@@ -207,12 +207,8 @@ fn refuse_unfollowable(path: &Path) -> color_eyre::Result<()> {
     }
     let by_name = Compression::from_extension(path);
     let by_content = std::fs::File::open(path)
-        .and_then(|mut file| {
-            let mut magic = [0_u8; 8];
-            let read = std::io::Read::read(&mut file, &mut magic)?;
-            Ok(Compression::from_magic(&magic[..read]))
-        })
-        .unwrap_or(Compression::None);
+        .and_then(|mut file| read_magic(&mut file))
+        .map_or(Compression::None, |magic| Compression::from_magic(&magic));
     if by_name != Compression::None || by_content != Compression::None {
         bail!(
             "{}: watch follows a growing plain-text trace and does not decompress; \

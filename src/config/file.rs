@@ -110,10 +110,10 @@ fn unknown_keys(root: &Value) -> Vec<String> {
     let mut out = Vec::new();
     check(root, "", TOP_LEVEL_KEYS, &mut out);
     each(root, "instance_groups", "", GROUP_KEYS, &mut out);
-    each(root, "instances", "", INSTANCE_KEYS, &mut out);
     if let Some(Value::Array(instances)) = root.get("instances") {
         for (index, instance) in instances.iter().enumerate() {
             let path = format!("instances[{index}]");
+            check(instance, &path, INSTANCE_KEYS, &mut out);
             each(instance, "location_spec_infos", &path, SPEC_KEYS, &mut out);
             each(
                 instance,

@@ -87,7 +87,7 @@ pub enum EngineError {
     },
     #[error(
         "line {line_number}: trace_id[{trace_id}]: invalid request: {source}{}",
-        fits_hint(source)
+        source.block_size_hint()
     )]
     InvalidRequest {
         line_number: u64,
@@ -96,14 +96,6 @@ pub enum EngineError {
     },
     #[error("lane {instance_id}: {reason}")]
     InvalidLane { instance_id: String, reason: String },
-}
-
-/// ` (they fit N-token blocks)` when a key-count mismatch has an obvious fix.
-fn fits_hint(source: &NormalizeError) -> String {
-    source
-        .fitting_block_size()
-        .map(crate::preprocess::fits_hint)
-        .unwrap_or_default()
 }
 
 impl EngineError {

@@ -67,7 +67,9 @@ pub use lines::{
     split_complete_lines,
 };
 pub use lmcache::chunk_hash_key;
-pub use open::{Compression, MAX_PEEK_BYTES, PeekedTrace, ZstdFrames, open_trace, peek_first_line};
+pub use open::{
+    Compression, MAX_PEEK_BYTES, PeekedTrace, ZstdFrames, open_trace, peek_first_line, read_magic,
+};
 
 use json::Fault;
 
@@ -306,9 +308,7 @@ fn keep_full_blocks(
         } else {
             format!("{with_tail} keys (or {full} without the partial tail)")
         };
-        let fits = crate::preprocess::fitting_block_size(input_len, found, block_size_tokens, true)
-            .map(crate::preprocess::fits_hint)
-            .unwrap_or_default();
+        let fits = crate::preprocess::block_size_hint(input_len, found, block_size_tokens, true);
         return Err(Fault::field(
             field,
             format!(

@@ -50,26 +50,14 @@ impl Compression {
 /// Opens a trace for streaming, decompressing gzip or zstd by magic bytes. `-` is standard
 /// input. The input is read once, front to back, so a pipe works like a file.
 pub fn open_trace(path: &Path) -> io::Result<Box<dyn Read + Send>> {
-    let source: Box<dyn Read + Send> = if path == Path::new("-") {
+    let mut source: Box<dyn Read + Send> = if path == Path::new("-") {
         Box::new(io::stdin())
     } else {
         Box::new(File::open(path)?)
     };
-    // The magic bytes, read in full before deciding: a pipe may deliver one byte at first.
-    let mut source = source;
-    let mut magic_bytes = [0_u8; 4];
-    let mut magic_len = 0;
-    while magic_len < magic_bytes.len() {
-        match source.read(&mut magic_bytes[magic_len..]) {
-            Ok(0) => break,
-            Ok(read) => magic_len += read,
-            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
-            Err(error) => return Err(error),
-        }
-    }
-    let magic = Compression::from_magic(&magic_bytes[..magic_len]);
-    let rejoined: Box<dyn Read + Send> =
-        Box::new(io::Cursor::new(magic_bytes[..magic_len].to_vec()).chain(source));
+    let magic_bytes = read_magic(&mut source)?;
+    let magic = Compression::from_magic(&magic_bytes);
+    let rejoined: Box<dyn Read + Send> = Box::new(io::Cursor::new(magic_bytes).chain(source));
     let file = BufReader::with_capacity(super::lines::MIN_READ_BYTES, rejoined);
     let named = Compression::from_extension(path);
     if named != Compression::None && named != magic {
@@ -92,6 +80,18 @@ pub fn open_trace(path: &Path) -> io::Result<Box<dyn Read + Send>> {
         Compression::Zstd => Box::new(ZstdFrames::new(file)),
     })
 }
+
+/// The first bytes of `source`, as many as a compression magic number has (fewer only at
+/// the end of the input), read in full: a pipe may deliver one byte at first. They are
+/// consumed; a caller that goes on reading puts them back in front.
+pub fn read_magic(source: &mut impl Read) -> io::Result<Vec<u8>> {
+    let mut magic = Vec::with_capacity(MAGIC_BYTES);
+    source.take(MAGIC_BYTES as u64).read_to_end(&mut magic)?;
+    Ok(magic)
+}
+
+/// The longest compression magic number ([`ZSTD_MAGIC`]).
+const MAGIC_BYTES: usize = 4;
 
 /// What [`peek_first_line`] found at the start of a trace.
 pub struct PeekedTrace {

@@ -36,35 +36,45 @@ pub enum NormalizeError {
 }
 
 impl NormalizeError {
-    /// For a key count that does not match the length: the block size the keys do fit
-    /// (see [`fitting_block_size`]), the likely fix.
+    /// For a key count that does not match the length: [`block_size_hint`] (the contract
+    /// counts full blocks only); empty for any other error.
     #[must_use]
-    pub fn fitting_block_size(&self) -> Option<u64> {
+    pub fn block_size_hint(&self) -> String {
         match *self {
             Self::LengthMismatch {
                 found_keys,
                 input_token_len,
                 trace_block_size_tokens,
                 ..
-            } => fitting_block_size(
+            } => block_size_hint(
                 input_token_len,
-                u64::try_from(found_keys).ok()?,
+                u64::try_from(found_keys).unwrap_or(u64::MAX),
                 trace_block_size_tokens,
-                false, // the contract counts full blocks only
+                false,
             ),
-            _ => None,
+            _ => String::new(),
         }
     }
 }
 
-/// The hint appended to a key-count error whose keys fit `tokens`-token blocks: what they
-/// fit and how to say so (the trace block size; the analysis size may stay coarser).
+/// The hint appended to a key-count error: the block size the keys fit (see
+/// [`fitting_block_size`]) and how to say so (the trace block size; the analysis size may
+/// stay coarser), or nothing when no size fits unambiguously. One wording for every format.
 #[must_use]
-pub fn fits_hint(tokens: u64) -> String {
-    format!(
-        " (they fit {tokens}-token blocks: --trace-block-size {tokens} or a config's block_size; \
-         --block-size can only be a multiple of it)"
-    )
+pub fn block_size_hint(
+    input_len: u64,
+    found: u64,
+    block_size_tokens: u64,
+    allow_partial_tail: bool,
+) -> String {
+    fitting_block_size(input_len, found, block_size_tokens, allow_partial_tail)
+        .map(|tokens| {
+            format!(
+                " (they fit {tokens}-token blocks: --trace-block-size {tokens} or a config's \
+                 block_size; --block-size can only be a multiple of it)"
+            )
+        })
+        .unwrap_or_default()
 }
 
 /// The largest block size a key-count hint names.
@@ -76,7 +86,7 @@ const MAX_HINTED_BLOCK_TOKENS: u64 = 8192;
 /// instead of 512). Tried in order: `block_size_tokens` halved or doubled up to ten times,
 /// then the powers of two up to 2^16 — first, if `block_size_tokens` is not one itself (1000
 /// against a 256-token trace), since real block sizes are.
-pub(crate) fn fitting_block_size(
+fn fitting_block_size(
     input_len: u64,
     found: u64,
     block_size_tokens: u64,
