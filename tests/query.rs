@@ -364,3 +364,58 @@ fn a_facts_file_given_twice_is_refused() {
     assert!(error.to_string().contains("is given twice"), "{error}");
     assert!(!out.exists());
 }
+
+#[test]
+fn an_output_symlink_is_followed_and_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let real = dir.path().join("real.jsonl");
+    fs::write(&real, "old\n").unwrap();
+    let link = dir.path().join("link.jsonl");
+    std::os::unix::fs::symlink("real.jsonl", &link).unwrap();
+    run(&args(
+        &fixture("offline_runner.csv"),
+        &link,
+        &[TWO_BLOCKS_GB, "-1"],
+    ))
+    .unwrap();
+    assert!(
+        fs::symlink_metadata(&link).unwrap().is_symlink(),
+        "the link stays"
+    );
+    assert_eq!(fs::read_to_string(&real).unwrap(), OFFLINE_RUNNER_OUTPUT);
+    let mut names: Vec<_> = fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["link.jsonl", "real.jsonl"], "no temp file is left");
+}
+
+#[test]
+fn an_output_fifo_is_written_in_place_not_replaced() {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("out.fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || fs::read_to_string(fifo).unwrap())
+    };
+    run(&args(
+        &fixture("offline_runner.csv"),
+        &fifo,
+        &[TWO_BLOCKS_GB, "-1"],
+    ))
+    .unwrap();
+    // Checked before joining: a FIFO renamed over would leave the reader waiting forever.
+    assert!(
+        fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo(),
+        "still a FIFO"
+    );
+    assert_eq!(reader.join().unwrap(), OFFLINE_RUNNER_OUTPUT);
+    assert!(!dir.path().join("out.fifo.tmp").exists());
+}

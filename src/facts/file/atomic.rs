@@ -1,6 +1,11 @@
 //! All-or-nothing publication: write `<path>.tmp`, flush, fsync, rename to `<path>`, fsync the
 //! directory. Dropping an unpublished file removes the temp file, so a failed or killed run
 //! never replaces (or deletes) a previously published file.
+//!
+//! Only regular files (or new paths) are published that way. A symlink is followed, so the
+//! file it names is replaced and the link stays. A path that is not a regular file —
+//! `/dev/null`, a FIFO, a terminal, `/dev/stdout`, `>(cmd)` — is written in place: renaming
+//! a file over it would replace the device or pipe itself.
 
 use std::ffi::OsString;
 use std::fs::{self, File};
@@ -20,27 +25,78 @@ pub fn temp_path_for(path: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// A file that appears at its final path only on [`AtomicFile::commit`].
+/// How many symlinks [`resolve_symlinks`] follows before giving up (as the kernel's
+/// `MAXSYMLINKS`).
+const MAX_SYMLINK_HOPS: usize = 40;
+
+/// Where a write to `path` really goes: `InPlace` for anything that exists and is not
+/// a regular file (or a directory, which opening reports), and for the kernel's magic paths;
+/// else the regular file (existing or new) at the end of `path`'s symlinks.
+enum Destination {
+    InPlace,
+    Replace(PathBuf),
+}
+
+fn destination_of(path: &Path) -> Destination {
+    if path.starts_with("/dev") || path.starts_with("/proc") {
+        return Destination::InPlace; // /dev/stdout, /dev/fd/N, /proc/self/fd/N, devices
+    }
+    match fs::metadata(path) {
+        Ok(metadata) if !metadata.is_file() => Destination::InPlace,
+        _ => Destination::Replace(resolve_symlinks(path)),
+    }
+}
+
+/// `path` with its last component's symlinks followed (also a dangling link, so the file is
+/// created where the link points). Stops after [`MAX_SYMLINK_HOPS`].
+fn resolve_symlinks(path: &Path) -> PathBuf {
+    let mut resolved = path.to_path_buf();
+    for _ in 0..MAX_SYMLINK_HOPS {
+        let Ok(target) = fs::read_link(&resolved) else {
+            break;
+        };
+        resolved = match resolved.parent() {
+            Some(parent) => parent.join(target),
+            None => target,
+        };
+    }
+    resolved
+}
+
+/// A file that appears at its final path only on [`AtomicFile::commit`] (or, for a path that
+/// is not a regular file, is written in place: see the module docs).
 #[derive(Debug)]
 pub struct AtomicFile {
     final_path: PathBuf,
+    /// `<final path>.tmp`; the final path itself when written in place.
     temp_path: PathBuf,
+    in_place: bool,
     /// `Some` until `commit` takes it.
     writer: Option<BufWriter<File>>,
     published: bool,
 }
 
 impl AtomicFile {
-    /// Opens `<final_path>.tmp` for writing, truncating any stale temp file of a killed run.
+    /// Opens `<final_path>.tmp` for writing, truncating any stale temp file of a killed run;
+    /// for a path that is not a regular file, opens the path itself.
     pub fn create(final_path: &Path) -> Result<Self> {
-        let temp_path = temp_path_for(final_path);
+        let (temp_path, in_place) = match destination_of(final_path) {
+            Destination::InPlace => (final_path.to_path_buf(), true),
+            Destination::Replace(regular) => (temp_path_for(&regular), false),
+        };
         let file = File::create(&temp_path).map_err(|source| FactsError::Create {
             path: temp_path.clone(),
             source,
         })?;
+        let final_path = if in_place {
+            final_path.to_path_buf()
+        } else {
+            resolve_symlinks(final_path)
+        };
         Ok(Self {
-            final_path: final_path.to_path_buf(),
+            final_path,
             temp_path,
+            in_place,
             writer: Some(BufWriter::with_capacity(WRITE_BUFFER_BYTES, file)),
             published: false,
         })
@@ -52,6 +108,7 @@ impl AtomicFile {
         Self {
             final_path: PathBuf::new(),
             temp_path: PathBuf::new(),
+            in_place: false,
             writer: None,
             published: true,
         }
@@ -77,7 +134,7 @@ impl AtomicFile {
             })
     }
 
-    /// The path the file is published at.
+    /// The path the file is published at (past its symlinks).
     #[must_use]
     pub fn final_path(&self) -> &Path {
         &self.final_path
@@ -102,6 +159,11 @@ impl AtomicFile {
         let file = writer
             .into_inner()
             .map_err(|e| write_error(e.into_error()))?;
+        if self.in_place {
+            // A device or pipe: nothing to rename, and fsync is not defined for it.
+            self.published = true;
+            return Ok(self.final_path.clone());
+        }
         file.sync_all().map_err(write_error)?;
         drop(file);
         fs::rename(&self.temp_path, &self.final_path).map_err(|source| FactsError::Publish {
@@ -134,6 +196,9 @@ impl Drop for AtomicFile {
             // Discard the buffer instead of flushing it into a file we are about to delete.
             let (file, _unwritten) = writer.into_parts();
             drop(file);
+        }
+        if self.in_place {
+            return; // never delete a device or pipe
         }
         // Best effort: the file may never have been created or may be gone already.
         let _ = fs::remove_file(&self.temp_path);
