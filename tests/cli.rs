@@ -1658,23 +1658,37 @@ fn watch_reads_an_existing_trace_in_its_own_format_as_replay_does() {
     );
     assert_eq!(watched, replayed, "{summary}\n{last}");
 
-    // `--block-size` alone says the trace is keyed at that size; the error says which size
-    // the keys do fit, and with `--trace-block-size` the trace is coarsened.
+    // Mooncake keys are 512-token blocks by definition, so `--block-size` alone is the
+    // analysis size: the trace is coarsened from 512, as with `--trace-block-size 512`.
     let coarse = dir.path().join("coarse");
-    let coarsened = replay_flags(&trace, &coarse, &["--block-size", "1024"]);
-    assert_mentions(
-        failed(&coarsened),
-        &["block 1024", "they fit 512-token blocks"],
-    );
-    ok(replay_flags(
-        &trace,
-        &coarse,
-        &["--block-size", "1024", "--trace-block-size", "512"],
-    ));
+    ok(replay_flags(&trace, &coarse, &["--block-size", "1024"]));
     let facts = fs::read_to_string(coarse.join(FACTS)).unwrap();
     assert!(
         facts.lines().skip(1).all(|row| row.contains(",1024,")),
         "{facts}"
+    );
+    let explicit = dir.path().join("explicit");
+    ok(replay_flags(
+        &trace,
+        &explicit,
+        &["--block-size", "1024", "--trace-block-size", "512"],
+    ));
+    assert_eq!(fs::read_to_string(explicit.join(FACTS)).unwrap(), facts);
+    // A finer size cannot come from 512-token keys; the error says how to key it otherwise.
+    let finer = replay_flags(&trace, &dir.path().join("finer"), &["--block-size", "256"]);
+    assert_mentions(
+        failed(&finer),
+        &["the Mooncake block size 512", "--trace-block-size"],
+    );
+    // A trace really keyed at 1024 tokens says so, and its key counts are checked at that size.
+    let keyed_coarse = replay_flags(
+        &trace,
+        &dir.path().join("keyed"),
+        &["--block-size", "1024", "--trace-block-size", "1024"],
+    );
+    assert_mentions(
+        failed(&keyed_coarse),
+        &["block 1024", "they fit 512-token blocks"],
     );
 }
 
@@ -1988,4 +2002,35 @@ fn a_trace_read_once_still_detects_what_it_used_to() {
     );
     assert!(fs::metadata(&long).unwrap().len() > 1 << 20);
     ok(replay_flags(&long, &dir.path().join("long"), &flags));
+}
+
+#[test]
+fn facts_are_never_written_over_the_trace_they_come_from() {
+    let dir = tempdir();
+    let trace = mooncake_trace(dir.path(), 20);
+    let before = fs::read(&trace).unwrap();
+    // However the two paths are spelled: the same text, `./` in front, a trace not created
+    // yet, a directory whose `litehit_facts.csv` is the trace.
+    let spellings = [
+        ("mooncake.jsonl", "mooncake.jsonl"),
+        ("mooncake.jsonl", "./mooncake.jsonl"),
+        ("later.jsonl", "./later.jsonl"),
+    ];
+    for (watched, facts_out) in spellings {
+        let run = run_in(
+            Some(dir.path()),
+            ["watch", watched, "--headless", "--facts-out", facts_out],
+        );
+        assert_mentions(failed(&run), &["trace being watched"]);
+    }
+    let named_like_facts = write_file(dir.path(), FACTS, &String::from_utf8_lossy(&before));
+    let run = run_in(
+        Some(dir.path()),
+        ["watch", FACTS, "--headless", "--facts-out", "."],
+    );
+    assert_mentions(failed(&run), &["trace being watched"]);
+    let run = run_in(Some(dir.path()), ["replay", FACTS, "--out", "."]);
+    assert_mentions(failed(&run), &["would replace the trace"]);
+    assert_eq!(fs::read(&trace).unwrap(), before);
+    assert_eq!(fs::read(&named_like_facts).unwrap(), before);
 }

@@ -80,7 +80,8 @@ pub struct LaneFlags {
     pub block_size: Option<u64>,
 
     /// The trace's own block size in tokens; the analysis block size must be a multiple
-    /// (coarsening only). Default: the analysis block size
+    /// (coarsening only). Default: Mooncake 512 and Qwen-Bailian 16 (their keys are defined
+    /// at that size), else the analysis block size
     #[arg(long, value_name = "TOKENS")]
     pub trace_block_size: Option<u64>,
 

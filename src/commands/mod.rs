@@ -33,13 +33,24 @@ pub fn install_error_hooks() {
     let _ = installed;
 }
 
-/// Whether two paths name one file, however they are spelled (a path to an existing file,
-/// or the very same text): the commands that write files refuse to write over an input.
+/// Whether two paths name one file, however they are spelled (symlinks, `./`, `..`; for a
+/// file not created yet, its directory's real path and its name): the commands that write
+/// files refuse to write over an input.
 pub(crate) fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
-    a == b
-        || std::fs::canonicalize(a)
-            .ok()
-            .is_some_and(|a| std::fs::canonicalize(b).ok() == Some(a))
+    a == b || real_path(a).is_some_and(|a| real_path(b) == Some(a))
+}
+
+/// `path` with every symlink and `.`/`..` resolved; for a path that does not exist yet, its
+/// directory resolved and its file name appended.
+fn real_path(path: &std::path::Path) -> Option<std::path::PathBuf> {
+    std::fs::canonicalize(path).ok().or_else(|| {
+        let name = path.file_name()?;
+        let directory = match path.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => parent,
+            _ => std::path::Path::new("."),
+        };
+        Some(std::fs::canonicalize(directory).ok()?.join(name))
+    })
 }
 
 /// The exit status for a run that a signal interrupted (128 + the signal), if it was one.

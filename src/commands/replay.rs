@@ -181,6 +181,13 @@ fn replay_plan(plan: ReplayPlan, show_progress: bool) -> Result<(PipelineTotals,
         },
     );
     let reader = plan.trace;
+    let facts_path = plan.output_dir.join(crate::facts::file::FACTS_FILE_NAME);
+    if super::same_file(&facts_path, &plan.trace_path) {
+        bail!(
+            "{}: the facts would replace the trace being replayed; choose another --out",
+            facts_path.display()
+        );
+    }
     let mut writer = AtomicFactsWriter::create(&plan.output_dir)?;
     let interrupts = InterruptWatch::install()?;
     let mut interrupted = None;

@@ -157,6 +157,12 @@ pub fn ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
         StartAt::Beginning
     };
     config.facts_out = crate::facts::file::facts_snapshot_path(&args.facts_out);
+    if super::same_file(&config.facts_out, &config.trace_path) {
+        bail!(
+            "--facts-out {}: that is the trace being watched; a snapshot would replace it",
+            config.facts_out.display()
+        );
+    }
     config.frame_period = Duration::from_secs_f64(1.0 / args.fps.clamp(0.5, 120.0));
     config.window_ns = i64::try_from(seconds("--window-seconds", args.window_seconds)?.as_nanos())
         .wrap_err("--window-seconds is too large")?;

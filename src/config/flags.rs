@@ -1,6 +1,7 @@
 //! Single-instance flags → [`SingleInstanceConfig`], the common case without a config file.
 //!
-//! Defaults, in order: the trace block size is `--trace-block-size`, else `--block-size`,
+//! Defaults, in order: the trace block size is `--trace-block-size`, else the size a format
+//! fixes ([`fixed_block_size_tokens`]: Mooncake 512, Qwen-Bailian 16), else `--block-size`,
 //! else the format's [`default_block_size_tokens`]; the analysis block size is
 //! `--block-size`, else the trace block size (so giving one of the two never makes them
 //! disagree). `block_bytes` is `--block-bytes`, else `--kv-bytes-per-token ×` block size,
@@ -15,10 +16,11 @@
 
 use super::{
     ConfigError, DEFAULT_KV_BYTES_PER_TOKEN, DEFAULT_LANE_ID, Result, SingleInstanceConfig,
-    SingleInstanceFlags, coarsening_violation, default_block_size_tokens, lane,
-    ttl_ns_from_seconds,
+    SingleInstanceFlags, coarsening_violation, default_block_size_tokens, fixed_block_size_tokens,
+    lane, ttl_ns_from_seconds,
 };
 use crate::engine::{EngineConfig, LaneSet, Routing};
+use crate::formats::TraceFormat;
 
 /// Resolves the single-instance flags.
 ///
@@ -30,14 +32,21 @@ pub fn resolve_single_instance(flags: &SingleInstanceFlags) -> Result<SingleInst
     let block_size_flag = positive("--block-size", flags.block_size_tokens)?;
     let trace_block_size_flag = positive("--trace-block-size", flags.trace_block_size_tokens)?;
     let trace_block_size_tokens = trace_block_size_flag
+        .or_else(|| fixed_block_size_tokens(flags.format))
         .or(block_size_flag)
         .unwrap_or_else(|| default_block_size_tokens(flags.format));
     let block_size_tokens = block_size_flag.unwrap_or(trace_block_size_tokens);
-    if let Some(reason) = coarsening_violation(
-        block_size_tokens,
-        trace_block_size_tokens,
-        "--trace-block-size",
-    ) {
+    let trace_name = match (trace_block_size_flag, flags.format) {
+        (None, Some(TraceFormat::Mooncake)) => "the Mooncake block size".to_owned(),
+        (None, Some(TraceFormat::Bailian)) => "the Qwen-Bailian block size".to_owned(),
+        _ => "--trace-block-size".to_owned(),
+    };
+    if let Some(mut reason) =
+        coarsening_violation(block_size_tokens, trace_block_size_tokens, &trace_name)
+    {
+        if trace_block_size_flag.is_none() {
+            reason.push_str("; a trace keyed at another size needs --trace-block-size");
+        }
         return Err(flag_error("--block-size", reason));
     }
 

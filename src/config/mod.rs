@@ -172,6 +172,19 @@ pub fn default_block_size_tokens(format: Option<TraceFormat>) -> u64 {
     }
 }
 
+/// The block size a format's keys are defined at, for the formats that fix one: Mooncake's
+/// `hash_ids` cover 512 tokens each, Qwen-Bailian's 16. Their keys can be at no other size,
+/// so `--block-size` alone is the analysis size there (coarsened from this), where for the
+/// other formats it also says what the keys are.
+#[must_use]
+pub fn fixed_block_size_tokens(format: Option<TraceFormat>) -> Option<u64> {
+    match format {
+        Some(TraceFormat::Mooncake) => Some(512),
+        Some(TraceFormat::Bailian) => Some(16),
+        _ => None,
+    }
+}
+
 /// Where the engine sends a row that has no instance id.
 ///
 /// Fanout sends it to every lane; an override sends it to the override; lanes created on the
