@@ -284,8 +284,21 @@ mod ingest {
 
     #[test]
     fn a_file_created_later_is_read_in_the_format_its_first_line_has() {
-        // `litehit watch later.jsonl` before the file exists: the block size comes from the
-        // format of its first line (Mooncake: 512 tokens), as for a file that exists.
+        a_file_created_later_is_read_in_its_format(&[]);
+    }
+
+    #[test]
+    fn bad_lines_before_the_first_readable_one_do_not_decide_the_format() {
+        // Before this was fixed, a bad first line kept the standard format's 256-token
+        // blocks, so every Mooncake line after it was rejected (or accepted at the wrong
+        // block size).
+        a_file_created_later_is_read_in_its_format(&["oops\n", "{\"no\": \"format\"}\n"]);
+    }
+
+    /// `litehit watch later.jsonl` before the file exists: the block size comes from the
+    /// format of its first readable line (Mooncake: 512 tokens), as for a file that exists;
+    /// `bad_first` lines come first and stay counted as bad.
+    fn a_file_created_later_is_read_in_its_format(bad_first: &[&str]) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("later.jsonl");
         let cli = <litehit::cli::Cli as clap::Parser>::parse_from([
@@ -309,13 +322,20 @@ mod ingest {
         });
         let mut request = litehit::workload::SyntheticRequest::default();
         let mut text = String::new();
+        for bad in bad_first {
+            text.push_str(bad);
+        }
         for _ in 0..200 {
             workload.fill_next(&mut request);
             request.to_mooncake_jsonl(&mut text);
         }
         append(&path, &text);
         let snap = wait(&live, "every request", |snap| requests(snap) == 200);
-        assert_eq!(snap.health.bad_lines, 0);
+        assert_eq!(snap.health.bad_lines, bad_first.len() as u64);
+        if !bad_first.is_empty() {
+            let last_error = snap.health.last_error.as_ref().unwrap();
+            assert_eq!(last_error.line_number, bad_first.len() as u64);
+        }
         assert_eq!(snap.lanes[0].block_size_tokens, 512);
         live.send(Command::Shutdown);
     }

@@ -222,6 +222,15 @@ impl Engine {
         }
     }
 
+    /// Takes over the bad-line count and last error of `earlier` (an engine this one replaces
+    /// before any event reached either: the live monitor's, once the format is known).
+    pub fn inherit_bad_lines(&mut self, earlier: &EngineStats) {
+        self.stats.bad_lines += earlier.bad_lines;
+        if earlier.last_error.is_some() {
+            self.stats.last_error.clone_from(&earlier.last_error);
+        }
+    }
+
     /// Counts a line the parser rejected (under `SkipAndCount`; offline runs stop instead).
     pub fn record_bad_line(&mut self, line_number: u64, message: String) {
         self.stats.bad_lines += 1;

@@ -408,21 +408,23 @@ impl Pipeline {
         }
     }
 
-    /// Switches to the engine made for the detected `format`, while nothing has reached the
-    /// engine yet (lines before the first detectable one were counted as bad by the
-    /// current engine: it is kept then, with its defaults).
+    /// Switches to the engine made for the detected `format` (its native block size), before
+    /// any event reached the engine; lines before the first detectable one stay counted as
+    /// bad.
     fn adopt_engine_for(&mut self, format: TraceFormat) {
         let Some(make) = self.engine_for_format.take() else {
             return;
         };
-        if self.engine.stats().bad_lines > 0 {
+        let earlier = self.engine.stats();
+        if earlier.read_events > 0 || earlier.write_events > 0 {
             return;
         }
         let Some(config) = (make.0)(format) else {
             return;
         };
         let trace_block_size_tokens = config.trace_block_size_tokens;
-        if let Ok(engine) = Engine::new(config, Policy::SkipAndCount) {
+        if let Ok(mut engine) = Engine::new(config, Policy::SkipAndCount) {
+            engine.inherit_bad_lines(earlier);
             self.engine = engine;
             self.parse_options = ParseOptions {
                 trace_block_size_tokens,
