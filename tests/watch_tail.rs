@@ -173,12 +173,43 @@ fn deleted_file_is_waited_for() {
     let (lines, notices) = drain(&mut tailer);
     assert!(lines.is_empty());
     assert_eq!(notices, [TailNotice::Deleted]);
-    assert!(!tailer.is_open());
+    // A writer holding the old file may still append to it: it stays open until a new file
+    // appears at the path.
+    assert!(tailer.is_open());
+    assert!(drain(&mut tailer).1.is_empty(), "reported once");
 
     append(&path, "b\n");
     let (lines, notices) = drain(&mut tailer);
     assert_eq!(lines, ["b"]);
-    assert_eq!(notices, [TailNotice::Opened]);
+    assert_eq!(notices, [TailNotice::Replaced]);
+}
+
+#[test]
+fn a_writer_still_appending_to_the_renamed_file_loses_nothing() {
+    // logrotate's `create` pattern: the file is renamed, the writer (holding it open)
+    // appends a few more lines to it, and only then reopens the path as a new file.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("trace.jsonl");
+    append(&path, "a\n");
+    let mut writer = fs::OpenOptions::new().append(true).open(&path).unwrap();
+    let mut tailer = Tailer::new(&path, StartAt::Beginning);
+    assert_eq!(drain(&mut tailer).0, ["a"]);
+
+    fs::rename(&path, dir.path().join("trace.jsonl.1")).unwrap();
+    let (lines, notices) = drain(&mut tailer);
+    assert!(lines.is_empty());
+    assert_eq!(notices, [TailNotice::Deleted]);
+    writer.write_all(b"b\nc\n").unwrap();
+    assert_eq!(
+        drain(&mut tailer).0,
+        ["b", "c"],
+        "the renamed file is still followed"
+    );
+    writer.write_all(b"d\n").unwrap();
+    append(&path, "e\n");
+    let (lines, notices) = drain(&mut tailer);
+    assert_eq!(lines, ["d", "e"], "its end, then the new file");
+    assert_eq!(notices, [TailNotice::Replaced]);
 }
 
 #[test]

@@ -39,7 +39,8 @@ pub enum TailNotice {
     Truncated,
     /// The path now names a new file (rename + create); the old one was read to its end.
     Replaced,
-    /// The path vanished; the old file was read to its end and we wait for a new one.
+    /// The path vanished (renamed away or deleted). The old file is still followed — a
+    /// writer may still append to it — until a new file appears at the path.
     Deleted,
 }
 
@@ -227,10 +228,11 @@ impl Tailer {
             return Ok(None);
         }
         // Renamed away or deleted: finish the old file first (writers may have appended just
-        // before the rotation); `read_chunk` switches once it reaches the old file's end.
+        // before the rotation, or still append until they reopen); `read_chunk` switches
+        // once it reaches the old file's end and the path names a file again.
         self.known_len = open_meta.len();
         open.draining = true;
-        Ok(None)
+        Ok(path_meta.is_none().then_some(TailNotice::Deleted))
     }
 
     fn try_open(&mut self) -> io::Result<Option<TailNotice>> {
@@ -312,7 +314,7 @@ impl Tailer {
         }
         self.known_len = self.known_len.max(open.read_offset);
 
-        if read_now == 0 && open.draining {
+        if read_now == 0 && open.draining && self.path.exists() {
             // The old file is finished: an unterminated last line will never get its newline.
             if self.buffer.last().is_some_and(|&last| last != b'\n') {
                 self.buffer.push(b'\n');

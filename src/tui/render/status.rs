@@ -73,7 +73,10 @@ fn message(snap: &LiveSnapshot) -> (String, Style) {
             TailNotice::Replaced => {
                 "file replaced (rotated): reading the new file, totals kept".to_owned()
             }
-            TailNotice::Deleted => "file deleted: waiting for a new one, totals kept".to_owned(),
+            TailNotice::Deleted => {
+                "file renamed or deleted: still following it until a new one appears, totals kept"
+                    .to_owned()
+            }
         };
         return (
             format!(" {text} ({} ago)", format::duration(age)),
