@@ -366,3 +366,68 @@ fn tiny_and_odd_sizes_never_panic() {
         }
     }
 }
+
+#[test]
+fn many_instances_scroll_to_keep_the_selected_row_in_view() {
+    let lanes: Vec<LaneSnapshot> = (0..30)
+        .map(|i| lane(&format!("node-{i:02}"), 100, 16_000, vec![1, 2, 3], 500))
+        .collect();
+    let snap = running(lanes);
+    let mut app = App::default();
+    app.observe(&snap);
+    let instance_lines = |screen: &str| -> Vec<String> {
+        screen
+            .lines()
+            .filter(|line| line.contains("node-") || line.contains("total"))
+            .map(str::to_owned)
+            .collect()
+    };
+    let top = screen_text(&snap, &app, 100, 24);
+    assert!(
+        top.contains("rows 1–"),
+        "the title says rows are hidden:\n{top}"
+    );
+    assert!(top.contains("▶ node-00"), "{top}");
+    assert!(!top.contains("total"), "{top}");
+    // Down to the totals row (30 lanes + total): it and the marker stay on screen.
+    for _ in 0..30 {
+        key(&mut app, KeyCode::Down);
+    }
+    let bottom = screen_text(&snap, &app, 100, 24);
+    let shown = instance_lines(&bottom);
+    assert!(
+        shown.iter().any(|line| line.contains("▶ total")),
+        "{bottom}"
+    );
+    assert!(bottom.contains("of 31"), "{bottom}");
+    assert!(
+        !bottom.contains("node-00 "),
+        "scrolled past the top:\n{bottom}"
+    );
+    // Half way: the selected row is shown with rows above and below it.
+    for _ in 0..15 {
+        key(&mut app, KeyCode::Up);
+    }
+    let middle = screen_text(&snap, &app, 100, 24);
+    let shown = instance_lines(&middle);
+    let marker = shown
+        .iter()
+        .position(|line| line.contains("▶ node-15"))
+        .unwrap_or_else(|| panic!("{middle}"));
+    assert!(marker > 0 && marker + 1 < shown.len(), "{middle}");
+}
+
+#[test]
+fn slots_left_out_on_a_narrow_screen_are_counted_in_the_title() {
+    let snap = several_instances();
+    let mut app = App::default();
+    app.observe(&snap);
+    let wide = screen_text(&snap, &app, 160, 40);
+    assert!(!wide.contains("off screen"), "{wide}");
+    let narrow = screen_text(&snap, &app, 52, 40);
+    let title = narrow
+        .lines()
+        .find(|line| line.contains("┌ instances"))
+        .unwrap_or_else(|| panic!("{narrow}"));
+    assert!(title.contains("off screen (←→)"), "{narrow}");
+}

@@ -59,14 +59,50 @@ impl RowValues {
 }
 
 pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
-    let block = Block::bordered().title(" instances · cumulative token hit rate ");
+    let rows = row_values(snap);
+    // Below the header: as many rows as fit, scrolled to keep the selected one in view.
+    let row_room = usize::from(area.height.saturating_sub(3)).max(1);
+    let shown = visible_rows(rows.len(), row_room, view.selected_row);
+    let mut notes = String::new();
+    let all_columns = columns(snap, view);
+    let slot_columns = |columns: &[Column]| {
+        columns
+            .iter()
+            .filter(|column| matches!(column.kind, ColumnKind::Slot(_)))
+            .count()
+    };
+    let slot_count = slot_columns(&all_columns);
+    let columns = fit_columns(all_columns, area.width.saturating_sub(2));
+    let hidden_slots = slot_count - slot_columns(&columns);
+    if hidden_slots > 0 {
+        // Narrow screen: the slots far from the selection are left out; ←→ brings them in.
+        notes.push_str(&format!(
+            "· {hidden_slots} {} off screen (←→) ",
+            if hidden_slots == 1 { "slot" } else { "slots" }
+        ));
+    }
+    if shown.len() < rows.len() {
+        // Some rows are scrolled away: say so, and which ones are shown.
+        notes.push_str(&format!(
+            "· rows {}–{} of {} (↑↓) ",
+            shown.start + 1,
+            shown.end,
+            rows.len()
+        ));
+    }
+    // What is off screen matters more than the panel's subtitle on a narrow screen.
+    let full = format!(" instances · cumulative token hit rate {notes}");
+    let title = if full.chars().count() + 2 <= usize::from(area.width) {
+        full
+    } else {
+        format!(" instances {notes}")
+    };
+    let block = Block::bordered().title(title);
     let inner = block.inner(area);
     frame.render_widget(block, area);
     if inner.width == 0 || inner.height == 0 {
         return;
     }
-    let rows = row_values(snap);
-    let columns = fit_columns(columns(snap, view), inner.width);
     let header = Row::new(columns.iter().map(|column| {
         let cell = Cell::from(Text::from(column.header.clone()).right_aligned());
         match column.kind {
@@ -86,32 +122,37 @@ pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
         return;
     }
     let lane_count = snap.lanes.len();
-    let table_rows = rows.iter().enumerate().map(|(index, values)| {
-        let selected = index == view.selected_row;
-        let cells = columns.iter().map(|column| {
-            let mut text = values.cell(column.kind);
-            if column.kind == ColumnKind::Instance {
-                // Ids often share a long prefix (`prefill-node-us-east-1a-000042`): cut the
-                // middle, so the end that tells them apart stays.
-                let room = usize::from(column.width).saturating_sub(2);
-                text = format!(
-                    "{}{}",
-                    if selected { "▶ " } else { "  " },
-                    format::fit_middle(&text, room)
-                );
-                return Cell::from(text);
+    let table_rows = rows
+        .iter()
+        .enumerate()
+        .skip(shown.start)
+        .take(shown.len())
+        .map(|(index, values)| {
+            let selected = index == view.selected_row;
+            let cells = columns.iter().map(|column| {
+                let mut text = values.cell(column.kind);
+                if column.kind == ColumnKind::Instance {
+                    // Ids often share a long prefix (`prefill-node-us-east-1a-000042`): cut the
+                    // middle, so the end that tells them apart stays.
+                    let room = usize::from(column.width).saturating_sub(2);
+                    text = format!(
+                        "{}{}",
+                        if selected { "▶ " } else { "  " },
+                        format::fit_middle(&text, room)
+                    );
+                    return Cell::from(text);
+                }
+                Cell::from(Text::from(text).right_aligned())
+            });
+            let mut style = Style::new();
+            if index == lane_count {
+                style = style.add_modifier(Modifier::BOLD);
             }
-            Cell::from(Text::from(text).right_aligned())
+            if selected {
+                style = style.add_modifier(Modifier::REVERSED);
+            }
+            Row::new(cells).style(style)
         });
-        let mut style = Style::new();
-        if index == lane_count {
-            style = style.add_modifier(Modifier::BOLD);
-        }
-        if selected {
-            style = style.add_modifier(Modifier::REVERSED);
-        }
-        Row::new(cells).style(style)
-    });
     let widths: Vec<Constraint> = columns
         .iter()
         .map(|column| Constraint::Length(column.width))
@@ -121,6 +162,16 @@ pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
         .column_spacing(1)
         .flex(Flex::Start);
     frame.render_widget(table, inner);
+}
+
+/// The rows shown when `room` of `count` fit: all of them, else a window around `selected`
+/// (centred, so moving the selection up or down scrolls before it reaches an edge).
+fn visible_rows(count: usize, room: usize, selected: usize) -> std::ops::Range<usize> {
+    if count <= room {
+        return 0..count;
+    }
+    let start = selected.saturating_sub(room / 2).min(count - room);
+    start..start + room
 }
 
 fn row_values(snap: &LiveSnapshot) -> Vec<RowValues> {
