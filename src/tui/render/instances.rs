@@ -7,6 +7,7 @@ use ratatui::layout::{Constraint, Flex, Rect};
 use ratatui::style::{Modifier, Style, Stylize as _};
 use ratatui::text::Text;
 use ratatui::widgets::{Block, Cell, Row, Table};
+use std::fmt::Write as _;
 
 use super::format;
 use crate::live::LiveSnapshot;
@@ -76,19 +77,18 @@ pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
     let hidden_slots = slot_count - slot_columns(&columns);
     if hidden_slots > 0 {
         // Narrow screen: the slots far from the selection are left out; ←→ brings them in.
-        notes.push_str(&format!(
-            "· {hidden_slots} {} off screen (←→) ",
-            if hidden_slots == 1 { "slot" } else { "slots" }
-        ));
+        let noun = if hidden_slots == 1 { "slot" } else { "slots" };
+        let _ = write!(notes, "· {hidden_slots} {noun} off screen (←→) ");
     }
     if shown.len() < rows.len() {
         // Some rows are scrolled away: say so, and which ones are shown.
-        notes.push_str(&format!(
+        let _ = write!(
+            notes,
             "· rows {}–{} of {} (↑↓) ",
             shown.start + 1,
             shown.end,
             rows.len()
-        ));
+        );
     }
     // What is off screen matters more than the panel's subtitle on a narrow screen.
     let full = format!(" instances · cumulative token hit rate {notes}");
