@@ -2034,3 +2034,48 @@ fn facts_are_never_written_over_the_trace_they_come_from() {
     assert_eq!(fs::read(&trace).unwrap(), before);
     assert_eq!(fs::read(&named_like_facts).unwrap(), before);
 }
+
+#[test]
+fn headless_lines_are_fresh_at_any_interval_and_fps_must_be_positive() {
+    let dir = tempdir();
+    let trace = mooncake_trace(dir.path(), 20);
+    let mut child = litehit()
+        .args([
+            "watch",
+            path_str(&trace),
+            "--headless",
+            "--interval",
+            "0.25",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1600));
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let uptimes: Vec<f64> = String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(|line| {
+            let value: Value = serde_json::from_str(line).unwrap();
+            value["uptime_s"].as_f64().unwrap()
+        })
+        .collect();
+    assert!(uptimes.len() >= 4, "{uptimes:?}");
+    // The last line is written on the signal, possibly right after a tick's: all but it
+    // must each show a newer snapshot than the line before.
+    let ticks = &uptimes[..uptimes.len() - 1];
+    assert!(
+        ticks.windows(2).all(|pair| pair[1] > pair[0]),
+        "a line repeats the previous snapshot: {uptimes:?}"
+    );
+
+    let run = run_in(None, ["watch", path_str(&trace), "--fps", "0"]);
+    assert_mentions(failed(&run), &["--fps", "positive"]);
+}

@@ -20,15 +20,19 @@ use crate::tui::{self, TuiOptions};
 
 /// Runs the live monitor until the user quits (or, headless, until EOF / Ctrl-C).
 pub fn run(args: &WatchArgs) -> color_eyre::Result<()> {
+    // Arguments first: a wrong flag is the thing to fix, whatever the terminal.
+    let mut config = ingest_config(args)?;
+    let interval = seconds("--interval", args.interval)?;
     if !args.headless {
         tui::ensure_terminal()?;
     }
-    let config = ingest_config(args)?;
+    if args.headless {
+        // Every line shows a snapshot newer than the previous line's.
+        config.heartbeat = config.heartbeat.min(interval / 2);
+    }
     let live = ingest::spawn(config)?;
     let last = if args.headless {
-        let options = HeadlessOptions {
-            interval: seconds("--interval", args.interval)?,
-        };
+        let options = HeadlessOptions { interval };
         headless::run(&live, options, &mut std::io::stdout().lock())?
     } else {
         let last = tui::run(&live, TuiOptions { fps: args.fps })?;
@@ -161,6 +165,12 @@ pub fn ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
         bail!(
             "--facts-out {}: that is the trace being watched; a snapshot would replace it",
             config.facts_out.display()
+        );
+    }
+    if !(args.fps.is_finite() && args.fps > 0.0) {
+        bail!(
+            "--fps: expected a positive number of refreshes per second, found {}",
+            args.fps
         );
     }
     config.frame_period = Duration::from_secs_f64(1.0 / args.fps.clamp(0.5, 120.0));

@@ -46,6 +46,7 @@ const CURVE_SAMPLES: u64 = 160;
 /// burst).
 const CATCHING_UP_BYTES: u64 = 1 << 20;
 /// Published at least this often even when nothing changes (rates decay, ages advance).
+/// Default of [`IngestConfig::heartbeat`].
 const HEARTBEAT: Duration = Duration::from_secs(1);
 /// File checks while notify delivers events (a safety net).
 const SLOW_POLL: Duration = Duration::from_millis(500);
@@ -69,6 +70,9 @@ pub struct IngestConfig {
     pub facts_out: PathBuf,
     /// Snapshots are published at most once per this period.
     pub frame_period: Duration,
+    /// And at least once per this period, even when nothing changed (uptime, lag and rates
+    /// move on; `--headless --interval 0.5` needs a fresh one every half second).
+    pub heartbeat: Duration,
     /// Width of a timeline window in trace nanoseconds.
     pub window_ns: i64,
     /// Stop (state `Finished`) once the end of the file is reached.
@@ -109,6 +113,7 @@ impl IngestConfig {
             ],
             facts_out: PathBuf::from("litehit_facts.csv"),
             frame_period: Duration::from_millis(100),
+            heartbeat: HEARTBEAT,
             window_ns: 10_000_000_000,
             exit_at_eof: false,
             spill_dir: None,
@@ -678,7 +683,7 @@ impl Ingest {
             let now = Instant::now();
             let since_publish = now.duration_since(self.last_publish);
             if (self.dirty && since_publish >= self.config.frame_period)
-                || since_publish >= HEARTBEAT
+                || since_publish >= self.config.heartbeat
             {
                 self.publish(now);
             }
@@ -695,7 +700,7 @@ impl Ingest {
                     .saturating_sub(since_publish)
                     .min(poll)
             } else {
-                poll.min(HEARTBEAT.saturating_sub(since_publish))
+                poll.min(self.config.heartbeat.saturating_sub(since_publish))
             };
             match self
                 .events_rx
