@@ -2039,7 +2039,7 @@ fn facts_are_never_written_over_the_trace_they_come_from() {
 fn headless_lines_are_fresh_at_any_interval_and_fps_must_be_positive() {
     let dir = tempdir();
     let trace = mooncake_trace(dir.path(), 20);
-    let mut child = litehit()
+    let child = litehit()
         .args([
             "watch",
             path_str(&trace),
