@@ -2079,3 +2079,48 @@ fn headless_lines_are_fresh_at_any_interval_and_fps_must_be_positive() {
     let run = run_in(None, ["watch", path_str(&trace), "--fps", "0"]);
     assert_mentions(failed(&run), &["--fps", "positive"]);
 }
+
+#[test]
+fn ctrl_c_ends_a_replay_waiting_for_input_on_a_pipe() {
+    let dir = tempdir();
+    let trace = mooncake_trace(dir.path(), 5);
+    let out = dir.path().join("out");
+    let mut child = litehit()
+        .args(["replay", "-", "--out", path_str(&out)])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Some lines, and the pipe stays open: the replay waits for more.
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(&fs::read(&trace).unwrap()).unwrap();
+    stdin.flush().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !out.exists() {
+        assert!(Instant::now() < deadline, "the replay never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let sent = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "still waiting for input after Ctrl-C"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    drop(stdin);
+    assert_eq!(status.code(), Some(130));
+    let stderr = read_stderr(&mut child);
+    assert!(stderr.contains("interrupted by signal 2"), "{stderr}");
+    assert!(!out.exists(), "nothing published, no directory left");
+}

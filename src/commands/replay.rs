@@ -62,9 +62,63 @@ impl InterruptWatch {
 
     /// The signal received, if any.
     fn received(&self) -> Option<i32> {
-        match self.signal.load(Ordering::Relaxed) {
-            0 => None,
-            number => i32::try_from(number).ok(),
+        signal_number(&self.signal)
+    }
+
+    /// Ends the process if a signal is not acted on within [`STUCK_READ_GRACE`]: the replay
+    /// checks for one between chunks, and a read from a terminal or an idle pipe (`replay -`)
+    /// can wait for input forever. `discard` removes what the run wrote first. Disarmed when
+    /// the returned guard drops (before publishing).
+    fn end_stuck_reads(&self, discard: impl FnOnce() + Send + 'static) -> StuckReadGuard {
+        let signal = Arc::clone(&self.signal);
+        let disarmed = Arc::new(AtomicBool::new(false));
+        let thread = {
+            let disarmed = Arc::clone(&disarmed);
+            std::thread::spawn(move || {
+                let mut since: Option<std::time::Instant> = None;
+                while !disarmed.load(Ordering::Relaxed) {
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                    let Some(number) = signal_number(&signal) else {
+                        continue;
+                    };
+                    let first_seen = *since.get_or_insert_with(std::time::Instant::now);
+                    if first_seen.elapsed() >= STUCK_READ_GRACE && !disarmed.load(Ordering::Relaxed)
+                    {
+                        discard();
+                        eprintln!("litehit: {}", Interrupted { signal: number });
+                        std::process::exit(128 + number);
+                    }
+                }
+            })
+        };
+        StuckReadGuard {
+            disarmed,
+            thread: Some(thread),
+        }
+    }
+}
+
+/// How long a signal may wait for the replay loop before the process ends anyway.
+const STUCK_READ_GRACE: std::time::Duration = std::time::Duration::from_millis(500);
+
+fn signal_number(signal: &AtomicUsize) -> Option<i32> {
+    match signal.load(Ordering::Relaxed) {
+        0 => None,
+        number => i32::try_from(number).ok(),
+    }
+}
+
+/// Keeps [`InterruptWatch::end_stuck_reads`] armed while it lives.
+struct StuckReadGuard {
+    disarmed: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for StuckReadGuard {
+    fn drop(&mut self) {
+        self.disarmed.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
         }
     }
 }
@@ -190,6 +244,7 @@ fn replay_plan(plan: ReplayPlan, show_progress: bool) -> Result<(PipelineTotals,
     }
     let mut writer = AtomicFactsWriter::create(&plan.output_dir)?;
     let interrupts = InterruptWatch::install()?;
+    let stuck_reads = interrupts.end_stuck_reads(writer.discard_on_exit());
     let mut interrupted = None;
     let progress = show_progress.then(|| progress_bar(&plan.trace_path));
     // Filled by the row callback, drained by the progress callback (both on this thread).
@@ -223,10 +278,11 @@ fn replay_plan(plan: ReplayPlan, show_progress: bool) -> Result<(PipelineTotals,
             Ok(())
         },
     );
+    drop(stuck_reads); // the reads are done; a signal from here on is handled below
     if let Some(bar) = &progress {
         bar.finish_and_clear();
     }
-    if let Some(signal) = interrupted {
+    if let Some(signal) = interrupted.or_else(|| interrupts.received()) {
         // `writer` is dropped on the way out: the temp file goes with it.
         return Err(Interrupted { signal }.into());
     }

@@ -273,6 +273,21 @@ impl AtomicFactsWriter {
         Ok(())
     }
 
+    /// What dropping this writer unpublished removes (the temp file, then the directories it
+    /// created), as a closure for a path that cannot drop it: a process about to exit.
+    pub fn discard_on_exit(&self) -> impl FnOnce() + Send + 'static {
+        let temp_path = self.file.temp_path().to_path_buf();
+        let created_dirs = self.created_dirs.clone();
+        move || {
+            let _ = fs::remove_file(temp_path);
+            for dir in created_dirs {
+                if fs::remove_dir(&dir).is_err() {
+                    break;
+                }
+            }
+        }
+    }
+
     /// Rows written so far.
     #[must_use]
     pub fn rows_written(&self) -> u64 {
