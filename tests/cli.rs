@@ -2124,3 +2124,37 @@ fn ctrl_c_ends_a_replay_waiting_for_input_on_a_pipe() {
     assert!(stderr.contains("interrupted by signal 2"), "{stderr}");
     assert!(!out.exists(), "nothing published, no directory left");
 }
+
+#[test]
+fn kvcm_events_of_other_types_are_skipped_with_a_warning() {
+    let dir = tempdir();
+    let log = write_file(
+        dir.path(),
+        "events.log",
+        concat!(
+            r#"{"id":"a","source":"i","type":"GetCacheLocation","trigger_time_us":1,"keys":[1,2],"input_len":32}"#,
+            "\n",
+            r#"{"id":"b","source":"i","type":"GetCacheLocatio","trigger_time_us":2,"keys":[1,2],"input_len":32}"#,
+            "\n",
+            r#"{"id":"c","source":"i","type":"RemoveCache","trigger_time_us":3,"keys":[1]}"#,
+            "\n",
+            r#"{"id":"d","source":"i","type":"GetCacheLocation","trigger_time_us":4,"keys":[1,2],"input_len":32}"#,
+            "\n",
+        ),
+    );
+    let out = dir.path().join("out");
+    let run = ok(run_in(
+        None,
+        ["replay", path_str(&log), "--out", path_str(&out), "--quiet"],
+    ));
+    assert_mentions(
+        &run.stderr,
+        &[
+            "warning",
+            "2 lines of other event types",
+            "the first: line 2",
+        ],
+    );
+    let facts = fs::read_to_string(out.join(FACTS)).unwrap();
+    assert_eq!(facts.lines().count(), 3, "two reads: {facts}");
+}

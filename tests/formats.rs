@@ -881,6 +881,11 @@ fn bailian_errors_name_line_and_field() {
             "timestamp",
             "fit i64",
         ),
+        (
+            r#"{"timestamp": -1.0, "input_length": 16, "hash_ids": [1]}"#,
+            "timestamp",
+            "expected seconds >= 0, found -1",
+        ),
     ];
     for (line, field, fragment) in cases {
         assert_rejects(TraceFormat::Bailian, 16, line, Some(field), fragment);
@@ -1042,7 +1047,7 @@ fn kvcm_other_event_types_are_skipped_without_touching_the_event() {
             &mut event,
         )
         .unwrap();
-    assert_eq!(outcome, LineOutcome::Blank);
+    assert_eq!(outcome, LineOutcome::Ignored);
     assert_eq!(event, before);
     // A failing line leaves it untouched too.
     assert!(

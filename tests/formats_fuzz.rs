@@ -82,7 +82,7 @@ fn check_every_format(line: &[u8], line_number: u64) -> Result<(), TestCaseError
                 },
             );
             match parser.parse_line(line, line_number, &mut event) {
-                Ok(LineOutcome::Event | LineOutcome::Blank) => {}
+                Ok(LineOutcome::Event | LineOutcome::Blank | LineOutcome::Ignored) => {}
                 Err(err) => {
                     prop_assert_eq!(err.line_number, line_number);
                     prop_assert!(!err.message.is_empty());

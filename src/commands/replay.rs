@@ -149,8 +149,23 @@ struct ReplayPlan {
 pub fn run(args: &ReplayArgs) -> Result<()> {
     let plan = resolve_plan(args)?;
     let started = Instant::now();
+    let trace_path = plan.trace_path.clone();
     let (totals, engine, facts_path) =
         replay_plan(plan, !args.quiet && std::io::stderr().is_terminal())?;
+    if let Some(first) = totals.first_ignored_line {
+        // Skipped as upstream's converter does, but a misspelt type should not go unseen.
+        eprintln!(
+            "litehit: warning: {}: {} {} of other event types than GetCacheLocation, \
+             StartWriteCache and FinishWriteCache skipped (the first: line {first})",
+            trace_path.display(),
+            totals.ignored_lines,
+            if totals.ignored_lines == 1 {
+                "line"
+            } else {
+                "lines"
+            },
+        );
+    }
     if !args.quiet {
         let summaries: Vec<LaneSummary> = engine.lanes().iter().map(LaneSummary::of).collect();
         eprint!(

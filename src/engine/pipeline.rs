@@ -52,6 +52,10 @@ impl PipelineError {
 pub struct PipelineTotals {
     pub bytes: u64,
     pub lines: u64,
+    /// Lines that are events of no interest ([`LineOutcome::Ignored`]: a KVCM event of
+    /// another type), and the first of them.
+    pub ignored_lines: u64,
+    pub first_ignored_line: Option<u64>,
 }
 
 /// Raw bytes of whole lines (the last chunk may end without `\n`).
@@ -69,6 +73,8 @@ struct ParsedChunk {
     event_count: usize,
     lines: u64,
     bytes: u64,
+    ignored_lines: u64,
+    first_ignored_line: Option<u64>,
     error: Option<ParseError>,
 }
 
@@ -136,6 +142,8 @@ pub fn replay_stream<R: Read + Send>(
             }
             totals.bytes += chunk.bytes;
             totals.lines += chunk.lines;
+            totals.ignored_lines += chunk.ignored_lines;
+            totals.first_ignored_line = totals.first_ignored_line.or(chunk.first_ignored_line);
             if let Err(error) = on_progress(totals) {
                 outcome = Err(PipelineError::Io(error));
                 break;
@@ -230,6 +238,8 @@ fn parse_worker(
         out.error = None;
         out.bytes = chunk.bytes.len() as u64;
         out.lines = 0;
+        out.ignored_lines = 0;
+        out.first_ignored_line = None;
         parse_chunk(parser, &chunk, &mut out);
         // The raw buffer can be reused by the reader; a full queue just drops it.
         let _ = raw_recycle.try_send(chunk.bytes);
@@ -272,6 +282,10 @@ fn parse_chunk(parser: &mut LineParser, chunk: &RawChunk, out: &mut ParsedChunk)
                 out.event_count += 1;
             }
             Ok(LineOutcome::Blank) => {}
+            Ok(LineOutcome::Ignored) => {
+                out.ignored_lines += 1;
+                out.first_ignored_line.get_or_insert(line.line_number);
+            }
             Err(error) => {
                 out.error = Some(error);
                 return;

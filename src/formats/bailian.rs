@@ -18,7 +18,8 @@
 //!   leaving it out changes no fact and no order check. A line whose base is below the
 //!   previous line's keeps its unbumped base, which the engine's order check then reports (the
 //!   converter would have sorted such input instead).
-//! * Missing `timestamp` means 0 and missing `hash_ids` means `[]`, as in the converter;
+//! * Missing `timestamp` means 0 and missing `hash_ids` means `[]`, as in the converter; a
+//!   negative `timestamp` is rejected (as Mooncake's);
 //!   `input_length` is required and must be `> 0`. The instance is `None` and the trace id
 //!   empty (the engine derives upstream's default id). Other fields (`chat_id`, `type`, ...)
 //!   are ignored. Lines that fail do not advance the bumping state (the converter skips them).
@@ -69,6 +70,13 @@ impl BailianReader {
                 format!("expected seconds whose nanoseconds fit i64, found {timestamp}"),
             )
         })?;
+        if base_ns < 0 {
+            // As Mooncake's: time since the trace's start (the standard format wants > 0).
+            return Err(Fault::field(
+                "timestamp",
+                format!("expected seconds >= 0, found {timestamp}"),
+            ));
+        }
         let input_length = input_length
             .ok_or_else(|| Fault::field("input_length", "missing integer field: input_length"))?;
         keep_full_blocks(

@@ -3,7 +3,7 @@
 //! Owns the mapping of cache events to trace events: `GetCacheLocation` is a read,
 //! `StartWriteCache` and `FinishWriteCache` are writes (a finish usually has no `keys`: a write
 //! with no keys, which still takes part in the timestamp-order check). Any other event `type`
-//! is not a cache access and gives [`LineOutcome::Blank`] with the event untouched, as the
+//! is not a cache access and gives [`LineOutcome::Ignored`] with the event untouched, as the
 //! upstream converter skips it. `source` is the instance id (`None` when absent),
 //! `trigger_time_us × 1000` the timestamp, `id` the trace id. A read's input length is, as in
 //! upstream's `publisher_log.py`, the first of `input_len`, `input_length`, `input_tokens`, else
@@ -127,7 +127,7 @@ impl KvcmReader {
         })?;
         scratch.kind = match event_type {
             EventType::Missing => return Err(Fault::field("type", "missing string field: type")),
-            EventType::Other => return Ok(LineOutcome::Blank),
+            EventType::Other => return Ok(LineOutcome::Ignored),
             EventType::GetCacheLocation => EventKind::Read,
             EventType::StartWriteCache | EventType::FinishWriteCache => EventKind::Write,
         };

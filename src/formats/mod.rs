@@ -101,9 +101,12 @@ pub struct ParseOptions {
 pub enum LineOutcome {
     /// The line is an event; the event was overwritten.
     Event,
-    /// The line carries no event (blank, or a KVCM event type that is not a cache access);
-    /// the event is untouched.
+    /// The line is blank; the event is untouched.
     Blank,
+    /// The line is an event that is not a cache access (a KVCM event of another `type`):
+    /// skipped, as upstream's converter does, but counted so that a typo in a type shows;
+    /// the event is untouched.
+    Ignored,
 }
 
 /// Why one trace line was rejected. The caller adds the file path.

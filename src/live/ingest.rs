@@ -481,7 +481,7 @@ impl Pipeline {
                     self.spill.flush();
                 }
             }
-            Ok(LineOutcome::Blank) => {}
+            Ok(LineOutcome::Blank | LineOutcome::Ignored) => {}
             Err(error) => {
                 let message = match error.field {
                     Some(field) => format!("field \"{field}\": {}", error.message),
