@@ -1352,3 +1352,32 @@ fn a_byte_order_mark_before_the_first_line_is_skipped() {
     assert_eq!(marked.timestamp_ns, plain.timestamp_ns);
     assert_eq!(marked.input_token_len, plain.input_token_len);
 }
+
+#[test]
+fn ids_with_line_breaks_are_rejected_naming_their_field() {
+    // A facts row holds the ids; a line break would split it and the file could not be read
+    // back.
+    let cases: &[(TraceFormat, u64, &str, &str)] = &[
+        (
+            TraceFormat::Standard,
+            16,
+            r#"{"type":"get","instance_id":"i","trace_id":"nl\nx","timestamp_ns":1,"keys":[1],"input_len":16}"#,
+            "trace_id",
+        ),
+        (
+            TraceFormat::Standard,
+            16,
+            r#"{"type":"get","instance_id":"i\r","trace_id":"t","timestamp_ns":1,"keys":[1],"input_len":16}"#,
+            "instance_id",
+        ),
+        (
+            TraceFormat::Kvcm,
+            16,
+            r#"{"id":"a\nb","source":"i","type":"GetCacheLocation","trigger_time_us":1,"keys":[1],"input_len":16}"#,
+            "id",
+        ),
+    ];
+    for (format, block, line, field) in cases {
+        assert_rejects(*format, *block, line, Some(field), "line break");
+    }
+}

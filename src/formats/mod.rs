@@ -235,13 +235,44 @@ impl LineParser {
             }
             Reader::Kvcm(reader) => reader.parse(line, event),
             Reader::Lmcache => lmcache::LmcacheReader::parse(line, block, event),
-        };
+        }
+        .and_then(|outcome| {
+            if outcome == LineOutcome::Event {
+                self.check_line_breaks(event)?;
+            }
+            Ok(outcome)
+        });
         outcome.map_err(|fault| ParseError {
             line_number,
             trace_id: trace_id_of_line(line),
             field: fault.field,
             message: fault.message,
         })
+    }
+}
+
+impl LineParser {
+    /// Ids go into the facts CSV, one row per line: a line break in one (a JSON `\n`) would
+    /// split its row, and no reader, upstream's or this one, could read the file back.
+    fn check_line_breaks(&self, event: &TraceEvent) -> std::result::Result<(), Fault> {
+        let (trace_id_field, instance_field) = match self.format() {
+            TraceFormat::Kvcm => ("id", "source"),
+            _ => ("trace_id", "instance_id"),
+        };
+        let has_break = |text: &str| text.contains(['\n', '\r']);
+        if has_break(&event.trace_id) {
+            return Err(Fault::field(
+                trace_id_field,
+                "contains a line break, which a facts row cannot hold",
+            ));
+        }
+        if event.instance_id.as_deref().is_some_and(has_break) {
+            return Err(Fault::field(
+                instance_field,
+                "contains a line break, which a facts row cannot hold",
+            ));
+        }
+        Ok(())
     }
 }
 
