@@ -2158,3 +2158,37 @@ fn kvcm_events_of_other_types_are_skipped_with_a_warning() {
     let facts = fs::read_to_string(out.join(FACTS)).unwrap();
     assert_eq!(facts.lines().count(), 3, "two reads: {facts}");
 }
+
+#[test]
+fn query_and_mrc_read_facts_from_standard_input() {
+    let dir = tempdir();
+    let trace = mooncake_trace(dir.path(), 50);
+    let out = dir.path().join("out");
+    ok(run_in(
+        None,
+        ["replay", path_str(&trace), "--out", path_str(&out)],
+    ));
+    let facts = out.join(FACTS);
+    let piped = |args: &[&str]| -> String {
+        let mut child = litehit()
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(&fs::read(&facts).unwrap())
+            .unwrap();
+        let output = child.wait_with_output().unwrap();
+        assert!(output.status.success(), "{output:?}");
+        String::from_utf8(output.stdout).unwrap()
+    };
+    let from_file = ok(run_in(None, ["query", path_str(&facts), "-", "1", "-1"]));
+    assert_eq!(piped(&["query", "-", "-", "1", "-1"]), from_file.stdout);
+    let mrc_file = ok(run_in(None, ["mrc", path_str(&facts), "--json"]));
+    assert_eq!(piped(&["mrc", "-", "--json"]), mrc_file.stdout);
+}

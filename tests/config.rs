@@ -856,11 +856,25 @@ fn the_format_picks_the_default_block_size() {
 fn one_block_size_flag_sets_both_sizes() {
     let analysis_only = SingleInstanceFlags {
         block_size_tokens: Some(64),
-        format: Some(TraceFormat::Mooncake),
+        format: Some(TraceFormat::Standard),
         ..SingleInstanceFlags::default()
     };
     let resolved = resolve_single_instance(&analysis_only).unwrap();
     assert_eq!(resolved.engine.trace_block_size_tokens, 64);
+
+    // Except where the format fixes the key size: Mooncake ids are 512-token blocks, so
+    // `--block-size` alone is the analysis size, coarsened from 512.
+    let mooncake = SingleInstanceFlags {
+        block_size_tokens: Some(1024),
+        format: Some(TraceFormat::Mooncake),
+        ..SingleInstanceFlags::default()
+    };
+    let resolved = resolve_single_instance(&mooncake).unwrap();
+    assert_eq!(resolved.engine.trace_block_size_tokens, 512);
+    let LaneSet::OnTheFly(template) = &resolved.engine.lanes else {
+        panic!("lanes on the fly without --instance");
+    };
+    assert_eq!(template.block_size_tokens, 1024);
 
     let trace_only = SingleInstanceFlags {
         trace_block_size_tokens: Some(1024),

@@ -419,3 +419,27 @@ fn an_output_fifo_is_written_in_place_not_replaced() {
     assert_eq!(reader.join().unwrap(), OFFLINE_RUNNER_OUTPUT);
     assert!(!dir.path().join("out.fifo.tmp").exists());
 }
+
+#[test]
+fn compressed_facts_are_read_like_plain_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = fs::read(fixture("offline_runner.csv")).unwrap();
+    let gz = dir.path().join("facts.csv.gz");
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut encoder, &plain).unwrap();
+    fs::write(&gz, encoder.finish().unwrap()).unwrap();
+    let zst = dir.path().join("facts.csv.zst");
+    let compressed =
+        ruzstd::encoding::compress_to_vec(&plain[..], ruzstd::encoding::CompressionLevel::Fastest);
+    fs::write(&zst, compressed).unwrap();
+    for facts in [gz, zst] {
+        let out = dir.path().join("q.jsonl");
+        run(&args(&facts, &out, &[TWO_BLOCKS_GB, "-1"])).unwrap();
+        assert_eq!(
+            fs::read_to_string(&out).unwrap(),
+            OFFLINE_RUNNER_OUTPUT,
+            "{}",
+            facts.display()
+        );
+    }
+}

@@ -14,7 +14,8 @@ that order, and the summaries add up all files, as if they were one facts file.\
 litehit query out/litehit_facts.csv query.jsonl 0 25 50 100 -1"
 )]
 pub struct QueryArgs {
-    /// Facts CSV (`litehit_facts.csv`, from `litehit replay` or upstream `lite_hit_main`)
+    /// Facts CSV (`litehit_facts.csv`, from `litehit replay` or upstream `lite_hit_main`;
+    /// `.gz` / `.zst` are read too, `-` is standard input)
     #[arg(value_name = "FACTS")]
     pub facts: PathBuf,
 

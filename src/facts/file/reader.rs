@@ -2,7 +2,6 @@
 //! §8.2): line-based, header must match exactly, empty lines skipped, any malformed row is an
 //! error naming the file and the 1-based physical line.
 
-use std::fs::File;
 use std::io::{BufRead, BufReader, ErrorKind, Read};
 use std::path::{Path, PathBuf};
 
@@ -18,7 +17,6 @@ const MAX_HEADER_EXCERPT_CHARS: usize = 200;
 /// Reads facts rows one at a time, reusing the caller's record and its own buffers (no
 /// allocation per row once warm). Lines are parsed in place in the read buffer; only a line
 /// that straddles two buffer fills is copied.
-#[derive(Debug)]
 pub struct FactsReader<R> {
     reader: BufReader<R>,
     path: PathBuf,
@@ -28,14 +26,25 @@ pub struct FactsReader<R> {
     parser: RowParser,
 }
 
-impl FactsReader<File> {
-    /// Opens `path` and checks its header.
+impl<R> std::fmt::Debug for FactsReader<R> {
+    /// The source itself may not be `Debug` (a boxed decompressor): where and how far.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FactsReader")
+            .field("path", &self.path)
+            .field("line_number", &self.line_number)
+            .finish_non_exhaustive()
+    }
+}
+
+impl FactsReader<Box<dyn Read + Send>> {
+    /// Opens `path` and checks its header. Like a trace: `.gz` / `.zst` (by their magic
+    /// bytes) are decompressed, and `-` is standard input.
     pub fn open(path: &Path) -> Result<Self> {
-        let file = File::open(path).map_err(|source| FactsError::Open {
+        let reader = crate::formats::open_trace(path).map_err(|source| FactsError::Open {
             path: path.to_path_buf(),
             source,
         })?;
-        Self::from_reader(file, path)
+        Self::from_reader(reader, path)
     }
 }
 
