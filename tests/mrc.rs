@@ -1,6 +1,7 @@
 //! `litehit mrc`: its numbers equal `query`'s at the same capacities (knees, saturation and
 //! random capacities), geometry checks, and the PNG/SVG plots are real images.
 
+use std::fmt::Write as _;
 use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -450,4 +451,39 @@ fn the_table_aligns_wide_characters_by_terminal_columns() {
         .map(|row| unicode_width::UnicodeWidthStr::width(*row))
         .collect();
     assert!(starts.iter().all(|&s| s == starts[0]), "{table}");
+}
+
+#[test]
+fn a_legend_of_many_instances_names_the_total_and_counts_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let facts = dir.path().join("facts.csv");
+    let mut text = format!("{FACTS_HEADER}\n");
+    for instance in 0..30 {
+        for request in 0..3 {
+            let _ = writeln!(
+                text,
+                "r{request},node-{instance:02},{},64,16,1024,\"[[1,{}]]\"",
+                request + 1,
+                request + 1
+            );
+        }
+    }
+    fs::write(&facts, text).unwrap();
+    let svg = dir.path().join("mrc.svg");
+    run(&MrcArgs {
+        facts: vec![facts],
+        json: false,
+        png: None,
+        svg: Some(svg.clone()),
+        max_curve_points: 100,
+    })
+    .unwrap();
+    let svg = fs::read_to_string(&svg).unwrap();
+    let named = svg.matches("   ∞ ").count();
+    assert_eq!(named, 11, "the total and ten instances");
+    assert!(
+        svg.contains(">total (each instance its own cache)   ∞ "),
+        "the total is named"
+    );
+    assert!(svg.contains("… and 20 more instances"), "{svg}");
 }

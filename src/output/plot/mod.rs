@@ -485,20 +485,39 @@ fn draw_axes(data: &PlotData, canvas: &mut impl Canvas) {
     );
 }
 
+/// Most curves the legend names; with more instances it names the total and the first
+/// ones, and says how many it leaves out (the table and `--json` list every instance).
+const MAX_LEGEND_SERIES: usize = 12;
+
 /// Legend box in the lower right corner of the plot area (usually empty: curves rise fast
 /// and then stay flat).
 fn draw_legend(data: &PlotData, fonts: &Fonts, canvas: &mut impl Canvas) {
     let style = TextStyle::new(13.0, TEXT_COLOR, Anchor::Start);
     let note_style = TextStyle::new(12.0, MUTED_TEXT_COLOR, Anchor::Start);
-    let mut lines: Vec<(Option<&PlotSeries>, String)> = data
-        .series
-        .iter()
-        .map(|s| {
-            let mut label = s.label.clone();
-            let _ = write!(label, "   ∞ {:.2}%", s.ceiling_percent); // as in the table
-            (Some(s), label)
-        })
-        .collect();
+    let label = |s: &PlotSeries| {
+        let mut label = s.label.clone();
+        let _ = write!(label, "   ∞ {:.2}%", s.ceiling_percent); // as in the table
+        label
+    };
+    let named: Vec<&PlotSeries> = if data.series.len() > MAX_LEGEND_SERIES {
+        // The total first, then as many instances as fit.
+        let total = data.series.iter().filter(|s| s.is_total);
+        let instances = data.series.iter().filter(|s| !s.is_total);
+        total.chain(instances).take(MAX_LEGEND_SERIES - 1).collect()
+    } else {
+        data.series.iter().collect()
+    };
+    let mut lines: Vec<(Option<&PlotSeries>, String)> =
+        named.iter().map(|&s| (Some(s), label(s))).collect();
+    if named.len() < data.series.len() {
+        lines.push((
+            None,
+            format!(
+                "… and {} more instances (the table lists them all)",
+                data.series.len() - named.len()
+            ),
+        ));
+    }
     lines.push((
         None,
         "dashed: ∞-capacity ceiling · dots: 50/90/95/99% knees".into(),
