@@ -584,6 +584,31 @@ fn compressed_traces_replay_like_the_plain_trace_and_a_truncated_one_fails() {
     let run = replay_flags(&truncated, &out, &["--block-size", "16"]);
     assert_mentions(failed(&run), &["truncated.jsonl.gz"]);
     assert_nothing_published(&out);
+    // A truncated zstd stream says so before the decoder's own words.
+    let truncated = dir.path().join("truncated.jsonl.zst");
+    fs::write(&truncated, &zstd[..zstd.len() / 2]).unwrap();
+    let run = replay_flags(&truncated, &out, &["--block-size", "16"]);
+    assert_mentions(
+        failed(&run),
+        &["truncated.jsonl.zst", "zstd data is truncated or corrupt"],
+    );
+    assert_nothing_published(&out);
+}
+
+#[test]
+fn a_config_given_as_a_trace_is_named_as_such() {
+    let dir = tempdir();
+    for (name, text) in [
+        ("pretty.json", "{\n  \"trace_file_path\": \"t.jsonl\"\n}\n"),
+        (
+            "compact.json",
+            "{\"trace_file_path\":\"t.jsonl\",\"instances\":[]}\n",
+        ),
+    ] {
+        let config = write_file(dir.path(), name, text);
+        let run = replay_flags(&config, &dir.path().join("out"), &[]);
+        assert_mentions(failed(&run), &["looks like a config file", "without --out"]);
+    }
 }
 
 /// A config with `instances` in `dir/cfg/config.json`, trace at `dir/trace.jsonl`, output

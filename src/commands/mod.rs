@@ -170,6 +170,12 @@ fn format_of_first_line(
                 "{}: no line break in the first 64 MiB (not a text trace?); pass --format",
                 path.display()
             )
+        } else if looks_like_a_config(line) {
+            eyre!(
+                "{}: this looks like a config file, not a trace: `litehit replay CONFIG` (without \
+                 --out) or `litehit watch --config CONFIG` reads it",
+                path.display()
+            )
         } else {
             eyre!(
                 "{}: cannot tell the trace format from its first line; pass --format \
@@ -178,4 +184,18 @@ fn format_of_first_line(
             )
         }
     })
+}
+
+/// A first line that opens a JSON document across lines (`{` alone) or names a config's
+/// keys: a config given where a trace was expected.
+fn looks_like_a_config(first_line: &[u8]) -> bool {
+    let line = first_line.trim_ascii();
+    line == b"{"
+        || [
+            &b"\"trace_file_path\""[..],
+            b"\"instance_groups\"",
+            b"\"instances\"",
+        ]
+        .iter()
+        .any(|key| line.windows(key.len()).any(|window| window == *key))
 }

@@ -178,10 +178,18 @@ impl<R: BufRead> ZstdFrames<R> {
                         ));
                     }
                 }
-                Err(err) => return Err(io::Error::new(io::ErrorKind::InvalidData, err)),
+                Err(err) => return Err(corrupt_zstd(&err)),
             }
         }
     }
+}
+
+/// A decoder error in the words a user needs first (the decoder's own detail after them).
+fn corrupt_zstd(err: &dyn std::fmt::Display) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!("zstd data is truncated or corrupt ({err})"),
+    )
 }
 
 impl<R: BufRead> Read for ZstdFrames<R> {
@@ -200,7 +208,7 @@ impl<R: BufRead> Read for ZstdFrames<R> {
                 let wanted = buf.len() - self.decoder.can_collect();
                 self.decoder
                     .decode_blocks(&mut self.source, BlockDecodingStrategy::UptoBytes(wanted))
-                    .map_err(|err| io::Error::new(io::ErrorKind::InvalidData, err))?;
+                    .map_err(|err| corrupt_zstd(&err))?;
             }
             let read = self.decoder.read(buf)?;
             if read > 0 {
