@@ -77,7 +77,8 @@ impl InterruptWatch {
             std::thread::spawn(move || {
                 let mut since: Option<std::time::Instant> = None;
                 while !disarmed.load(Ordering::Relaxed) {
-                    std::thread::sleep(std::time::Duration::from_millis(50));
+                    // Parked, so that disarming (which unparks) never waits out a nap.
+                    std::thread::park_timeout(std::time::Duration::from_millis(50));
                     let Some(number) = signal_number(&signal) else {
                         continue;
                     };
@@ -118,6 +119,7 @@ impl Drop for StuckReadGuard {
     fn drop(&mut self) {
         self.disarmed.store(true, Ordering::Relaxed);
         if let Some(thread) = self.thread.take() {
+            thread.thread().unpark();
             let _ = thread.join();
         }
     }

@@ -18,6 +18,10 @@ pub struct LaneSummary {
     pub unique_blocks: u64,
     pub infinite_hit_tokens: u64,
     pub core_memory_bytes: usize,
+    /// The lane's block geometry, which its facts rows keep: GB capacities become blocks of
+    /// `block_bytes` at query time.
+    pub block_size_tokens: u64,
+    pub block_bytes: u64,
 }
 
 impl LaneSummary {
@@ -31,6 +35,8 @@ impl LaneSummary {
             unique_blocks: lane.core().current_unique_blocks(),
             infinite_hit_tokens: lane.infinite_hit_blocks() * lane.spec().block_size_tokens,
             core_memory_bytes: lane.core().memory_usage_bytes(),
+            block_size_tokens: lane.spec().block_size_tokens,
+            block_bytes: lane.spec().block_bytes,
         }
     }
 
@@ -101,6 +107,26 @@ pub fn render_replay_summary(
             human_bytes(lane.core_memory_bytes as u64),
         );
     }
+    // The geometry is fixed in the facts: say which one, so a GB answer can be read right
+    // (another KV size per block means another replay, or `query --capacity-blocks`).
+    let geometry = |lane: &LaneSummary| {
+        format!(
+            "{} tokens, {} each",
+            lane.block_size_tokens,
+            human_bytes(lane.block_bytes)
+        )
+    };
+    let mut geometries: Vec<String> = lanes.iter().map(geometry).collect();
+    geometries.dedup();
+    if geometries.len() == 1 {
+        let _ = writeln!(out, "blocks: {}", geometries[0]);
+    } else if !lanes.is_empty() {
+        let per_lane: Vec<String> = lanes
+            .iter()
+            .map(|lane| format!("{} {}", lane.instance_id, geometry(lane)))
+            .collect();
+        let _ = writeln!(out, "blocks: {}", per_lane.join("; "));
+    }
     let blocks: u64 = lanes.iter().map(|l| l.request_blocks).sum();
     let seconds = elapsed.as_secs_f64().max(1e-9);
     let _ = writeln!(
@@ -136,6 +162,8 @@ mod tests {
             unique_blocks: 5,
             infinite_hit_tokens: 32,
             core_memory_bytes: 2048,
+            block_size_tokens: 4,
+            block_bytes: 1024,
         };
         let text = render_replay_summary(
             &[lane],
@@ -145,6 +173,7 @@ mod tests {
         );
         assert!(text.contains("i1"), "{text}");
         assert!(text.contains("59.26%"), "{text}");
+        assert!(text.contains("blocks: 4 tokens, 1.0 KiB each"), "{text}");
         assert!(text.contains("out/litehit_facts.csv"), "{text}");
         // The table fits an 80-column terminal, even with large counts.
         let wide = LaneSummary {
@@ -155,6 +184,8 @@ mod tests {
             unique_blocks: 9_876_543_210,
             infinite_hit_tokens: 1,
             core_memory_bytes: 999 << 30,
+            block_size_tokens: 512,
+            block_bytes: 64 << 20,
         };
         let text = render_replay_summary(
             std::slice::from_ref(&wide),
