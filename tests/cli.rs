@@ -2048,6 +2048,19 @@ fn facts_are_never_written_over_the_trace_they_come_from() {
         );
         assert_mentions(failed(&run), &["trace being watched"]);
     }
+    // A link to the trace, also while neither exists yet (the snapshot would create it).
+    std::os::unix::fs::symlink("mooncake.jsonl", dir.path().join("link.csv")).unwrap();
+    std::os::unix::fs::symlink("later2.jsonl", dir.path().join("dangling.csv")).unwrap();
+    for (watched, facts_out) in [
+        ("mooncake.jsonl", "link.csv"),
+        ("later2.jsonl", "dangling.csv"),
+    ] {
+        let run = run_in(
+            Some(dir.path()),
+            ["watch", watched, "--headless", "--facts-out", facts_out],
+        );
+        assert_mentions(failed(&run), &["trace being watched"]);
+    }
     let named_like_facts = write_file(dir.path(), FACTS, &String::from_utf8_lossy(&before));
     let run = run_in(
         Some(dir.path()),
@@ -2216,4 +2229,99 @@ fn query_and_mrc_read_facts_from_standard_input() {
     assert_eq!(piped(&["query", "-", "-", "1", "-1"]), from_file.stdout);
     let mrc_file = ok(run_in(None, ["mrc", path_str(&facts), "--json"]));
     assert_eq!(piped(&["mrc", "-", "--json"]), mrc_file.stdout);
+}
+
+#[test]
+fn standard_output_under_another_name_is_written_through_the_stdout_handle() {
+    let dir = tempdir();
+    let trace = mooncake_trace(dir.path(), 30);
+    let out = dir.path().join("out");
+    ok(run_in(
+        None,
+        ["replay", path_str(&trace), "--out", path_str(&out)],
+    ));
+    let facts = out.join(FACTS);
+    let expected = ok(run_in(None, ["query", path_str(&facts), "-", "1", "-1"])).stdout;
+    // Redirected with `>>`: the earlier content stays, the JSONL follows it, and no status
+    // line lands in between. (`/proc/self/fd/1` is what `/dev/stdout` links to; a test that
+    // went wrong could not replace it, where it could replace `/dev/stdout` as root.)
+    let log = dir.path().join("log.txt");
+    fs::write(&log, "earlier\n").unwrap();
+    let appended = fs::OpenOptions::new().append(true).open(&log).unwrap();
+    let status = litehit()
+        .args(["query", path_str(&facts), "/proc/self/fd/1", "1", "-1"])
+        .stdout(Stdio::from(appended))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert_eq!(
+        fs::read_to_string(&log).unwrap(),
+        format!("earlier\n{expected}")
+    );
+    // A plot on standard output: the image alone there, the table on stderr.
+    let output = litehit()
+        .args(["mrc", path_str(&facts), "--png", "/proc/self/fd/1"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    assert!(
+        output.stdout.starts_with(b"\x89PNG\r\n\x1a\n"),
+        "a PNG on stdout"
+    );
+    assert!(String::from_utf8_lossy(&output.stderr).contains("95% knee"));
+    // A symlink loop is an error, not a file written over the link.
+    std::os::unix::fs::symlink("loop-b", dir.path().join("loop-a")).unwrap();
+    std::os::unix::fs::symlink("loop-a", dir.path().join("loop-b")).unwrap();
+    let run = run_in(Some(dir.path()), ["query", path_str(&facts), "loop-a", "1"]);
+    assert_mentions(failed(&run), &["too many levels of symbolic links"]);
+    assert!(
+        fs::symlink_metadata(dir.path().join("loop-a"))
+            .unwrap()
+            .is_symlink()
+    );
+}
+
+#[test]
+fn an_interrupted_replay_never_removes_a_fifo_it_was_writing_to() {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = tempdir();
+    let trace = mooncake_trace(dir.path(), 5);
+    let out = dir.path().join("out");
+    fs::create_dir(&out).unwrap();
+    let fifo = out.join(FACTS);
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || fs::read(fifo).unwrap())
+    };
+    let mut child = litehit()
+        .args(["replay", "-", "--out", path_str(&out)])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(&fs::read(&trace).unwrap()).unwrap();
+    stdin.flush().unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let sent = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let status = child.wait().unwrap();
+    drop(stdin);
+    assert_eq!(status.code(), Some(130));
+    let _ = reader.join();
+    assert!(
+        fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo(),
+        "the FIFO is still there"
+    );
 }

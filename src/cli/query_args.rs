@@ -19,7 +19,8 @@ pub struct QueryArgs {
     #[arg(value_name = "FACTS")]
     pub facts: PathBuf,
 
-    /// Output JSONL file, published atomically (temp file + rename); `-` writes to stdout
+    /// Output JSONL file, published atomically (temp file + rename; a FIFO or device is
+    /// written in place); `-` (or `/dev/stdout`) writes to stdout
     #[arg(value_name = "OUT")]
     pub out: PathBuf,
 

@@ -40,10 +40,12 @@ pub(crate) fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
     a == b || real_path(a).is_some_and(|a| real_path(b) == Some(a))
 }
 
-/// `path` with every symlink and `.`/`..` resolved; for a path that does not exist yet, its
-/// directory resolved and its file name appended.
+/// `path` with every symlink and `.`/`..` resolved; for a path that does not exist yet
+/// (also at the end of a dangling link, where a writer would create it), its directory
+/// resolved and its file name appended.
 fn real_path(path: &std::path::Path) -> Option<std::path::PathBuf> {
-    std::fs::canonicalize(path).ok().or_else(|| {
+    let path = crate::facts::file::resolve_symlinks(path).ok()?;
+    std::fs::canonicalize(&path).ok().or_else(|| {
         let name = path.file_name()?;
         let directory = match path.parent() {
             Some(parent) if !parent.as_os_str().is_empty() => parent,

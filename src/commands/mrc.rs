@@ -7,7 +7,7 @@ use color_eyre::eyre::{WrapErr, bail, eyre};
 
 use super::same_file;
 use crate::cli::mrc_args::MrcArgs;
-use crate::facts::file::write_atomically;
+use crate::facts::file::{is_standard_output, write_atomically};
 use crate::output::mrc::{MrcCurves, render_table};
 use crate::output::plot::{PlotData, render_png, render_svg};
 
@@ -20,10 +20,11 @@ pub fn run(args: &MrcArgs) -> color_eyre::Result<()> {
     {
         bail!("--png and --svg name the same file {}", png.display());
     }
-    if let Some(output) = outputs
-        .iter()
-        .find(|output| args.facts.iter().any(|input| same_file(input, output)))
-    {
+    // An image on standard output (`--png -`, `--png /dev/stdout`) sends the table to stderr.
+    let image_to_stdout = outputs.iter().any(|path| is_standard_output(path));
+    if let Some(output) = outputs.iter().find(|output| {
+        !is_standard_output(output) && args.facts.iter().any(|input| same_file(input, output))
+    }) {
         bail!(
             "{}: a plot would overwrite a facts file being read",
             output.display()
@@ -68,18 +69,30 @@ pub fn run(args: &MrcArgs) -> color_eyre::Result<()> {
             write_file(path, render_svg(&plot).as_bytes())?;
         }
     }
-    let mut stdout = io::stdout().lock();
-    if args.json {
-        serde_json::to_writer_pretty(&mut stdout, &report).wrap_err("writing the JSON report")?;
-        writeln!(stdout)?;
+    let mut out: Box<dyn Write> = if image_to_stdout {
+        Box::new(io::stderr().lock())
     } else {
-        stdout.write_all(render_table(&report).as_bytes())?;
+        Box::new(io::stdout().lock())
+    };
+    if args.json {
+        serde_json::to_writer_pretty(&mut out, &report).wrap_err("writing the JSON report")?;
+        writeln!(out)?;
+    } else {
+        out.write_all(render_table(&report).as_bytes())?;
     }
-    stdout.flush()?;
+    out.flush()?;
     Ok(())
 }
 
+/// Writes a plot atomically, or to standard output through its handle.
 fn write_file(path: &Path, bytes: &[u8]) -> color_eyre::Result<()> {
+    if is_standard_output(path) {
+        let mut stdout = io::stdout().lock();
+        return stdout
+            .write_all(bytes)
+            .and_then(|()| stdout.flush())
+            .wrap_err("writing the plot to standard output");
+    }
     write_atomically(path, |out| out.write_all(bytes).map_err(|e| eyre!(e)))
         .wrap_err_with(|| format!("writing {}", path.display()))
 }

@@ -6,7 +6,7 @@ use color_eyre::eyre::{WrapErr, bail, eyre};
 
 use super::same_file;
 use crate::cli::query_args::{QueryArgs, parse_capacity_gb};
-use crate::facts::file::write_atomically;
+use crate::facts::file::{is_standard_output, write_atomically};
 use crate::output::query_jsonl::{QueryError, QueryOptions, QuerySlots, query_facts_files};
 
 /// Runs the facts query: JSONL to OUT (atomically) or to stdout for `-`.
@@ -17,8 +17,10 @@ pub fn run(args: &QueryArgs) -> color_eyre::Result<()> {
     };
     let facts_paths = args.facts_paths();
     super::refuse_repeated_facts(&facts_paths)?;
-    if !args.writes_to_stdout()
-        && let Some(input) = facts_paths.iter().find(|input| same_file(input, &args.out))
+    // `-`, or stdout under another name (`/dev/stdout`): through the stdout handle, which
+    // shares the shell's file offset (`>>`) and the process's other output.
+    let to_stdout = args.writes_to_stdout() || is_standard_output(&args.out);
+    if !to_stdout && let Some(input) = facts_paths.iter().find(|input| same_file(input, &args.out))
     {
         bail!(
             "{}: the output is a facts file being read; it would be overwritten (name another \
@@ -26,7 +28,7 @@ pub fn run(args: &QueryArgs) -> color_eyre::Result<()> {
             input.display()
         );
     }
-    if args.writes_to_stdout() {
+    if to_stdout {
         query_facts_files(&facts_paths, slots, options, io::stdout())
             .map(|_| ())
             .wrap_err("facts query failed")?;

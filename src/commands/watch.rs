@@ -161,6 +161,12 @@ pub fn ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
         StartAt::Beginning
     };
     config.facts_out = crate::facts::file::facts_snapshot_path(&args.facts_out);
+    if crate::facts::file::is_standard_output(&config.facts_out) {
+        bail!(
+            "--facts-out {}: that is standard output, where the monitor draws; name a file",
+            config.facts_out.display()
+        );
+    }
     if super::same_file(&config.facts_out, &config.trace_path) {
         bail!(
             "--facts-out {}: that is the trace being watched; a snapshot would replace it",

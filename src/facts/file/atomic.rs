@@ -3,9 +3,12 @@
 //! never replaces (or deletes) a previously published file.
 //!
 //! Only regular files (or new paths) are published that way. A symlink is followed, so the
-//! file it names is replaced and the link stays. A path that is not a regular file —
-//! `/dev/null`, a FIFO, a terminal, `/dev/stdout`, `>(cmd)` — is written in place: renaming
-//! a file over it would replace the device or pipe itself.
+//! file it names is replaced and the link stays. A path that exists and is not a regular
+//! file — `/dev/null`, a FIFO, a terminal, `>(cmd)` — is written in place (opened without
+//! truncation, never removed): renaming a file over it would replace the device or pipe
+//! itself. The process's own standard output under another name (`/dev/stdout`) is the
+//! caller's to handle ([`is_standard_output`]): a second open of it would not share its
+//! file offset.
 
 use std::ffi::OsString;
 use std::fs::{self, File};
@@ -29,48 +32,55 @@ pub fn temp_path_for(path: &Path) -> PathBuf {
 /// `MAXSYMLINKS`).
 const MAX_SYMLINK_HOPS: usize = 40;
 
-/// Where a write to `path` really goes: `InPlace` for anything that exists and is not
-/// a regular file (or a directory, which opening reports), and for the kernel's magic paths;
-/// else the regular file (existing or new) at the end of `path`'s symlinks.
-enum Destination {
-    InPlace,
-    Replace(PathBuf),
-}
-
-fn destination_of(path: &Path) -> Destination {
-    if path.starts_with("/dev") || path.starts_with("/proc") {
-        return Destination::InPlace; // /dev/stdout, /dev/fd/N, /proc/self/fd/N, devices
-    }
-    match fs::metadata(path) {
-        Ok(metadata) if !metadata.is_file() => Destination::InPlace,
-        _ => Destination::Replace(resolve_symlinks(path)),
-    }
-}
-
-/// `path` with its last component's symlinks followed (also a dangling link, so the file is
-/// created where the link points). Stops after [`MAX_SYMLINK_HOPS`].
-fn resolve_symlinks(path: &Path) -> PathBuf {
+/// `path` with its last component's symlinks followed, also a dangling link (so the file is
+/// created where the link points). A loop is an error.
+pub fn resolve_symlinks(path: &Path) -> std::io::Result<PathBuf> {
     let mut resolved = path.to_path_buf();
     for _ in 0..MAX_SYMLINK_HOPS {
         let Ok(target) = fs::read_link(&resolved) else {
-            break;
+            return Ok(resolved);
         };
         resolved = match resolved.parent() {
             Some(parent) => parent.join(target),
             None => target,
         };
     }
-    resolved
+    Err(std::io::Error::other(format!(
+        "too many levels of symbolic links from {}",
+        path.display()
+    )))
+}
+
+/// Whether `path` names this process's standard output (`-`, `/dev/stdout`, `/dev/fd/1`, or
+/// the file or pipe stdout was redirected to): such output must go through the stdout
+/// handle, which shares the shell's file offset (`>>`) and the process's other output.
+#[must_use]
+pub fn is_standard_output(path: &Path) -> bool {
+    use std::os::fd::AsFd as _;
+    use std::os::unix::fs::MetadataExt as _;
+    if path.as_os_str() == "-" {
+        return true;
+    }
+    let identity = |metadata: &fs::Metadata| (metadata.dev(), metadata.ino());
+    let stdout = std::io::stdout()
+        .as_fd()
+        .try_clone_to_owned()
+        .ok()
+        .and_then(|fd| File::from(fd).metadata().ok());
+    match (stdout, fs::metadata(path)) {
+        (Some(stdout), Ok(target)) => identity(&stdout) == identity(&target),
+        _ => false,
+    }
 }
 
 /// A file that appears at its final path only on [`AtomicFile::commit`] (or, for a path that
 /// is not a regular file, is written in place: see the module docs).
 #[derive(Debug)]
 pub struct AtomicFile {
+    /// Past its symlinks (as given when written in place).
     final_path: PathBuf,
-    /// `<final path>.tmp`; the final path itself when written in place.
-    temp_path: PathBuf,
-    in_place: bool,
+    /// `<final path>.tmp`; `None` when written in place.
+    temp_path: Option<PathBuf>,
     /// `Some` until `commit` takes it.
     writer: Option<BufWriter<File>>,
     published: bool,
@@ -78,25 +88,32 @@ pub struct AtomicFile {
 
 impl AtomicFile {
     /// Opens `<final_path>.tmp` for writing, truncating any stale temp file of a killed run;
-    /// for a path that is not a regular file, opens the path itself.
+    /// for an existing path that is not a regular file, opens the path itself.
     pub fn create(final_path: &Path) -> Result<Self> {
-        let (temp_path, in_place) = match destination_of(final_path) {
-            Destination::InPlace => (final_path.to_path_buf(), true),
-            Destination::Replace(regular) => (temp_path_for(&regular), false),
-        };
-        let file = File::create(&temp_path).map_err(|source| FactsError::Create {
-            path: temp_path.clone(),
+        let create_error = |path: &Path, source| FactsError::Create {
+            path: path.to_path_buf(),
             source,
-        })?;
-        let final_path = if in_place {
-            final_path.to_path_buf()
-        } else {
-            resolve_symlinks(final_path)
         };
+        let in_place = fs::metadata(final_path).is_ok_and(|metadata| !metadata.is_file());
+        if in_place {
+            let file = fs::OpenOptions::new()
+                .write(true)
+                .open(final_path)
+                .map_err(|source| create_error(final_path, source))?;
+            return Ok(Self {
+                final_path: final_path.to_path_buf(),
+                temp_path: None,
+                writer: Some(BufWriter::with_capacity(WRITE_BUFFER_BYTES, file)),
+                published: false,
+            });
+        }
+        let regular =
+            resolve_symlinks(final_path).map_err(|source| create_error(final_path, source))?;
+        let temp_path = temp_path_for(&regular);
+        let file = File::create(&temp_path).map_err(|source| create_error(&temp_path, source))?;
         Ok(Self {
-            final_path,
-            temp_path,
-            in_place,
+            final_path: regular,
+            temp_path: Some(temp_path),
             writer: Some(BufWriter::with_capacity(WRITE_BUFFER_BYTES, file)),
             published: false,
         })
@@ -107,8 +124,7 @@ impl AtomicFile {
     fn inert() -> Self {
         Self {
             final_path: PathBuf::new(),
-            temp_path: PathBuf::new(),
-            in_place: false,
+            temp_path: None,
             writer: None,
             published: true,
         }
@@ -123,15 +139,12 @@ impl AtomicFile {
 
     /// Writes `bytes` to the temp file.
     pub fn write_all(&mut self, bytes: &[u8]) -> Result<()> {
-        let temp_path = &self.temp_path;
+        let path = self.temp_path().to_path_buf();
         self.writer
             .as_mut()
             .expect("the writer is only taken by commit, which consumes self")
             .write_all(bytes)
-            .map_err(|source| FactsError::Write {
-                path: temp_path.clone(),
-                source,
-            })
+            .map_err(|source| FactsError::Write { path, source })
     }
 
     /// The path the file is published at (past its symlinks).
@@ -140,10 +153,16 @@ impl AtomicFile {
         &self.final_path
     }
 
-    /// The temp path written until commit.
+    /// The path written until commit: the temp file (the final path when written in place).
     #[must_use]
     pub fn temp_path(&self) -> &Path {
-        &self.temp_path
+        self.temp_path.as_deref().unwrap_or(&self.final_path)
+    }
+
+    /// What an unpublished file leaves to remove: its temp file (nothing when written in
+    /// place: a device or pipe is never deleted).
+    fn discard_path(&self) -> Option<&Path> {
+        self.temp_path.as_deref()
     }
 
     /// Flushes, fsyncs the file, renames it to its final path and fsyncs the directory.
@@ -152,22 +171,23 @@ impl AtomicFile {
             .writer
             .take()
             .expect("the writer is only taken by commit, which consumes self");
+        let written = self.temp_path().to_path_buf();
         let write_error = |source| FactsError::Write {
-            path: self.temp_path.clone(),
+            path: written.clone(),
             source,
         };
         let file = writer
             .into_inner()
             .map_err(|e| write_error(e.into_error()))?;
-        if self.in_place {
+        let Some(temp_path) = self.temp_path.clone() else {
             // A device or pipe: nothing to rename, and fsync is not defined for it.
             self.published = true;
             return Ok(self.final_path.clone());
-        }
+        };
         file.sync_all().map_err(write_error)?;
         drop(file);
-        fs::rename(&self.temp_path, &self.final_path).map_err(|source| FactsError::Publish {
-            from: self.temp_path.clone(),
+        fs::rename(&temp_path, &self.final_path).map_err(|source| FactsError::Publish {
+            from: temp_path.clone(),
             to: self.final_path.clone(),
             source,
         })?;
@@ -179,7 +199,7 @@ impl AtomicFile {
         File::open(directory)
             .and_then(|dir| dir.sync_all())
             .map_err(|source| FactsError::Publish {
-                from: self.temp_path.clone(),
+                from: temp_path.clone(),
                 to: self.final_path.clone(),
                 source,
             })?;
@@ -197,11 +217,10 @@ impl Drop for AtomicFile {
             let (file, _unwritten) = writer.into_parts();
             drop(file);
         }
-        if self.in_place {
-            return; // never delete a device or pipe
+        if let Some(temp_path) = self.discard_path() {
+            // Best effort: the file may never have been created or may be gone already.
+            let _ = fs::remove_file(temp_path);
         }
-        // Best effort: the file may never have been created or may be gone already.
-        let _ = fs::remove_file(&self.temp_path);
     }
 }
 
@@ -276,10 +295,12 @@ impl AtomicFactsWriter {
     /// What dropping this writer unpublished removes (the temp file, then the directories it
     /// created), as a closure for a path that cannot drop it: a process about to exit.
     pub fn discard_on_exit(&self) -> impl FnOnce() + Send + 'static {
-        let temp_path = self.file.temp_path().to_path_buf();
+        let temp_path = self.file.discard_path().map(Path::to_path_buf);
         let created_dirs = self.created_dirs.clone();
         move || {
-            let _ = fs::remove_file(temp_path);
+            if let Some(temp_path) = temp_path {
+                let _ = fs::remove_file(temp_path);
+            }
             for dir in created_dirs {
                 if fs::remove_dir(&dir).is_err() {
                     break;

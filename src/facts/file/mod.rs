@@ -17,7 +17,10 @@ mod writer;
 use std::io;
 use std::path::PathBuf;
 
-pub use atomic::{AtomicFactsWriter, AtomicFile, temp_path_for, write_atomically};
+pub use atomic::{
+    AtomicFactsWriter, AtomicFile, is_standard_output, resolve_symlinks, temp_path_for,
+    write_atomically,
+};
 pub use reader::{FactsReader, parse_fact_line};
 pub use writer::{append_fact_row, append_hit_curve};
 
