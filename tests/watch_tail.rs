@@ -4,6 +4,7 @@ use std::fmt::Write as _;
 use std::fs::{self, OpenOptions};
 use std::io::Write as _;
 use std::path::Path;
+use std::time::Duration;
 
 use litehit::live::tail::{StartAt, TailNotice, Tailer};
 
@@ -147,7 +148,7 @@ fn rename_and_recreate_reads_old_tail_then_new_file() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("trace.jsonl");
     append(&path, "a\n");
-    let mut tailer = Tailer::new(&path, StartAt::Beginning);
+    let mut tailer = Tailer::new(&path, StartAt::Beginning).with_rotation_grace(Duration::ZERO);
     assert_eq!(drain(&mut tailer).0, ["a"]);
 
     // The writer appends a last line (unterminated) just before logrotate renames the file.
@@ -167,7 +168,7 @@ fn deleted_file_is_waited_for() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("trace.jsonl");
     append(&path, "a\n");
-    let mut tailer = Tailer::new(&path, StartAt::Beginning);
+    let mut tailer = Tailer::new(&path, StartAt::Beginning).with_rotation_grace(Duration::ZERO);
     drain(&mut tailer);
     fs::remove_file(&path).unwrap();
     let (lines, notices) = drain(&mut tailer);
@@ -186,13 +187,13 @@ fn deleted_file_is_waited_for() {
 
 #[test]
 fn a_writer_still_appending_to_the_renamed_file_loses_nothing() {
-    // logrotate's `create` pattern: the file is renamed, the writer (holding it open)
-    // appends a few more lines to it, and only then reopens the path as a new file.
+    // The writer (holding the file open) appends a few more lines to it after the rename,
+    // and only then reopens the path as a new file.
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("trace.jsonl");
     append(&path, "a\n");
     let mut writer = fs::OpenOptions::new().append(true).open(&path).unwrap();
-    let mut tailer = Tailer::new(&path, StartAt::Beginning);
+    let mut tailer = Tailer::new(&path, StartAt::Beginning).with_rotation_grace(Duration::ZERO);
     assert_eq!(drain(&mut tailer).0, ["a"]);
 
     fs::rename(&path, dir.path().join("trace.jsonl.1")).unwrap();
@@ -551,4 +552,34 @@ mod ingest {
         wait(&live, "a second request", |s| requests(s) == 2);
         live.shutdown();
     }
+}
+
+#[test]
+fn logrotate_create_keeps_reading_the_old_file_until_it_goes_quiet() {
+    // logrotate's `create`: rename, create the new (empty) file at once, and only then tell
+    // the writer to reopen; its lines in between still go to the old file.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("trace.jsonl");
+    append(&path, "a\n");
+    let mut writer = fs::OpenOptions::new().append(true).open(&path).unwrap();
+    let grace = Duration::from_millis(300);
+    let mut tailer = Tailer::new(&path, StartAt::Beginning).with_rotation_grace(grace);
+    assert_eq!(drain(&mut tailer).0, ["a"]);
+
+    fs::rename(&path, dir.path().join("trace.jsonl.1")).unwrap();
+    append(&path, "");
+    assert!(drain(&mut tailer).0.is_empty());
+    writer.write_all(b"b\n").unwrap();
+    append(&path, "c\n");
+    let (lines, notices) = drain(&mut tailer);
+    assert_eq!(lines, ["b"], "the old file first, and not left yet");
+    assert!(notices.is_empty());
+    std::thread::sleep(grace + Duration::from_millis(50));
+    let (lines, notices) = drain(&mut tailer);
+    assert_eq!(
+        lines,
+        ["c"],
+        "once the old file has been quiet for the grace period"
+    );
+    assert_eq!(notices, [TailNotice::Replaced]);
 }

@@ -803,6 +803,7 @@ impl Ingest {
         if chunk {
             self.dirty = true;
             if !self.woken
+                && !self.tailer.is_draining() // appends to a renamed file raise no event
                 && caught_up
                 && self.wake == WakeSource::Events
                 && self.state == FollowState::Following

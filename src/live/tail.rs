@@ -77,6 +77,9 @@ struct OpenFile {
     read_offset: u64,
     /// The path no longer names this file: read it to its end, then switch.
     draining: bool,
+    /// While draining: since when the old file has had nothing new while a new file waits
+    /// at the path (the switch comes [`Tailer::rotation_grace`] later).
+    idle_with_successor_since: Option<std::time::Instant>,
 }
 
 /// Follows one path; see the module docs.
@@ -102,7 +105,14 @@ pub struct Tailer {
     waiting_reported: bool,
     /// The file was missing at some check: when it appears, all of it is new.
     saw_missing: bool,
+    /// How long a renamed-away file must stay idle, once a new file is at the path, before
+    /// reading moves to the new one: logrotate's `create` makes the new file before the
+    /// writer is told to reopen, and the writer's last lines still go to the old one.
+    rotation_grace: std::time::Duration,
 }
+
+/// Default of [`Tailer::with_rotation_grace`].
+pub const ROTATION_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
 impl Tailer {
     /// A tailer for `path`; nothing is opened until [`Self::check`].
@@ -119,7 +129,22 @@ impl Tailer {
             generation: 0,
             waiting_reported: false,
             saw_missing: false,
+            rotation_grace: ROTATION_GRACE,
         }
+    }
+
+    /// Sets how long a renamed-away file is still read once a new file is at the path and
+    /// the old one has gone quiet ([`ROTATION_GRACE`] by default; tests use zero).
+    #[must_use]
+    pub fn with_rotation_grace(mut self, grace: std::time::Duration) -> Self {
+        self.rotation_grace = grace;
+        self
+    }
+
+    /// Whether a renamed-away or deleted file is still being read (appends to it come
+    /// without file-system events about the followed path).
+    pub fn is_draining(&self) -> bool {
+        self.open.as_ref().is_some_and(|open| open.draining)
     }
 
     /// The followed path.
@@ -273,6 +298,7 @@ impl Tailer {
             file,
             read_offset,
             draining: false,
+            idle_with_successor_since: None,
         });
         Ok(Some(TailNotice::Opened))
     }
@@ -290,6 +316,9 @@ impl Tailer {
         let Some(open) = self.open.as_mut() else {
             return Ok((&[], None));
         };
+        // Asked before reading: a line appended to the old file just before the new file
+        // appears is then read before the switch.
+        let successor_waiting = open.draining && self.path.exists();
         // Read until a newline arrives or the file ends (a line longer than the buffer grows it).
         let mut read_now = 0;
         loop {
@@ -314,7 +343,17 @@ impl Tailer {
         }
         self.known_len = self.known_len.max(open.read_offset);
 
-        if read_now == 0 && open.draining && self.path.exists() {
+        if read_now > 0 {
+            open.idle_with_successor_since = None;
+        }
+        let switch = read_now == 0
+            && successor_waiting
+            && open
+                .idle_with_successor_since
+                .get_or_insert_with(std::time::Instant::now)
+                .elapsed()
+                >= self.rotation_grace;
+        if switch {
             // The old file is finished: an unterminated last line will never get its newline.
             if self.buffer.last().is_some_and(|&last| last != b'\n') {
                 self.buffer.push(b'\n');
@@ -348,6 +387,7 @@ impl Tailer {
                     file,
                     read_offset: 0,
                     draining: false,
+                    idle_with_successor_since: None,
                 });
                 self.waiting_reported = false;
                 Ok(true)
