@@ -2116,6 +2116,11 @@ fn headless_lines_are_fresh_at_any_interval_and_fps_must_be_positive() {
 
     let run = run_in(None, ["watch", path_str(&trace), "--fps", "0"]);
     assert_mentions(failed(&run), &["--fps", "positive"]);
+    let run = run_in(
+        None,
+        ["demo", "--headless", "--fps", "nan", "--requests", "10"],
+    );
+    assert_mentions(failed(&run), &["--fps", "positive"]);
 }
 
 #[test]

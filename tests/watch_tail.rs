@@ -327,6 +327,47 @@ mod ingest {
         a_file_created_later_is_read_in_its_format(&["oops\n", "{\"no\": \"format\"}\n"]);
     }
 
+    #[test]
+    fn flags_that_do_not_fit_the_late_format_make_every_line_bad_with_the_reason() {
+        // `--block-size 256` cannot come from 512-token Mooncake keys: `replay` says so at
+        // once; for a trace created later the monitor says so on every line, instead of
+        // quietly keeping the standard format's engine.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("later.jsonl");
+        let cli = <litehit::cli::Cli as clap::Parser>::parse_from([
+            "litehit",
+            "watch",
+            path.to_str().unwrap(),
+            "--headless",
+            "--block-size",
+            "256",
+        ]);
+        let litehit::cli::Command::Watch(args) = cli.command else {
+            panic!("watch expected")
+        };
+        let mut config = litehit::commands::watch::ingest_config(&args).unwrap();
+        config.frame_period = Duration::from_millis(10);
+        config.spill_dir = Some(dir.path().to_path_buf());
+        let live = spawn(config).unwrap();
+        let mut workload = litehit::workload::Workload::new(litehit::workload::WorkloadConfig {
+            key_style: litehit::workload::KeyStyle::Dense,
+            block_size_tokens: 512,
+            ..litehit::workload::WorkloadConfig::default()
+        });
+        let mut request = litehit::workload::SyntheticRequest::default();
+        let mut text = String::new();
+        for _ in 0..20 {
+            workload.fill_next(&mut request);
+            request.to_mooncake_jsonl(&mut text);
+        }
+        append(&path, &text);
+        let snap = wait(&live, "every line", |snap| snap.health.bad_lines == 20);
+        assert_eq!(requests(&snap), 0);
+        let message = &snap.health.last_error.as_ref().unwrap().message;
+        assert!(message.contains("the Mooncake block size 512"), "{message}");
+        live.send(Command::Shutdown);
+    }
+
     /// `litehit watch later.jsonl` before the file exists: the block size comes from the
     /// format of its first readable line (Mooncake: 512 tokens), as for a file that exists;
     /// `bad_first` lines come first and stay counted as bad.

@@ -52,7 +52,7 @@ pub fn run(args: &DemoArgs) -> color_eyre::Result<()> {
     config.format = Some(TraceFormat::Standard);
     config.slots.clone_from(&args.capacity_gb);
     config.facts_out = crate::facts::file::facts_snapshot_path(&args.facts_out);
-    config.frame_period = Duration::from_secs_f64(1.0 / args.fps.clamp(0.5, 120.0));
+    config.frame_period = super::watch::frame_period(args.fps)?;
 
     let live = ingest::spawn(config)?;
     let stop = Arc::new(AtomicBool::new(false));

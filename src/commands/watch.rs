@@ -124,8 +124,8 @@ pub fn ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
             let lane = args.lane.clone();
             engine_for_format = Some(EngineForFormat(Arc::new(move |format| {
                 resolve_single_instance(&lane.to_single_instance_flags(Some(format)))
-                    .ok()
                     .map(|resolved| resolved.engine)
+                    .map_err(|error| error.to_string())
             })));
         }
         (
@@ -173,17 +173,20 @@ pub fn ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
             config.facts_out.display()
         );
     }
-    if !(args.fps.is_finite() && args.fps > 0.0) {
-        bail!(
-            "--fps: expected a positive number of refreshes per second, found {}",
-            args.fps
-        );
-    }
-    config.frame_period = Duration::from_secs_f64(1.0 / args.fps.clamp(0.5, 120.0));
+    config.frame_period = frame_period(args.fps)?;
     config.window_ns = i64::try_from(seconds("--window-seconds", args.window_seconds)?.as_nanos())
         .wrap_err("--window-seconds is too large")?;
     config.exit_at_eof = args.exit_at_eof;
     Ok(config)
+}
+
+/// `--fps` (of `watch` and `demo`) as the period between snapshots: positive (0 would never
+/// redraw, NaN cannot be a period), and kept within 0.5–120 per second.
+pub(crate) fn frame_period(fps: f64) -> color_eyre::Result<Duration> {
+    if !(fps.is_finite() && fps > 0.0) {
+        bail!("--fps: expected a positive number of refreshes per second, found {fps}");
+    }
+    Ok(Duration::from_secs_f64(1.0 / fps.clamp(0.5, 120.0)))
 }
 
 /// The slots the monitor starts with must be distinct, and not ∞ (always the last column).

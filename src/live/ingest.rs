@@ -90,7 +90,9 @@ pub struct IngestConfig {
 /// Makes the engine configuration for a detected trace format (see
 /// [`IngestConfig::engine_for_format`]).
 #[derive(Clone)]
-pub struct EngineForFormat(pub Arc<dyn Fn(TraceFormat) -> Option<EngineConfig> + Send + Sync>);
+pub struct EngineForFormat(
+    pub Arc<dyn Fn(TraceFormat) -> Result<EngineConfig, String> + Send + Sync>,
+);
 
 impl std::fmt::Debug for EngineForFormat {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -385,6 +387,9 @@ struct Pipeline {
     engine: Engine,
     /// See [`IngestConfig::engine_for_format`]; used once, when the format is detected.
     engine_for_format: Option<EngineForFormat>,
+    /// The flags do not fit the format the trace turned out to have (e.g. `--block-size
+    /// 256` on 512-token Mooncake keys): every line is bad, for this reason.
+    engine_error: Option<String>,
     parser: Option<LineParser>,
     parse_options: ParseOptions,
     event: TraceEvent,
@@ -424,8 +429,12 @@ impl Pipeline {
         if earlier.read_events > 0 || earlier.write_events > 0 {
             return;
         }
-        let Some(config) = (make.0)(format) else {
-            return;
+        let config = match (make.0)(format) {
+            Ok(config) => config,
+            Err(reason) => {
+                self.engine_error = Some(reason);
+                return;
+            }
         };
         let trace_block_size_tokens = config.trace_block_size_tokens;
         if let Ok(mut engine) = Engine::new(config, Policy::SkipAndCount) {
@@ -451,6 +460,12 @@ impl Pipeline {
             };
             self.adopt_engine_for(format);
             self.parser = Some(LineParser::new(format, self.parse_options));
+        }
+        if let Some(reason) = &self.engine_error {
+            if !line.iter().all(u8::is_ascii_whitespace) {
+                self.engine.record_bad_line(line_number, reason.clone());
+            }
+            return;
         }
         let Some(parser) = self.parser.as_mut() else {
             return;
@@ -603,6 +618,7 @@ impl Ingest {
         let pipeline = Pipeline {
             engine,
             engine_for_format: config.engine_for_format.clone(),
+            engine_error: None,
             parser: config
                 .format
                 .map(|format| LineParser::new(format, parse_options)),
