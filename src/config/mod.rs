@@ -164,13 +164,15 @@ pub enum DefaultLane<'a> {
 /// default `block_size`), unknown 256.
 pub fn default_block_size_tokens(format: Option<TraceFormat>) -> u64 {
     match format {
-        Some(TraceFormat::Mooncake) => 512,
-        Some(TraceFormat::Bailian | TraceFormat::Kvcm) => 16,
-        Some(TraceFormat::Standard | TraceFormat::Lmcache) | None => {
-            DEFAULT_TRACE_BLOCK_SIZE_TOKENS
-        }
+        Some(TraceFormat::Kvcm) => KVCM_BLOCK_SIZE_TOKENS,
+        _ => format
+            .and_then(TraceFormat::native_block_size_tokens)
+            .unwrap_or(DEFAULT_TRACE_BLOCK_SIZE_TOKENS),
     }
 }
+
+/// KVCM logs do not say their block size; tair optimizer configs use 16 (or 64).
+const KVCM_BLOCK_SIZE_TOKENS: u64 = 16;
 
 /// The block size a format's keys are defined at, for the formats that fix one: Mooncake's
 /// `hash_ids` cover 512 tokens each, Qwen-Bailian's 16. Their keys can be at no other size,
@@ -178,11 +180,9 @@ pub fn default_block_size_tokens(format: Option<TraceFormat>) -> u64 {
 /// other formats it also says what the keys are.
 #[must_use]
 pub fn fixed_block_size_tokens(format: Option<TraceFormat>) -> Option<u64> {
-    match format {
-        Some(TraceFormat::Mooncake) => Some(512),
-        Some(TraceFormat::Bailian) => Some(16),
-        _ => None,
-    }
+    format
+        .filter(|format| matches!(format, TraceFormat::Mooncake | TraceFormat::Bailian))
+        .and_then(TraceFormat::native_block_size_tokens)
 }
 
 /// Where the engine sends a row that has no instance id.
