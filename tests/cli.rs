@@ -375,8 +375,10 @@ fn replay_summary_on_stderr_lists_every_instance_in_order_of_appearance() {
         entry.2 += hits[0] * BLOCK_TOKENS;
     }
     let lines: Vec<&str> = run.stderr.lines().collect();
-    assert_eq!(lines.len(), order.len() + 2, "{}", run.stderr);
+    assert_eq!(lines.len(), order.len() + 3, "{}", run.stderr);
     assert!(lines[0].starts_with("instance"), "{}", run.stderr);
+    // The block geometry the facts keep (`--block-bytes` 1 MiB, 16-token blocks).
+    assert_eq!(lines[order.len() + 1], "blocks: 16 tokens, 1.0 MiB each");
     for (line, id) in lines[1..].iter().zip(&order) {
         let (requests, input_tokens, hit_tokens) = totals[id];
         let fields: Vec<&str> = line.split_whitespace().collect();
