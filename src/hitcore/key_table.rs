@@ -21,7 +21,7 @@
 //! * **Index**: open addressing with linear probing over `u32` slots: `0` is empty, else the
 //!   entry id + 1 in the low bits and a fingerprint of the key in the bits above, so a probe
 //!   rarely reads an entry that is not the key. Load kept in `[MAX_LOAD / GROWTH, MAX_LOAD]` ≈
-//!   `[0.54, 0.86]` once large (4.7–7.4 bytes per key; small indexes double instead). Keys
+//!   `[0.50, 0.80]` once large (5.0–8.0 bytes per key; small indexes double instead). Keys
 //!   are already hashes (or ids), so no `SipHash`: the home slot comes from the key folded to
 //!   32 bits, in one of three [`HashMode`]s — small ids (a lane's share of globally dense
 //!   ids) keep `fold mod capacity` (neighbouring ids, neighbouring slots), keys that look
@@ -37,7 +37,7 @@
 //! average instead of 2.7 at ×1.37) for at most 1.3 bytes more per key.
 
 /// Grow the index when its load would pass this.
-const MAX_LOAD: f64 = 0.86;
+const MAX_LOAD: f64 = 0.80;
 /// Index capacity multiplier on growth once the index is large: rebuild work against bytes
 /// per key (module docs).
 const GROWTH: f64 = 1.6;

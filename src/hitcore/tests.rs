@@ -219,7 +219,7 @@ fn reset_forgets_everything_but_ttl() {
 #[test]
 fn memory_usage_grows_with_keys() {
     // Dense ids (4 bytes per id) and hashed keys (12-byte entries + a 4-byte index slot at a
-    // load of 0.43-0.86); both also count the position bitset and the per-request scratch (one
+    // load of 0.40-0.80); both also count the position bitset and the per-request scratch (one
     // `usize` per block of the largest request, here one 100 000-block request, and one more
     // per block phase 1 looked up, which stops at the first new key: ~8 bytes).
     let dense: Vec<i64> = (0..100_000).collect();
