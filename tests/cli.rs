@@ -2332,3 +2332,72 @@ fn an_interrupted_replay_never_removes_a_fifo_it_was_writing_to() {
         "the FIFO is still there"
     );
 }
+
+#[test]
+fn outputs_that_are_inputs_or_descriptors_by_another_name_are_refused() {
+    let dir = tempdir();
+    let trace = mooncake_trace(dir.path(), 30);
+    let out = dir.path().join("out");
+    ok(run_in(
+        None,
+        ["replay", path_str(&trace), "--out", path_str(&out)],
+    ));
+    let facts = out.join(FACTS);
+    let before = fs::read(&facts).unwrap();
+    let appending_to =
+        |path: &Path| Stdio::from(fs::OpenOptions::new().append(true).open(path).unwrap());
+    // Standard output appended to the facts being read: refused, the facts untouched.
+    for args in [
+        vec!["query", path_str(&facts), "/proc/self/fd/1", "1"],
+        vec!["query", path_str(&facts), "-", "1"],
+        vec!["mrc", path_str(&facts), "--png", "/proc/self/fd/1"],
+    ] {
+        let output = litehit()
+            .args(&args)
+            .stdout(appending_to(&facts))
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(1), "{args:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains("facts file being read"),
+            "{args:?}: {stderr}"
+        );
+    }
+    assert_eq!(fs::read(&facts).unwrap(), before);
+    // Both plots to standard output.
+    let run = run_in(
+        None,
+        [
+            "mrc",
+            path_str(&facts),
+            "--png",
+            "-",
+            "--svg",
+            "/proc/self/fd/1",
+        ],
+    );
+    assert_mentions(failed(&run), &["name the same file"]);
+    // Another descriptor of this process that leads to a regular file: publishing by rename
+    // would leave the descriptor on the old file (and wipe an appended log).
+    let log = dir.path().join("app.log");
+    fs::write(&log, "earlier\n").unwrap();
+    let output = litehit()
+        .args(["query", path_str(&facts), "/proc/self/fd/2", "1"])
+        .stderr(appending_to(&log))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let log_text = fs::read_to_string(&log).unwrap();
+    assert!(log_text.starts_with("earlier\n"), "{log_text}");
+    assert!(log_text.contains("open descriptor"), "{log_text}");
+    // The live monitor's snapshot never goes to standard output.
+    for command in ["watch", "demo"] {
+        let mut args = vec![command, "--headless", "--facts-out", "-"];
+        if command == "watch" {
+            args.insert(1, path_str(&trace));
+        }
+        let run = run_in(None, &args);
+        assert_mentions(failed(&run), &["standard output"]);
+    }
+}

@@ -615,7 +615,21 @@ fn logrotate_create_keeps_reading_the_old_file_until_it_goes_quiet() {
     let (lines, notices) = drain(&mut tailer);
     assert_eq!(lines, ["b"], "the old file first, and not left yet");
     assert!(notices.is_empty());
-    std::thread::sleep(grace + Duration::from_millis(50));
+    assert!(
+        tailer.switch_pending(),
+        "the end of the trace is not reached yet"
+    );
+    // A late line to the old file starts its quiet period again.
+    std::thread::sleep(Duration::from_millis(200));
+    writer.write_all(b"b2\n").unwrap();
+    assert_eq!(drain(&mut tailer).0, ["b2"]);
+    std::thread::sleep(Duration::from_millis(200));
+    let (lines, notices) = drain(&mut tailer);
+    assert!(
+        lines.is_empty() && notices.is_empty(),
+        "quiet for 200 ms only"
+    );
+    std::thread::sleep(grace);
     let (lines, notices) = drain(&mut tailer);
     assert_eq!(
         lines,
@@ -623,4 +637,5 @@ fn logrotate_create_keeps_reading_the_old_file_until_it_goes_quiet() {
         "once the old file has been quiet for the grace period"
     );
     assert_eq!(notices, [TailNotice::Replaced]);
+    assert!(!tailer.switch_pending());
 }

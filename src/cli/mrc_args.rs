@@ -26,11 +26,13 @@ pub struct MrcArgs {
     #[arg(long)]
     pub json: bool,
 
-    /// Also write a PNG plot (hit rate % vs capacity GB) to FILE, atomically
+    /// Also write a PNG plot (hit rate % vs capacity GB) to FILE, atomically; `-` writes it
+    /// to stdout (the table then goes to stderr)
     #[arg(long, value_name = "FILE")]
     pub png: Option<PathBuf>,
 
-    /// Also write the plot as SVG to FILE, atomically
+    /// Also write the plot as SVG to FILE, atomically; `-` writes it to stdout (the table then
+    /// goes to stderr)
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
 

@@ -52,6 +52,7 @@ pub fn run(args: &DemoArgs) -> color_eyre::Result<()> {
     config.format = Some(TraceFormat::Standard);
     config.slots.clone_from(&args.capacity_gb);
     config.facts_out = crate::facts::file::facts_snapshot_path(&args.facts_out);
+    super::watch::check_facts_out(&config.facts_out, trace.path())?;
     config.frame_period = super::watch::frame_period(args.fps)?;
 
     let live = ingest::spawn(config)?;

@@ -7,7 +7,7 @@ use color_eyre::eyre::{WrapErr, bail, eyre};
 
 use super::same_file;
 use crate::cli::mrc_args::MrcArgs;
-use crate::facts::file::{is_standard_output, write_atomically};
+use crate::facts::file::{is_standard_output, is_where_stdout_goes, write_atomically};
 use crate::output::mrc::{MrcCurves, render_table};
 use crate::output::plot::{PlotData, render_png, render_svg};
 
@@ -16,14 +16,20 @@ pub fn run(args: &MrcArgs) -> color_eyre::Result<()> {
     super::refuse_repeated_facts(&args.facts)?;
     let outputs: Vec<&std::path::PathBuf> = args.png.iter().chain(&args.svg).collect();
     if let [png, svg] = outputs[..]
-        && same_file(png, svg)
+        && (same_file(png, svg) || (is_standard_output(png) && is_standard_output(svg)))
     {
         bail!("--png and --svg name the same file {}", png.display());
     }
     // An image on standard output (`--png -`, `--png /dev/stdout`) sends the table to stderr.
     let image_to_stdout = outputs.iter().any(|path| is_standard_output(path));
     if let Some(output) = outputs.iter().find(|output| {
-        !is_standard_output(output) && args.facts.iter().any(|input| same_file(input, output))
+        args.facts.iter().any(|input| {
+            if is_standard_output(output) {
+                is_where_stdout_goes(input) // `mrc f.csv --png - >> f.csv`
+            } else {
+                same_file(input, output)
+            }
+        })
     }) {
         bail!(
             "{}: a plot would overwrite a facts file being read",

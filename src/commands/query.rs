@@ -6,7 +6,7 @@ use color_eyre::eyre::{WrapErr, bail, eyre};
 
 use super::same_file;
 use crate::cli::query_args::{QueryArgs, parse_capacity_gb};
-use crate::facts::file::{is_standard_output, write_atomically};
+use crate::facts::file::{is_standard_output, is_where_stdout_goes, write_atomically};
 use crate::output::query_jsonl::{QueryError, QueryOptions, QuerySlots, query_facts_files};
 
 /// Runs the facts query: JSONL to OUT (atomically) or to stdout for `-`.
@@ -20,8 +20,14 @@ pub fn run(args: &QueryArgs) -> color_eyre::Result<()> {
     // `-`, or stdout under another name (`/dev/stdout`): through the stdout handle, which
     // shares the shell's file offset (`>>`) and the process's other output.
     let to_stdout = args.writes_to_stdout() || is_standard_output(&args.out);
-    if !to_stdout && let Some(input) = facts_paths.iter().find(|input| same_file(input, &args.out))
-    {
+    let overwritten = |input: &&std::path::PathBuf| {
+        if to_stdout {
+            is_where_stdout_goes(input) // `query f.csv - >> f.csv`
+        } else {
+            same_file(input, &args.out)
+        }
+    };
+    if let Some(input) = facts_paths.iter().find(overwritten) {
         bail!(
             "{}: the output is a facts file being read; it would be overwritten (name another \
              OUT, or - for stdout)",

@@ -161,23 +161,30 @@ pub fn ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
         StartAt::Beginning
     };
     config.facts_out = crate::facts::file::facts_snapshot_path(&args.facts_out);
-    if crate::facts::file::is_standard_output(&config.facts_out) {
-        bail!(
-            "--facts-out {}: that is standard output, where the monitor draws; name a file",
-            config.facts_out.display()
-        );
-    }
-    if super::same_file(&config.facts_out, &config.trace_path) {
-        bail!(
-            "--facts-out {}: that is the trace being watched; a snapshot would replace it",
-            config.facts_out.display()
-        );
-    }
+    check_facts_out(&config.facts_out, &config.trace_path)?;
     config.frame_period = frame_period(args.fps)?;
     config.window_ns = i64::try_from(seconds("--window-seconds", args.window_seconds)?.as_nanos())
         .wrap_err("--window-seconds is too large")?;
     config.exit_at_eof = args.exit_at_eof;
     Ok(config)
+}
+
+/// Where `s` writes the facts snapshot (`watch` and `demo`): not standard output, where the
+/// monitor draws (or prints JSON lines), and not the trace being followed.
+pub(crate) fn check_facts_out(facts_out: &Path, trace_path: &Path) -> color_eyre::Result<()> {
+    if crate::facts::file::is_standard_output(facts_out) {
+        bail!(
+            "--facts-out {}: that is standard output, where the monitor draws; name a file",
+            facts_out.display()
+        );
+    }
+    if super::same_file(facts_out, trace_path) {
+        bail!(
+            "--facts-out {}: that is the trace being watched; a snapshot would replace it",
+            facts_out.display()
+        );
+    }
+    Ok(())
 }
 
 /// `--fps` (of `watch` and `demo`) as the period between snapshots: positive (0 would never

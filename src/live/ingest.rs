@@ -437,12 +437,15 @@ impl Pipeline {
             }
         };
         let trace_block_size_tokens = config.trace_block_size_tokens;
-        if let Ok(mut engine) = Engine::new(config, Policy::SkipAndCount) {
-            engine.inherit_bad_lines(earlier);
-            self.engine = engine;
-            self.parse_options = ParseOptions {
-                trace_block_size_tokens,
-            };
+        match Engine::new(config, Policy::SkipAndCount) {
+            Ok(mut engine) => {
+                engine.inherit_bad_lines(earlier);
+                self.engine = engine;
+                self.parse_options = ParseOptions {
+                    trace_block_size_tokens,
+                };
+            }
+            Err(error) => self.engine_error = Some(error.to_string()),
         }
     }
 
@@ -834,7 +837,7 @@ impl Ingest {
             }
             self.woken = false;
         }
-        if self.config.exit_at_eof && caught_up && !chunk {
+        if self.config.exit_at_eof && caught_up && !chunk && !self.tailer.switch_pending() {
             let partial = self.tailer.take_partial_line();
             self.pipeline.process_chunk(&partial);
             self.finished = true;

@@ -40,7 +40,8 @@ pub enum TailNotice {
     /// The path now names a new file (rename + create); the old one was read to its end.
     Replaced,
     /// The path vanished (renamed away or deleted). The old file is still followed — a
-    /// writer may still append to it — until a new file appears at the path.
+    /// writer may still append to it — until a new file is at the path and the old one has
+    /// been quiet for the rotation grace period ([`ROTATION_GRACE`]).
     Deleted,
 }
 
@@ -145,6 +146,15 @@ impl Tailer {
     /// without file-system events about the followed path).
     pub fn is_draining(&self) -> bool {
         self.open.as_ref().is_some_and(|open| open.draining)
+    }
+
+    /// Whether the old file is read to its end and a new file waits at the path, to be
+    /// switched to once [`Self::with_rotation_grace`]'s period has passed: the end of the
+    /// trace is not reached yet (`--exit-at-eof` waits for the new file).
+    pub fn switch_pending(&self) -> bool {
+        self.open
+            .as_ref()
+            .is_some_and(|open| open.draining && open.idle_with_successor_since.is_some())
     }
 
     /// The followed path.

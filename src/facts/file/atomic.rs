@@ -56,11 +56,15 @@ pub fn resolve_symlinks(path: &Path) -> std::io::Result<PathBuf> {
 /// handle, which shares the shell's file offset (`>>`) and the process's other output.
 #[must_use]
 pub fn is_standard_output(path: &Path) -> bool {
+    path.as_os_str() == "-" || is_where_stdout_goes(path)
+}
+
+/// Whether the file at `path` (an input too, say) is where standard output goes: the same
+/// device and inode as fd 1 (`-`, which is a name and not a file, is not).
+#[must_use]
+pub fn is_where_stdout_goes(path: &Path) -> bool {
     use std::os::fd::AsFd as _;
     use std::os::unix::fs::MetadataExt as _;
-    if path.as_os_str() == "-" {
-        return true;
-    }
     let identity = |metadata: &fs::Metadata| (metadata.dev(), metadata.ino());
     let stdout = std::io::stdout()
         .as_fd()
@@ -71,6 +75,16 @@ pub fn is_standard_output(path: &Path) -> bool {
         (Some(stdout), Ok(target)) => identity(&stdout) == identity(&target),
         _ => false,
     }
+}
+
+/// A name for one of this process's open descriptors (`/dev/stderr`, `/dev/fd/2`,
+/// `/proc/self/fd/2`, ...), other than standard output, which callers handle: publishing
+/// by rename would leave the descriptor on the old, unlinked file.
+fn names_a_descriptor(path: &Path) -> bool {
+    let text = path.as_os_str().as_encoded_bytes();
+    path.starts_with("/dev/fd")
+        || (path.starts_with("/proc") && text.windows(4).any(|w| w == b"/fd/"))
+        || [Path::new("/dev/stdin"), Path::new("/dev/stderr")].contains(&path)
 }
 
 /// A file that appears at its final path only on [`AtomicFile::commit`] (or, for a path that
@@ -106,6 +120,15 @@ impl AtomicFile {
                 writer: Some(BufWriter::with_capacity(WRITE_BUFFER_BYTES, file)),
                 published: false,
             });
+        }
+        if names_a_descriptor(final_path) {
+            return Err(create_error(
+                final_path,
+                std::io::Error::other(
+                    "names an open descriptor of this process that leads to a regular file; \
+                     name that file itself (or - for standard output)",
+                ),
+            ));
         }
         let regular =
             resolve_symlinks(final_path).map_err(|source| create_error(final_path, source))?;

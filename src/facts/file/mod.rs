@@ -18,8 +18,8 @@ use std::io;
 use std::path::PathBuf;
 
 pub use atomic::{
-    AtomicFactsWriter, AtomicFile, is_standard_output, resolve_symlinks, temp_path_for,
-    write_atomically,
+    AtomicFactsWriter, AtomicFile, is_standard_output, is_where_stdout_goes, resolve_symlinks,
+    temp_path_for, write_atomically,
 };
 pub use reader::{FactsReader, parse_fact_line};
 pub use writer::{append_fact_row, append_hit_curve};
