@@ -578,6 +578,28 @@ mod ingest {
             "{text}"
         );
         assert_eq!(snap.facts_rows, 50);
+        // The spill file (in this directory) has no name: a killed monitor leaves nothing.
+        let mut names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["facts.csv", "trace.jsonl"]);
+        // A second snapshot after more rows reads the spill from its start again.
+        for t in 51..=60 {
+            append(&path, &line("a", t, &[1, 2, t + 100]));
+        }
+        wait(&live, "sixty requests", |s| requests(s) == 60);
+        live.send(Command::WriteFacts);
+        wait(&live, "the second facts file", |s| {
+            s.facts_rows == 60
+                && matches!(
+                    s.facts_write,
+                    litehit::live::snapshot::FactsWrite::Done { rows: 60, .. }
+                )
+        });
+        let text = std::fs::read_to_string(dir.path().join("facts.csv")).unwrap();
+        assert_eq!(text.lines().count(), 61);
         live.shutdown();
     }
 

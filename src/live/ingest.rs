@@ -149,7 +149,9 @@ pub fn spawn(config: IngestConfig) -> color_eyre::Result<LiveHandle> {
 
 /// Formatted facts rows: a small buffer in memory, the rest in an unnamed-on-exit temp file.
 struct FactsSpill {
-    file: tempfile::NamedTempFile,
+    /// Unnamed (unlinked at once), so even a killed monitor leaves nothing behind; the
+    /// snapshot writer reads it through a clone of the descriptor at explicit offsets.
+    file: File,
     buffer: Vec<u8>,
     on_disk_bytes: u64,
     rows: u64,
@@ -158,11 +160,9 @@ struct FactsSpill {
 
 impl FactsSpill {
     fn create(dir: Option<&std::path::Path>) -> io::Result<Self> {
-        let mut builder = tempfile::Builder::new();
-        builder.prefix("litehit-facts-spill-").suffix(".csv");
         let file = match dir {
-            Some(dir) => builder.tempfile_in(dir)?,
-            None => builder.tempfile()?,
+            Some(dir) => tempfile::tempfile_in(dir)?,
+            None => tempfile::tempfile()?,
         };
         Ok(Self {
             file,
@@ -177,13 +177,10 @@ impl FactsSpill {
         if self.buffer.is_empty() || self.error.is_some() {
             return;
         }
-        match self.file.as_file_mut().write_all(&self.buffer) {
+        match self.file.write_all(&self.buffer) {
             Ok(()) => self.on_disk_bytes += self.buffer.len() as u64,
             Err(err) => {
-                self.error = Some(format!(
-                    "spilling facts to {}: {err}",
-                    self.file.path().display()
-                ));
+                self.error = Some(format!("spilling facts to a temporary file: {err}"));
             }
         }
         self.buffer.clear();
@@ -901,7 +898,7 @@ impl Ingest {
         }
         let rows = spill.rows;
         let spilled_bytes = spill.on_disk_bytes;
-        let source = match spill.file.reopen() {
+        let source = match spill.file.try_clone() {
             Ok(file) => file,
             Err(err) => {
                 self.facts_write = FactsWrite::Failed {
@@ -920,7 +917,7 @@ impl Ingest {
         let spawned = std::thread::Builder::new()
             .name("litehit-facts-writer".to_owned())
             .spawn(move || {
-                let result = match copy_facts(source, spilled_bytes, &path) {
+                let result = match copy_facts(&source, spilled_bytes, &path) {
                     Ok(bytes) => FactsWrite::Done {
                         path: display,
                         rows,
@@ -1030,7 +1027,7 @@ impl Ingest {
 
 /// Writes the header and the first `spilled_bytes` of the spill to `path` atomically.
 fn copy_facts(
-    mut source: File,
+    source: &File,
     spilled_bytes: u64,
     path: &std::path::Path,
 ) -> Result<u64, FactsError> {
@@ -1042,7 +1039,9 @@ fn copy_facts(
         out.write_all(FACTS_HEADER.as_bytes())
             .map_err(write_error)?;
         out.write_all(b"\n").map_err(write_error)?;
-        let copied = io::copy(&mut (&mut source).take(spilled_bytes), out).map_err(write_error)?;
+        // At explicit offsets: the descriptor's own offset is the spill writer's.
+        let copied = io::copy(&mut OffsetReader::new(source).take(spilled_bytes), out)
+            .map_err(write_error)?;
         if copied != spilled_bytes {
             return Err(write_error(io::Error::new(
                 io::ErrorKind::UnexpectedEof,
@@ -1051,6 +1050,27 @@ fn copy_facts(
         }
         Ok(FACTS_HEADER.len() as u64 + 1 + copied)
     })
+}
+
+/// Reads a file from its start with `pread`, leaving the descriptor's offset alone.
+struct OffsetReader<'a> {
+    file: &'a File,
+    offset: u64,
+}
+
+impl<'a> OffsetReader<'a> {
+    fn new(file: &'a File) -> Self {
+        Self { file, offset: 0 }
+    }
+}
+
+impl io::Read for OffsetReader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        use std::os::unix::fs::FileExt as _;
+        let read = self.file.read_at(buf, self.offset)?;
+        self.offset += read as u64;
+        Ok(read)
+    }
 }
 
 /// An error with its causes, `: `-separated.
