@@ -2202,6 +2202,69 @@ fn kvcm_events_of_other_types_are_skipped_with_a_warning() {
     );
     let facts = fs::read_to_string(out.join(FACTS)).unwrap();
     assert_eq!(facts.lines().count(), 3, "two reads: {facts}");
+
+    // `--block-size` alone takes KVCM keys at that size: said, since nothing else would (reads
+    // without a length, as in real logs, cannot be checked).
+    let log = write_file(
+        dir.path(),
+        "nolen.log",
+        concat!(
+            r#"{"id":"a","source":"i","type":"GetCacheLocation","trigger_time_us":1,"keys":[1,2]}"#,
+            "\n",
+        ),
+    );
+    let run = ok(run_in(
+        None,
+        [
+            "replay",
+            path_str(&log),
+            "--out",
+            path_str(&out),
+            "--block-size",
+            "64",
+        ],
+    ));
+    assert_mentions(
+        &run.stderr,
+        &[
+            "KVCM logs do not say their block size",
+            "--trace-block-size 16",
+        ],
+    );
+    let run = ok(run_in(
+        None,
+        [
+            "replay",
+            path_str(&log),
+            "--out",
+            path_str(&out),
+            "--block-size",
+            "32",
+            "--trace-block-size",
+            "16",
+        ],
+    ));
+    assert!(
+        !run.stderr.contains("do not say their block size"),
+        "{}",
+        run.stderr
+    );
+
+    // Read in the wrong format, every line is an event of another type: the error says so.
+    let standard = write_file(
+        dir.path(),
+        "standard.jsonl",
+        &get_row("i", "r1", 1, &[1, 2], 32),
+    );
+    let run = replay_flags(&standard, &dir.path().join("wrong"), &["--format", "kvcm"]);
+    assert_mentions(
+        failed(&run),
+        &[
+            "no valid Request/Get events",
+            "1 lines were events of other types",
+            "--format",
+        ],
+    );
 }
 
 #[test]

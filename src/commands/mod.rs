@@ -33,6 +33,25 @@ pub fn install_error_hooks() {
     let _ = installed;
 }
 
+/// KVCM logs do not say their key size, and reads rarely carry a length that could catch a
+/// wrong one: `--block-size` alone takes the keys as blocks of that size (as for a standard
+/// trace), which is a silent ×4 on every count if they are the usual 16-token blocks.
+pub(crate) fn warn_assumed_kvcm_key_size(
+    format: crate::formats::TraceFormat,
+    lane: &crate::cli::LaneFlags,
+) {
+    if format == crate::formats::TraceFormat::Kvcm
+        && lane.trace_block_size.is_none()
+        && let Some(size) = lane.block_size.filter(|&size| size != 16)
+    {
+        eprintln!(
+            "litehit: warning: KVCM logs do not say their block size: the keys are taken as \
+             {size}-token blocks (--block-size {size}); if they are 16-token blocks, add \
+             --trace-block-size 16 to coarsen them"
+        );
+    }
+}
+
 /// Whether two paths name one file, however they are spelled (symlinks, `./`, `..`; for a
 /// file not created yet, its directory's real path and its name): the commands that write
 /// files refuse to write over an input.

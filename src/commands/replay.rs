@@ -198,6 +198,7 @@ fn resolve_plan(args: &ReplayArgs) -> Result<ReplayPlan> {
         } = open_and_detect(&args.input, args.lane.format)?;
         let resolved =
             config::resolve_single_instance(&args.lane.to_single_instance_flags(Some(detected)))?;
+        super::warn_assumed_kvcm_key_size(detected, &args.lane);
         return Ok(ReplayPlan {
             trace_path: args.input.clone(),
             trace: reader,
@@ -308,8 +309,16 @@ fn replay_plan(plan: ReplayPlan, show_progress: bool) -> Result<(PipelineTotals,
     }
     let totals = replay.map_err(|error| eyre!("{}: {error}", plan.trace_path.display()))?;
     if engine.stats().read_events == 0 {
+        // Every line an event of no interest: most likely the wrong --format.
+        let skipped = totals.first_ignored_line.map_or_else(String::new, |first| {
+            format!(
+                " ({} lines were events of other types, the first at line {first}; is the \
+                 format right? --format or trace_format)",
+                totals.ignored_lines
+            )
+        });
         bail!(
-            "{}: trace contains no valid Request/Get events",
+            "{}: trace contains no valid Request/Get events{skipped}",
             plan.trace_path.display()
         );
     }

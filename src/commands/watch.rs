@@ -119,6 +119,9 @@ pub fn ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
             None
         };
         let resolved = resolve_single_instance(&args.lane.to_single_instance_flags(detected))?;
+        if let Some(format) = args.lane.format.or(detected) {
+            super::warn_assumed_kvcm_key_size(format, &args.lane);
+        }
         if args.lane.format.is_none() && detected.is_none() {
             // Not there yet (or empty): the first line will name the format.
             let lane = args.lane.clone();

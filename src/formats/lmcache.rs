@@ -163,7 +163,11 @@ impl LmcacheReader {
         if block_size_tokens != 0 && chunk_size != block_size_tokens {
             return Err(Fault::field(
                 "chunk_size",
-                format!("expected {block_size_tokens} (the trace block size), found {chunk_size}"),
+                format!(
+                    "expected {block_size_tokens} (the trace block size), found {chunk_size} \
+                     (--trace-block-size {chunk_size} reads these chunks; --block-size can \
+                     only be a multiple of it)"
+                ),
             ));
         }
         let seq_len =
