@@ -2046,7 +2046,7 @@ fn facts_are_never_written_over_the_trace_they_come_from() {
     for (watched, facts_out) in spellings {
         let run = run_in(
             Some(dir.path()),
-            ["watch", watched, "--headless", "--facts-out", facts_out],
+            ["watch", watched, "--facts-out", facts_out],
         );
         assert_mentions(failed(&run), &["trace being watched"]);
     }
@@ -2059,15 +2059,12 @@ fn facts_are_never_written_over_the_trace_they_come_from() {
     ] {
         let run = run_in(
             Some(dir.path()),
-            ["watch", watched, "--headless", "--facts-out", facts_out],
+            ["watch", watched, "--facts-out", facts_out],
         );
         assert_mentions(failed(&run), &["trace being watched"]);
     }
     let named_like_facts = write_file(dir.path(), FACTS, &String::from_utf8_lossy(&before));
-    let run = run_in(
-        Some(dir.path()),
-        ["watch", FACTS, "--headless", "--facts-out", "."],
-    );
+    let run = run_in(Some(dir.path()), ["watch", FACTS, "--facts-out", "."]);
     assert_mentions(failed(&run), &["trace being watched"]);
     let run = run_in(Some(dir.path()), ["replay", FACTS, "--out", "."]);
     assert_mentions(failed(&run), &["would replace the trace"]);
@@ -2454,13 +2451,64 @@ fn outputs_that_are_inputs_or_descriptors_by_another_name_are_refused() {
     let log_text = fs::read_to_string(&log).unwrap();
     assert!(log_text.starts_with("earlier\n"), "{log_text}");
     assert!(log_text.contains("open descriptor"), "{log_text}");
-    // The live monitor's snapshot never goes to standard output.
+    // The live monitor's snapshot never goes to standard output (checked before the
+    // terminal is), and `--headless` has no snapshot key, so no `--facts-out` either.
     for command in ["watch", "demo"] {
-        let mut args = vec![command, "--headless", "--facts-out", "-"];
+        let mut args = vec![command, "--facts-out", "-"];
         if command == "watch" {
             args.insert(1, path_str(&trace));
         }
         let run = run_in(None, &args);
         assert_mentions(failed(&run), &["standard output"]);
+        args.push("--headless");
+        let run = run_in(None, &args);
+        assert_eq!(run.code, Some(1));
+        assert!(run.stderr.contains("cannot be used with"), "{}", run.stderr);
     }
+}
+
+#[test]
+fn watch_format_flag_wins_over_the_config_as_in_replay() {
+    let dir = tempdir();
+    write_file(
+        dir.path(),
+        "trace.jsonl",
+        &(get_row("i1", "r1", 1, &[1, 2], 32) + &get_row("i1", "r2", 2, &[1, 2], 32)),
+    );
+    let config = write_file(
+        dir.path(),
+        "config.json",
+        &config_json(
+            "trace.jsonl",
+            "out",
+            16,
+            &[InstanceSpec {
+                instance_id: "i1",
+                block_size: 16,
+                block_bytes: 1024,
+            }],
+            r#""trace_format":"kvcm","#,
+        ),
+    );
+    let watch = |extra: &[&str]| {
+        let mut args = vec![
+            "watch",
+            "--config",
+            path_str(&config),
+            "--headless",
+            "--exit-at-eof",
+        ];
+        args.extend_from_slice(extra);
+        run_in(Some(dir.path()), args)
+    };
+    // The config says kvcm: every line is an event of another type.
+    assert_eq!(watch(&[]).code, Some(1));
+    let run = ok(watch(&["--format", "standard"]));
+    let last = last_headless_line(&run);
+    assert_eq!(last["instances"][0]["requests"], 2, "{last}");
+    // `replay` does the same.
+    ok(run_in(
+        Some(dir.path()),
+        ["replay", path_str(&config), "--format", "standard"],
+    ));
 }

@@ -45,8 +45,14 @@ pub struct WatchArgs {
     pub from_end: bool,
 
     /// Where `s` writes every fact so far (same CSV as `litehit replay`), atomically; an
-    /// existing directory gets `litehit_facts.csv` inside it, as with `replay --out`
-    #[arg(long, value_name = "PATH", default_value = "litehit_facts.csv")]
+    /// existing directory gets `litehit_facts.csv` inside it, as with `replay --out`. Not
+    /// with --headless, which has no `s` key (replay the trace for its facts)
+    #[arg(
+        long,
+        value_name = "PATH",
+        default_value = "litehit_facts.csv",
+        conflicts_with = "headless"
+    )]
     pub facts_out: PathBuf,
 
     #[command(flatten)]
@@ -102,8 +108,14 @@ pub struct DemoArgs {
     )]
     pub capacity_gb: Vec<Capacity>,
 
-    /// Where `s` writes every fact so far (a directory gets `litehit_facts.csv` inside it)
-    #[arg(long, value_name = "PATH", default_value = "litehit_facts.csv")]
+    /// Where `s` writes every fact so far (a directory gets `litehit_facts.csv` inside it);
+    /// not with --headless, which has no `s` key
+    #[arg(
+        long,
+        value_name = "PATH",
+        default_value = "litehit_facts.csv",
+        conflicts_with = "headless"
+    )]
     pub facts_out: PathBuf,
 
     /// Screen refreshes per second at most

@@ -27,6 +27,10 @@ const DEMO_TRACE_MAX_BYTES: u64 = 256 << 20;
 /// Runs the demo until the user quits.
 pub fn run(args: &DemoArgs) -> color_eyre::Result<()> {
     super::watch::check_slots(&args.capacity_gb)?;
+    // Flags first, as `watch` does: a wrong one is the thing to fix, whatever the terminal.
+    let facts_out = crate::facts::file::facts_snapshot_path(&args.facts_out);
+    super::watch::check_facts_out(&facts_out, None)?; // its trace is a fresh temp file
+    let frame_period = super::watch::frame_period(args.fps)?;
     if !args.headless {
         tui::ensure_terminal()?;
     }
@@ -51,9 +55,8 @@ pub fn run(args: &DemoArgs) -> color_eyre::Result<()> {
     let mut config = IngestConfig::new(trace.path(), resolved.engine);
     config.format = Some(TraceFormat::Standard);
     config.slots.clone_from(&args.capacity_gb);
-    config.facts_out = crate::facts::file::facts_snapshot_path(&args.facts_out);
-    super::watch::check_facts_out(&config.facts_out, trace.path())?;
-    config.frame_period = super::watch::frame_period(args.fps)?;
+    config.facts_out = facts_out;
+    config.frame_period = frame_period;
 
     let live = ingest::spawn(config)?;
     let stop = Arc::new(AtomicBool::new(false));

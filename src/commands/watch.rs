@@ -156,7 +156,8 @@ pub fn ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
     if !slots.is_empty() {
         config.slots = slots;
     }
-    config.format = format.or(args.lane.format);
+    // `--format` wins over a config's `trace_format`, as in `replay`.
+    config.format = args.lane.format.or(format);
     config.engine_for_format = engine_for_format;
     config.start_at = if args.from_end {
         StartAt::End
@@ -164,7 +165,7 @@ pub fn ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
         StartAt::Beginning
     };
     config.facts_out = crate::facts::file::facts_snapshot_path(&args.facts_out);
-    check_facts_out(&config.facts_out, &config.trace_path)?;
+    check_facts_out(&config.facts_out, Some(&config.trace_path))?;
     config.frame_period = frame_period(args.fps)?;
     config.window_ns = i64::try_from(seconds("--window-seconds", args.window_seconds)?.as_nanos())
         .wrap_err("--window-seconds is too large")?;
@@ -174,14 +175,17 @@ pub fn ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
 
 /// Where `s` writes the facts snapshot (`watch` and `demo`): not standard output, where the
 /// monitor draws (or prints JSON lines), and not the trace being followed.
-pub(crate) fn check_facts_out(facts_out: &Path, trace_path: &Path) -> color_eyre::Result<()> {
+pub(crate) fn check_facts_out(
+    facts_out: &Path,
+    trace_path: Option<&Path>,
+) -> color_eyre::Result<()> {
     if crate::facts::file::is_standard_output(facts_out) {
         bail!(
             "--facts-out {}: that is standard output, where the monitor draws; name a file",
             facts_out.display()
         );
     }
-    if super::same_file(facts_out, trace_path) {
+    if trace_path.is_some_and(|trace_path| super::same_file(facts_out, trace_path)) {
         bail!(
             "--facts-out {}: that is the trace being watched; a snapshot would replace it",
             facts_out.display()
