@@ -604,6 +604,27 @@ mod ingest {
     }
 
     #[test]
+    fn an_unterminated_last_line_is_read_at_quit_as_replay_reads_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("trace.jsonl");
+        append(&path, &line("a", 1, &[1, 2]));
+        append(&path, &line("a", 2, &[1, 2]));
+        let last = line("a", 3, &[1, 2]);
+        append(&path, last.trim_end()); // no newline, as the shipped KVCM log ends
+        let live = start(&path, dir.path());
+        let snap = wait(&live, "two requests", |s| requests(s) == 2);
+        assert!(
+            snap.source.backlog_bytes > 0,
+            "the last line waits for its newline"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(requests(&live.latest()), 2);
+        let last = live.shutdown();
+        assert_eq!(requests(&last), 3, "read at quit");
+        assert_eq!(last.health.bad_lines, 0);
+    }
+
+    #[test]
     fn polling_alone_follows_appends() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("trace.jsonl");

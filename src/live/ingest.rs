@@ -738,6 +738,13 @@ impl Ingest {
     }
 
     fn finish(&mut self) {
+        // Quitting with everything read but an unterminated last line: read it as `replay`
+        // (and `--exit-at-eof`) do, so the totals agree with theirs.
+        let pending = self.tailer.pending_partial_bytes() as u64;
+        if !self.paused && pending > 0 && self.tailer.backlog_bytes() <= pending {
+            let partial = self.tailer.take_partial_line();
+            self.pipeline.process_chunk(&partial);
+        }
         self.pipeline.spill.flush();
         self.publish(Instant::now());
     }
