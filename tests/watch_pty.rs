@@ -424,3 +424,31 @@ fn closing_the_terminal_still_removes_the_demo_trace() {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+#[test]
+fn quitting_reads_an_unterminated_last_line_as_replay_does() {
+    if !Tmux::available() {
+        println!("skipped: tmux is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("trace.jsonl");
+    // The design document's five requests, the last one without its newline.
+    append(&trace, DESIGN_DOC_TRACE.trim_end());
+    let command = format!(
+        "sh -c '{} watch {} --block-size 4 --block-bytes 1024 --capacity-gb 1; echo EXITED $?; sleep 30'",
+        env!("CARGO_BIN_EXE_litehit"),
+        trace.display(),
+    );
+    let session = format!("litehit-unterminated-{}", std::process::id());
+    let tmux = Tmux::start(&session, &command);
+    tmux.wait_for("four requests", |s| {
+        row(s, "i1").is_some_and(|(requests, _)| requests == "4")
+    });
+    tmux.keys(&["q"]);
+    let screen = tmux.wait_for("the exit summary", |s| s.contains("EXITED"));
+    assert!(
+        screen.contains("5 requests, 0 bad lines"),
+        "the last line counts at quit:\n{screen}"
+    );
+}

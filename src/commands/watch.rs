@@ -33,13 +33,17 @@ pub fn run(args: &WatchArgs) -> color_eyre::Result<()> {
     let live = ingest::spawn(config)?;
     let last = if args.headless {
         let options = HeadlessOptions { interval };
-        headless::run(&live, options, &mut std::io::stdout().lock())?
+        let last = headless::run(&live, options, &mut std::io::stdout().lock())?;
+        live.shutdown();
+        last
     } else {
-        let last = tui::run(&live, TuiOptions { fps: args.fps })?;
+        tui::run(&live, TuiOptions { fps: args.fps })?;
+        // The snapshot of the stopped ingest thread: it read an unterminated last line on
+        // the way out, if everything else was read.
+        let last = live.shutdown();
         print_summary(&last);
         last
     };
-    live.shutdown();
     check_lines_used(&last, args.from_end)
 }
 
