@@ -2512,3 +2512,35 @@ fn watch_format_flag_wins_over_the_config_as_in_replay() {
         ["replay", path_str(&config), "--format", "standard"],
     ));
 }
+
+#[test]
+fn a_signal_ends_headless_watch_with_the_unterminated_last_line_read() {
+    let dir = tempdir();
+    let text = get_row("i1", "r1", 1, &[1, 2], 32) + &get_row("i1", "r2", 2, &[1, 2], 32);
+    let trace = write_file(dir.path(), "trace.jsonl", text.trim_end());
+    let mut child = litehit()
+        .args([
+            "watch",
+            path_str(&trace),
+            "--headless",
+            "--block-size",
+            "16",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut first = [0_u8; 1];
+    stdout.read_exact(&mut first).unwrap(); // the first line: everything but the last line read
+    let sent = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let mut rest = String::new();
+    stdout.read_to_string(&mut rest).unwrap();
+    assert!(child.wait().unwrap().success());
+    let last: Value = serde_json::from_str(rest.lines().last().unwrap()).unwrap();
+    assert_eq!(last["instances"][0]["requests"], 2, "{last}");
+}

@@ -22,6 +22,9 @@ pub struct HeadlessOptions {
     pub interval: Duration,
 }
 
+/// How long a signal waits for the ingest thread's last snapshot before printing what it has.
+const SHUTDOWN_WAIT: Duration = Duration::from_secs(5);
+
 /// Prints JSON lines until the end (see the module docs); returns the last snapshot.
 pub fn run(
     live: &LiveHandle,
@@ -67,6 +70,11 @@ pub fn run(
                     }
                 }
                 () = &mut stop_signal => {
+                    // Stop the ingest thread first: on the way out it reads an unterminated
+                    // last line (if everything else was read) and publishes once more.
+                    live.send(super::Command::Shutdown);
+                    let stopped = async { while snapshots.changed().await.is_ok() {} };
+                    let _ = tokio::time::timeout(SHUTDOWN_WAIT, stopped).await;
                     let snap = live.latest();
                     write_line(out, &snap)?;
                     return Ok(snap);

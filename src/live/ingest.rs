@@ -740,6 +740,13 @@ impl Ingest {
     fn finish(&mut self) {
         // Quitting with everything read but an unterminated last line: read it as `replay`
         // (and `--exit-at-eof`) do, so the totals agree with theirs.
+        if !self.paused && self.tailer.pending_partial_bytes() > 0 {
+            // One last read first: a writer may just be finishing that line.
+            if let Ok((chunk, _)) = self.tailer.read_chunk() {
+                let chunk = chunk.to_vec();
+                self.pipeline.process_chunk(&chunk);
+            }
+        }
         let pending = self.tailer.pending_partial_bytes() as u64;
         if !self.paused && pending > 0 && self.tailer.backlog_bytes() <= pending {
             let partial = self.tailer.take_partial_line();
