@@ -742,15 +742,10 @@ impl Ingest {
         // (and `--exit-at-eof`) do, so the totals agree with theirs.
         if !self.paused && self.tailer.pending_partial_bytes() > 0 {
             // One last read first: a writer may just be finishing that line.
-            if let Ok((chunk, _)) = self.tailer.read_chunk() {
-                let chunk = chunk.to_vec();
-                self.pipeline.process_chunk(&chunk);
+            self.step();
+            if self.caught_up() {
+                self.read_unterminated_last_line();
             }
-        }
-        let pending = self.tailer.pending_partial_bytes() as u64;
-        if !self.paused && pending > 0 && self.tailer.backlog_bytes() <= pending {
-            let partial = self.tailer.take_partial_line();
-            self.pipeline.process_chunk(&partial);
         }
         self.pipeline.spill.flush();
         self.publish(Instant::now());
@@ -828,8 +823,7 @@ impl Ingest {
         };
         self.sync_generation();
         let backlog = self.tailer.backlog_bytes();
-        let caught_up =
-            self.tailer.is_open() && backlog <= self.tailer.pending_partial_bytes() as u64;
+        let caught_up = self.caught_up();
         if chunk {
             self.dirty = true;
             if !self.woken
@@ -849,8 +843,7 @@ impl Ingest {
             self.woken = false;
         }
         if self.config.exit_at_eof && caught_up && !chunk && !self.tailer.switch_pending() {
-            let partial = self.tailer.take_partial_line();
-            self.pipeline.process_chunk(&partial);
+            self.read_unterminated_last_line();
             self.finished = true;
             self.pipeline.spill.flush();
             self.dirty = true;
@@ -867,6 +860,18 @@ impl Ingest {
             self.dirty = true;
         }
         chunk
+    }
+
+    /// Everything the file holds has been read, but for an unterminated last line.
+    fn caught_up(&self) -> bool {
+        self.tailer.is_open()
+            && self.tailer.backlog_bytes() <= self.tailer.pending_partial_bytes() as u64
+    }
+
+    /// Takes an unterminated last line as a final line, as `replay` reads it.
+    fn read_unterminated_last_line(&mut self) {
+        let partial = self.tailer.take_partial_line();
+        self.pipeline.process_chunk(&partial);
     }
 
     /// Line numbers restart when reading restarts on new content.
