@@ -59,6 +59,17 @@ pub(crate) fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
     a == b || real_path(a).is_some_and(|a| real_path(b) == Some(a))
 }
 
+/// Whether writing `output` would write over the input file `input`: for standard output
+/// under any name (`-` too), whether stdout goes to that file (`query f.csv - >> f.csv`);
+/// else whether the two paths name one file.
+pub(crate) fn writes_over(output: &std::path::Path, input: &std::path::Path) -> bool {
+    if crate::facts::file::is_standard_output(output) {
+        crate::facts::file::is_where_stdout_goes(input)
+    } else {
+        same_file(input, output)
+    }
+}
+
 /// `path` with every symlink and `.`/`..` resolved; for a path that does not exist yet
 /// (also at the end of a dangling link, where a writer would create it), its directory
 /// resolved and its file name appended.

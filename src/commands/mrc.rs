@@ -5,9 +5,9 @@ use std::path::Path;
 
 use color_eyre::eyre::{WrapErr, bail, eyre};
 
-use super::same_file;
+use super::{same_file, writes_over};
 use crate::cli::mrc_args::MrcArgs;
-use crate::facts::file::{is_standard_output, is_where_stdout_goes, write_atomically};
+use crate::facts::file::{is_standard_output, write_atomically};
 use crate::output::mrc::{MrcCurves, render_table};
 use crate::output::plot::{PlotData, render_png, render_svg};
 
@@ -22,15 +22,10 @@ pub fn run(args: &MrcArgs) -> color_eyre::Result<()> {
     }
     // An image on standard output (`--png -`, `--png /dev/stdout`) sends the table to stderr.
     let image_to_stdout = outputs.iter().any(|path| is_standard_output(path));
-    if let Some(output) = outputs.iter().find(|output| {
-        args.facts.iter().any(|input| {
-            if is_standard_output(output) {
-                is_where_stdout_goes(input) // `mrc f.csv --png - >> f.csv`
-            } else {
-                same_file(input, output)
-            }
-        })
-    }) {
+    if let Some(output) = outputs
+        .iter()
+        .find(|output| args.facts.iter().any(|input| writes_over(output, input)))
+    {
         bail!(
             "{}: a plot would overwrite a facts file being read",
             output.display()

@@ -4,9 +4,9 @@ use std::io;
 
 use color_eyre::eyre::{WrapErr, bail, eyre};
 
-use super::same_file;
+use super::writes_over;
 use crate::cli::query_args::{QueryArgs, parse_capacity_gb};
-use crate::facts::file::{is_standard_output, is_where_stdout_goes, write_atomically};
+use crate::facts::file::{is_standard_output, write_atomically};
 use crate::output::query_jsonl::{QueryError, QueryOptions, QuerySlots, query_facts_files};
 
 /// Runs the facts query: JSONL to OUT (atomically) or to stdout for `-`.
@@ -19,15 +19,11 @@ pub fn run(args: &QueryArgs) -> color_eyre::Result<()> {
     super::refuse_repeated_facts(&facts_paths)?;
     // `-`, or stdout under another name (`/dev/stdout`): through the stdout handle, which
     // shares the shell's file offset (`>>`) and the process's other output.
-    let to_stdout = args.writes_to_stdout() || is_standard_output(&args.out);
-    let overwritten = |input: &&std::path::PathBuf| {
-        if to_stdout {
-            is_where_stdout_goes(input) // `query f.csv - >> f.csv`
-        } else {
-            same_file(input, &args.out)
-        }
-    };
-    if let Some(input) = facts_paths.iter().find(overwritten) {
+    let to_stdout = is_standard_output(&args.out);
+    if let Some(input) = facts_paths
+        .iter()
+        .find(|input| writes_over(&args.out, input))
+    {
         bail!(
             "{}: the output is a facts file being read; it would be overwritten (name another \
              OUT, or - for stdout)",
