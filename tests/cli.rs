@@ -18,8 +18,8 @@ use std::time::{Duration, Instant};
 use clap::Parser as _;
 use common::cli_bin::{
     FACTS, FACTS_TMP, InstanceSpec, QueryOutput, Run, assert_mentions, assert_nothing_published,
-    config_json, failed, generate, get_row, litehit, ok, parse_query_output, read_facts, run_in,
-    run_ok, standard_trace, u64s, write_file, write_row,
+    config_json, failed, generate, get_row, litehit, make_fifo, ok, parse_query_output, read_facts,
+    run_in, run_ok, send_signal, standard_trace, u64s, write_file, write_row,
 };
 use common::oracle::OracleBank;
 use litehit::cli::{Cli, Command};
@@ -870,11 +870,7 @@ fn signal_mid_replay(
     match signal {
         None => child.kill().unwrap(),
         Some(signal) => {
-            let sent = std::process::Command::new("kill")
-                .args(["-s", signal, &child.id().to_string()])
-                .status()
-                .unwrap();
-            assert!(sent.success(), "kill -s {signal}");
+            send_signal(child.id(), signal);
         }
     }
     let status = child.wait().unwrap();
@@ -1749,11 +1745,7 @@ fn watch_refuses_what_it_cannot_follow_with_a_clear_message() {
     );
     assert_mentions(failed(&run), &["is a directory"]);
     let fifo = dir.path().join("fifo.jsonl");
-    let made = std::process::Command::new("mkfifo")
-        .arg(&fifo)
-        .status()
-        .unwrap();
-    assert!(made.success());
+    make_fifo(&fifo);
     let run = run_in(
         None,
         ["watch", path_str(&fifo), "--headless", "--exit-at-eof"],
@@ -1837,11 +1829,7 @@ fn sigterm_ends_a_headless_demo_cleanly() {
             .count()
     };
     assert_eq!(traces(), 1, "the demo writes its trace");
-    let status = std::process::Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
+    send_signal(child.id(), "TERM");
     let mut rest = String::new();
     stdout.read_to_string(&mut rest).unwrap();
     let exit = child.wait().unwrap();
@@ -2089,11 +2077,7 @@ fn headless_lines_are_fresh_at_any_interval_and_fps_must_be_positive() {
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(1600));
-    let status = std::process::Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
+    send_signal(child.id(), "TERM");
     let output = child.wait_with_output().unwrap();
     assert!(output.status.success(), "{output:?}");
     let uptimes: Vec<f64> = String::from_utf8(output.stdout)
@@ -2122,33 +2106,38 @@ fn headless_lines_are_fresh_at_any_interval_and_fps_must_be_positive() {
     assert_mentions(failed(&run), &["--fps", "positive"]);
 }
 
+/// `litehit replay - --out OUT` fed `trace` through a pipe that stays open (the returned
+/// stdin): it reads the lines and then waits for more.
+fn replay_waiting_on_open_stdin(
+    trace: &Path,
+    out: &Path,
+) -> (std::process::Child, std::process::ChildStdin) {
+    let mut child = litehit()
+        .args(["replay", "-", "--out", path_str(out)])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(&fs::read(trace).unwrap()).unwrap();
+    stdin.flush().unwrap();
+    (child, stdin)
+}
+
 #[test]
 fn ctrl_c_ends_a_replay_waiting_for_input_on_a_pipe() {
     let dir = tempdir();
     let trace = mooncake_trace(dir.path(), 5);
     let out = dir.path().join("out");
-    let mut child = litehit()
-        .args(["replay", "-", "--out", path_str(&out)])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Some lines, and the pipe stays open: the replay waits for more.
-    let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(&fs::read(&trace).unwrap()).unwrap();
-    stdin.flush().unwrap();
+    let (mut child, stdin) = replay_waiting_on_open_stdin(&trace, &out);
     let deadline = Instant::now() + Duration::from_secs(10);
     while !out.exists() {
         assert!(Instant::now() < deadline, "the replay never started");
         std::thread::sleep(Duration::from_millis(20));
     }
     std::thread::sleep(Duration::from_millis(200));
-    let sent = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(sent.success());
+    send_signal(child.id(), "INT");
     let deadline = Instant::now() + Duration::from_secs(10);
     let status = loop {
         if let Some(status) = child.try_wait().unwrap() {
@@ -2356,33 +2345,14 @@ fn an_interrupted_replay_never_removes_a_fifo_it_was_writing_to() {
     let out = dir.path().join("out");
     fs::create_dir(&out).unwrap();
     let fifo = out.join(FACTS);
-    assert!(
-        std::process::Command::new("mkfifo")
-            .arg(&fifo)
-            .status()
-            .unwrap()
-            .success()
-    );
+    make_fifo(&fifo);
     let reader = {
         let fifo = fifo.clone();
         std::thread::spawn(move || fs::read(fifo).unwrap())
     };
-    let mut child = litehit()
-        .args(["replay", "-", "--out", path_str(&out)])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(&fs::read(&trace).unwrap()).unwrap();
-    stdin.flush().unwrap();
+    let (mut child, stdin) = replay_waiting_on_open_stdin(&trace, &out);
     std::thread::sleep(Duration::from_millis(500));
-    let sent = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(sent.success());
+    send_signal(child.id(), "INT");
     let status = child.wait().unwrap();
     drop(stdin);
     assert_eq!(status.code(), Some(130));
@@ -2533,11 +2503,7 @@ fn a_signal_ends_headless_watch_with_the_unterminated_last_line_read() {
     let mut stdout = child.stdout.take().unwrap();
     let mut first = [0_u8; 1];
     stdout.read_exact(&mut first).unwrap(); // the first line: everything but the last line read
-    let sent = std::process::Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(sent.success());
+    send_signal(child.id(), "TERM");
     let mut rest = String::new();
     stdout.read_to_string(&mut rest).unwrap();
     assert!(child.wait().unwrap().success());

@@ -1,6 +1,8 @@
 //! `litehit query` through `commands::query::run`: upstream byte compatibility (the derived
 //! offline-runner output and the real zishano excerpt), extensions and failure behaviour.
 
+mod common;
+
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -396,11 +398,7 @@ fn an_output_fifo_is_written_in_place_not_replaced() {
     use std::os::unix::fs::FileTypeExt;
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("out.fifo");
-    let made = std::process::Command::new("mkfifo")
-        .arg(&fifo)
-        .status()
-        .unwrap();
-    assert!(made.success());
+    common::cli_bin::make_fifo(&fifo);
     let reader = {
         let fifo = fifo.clone();
         std::thread::spawn(move || fs::read_to_string(fifo).unwrap())

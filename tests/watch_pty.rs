@@ -3,6 +3,8 @@
 //! projected one by one with `projector::project`); late slots are retroactive; `s` writes
 //! exactly the facts the engine produces for the same lines; `q` restores the terminal.
 
+mod common;
+
 use std::fs::OpenOptions;
 use std::io::Write as _;
 use std::path::Path;
@@ -381,11 +383,7 @@ fn sigterm_quits_the_demo_like_q_and_removes_its_trace() {
     let demo_traces = || demo_traces_in(dir.path());
     assert_eq!(demo_traces(), 1, "the demo writes its trace");
     let pid = std::fs::read_to_string(&pid_file).unwrap();
-    let status = Command::new("kill")
-        .args(["-TERM", pid.trim()])
-        .status()
-        .unwrap();
-    assert!(status.success());
+    common::cli_bin::send_signal(pid.trim().parse().unwrap(), "TERM");
     let screen = tmux.wait_for("the exit", |s| s.contains("EXITED"));
     assert!(screen.contains("EXITED 0"), "{screen}");
     assert!(

@@ -246,6 +246,7 @@ mod ingest {
     //! The ingest thread over a real file: state survives truncation and rotation, bad lines
     //! are counted and shown, a late file is waited for.
 
+    use std::path::Path;
     use std::sync::Arc;
     use std::time::{Duration, Instant};
 
@@ -314,6 +315,36 @@ mod ingest {
         snap.lanes.iter().map(|lane| lane.requests).sum()
     }
 
+    /// `litehit watch PATH --headless FLAGS`, resolved as the command resolves it.
+    fn watch_from_the_command_line(path: &Path, dir: &Path, flags: &[&str]) -> LiveHandle {
+        let mut command_line = vec!["litehit", "watch", path.to_str().unwrap(), "--headless"];
+        command_line.extend_from_slice(flags);
+        let cli = <litehit::cli::Cli as clap::Parser>::parse_from(command_line);
+        let litehit::cli::Command::Watch(args) = cli.command else {
+            panic!("watch expected")
+        };
+        let mut config = litehit::commands::watch::ingest_config(&args).unwrap();
+        config.frame_period = Duration::from_millis(10);
+        config.spill_dir = Some(dir.to_path_buf());
+        spawn(config).unwrap()
+    }
+
+    /// `count` generated Mooncake lines (512-token blocks, dense ids).
+    fn mooncake_lines(count: usize) -> String {
+        let mut workload = litehit::workload::Workload::new(litehit::workload::WorkloadConfig {
+            key_style: litehit::workload::KeyStyle::Dense,
+            block_size_tokens: 512,
+            ..litehit::workload::WorkloadConfig::default()
+        });
+        let mut request = litehit::workload::SyntheticRequest::default();
+        let mut text = String::new();
+        for _ in 0..count {
+            workload.fill_next(&mut request);
+            request.to_mooncake_jsonl(&mut text);
+        }
+        text
+    }
+
     #[test]
     fn a_file_created_later_is_read_in_the_format_its_first_line_has() {
         a_file_created_later_is_read_in_its_format(&[]);
@@ -334,33 +365,8 @@ mod ingest {
         // quietly keeping the standard format's engine.
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("later.jsonl");
-        let cli = <litehit::cli::Cli as clap::Parser>::parse_from([
-            "litehit",
-            "watch",
-            path.to_str().unwrap(),
-            "--headless",
-            "--block-size",
-            "256",
-        ]);
-        let litehit::cli::Command::Watch(args) = cli.command else {
-            panic!("watch expected")
-        };
-        let mut config = litehit::commands::watch::ingest_config(&args).unwrap();
-        config.frame_period = Duration::from_millis(10);
-        config.spill_dir = Some(dir.path().to_path_buf());
-        let live = spawn(config).unwrap();
-        let mut workload = litehit::workload::Workload::new(litehit::workload::WorkloadConfig {
-            key_style: litehit::workload::KeyStyle::Dense,
-            block_size_tokens: 512,
-            ..litehit::workload::WorkloadConfig::default()
-        });
-        let mut request = litehit::workload::SyntheticRequest::default();
-        let mut text = String::new();
-        for _ in 0..20 {
-            workload.fill_next(&mut request);
-            request.to_mooncake_jsonl(&mut text);
-        }
-        append(&path, &text);
+        let live = watch_from_the_command_line(&path, dir.path(), &["--block-size", "256"]);
+        append(&path, &mooncake_lines(20));
         let snap = wait(&live, "every line", |snap| snap.health.bad_lines == 20);
         assert_eq!(requests(&snap), 0);
         let message = &snap.health.last_error.as_ref().unwrap().message;
@@ -374,35 +380,8 @@ mod ingest {
     fn a_file_created_later_is_read_in_its_format(bad_first: &[&str]) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("later.jsonl");
-        let cli = <litehit::cli::Cli as clap::Parser>::parse_from([
-            "litehit",
-            "watch",
-            path.to_str().unwrap(),
-            "--headless",
-        ]);
-        let litehit::cli::Command::Watch(args) = cli.command else {
-            panic!("watch expected")
-        };
-        let mut config = litehit::commands::watch::ingest_config(&args).unwrap();
-        config.frame_period = Duration::from_millis(10);
-        config.spill_dir = Some(dir.path().to_path_buf());
-        let live = spawn(config).unwrap();
-
-        let mut workload = litehit::workload::Workload::new(litehit::workload::WorkloadConfig {
-            key_style: litehit::workload::KeyStyle::Dense,
-            block_size_tokens: 512,
-            ..litehit::workload::WorkloadConfig::default()
-        });
-        let mut request = litehit::workload::SyntheticRequest::default();
-        let mut text = String::new();
-        for bad in bad_first {
-            text.push_str(bad);
-        }
-        for _ in 0..200 {
-            workload.fill_next(&mut request);
-            request.to_mooncake_jsonl(&mut text);
-        }
-        append(&path, &text);
+        let live = watch_from_the_command_line(&path, dir.path(), &[]);
+        append(&path, &(bad_first.concat() + &mooncake_lines(200)));
         let snap = wait(&live, "every request", |snap| requests(snap) == 200);
         assert_eq!(snap.health.bad_lines, bad_first.len() as u64);
         if !bad_first.is_empty() {

@@ -296,3 +296,18 @@ pub fn u64s(value: &Value) -> Vec<u64> {
         .map(|v| v.as_u64().unwrap_or_else(|| panic!("not a u64: {v}")))
         .collect()
 }
+
+/// Sends `signal` (`INT`, `TERM`, ...) to process `pid` with `kill`.
+pub fn send_signal(pid: u32, signal: &str) {
+    let sent = Command::new("kill")
+        .args(["-s", signal, &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success(), "kill -s {signal} {pid}");
+}
+
+/// Makes a FIFO at `path` with `mkfifo`.
+pub fn make_fifo(path: &Path) {
+    let made = Command::new("mkfifo").arg(path).status().unwrap();
+    assert!(made.success(), "mkfifo {}", path.display());
+}
