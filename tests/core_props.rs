@@ -2,12 +2,13 @@
 //!
 //! Contract traces (random prefix trees chained with the prefix hash): every request's
 //! projection equals one real LRU per capacity, and so do the totals. Non-contract traces
-//! (repeated and arbitrary keys): projections never exceed the oracle, and are equal at ∞.
+//! (repeated and arbitrary keys): projections never exceed the oracle, are equal at ∞, and the
+//! core's recency order is the unlimited oracle's after every request.
 //! TTL: a fixed TTL × every capacity is exact in one replay.
 
 mod common;
 
-use common::oracle::OracleBank;
+use common::oracle::{OracleBank, OracleLru};
 use litehit::facts::RequestFact;
 use litehit::hitcore::{COMPACTION_POSITIONS_PER_LIVE_KEY, COMPACTION_SLACK_POSITIONS, LiteHit};
 use litehit::preprocess::apply_prefix_hash;
@@ -125,9 +126,27 @@ fn timestamps_and_ttl() -> impl Strategy<Value = (Vec<i64>, u64)> {
         })
 }
 
-/// Arbitrary keys from a small alphabet: repeats inside a request, reorders, anything.
+/// Arbitrary keys from a small alphabet: repeats inside a request, reorders, anything. Half
+/// the traces spell the alphabet as random-looking 64-bit keys, so both key stores (the
+/// dense-id array and the hashed table) see it.
 fn non_contract_trace() -> impl Strategy<Value = Vec<Vec<i64>>> {
-    prop::collection::vec(prop::collection::vec(0..8_i64, 0..9), 1..50)
+    (
+        prop::collection::vec(prop::collection::vec(0..8_i64, 0..9), 1..50),
+        any::<bool>(),
+    )
+        .prop_map(|(trace, hashed)| {
+            let spell = |letter: i64| {
+                if hashed {
+                    letter.wrapping_add(1).wrapping_mul(-0x61c8_8646_80b5_83eb) // 0x9e37_79b9_7f4a_7c15 as i64
+                } else {
+                    letter
+                }
+            };
+            trace
+                .into_iter()
+                .map(|keys| keys.into_iter().map(spell).collect())
+                .collect()
+        })
 }
 
 fn check_exact(trace: &[Vec<i64>], timestamps: &[i64], ttl_ns: u64) -> Result<(), TestCaseError> {
@@ -182,9 +201,12 @@ proptest! {
     fn non_contract_traces_never_exceed_the_oracle_and_match_at_infinity(trace in non_contract_trace()) {
         let mut core = LiteHit::new();
         let mut oracle = OracleBank::new(&CAPACITIES, None);
+        let mut unlimited = OracleLru::new(None, None);
         for (index, keys) in trace.iter().enumerate() {
             let fact = core.process_request(keys, 0);
             let expected = oracle.process_request(keys, 0);
+            unlimited.process_request(keys, 0);
+            prop_assert_eq!(core.recency_order(), unlimited.recency_order(), "after request {}", index);
             for (capacity, expected_hits) in CAPACITIES.iter().zip(&expected) {
                 let projected = project(&fact, *capacity);
                 if capacity.is_none() {

@@ -7,10 +7,11 @@
 //! State: [`key_store::KeyStore`] (key → latest recency position: an array indexed by the key
 //! while keys are dense ids, else a hashed table) and [`recency_ranks::RecencyRanks`] (order
 //! statistics over positions), plus the optional TTL watermark. Phase 1 reads the
-//! pre-request snapshot; phase 2 adds the request's new keys (head first, so in the hashed
-//! table chains are neighbouring entries) and then touches every block from the
-//! request tail to its head (head most recent; a repeated key ends at its first occurrence);
-//! then dead positions are compacted when they dominate (REFERENCE §3).
+//! pre-request snapshot; phase 2 gives every block a new position as if touched from the
+//! request tail to its head (head most recent; a repeated key ends at its first occurrence),
+//! committing the stored blocks first and then adding the new keys (head first, so in the
+//! hashed table chains are neighbouring entries); then dead positions are compacted when they
+//! dominate (REFERENCE §3).
 
 mod dense_id_table;
 mod hints;
@@ -35,6 +36,11 @@ pub const COMPACTION_POSITIONS_PER_LIVE_KEY: usize = 8;
 
 /// The fixed slack of the compaction rule (upstream's `kCompactionSlackPositions`).
 pub const COMPACTION_SLACK_POSITIONS: usize = 4096;
+
+/// How many new keys ahead of the one being inserted have their index slot requested. A
+/// bounded window, not the whole tail: a fresh 400-block request would otherwise fill every
+/// line-fill buffer at once and stall on the requests themselves.
+const NEW_KEY_SEARCH_LOOKAHEAD: usize = 16;
 
 /// One lane's exact LRU replay state. Capacity-free by construction.
 #[derive(Debug, Clone, Default)]
@@ -312,10 +318,14 @@ fn build_hit_curve(
             .push(lookup.position.map_or(0, |p| p + 1));
         if lookup.position.is_none() {
             // A new key: no capacity hits it or any block after it, so the curve needs no
-            // more lookups. In a prefix chain every later block is new too: start all their
-            // searches at once, and let phase 2 finish them once the curve is built, so the
-            // misses overlap that work instead of stalling here.
-            for &later in &block_keys[index + 1..] {
+            // more lookups. In a prefix chain every later block is new too: start the searches
+            // of the next few, and let phase 2 finish them once the curve is built and the
+            // stored blocks are committed, so the misses overlap that work instead of
+            // stalling here (phase 2 keeps the window moving).
+            for &later in block_keys[index + 1..]
+                .iter()
+                .take(NEW_KEY_SEARCH_LOOKAHEAD)
+            {
                 keys.prefetch_search(later);
             }
             break;
@@ -356,12 +366,15 @@ fn build_hit_curve(
     }
 }
 
-/// Phase 2: touch every block from the request tail to its head, so the head ends most
-/// recent; a repeated key ends at its first occurrence (same as touching block by block).
+/// Phase 2: every block gets a new position, the request tail the oldest and the head the
+/// most recent (the same as touching block by block from the tail); a repeated key ends at
+/// the position of its occurrence nearest the head, and its other positions are freed.
 ///
-/// Keys new to the store are added first, head first and not yet placed: in a
-/// [`key_table::KeyTable`] a chain's entries then follow the request order (the next request
-/// walks them forward).
+/// That rule does not depend on the order the blocks are visited in, so the blocks phase 1
+/// found stored are committed first, while the index slots of the new keys (requested in
+/// phase 1) arrive; then the new keys are added, head first and not yet placed (in a
+/// [`key_table::KeyTable`] a chain's entries then follow the request order, and the next
+/// request walks them forward), and placed.
 #[inline]
 fn commit(
     keys: &mut impl BlockLookups,
@@ -370,23 +383,49 @@ fn commit(
     block_keys: &[i64],
 ) {
     let looked_up = scratch.slots.len();
-    for (index, &key) in block_keys.iter().enumerate() {
-        if index >= looked_up {
-            // Past the first new key phase 1 stopped looking: search from the start.
-            scratch.slots.push(keys.find_or_insert(key));
-        } else if scratch.old_positions_plus_one[index] == 0 {
-            scratch.slots[index] = keys.find_or_insert_unplaced(scratch.slots[index], key);
-        }
-    }
-    // Every block gets a new position, the tail the oldest: hand them out at once.
-    let first_position = ranks.push_run(scratch.slots.len());
-    for (new_position, &id) in (first_position..).zip(scratch.slots.iter().rev()) {
-        // `None` for a new key's first touch; else its position before the request, or the
-        // one a repeat nearer the tail just gave it.
+    // Phase 1 looked up `0..looked_up`; only its last lookup can have found nothing.
+    let first_new = match scratch.old_positions_plus_one.last() {
+        Some(0) => looked_up - 1,
+        _ => looked_up,
+    };
+    let block_count = block_keys.len();
+    let first_position = ranks.push_run(block_count);
+    let new_position_of = |index: usize| first_position + (block_count - 1 - index);
+
+    // Stored blocks, tail to head: a repeat nearer the head moves the key again.
+    for index in (0..first_new).rev() {
+        let id = scratch.slots[index];
         if let Some(previous_position) = keys.placed_position(id) {
             ranks.remove(previous_position);
         }
-        keys.set_position(id, new_position);
+        keys.set_position(id, new_position_of(index));
+    }
+
+    // The rest: for a prefix chain all new; otherwise some may be stored, or repeat a block
+    // committed above.
+    for (index, &key) in block_keys.iter().enumerate().skip(first_new) {
+        if let Some(&ahead) = block_keys.get(index + 1 + NEW_KEY_SEARCH_LOOKAHEAD) {
+            keys.prefetch_search(ahead);
+        }
+        if index < looked_up {
+            scratch.slots[index] = keys.find_or_insert_unplaced(scratch.slots[index], key);
+        } else {
+            scratch.slots.push(keys.find_or_insert(key));
+        }
+    }
+    for index in (first_new..block_count).rev() {
+        let id = scratch.slots[index];
+        let position = new_position_of(index);
+        match keys.placed_position(id) {
+            // Placed nearer the head by this request already: this position stays free.
+            Some(current) if current > position => ranks.remove(position),
+            // Its position before the request, or one nearer the tail from this request.
+            Some(current) => {
+                ranks.remove(current);
+                keys.set_position(id, position);
+            }
+            None => keys.set_position(id, position),
+        }
     }
     ranks.flush();
 }

@@ -46,6 +46,11 @@ impl OracleLru {
         self.entries.len()
     }
 
+    /// Resident keys from most to least recent (as of the last request).
+    pub fn recency_order(&self) -> Vec<i64> {
+        self.by_recency.values().rev().copied().collect()
+    }
+
     fn expire(&mut self, now_ns: i64) {
         let Some(ttl_ns) = self.ttl_ns else { return };
         while let Some((&stamp, &key)) = self.by_recency.iter().next() {
