@@ -827,6 +827,57 @@ fn a_failed_run_leaves_the_previous_facts_intact() {
     assert!(!out.join(FACTS_TMP).exists());
 }
 
+#[test]
+fn out_naming_a_csv_file_is_that_file_and_query_and_mrc_take_a_directory() {
+    let dir = tempdir();
+    let requests = generate(short_request_workload(5), 300);
+    let trace = write_file(dir.path(), "trace.jsonl", &standard_trace(&requests));
+    let extra = block_flags();
+    let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+
+    // `--out facts.csv` (missing, or an existing file) is the facts file itself.
+    let named = dir.path().join("nested").join("facts.csv");
+    ok(replay_flags(&trace, &named, &extra));
+    assert!(named.is_file(), "{} is not a file", named.display());
+    // A directory named like a file, and a plain name, keep upstream's output directory.
+    let csv_directory = dir.path().join("results.csv");
+    fs::create_dir(&csv_directory).unwrap();
+    ok(replay_flags(&trace, &csv_directory, &extra));
+    let plain = dir.path().join("out");
+    ok(replay_flags(&trace, &plain, &extra));
+    let published = fs::read(&named).unwrap();
+    assert_eq!(fs::read(csv_directory.join(FACTS)).unwrap(), published);
+    assert_eq!(fs::read(plain.join(FACTS)).unwrap(), published);
+    // The summary names the file it wrote.
+    let run = run_ok([
+        "replay",
+        path_str(&trace),
+        "--out",
+        path_str(&named),
+        "--block-size",
+        &BLOCK_TOKENS.to_string(),
+    ]);
+    assert!(
+        run.stderr.contains(&format!("facts: {}", named.display())),
+        "{}",
+        run.stderr
+    );
+
+    // query and mrc read `litehit_facts.csv` inside a directory they are given.
+    let from_directory = run_ok(["query", path_str(&plain), "-", "1", "-1"]);
+    let from_file = run_ok(["query", path_str(&named), "-", "1", "-1"]);
+    assert!(from_file.stdout.lines().count() > requests.len());
+    assert_eq!(from_directory.stdout, from_file.stdout);
+    let mrc_directory = run_ok(["mrc", path_str(&plain), "--json"]);
+    let mrc_file = run_ok(["mrc", path_str(&plain.join(FACTS)), "--json"]);
+    assert_eq!(mrc_directory.stdout, mrc_file.stdout);
+    // A directory without facts in it is named in the error.
+    let empty = dir.path().join("empty");
+    fs::create_dir(&empty).unwrap();
+    let run = run_in(None, ["query", path_str(&empty), "-", "1"]);
+    assert_mentions(failed(&run), &[&format!("{}", empty.join(FACTS).display())]);
+}
+
 // ---------------------------------------------------------------------------------------------
 // 3. A killed replay publishes nothing; a rerun overwrites its stale temp file
 
@@ -1801,7 +1852,10 @@ fn a_failed_replay_leaves_no_new_directory_and_out_must_be_a_directory() {
     );
 
     let run = replay_flags(&trace, &trace, &flags);
-    assert_mentions(failed(&run), &["is a file", "must be a directory"]);
+    assert_mentions(
+        failed(&run),
+        &["t.jsonl: is a file", "names a directory", "ending in .csv"],
+    );
 }
 
 #[test]

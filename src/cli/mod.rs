@@ -50,7 +50,8 @@ pub struct ReplayArgs {
     pub input: PathBuf,
 
     /// Replay INPUT as a trace (no config file) and write DIR/litehit_facts.csv; the
-    /// directory is created when missing
+    /// directory is created when missing. A name ending in `.csv` that is not an existing
+    /// directory is the facts file itself
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
 

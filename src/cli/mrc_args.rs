@@ -17,8 +17,9 @@ overall line of `litehit query` does.\n\nRows of one instance must share block_s
 block_bytes.\n\nExample:\n  litehit mrc out/litehit_facts.csv --png mrc.png"
 )]
 pub struct MrcArgs {
-    /// Facts CSV files (`.gz` / `.zst` too; `-` is standard input); several files (e.g.
-    /// replay shards) are aggregated per instance
+    /// Facts CSV files (`.gz` / `.zst` too; `-` is standard input; a directory means the
+    /// `litehit_facts.csv` in it); several files (e.g. replay shards) are aggregated per
+    /// instance
     #[arg(value_name = "FACTS", required = true)]
     pub facts: Vec<PathBuf>,
 

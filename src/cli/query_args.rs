@@ -15,7 +15,8 @@ litehit query out/litehit_facts.csv query.jsonl 0 25 50 100 -1"
 )]
 pub struct QueryArgs {
     /// Facts CSV (`litehit_facts.csv`, from `litehit replay` or upstream `lite_hit_main`;
-    /// `.gz` / `.zst` are read too, `-` is standard input)
+    /// `.gz` / `.zst` are read too, `-` is standard input, a directory means the
+    /// `litehit_facts.csv` in it)
     #[arg(value_name = "FACTS")]
     pub facts: PathBuf,
 
@@ -46,11 +47,13 @@ pub struct QueryArgs {
 }
 
 impl QueryArgs {
-    /// FACTS followed by every `--shard`, in order.
+    /// FACTS followed by every `--shard`, in order; a directory stands for the
+    /// `litehit_facts.csv` in it.
     #[must_use]
     pub fn facts_paths(&self) -> Vec<PathBuf> {
-        std::iter::once(self.facts.clone())
-            .chain(self.shards.iter().cloned())
+        std::iter::once(&self.facts)
+            .chain(&self.shards)
+            .map(|path| crate::facts::file::facts_input_path(path))
             .collect()
     }
 

@@ -13,7 +13,13 @@ use crate::output::plot::{PlotData, render_png, render_svg};
 
 /// Builds the curves from the facts, prints the table (or JSON) and writes the plots.
 pub fn run(args: &MrcArgs) -> color_eyre::Result<()> {
-    super::refuse_repeated_facts(&args.facts)?;
+    // A directory stands for the `litehit_facts.csv` a replay published in it.
+    let facts: Vec<std::path::PathBuf> = args
+        .facts
+        .iter()
+        .map(|path| crate::facts::file::facts_input_path(path))
+        .collect();
+    super::refuse_repeated_facts(&facts)?;
     let outputs: Vec<&std::path::PathBuf> = args.png.iter().chain(&args.svg).collect();
     if let [png, svg] = outputs[..]
         && (same_file(png, svg) || (is_standard_output(png) && is_standard_output(svg)))
@@ -24,27 +30,26 @@ pub fn run(args: &MrcArgs) -> color_eyre::Result<()> {
     let image_to_stdout = outputs.iter().any(|path| is_standard_output(path));
     if let Some(output) = outputs
         .iter()
-        .find(|output| args.facts.iter().any(|input| writes_over(output, input)))
+        .find(|output| facts.iter().any(|input| writes_over(output, input)))
     {
         bail!(
             "{}: a plot would overwrite a facts file being read",
             output.display()
         );
     }
-    let curves = MrcCurves::from_facts_files(&args.facts)
-        .wrap_err("building the miss-ratio curve failed")?;
+    let curves =
+        MrcCurves::from_facts_files(&facts).wrap_err("building the miss-ratio curve failed")?;
     if curves.instances.is_empty() {
         // No curve, no knee: a header-only file (e.g. a replay of a trace with only writes).
         bail!(
             "{}: no facts rows, so there is no curve to draw",
-            joined_paths(&args.facts)
+            joined_paths(&facts)
         );
     }
     let report = curves.report(args.max_curve_points);
     if args.png.is_some() || args.svg.is_some() {
         // File names, or the paths as given when names repeat (shards in several directories).
-        let names: Vec<String> = args
-            .facts
+        let names: Vec<String> = facts
             .iter()
             .map(|p| {
                 p.file_name()
@@ -58,7 +63,7 @@ pub fn run(args: &MrcArgs) -> color_eyre::Result<()> {
             .enumerate()
             .any(|(i, name)| names[..i].contains(name));
         let source = if repeated {
-            joined_paths(&args.facts)
+            joined_paths(&facts)
         } else {
             names.join(", ")
         };

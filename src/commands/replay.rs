@@ -142,7 +142,8 @@ struct ReplayPlan {
     /// The trace, opened once (its first line was read to detect the format, and is read
     /// again from here): a pipe cannot be opened twice.
     trace: Box<dyn Read + Send>,
-    output_dir: PathBuf,
+    /// Where the facts are published.
+    facts_path: PathBuf,
     format: TraceFormat,
     engine: EngineConfig,
     worker_count: usize,
@@ -191,7 +192,15 @@ fn resolve_plan(args: &ReplayArgs) -> Result<ReplayPlan> {
             .unwrap_or_else(default_workers)
             .max(1)
     };
-    if let Some(output_dir) = &args.out {
+    if let Some(out) = &args.out {
+        let facts_path = crate::facts::file::replay_facts_path(out);
+        if facts_path != *out && std::fs::metadata(out).is_ok_and(|metadata| !metadata.is_dir()) {
+            bail!(
+                "{}: is a file; --out names a directory (litehit_facts.csv goes in it) or a \
+                 file ending in .csv",
+                out.display()
+            );
+        }
         let OpenedTrace {
             reader,
             format: detected,
@@ -202,7 +211,7 @@ fn resolve_plan(args: &ReplayArgs) -> Result<ReplayPlan> {
         return Ok(ReplayPlan {
             trace_path: args.input.clone(),
             trace: reader,
-            output_dir: output_dir.clone(),
+            facts_path,
             format: resolved.trace_format.unwrap_or(detected),
             engine: resolved.engine,
             worker_count: worker_count(None),
@@ -236,7 +245,7 @@ fn resolve_plan(args: &ReplayArgs) -> Result<ReplayPlan> {
     Ok(ReplayPlan {
         trace_path,
         trace: reader,
-        output_dir,
+        facts_path: output_dir.join(crate::facts::file::FACTS_FILE_NAME),
         format,
         engine,
         worker_count: worker_count(pipeline_worker_count),
@@ -253,14 +262,14 @@ fn replay_plan(plan: ReplayPlan, show_progress: bool) -> Result<(PipelineTotals,
         },
     );
     let reader = plan.trace;
-    let facts_path = plan.output_dir.join(crate::facts::file::FACTS_FILE_NAME);
+    let facts_path = plan.facts_path.clone();
     if super::same_file(&facts_path, &plan.trace_path) {
         bail!(
             "{}: the facts would replace the trace being replayed; choose another --out",
             facts_path.display()
         );
     }
-    let mut writer = AtomicFactsWriter::create(&plan.output_dir)?;
+    let mut writer = AtomicFactsWriter::create_file(&facts_path)?;
     let interrupts = InterruptWatch::install()?;
     let stuck_reads = interrupts.end_stuck_reads(writer.discard_on_exit());
     let mut interrupted = None;

@@ -262,7 +262,7 @@ where
     Ok(value)
 }
 
-/// Writes `<output_dir>/litehit_facts.csv` all-or-nothing.
+/// Writes `<output_dir>/litehit_facts.csv` (or a named facts file) all-or-nothing.
 ///
 /// Rows come pre-formatted by [`append_fact_row`](super::append_fact_row). Until
 /// [`commit`](Self::commit) everything goes to `litehit_facts.csv.tmp`; dropping the writer
@@ -280,14 +280,34 @@ impl AtomicFactsWriter {
     /// Creates `output_dir` if missing, opens `litehit_facts.csv.tmp` (truncating a stale one)
     /// and writes the header.
     pub fn create(output_dir: &Path) -> Result<Self> {
+        if fs::metadata(output_dir).is_ok_and(|metadata| !metadata.is_dir()) {
+            return Err(FactsError::Create {
+                path: output_dir.to_path_buf(),
+                source: std::io::Error::other(format!(
+                    "{} is a file; the output must be a directory (litehit_facts.csv goes in it)",
+                    output_dir.display()
+                )),
+            });
+        }
+        Self::create_file(&output_dir.join(FACTS_FILE_NAME))
+    }
+
+    /// Publishes to `facts_path` itself: creates its directory if missing, opens
+    /// `<facts_path>.tmp` (truncating a stale one) and writes the header.
+    pub fn create_file(facts_path: &Path) -> Result<Self> {
+        let output_dir = facts_path
+            .parent()
+            .filter(|dir| !dir.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
         let create_error = |source| FactsError::Create {
             path: output_dir.to_path_buf(),
             source,
         };
         if fs::metadata(output_dir).is_ok_and(|metadata| !metadata.is_dir()) {
             return Err(create_error(std::io::Error::other(format!(
-                "{} is a file; the output must be a directory (litehit_facts.csv goes in it)",
-                output_dir.display()
+                "{} is a file, not a directory, so {} cannot go in it",
+                output_dir.display(),
+                facts_path.display()
             ))));
         }
         // The directories `create_dir_all` is about to make, deepest first.
@@ -298,7 +318,7 @@ impl AtomicFactsWriter {
             .collect();
         fs::create_dir_all(output_dir).map_err(create_error)?;
         let mut writer = Self {
-            file: AtomicFile::create(&output_dir.join(FACTS_FILE_NAME))?,
+            file: AtomicFile::create(facts_path)?,
             rows_written: 0,
             created_dirs,
         };

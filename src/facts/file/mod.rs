@@ -5,8 +5,9 @@
 //! capacities meet facts only in `projector`.
 //!
 //! * [`append_fact_row`] formats one row into a caller's buffer (no allocation per row).
-//! * [`AtomicFactsWriter`] publishes `<dir>/litehit_facts.csv` all-or-nothing (temp file,
-//!   fsync, rename, fsync of the directory); [`write_atomically`] does the same for any file.
+//! * [`AtomicFactsWriter`] publishes `<dir>/litehit_facts.csv` (or a named `.csv`, see
+//!   [`replay_facts_path`]) all-or-nothing (temp file, fsync, rename, fsync of the
+//!   directory); [`write_atomically`] does the same for any file.
 //! * [`FactsReader`] streams [`FactRecord`](crate::facts::FactRecord)s, reusing one record's
 //!   buffers, with upstream's error messages plus the file name.
 
@@ -30,6 +31,37 @@ pub const FACTS_HEADER: &str =
 
 /// The file name the offline replay publishes inside its output directory.
 pub const FACTS_FILE_NAME: &str = "litehit_facts.csv";
+
+/// Where `litehit replay --out OUT` publishes the facts: `OUT` itself when it names a CSV file
+/// (ends in `.csv` and is not an existing directory), else [`FACTS_FILE_NAME`] inside the
+/// directory `OUT` (upstream's output directory).
+#[must_use]
+pub fn replay_facts_path(out: &std::path::Path) -> std::path::PathBuf {
+    let names_a_csv_file = out
+        .extension()
+        .is_some_and(|extension| extension.eq_ignore_ascii_case("csv"))
+        && !out.is_dir()
+        && !out
+            .as_os_str()
+            .as_encoded_bytes()
+            .ends_with(std::path::MAIN_SEPARATOR_STR.as_bytes());
+    if names_a_csv_file {
+        out.to_path_buf()
+    } else {
+        out.join(FACTS_FILE_NAME)
+    }
+}
+
+/// The facts file a reader opens for `path`: [`FACTS_FILE_NAME`] inside it when `path` is a
+/// directory (what `replay --out DIR` or a config's `output_result_path` names), else `path`.
+#[must_use]
+pub fn facts_input_path(path: &std::path::Path) -> std::path::PathBuf {
+    if path.is_dir() {
+        path.join(FACTS_FILE_NAME)
+    } else {
+        path.to_path_buf()
+    }
+}
 
 /// Where the monitor's `s` publishes the facts: `facts_out`, or [`FACTS_FILE_NAME`] inside it
 /// when it names a directory — one that exists, or a path ending in `/` (as `replay --out
@@ -169,6 +201,29 @@ mod snapshot_path_tests {
             facts_snapshot_path(&file),
             file,
             "a file path is used as it is"
+        );
+    }
+
+    #[test]
+    fn replay_out_is_a_directory_unless_it_names_a_csv_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let plain = dir.path().join("out");
+        assert_eq!(replay_facts_path(&plain), plain.join(FACTS_FILE_NAME));
+        let named = dir.path().join("run.CSV");
+        assert_eq!(replay_facts_path(&named), named);
+        let slash = dir.path().join("run.csv/");
+        assert_eq!(replay_facts_path(&slash), slash.join(FACTS_FILE_NAME));
+        let existing = dir.path().join("old.csv");
+        std::fs::create_dir(&existing).unwrap();
+        assert_eq!(replay_facts_path(&existing), existing.join(FACTS_FILE_NAME));
+        assert_eq!(
+            facts_input_path(dir.path()),
+            dir.path().join(FACTS_FILE_NAME)
+        );
+        assert_eq!(
+            facts_input_path(&named),
+            named,
+            "missing paths are left to the reader"
         );
     }
 }
