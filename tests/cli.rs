@@ -1687,6 +1687,59 @@ fn last_headless_line(run: &Run) -> Value {
 }
 
 #[test]
+fn headless_watch_with_facts_out_publishes_the_replays_facts_at_the_end() {
+    let dir = tempdir();
+    let trace = mooncake_trace(dir.path(), 300);
+    let out = dir.path().join("out");
+    ok(run_in(
+        None,
+        ["replay", path_str(&trace), "--out", path_str(&out)],
+    ));
+    let replayed = fs::read(out.join(FACTS)).unwrap();
+
+    let facts = dir.path().join("live.csv");
+    let headless = |facts_out: &Path| {
+        run_in(
+            None,
+            [
+                "watch",
+                path_str(&trace),
+                "--headless",
+                "--exit-at-eof",
+                "--facts-out",
+                path_str(facts_out),
+            ],
+        )
+    };
+    let run = ok(headless(&facts));
+    assert_eq!(
+        fs::read(&facts).unwrap(),
+        replayed,
+        "the same facts as replay"
+    );
+    assert!(
+        run.stderr.contains("facts written to") && run.stderr.contains("(300 rows)"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(last_headless_line(&run)["instances"][0]["requests"], 300);
+
+    // Without --facts-out, a headless run writes nothing.
+    let quiet_dir = tempdir();
+    ok(run_in(
+        Some(quiet_dir.path()),
+        ["watch", path_str(&trace), "--headless", "--exit-at-eof"],
+    ));
+    assert_eq!(fs::read_dir(quiet_dir.path()).unwrap().count(), 0);
+
+    // A path that cannot be written fails the run, naming it.
+    let blocked = dir.path().join("a-file");
+    fs::write(&blocked, "").unwrap();
+    let run = headless(&blocked.join("facts.csv"));
+    assert_mentions(failed(&run), &["writing the facts to", "a-file"]);
+}
+
+#[test]
 fn watch_reads_an_existing_trace_in_its_own_format_as_replay_does() {
     // Before this was fixed, `watch` read every trace with the standard format's 256-token
     // blocks unless told `--format`, so every Mooncake line failed its length check.
@@ -2476,7 +2529,8 @@ fn outputs_that_are_inputs_or_descriptors_by_another_name_are_refused() {
     assert!(log_text.starts_with("earlier\n"), "{log_text}");
     assert!(log_text.contains("open descriptor"), "{log_text}");
     // The live monitor's snapshot never goes to standard output (checked before the
-    // terminal is), and `--headless` has no snapshot key, so no `--facts-out` either.
+    // terminal is), where the screen or the headless JSON lines go. `demo --headless` has no
+    // `--facts-out`.
     for command in ["watch", "demo"] {
         let mut args = vec![command, "--facts-out", "-"];
         if command == "watch" {
@@ -2487,7 +2541,11 @@ fn outputs_that_are_inputs_or_descriptors_by_another_name_are_refused() {
         args.push("--headless");
         let run = run_in(None, &args);
         assert_eq!(run.code, Some(1));
-        assert!(run.stderr.contains("cannot be used with"), "{}", run.stderr);
+        if command == "watch" {
+            assert_mentions(failed(&run), &["standard output"]);
+        } else {
+            assert!(run.stderr.contains("cannot be used with"), "{}", run.stderr);
+        }
     }
 }
 

@@ -45,15 +45,11 @@ pub struct WatchArgs {
     pub from_end: bool,
 
     /// Where `s` writes every fact so far (same CSV as `litehit replay`), atomically; an
-    /// existing directory gets `litehit_facts.csv` inside it, as with `replay --out`. Not
-    /// with --headless, which has no `s` key (replay the trace for its facts)
-    #[arg(
-        long,
-        value_name = "PATH",
-        default_value = "litehit_facts.csv",
-        conflicts_with = "headless"
-    )]
-    pub facts_out: PathBuf,
+    /// existing directory gets `litehit_facts.csv` inside it, as with `replay --out`.
+    /// Default: litehit_facts.csv. With --headless (no `s` key) the facts are written there
+    /// once, when the run ends, and only if this is given
+    #[arg(long, value_name = "PATH")]
+    pub facts_out: Option<PathBuf>,
 
     #[command(flatten)]
     pub lane: LaneFlags,
@@ -163,7 +159,7 @@ mod tests {
             message.contains("expected binary GB (40, 0.5)"),
             "{message}"
         );
-        assert_eq!(watch.args.facts_out, PathBuf::from("litehit_facts.csv"));
+        assert_eq!(watch.args.facts_out, None);
         assert!((watch.args.fps - 10.0).abs() < f64::EPSILON);
     }
 

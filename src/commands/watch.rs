@@ -1,7 +1,7 @@
 //! `litehit watch`: glue from arguments to the ingest thread and the TUI or headless output.
 
 use std::io::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,6 +14,7 @@ use crate::formats::{Compression, read_magic};
 use crate::live::LiveSnapshot;
 use crate::live::headless::{self, HeadlessOptions};
 use crate::live::ingest::{self, EngineForFormat, IngestConfig};
+use crate::live::snapshot::FactsWrite;
 use crate::live::tail::StartAt;
 use crate::projector::Capacity;
 use crate::tui::{self, TuiOptions};
@@ -34,7 +35,9 @@ pub fn run(args: &WatchArgs) -> color_eyre::Result<()> {
     let last = if args.headless {
         let options = HeadlessOptions { interval };
         let last = headless::run(&live, options, &mut std::io::stdout().lock())?;
-        live.shutdown();
+        // With --facts-out the stopping ingest thread publishes the facts.
+        let stopped = live.shutdown();
+        report_facts_at_end(&stopped.facts_write)?;
         last
     } else {
         tui::run(&live, TuiOptions { fps: args.fps })?;
@@ -45,6 +48,21 @@ pub fn run(args: &WatchArgs) -> color_eyre::Result<()> {
         last
     };
     check_lines_used(&last, args.from_end)
+}
+
+/// `--headless --facts-out`: where the facts went (stderr: stdout holds the JSON lines), or
+/// the error (exit 1).
+fn report_facts_at_end(facts_write: &FactsWrite) -> color_eyre::Result<()> {
+    match facts_write {
+        FactsWrite::Done { path, rows, .. } => {
+            eprintln!("litehit: facts written to {path} ({rows} rows)");
+            Ok(())
+        }
+        FactsWrite::Failed { path, message } => {
+            bail!("writing the facts to {path} failed: {message}")
+        }
+        FactsWrite::Idle | FactsWrite::Writing { .. } => Ok(()),
+    }
 }
 
 /// After the monitor ends: bad lines are named on stderr (the JSON lines or the screen may
@@ -168,8 +186,13 @@ pub fn ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
     } else {
         StartAt::Beginning
     };
-    config.facts_out = crate::facts::file::facts_snapshot_path(&args.facts_out);
+    let facts_out = args
+        .facts_out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(crate::facts::file::FACTS_FILE_NAME));
+    config.facts_out = crate::facts::file::facts_snapshot_path(&facts_out);
     check_facts_out(&config.facts_out, Some(&config.trace_path))?;
+    config.facts_at_end = args.headless && args.facts_out.is_some();
     config.frame_period = frame_period(args.fps)?;
     config.window_ns = i64::try_from(seconds("--window-seconds", args.window_seconds)?.as_nanos())
         .wrap_err("--window-seconds is too large")?;

@@ -68,6 +68,9 @@ pub struct IngestConfig {
     pub slots: Vec<Capacity>,
     /// Where `s` publishes the facts (`.tmp`, fsync, rename).
     pub facts_out: PathBuf,
+    /// Publish the facts at `facts_out` once more when the run ends (`--headless
+    /// --facts-out`, which has no `s` key).
+    pub facts_at_end: bool,
     /// Snapshots are published at most once per this period.
     pub frame_period: Duration,
     /// And at least once per this period, even when nothing changed (uptime, lag and rates
@@ -114,6 +117,7 @@ impl IngestConfig {
                 Capacity::Gigabytes(80.0),
             ],
             facts_out: PathBuf::from("litehit_facts.csv"),
+            facts_at_end: false,
             frame_period: Duration::from_millis(100),
             heartbeat: HEARTBEAT,
             window_ns: 10_000_000_000,
@@ -748,6 +752,9 @@ impl Ingest {
             }
         }
         self.pipeline.spill.flush();
+        if self.config.facts_at_end {
+            self.write_facts_at_end();
+        }
         self.publish(Instant::now());
     }
 
@@ -896,10 +903,61 @@ impl Ingest {
         }
     }
 
+    /// `s`: publishes every fact so far on a writer thread (the replay goes on meanwhile).
     fn write_facts(&mut self) {
         if self.writing_facts {
             return;
         }
+        let job = match self.facts_job() {
+            Ok(job) => job,
+            Err(failed) => {
+                self.facts_write = failed;
+                return;
+            }
+        };
+        let (path, rows) = (job.display.clone(), job.rows);
+        self.writing_facts = true;
+        self.facts_write = FactsWrite::Writing {
+            path: path.clone(),
+            rows,
+        };
+        let tx = self.events_tx.clone();
+        let spawned = std::thread::Builder::new()
+            .name("litehit-facts-writer".to_owned())
+            .spawn(move || {
+                // The ingest thread may have ended (quit during a write): nobody to tell.
+                let _ = tx.send(IngestEvent::FactsWritten(job.run()));
+            });
+        if let Err(err) = spawned {
+            self.writing_facts = false;
+            self.facts_write = FactsWrite::Failed {
+                path,
+                message: format!("starting the writer thread: {err}"),
+            };
+        }
+    }
+
+    /// At the end of a run that asked for it (`--headless --facts-out`): publishes every fact
+    /// on this thread, after a write still in flight.
+    fn write_facts_at_end(&mut self) {
+        while self.writing_facts {
+            match self.events_rx.recv() {
+                Ok(IngestEvent::FactsWritten(result)) => {
+                    self.writing_facts = false;
+                    self.facts_write = result;
+                }
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
+        self.facts_write = match self.facts_job() {
+            Ok(job) => job.run(),
+            Err(failed) => failed,
+        };
+    }
+
+    /// Takes what a facts write needs from the spill (flushed first).
+    fn facts_job(&mut self) -> Result<FactsJob, FactsWrite> {
         let path = self.config.facts_out.clone();
         // Absolute, so the message says where the file went whatever the working directory.
         let display = std::path::absolute(&path)
@@ -909,53 +967,23 @@ impl Ingest {
         let spill = &mut self.pipeline.spill;
         spill.flush();
         if let Some(error) = &spill.error {
-            self.facts_write = FactsWrite::Failed {
+            return Err(FactsWrite::Failed {
                 path: display,
                 message: error.clone(),
-            };
-            return;
-        }
-        let rows = spill.rows;
-        let spilled_bytes = spill.on_disk_bytes;
-        let source = match spill.file.try_clone() {
-            Ok(file) => file,
-            Err(err) => {
-                self.facts_write = FactsWrite::Failed {
-                    path: display,
-                    message: format!("reopening the facts spill: {err}"),
-                };
-                return;
-            }
-        };
-        self.writing_facts = true;
-        self.facts_write = FactsWrite::Writing {
-            path: display.clone(),
-            rows,
-        };
-        let tx = self.events_tx.clone();
-        let spawned = std::thread::Builder::new()
-            .name("litehit-facts-writer".to_owned())
-            .spawn(move || {
-                let result = match copy_facts(&source, spilled_bytes, &path) {
-                    Ok(bytes) => FactsWrite::Done {
-                        path: display,
-                        rows,
-                        bytes,
-                    },
-                    Err(err) => FactsWrite::Failed {
-                        path: display,
-                        message: error_chain(&err),
-                    },
-                };
-                // The ingest thread may have ended (quit during a write): nobody to tell.
-                let _ = tx.send(IngestEvent::FactsWritten(result));
             });
-        if let Err(err) = spawned {
-            self.writing_facts = false;
-            self.facts_write = FactsWrite::Failed {
-                path: self.config.facts_out.display().to_string(),
-                message: format!("starting the writer thread: {err}"),
-            };
+        }
+        match spill.file.try_clone() {
+            Ok(source) => Ok(FactsJob {
+                source,
+                spilled_bytes: spill.on_disk_bytes,
+                rows: spill.rows,
+                path,
+                display,
+            }),
+            Err(err) => Err(FactsWrite::Failed {
+                path: display,
+                message: format!("reopening the facts spill: {err}"),
+            }),
         }
     }
 
@@ -1045,6 +1073,32 @@ impl Ingest {
 }
 
 /// Writes the header and the first `spilled_bytes` of the spill to `path` atomically.
+/// One facts write: the spill's rows so far, to be published at `path`.
+struct FactsJob {
+    source: File,
+    spilled_bytes: u64,
+    rows: u64,
+    path: PathBuf,
+    /// `path` made absolute, for messages.
+    display: String,
+}
+
+impl FactsJob {
+    fn run(self) -> FactsWrite {
+        match copy_facts(&self.source, self.spilled_bytes, &self.path) {
+            Ok(bytes) => FactsWrite::Done {
+                path: self.display,
+                rows: self.rows,
+                bytes,
+            },
+            Err(err) => FactsWrite::Failed {
+                path: self.display,
+                message: error_chain(&err),
+            },
+        }
+    }
+}
+
 fn copy_facts(
     source: &File,
     spilled_bytes: u64,
