@@ -611,6 +611,26 @@ fn a_config_given_as_a_trace_is_named_as_such() {
         let run = replay_flags(&config, &dir.path().join("out"), &[]);
         assert_mentions(failed(&run), &["looks like a config file", "without --out"]);
     }
+    // And a facts file given as a trace (it replays nothing, whatever --format says).
+    let facts = write_file(
+        dir.path(),
+        "litehit_facts.csv",
+        &format!("{}\n", litehit::facts::file::FACTS_HEADER),
+    );
+    let run = replay_flags(&facts, &dir.path().join("out2"), &[]);
+    assert_mentions(failed(&run), &["this is a facts file", "litehit query"]);
+    // A trace without --out is read as a config; the message leads with the way out.
+    let trace = write_file(
+        dir.path(),
+        "t.jsonl",
+        &standard_trace(&generate(short_request_workload(1), 3)),
+    );
+    let run = run_in(None, ["replay", path_str(&trace)]);
+    assert!(
+        failed(&run).starts_with("to replay a trace without a config file, add --out DIR"),
+        "{}",
+        run.stderr
+    );
 }
 
 /// A config with `instances` in `dir/cfg/config.json`, trace at `dir/trace.jsonl`, output
@@ -871,6 +891,22 @@ fn out_naming_a_csv_file_is_that_file_and_query_and_mrc_take_a_directory() {
     let mrc_directory = run_ok(["mrc", path_str(&plain), "--json"]);
     let mrc_file = run_ok(["mrc", path_str(&plain.join(FACTS)), "--json"]);
     assert_eq!(mrc_directory.stdout, mrc_file.stdout);
+    // Capacities as `watch` spells them; a capacity where OUT goes is refused, not written.
+    let spelled = run_ok(["query", path_str(&named), "-", "1GB", "inf"]);
+    assert_eq!(spelled.stdout, from_file.stdout);
+    let run = run_in(Some(dir.path()), ["query", path_str(&named), "10", "40"]);
+    assert_mentions(failed(&run), &["OUT 10 looks like a capacity", "./10"]);
+    assert!(!dir.path().join("10").exists());
+    let run = run_in(None, ["query", path_str(&named), "-", "1000b"]);
+    assert_mentions(
+        failed(&run),
+        &["invalid capacity_gb: 1000b", "--capacity-blocks"],
+    );
+    let run = run_in(None, ["mrc", path_str(&plain), "--png", "plot.svg"]);
+    assert_mentions(failed(&run), &["--png plot.svg", "use --svg"]);
+    let run = run_in(None, ["mrc", path_str(&plain), "--max-curve-points", "1"]);
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    assert!(run.stderr.contains("at least 2"), "{}", run.stderr);
     // A directory without facts in it is named in the error.
     let empty = dir.path().join("empty");
     fs::create_dir(&empty).unwrap();
@@ -1543,8 +1579,8 @@ fn query_failures_exit_2_and_publish_nothing() {
     );
     let run = run_in(None, ["query", path_str(&facts), path_str(&out), "-1"]);
     assert_mentions(failed(&run), &["facts line 3", "hit_curve"]);
-    let run = run_in(None, ["query", path_str(&facts), path_str(&out), "1GB"]);
-    assert_mentions(failed(&run), &["invalid capacity_gb: 1GB"]);
+    let run = run_in(None, ["query", path_str(&facts), path_str(&out), "1TB"]);
+    assert_mentions(failed(&run), &["invalid capacity_gb: 1TB"]);
     let run = run_in(None, ["query", path_str(&facts), path_str(&out)]);
     assert_mentions(failed(&run), &["no capacity"]);
     assert!(!out.exists());
@@ -1865,6 +1901,10 @@ fn watch_refuses_what_it_cannot_follow_with_a_clear_message() {
         ["watch", path_str(&missing), "--headless", "--exit-at-eof"],
     );
     assert_mentions(failed(&run), &["missing.jsonl", "no such file"]);
+    // Without --exit-at-eof a missing file is waited for, but not in a missing directory.
+    let typo = dir.path().join("no-such-dir").join("later.jsonl");
+    let run = run_in(None, ["watch", path_str(&typo), "--headless"]);
+    assert_mentions(failed(&run), &["no-such-dir does not exist"]);
     // Slots: distinct, and ∞ is a column already.
     for (slots, fragment) in [
         ("40,40GB", "40 GB is given twice"),

@@ -126,6 +126,7 @@ fn running(lanes: Vec<LaneSnapshot>) -> LiveSnapshot {
             state: FollowState::Following,
             wake: WakeSource::Events,
             backlog_bytes: 0,
+            unterminated_bytes: 0,
             consumed_bytes: 12 << 20,
             catch_up_eta: None,
             last_notice: None,
@@ -301,6 +302,22 @@ fn a_long_bad_line_message_keeps_its_end() {
         .unwrap_or_else(|| panic!("no error line:\n{screen}"));
     assert!(line.contains("…"), "{line}");
     assert!(line.contains("(they fit 512-token blocks)"), "{line}");
+}
+
+#[test]
+fn an_unterminated_last_line_is_named_not_shown_as_lag() {
+    let mut snap = one_instance();
+    snap.source.unterminated_bytes = 1110;
+    let mut app = App::default();
+    app.observe(&snap);
+    let screen = screen_text(&snap, &app, 120, 40);
+    let title = screen.lines().next().unwrap();
+    assert!(
+        title.contains("last line unterminated (1.08 KiB)"),
+        "{title}"
+    );
+    assert!(!title.contains("backlog"), "{title}");
+    assert!(screen.contains("lag 0 B behind"), "{screen}");
 }
 
 #[test]

@@ -589,13 +589,18 @@ mod ingest {
         append(&path, &line("a", 1, &[1, 2]));
         append(&path, &line("a", 2, &[1, 2]));
         let last = line("a", 3, &[1, 2]);
-        append(&path, last.trim_end()); // no newline, as the shipped KVCM log ends
+        let unterminated = last.trim_end();
+        append(&path, unterminated); // no newline, as the shipped KVCM log ends
         let live = start(&path, dir.path());
-        let snap = wait(&live, "two requests", |s| requests(s) == 2);
-        assert!(
-            snap.source.backlog_bytes > 0,
+        let snap = wait(&live, "two requests and the last line seen", |s| {
+            requests(s) == 2 && s.source.unterminated_bytes > 0
+        });
+        assert_eq!(
+            snap.source.unterminated_bytes,
+            unterminated.len() as u64,
             "the last line waits for its newline"
         );
+        assert_eq!(snap.source.backlog_bytes, 0, "and is not lag");
         std::thread::sleep(Duration::from_millis(50));
         assert_eq!(requests(&live.latest()), 2);
         let last = live.shutdown();

@@ -49,7 +49,7 @@ pub struct ReplayArgs {
     #[arg(value_name = "CONFIG_OR_TRACE")]
     pub input: PathBuf,
 
-    /// Replay INPUT as a trace (no config file) and write DIR/litehit_facts.csv; the
+    /// Replay CONFIG_OR_TRACE as a trace (no config file) and write DIR/litehit_facts.csv; the
     /// directory is created when missing. A name ending in `.csv` that is not an existing
     /// directory is the facts file itself
     #[arg(long, value_name = "DIR")]
@@ -86,13 +86,15 @@ pub struct LaneFlags {
     #[arg(long, value_name = "TOKENS")]
     pub trace_block_size: Option<u64>,
 
-    /// KV-cache bytes per block (all layers, K and V): converts GB capacities to blocks
-    #[arg(long, value_name = "BYTES", conflicts_with = "kv_bytes_per_token")]
+    /// KV-cache bytes per block (all layers, K and V; 1048576 or 1MiB): kept with the facts,
+    /// it converts GB capacities to blocks
+    #[arg(long, value_name = "BYTES", conflicts_with = "kv_bytes_per_token",
+          value_parser = parse_byte_count)]
     pub block_bytes: Option<u64>,
 
-    /// KV-cache bytes per token; block bytes = this × block size (default 131072, an 8B
-    /// model in fp16)
-    #[arg(long, value_name = "BYTES")]
+    /// KV-cache bytes per token; block bytes = this × block size (default 131072 = 128KiB,
+    /// an 8B model in fp16)
+    #[arg(long, value_name = "BYTES", value_parser = parse_byte_count)]
     pub kv_bytes_per_token: Option<u64>,
 
     /// Fixed TTL in seconds: a block unused for this long is gone at every capacity
@@ -166,6 +168,21 @@ fn at_least_one(text: &str) -> Result<usize, String> {
     }
 }
 
+/// A byte count: a whole number, or one with a binary suffix (`128KiB`, `1MiB`, `2GiB`).
+fn parse_byte_count(text: &str) -> Result<u64, String> {
+    let trimmed = text.trim();
+    let (digits, unit) = [("KiB", 1_u64 << 10), ("MiB", 1 << 20), ("GiB", 1 << 30)]
+        .iter()
+        .find_map(|&(suffix, unit)| trimmed.strip_suffix(suffix).map(|digits| (digits, unit)))
+        .unwrap_or((trimmed, 1));
+    digits
+        .trim()
+        .parse::<u64>()
+        .ok()
+        .and_then(|count| count.checked_mul(unit))
+        .ok_or_else(|| "expected a whole number of bytes, e.g. 1048576 or 1MiB".to_owned())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -174,6 +191,17 @@ mod tests {
     #[test]
     fn cli_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn byte_counts_take_binary_suffixes() {
+        for (text, bytes) in [("1048576", 1 << 20), ("1MiB", 1 << 20), ("128KiB", 131_072)] {
+            assert_eq!(parse_byte_count(text), Ok(bytes), "{text}");
+        }
+        for bad in ["1MB", "1.5MiB", "-1", "", "99999999999GiB"] {
+            let message = parse_byte_count(bad).unwrap_err();
+            assert!(message.contains("1MiB"), "{bad}: {message}");
+        }
     }
 
     #[test]

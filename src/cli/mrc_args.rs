@@ -37,9 +37,20 @@ pub struct MrcArgs {
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
 
-    /// Most points per curve in --json; the exact breakpoints when there are no more than
-    /// this (for the total: when every instance has the same block bytes), else this many
-    /// evenly spaced capacities (each value still exact); `exact_breakpoints` says which
-    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_CURVE_POINTS)]
+    /// Most points per curve in --json (at least 2: capacity 0 and the saturation point);
+    /// the exact breakpoints when there are no more than this (for the total: when every
+    /// instance has the same block bytes), else this many evenly spaced capacities (each
+    /// value still exact); `exact_breakpoints` says which
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_CURVE_POINTS,
+          value_parser = parse_curve_points)]
     pub max_curve_points: usize,
+}
+
+/// `--max-curve-points`: a curve needs its two ends.
+fn parse_curve_points(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(points) if points >= 2 => Ok(points),
+        Ok(_) => Err("at least 2 (capacity 0 and the saturation point)".to_owned()),
+        Err(error) => Err(error.to_string()),
+    }
 }

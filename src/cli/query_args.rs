@@ -26,8 +26,8 @@ pub struct QueryArgs {
     pub out: PathBuf,
 
     /// Cache capacities in binary GB (GB × 2^30 bytes, floored to whole blocks of each row's
-    /// `block_bytes`). Order is kept; duplicates and 0 are allowed; a negative value (e.g. -1)
-    /// means unlimited capacity
+    /// `block_bytes`): 40, 0.5 or 40GB. Order is kept; duplicates and 0 are allowed; a
+    /// negative value (e.g. -1) or inf means unlimited capacity
     #[arg(value_name = "CAPACITY_GB", allow_negative_numbers = true)]
     pub capacity_gb: Vec<String>,
 
@@ -66,14 +66,32 @@ impl QueryArgs {
 
 /// Parses one `CAPACITY_GB` argument like upstream's `strtod` check: leading white space is
 /// skipped and the rest must be one number (hexadecimal floats such as `0x10` or `0x1.8p3`
-/// too). NaN and the infinities are rejected: upstream's behaviour is undefined for them, and
-/// `inf` would be written into the output as a number no JSON parser reads. A negative
-/// capacity (`-1`) is the unlimited one, as upstream.
+/// too). A negative capacity (`-1`) is the unlimited one, as upstream. Beyond upstream, the
+/// spellings `watch` takes are accepted too: a `GB` / `GiB` / `G` suffix (binary GB either
+/// way) and `inf` / `infinity` / `∞` for unlimited (read as `-1`, so the output stays what
+/// upstream writes; a literal infinity would be a number no JSON parser reads). NaN is
+/// rejected.
 #[must_use]
 pub fn parse_capacity_gb(arg: &str) -> Option<f64> {
     let text = arg.trim_start_matches([' ', '\t', '\n', '\x0b', '\x0c', '\r']);
-    let value: f64 = text.parse().ok().or_else(|| parse_hex_float(text))?;
-    value.is_finite().then_some(value)
+    if ["inf", "infinity", "∞"]
+        .iter()
+        .any(|unlimited| text.eq_ignore_ascii_case(unlimited))
+    {
+        return Some(-1.0);
+    }
+    let number = |text: &str| -> Option<f64> {
+        let value: f64 = text.parse().ok().or_else(|| parse_hex_float(text))?;
+        value.is_finite().then_some(value)
+    };
+    number(text).or_else(|| {
+        let lower = text.to_ascii_lowercase();
+        let digits = ["gib", "gb", "g"]
+            .iter()
+            .find_map(|suffix| lower.strip_suffix(suffix))?;
+        // Not hexadecimal: in `0x1g` the suffix could not be told from a digit.
+        (!digits.contains('x')).then(|| number(digits)).flatten()
+    })
 }
 
 /// `strtod`'s hexadecimal form: `[sign] 0x hex-digits [. hex-digits] [p [sign] decimal]`,
@@ -141,7 +159,8 @@ mod tests {
             assert_eq!(parse_capacity_gb(text), Some(expected), "{text}");
         }
         for bad in [
-            "nan", "inf", "-inf", "infinity", "0x", "0xg", "0x1p", "0x1.2.3", "12abc", "", "0x1p+",
+            "nan", "-inf", "0x", "0xg", "0x1p", "0x1.2.3", "12abc", "", "0x1p+", "GB", "1e999",
+            "1000b", "0x1g",
         ] {
             assert_eq!(parse_capacity_gb(bad), None, "{bad:?}");
         }
@@ -169,13 +188,17 @@ mod tests {
         assert_eq!(parse_capacity_gb("25"), Some(25.0));
         assert_eq!(parse_capacity_gb(" \t1.5e1"), Some(15.0));
         assert_eq!(parse_capacity_gb("-1"), Some(-1.0));
-        assert_eq!(
-            parse_capacity_gb("inf"),
-            None,
-            "inf is not valid JSON; -1 is unlimited"
-        );
+        for unlimited in ["inf", "INF", "infinity", "∞"] {
+            assert_eq!(
+                parse_capacity_gb(unlimited),
+                Some(-1.0),
+                "read as upstream's -1"
+            );
+        }
         assert_eq!(parse_capacity_gb("1 "), None);
-        assert_eq!(parse_capacity_gb("1GB"), None);
+        for (text, gb) in [("40GB", 40.0), ("0.5gb", 0.5), ("80GiB", 80.0), ("2g", 2.0)] {
+            assert_eq!(parse_capacity_gb(text), Some(gb), "{text}");
+        }
         assert_eq!(parse_capacity_gb(""), None);
         assert_eq!(parse_capacity_gb("nan"), None);
     }

@@ -202,6 +202,12 @@ fn format_of_first_line(
                 "{}: no line break in the first 64 MiB (not a text trace?); pass --format",
                 path.display()
             )
+        } else if line.trim_ascii_end() == crate::facts::file::FACTS_HEADER.as_bytes() {
+            eyre!(
+                "{}: this is a facts file (what `litehit replay` writes), not a trace: read it \
+                 with `litehit query` or `litehit mrc`",
+                path.display()
+            )
         } else if looks_like_a_config(line) {
             eyre!(
                 "{}: this looks like a config file, not a trace: `litehit replay CONFIG` (without \

@@ -26,6 +26,22 @@ pub fn run(args: &MrcArgs) -> color_eyre::Result<()> {
     {
         bail!("--png and --svg name the same file {}", png.display());
     }
+    // `--png plot.svg` would write PNG bytes under an SVG name.
+    for (flag, path, other_extension, other_image, other_flag) in [
+        ("--png", &args.png, "svg", "an SVG", "--svg"),
+        ("--svg", &args.svg, "png", "a PNG", "--png"),
+    ] {
+        if let Some(path) = path
+            && path
+                .extension()
+                .is_some_and(|extension| extension.eq_ignore_ascii_case(other_extension))
+        {
+            bail!(
+                "{flag} {}: that name is for {other_image} image; use {other_flag}",
+                path.display()
+            );
+        }
+    }
     // An image on standard output (`--png -`, `--png /dev/stdout`) sends the table to stderr.
     let image_to_stdout = outputs.iter().any(|path| is_standard_output(path));
     if let Some(output) = outputs

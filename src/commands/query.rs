@@ -19,6 +19,16 @@ pub fn run(args: &QueryArgs) -> color_eyre::Result<()> {
     super::refuse_repeated_facts(&facts_paths)?;
     // `-`, or stdout under another name (`/dev/stdout`): through the stdout handle, which
     // shares the shell's file offset (`>>`) and the process's other output.
+    // `query FACTS 10 40`: the first capacity would silently become the output file.
+    if args.out.as_os_str() != "-" && parse_capacity_gb(&args.out.to_string_lossy()).is_some() {
+        bail!(
+            "OUT {} looks like a capacity: the output file comes before the capacities \
+             (litehit query FACTS OUT CAPACITY_GB..., OUT - for stdout; ./{} for a file of \
+             that name)",
+            args.out.display(),
+            args.out.display()
+        );
+    }
     let to_stdout = is_standard_output(&args.out);
     if let Some(input) = facts_paths
         .iter()
@@ -50,7 +60,21 @@ fn slots(args: &QueryArgs) -> color_eyre::Result<QuerySlots> {
     let capacity_gb = args
         .capacity_gb
         .iter()
-        .map(|arg| parse_capacity_gb(arg).ok_or_else(|| eyre!("invalid capacity_gb: {arg}")))
+        .map(|arg| {
+            parse_capacity_gb(arg).ok_or_else(|| {
+                let hint = if arg.trim_end().to_ascii_lowercase().ends_with('b')
+                    && !arg.to_ascii_lowercase().ends_with("gb")
+                {
+                    "; block counts go in --capacity-blocks"
+                } else {
+                    ""
+                };
+                eyre!(
+                    "invalid capacity_gb: {arg} (binary GB such as 40, 0.5 or 40GB; -1 or inf \
+                     = unlimited{hint})"
+                )
+            })
+        })
         .collect::<color_eyre::Result<Vec<_>>>()?;
     let slots = QuerySlots {
         capacity_gb,

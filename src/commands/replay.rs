@@ -232,12 +232,15 @@ fn resolve_plan(args: &ReplayArgs) -> Result<ReplayPlan> {
         unknown_keys,
         ..
     } = config::load_config_file(&args.input).map_err(|error| {
-        let hint = if args.input.extension().is_none_or(|e| e != "json") {
-            " (to replay a trace without a config file, add --out DIR)"
+        if args.input.extension().is_none_or(|e| e != "json") && args.input.is_file() {
+            // Most likely a trace: say how to replay one first, then why it is no config.
+            eyre!(
+                "to replay a trace without a config file, add --out DIR (read as a config: \
+                 {error})"
+            )
         } else {
-            ""
-        };
-        eyre!("{error}{hint}")
+            eyre!("{error}")
+        }
     })?;
     super::warn_unknown_config_keys(&args.input, &unknown_keys);
     let OpenedTrace { reader, format } =

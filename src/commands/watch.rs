@@ -193,7 +193,10 @@ pub fn ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
     config.facts_out = crate::facts::file::facts_snapshot_path(&facts_out);
     check_facts_out(&config.facts_out, Some(&config.trace_path))?;
     config.facts_at_end = args.headless && args.facts_out.is_some();
-    config.frame_period = frame_period(args.fps)?;
+    if !args.headless {
+        // Headless has no screen to refresh: --fps does not apply (nor is it checked).
+        config.frame_period = frame_period(args.fps)?;
+    }
     config.window_ns = i64::try_from(seconds("--window-seconds", args.window_seconds)?.as_nanos())
         .wrap_err("--window-seconds is too large")?;
     config.exit_at_eof = args.exit_at_eof;
@@ -260,6 +263,22 @@ fn refuse_unfollowable(path: &Path) -> color_eyre::Result<()> {
         );
     }
     let metadata = std::fs::metadata(path).ok();
+    if metadata.is_none() {
+        // A trace still to be created is waited for; one in a directory that does not exist
+        // is a typo far more often than a directory about to appear.
+        let directory = path
+            .parent()
+            .filter(|dir| !dir.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        if !directory.is_dir() {
+            bail!(
+                "{}: the directory {} does not exist (watch waits for a trace file that is not \
+                 there yet, but in an existing directory)",
+                path.display(),
+                directory.display()
+            );
+        }
+    }
     if metadata.as_ref().is_some_and(std::fs::Metadata::is_dir) {
         bail!("{}: is a directory; pass the trace file", path.display());
     }

@@ -105,6 +105,8 @@ pub struct Report {
     pub uptime_s: f64,
     pub state: &'static str,
     pub backlog_bytes: u64,
+    /// A last line still without its newline (not counted in `backlog_bytes`).
+    pub unterminated_last_line_bytes: u64,
     pub slots: Vec<SlotDto>,
     pub instances: Vec<InstanceDto>,
     /// Σ over instances (each projected with its own block_bytes).
@@ -187,7 +189,8 @@ impl Report {
         let slot_count = snap.slots.len();
         let totals: Totals = snap.totals();
         Self {
-            uptime_s: snap.uptime.as_secs_f64(),
+            // Whole milliseconds: `1.601`, not `1.6010939419999999`.
+            uptime_s: snap.uptime.as_millis() as f64 / 1e3,
             state: match snap.source.state {
                 FollowState::Waiting => "waiting",
                 FollowState::CatchingUp => "catching_up",
@@ -197,6 +200,7 @@ impl Report {
                 FollowState::Failed => "read_error",
             },
             backlog_bytes: snap.source.backlog_bytes,
+            unterminated_last_line_bytes: snap.source.unterminated_bytes,
             slots: snap
                 .slots
                 .iter()

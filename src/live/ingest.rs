@@ -996,7 +996,16 @@ impl Ingest {
         self.rate = self
             .rates
             .sample(now, requests, blocks, pipeline.consumed_bytes_total);
-        let backlog_bytes = self.tailer.backlog_bytes();
+        // A last line still waiting for its newline is not lag: the writer has it.
+        let unterminated_bytes = if self.caught_up() {
+            self.tailer.pending_partial_bytes() as u64
+        } else {
+            0
+        };
+        let backlog_bytes = self
+            .tailer
+            .backlog_bytes()
+            .saturating_sub(unterminated_bytes);
         let catch_up_eta = (backlog_bytes > 0 && self.rate.bytes_per_s > 0.0)
             .then(|| Duration::from_secs_f64(backlog_bytes as f64 / self.rate.bytes_per_s));
         let state = if self.finished {
@@ -1032,6 +1041,7 @@ impl Ingest {
                 state,
                 wake: self.wake,
                 backlog_bytes,
+                unterminated_bytes,
                 consumed_bytes: self.tailer.consumed_offset(),
                 catch_up_eta,
                 last_notice: self

@@ -269,8 +269,11 @@ pub struct SourceStatus {
     pub path: String,
     pub state: FollowState,
     pub wake: WakeSource,
-    /// Bytes behind the end of the file.
+    /// Bytes behind the end of the file, but for `unterminated_bytes`.
     pub backlog_bytes: u64,
+    /// A last line without its newline yet (everything before it read): it is taken once
+    /// the newline comes, or at quit / `--exit-at-eof`, as `replay` takes it.
+    pub unterminated_bytes: u64,
     /// Bytes of complete lines consumed from the current file.
     pub consumed_bytes: u64,
     /// Seconds until the backlog is drained at the current rate.
@@ -288,6 +291,7 @@ impl Default for SourceStatus {
             state: FollowState::Waiting,
             wake: WakeSource::Events,
             backlog_bytes: 0,
+            unterminated_bytes: 0,
             consumed_bytes: 0,
             catch_up_eta: None,
             last_notice: None,

@@ -129,12 +129,18 @@ pub fn render_replay_summary(
     }
     let blocks: u64 = lanes.iter().map(|l| l.request_blocks).sum();
     let seconds = elapsed.as_secs_f64().max(1e-9);
+    let rate = blocks as f64 / seconds;
+    // A small trace replays in microseconds: a rate of "0.0 M" would read as nothing done.
+    let rate = if rate >= 1e5 {
+        format!("{:.1} M", rate / 1e6)
+    } else {
+        format!("{:.1} k", rate / 1e3)
+    };
     let _ = writeln!(
         out,
-        "replayed {} in {:.2} s ({:.1} M block accesses/s); facts: {}",
+        "replayed {} in {:.2} s ({rate} block accesses/s); facts: {}",
         human_bytes(trace_bytes),
         seconds,
-        blocks as f64 / seconds / 1e6,
         facts_path.display()
     ); // writing to a String cannot fail
     out

@@ -108,7 +108,14 @@ impl AtomicFile {
             path: path.to_path_buf(),
             source,
         };
-        let in_place = fs::metadata(final_path).is_ok_and(|metadata| !metadata.is_file());
+        let metadata = fs::metadata(final_path);
+        if metadata.as_ref().is_ok_and(fs::Metadata::is_dir) {
+            return Err(create_error(
+                final_path,
+                std::io::Error::other("is a directory; name a file"),
+            ));
+        }
+        let in_place = metadata.is_ok_and(|metadata| !metadata.is_file());
         if in_place {
             let file = fs::OpenOptions::new()
                 .write(true)
@@ -130,8 +137,32 @@ impl AtomicFile {
                 ),
             ));
         }
+        if final_path
+            .as_os_str()
+            .as_encoded_bytes()
+            .ends_with(std::path::MAIN_SEPARATOR_STR.as_bytes())
+        {
+            return Err(create_error(
+                final_path,
+                std::io::Error::other("names a directory (it ends in /); name a file"),
+            ));
+        }
         let regular =
             resolve_symlinks(final_path).map_err(|source| create_error(final_path, source))?;
+        let directory = regular
+            .parent()
+            .filter(|dir| !dir.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        if !directory.is_dir() {
+            // Said of the path asked for, not of the temp file this would have created.
+            return Err(create_error(
+                final_path,
+                std::io::Error::other(format!(
+                    "the directory {} does not exist",
+                    directory.display()
+                )),
+            ));
+        }
         let temp_path = temp_path_for(&regular);
         let file = File::create(&temp_path).map_err(|source| create_error(&temp_path, source))?;
         Ok(Self {

@@ -126,6 +126,12 @@ fn render_title(frame: &mut Frame, area: Rect, snap: &LiveSnapshot) {
             format::bytes(source.backlog_bytes)
         )));
     }
+    if source.unterminated_bytes > 0 {
+        spans.push(Span::raw(format!(
+            " · last line unterminated ({})",
+            format::bytes(source.unterminated_bytes)
+        )));
+    }
     let used: usize = spans.iter().map(Span::width).sum();
     let room = usize::from(area.width).saturating_sub(used + 3);
     if room >= 8 {
