@@ -1908,7 +1908,8 @@ fn watch_refuses_what_it_cannot_follow_with_a_clear_message() {
     // Slots: distinct, and ∞ is a column already.
     for (slots, fragment) in [
         ("40,40GB", "40 GB is given twice"),
-        ("10,inf", "inf is always shown"),
+        ("10,inf", "unlimited (inf, -1) is always shown"),
+        ("-1", "unlimited (inf, -1) is always shown"),
     ] {
         let run = run_in(None, ["demo", "--headless", "--capacity-gb", slots]);
         assert_mentions(failed(&run), &[fragment]);

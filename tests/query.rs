@@ -233,6 +233,9 @@ fn many_rows(path: &Path, rows: usize) -> Vec<litehit::facts::FactRecord> {
             let pairs: Vec<[u64; 2]> = (0..n % 4)
                 .map(|k| [1 + k * 50 + n % 37, 1 + n % 13])
                 .collect();
+            let block_size_tokens = [16, 32, 16][row % 3];
+            // At least the blocks the curve covers (readers refuse more), then a tail.
+            let curve_blocks: u64 = pairs.iter().map(|&[_, run]| run).sum();
             FactRecord {
                 trace_id: if row % 97 == 0 {
                     format!("q\"{row},\t\\")
@@ -241,8 +244,8 @@ fn many_rows(path: &Path, rows: usize) -> Vec<litehit::facts::FactRecord> {
                 },
                 instance_id: ["a", "b\\n", "c"][row % 3].to_owned(),
                 timestamp_ns: i64::try_from(row).unwrap() - 5,
-                input_token_len: (n * 7919) % 5000,
-                block_size_tokens: [16, 32, 16][row % 3],
+                input_token_len: curve_blocks * block_size_tokens + (n * 7919) % 5000,
+                block_size_tokens,
                 block_bytes: [1 << 20, 1 << 21, 3 << 19][row % 3],
                 fact: RequestFact::from_pairs(&pairs),
             }

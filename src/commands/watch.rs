@@ -237,7 +237,9 @@ pub(crate) fn frame_period(fps: f64) -> color_eyre::Result<Duration> {
 pub fn check_slots(slots: &[Capacity]) -> color_eyre::Result<()> {
     for (index, capacity) in slots.iter().enumerate() {
         if *capacity == Capacity::Infinite {
-            bail!("--capacity-gb: inf is always shown (the ∞ column); leave it out");
+            bail!(
+                "--capacity-gb: unlimited (inf, -1) is always shown (the ∞ column); leave it out"
+            );
         }
         if slots[..index].contains(capacity) {
             bail!("--capacity-gb: {capacity} is given twice");

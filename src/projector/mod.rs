@@ -176,9 +176,12 @@ pub fn parse_capacity(input: &str) -> Result<Capacity, String> {
     let number = gigabytes.unwrap_or(&text).trim();
     match number.parse::<f64>() {
         Ok(gb) if (0.0..MAX_TYPED_GB).contains(&gb) => Ok(Capacity::Gigabytes(gb)),
-        Ok(gb) if gb >= MAX_TYPED_GB => Err(format!(
-            "{input:?}: too large (below 2^34 GB); ∞ is always shown"
-        )),
+        // As in `query` (and upstream): a negative size is the unlimited one.
+        Ok(gb) if gb < 0.0 => Ok(Capacity::Infinite),
+        // Short, without the input: the slot editor shows it under what was typed.
+        Ok(gb) if gb >= MAX_TYPED_GB => {
+            Err("too large (over 2^34 GB); ∞ is always shown".to_owned())
+        }
         _ => Err(format!(
             "{input:?}: expected binary GB (40, 0.5) or blocks (1000b)"
         )),
@@ -226,7 +229,8 @@ mod tests {
             ("7 blocks", Ok(Capacity::Blocks(7))),
             ("inf", Ok(Capacity::Infinite)),
             ("", Err(())),
-            ("-1", Err(())),
+            ("-1", Ok(Capacity::Infinite)),
+            ("-0.5", Ok(Capacity::Infinite)),
             ("1.5b", Err(())),
             ("abc", Err(())),
             ("nan", Err(())),

@@ -160,6 +160,12 @@ pub enum FactsRowError {
     HitCurve(#[from] HitCurveError),
     #[error("block_bytes/block_size_tokens must be positive")]
     NonPositiveBlock,
+    /// Not an upstream check: such a row would project to a hit rate over 100 %.
+    #[error(
+        "hit_curve covers {curve_blocks} blocks, more than the {full_blocks} full blocks of \
+         input_token_len / block_size_tokens"
+    )]
+    CurveLongerThanInput { curve_blocks: u64, full_blocks: u64 },
 }
 
 /// Why a `hit_curve` field could not be parsed (upstream's messages, verbatim).

@@ -80,7 +80,11 @@ impl<R: Read> FactsReader<R> {
     pub fn next_record(&mut self, record: &mut FactRecord) -> Result<bool> {
         loop {
             let parsed = self.with_next_line(|parser, line| {
-                (!line.is_empty()).then(|| parser.parse(line, record))
+                (!line.is_empty()).then(|| {
+                    parser
+                        .parse(line, record)
+                        .and_then(|()| curve_fits_input(record))
+                })
             })?;
             match parsed {
                 None => return Ok(false),
@@ -155,6 +159,25 @@ impl<R: Read> FactsReader<R> {
             return Ok(Some(value));
         }
     }
+}
+
+/// Beyond upstream's row rules (which `parse_fact_line` keeps exactly): a hit curve cannot
+/// cover more blocks than the request's full blocks, or it would project to a hit rate over
+/// 100 %. Checked where files are read for answers (`query`, `mrc`).
+fn curve_fits_input(record: &FactRecord) -> Result<(), FactsRowError> {
+    let curve_blocks = record
+        .fact
+        .hit_curve
+        .iter()
+        .fold(0_u64, |sum, segment| sum.saturating_add(segment.run_length));
+    let full_blocks = record.input_token_len / record.block_size_tokens;
+    if curve_blocks > full_blocks {
+        return Err(FactsRowError::CurveLongerThanInput {
+            curve_blocks,
+            full_blocks,
+        });
+    }
+    Ok(())
 }
 
 /// Parses one facts line (no line end) into a new record.
@@ -722,7 +745,7 @@ mod tests {
 
     #[test]
     fn lines_straddling_reads_are_reassembled() {
-        let text = format!("{FACTS_HEADER}\nt1,i,1,2,3,4,\"[[1,2]]\"\n\n\"t,2\",i,5,6,7,8,\"[]\"");
+        let text = format!("{FACTS_HEADER}\nt1,i,1,6,3,4,\"[[1,2]]\"\n\n\"t,2\",i,5,6,7,8,\"[]\"");
         let mut reader = FactsReader::from_reader(Trickle(text.as_bytes(), 0), "trickle").unwrap();
         let mut record = FactRecord::default();
         assert!(reader.next_record(&mut record).unwrap());
@@ -734,6 +757,23 @@ mod tests {
         assert_eq!((record.trace_id.as_str(), record.block_bytes), ("t,2", 8));
         assert_eq!(reader.line_number(), 4);
         assert!(!reader.next_record(&mut record).unwrap());
+    }
+
+    #[test]
+    fn a_curve_longer_than_the_request_is_refused_where_files_are_read() {
+        let row = "t,i,1,100,512,4,\"[[5,1]]\"";
+        assert!(
+            parse_fact_line(row).is_ok(),
+            "upstream's row rules accept it"
+        );
+        let text = format!("{FACTS_HEADER}\n{row}\n");
+        let mut reader = FactsReader::from_reader(text.as_bytes(), "f.csv").unwrap();
+        let error = reader.next_record(&mut FactRecord::default()).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "f.csv: facts line 2: hit_curve covers 1 blocks, more than the 0 full blocks of \
+             input_token_len / block_size_tokens"
+        );
     }
 
     #[test]
