@@ -33,7 +33,7 @@ pub struct QueryArgs {
 
     /// Extra capacity slots in blocks (independent of `block_bytes`), after the GB slots;
     /// comma-separated or repeated
-    #[arg(long, value_name = "N,...", value_delimiter = ',')]
+    #[arg(long, value_name = "N,...", value_delimiter = ',', value_parser = parse_block_count)]
     pub capacity_blocks: Vec<u64>,
 
     /// Write only the summary lines (per instance and overall), not one line per row
@@ -62,6 +62,15 @@ impl QueryArgs {
     pub fn writes_to_stdout(&self) -> bool {
         self.out.as_os_str() == "-"
     }
+}
+
+/// One `--capacity-blocks` value: a whole number of blocks, `1000` or (as `watch` spells
+/// it) `1000b`.
+fn parse_block_count(text: &str) -> Result<u64, String> {
+    let digits = text.strip_suffix(['b', 'B']).unwrap_or(text);
+    digits
+        .parse()
+        .map_err(|_| "expected a whole number of blocks, e.g. 1000 or 1000b".to_owned())
 }
 
 /// Parses one `CAPACITY_GB` argument like upstream's `strtod` check: leading white space is
@@ -181,6 +190,18 @@ mod tests {
         assert_eq!(args.capacity_gb, ["0", "-1", "2.5", "-0.5", "1e3"]);
         assert!(args.summary_only);
         assert!(args.writes_to_stdout());
+    }
+
+    #[test]
+    fn block_slots_take_the_b_suffix() {
+        assert_eq!(
+            parse(&["f.csv", "-", "--capacity-blocks", "1000b,7"]).capacity_blocks,
+            [1000, 7]
+        );
+        let error = Wrapper::try_parse_from(["query", "f.csv", "-", "--capacity-blocks", "1.5"])
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("a whole number of blocks"), "{error}");
     }
 
     #[test]
