@@ -375,10 +375,14 @@ fn replay_summary_on_stderr_lists_every_instance_in_order_of_appearance() {
         entry.2 += hits[0] * BLOCK_TOKENS;
     }
     let lines: Vec<&str> = run.stderr.lines().collect();
-    assert_eq!(lines.len(), order.len() + 3, "{}", run.stderr);
+    assert!(order.len() > 1, "several instances, so a total row");
+    assert_eq!(lines.len(), order.len() + 4, "{}", run.stderr);
     assert!(lines[0].starts_with("instance"), "{}", run.stderr);
     // The block geometry the facts keep (`--block-bytes` 1 MiB, 16-token blocks).
-    assert_eq!(lines[order.len() + 1], "blocks: 16 tokens, 1.0 MiB each");
+    assert_eq!(lines[order.len() + 2], "blocks: 16 tokens, 1.0 MiB each");
+    let sum = |pick: fn(&(u64, u64, u64)) -> u64| totals.values().map(pick).sum::<u64>();
+    totals.insert("total", (sum(|t| t.0), sum(|t| t.1), sum(|t| t.2)));
+    order.push("total");
     for (line, id) in lines[1..].iter().zip(&order) {
         let (requests, input_tokens, hit_tokens) = totals[id];
         let fields: Vec<&str> = line.split_whitespace().collect();

@@ -95,7 +95,20 @@ pub fn render_replay_summary(
         "∞ hit",
         "core mem"
     );
-    for lane in lanes {
+    let total = (lanes.len() > 1).then(|| LaneSummary {
+        // Every instance with its own cache, as `query`'s overall line: sums, and the
+        // token-weighted ∞ hit rate.
+        instance_id: "total".to_owned(),
+        requests: lanes.iter().map(|lane| lane.requests).sum(),
+        request_blocks: lanes.iter().map(|lane| lane.request_blocks).sum(),
+        input_tokens: lanes.iter().map(|lane| lane.input_tokens).sum(),
+        unique_blocks: lanes.iter().map(|lane| lane.unique_blocks).sum(),
+        infinite_hit_tokens: lanes.iter().map(|lane| lane.infinite_hit_tokens).sum(),
+        core_memory_bytes: lanes.iter().map(|lane| lane.core_memory_bytes).sum(),
+        block_size_tokens: 0,
+        block_bytes: 0,
+    });
+    for lane in lanes.iter().chain(&total) {
         let _ = writeln!(
             out,
             "{} {:>9} {:>12} {:>11} {:>7.2}% {:>10}",
