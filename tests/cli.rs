@@ -906,6 +906,32 @@ fn out_naming_a_csv_file_is_that_file_and_query_and_mrc_take_a_directory() {
         failed(&run),
         &["invalid capacity_gb: 1000b", "--capacity-blocks"],
     );
+    let run = run_in(None, ["query", path_str(&named), "-", "40MiB"]);
+    assert!(
+        !failed(&run).contains("--capacity-blocks"),
+        "{}",
+        run.stderr
+    );
+    // OUT left out with a single capacity: said as such, not "no capacity given".
+    let run = run_in(Some(dir.path()), ["query", path_str(&named), "40"]);
+    assert_mentions(failed(&run), &["OUT 40 looks like a capacity"]);
+    // `-` is standard input even where a directory is named `-`.
+    fs::create_dir(dir.path().join("-")).unwrap();
+    let mut child = litehit()
+        .current_dir(dir.path())
+        .args(["query", "-", "-", "1", "-1"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(&fs::read(&named).unwrap())
+        .unwrap();
+    let piped = child.wait_with_output().unwrap();
+    assert_eq!(String::from_utf8(piped.stdout).unwrap(), from_file.stdout);
     let run = run_in(None, ["mrc", path_str(&plain), "--png", "plot.svg"]);
     assert_mentions(failed(&run), &["--png plot.svg", "use --svg"]);
     let run = run_in(None, ["mrc", path_str(&plain), "--max-curve-points", "1"]);
@@ -1772,11 +1798,21 @@ fn headless_watch_with_facts_out_publishes_the_replays_facts_at_the_end() {
     ));
     assert_eq!(fs::read_dir(quiet_dir.path()).unwrap().count(), 0);
 
-    // A path that cannot be written fails the run, naming it.
+    // A path that cannot be written is said at once, before anything is read.
     let blocked = dir.path().join("a-file");
     fs::write(&blocked, "").unwrap();
     let run = headless(&blocked.join("facts.csv"));
-    assert_mentions(failed(&run), &["writing the facts to", "a-file"]);
+    assert_mentions(failed(&run), &["--facts-out", "a-file is not a directory"]);
+    assert!(run.stdout.is_empty(), "nothing ran: {}", run.stdout);
+    let run = headless(&dir.path().join("no-such-dir").join("facts.csv"));
+    assert_mentions(failed(&run), &["--facts-out", "no-such-dir does not exist"]);
+    // One that fails only when written fails the run, naming it: here a directory stands
+    // where the snapshot file would go.
+    let taken = dir.path().join("taken");
+    fs::create_dir_all(taken.join(FACTS)).unwrap();
+    let run = headless(&taken);
+    assert_mentions(failed(&run), &["writing the facts to", "is a directory"]);
+    assert_eq!(last_headless_line(&run)["instances"][0]["requests"], 300);
 }
 
 #[test]

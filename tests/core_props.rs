@@ -131,7 +131,14 @@ fn timestamps_and_ttl() -> impl Strategy<Value = (Vec<i64>, u64)> {
 /// dense-id array and the hashed table) see it.
 fn non_contract_trace() -> impl Strategy<Value = Vec<Vec<i64>>> {
     (
-        prop::collection::vec(prop::collection::vec(0..8_i64, 0..9), 1..50),
+        prop::collection::vec(
+            prop_oneof![
+                prop::collection::vec(0..8_i64, 0..9),
+                // Longer than the core's new-key search window, over a larger alphabet.
+                prop::collection::vec(0..40_i64, 0..40),
+            ],
+            1..60,
+        ),
         any::<bool>(),
     )
         .prop_map(|(trace, hashed)| {
@@ -207,6 +214,9 @@ proptest! {
             let expected = oracle.process_request(keys, 0);
             unlimited.process_request(keys, 0);
             prop_assert_eq!(core.recency_order(), unlimited.recency_order(), "after request {}", index);
+            // Positions a repeat leaves behind must be freed, or every depth below them
+            // grows (which "≤ oracle" alone would not notice).
+            prop_assert_eq!(core.current_unique_blocks(), unlimited.len() as u64, "after request {}", index);
             for (capacity, expected_hits) in CAPACITIES.iter().zip(&expected) {
                 let projected = project(&fact, *capacity);
                 if capacity.is_none() {
@@ -232,6 +242,58 @@ proptest! {
         (timestamps, ttl_ns) in timestamps_and_ttl(),
     ) {
         check_exact(&trace, &timestamps, ttl_ns)?;
+    }
+}
+
+#[test]
+fn long_non_contract_traces_keep_the_oracles_order_through_compactions() {
+    // Repeats and reorders over a small alphabet, long enough that dead positions pile up
+    // and get compacted many times; both key stores.
+    for (seed, hashed) in [(1, false), (2, true), (3, true)] {
+        let mut rng = litehit::workload::SplitMix64::new(seed);
+        let mut core = LiteHit::new();
+        let mut unlimited = OracleLru::new(None, None);
+        let mut compactions_seen = 0;
+        let mut last_positions = 0;
+        for index in 0..3000 {
+            let len = rng.index(48);
+            let keys: Vec<i64> = (0..len)
+                .map(|_| {
+                    let letter = rng.index(60) as u64;
+                    let key = if hashed {
+                        litehit::workload::mix64(letter + 1)
+                    } else {
+                        letter
+                    };
+                    i64::from_ne_bytes(key.to_ne_bytes())
+                })
+                .collect();
+            let fact = core.process_request(&keys, 0);
+            let expected = unlimited.process_request(&keys, 0);
+            assert_eq!(
+                project(&fact, None),
+                expected,
+                "request {index} at infinity"
+            );
+            assert_eq!(
+                core.recency_order(),
+                unlimited.recency_order(),
+                "request {index}"
+            );
+            assert_eq!(
+                core.current_unique_blocks(),
+                unlimited.len() as u64,
+                "request {index}"
+            );
+            if core.position_space_len() < last_positions {
+                compactions_seen += 1;
+            }
+            last_positions = core.position_space_len();
+        }
+        assert!(
+            compactions_seen > 3,
+            "seed {seed}: {compactions_seen} compactions"
+        );
     }
 }
 

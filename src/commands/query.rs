@@ -11,14 +11,6 @@ use crate::output::query_jsonl::{QueryError, QueryOptions, QuerySlots, query_fac
 
 /// Runs the facts query: JSONL to OUT (atomically) or to stdout for `-`.
 pub fn run(args: &QueryArgs) -> color_eyre::Result<()> {
-    let slots = slots(args)?;
-    let options = QueryOptions {
-        summary_only: args.summary_only,
-    };
-    let facts_paths = args.facts_paths();
-    super::refuse_repeated_facts(&facts_paths)?;
-    // `-`, or stdout under another name (`/dev/stdout`): through the stdout handle, which
-    // shares the shell's file offset (`>>`) and the process's other output.
     // `query FACTS 10 40`: the first capacity would silently become the output file.
     if args.out.as_os_str() != "-" && parse_capacity_gb(&args.out.to_string_lossy()).is_some() {
         bail!(
@@ -29,6 +21,14 @@ pub fn run(args: &QueryArgs) -> color_eyre::Result<()> {
             args.out.display()
         );
     }
+    let slots = slots(args)?;
+    let options = QueryOptions {
+        summary_only: args.summary_only,
+    };
+    let facts_paths = args.facts_paths();
+    super::refuse_repeated_facts(&facts_paths)?;
+    // `-`, or stdout under another name (`/dev/stdout`): through the stdout handle, which
+    // shares the shell's file offset (`>>`) and the process's other output.
     let to_stdout = is_standard_output(&args.out);
     if let Some(input) = facts_paths
         .iter()
@@ -62,9 +62,11 @@ fn slots(args: &QueryArgs) -> color_eyre::Result<QuerySlots> {
         .iter()
         .map(|arg| {
             parse_capacity_gb(arg).ok_or_else(|| {
-                let hint = if arg.trim_end().to_ascii_lowercase().ends_with('b')
-                    && !arg.to_ascii_lowercase().ends_with("gb")
-                {
+                let block_count = arg
+                    .trim()
+                    .strip_suffix(['b', 'B'])
+                    .is_some_and(|digits| digits.parse::<u64>().is_ok());
+                let hint = if block_count {
                     "; block counts go in --capacity-blocks"
                 } else {
                     ""

@@ -215,6 +215,23 @@ pub(crate) fn check_facts_out(
             facts_out.display()
         );
     }
+    // Said now, not when `s` is pressed (or a headless run ends) with the facts at stake.
+    let directory = facts_out
+        .parent()
+        .filter(|dir| !dir.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if !directory.is_dir() {
+        bail!(
+            "--facts-out {}: {} {}",
+            facts_out.display(),
+            directory.display(),
+            if directory.exists() {
+                "is not a directory"
+            } else {
+                "does not exist"
+            }
+        );
+    }
     if trace_path.is_some_and(|trace_path| super::same_file(facts_out, trace_path)) {
         bail!(
             "--facts-out {}: that is the trace being watched; a snapshot would replace it",

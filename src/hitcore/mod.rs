@@ -8,7 +8,8 @@
 //! while keys are dense ids, else a hashed table) and [`recency_ranks::RecencyRanks`] (order
 //! statistics over positions), plus the optional TTL watermark. Phase 1 reads the
 //! pre-request snapshot; phase 2 gives every block a new position as if touched from the
-//! request tail to its head (head most recent; a repeated key ends at its first occurrence),
+//! request tail to its head (head most recent; a repeated key ends at its first occurrence,
+//! the one nearest the head),
 //! committing the stored blocks first and then adding the new keys (head first, so in the
 //! hashed table chains are neighbouring entries); then dead positions are compacted when they
 //! dominate (REFERENCE §3).
@@ -368,7 +369,8 @@ fn build_hit_curve(
 
 /// Phase 2: every block gets a new position, the request tail the oldest and the head the
 /// most recent (the same as touching block by block from the tail); a repeated key ends at
-/// the position of its occurrence nearest the head, and its other positions are freed.
+/// the position of its first occurrence (the one nearest the head), and its other positions
+/// are freed.
 ///
 /// That rule does not depend on the order the blocks are visited in, so the blocks phase 1
 /// found stored are committed first, while the index slots of the new keys (requested in

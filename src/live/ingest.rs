@@ -938,18 +938,13 @@ impl Ingest {
     }
 
     /// At the end of a run that asked for it (`--headless --facts-out`): publishes every fact
-    /// on this thread, after a write still in flight.
+    /// on this thread. Headless runs have no `s` key, so no writer thread is in flight (two
+    /// would share the temp file).
     fn write_facts_at_end(&mut self) {
-        while self.writing_facts {
-            match self.events_rx.recv() {
-                Ok(IngestEvent::FactsWritten(result)) => {
-                    self.writing_facts = false;
-                    self.facts_write = result;
-                }
-                Ok(_) => {}
-                Err(_) => break,
-            }
-        }
+        debug_assert!(
+            !self.writing_facts,
+            "a facts snapshot is still being written"
+        );
         self.facts_write = match self.facts_job() {
             Ok(job) => job.run(),
             Err(failed) => failed,
@@ -1082,7 +1077,6 @@ impl Ingest {
     }
 }
 
-/// Writes the header and the first `spilled_bytes` of the spill to `path` atomically.
 /// One facts write: the spill's rows so far, to be published at `path`.
 struct FactsJob {
     source: File,
@@ -1109,6 +1103,7 @@ impl FactsJob {
     }
 }
 
+/// Writes the header and the first `spilled_bytes` of the spill to `path` atomically.
 fn copy_facts(
     source: &File,
     spilled_bytes: u64,

@@ -53,10 +53,12 @@ pub fn replay_facts_path(out: &std::path::Path) -> std::path::PathBuf {
 }
 
 /// The facts file a reader opens for `path`: [`FACTS_FILE_NAME`] inside it when `path` is a
-/// directory (what `replay --out DIR` or a config's `output_result_path` names), else `path`.
+/// directory (what `replay --out DIR` or a config's `output_result_path` names), else `path`
+/// (`-` stays standard input).
 #[must_use]
 pub fn facts_input_path(path: &std::path::Path) -> std::path::PathBuf {
-    if path.is_dir() {
+    // `-` is standard input, even with a directory of that name around.
+    if path.as_os_str() != "-" && path.is_dir() {
         path.join(FACTS_FILE_NAME)
     } else {
         path.to_path_buf()
