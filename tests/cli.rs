@@ -429,6 +429,14 @@ fn out_of_order_timestamp_fails_naming_line_and_trace_id() {
             "2500",
         ],
     );
+    // Mooncake times are milliseconds: the message also says them as the trace has them.
+    let mooncake = "{\"timestamp\": 33000, \"input_length\": 1024, \"hash_ids\": [1, 2]}\n\
+                    {\"timestamp\": 5, \"input_length\": 1024, \"hash_ids\": [1, 2]}\n";
+    failing_replay(
+        mooncake,
+        &[],
+        &["line 2", "(`timestamp` 5 ms after 33000 ms)"],
+    );
 }
 
 #[test]

@@ -184,6 +184,29 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
     Ok(())
 }
 
+/// For a time-order error in a trace whose timestamps are not nanoseconds (Mooncake ms,
+/// Bailian s): the two times as the trace writes them.
+fn in_trace_units(
+    error: &crate::engine::pipeline::PipelineError,
+    format: TraceFormat,
+) -> Option<String> {
+    let crate::engine::pipeline::PipelineError::Engine(crate::engine::EngineError::OutOfOrder {
+        timestamp_ns,
+        previous_timestamp_ns,
+        ..
+    }) = error
+    else {
+        return None;
+    };
+    let (field, unit, ns_per_unit) = format.timestamp_field()?;
+    let in_units = |ns: i64| ns as f64 / ns_per_unit as f64;
+    Some(format!(
+        " (`{field}` {} {unit} after {} {unit})",
+        in_units(*timestamp_ns),
+        in_units(*previous_timestamp_ns)
+    ))
+}
+
 fn resolve_plan(args: &ReplayArgs) -> Result<ReplayPlan> {
     let default_workers = || std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
     let worker_count = |configured: Option<usize>| {
@@ -319,7 +342,10 @@ fn replay_plan(plan: ReplayPlan, show_progress: bool) -> Result<(PipelineTotals,
     if let Some(error) = write_error {
         return Err(error.into());
     }
-    let totals = replay.map_err(|error| eyre!("{}: {error}", plan.trace_path.display()))?;
+    let totals = replay.map_err(|error| {
+        let in_trace_units = in_trace_units(&error, plan.format).unwrap_or_default();
+        eyre!("{}: {error}{in_trace_units}", plan.trace_path.display())
+    })?;
     if engine.stats().read_events == 0 {
         // Every line an event of no interest: most likely the wrong --format.
         let skipped = totals.first_ignored_line.map_or_else(String::new, |first| {

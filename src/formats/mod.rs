@@ -74,6 +74,18 @@ pub use open::{
 use json::Fault;
 
 impl TraceFormat {
+    /// A timestamp field the reader converts to nanoseconds: its name, its unit and the
+    /// nanoseconds per unit (`None` where the trace's time is in nanoseconds already, or not
+    /// a field of its own). Errors about time order say the values as the trace has them.
+    #[must_use]
+    pub fn timestamp_field(self) -> Option<(&'static str, &'static str, i64)> {
+        match self {
+            Self::Mooncake => Some(("timestamp", "ms", 1_000_000)),
+            Self::Bailian => Some(("timestamp", "s", 1_000_000_000)),
+            Self::Standard | Self::Kvcm | Self::Lmcache => None,
+        }
+    }
+
     /// The block size (tokens per key) a format's public traces use, if it has a fixed one:
     /// Mooncake 512, Qwen-Bailian 16, `LMCache` 256 (its default `chunk_size`).
     pub fn native_block_size_tokens(self) -> Option<u64> {
