@@ -5,8 +5,8 @@ use std::time::Duration;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use litehit::live::LiveSnapshot;
 use litehit::live::snapshot::{
-    CurvePoint, FollowState, IngestRate, InputHealth, LaneSnapshot, LaneWindow, LineErrorView,
-    MemoryGauge, Slot, SourceStatus, Timeline, Window,
+    CurvePoint, FactsWrite, FollowState, IngestRate, InputHealth, LaneSnapshot, LaneWindow,
+    LineErrorView, MemoryGauge, Slot, SourceStatus, Timeline, Window,
 };
 use litehit::live::tail::{TailNotice, WakeSource};
 use litehit::projector::Capacity;
@@ -302,6 +302,28 @@ fn a_long_bad_line_message_keeps_its_end() {
         .unwrap_or_else(|| panic!("no error line:\n{screen}"));
     assert!(line.contains("…"), "{line}");
     assert!(line.contains("(they fit 512-token blocks)"), "{line}");
+}
+
+#[test]
+fn a_finished_facts_write_gives_way_to_newer_notices() {
+    let mut snap = one_instance();
+    snap.facts_write = FactsWrite::Done {
+        path: "/tmp/litehit_facts.csv".to_owned(),
+        rows: 787,
+        bytes: 40_000,
+    };
+    snap.source.last_notice = Some((TailNotice::Truncated, Duration::from_secs(2)));
+    let status = |snap: &LiveSnapshot| {
+        let mut app = App::default();
+        app.observe(snap);
+        screen_text(snap, &app, 120, 40)
+    };
+    snap.facts_write_age = Duration::from_secs(3);
+    assert!(status(&snap).contains("wrote 787 facts rows"));
+    snap.facts_write_age = Duration::from_secs(120);
+    let screen = status(&snap);
+    assert!(!screen.contains("wrote 787 facts rows"), "{screen}");
+    assert!(screen.contains("file truncated"), "{screen}");
 }
 
 #[test]

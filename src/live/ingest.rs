@@ -586,6 +586,8 @@ struct Ingest {
     paused: bool,
     finished: bool,
     facts_write: FactsWrite,
+    /// When `facts_write` last changed (its age is published, so a message can fade).
+    facts_write_since: Instant,
     writing_facts: bool,
     last_notice: Option<(TailNotice, Instant)>,
     read_error: Option<String>,
@@ -652,6 +654,7 @@ impl Ingest {
             paused: false,
             finished: false,
             facts_write: FactsWrite::Idle,
+            facts_write_since: Instant::now(),
             writing_facts: false,
             last_notice: None,
             read_error: None,
@@ -764,6 +767,7 @@ impl Ingest {
             IngestEvent::FactsWritten(result) => {
                 self.writing_facts = false;
                 self.facts_write = result;
+                self.facts_write_since = Instant::now();
                 self.dirty = true;
             }
             IngestEvent::Command(command) => {
@@ -1067,6 +1071,7 @@ impl Ingest {
                 last_timestamp_ns: engine_stats.last_timestamp_ns,
             },
             facts_write: self.facts_write.clone(),
+            facts_write_age: now.duration_since(self.facts_write_since),
             facts_rows: pipeline.spill.rows,
             fatal: pipeline.spill.error.clone(),
         };

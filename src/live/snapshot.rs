@@ -336,6 +336,8 @@ pub struct LiveSnapshot {
     pub rate: IngestRate,
     pub health: InputHealth,
     pub facts_write: FactsWrite,
+    /// Time since `facts_write` last changed (a finished write's message fades).
+    pub facts_write_age: Duration,
     /// Facts rows produced so far.
     pub facts_rows: u64,
     /// A configuration or startup problem that stops ingestion (shown, never a crash).

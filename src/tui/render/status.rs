@@ -47,7 +47,9 @@ fn message(snap: &LiveSnapshot) -> (String, Style) {
                 Style::new().red(),
             );
         }
-        FactsWrite::Done { path, rows, bytes } => {
+        FactsWrite::Done { path, rows, bytes }
+            if snap.facts_write_age.as_secs() < NOTICE_SECONDS =>
+        {
             return (
                 format!(
                     " wrote {} facts rows ({}) to {path}",
@@ -57,7 +59,8 @@ fn message(snap: &LiveSnapshot) -> (String, Style) {
                 Style::new().green(),
             );
         }
-        FactsWrite::Idle => {}
+        // A write done a while ago gives way to newer notices (rotation, truncation).
+        FactsWrite::Done { .. } | FactsWrite::Idle => {}
     }
     if let Some((notice, age)) = snap
         .source
