@@ -1824,6 +1824,55 @@ fn headless_watch_with_facts_out_publishes_the_replays_facts_at_the_end() {
 }
 
 #[test]
+fn a_config_without_block_size_takes_the_detected_formats_as_if_it_named_the_format() {
+    // Before, leaving out `trace_format` as well meant upstream's 256 for a Mooncake trace
+    // (every line failed its length check) and for a KVCM log (silently 16× too few blocks).
+    let dir = tempdir();
+    let trace = mooncake_trace(dir.path(), 200);
+    let config = |with_format: bool| {
+        format!(
+            r#"{{"trace_file_path": "{}", "output_result_path": "out", {}
+               "instance_groups": [{{"name": "g"}}],
+               "instances": [{{"instance_group_name": "g", "instance_id": "m", "block_size": 512,
+                 "location_spec_infos": [{{"name": "kv", "size": 1048576}}],
+                 "location_spec_groups": [{{"name": "full", "spec_names": ["kv"]}}]}}]}}"#,
+            path_str(&trace),
+            if with_format {
+                r#""trace_format": "mooncake","#
+            } else {
+                ""
+            }
+        )
+    };
+    let mut published = Vec::new();
+    for with_format in [true, false] {
+        let out_dir = dir.path().join(format!("run-{with_format}"));
+        fs::create_dir(&out_dir).unwrap();
+        let config_path = write_file(&out_dir, "config.json", &config(with_format));
+        ok(run_in(
+            Some(&out_dir),
+            ["replay", path_str(&config_path), "--quiet"],
+        ));
+        published.push(fs::read(out_dir.join("out").join(FACTS)).unwrap());
+        // The live monitor resolves the config the same way.
+        let run = ok(run_in(
+            Some(&out_dir),
+            [
+                "watch",
+                "--config",
+                path_str(&config_path),
+                "--headless",
+                "--exit-at-eof",
+            ],
+        ));
+        let last = last_headless_line(&run);
+        assert_eq!(last["bad_lines"], 0, "{last}");
+        assert_eq!(last["instances"][0]["requests"], 200, "{last}");
+    }
+    assert_eq!(published[0], published[1]);
+}
+
+#[test]
 fn watch_reads_an_existing_trace_in_its_own_format_as_replay_does() {
     // Before this was fixed, `watch` read every trace with the standard format's 256-token
     // blocks unless told `--format`, so every Mooncake line failed its length check.

@@ -250,7 +250,7 @@ fn resolve_plan(args: &ReplayArgs) -> Result<ReplayPlan> {
         trace_path,
         output_dir,
         trace_format,
-        engine,
+        mut engine,
         pipeline_worker_count,
         unknown_keys,
         ..
@@ -268,6 +268,11 @@ fn resolve_plan(args: &ReplayArgs) -> Result<ReplayPlan> {
     super::warn_unknown_config_keys(&args.input, &unknown_keys);
     let OpenedTrace { reader, format } =
         open_and_detect(&trace_path, args.lane.format.or(trace_format))?;
+    if trace_format.is_none() {
+        // The block size a config leaves out follows the format the trace is read in, as it
+        // does when the config names the format.
+        engine = config::load_config_file_read_as(&args.input, Some(format))?.engine;
+    }
     Ok(ReplayPlan {
         trace_path,
         trace: reader,

@@ -9,7 +9,7 @@ use color_eyre::eyre::{WrapErr as _, bail, eyre};
 
 use crate::cli::watch_args::WatchArgs;
 use crate::commands::detect_trace_format;
-use crate::config::{load_config_file, resolve_single_instance};
+use crate::config::{load_config_file, load_config_file_read_as, resolve_single_instance};
 use crate::formats::{Compression, read_magic};
 use crate::live::LiveSnapshot;
 use crate::live::headless::{self, HeadlessOptions};
@@ -120,12 +120,29 @@ pub fn ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
         super::warn_unknown_config_keys(path, &config.unknown_keys);
         let trace = args.trace.clone().unwrap_or(config.trace_path);
         refuse_unfollowable(&trace)?;
-        (
-            trace,
-            config.engine,
-            config.trace_format,
-            config.capacity_gb,
-        )
+        let mut engine = config.engine;
+        if config.trace_format.is_none() {
+            // A block size the config leaves out follows the format the trace is read in,
+            // as in `replay`: known now, or once the first line of a trace still to come.
+            let known = match args.lane.format {
+                Some(format) => Some(format),
+                None if has_first_line(&trace) => Some(detect_trace_format(&trace)?),
+                None => None,
+            };
+            if let Some(format) = known {
+                engine = load_config_file_read_as(path, Some(format))
+                    .wrap_err_with(|| format!("loading {}", path.display()))?
+                    .engine;
+            } else {
+                let path = path.clone();
+                engine_for_format = Some(EngineForFormat(Arc::new(move |format| {
+                    load_config_file_read_as(&path, Some(format))
+                        .map(|config| config.engine)
+                        .map_err(|error| error.to_string())
+                })));
+            }
+        }
+        (trace, engine, config.trace_format, config.capacity_gb)
     } else {
         let trace = args
             .trace

@@ -20,11 +20,21 @@ use crate::formats::TraceFormat;
 
 /// Reads and resolves the config file at `path`. Every error's message starts with the path.
 pub fn load_config_file(path: &Path) -> Result<ReplayConfig> {
+    load_config_file_read_as(path, None)
+}
+
+/// [`load_config_file`] for a trace already known to be in `detected` format: a config
+/// that names no `trace_format` and no `block_size` gets that format's default block size
+/// (Mooncake 512, KVCM 16, ...), as if it had named the format, instead of upstream's 256.
+pub fn load_config_file_read_as(
+    path: &Path,
+    detected: Option<TraceFormat>,
+) -> Result<ReplayConfig> {
     let text = std::fs::read_to_string(path).map_err(|error| ConfigError::Read {
         path: path.to_owned(),
         error,
     })?;
-    parse_config_str(&text).map_err(|error| ConfigError::File {
+    parse_config_str_read_as(&text, detected).map_err(|error| ConfigError::File {
         path: path.to_owned(),
         error: Box::new(error),
     })
@@ -33,8 +43,14 @@ pub fn load_config_file(path: &Path) -> Result<ReplayConfig> {
 /// Resolves config JSON text (errors name the field path but no file; see
 /// [`load_config_file`]).
 pub fn parse_config_str(json: &str) -> Result<ReplayConfig> {
+    parse_config_str_read_as(json, None)
+}
+
+fn parse_config_str_read_as(json: &str, detected: Option<TraceFormat>) -> Result<ReplayConfig> {
     let value: Value = serde_json::from_str(json).map_err(|error| ConfigError::Json { error })?;
-    let mut config = RawConfig::read(&Obj::root(&value)?)?.resolve()?;
+    let mut raw = RawConfig::read(&Obj::root(&value)?)?;
+    raw.detected_format = detected;
+    let mut config = raw.resolve()?;
     config.unknown_keys = unknown_keys(&value);
     Ok(config)
 }
@@ -146,6 +162,9 @@ struct RawConfig<'a> {
     fanout_all_instances: bool,
     pipeline_worker_count: Option<i32>,
     trace_format: Option<TraceFormat>,
+    /// The format the trace was found in, when known: the block size default when the config
+    /// names neither `trace_format` nor `block_size`.
+    detected_format: Option<TraceFormat>,
 }
 
 struct RawGroup<'a> {
@@ -204,6 +223,7 @@ impl<'a> RawConfig<'a> {
                 .string("trace_format")?
                 .map(|name| parse_trace_format(&root.field("trace_format"), name))
                 .transpose()?,
+            detected_format: None,
         })
     }
 
@@ -214,9 +234,9 @@ impl<'a> RawConfig<'a> {
         let raw_instances = non_empty_array("instances", self.instances)?;
 
         let groups = resolve_groups(&raw_groups)?;
-        let trace_block_size_tokens = self
-            .block_size
-            .unwrap_or_else(|| default_block_size_tokens(self.trace_format));
+        let trace_block_size_tokens = self.block_size.unwrap_or_else(|| {
+            default_block_size_tokens(self.trace_format.or(self.detected_format))
+        });
         if trace_block_size_tokens == 0 {
             return Err(invalid(
                 "block_size",

@@ -30,7 +30,7 @@ use std::path::PathBuf;
 use crate::engine::{EngineConfig, LaneSet, LaneSpec, Routing};
 use crate::formats::TraceFormat;
 
-pub use file::{load_config_file, parse_config_str};
+pub use file::{load_config_file, load_config_file_read_as, parse_config_str};
 pub use flags::resolve_single_instance;
 
 /// Upstream's default trace block size (config key `block_size`) when no format is known.
