@@ -7,11 +7,9 @@
 use std::io::Write as _;
 use std::process::ExitCode;
 
-use clap::Parser;
-
 fn main() -> ExitCode {
     litehit::commands::install_error_hooks();
-    let cli = match litehit::cli::Cli::try_parse() {
+    let cli = match litehit::cli::Cli::parse_args() {
         Ok(cli) => cli,
         Err(usage) => {
             // `--help` and `--version` print to stdout and succeed; anything else is a failure.

@@ -22,6 +22,38 @@ pub struct Cli {
     pub command: Command,
 }
 
+impl Cli {
+    /// Parses the process's arguments ([`Self::parse_args_from`]).
+    pub fn parse_args() -> Result<Self, clap::Error> {
+        Self::parse_args_from(std::env::args_os())
+    }
+
+    /// Parses `args` (the program name first). clap takes `-1`, `-0.5` and `-1e3` for the
+    /// negative numbers they are, but `-1e-9`, `-.5` and `-inf` for flags; upstream's
+    /// `strtod` reads them all as capacities (any negative one is unlimited). So a `query`
+    /// argument that reads as a capacity and starts with one `-` is passed on with a leading
+    /// space, which [`query_args::parse_capacity_gb`] skips as `strtod` does.
+    pub fn parse_args_from<I, T>(args: I) -> Result<Self, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString>,
+    {
+        let mut args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
+        if args.get(1).is_some_and(|command| command == "query") {
+            for arg in args.iter_mut().skip(2).take_while(|arg| *arg != "--") {
+                let Some(text) = arg.to_str() else { continue };
+                if text.starts_with('-')
+                    && !text.starts_with("--")
+                    && query_args::parse_capacity_gb(text).is_some()
+                {
+                    *arg = format!(" {text}").into();
+                }
+            }
+        }
+        Self::try_parse_from(args)
+    }
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Replay a trace once and publish capacity-free facts (`litehit_facts.csv`)
@@ -191,6 +223,36 @@ mod tests {
     #[test]
     fn cli_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn every_negative_capacity_strtod_reads_is_a_query_capacity_not_a_flag() {
+        let cli = Cli::parse_args_from([
+            "litehit",
+            "query",
+            "f.csv",
+            "-",
+            "-1e-9",
+            "-.5",
+            "-inf",
+            "-1",
+            "--summary-only",
+        ])
+        .unwrap();
+        let Command::Query(args) = cli.command else {
+            panic!("a query")
+        };
+        assert!(args.summary_only, "flags after the capacities still count");
+        let capacities: Vec<f64> = args
+            .capacity_gb
+            .iter()
+            .map(|arg| query_args::parse_capacity_gb(arg).unwrap())
+            .collect();
+        assert_eq!(capacities, [-1e-9, -0.5, -1.0, -1.0]);
+        assert!(
+            Cli::parse_args_from(["litehit", "query", "f.csv", "-", "-x"]).is_err(),
+            "an unknown flag is still one"
+        );
     }
 
     #[test]

@@ -83,7 +83,7 @@ fn parse_block_count(text: &str) -> Result<u64, String> {
 #[must_use]
 pub fn parse_capacity_gb(arg: &str) -> Option<f64> {
     let text = arg.trim_start_matches([' ', '\t', '\n', '\x0b', '\x0c', '\r']);
-    if ["inf", "infinity", "∞"]
+    if ["inf", "infinity", "∞", "-inf", "-infinity", "-∞"]
         .iter()
         .any(|unlimited| text.eq_ignore_ascii_case(unlimited))
     {
@@ -168,8 +168,8 @@ mod tests {
             assert_eq!(parse_capacity_gb(text), Some(expected), "{text}");
         }
         for bad in [
-            "nan", "-inf", "0x", "0xg", "0x1p", "0x1.2.3", "12abc", "", "0x1p+", "GB", "1e999",
-            "1000b", "0x1g",
+            "nan", "0x", "0xg", "0x1p", "0x1.2.3", "12abc", "", "0x1p+", "GB", "1e999", "1000b",
+            "0x1g",
         ] {
             assert_eq!(parse_capacity_gb(bad), None, "{bad:?}");
         }
@@ -209,7 +209,7 @@ mod tests {
         assert_eq!(parse_capacity_gb("25"), Some(25.0));
         assert_eq!(parse_capacity_gb(" \t1.5e1"), Some(15.0));
         assert_eq!(parse_capacity_gb("-1"), Some(-1.0));
-        for unlimited in ["inf", "INF", "infinity", "∞"] {
+        for unlimited in ["inf", "INF", "infinity", "∞", "-inf"] {
             assert_eq!(
                 parse_capacity_gb(unlimited),
                 Some(-1.0),

@@ -153,6 +153,7 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
     let plan = resolve_plan(args)?;
     let started = Instant::now();
     let trace_path = plan.trace_path.clone();
+    let trace_format = plan.format;
     let (totals, engine, facts_path) =
         replay_plan(plan, !args.quiet && std::io::stderr().is_terminal())?;
     if let Some(first) = totals.first_ignored_line {
@@ -175,6 +176,7 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
             "{}",
             crate::output::summary::render_replay_summary(
                 &summaries,
+                trace_format,
                 totals.bytes,
                 started.elapsed(),
                 &facts_path

@@ -74,6 +74,18 @@ pub use open::{
 use json::Fault;
 
 impl TraceFormat {
+    /// The name `--format` and a config's `trace_format` take (`mooncake`, ...).
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Standard => "standard",
+            Self::Mooncake => "mooncake",
+            Self::Bailian => "bailian",
+            Self::Kvcm => "kvcm",
+            Self::Lmcache => "lmcache",
+        }
+    }
+
     /// A timestamp field the reader converts to nanoseconds: its name, its unit and the
     /// nanoseconds per unit (`None` where the trace's time is in nanoseconds already, or not
     /// a field of its own). Errors about time order say the values as the trace has them.

@@ -70,6 +70,7 @@ pub fn human_bytes(bytes: u64) -> String {
 #[must_use]
 pub fn render_replay_summary(
     lanes: &[LaneSummary],
+    trace_format: crate::formats::TraceFormat,
     trace_bytes: u64,
     elapsed: Duration,
     facts_path: &Path,
@@ -151,8 +152,9 @@ pub fn render_replay_summary(
     };
     let _ = writeln!(
         out,
-        "replayed {} in {:.2} s ({rate} block accesses/s); facts: {}",
+        "replayed {} ({} format) in {:.2} s ({rate} block accesses/s); facts: {}",
         human_bytes(trace_bytes),
+        trace_format.name(),
         seconds,
         facts_path.display()
     ); // writing to a String cannot fail
@@ -186,6 +188,7 @@ mod tests {
         };
         let text = render_replay_summary(
             &[lane],
+            crate::formats::TraceFormat::Standard,
             100,
             Duration::from_secs(1),
             Path::new("out/litehit_facts.csv"),
@@ -208,6 +211,7 @@ mod tests {
         };
         let text = render_replay_summary(
             std::slice::from_ref(&wide),
+            crate::formats::TraceFormat::Mooncake,
             1,
             Duration::from_secs(1),
             Path::new("f"),
@@ -227,6 +231,7 @@ mod tests {
         };
         let text = render_replay_summary(
             &[wide, long, cjk],
+            crate::formats::TraceFormat::Mooncake,
             1,
             Duration::from_secs(1),
             Path::new("f"),
