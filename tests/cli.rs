@@ -499,8 +499,19 @@ fn empty_all_blank_and_write_only_traces_fail() {
 
 #[test]
 fn a_trace_that_is_not_json_fails() {
-    // Detection cannot tell a format.
-    failing_replay("hello world\n", &[], &["--format"]);
+    // Not JSON: said as such, whatever format it meant.
+    failing_replay(
+        "hello world\n",
+        &[],
+        &["line 1: invalid JSON", "JSON lines"],
+    );
+    failing_replay(
+        "{\"timestamp\": 1, \"input_length\": 512, \"hash_ids\": [1]} xyz\n",
+        &[],
+        &["line 1: invalid JSON: trailing characters"],
+    );
+    // JSON, but no format's fields: detection cannot tell.
+    failing_replay("{\"hello\": 1}\n", &[], &["--format"]);
     // A given format parses line 1 and fails there.
     failing_replay(
         "hello world\n",

@@ -316,6 +316,15 @@ fn each_validation_fails_with_its_field_path() {
              nanoseconds",
         ),
         (
+            "spec sizes past int64, as upstream sums them",
+            with(base(), |c| {
+                c["instances"][0]["location_spec_infos"][0]["size"] = json!(i64::MAX);
+                c["instances"][0]["location_spec_infos"][1]["size"] = json!(i64::MAX);
+            }),
+            "instances[0].location_spec_groups[0]: the sizes of full group \"full\" overflow a \
+             64-bit byte count",
+        ),
+        (
             "negative capacity",
             with(base(), |c| {
                 c["instance_groups"][0]["capacity_gb"] = json!([1, 2, -1]);

@@ -214,6 +214,12 @@ fn format_of_first_line(
                  --out) or `litehit watch --config CONFIG` reads it",
                 path.display()
             )
+        } else if let Err(error) = serde_json::from_slice::<serde::de::IgnoredAny>(line) {
+            // Every format is JSON lines: the line is broken, whatever format it meant.
+            eyre!(
+                "{}: line 1: invalid JSON: {error} (every trace format is JSON lines)",
+                path.display()
+            )
         } else {
             eyre!(
                 "{}: cannot tell the trace format from its first line; pass --format \

@@ -678,7 +678,8 @@ fn group_size(raw: &RawInstance<'_>, role: &str, name: &str) -> Result<u64> {
             format!("{role} group {name:?} names no spec, so its size would be 0"),
         ));
     }
-    let mut total_bytes: u64 = 0;
+    // Summed as upstream does, in int64: a total past i64::MAX is an error there too.
+    let mut total_bytes: i64 = 0;
     for (position, spec_name) in group.spec_names.iter().enumerate() {
         let spec = raw
             .location_spec_infos
@@ -690,17 +691,14 @@ fn group_size(raw: &RawInstance<'_>, role: &str, name: &str) -> Result<u64> {
                     format!("spec {spec_name:?} not found in location_spec_infos"),
                 )
             })?;
-        total_bytes = u64::try_from(spec.size)
-            .ok()
-            .and_then(|size| total_bytes.checked_add(size))
-            .ok_or_else(|| {
-                invalid(
-                    group.path.clone(),
-                    format!("the sizes of {role} group {name:?} overflow a u64 byte count"),
-                )
-            })?;
+        total_bytes = total_bytes.checked_add(spec.size).ok_or_else(|| {
+            invalid(
+                group.path.clone(),
+                format!("the sizes of {role} group {name:?} overflow a 64-bit byte count"),
+            )
+        })?;
     }
-    Ok(total_bytes)
+    Ok(total_bytes.unsigned_abs())
 }
 
 /// REFERENCE §6.3 step 4: fanout and override are exclusive; an override names a lane.

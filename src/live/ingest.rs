@@ -456,10 +456,13 @@ impl Pipeline {
                 return;
             }
             let Some(format) = detect_format(line) else {
-                self.engine.record_bad_line(
-                    line_number,
-                    "cannot tell the trace format from this line; pass --format".to_owned(),
-                );
+                let reason = match serde_json::from_slice::<serde::de::IgnoredAny>(line) {
+                    Err(error) => format!("invalid JSON: {error}"),
+                    Ok(_) => {
+                        "cannot tell the trace format from this line; pass --format".to_owned()
+                    }
+                };
+                self.engine.record_bad_line(line_number, reason);
                 return;
             };
             self.adopt_engine_for(format);
