@@ -830,6 +830,38 @@ fn bad_config_fails_naming_the_file_and_field() {
     let run = run_in(Some(dir.path()), ["replay", "trace.jsonl"]);
     assert_mentions(failed(&run), &["trace.jsonl", "add --out DIR"]);
     assert_nothing_published(&dir.path().join("out"));
+
+    let valid = config_json(
+        "trace.jsonl",
+        "out",
+        256,
+        &[InstanceSpec {
+            instance_id: "i1",
+            block_size: 256,
+            block_bytes: 16_384,
+        }],
+        "",
+    );
+    // A config's trace that is not there: the config and its field are named.
+    write_file(
+        dir.path(),
+        "cfg/elsewhere.json",
+        &valid.replace("\"trace.jsonl\"", "\"nope.jsonl\""),
+    );
+    let run = run_in(Some(dir.path()), ["replay", "cfg/elsewhere.json"]);
+    assert_mentions(
+        failed(&run),
+        &[
+            "cfg/elsewhere.json: trace_file_path nope.jsonl: no such file",
+            "working directory",
+        ],
+    );
+    // A byte-order mark before the JSON (Windows editors) is not an error.
+    write_file(dir.path(), "cfg/bom.json", &format!("\u{feff}{valid}"));
+    ok(run_in(
+        Some(dir.path()),
+        ["replay", "cfg/bom.json", "--quiet"],
+    ));
 }
 
 #[test]

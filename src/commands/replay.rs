@@ -268,6 +268,14 @@ fn resolve_plan(args: &ReplayArgs) -> Result<ReplayPlan> {
         }
     })?;
     super::warn_unknown_config_keys(&args.input, &unknown_keys);
+    if trace_path != Path::new("-") && !trace_path.exists() {
+        bail!(
+            "{}: trace_file_path {}: no such file (a config's paths are relative to the \
+             working directory, as upstream's)",
+            args.input.display(),
+            trace_path.display()
+        );
+    }
     let OpenedTrace { reader, format } =
         open_and_detect(&trace_path, args.lane.format.or(trace_format))?;
     if trace_format.is_none() {

@@ -34,7 +34,9 @@ pub fn load_config_file_read_as(
         path: path.to_owned(),
         error,
     })?;
-    parse_config_str_read_as(&text, detected).map_err(|error| ConfigError::File {
+    // Editors on Windows may start the file with a byte-order mark; JSON has no place for it.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    parse_config_str_read_as(text, detected).map_err(|error| ConfigError::File {
         path: path.to_owned(),
         error: Box::new(error),
     })
