@@ -378,7 +378,8 @@ fn each_validation_fails_with_its_field_path() {
                     .unwrap()
                     .remove("block_size");
             }),
-            "instances[0].block_size: must be positive, found 0",
+            "instances[0].block_size: missing: the instance's block size in tokens (a multiple \
+             of the trace block_size)",
         ),
         (
             "not coarsening",
@@ -405,6 +406,17 @@ fn each_validation_fails_with_its_field_path() {
                 c["instances"][0]["instance_group_name"] = json!("g9");
             }),
             "instances[0].instance_group_name: group \"g9\" not found in instance_groups",
+        ),
+        (
+            "missing group name",
+            with(base(), |c| {
+                c["instances"][0]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("instance_group_name");
+            }),
+            "instances[0].instance_group_name: missing: the name of one of instance_groups \
+             (\"g1\")",
         ),
         (
             "duplicate instance id",

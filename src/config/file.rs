@@ -183,7 +183,8 @@ struct RawInstance<'a> {
     path: String,
     instance_group_name: &'a str,
     instance_id: &'a str,
-    block_size: i32,
+    /// `None` when the key is absent (upstream reads 0 and refuses it).
+    block_size: Option<i32>,
     location_spec_infos: Vec<RawSpec<'a>>,
     location_spec_groups: Vec<RawSpecGroup<'a>>,
     linear_step: i32,
@@ -311,7 +312,7 @@ impl<'a> RawInstance<'a> {
             path: obj.path().to_owned(),
             instance_group_name: obj.string("instance_group_name")?.unwrap_or(""),
             instance_id: obj.string("instance_id")?.unwrap_or(""),
-            block_size: obj.i32("block_size")?.unwrap_or(0),
+            block_size: obj.i32("block_size")?,
             location_spec_infos: read_objects(obj, "location_spec_infos", RawSpec::read)?
                 .unwrap_or_default(),
             location_spec_groups: read_objects(obj, "location_spec_groups", RawSpecGroup::read)?
@@ -510,13 +511,19 @@ fn resolve_instance(
             ),
         ));
     }
-    let block_size_tokens = u64::try_from(raw.block_size)
+    let Some(block_size) = raw.block_size else {
+        return Err(invalid(
+            raw.field("block_size"),
+            "missing: the instance's block size in tokens (a multiple of the trace block_size)",
+        ));
+    };
+    let block_size_tokens = u64::try_from(block_size)
         .ok()
         .filter(|&size| size > 0)
         .ok_or_else(|| {
             invalid(
                 raw.field("block_size"),
-                format!("must be positive, found {}", raw.block_size),
+                format!("must be positive, found {block_size}"),
             )
         })?;
     if let Some(reason) = coarsening_violation(
@@ -533,13 +540,22 @@ fn resolve_instance(
         .iter()
         .find(|group| group.name == raw.instance_group_name)
         .ok_or_else(|| {
-            invalid(
-                raw.field("instance_group_name"),
+            let reason = if raw.instance_group_name.is_empty() {
+                let names: Vec<String> = groups
+                    .iter()
+                    .map(|group| format!("{:?}", group.name))
+                    .collect();
+                format!(
+                    "missing: the name of one of instance_groups ({})",
+                    names.join(", ")
+                )
+            } else {
                 format!(
                     "group {:?} not found in instance_groups",
                     raw.instance_group_name
-                ),
-            )
+                )
+            };
+            invalid(raw.field("instance_group_name"), reason)
         })?;
     check_specs(raw)?;
     check_spec_groups(raw)?;
