@@ -19,7 +19,7 @@ use clap::Parser as _;
 use common::cli_bin::{
     FACTS, FACTS_TMP, InstanceSpec, QueryOutput, Run, assert_mentions, assert_nothing_published,
     config_json, failed, generate, get_row, litehit, make_fifo, ok, parse_query_output, read_facts,
-    run_in, run_ok, send_signal, standard_trace, u64s, write_file, write_row,
+    run_in, run_ok, run_with_stdin, send_signal, standard_trace, u64s, write_file, write_row,
 };
 use common::oracle::OracleBank;
 use litehit::cli::{Cli, Command};
@@ -968,21 +968,12 @@ fn out_naming_a_csv_file_is_that_file_and_query_and_mrc_take_a_directory() {
     assert_mentions(failed(&run), &["OUT 40 looks like a capacity"]);
     // `-` is standard input even where a directory is named `-`.
     fs::create_dir(dir.path().join("-")).unwrap();
-    let mut child = litehit()
-        .current_dir(dir.path())
-        .args(["query", "-", "-", "1", "-1"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(&fs::read(&named).unwrap())
-        .unwrap();
-    let piped = child.wait_with_output().unwrap();
-    assert_eq!(String::from_utf8(piped.stdout).unwrap(), from_file.stdout);
+    let piped = run_with_stdin(
+        Some(dir.path()),
+        ["query", "-", "-", "1", "-1"],
+        fs::read(&named).unwrap(),
+    );
+    assert_eq!(ok(piped).stdout, from_file.stdout);
     let run = run_in(None, ["mrc", path_str(&plain), "--png", "plot.svg"]);
     assert_mentions(failed(&run), &["--png plot.svg", "use --svg"]);
     let run = run_in(None, ["mrc", path_str(&plain), "--max-curve-points", "1"]);
@@ -2551,24 +2542,7 @@ fn query_and_mrc_read_facts_from_standard_input() {
         ["replay", path_str(&trace), "--out", path_str(&out)],
     ));
     let facts = out.join(FACTS);
-    let piped = |args: &[&str]| -> String {
-        let mut child = litehit()
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(&fs::read(&facts).unwrap())
-            .unwrap();
-        let output = child.wait_with_output().unwrap();
-        assert!(output.status.success(), "{output:?}");
-        String::from_utf8(output.stdout).unwrap()
-    };
+    let piped = |args: &[&str]| ok(run_with_stdin(None, args, fs::read(&facts).unwrap())).stdout;
     let from_file = ok(run_in(None, ["query", path_str(&facts), "-", "1", "-1"]));
     assert_eq!(piped(&["query", "-", "-", "1", "-1"]), from_file.stdout);
     let mrc_file = ok(run_in(None, ["mrc", path_str(&facts), "--json"]));

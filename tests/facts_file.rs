@@ -231,7 +231,7 @@ fn row_bytes(trace_id: &str) -> Vec<u8> {
 fn atomic_writer_publishes_on_commit_only() {
     let dir = tempfile::tempdir().unwrap();
     let output_dir = dir.path().join("nested/out");
-    let mut writer = AtomicFactsWriter::create(&output_dir).unwrap();
+    let mut writer = AtomicFactsWriter::create_file(&output_dir.join(FACTS_FILE_NAME)).unwrap();
     let temp = writer.temp_path().to_path_buf();
     assert_eq!(temp, output_dir.join("litehit_facts.csv.tmp"));
     let mut rows = row_bytes("a");
@@ -259,7 +259,7 @@ fn dropped_writer_publishes_nothing_and_keeps_previous_file() {
     // A stale temp file from a killed run is truncated, not appended to.
     fs::write(dir.path().join("litehit_facts.csv.tmp"), "stale garbage").unwrap();
     {
-        let mut writer = AtomicFactsWriter::create(dir.path()).unwrap();
+        let mut writer = AtomicFactsWriter::create_file(&dir.path().join(FACTS_FILE_NAME)).unwrap();
         writer.write_bytes(&row_bytes("x")).unwrap();
         let temp = fs::read_to_string(writer.temp_path()).unwrap();
         assert!(
@@ -271,7 +271,7 @@ fn dropped_writer_publishes_nothing_and_keeps_previous_file() {
     assert_eq!(fs::read_to_string(&final_path).unwrap(), "previous run\n");
     assert!(!dir.path().join("litehit_facts.csv.tmp").exists());
 
-    let writer = AtomicFactsWriter::create(dir.path()).unwrap();
+    let writer = AtomicFactsWriter::create_file(&dir.path().join(FACTS_FILE_NAME)).unwrap();
     writer.commit().unwrap();
     assert_eq!(
         fs::read_to_string(&final_path).unwrap(),
@@ -306,7 +306,8 @@ fn create_fails_cleanly_when_directory_cannot_be_made() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("a-file");
     fs::write(&file, "").unwrap();
-    let error = AtomicFactsWriter::create(&file.join("sub")).unwrap_err();
+    let error =
+        AtomicFactsWriter::create_file(&file.join("sub").join(FACTS_FILE_NAME)).unwrap_err();
     assert!(
         error.to_string().starts_with("failed to create "),
         "{error}"

@@ -77,10 +77,7 @@ fn real_path(path: &std::path::Path) -> Option<std::path::PathBuf> {
     let path = crate::facts::file::resolve_symlinks(path).ok()?;
     std::fs::canonicalize(&path).ok().or_else(|| {
         let name = path.file_name()?;
-        let directory = match path.parent() {
-            Some(parent) if !parent.as_os_str().is_empty() => parent,
-            _ => std::path::Path::new("."),
-        };
+        let directory = crate::facts::file::directory_of(&path);
         Some(std::fs::canonicalize(directory).ok()?.join(name))
     })
 }

@@ -111,6 +111,19 @@ fn check_lines_used(last: &LiveSnapshot, from_end: bool) -> color_eyre::Result<(
     Ok(())
 }
 
+/// The trace's format if it can be told before following it: `--format`, else the first
+/// line of a trace that has one (`None` for a file still to come, or empty).
+fn format_known_now(
+    args: &WatchArgs,
+    trace: &Path,
+) -> color_eyre::Result<Option<crate::formats::TraceFormat>> {
+    match args.lane.format {
+        Some(format) => Ok(Some(format)),
+        None if has_first_line(trace) => Ok(Some(detect_trace_format(trace)?)),
+        None => Ok(None),
+    }
+}
+
 /// Resolves the arguments (config file or single-instance flags) into an ingest setup.
 pub fn ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
     let mut engine_for_format: Option<EngineForFormat> = None;
@@ -124,12 +137,7 @@ pub fn ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
         if config.trace_format.is_none() {
             // A block size the config leaves out follows the format the trace is read in,
             // as in `replay`: known now, or once the first line of a trace still to come.
-            let known = match args.lane.format {
-                Some(format) => Some(format),
-                None if has_first_line(&trace) => Some(detect_trace_format(&trace)?),
-                None => None,
-            };
-            if let Some(format) = known {
+            if let Some(format) = format_known_now(args, &trace)? {
                 engine = load_config_file_read_as(path, Some(format))
                     .wrap_err_with(|| format!("loading {}", path.display()))?
                     .engine;
@@ -152,16 +160,11 @@ pub fn ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
         // A trace that exists already names its format, and so its native block size, as in
         // `replay`. For one still to be created (or empty), the ingest thread makes the
         // engine once its first line names the format (`engine_for_format`).
-        let detected = if args.lane.format.is_none() && has_first_line(&trace) {
-            Some(detect_trace_format(&trace)?)
-        } else {
-            None
-        };
-        let resolved = resolve_single_instance(&args.lane.to_single_instance_flags(detected))?;
-        if let Some(format) = args.lane.format.or(detected) {
+        let known = format_known_now(args, &trace)?;
+        let resolved = resolve_single_instance(&args.lane.to_single_instance_flags(known))?;
+        if let Some(format) = known {
             super::warn_assumed_kvcm_key_size(format, &args.lane);
-        }
-        if args.lane.format.is_none() && detected.is_none() {
+        } else {
             // Not there yet (or empty): the first line will name the format.
             let lane = args.lane.clone();
             engine_for_format = Some(EngineForFormat(Arc::new(move |format| {
@@ -173,7 +176,7 @@ pub fn ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
         (
             trace,
             resolved.engine,
-            resolved.trace_format.or(detected),
+            resolved.trace_format.or(known),
             Vec::new(),
         )
     };
@@ -233,10 +236,7 @@ pub(crate) fn check_facts_out(
         );
     }
     // Said now, not when `s` is pressed (or a headless run ends) with the facts at stake.
-    let directory = facts_out
-        .parent()
-        .filter(|dir| !dir.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
+    let directory = crate::facts::file::directory_of(facts_out);
     if !directory.is_dir() {
         bail!(
             "--facts-out {}: {} {}",
@@ -302,10 +302,7 @@ fn refuse_unfollowable(path: &Path) -> color_eyre::Result<()> {
     if metadata.is_none() {
         // A trace still to be created is waited for; one in a directory that does not exist
         // is a typo far more often than a directory about to appear.
-        let directory = path
-            .parent()
-            .filter(|dir| !dir.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
+        let directory = crate::facts::file::directory_of(path);
         if !directory.is_dir() {
             bail!(
                 "{}: the directory {} does not exist (watch waits for a trace file that is not \

@@ -436,10 +436,7 @@ impl FileWatcher {
     /// Fails where notify cannot watch; the caller then polls.
     pub fn start(path: &Path, wake: impl Fn() + Send + 'static) -> notify::Result<Self> {
         use notify::Watcher as _;
-        let directory = match path.parent() {
-            Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
+        let directory = crate::facts::file::directory_of(path).to_path_buf();
         let file_name = path.file_name().map(std::ffi::OsStr::to_os_string);
         let mut watcher =
             notify::recommended_watcher(move |event: notify::Result<notify::Event>| {

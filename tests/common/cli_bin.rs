@@ -57,6 +57,37 @@ where
     }
 }
 
+/// Runs `litehit ARGS` in `cwd` with `input` on its standard input (written from another
+/// thread, so a large output cannot block the write) and waits.
+pub fn run_with_stdin<I, S>(cwd: Option<&Path>, args: I, input: Vec<u8>) -> Run
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    let mut command = litehit();
+    command
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if let Some(cwd) = cwd {
+        command.current_dir(cwd);
+    }
+    let mut child = command.spawn().expect("the litehit binary runs");
+    let mut stdin = child.stdin.take().expect("a piped stdin");
+    let feeder = std::thread::spawn(move || {
+        use std::io::Write as _;
+        stdin.write_all(&input).expect("the child reads its input");
+    });
+    let output = child.wait_with_output().expect("the litehit binary runs");
+    feeder.join().expect("the input was written");
+    Run {
+        code: output.status.code(),
+        stdout: String::from_utf8(output.stdout).expect("stdout is UTF-8"),
+        stderr: String::from_utf8(output.stderr).expect("stderr is UTF-8"),
+    }
+}
+
 /// Runs `litehit ARGS` and asserts it succeeded (exit 0).
 pub fn run_ok<I, S>(args: I) -> Run
 where

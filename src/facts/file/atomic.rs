@@ -15,7 +15,7 @@ use std::fs::{self, File};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use super::{FACTS_FILE_NAME, FACTS_HEADER, FactsError, Result};
+use super::{FACTS_HEADER, FactsError, Result};
 
 /// Write buffer of an atomic file: large, so the kernel sees few big writes.
 const WRITE_BUFFER_BYTES: usize = 1 << 20;
@@ -26,6 +26,22 @@ pub fn temp_path_for(path: &Path) -> PathBuf {
     let mut name = OsString::from(path.as_os_str());
     name.push(".tmp");
     PathBuf::from(name)
+}
+
+/// The directory `path` is in: its parent, or `.` for a bare file name.
+#[must_use]
+pub fn directory_of(path: &Path) -> &Path {
+    path.parent()
+        .filter(|dir| !dir.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+}
+
+/// Whether `path` is spelled as a directory: it ends in `/`.
+#[must_use]
+pub fn ends_in_separator(path: &Path) -> bool {
+    path.as_os_str()
+        .as_encoded_bytes()
+        .ends_with(std::path::MAIN_SEPARATOR_STR.as_bytes())
 }
 
 /// How many symlinks [`resolve_symlinks`] follows before giving up (as the kernel's
@@ -137,11 +153,7 @@ impl AtomicFile {
                 ),
             ));
         }
-        if final_path
-            .as_os_str()
-            .as_encoded_bytes()
-            .ends_with(std::path::MAIN_SEPARATOR_STR.as_bytes())
-        {
+        if ends_in_separator(final_path) {
             return Err(create_error(
                 final_path,
                 std::io::Error::other("names a directory (it ends in /); name a file"),
@@ -149,10 +161,7 @@ impl AtomicFile {
         }
         let regular =
             resolve_symlinks(final_path).map_err(|source| create_error(final_path, source))?;
-        let directory = regular
-            .parent()
-            .filter(|dir| !dir.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
+        let directory = directory_of(&regular);
         if !directory.is_dir() {
             // Said of the path asked for, not of the temp file this would have created.
             return Err(create_error(
@@ -246,11 +255,7 @@ impl AtomicFile {
             source,
         })?;
         self.published = true;
-        let directory = match self.final_path.parent() {
-            Some(parent) if !parent.as_os_str().is_empty() => parent,
-            _ => Path::new("."),
-        };
-        File::open(directory)
+        File::open(directory_of(&self.final_path))
             .and_then(|dir| dir.sync_all())
             .map_err(|source| FactsError::Publish {
                 from: temp_path.clone(),
@@ -308,28 +313,10 @@ pub struct AtomicFactsWriter {
 }
 
 impl AtomicFactsWriter {
-    /// Creates `output_dir` if missing, opens `litehit_facts.csv.tmp` (truncating a stale one)
-    /// and writes the header.
-    pub fn create(output_dir: &Path) -> Result<Self> {
-        if fs::metadata(output_dir).is_ok_and(|metadata| !metadata.is_dir()) {
-            return Err(FactsError::Create {
-                path: output_dir.to_path_buf(),
-                source: std::io::Error::other(format!(
-                    "{} is a file; the output must be a directory (litehit_facts.csv goes in it)",
-                    output_dir.display()
-                )),
-            });
-        }
-        Self::create_file(&output_dir.join(FACTS_FILE_NAME))
-    }
-
     /// Publishes to `facts_path` itself: creates its directory if missing, opens
     /// `<facts_path>.tmp` (truncating a stale one) and writes the header.
     pub fn create_file(facts_path: &Path) -> Result<Self> {
-        let output_dir = facts_path
-            .parent()
-            .filter(|dir| !dir.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
+        let output_dir = directory_of(facts_path);
         let create_error = |source| FactsError::Create {
             path: output_dir.to_path_buf(),
             source,

@@ -19,8 +19,8 @@ use std::io;
 use std::path::PathBuf;
 
 pub use atomic::{
-    AtomicFactsWriter, AtomicFile, is_standard_output, is_where_stdout_goes, resolve_symlinks,
-    temp_path_for, write_atomically,
+    AtomicFactsWriter, AtomicFile, directory_of, ends_in_separator, is_standard_output,
+    is_where_stdout_goes, resolve_symlinks, temp_path_for, write_atomically,
 };
 pub use reader::{FactsReader, parse_fact_line};
 pub use writer::{append_fact_row, append_hit_curve};
@@ -41,10 +41,7 @@ pub fn replay_facts_path(out: &std::path::Path) -> std::path::PathBuf {
         .extension()
         .is_some_and(|extension| extension.eq_ignore_ascii_case("csv"))
         && !out.is_dir()
-        && !out
-            .as_os_str()
-            .as_encoded_bytes()
-            .ends_with(std::path::MAIN_SEPARATOR_STR.as_bytes());
+        && !ends_in_separator(out);
     if names_a_csv_file {
         out.to_path_buf()
     } else {
@@ -70,11 +67,7 @@ pub fn facts_input_path(path: &std::path::Path) -> std::path::PathBuf {
 /// DIR` names a directory).
 #[must_use]
 pub fn facts_snapshot_path(facts_out: &std::path::Path) -> std::path::PathBuf {
-    let names_a_directory = facts_out.is_dir()
-        || facts_out
-            .as_os_str()
-            .as_encoded_bytes()
-            .ends_with(std::path::MAIN_SEPARATOR_STR.as_bytes());
+    let names_a_directory = facts_out.is_dir() || ends_in_separator(facts_out);
     if names_a_directory {
         facts_out.join(FACTS_FILE_NAME)
     } else {
