@@ -20,10 +20,10 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use litehit::facts::RequestFact;
-use litehit::hitcore::LiteHit;
-use litehit::projector::project_infinite;
-use litehit::workload::{KeyStyle, SyntheticRequest, Workload, WorkloadConfig};
+use litehit_core::facts::RequestFact;
+use litehit_core::hitcore::LiteHit;
+use litehit_core::projector::project_infinite;
+use litehit_core::workload::{KeyStyle, SyntheticRequest, Workload, WorkloadConfig};
 
 /// CPU time of this thread in seconds (`CLOCK_THREAD_CPUTIME_ID`), so figures stay
 /// comparable while other processes share the machine. Not `/proc/thread-self/schedstat`:
@@ -151,7 +151,7 @@ const LARGE_RUNS: usize = 3;
     reason = "bit reinterpretation"
 )]
 fn random_looking(key: i64) -> i64 {
-    litehit::workload::mix64((key as u64).wrapping_add(0x9e37_79b9_7f4a_7c15)) as i64
+    litehit_core::workload::mix64((key as u64).wrapping_add(0x9e37_79b9_7f4a_7c15)) as i64
 }
 
 /// Best of `runs` replays, and the median run (the upper one for an even `runs`). `warm`: one core reset between runs (allocations kept, no page
@@ -242,12 +242,12 @@ fn main() {
         .and_then(|i| args.get(i + 1))
         .and_then(|v| v.parse().ok())
         .unwrap_or(2_000_000);
-    if wants("conversation") {
-        if let Some(trace) = load_conversation() {
-            let fresh = report("conversation, fresh core", &trace, 20, false);
-            let warm = report("conversation, reset core", &trace, 20, true);
-            assert_eq!(fresh, warm, "a reset core must give the same facts");
-        }
+    if wants("conversation")
+        && let Some(trace) = load_conversation()
+    {
+        let fresh = report("conversation, fresh core", &trace, 20, false);
+        let warm = report("conversation, reset core", &trace, 20, true);
+        assert_eq!(fresh, warm, "a reset core must give the same facts");
     }
     if args.iter().any(|a| a == "adjacency") {
         report_adjacency(&generate_large(large_requests));

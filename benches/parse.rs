@@ -14,10 +14,10 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use litehit::formats::{
+use litehit_core::formats::{
     LineOutcome, LineParser, LineSplitter, ParseOptions, TraceEvent, TraceFormat, TraceLines,
 };
-use litehit::preprocess::apply_prefix_hash;
+use litehit_core::preprocess::apply_prefix_hash;
 
 const TARGET_BYTES: usize = 200 * 1024 * 1024;
 const MOONCAKE_BLOCK_TOKENS: u64 = 512;

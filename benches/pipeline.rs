@@ -19,15 +19,15 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use litehit::engine::pipeline::replay_stream;
-use litehit::engine::{Engine, EngineConfig, LaneSet, LaneSpec, Policy, Routing};
-use litehit::facts::file::append_fact_row;
-use litehit::formats::{
+use litehit_core::engine::pipeline::replay_stream;
+use litehit_core::engine::{Engine, EngineConfig, LaneSet, LaneSpec, Policy, Routing};
+use litehit_core::facts::file::append_fact_row;
+use litehit_core::formats::{
     LineOutcome, LineParser, ParseOptions, TraceEvent, TraceFormat, detect_format, for_each_line,
     open_trace,
 };
-use litehit::hitcore::LiteHit;
-use litehit::workload::{KeyStyle, SyntheticRequest, Workload, WorkloadConfig};
+use litehit_core::hitcore::LiteHit;
+use litehit_core::workload::{KeyStyle, SyntheticRequest, Workload, WorkloadConfig};
 
 /// CPU seconds of the whole process, all threads (`CLOCK_PROCESS_CPUTIME_ID`: exact, unlike
 /// the 10 ms ticks of `/proc/self/stat`).
@@ -206,7 +206,7 @@ fn bench_trace(name: &str, path: &Path, workers: usize, runs: usize) {
     let mut unique = 0;
     let core = measure(runs, || {
         let mut core = LiteHit::new();
-        let mut fact = litehit::facts::RequestFact::default();
+        let mut fact = litehit_core::facts::RequestFact::default();
         let mut start = 0;
         for (index, &end) in ends.iter().enumerate() {
             if let Some(&next_end) = ends.get(index + 1) {

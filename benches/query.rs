@@ -5,10 +5,10 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use litehit::facts::file::{FACTS_HEADER, FactsReader, append_fact_row};
-use litehit::facts::{FactRecord, FactRow, RequestFact};
 use litehit::output::mrc::MrcCurves;
 use litehit::output::query_jsonl::{QueryOptions, QuerySlots, query_facts_files};
+use litehit_core::facts::file::{FACTS_HEADER, FactsReader, append_fact_row};
+use litehit_core::facts::{FactRecord, FactRow, RequestFact};
 
 /// xorshift64: deterministic input without a dependency.
 struct Rng(u64);

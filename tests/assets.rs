@@ -10,7 +10,7 @@ use std::fs;
 use std::path::PathBuf;
 
 use common::cli_bin::{FACTS, litehit};
-use litehit::workload::{KeyStyle, SyntheticRequest, Workload, WorkloadConfig};
+use litehit_core::workload::{KeyStyle, SyntheticRequest, Workload, WorkloadConfig};
 
 const SAMPLE_REQUESTS: usize = 400;
 

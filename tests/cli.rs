@@ -23,10 +23,10 @@ use common::cli_bin::{
 };
 use common::oracle::OracleBank;
 use litehit::cli::{Cli, Command};
-use litehit::facts::RequestFact;
-use litehit::hitcore::LiteHit;
-use litehit::projector::{project_blocks, project_infinite};
-use litehit::workload::{SyntheticRequest, WorkloadConfig};
+use litehit_core::facts::RequestFact;
+use litehit_core::hitcore::LiteHit;
+use litehit_core::projector::{project_blocks, project_infinite};
+use litehit_core::workload::{SyntheticRequest, WorkloadConfig};
 use serde_json::Value;
 
 // ---------------------------------------------------------------------------------------------
@@ -638,7 +638,7 @@ fn a_config_given_as_a_trace_is_named_as_such() {
     let facts = write_file(
         dir.path(),
         "litehit_facts.csv",
-        &format!("{}\n", litehit::facts::file::FACTS_HEADER),
+        &format!("{}\n", litehit_core::facts::file::FACTS_HEADER),
     );
     let run = replay_flags(&facts, &dir.path().join("out2"), &[]);
     assert_mentions(failed(&run), &["this is a facts file", "litehit query"]);
@@ -1775,7 +1775,7 @@ fn command_lines_used_here_parse_in_process() {
 fn mooncake_trace(dir: &Path, n: usize) -> PathBuf {
     let requests = generate(
         WorkloadConfig {
-            key_style: litehit::workload::KeyStyle::Dense,
+            key_style: litehit_core::workload::KeyStyle::Dense,
             block_size_tokens: 512,
             ..short_request_workload(17)
         },

@@ -3,13 +3,13 @@
 
 use std::path::{Path, PathBuf};
 
-use litehit::config::{
+use litehit_core::config::{
     ConfigError, DEFAULT_KV_BYTES_PER_TOKEN, DEFAULT_LANE_ID, DefaultLane, ReplayConfig,
     SingleInstanceFlags, default_block_size_tokens, default_lane_for_rows_without_instance,
     load_config_file, parse_config_str, resolve_single_instance,
 };
-use litehit::engine::{EngineConfig, LaneSet, LaneSpec, Routing};
-use litehit::formats::TraceFormat;
+use litehit_core::engine::{EngineConfig, LaneSet, LaneSpec, Routing};
+use litehit_core::formats::TraceFormat;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 

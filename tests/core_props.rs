@@ -9,11 +9,13 @@
 mod common;
 
 use common::oracle::{OracleBank, OracleLru};
-use litehit::facts::RequestFact;
-use litehit::hitcore::{COMPACTION_POSITIONS_PER_LIVE_KEY, COMPACTION_SLACK_POSITIONS, LiteHit};
-use litehit::preprocess::apply_prefix_hash;
-use litehit::projector::{CapacityAxisAccumulator, project_blocks, project_infinite};
-use litehit::workload::{KeyStyle, Workload, WorkloadConfig};
+use litehit_core::facts::RequestFact;
+use litehit_core::hitcore::{
+    COMPACTION_POSITIONS_PER_LIVE_KEY, COMPACTION_SLACK_POSITIONS, LiteHit,
+};
+use litehit_core::preprocess::apply_prefix_hash;
+use litehit_core::projector::{CapacityAxisAccumulator, project_blocks, project_infinite};
+use litehit_core::workload::{KeyStyle, Workload, WorkloadConfig};
 use proptest::prelude::*;
 
 const CAPACITIES: [Option<usize>; 12] = [
@@ -250,7 +252,7 @@ fn long_non_contract_traces_keep_the_oracles_order_through_compactions() {
     // Repeats and reorders over a small alphabet, long enough that dead positions pile up
     // and get compacted many times; both key stores.
     for (seed, hashed) in [(1, false), (2, true), (3, true)] {
-        let mut rng = litehit::workload::SplitMix64::new(seed);
+        let mut rng = litehit_core::workload::SplitMix64::new(seed);
         let mut core = LiteHit::new();
         let mut unlimited = OracleLru::new(None, None);
         let mut compactions_seen = 0;
@@ -261,7 +263,7 @@ fn long_non_contract_traces_keep_the_oracles_order_through_compactions() {
                 .map(|_| {
                     let letter = rng.index(60) as u64;
                     let key = if hashed {
-                        litehit::workload::mix64(letter + 1)
+                        litehit_core::workload::mix64(letter + 1)
                     } else {
                         letter
                     };

@@ -5,11 +5,11 @@ use std::fs;
 use std::io::Write;
 use std::path::Path;
 
-use litehit::facts::file::{
+use litehit_core::facts::file::{
     AtomicFactsWriter, FACTS_FILE_NAME, FACTS_HEADER, FactsError, FactsReader, append_fact_row,
     parse_fact_line, write_atomically,
 };
-use litehit::facts::{FactRecord, FactRow, RequestFact};
+use litehit_core::facts::{FactRecord, FactRow, RequestFact};
 use proptest::prelude::*;
 
 fn record(trace_id: &str, instance_id: &str, timestamp_ns: i64, pairs: &[[u64; 2]]) -> FactRecord {

@@ -4,11 +4,11 @@
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
-use litehit::formats::{
+use litehit_core::formats::{
     Compression, EventKind, LineOutcome, LineParser, ParseError, ParseOptions, TraceEvent,
     TraceFormat, TraceLines, chunk_hash_key, detect_format, for_each_line, open_trace,
 };
-use litehit::preprocess::apply_prefix_hash;
+use litehit_core::preprocess::apply_prefix_hash;
 
 // ---------------------------------------------------------------------------------------------
 // Helpers

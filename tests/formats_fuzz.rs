@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::sync::OnceLock;
 
-use litehit::formats::{
+use litehit_core::formats::{
     LineOutcome, LineParser, LineSplitter, ParseOptions, TraceEvent, TraceFormat, TraceLines,
     detect_format,
 };

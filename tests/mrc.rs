@@ -8,10 +8,10 @@ use std::path::{Path, PathBuf};
 
 use litehit::cli::mrc_args::MrcArgs;
 use litehit::commands::mrc::run;
-use litehit::facts::file::{FACTS_HEADER, append_fact_row};
-use litehit::facts::{FactRow, RequestFact};
 use litehit::output::mrc::{MrcCurves, MrcError};
 use litehit::output::query_jsonl::{QueryOptions, QuerySlots, query_facts_files};
+use litehit_core::facts::file::{FACTS_HEADER, append_fact_row};
+use litehit_core::facts::{FactRow, RequestFact};
 
 /// xorshift64: deterministic test data without a dependency.
 struct Rng(u64);

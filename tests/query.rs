@@ -223,9 +223,9 @@ fn missing_shard_fails_before_writing() {
 }
 
 /// Several batches of rows, quoted and escaped ids, several instances and block geometries.
-fn many_rows(path: &Path, rows: usize) -> Vec<litehit::facts::FactRecord> {
-    use litehit::facts::file::{FACTS_HEADER, append_fact_row};
-    use litehit::facts::{FactRecord, RequestFact};
+fn many_rows(path: &Path, rows: usize) -> Vec<litehit_core::facts::FactRecord> {
+    use litehit_core::facts::file::{FACTS_HEADER, append_fact_row};
+    use litehit_core::facts::{FactRecord, RequestFact};
     let mut bytes = format!("{FACTS_HEADER}\n").into_bytes();
     let records: Vec<FactRecord> = (0..rows)
         .map(|row| {

@@ -8,8 +8,8 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use common::oracle::OracleBank;
-use litehit::hitcore::LiteHit;
-use litehit::projector::{
+use litehit_core::hitcore::LiteHit;
+use litehit_core::projector::{
     CapacityAxisAccumulator, capacity_blocks_for_bytes, project_bytes, project_infinite,
 };
 use serde::Deserialize;

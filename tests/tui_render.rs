@@ -3,15 +3,15 @@
 use std::time::Duration;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use litehit::live::LiveSnapshot;
-use litehit::live::snapshot::{
+use litehit_core::projector::Capacity;
+use litehit_live::LiveSnapshot;
+use litehit_live::snapshot::{
     CurvePoint, FactsWrite, FollowState, IngestRate, InputHealth, LaneSnapshot, LaneWindow,
     LineErrorView, MemoryGauge, Slot, SourceStatus, Timeline, Window,
 };
-use litehit::live::tail::{TailNotice, WakeSource};
-use litehit::projector::Capacity;
-use litehit::tui::app::App;
-use litehit::tui::render;
+use litehit_live::tail::{TailNotice, WakeSource};
+use litehit_tui::app::App;
+use litehit_tui::render;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 

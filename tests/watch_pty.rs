@@ -11,13 +11,13 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use litehit::config::{SingleInstanceFlags, resolve_single_instance};
-use litehit::engine::{Engine, Policy};
-use litehit::facts::RequestFact;
-use litehit::facts::file::{FACTS_HEADER, append_fact_row};
-use litehit::formats::{LineOutcome, LineParser, ParseOptions, TraceEvent, TraceFormat};
-use litehit::projector::{Capacity, project};
-use litehit::workload::{Workload, WorkloadConfig};
+use litehit_core::config::{SingleInstanceFlags, resolve_single_instance};
+use litehit_core::engine::{Engine, Policy};
+use litehit_core::facts::RequestFact;
+use litehit_core::facts::file::{FACTS_HEADER, append_fact_row};
+use litehit_core::formats::{LineOutcome, LineParser, ParseOptions, TraceEvent, TraceFormat};
+use litehit_core::projector::{Capacity, project};
+use litehit_core::workload::{Workload, WorkloadConfig};
 
 const WIDTH: u16 = 120;
 const HEIGHT: u16 = 40;

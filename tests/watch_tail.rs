@@ -6,7 +6,7 @@ use std::io::Write as _;
 use std::path::Path;
 use std::time::Duration;
 
-use litehit::live::tail::{StartAt, TailNotice, Tailer};
+use litehit_live::tail::{StartAt, TailNotice, Tailer};
 
 fn append(path: &Path, bytes: &str) {
     let mut file = OpenOptions::new()
@@ -250,12 +250,12 @@ mod ingest {
     use std::sync::Arc;
     use std::time::{Duration, Instant};
 
-    use litehit::config::{SingleInstanceFlags, resolve_single_instance};
-    use litehit::live::ingest::{IngestConfig, spawn};
-    use litehit::live::snapshot::FollowState;
-    use litehit::live::tail::TailNotice;
-    use litehit::live::{Command, LiveHandle, LiveSnapshot};
-    use litehit::projector::Capacity;
+    use litehit_core::config::{SingleInstanceFlags, resolve_single_instance};
+    use litehit_core::projector::Capacity;
+    use litehit_live::ingest::{IngestConfig, spawn};
+    use litehit_live::snapshot::FollowState;
+    use litehit_live::tail::TailNotice;
+    use litehit_live::{Command, LiveHandle, LiveSnapshot};
 
     use super::append;
 
@@ -331,12 +331,13 @@ mod ingest {
 
     /// `count` generated Mooncake lines (512-token blocks, dense ids).
     fn mooncake_lines(count: usize) -> String {
-        let mut workload = litehit::workload::Workload::new(litehit::workload::WorkloadConfig {
-            key_style: litehit::workload::KeyStyle::Dense,
-            block_size_tokens: 512,
-            ..litehit::workload::WorkloadConfig::default()
-        });
-        let mut request = litehit::workload::SyntheticRequest::default();
+        let mut workload =
+            litehit_core::workload::Workload::new(litehit_core::workload::WorkloadConfig {
+                key_style: litehit_core::workload::KeyStyle::Dense,
+                block_size_tokens: 512,
+                ..litehit_core::workload::WorkloadConfig::default()
+            });
+        let mut request = litehit_core::workload::SyntheticRequest::default();
         let mut text = String::new();
         for _ in 0..count {
             workload.fill_next(&mut request);
@@ -546,7 +547,7 @@ mod ingest {
         let snap = wait(&live, "the facts file", |s| {
             matches!(
                 s.facts_write,
-                litehit::live::snapshot::FactsWrite::Done { .. }
+                litehit_live::snapshot::FactsWrite::Done { .. }
             )
         });
         let text = std::fs::read_to_string(dir.path().join("facts.csv")).unwrap();
@@ -574,7 +575,7 @@ mod ingest {
             s.facts_rows == 60
                 && matches!(
                     s.facts_write,
-                    litehit::live::snapshot::FactsWrite::Done { rows: 60, .. }
+                    litehit_live::snapshot::FactsWrite::Done { rows: 60, .. }
                 )
         });
         let text = std::fs::read_to_string(dir.path().join("facts.csv")).unwrap();
@@ -615,7 +616,7 @@ mod ingest {
         let live = start_with(&path, dir.path(), true);
         append(&path, &line("a", 1, &[1]));
         let snap = wait(&live, "a request without file events", |s| requests(s) == 1);
-        assert_eq!(snap.source.wake, litehit::live::tail::WakeSource::Polling);
+        assert_eq!(snap.source.wake, litehit_live::tail::WakeSource::Polling);
         append(&path, &line("a", 2, &[1]));
         wait(&live, "a second request", |s| requests(s) == 2);
         live.shutdown();

@@ -5,14 +5,15 @@
 
 pub mod mrc_args;
 pub mod query_args;
+pub mod trace_format_arg;
 pub mod watch_args;
 
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
-use crate::config::SingleInstanceFlags;
-use crate::formats::TraceFormat;
+use litehit_core::config::SingleInstanceFlags;
+use litehit_core::formats::TraceFormat;
 
 /// Exact LRU prefix-cache hit rates at any capacity, from one pass over a KV-cache block trace.
 #[derive(Debug, Parser)]
@@ -104,7 +105,7 @@ pub struct ReplayArgs {
 #[derive(Debug, Clone, Default, PartialEq, Eq, clap::Args)]
 pub struct LaneFlags {
     /// Trace format (default: detected from the first non-empty line)
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = trace_format_arg::TraceFormatParser)]
     pub format: Option<TraceFormat>,
 
     /// Analysis block size in tokens (default: the trace block size, else the format's

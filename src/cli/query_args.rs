@@ -53,7 +53,7 @@ impl QueryArgs {
     pub fn facts_paths(&self) -> Vec<PathBuf> {
         std::iter::once(&self.facts)
             .chain(&self.shards)
-            .map(|path| crate::facts::file::facts_input_path(path))
+            .map(|path| litehit_core::facts::file::facts_input_path(path))
             .collect()
     }
 

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use super::LaneFlags;
-use crate::projector::{Capacity, parse_capacity};
+use litehit_core::projector::{Capacity, parse_capacity};
 
 /// Follow a growing trace file and show exact LRU prefix-cache hit rates at any capacity, live.
 #[derive(Debug, Clone, PartialEq, clap::Args)]
@@ -130,8 +130,8 @@ pub struct DemoArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::formats::TraceFormat;
     use clap::Parser;
+    use litehit_core::formats::TraceFormat;
 
     #[derive(Debug, Parser)]
     struct Watch {

@@ -10,13 +10,13 @@ use color_eyre::eyre::WrapErr as _;
 
 use super::watch::print_summary;
 use crate::cli::watch_args::DemoArgs;
-use crate::config::{SingleInstanceFlags, resolve_single_instance};
-use crate::formats::TraceFormat;
-use crate::live::Command;
-use crate::live::headless::{self, HeadlessOptions};
-use crate::live::ingest::{self, IngestConfig};
-use crate::tui::{self, TuiOptions};
-use crate::workload::{Workload, WorkloadConfig};
+use litehit_core::config::{SingleInstanceFlags, resolve_single_instance};
+use litehit_core::formats::TraceFormat;
+use litehit_core::workload::{Workload, WorkloadConfig};
+use litehit_live::Command;
+use litehit_live::headless::{self, HeadlessOptions};
+use litehit_live::ingest::{self, IngestConfig};
+use litehit_tui::TuiOptions;
 
 /// Appends are made in batches this often.
 const WRITE_PERIOD: Duration = Duration::from_millis(50);
@@ -28,11 +28,11 @@ const DEMO_TRACE_MAX_BYTES: u64 = 256 << 20;
 pub fn run(args: &DemoArgs) -> color_eyre::Result<()> {
     super::watch::check_slots(&args.capacity_gb)?;
     // Flags first, as `watch` does: a wrong one is the thing to fix, whatever the terminal.
-    let facts_out = crate::facts::file::facts_snapshot_path(&args.facts_out);
+    let facts_out = litehit_core::facts::file::facts_snapshot_path(&args.facts_out);
     super::watch::check_facts_out(&facts_out, None)?; // its trace is a fresh temp file
     let frame_period = super::watch::frame_period(args.fps)?;
     if !args.headless {
-        tui::ensure_terminal()?;
+        litehit_tui::ensure_terminal()?;
     }
     let trace = tempfile::Builder::new()
         .prefix("litehit-demo-")
@@ -87,14 +87,18 @@ pub fn run(args: &DemoArgs) -> color_eyre::Result<()> {
         let options = HeadlessOptions {
             interval: Duration::from_secs(1),
         };
-        headless::run(&live, options, &mut std::io::stdout().lock()).map(drop)
+        headless::run(&live, options, &mut std::io::stdout().lock())
+            .map(drop)
+            .map_err(color_eyre::Report::from)
     } else {
-        tui::run(&live, TuiOptions { fps: args.fps }).map(|last| {
-            print_summary(&last);
-            // As in `print_summary`: the terminal may be gone.
-            let _ = std::io::stdout()
-                .write_all(b"(the demo trace was a temporary file; it has been removed)\n");
-        })
+        litehit_tui::run(&live, TuiOptions { fps: args.fps })
+            .map(|last| {
+                print_summary(&last);
+                // As in `print_summary`: the terminal may be gone.
+                let _ = std::io::stdout()
+                    .write_all(b"(the demo trace was a temporary file; it has been removed)\n");
+            })
+            .map_err(color_eyre::Report::from)
     };
     stop.store(true, Ordering::Relaxed);
     live.shutdown();

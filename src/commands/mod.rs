@@ -10,7 +10,7 @@ pub mod watch;
 use color_eyre::eyre::{WrapErr as _, bail, eyre};
 
 use crate::cli::{Cli, Command};
-use crate::formats::{detect_format, open_trace, peek_first_line};
+use litehit_core::formats::{detect_format, open_trace, peek_first_line};
 
 /// Runs the parsed command line.
 pub fn run(cli: Cli) -> color_eyre::Result<()> {
@@ -37,10 +37,10 @@ pub fn install_error_hooks() {
 /// wrong one: `--block-size` alone takes the keys as blocks of that size (as for a standard
 /// trace), which is a silent ×4 on every count if they are the usual 16-token blocks.
 pub(crate) fn warn_assumed_kvcm_key_size(
-    format: crate::formats::TraceFormat,
+    format: litehit_core::formats::TraceFormat,
     lane: &crate::cli::LaneFlags,
 ) {
-    if format == crate::formats::TraceFormat::Kvcm
+    if format == litehit_core::formats::TraceFormat::Kvcm
         && lane.trace_block_size.is_none()
         && let Some(size) = lane.block_size.filter(|&size| size != 16)
     {
@@ -63,8 +63,8 @@ pub(crate) fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
 /// under any name (`-` too), whether stdout goes to that file (`query f.csv - >> f.csv`);
 /// else whether the two paths name one file.
 pub(crate) fn writes_over(output: &std::path::Path, input: &std::path::Path) -> bool {
-    if crate::facts::file::is_standard_output(output) {
-        crate::facts::file::is_where_stdout_goes(input)
+    if litehit_core::facts::file::is_standard_output(output) {
+        litehit_core::facts::file::is_where_stdout_goes(input)
     } else {
         same_file(input, output)
     }
@@ -74,10 +74,10 @@ pub(crate) fn writes_over(output: &std::path::Path, input: &std::path::Path) -> 
 /// (also at the end of a dangling link, where a writer would create it), its directory
 /// resolved and its file name appended.
 fn real_path(path: &std::path::Path) -> Option<std::path::PathBuf> {
-    let path = crate::facts::file::resolve_symlinks(path).ok()?;
+    let path = litehit_core::facts::file::resolve_symlinks(path).ok()?;
     std::fs::canonicalize(&path).ok().or_else(|| {
         let name = path.file_name()?;
-        let directory = crate::facts::file::directory_of(&path);
+        let directory = litehit_core::facts::file::directory_of(&path);
         Some(std::fs::canonicalize(directory).ok()?.join(name))
     })
 }
@@ -153,14 +153,14 @@ pub(crate) fn refuse_repeated_facts(paths: &[std::path::PathBuf]) -> color_eyre:
 /// An opened trace and its format: the one forced, else detected from its first line.
 pub(crate) struct OpenedTrace {
     pub(crate) reader: Box<dyn std::io::Read + Send>,
-    pub(crate) format: crate::formats::TraceFormat,
+    pub(crate) format: litehit_core::formats::TraceFormat,
 }
 
 /// Opens `path` (`-` = standard input) once and, unless `forced`, detects its format from
 /// its first non-blank line, keeping those bytes for the replay.
 pub(crate) fn open_and_detect(
     path: &std::path::Path,
-    forced: Option<crate::formats::TraceFormat>,
+    forced: Option<litehit_core::formats::TraceFormat>,
 ) -> color_eyre::Result<OpenedTrace> {
     let reader = open_trace(path).wrap_err_with(|| format!("opening trace {}", path.display()))?;
     if let Some(format) = forced {
@@ -178,14 +178,14 @@ pub(crate) fn open_and_detect(
 /// The format of the first non-blank line of `path` (decompressing `.gz` / `.zst`).
 pub fn detect_trace_format(
     path: &std::path::Path,
-) -> color_eyre::Result<crate::formats::TraceFormat> {
+) -> color_eyre::Result<litehit_core::formats::TraceFormat> {
     open_and_detect(path, None).map(|opened| opened.format)
 }
 
 fn format_of_first_line(
     path: &std::path::Path,
     first_line: Option<&[u8]>,
-) -> color_eyre::Result<crate::formats::TraceFormat> {
+) -> color_eyre::Result<litehit_core::formats::TraceFormat> {
     let Some(line) = first_line else {
         bail!(
             "{}: trace contains no valid Request/Get events (it is empty)",
@@ -193,13 +193,13 @@ fn format_of_first_line(
         );
     };
     detect_format(line).ok_or_else(|| {
-        if line.len() > crate::formats::MAX_PEEK_BYTES {
+        if line.len() > litehit_core::formats::MAX_PEEK_BYTES {
             // No newline in the first 64 MiB: binary, or one enormous line.
             eyre!(
                 "{}: no line break in the first 64 MiB (not a text trace?); pass --format",
                 path.display()
             )
-        } else if line.trim_ascii_end() == crate::facts::file::FACTS_HEADER.as_bytes() {
+        } else if line.trim_ascii_end() == litehit_core::facts::file::FACTS_HEADER.as_bytes() {
             eyre!(
                 "{}: this is a facts file (what `litehit replay` writes), not a trace: read it \
                  with `litehit query` or `litehit mrc`",

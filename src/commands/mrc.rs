@@ -7,9 +7,9 @@ use color_eyre::eyre::{WrapErr, bail, eyre};
 
 use super::{same_file, writes_over};
 use crate::cli::mrc_args::MrcArgs;
-use crate::facts::file::{is_standard_output, write_atomically};
 use crate::output::mrc::{MrcCurves, render_table};
 use crate::output::plot::{PlotData, render_png, render_svg};
+use litehit_core::facts::file::{is_standard_output, write_atomically};
 
 /// Builds the curves from the facts, prints the table (or JSON) and writes the plots.
 pub fn run(args: &MrcArgs) -> color_eyre::Result<()> {
@@ -17,7 +17,7 @@ pub fn run(args: &MrcArgs) -> color_eyre::Result<()> {
     let facts: Vec<std::path::PathBuf> = args
         .facts
         .iter()
-        .map(|path| crate::facts::file::facts_input_path(path))
+        .map(|path| litehit_core::facts::file::facts_input_path(path))
         .collect();
     super::refuse_repeated_facts(&facts)?;
     let outputs: Vec<&std::path::PathBuf> = args.png.iter().chain(&args.svg).collect();

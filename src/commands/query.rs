@@ -6,8 +6,8 @@ use color_eyre::eyre::{WrapErr, bail, eyre};
 
 use super::writes_over;
 use crate::cli::query_args::{QueryArgs, parse_capacity_gb};
-use crate::facts::file::{is_standard_output, write_atomically};
 use crate::output::query_jsonl::{QueryError, QueryOptions, QuerySlots, query_facts_files};
+use litehit_core::facts::file::{is_standard_output, write_atomically};
 
 /// Runs the facts query: JSONL to OUT (atomically) or to stdout for `-`.
 pub fn run(args: &QueryArgs) -> color_eyre::Result<()> {

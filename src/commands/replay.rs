@@ -10,12 +10,12 @@ use std::time::Instant;
 use color_eyre::eyre::{Result, bail, eyre};
 
 use crate::cli::ReplayArgs;
-use crate::config::{self, ReplayConfig};
-use crate::engine::pipeline::{PipelineTotals, replay_stream};
-use crate::engine::{Engine, EngineConfig, Policy};
-use crate::facts::file::{AtomicFactsWriter, append_fact_row};
-use crate::formats::{LineParser, ParseOptions, TraceFormat};
 use crate::output::summary::LaneSummary;
+use litehit_core::config::{self, ReplayConfig};
+use litehit_core::engine::pipeline::{PipelineTotals, replay_stream};
+use litehit_core::engine::{Engine, EngineConfig, Policy};
+use litehit_core::facts::file::{AtomicFactsWriter, append_fact_row};
+use litehit_core::formats::{LineParser, ParseOptions, TraceFormat};
 
 use super::{OpenedTrace, open_and_detect};
 
@@ -189,14 +189,16 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
 /// For a time-order error in a trace whose timestamps are not nanoseconds (Mooncake ms,
 /// Bailian s): the two times as the trace writes them.
 fn in_trace_units(
-    error: &crate::engine::pipeline::PipelineError,
+    error: &litehit_core::engine::pipeline::PipelineError,
     format: TraceFormat,
 ) -> Option<String> {
-    let crate::engine::pipeline::PipelineError::Engine(crate::engine::EngineError::OutOfOrder {
-        timestamp_ns,
-        previous_timestamp_ns,
-        ..
-    }) = error
+    let litehit_core::engine::pipeline::PipelineError::Engine(
+        litehit_core::engine::EngineError::OutOfOrder {
+            timestamp_ns,
+            previous_timestamp_ns,
+            ..
+        },
+    ) = error
     else {
         return None;
     };
@@ -218,7 +220,7 @@ fn resolve_plan(args: &ReplayArgs) -> Result<ReplayPlan> {
             .max(1)
     };
     if let Some(out) = &args.out {
-        let facts_path = crate::facts::file::replay_facts_path(out);
+        let facts_path = litehit_core::facts::file::replay_facts_path(out);
         if facts_path != *out && std::fs::metadata(out).is_ok_and(|metadata| !metadata.is_dir()) {
             bail!(
                 "{}: is a file; --out names a directory (litehit_facts.csv goes in it) or a \
@@ -286,7 +288,7 @@ fn resolve_plan(args: &ReplayArgs) -> Result<ReplayPlan> {
     Ok(ReplayPlan {
         trace_path,
         trace: reader,
-        facts_path: output_dir.join(crate::facts::file::FACTS_FILE_NAME),
+        facts_path: output_dir.join(litehit_core::facts::file::FACTS_FILE_NAME),
         format,
         engine,
         worker_count: worker_count(pipeline_worker_count),

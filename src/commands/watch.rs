@@ -9,15 +9,15 @@ use color_eyre::eyre::{WrapErr as _, bail, eyre};
 
 use crate::cli::watch_args::WatchArgs;
 use crate::commands::detect_trace_format;
-use crate::config::{load_config_file, load_config_file_read_as, resolve_single_instance};
-use crate::formats::{Compression, read_magic};
-use crate::live::LiveSnapshot;
-use crate::live::headless::{self, HeadlessOptions};
-use crate::live::ingest::{self, EngineForFormat, IngestConfig};
-use crate::live::snapshot::FactsWrite;
-use crate::live::tail::StartAt;
-use crate::projector::Capacity;
-use crate::tui::{self, TuiOptions};
+use litehit_core::config::{load_config_file, load_config_file_read_as, resolve_single_instance};
+use litehit_core::formats::{Compression, read_magic};
+use litehit_core::projector::Capacity;
+use litehit_live::LiveSnapshot;
+use litehit_live::headless::{self, HeadlessOptions};
+use litehit_live::ingest::{self, EngineForFormat, IngestConfig};
+use litehit_live::snapshot::FactsWrite;
+use litehit_live::tail::StartAt;
+use litehit_tui::TuiOptions;
 
 /// Runs the live monitor until the user quits (or, headless, until EOF / Ctrl-C).
 pub fn run(args: &WatchArgs) -> color_eyre::Result<()> {
@@ -25,7 +25,7 @@ pub fn run(args: &WatchArgs) -> color_eyre::Result<()> {
     let mut config = ingest_config(args)?;
     let interval = seconds("--interval", args.interval)?;
     if !args.headless {
-        tui::ensure_terminal()?;
+        litehit_tui::ensure_terminal()?;
     }
     if args.headless {
         // Every line shows a snapshot newer than the previous line's.
@@ -40,7 +40,7 @@ pub fn run(args: &WatchArgs) -> color_eyre::Result<()> {
         report_facts_at_end(&stopped.facts_write)?;
         last
     } else {
-        tui::run(&live, TuiOptions { fps: args.fps })?;
+        litehit_tui::run(&live, TuiOptions { fps: args.fps })?;
         // The snapshot of the stopped ingest thread: it read an unterminated last line on
         // the way out, if everything else was read.
         let last = live.shutdown();
@@ -81,10 +81,10 @@ fn check_lines_used(last: &LiveSnapshot, from_end: bool) -> color_eyre::Result<(
         format!(
             "{} {} skipped{last_error}",
             health.bad_lines,
-            crate::units::bad_lines_noun(health.bad_lines)
+            litehit_core::units::bad_lines_noun(health.bad_lines)
         )
     });
-    let read_to_the_end = last.source.state == crate::live::snapshot::FollowState::Finished;
+    let read_to_the_end = last.source.state == litehit_live::snapshot::FollowState::Finished;
     let nothing_usable = health.read_events == 0 && health.write_events == 0;
     if health.read_events == 0
         && ((read_to_the_end && !from_end) || (skipped.is_some() && nothing_usable))
@@ -116,7 +116,7 @@ fn check_lines_used(last: &LiveSnapshot, from_end: bool) -> color_eyre::Result<(
 fn format_known_now(
     args: &WatchArgs,
     trace: &Path,
-) -> color_eyre::Result<Option<crate::formats::TraceFormat>> {
+) -> color_eyre::Result<Option<litehit_core::formats::TraceFormat>> {
     match args.lane.format {
         Some(format) => Ok(Some(format)),
         None if has_first_line(trace) => Ok(Some(detect_trace_format(trace)?)),
@@ -209,8 +209,8 @@ pub fn ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
     let facts_out = args
         .facts_out
         .clone()
-        .unwrap_or_else(|| PathBuf::from(crate::facts::file::FACTS_FILE_NAME));
-    config.facts_out = crate::facts::file::facts_snapshot_path(&facts_out);
+        .unwrap_or_else(|| PathBuf::from(litehit_core::facts::file::FACTS_FILE_NAME));
+    config.facts_out = litehit_core::facts::file::facts_snapshot_path(&facts_out);
     check_facts_out(&config.facts_out, Some(&config.trace_path))?;
     config.facts_at_end = args.headless && args.facts_out.is_some();
     if !args.headless {
@@ -229,14 +229,14 @@ pub(crate) fn check_facts_out(
     facts_out: &Path,
     trace_path: Option<&Path>,
 ) -> color_eyre::Result<()> {
-    if crate::facts::file::is_standard_output(facts_out) {
+    if litehit_core::facts::file::is_standard_output(facts_out) {
         bail!(
             "--facts-out {}: that is standard output, where the monitor draws; name a file",
             facts_out.display()
         );
     }
     // Said now, not when `s` is pressed (or a headless run ends) with the facts at stake.
-    let directory = crate::facts::file::directory_of(facts_out);
+    let directory = litehit_core::facts::file::directory_of(facts_out);
     if !directory.is_dir() {
         bail!(
             "--facts-out {}: {} {}",
@@ -302,7 +302,7 @@ fn refuse_unfollowable(path: &Path) -> color_eyre::Result<()> {
     if metadata.is_none() {
         // A trace still to be created is waited for; one in a directory that does not exist
         // is a typo far more often than a directory about to appear.
-        let directory = crate::facts::file::directory_of(path);
+        let directory = litehit_core::facts::file::directory_of(path);
         if !directory.is_dir() {
             bail!(
                 "{}: the directory {} does not exist (watch waits for a trace file that is not \

@@ -25,10 +25,10 @@ use unicode_width::UnicodeWidthStr as _;
 use serde::Serialize;
 
 use super::summary::ratio;
-use crate::facts::FactRecord;
-use crate::facts::file::{FactsError, FactsReader};
-use crate::projector::{self, CapacityAxisAccumulator};
-use crate::units::bytes_to_gib;
+use litehit_core::facts::FactRecord;
+use litehit_core::facts::file::{FactsError, FactsReader};
+use litehit_core::projector::{self, CapacityAxisAccumulator};
+use litehit_core::units::bytes_to_gib;
 
 /// Knee levels reported, in percent of the unlimited-capacity hit rate.
 pub const KNEE_PERCENTS: [u32; 4] = [50, 90, 95, 99];
@@ -214,10 +214,10 @@ impl MrcBuilder {
     }
 
     fn instance_slot(&mut self, record: &FactRecord) -> usize {
-        if let Some(last) = self.last_instance {
-            if self.instances[last].instance_id == record.instance_id {
-                return last;
-            }
+        if let Some(last) = self.last_instance
+            && self.instances[last].instance_id == record.instance_id
+        {
+            return last;
         }
         let index = if let Some(&index) = self.index.get(record.instance_id.as_str()) {
             index
@@ -433,7 +433,7 @@ impl MrcCurves {
     fn total_curve(&self, saturation_bytes: u64, max_points: usize) -> Curve<TotalPoint> {
         if let Some(block_bytes) = self.shared_block_bytes().filter(|&b| b > 0) {
             let saturation_blocks =
-                crate::projector::capacity_blocks_for_bytes(saturation_bytes, block_bytes);
+                litehit_core::projector::capacity_blocks_for_bytes(saturation_bytes, block_bytes);
             let mut corners: Vec<u64> = self
                 .instances
                 .iter()
@@ -699,7 +699,7 @@ fn format_capacity(capacity_gb: f64, capacity_blocks: Option<u64>) -> String {
 
 /// A byte count in the largest binary unit that keeps it at least 1 (`644.5 MiB`).
 fn format_bytes(bytes: u64) -> String {
-    match crate::units::scale_bytes(bytes as f64) {
+    match litehit_core::units::scale_bytes(bytes as f64) {
         (_, "B") => format!("{bytes} B"),
         (value, unit) => format!("{} {unit}", format_significant(value, 4)),
     }
@@ -747,7 +747,7 @@ fn format_significant_rounded(value: f64, digits: i32, up: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::facts::RequestFact;
+    use litehit_core::facts::RequestFact;
 
     fn record(instance_id: &str, len: u64, block_bytes: u64, pairs: &[[u64; 2]]) -> FactRecord {
         FactRecord {
@@ -810,7 +810,7 @@ mod tests {
     fn total_curve_is_exact_at_every_block_between_its_corners() {
         // Two instances, one block size: the total is linear between the union of corners.
         let mut builder = MrcBuilder::new();
-        let mut rng = crate::workload::SplitMix64::new(11);
+        let mut rng = litehit_core::workload::SplitMix64::new(11);
         for index in 0..400_u64 {
             let start = 1 + rng.index(60) as u64;
             let run = 1 + rng.index(9) as u64;

@@ -25,9 +25,9 @@ use super::number_format::{
     G6_MAX_BYTES, INTEGER_MAX_BYTES, NEEDS_ESCAPE, append_g6, append_json_string,
 };
 use super::summary::ratio;
-use crate::facts::FactRecord;
-use crate::facts::file::{FactsError, FactsReader};
-use crate::projector::{self, Capacity};
+use litehit_core::facts::FactRecord;
+use litehit_core::facts::file::{FactsError, FactsReader};
+use litehit_core::projector::{self, Capacity};
 
 /// Up to this many instances, an instance is looked up by a linear scan.
 const LINEAR_SEARCH_INSTANCES: usize = 16;
@@ -220,10 +220,10 @@ impl QueryTotals {
 
     /// Index of the totals of `instance_id`, created on first sight.
     fn instance_slot(&mut self, instance_id: &str) -> usize {
-        if let Some(last) = self.last_instance {
-            if self.instances[last].0 == instance_id {
-                return last;
-            }
+        if let Some(last) = self.last_instance
+            && self.instances[last].0 == instance_id
+        {
+            return last;
         }
         // A few instances (the usual case) are found faster by scanning than by hashing.
         let known = if self.instances.len() <= LINEAR_SEARCH_INSTANCES {
@@ -604,7 +604,7 @@ pub fn query_facts_files<W: Write + Send>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::facts::RequestFact;
+    use litehit_core::facts::RequestFact;
 
     fn record(
         trace_id: &str,

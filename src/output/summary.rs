@@ -6,7 +6,7 @@ use std::path::Path;
 use std::time::Duration;
 use unicode_width::UnicodeWidthStr as _;
 
-use crate::engine::Lane;
+use litehit_core::engine::Lane;
 
 /// One lane's totals, as plain numbers.
 #[derive(Debug, Clone, PartialEq)]
@@ -60,7 +60,7 @@ pub fn ratio(numerator: u64, denominator: u64) -> f64 {
 /// Human-readable bytes with binary units (`1.5 GiB`).
 #[must_use]
 pub fn human_bytes(bytes: u64) -> String {
-    match crate::units::scale_bytes(bytes as f64) {
+    match litehit_core::units::scale_bytes(bytes as f64) {
         (_, "B") => format!("{bytes} B"),
         (value, unit) => format!("{value:.1} {unit}"),
     }
@@ -70,7 +70,7 @@ pub fn human_bytes(bytes: u64) -> String {
 #[must_use]
 pub fn render_replay_summary(
     lanes: &[LaneSummary],
-    trace_format: crate::formats::TraceFormat,
+    trace_format: litehit_core::formats::TraceFormat,
     trace_bytes: u64,
     elapsed: Duration,
     facts_path: &Path,
@@ -188,7 +188,7 @@ mod tests {
         };
         let text = render_replay_summary(
             &[lane],
-            crate::formats::TraceFormat::Standard,
+            litehit_core::formats::TraceFormat::Standard,
             100,
             Duration::from_secs(1),
             Path::new("out/litehit_facts.csv"),
@@ -211,7 +211,7 @@ mod tests {
         };
         let text = render_replay_summary(
             std::slice::from_ref(&wide),
-            crate::formats::TraceFormat::Mooncake,
+            litehit_core::formats::TraceFormat::Mooncake,
             1,
             Duration::from_secs(1),
             Path::new("f"),
@@ -231,7 +231,7 @@ mod tests {
         };
         let text = render_replay_summary(
             &[wide, long, cjk],
-            crate::formats::TraceFormat::Mooncake,
+            litehit_core::formats::TraceFormat::Mooncake,
             1,
             Duration::from_secs(1),
             Path::new("f"),

@@ -7,7 +7,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use litehit::workload::{SyntheticRequest, Workload, WorkloadConfig};
+use litehit_core::workload::{SyntheticRequest, Workload, WorkloadConfig};
 use serde_json::Value;
 
 /// The published facts file name and its temp file name.

@@ -17,8 +17,8 @@ use ab_glyph::{Font, FontRef, PxScale, ScaleFont};
 
 use super::mrc::{MrcCurves, MrcReport, format_significant_up};
 use super::summary::ratio;
-use crate::projector::BYTES_PER_GIB;
-use crate::units::bytes_to_gib;
+use litehit_core::projector::BYTES_PER_GIB;
+use litehit_core::units::bytes_to_gib;
 
 pub use raster::render_png;
 pub use svg::render_svg;

@@ -1,0 +1,478 @@
+//! The engine: runs `formats` → `preprocess` → `hitcore` → `projector` for offline replay and
+//! the live monitor alike.
+//!
+//! Owns lanes (one core per instance), routing (by instance id, override, fanout), per-lane
+//! normalization and the per-lane capacity-axis accumulators. [`policy`] decides what a bad
+//! line does: offline fails fast, live skips and counts. Commands and the TUI are shells over
+//! this module and hold no analysis logic.
+
+mod batch;
+mod lane;
+pub mod pipeline;
+pub mod policy;
+mod route;
+
+use std::fmt::Write as _;
+
+use crate::facts::{FactRow, RequestFact};
+use crate::formats::{EventKind, TraceEvent};
+use crate::preprocess::{NormalizeError, NormalizeParams, normalize_appended_keys};
+pub use lane::Lane;
+pub use policy::Policy;
+pub use route::RouteError;
+use route::{Route, Router};
+
+/// One lane's analysis parameters (one `LiteHit` core per lane).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LaneSpec {
+    pub instance_id: String,
+    /// Analysis tokens per block (a multiple of the trace block size).
+    pub block_size_tokens: u64,
+    /// KV bytes per block (`size_full_only`), recorded in facts for projection.
+    pub block_bytes: u64,
+    /// Fixed TTL in nanoseconds, `0` = none.
+    pub ttl_ns: u64,
+    /// Chain raw per-block hashes with the prefix hash before re-blocking.
+    pub enable_prefix_hash: bool,
+}
+
+/// Which lanes a row goes to.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Routing {
+    /// The row's own instance id (rows without one go to the only lane, or to `default`).
+    #[default]
+    ByInstance,
+    /// Every row goes to this lane, whatever its instance id.
+    Override(String),
+    /// Every row goes to every lane (several block sizes / TTLs in one pass).
+    Fanout,
+}
+
+/// The lanes an engine runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LaneSet {
+    /// Lanes fixed by a config file, in config order; an unknown instance is an error.
+    Configured(Vec<LaneSpec>),
+    /// No config file: a lane is created for each instance id seen, all with these
+    /// parameters (`instance_id` of the template is the name used for rows without one).
+    OnTheFly(LaneSpec),
+}
+
+/// Everything the engine needs to turn trace events into facts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EngineConfig {
+    /// The trace's native block size in tokens (upstream config `block_size`).
+    pub trace_block_size_tokens: u64,
+    pub lanes: LaneSet,
+    pub routing: Routing,
+}
+
+/// Why a row (or the engine setup) was rejected. Every row error names the line and trace id.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EngineError {
+    #[error(
+        "line {line_number}: trace_id[{trace_id}]: trace is not sorted by timestamp_ns ({timestamp_ns} after {previous_timestamp_ns})"
+    )]
+    OutOfOrder {
+        line_number: u64,
+        trace_id: String,
+        timestamp_ns: i64,
+        previous_timestamp_ns: i64,
+    },
+    #[error("line {line_number}: trace_id[{trace_id}]: {source}")]
+    Route {
+        line_number: u64,
+        trace_id: String,
+        source: RouteError,
+    },
+    #[error(
+        "line {line_number}: trace_id[{trace_id}]: invalid request: {source}{}",
+        source.block_size_hint()
+    )]
+    InvalidRequest {
+        line_number: u64,
+        trace_id: String,
+        source: NormalizeError,
+    },
+    #[error("lane {instance_id}: {reason}")]
+    InvalidLane { instance_id: String, reason: String },
+}
+
+impl EngineError {
+    /// The 1-based trace line the error is about, if any.
+    #[must_use]
+    pub fn line_number(&self) -> Option<u64> {
+        match self {
+            Self::OutOfOrder { line_number, .. }
+            | Self::Route { line_number, .. }
+            | Self::InvalidRequest { line_number, .. } => Some(*line_number),
+            Self::InvalidLane { .. } => None,
+        }
+    }
+}
+
+/// A rejected line as the live monitor shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LineError {
+    pub line_number: u64,
+    pub message: String,
+}
+
+/// Engine-wide counters (per-lane numbers live on [`Lane`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EngineStats {
+    /// Read events (get/request) accepted.
+    pub read_events: u64,
+    /// Write events seen (no facts; timestamp-checked).
+    pub write_events: u64,
+    /// Lines skipped under [`Policy::SkipAndCount`] (parse, routing or length errors).
+    pub bad_lines: u64,
+    /// Timestamps earlier than a previous one (clamped under `SkipAndCount`).
+    pub out_of_order_timestamps: u64,
+    pub last_error: Option<LineError>,
+    /// The latest (clamped) trace timestamp seen.
+    pub last_timestamp_ns: Option<i64>,
+}
+
+/// Routes, normalizes and replays trace events into per-lane cores; shared by `replay` and
+/// `watch`.
+#[derive(Debug, Clone)]
+pub struct Engine {
+    config: EngineConfig,
+    policy: Policy,
+    lanes: Vec<Lane>,
+    router: Router,
+    stats: EngineStats,
+    targets: Vec<usize>,
+    /// Per event: each distinct normalization's parameters, key range and token count.
+    normalized: Vec<(NormalizeParams, std::ops::Range<usize>, u64)>,
+    batch: batch::Batch,
+    fact: RequestFact,
+    derived_trace_id: String,
+    capacity_curves: bool,
+}
+
+impl Engine {
+    /// Builds the lanes of `config` (on-the-fly lanes appear as instances are seen).
+    pub fn new(config: EngineConfig, policy: Policy) -> Result<Self, EngineError> {
+        let specs: Vec<LaneSpec> = match &config.lanes {
+            LaneSet::Configured(specs) => specs.clone(),
+            LaneSet::OnTheFly(template) => {
+                check_lane(template, config.trace_block_size_tokens)?;
+                Vec::new()
+            }
+        };
+        let mut lanes = Vec::with_capacity(specs.len());
+        for spec in specs {
+            check_lane(&spec, config.trace_block_size_tokens)?;
+            lanes.push(Lane::new(spec, config.trace_block_size_tokens, true));
+        }
+        Ok(Self {
+            router: Router::new(&config),
+            config,
+            policy,
+            lanes,
+            stats: EngineStats::default(),
+            targets: Vec::new(),
+            normalized: Vec::new(),
+            batch: batch::Batch::default(),
+            fact: RequestFact::default(),
+            derived_trace_id: String::new(),
+            capacity_curves: true,
+        })
+    }
+
+    /// Stops feeding the per-lane capacity-axis accumulators (they cost 8 bytes per block of
+    /// the deepest reuse). The offline replay only needs facts and the ∞ totals; the live
+    /// monitor keeps them to answer any capacity at once.
+    #[must_use]
+    pub fn without_capacity_curves(mut self) -> Self {
+        self.capacity_curves = false;
+        for lane in &mut self.lanes {
+            lane.drop_capacity_curve();
+        }
+        self
+    }
+
+    #[must_use]
+    pub fn config(&self) -> &EngineConfig {
+        &self.config
+    }
+
+    #[must_use]
+    pub fn policy(&self) -> Policy {
+        self.policy
+    }
+
+    /// Lanes in creation order (config order, then first appearance).
+    #[must_use]
+    pub fn lanes(&self) -> &[Lane] {
+        &self.lanes
+    }
+
+    #[must_use]
+    pub fn stats(&self) -> &EngineStats {
+        &self.stats
+    }
+
+    /// Expires TTL blocks on every lane as of `now_ns` (idle lanes report their live set).
+    pub fn advance_time(&mut self, now_ns: i64) {
+        for lane in &mut self.lanes {
+            lane.advance_time(now_ns);
+        }
+    }
+
+    /// Takes over the bad-line count and last error of `earlier` (an engine this one replaces
+    /// before any event reached either: the live monitor's, once the format is known).
+    pub fn inherit_bad_lines(&mut self, earlier: &EngineStats) {
+        self.stats.bad_lines += earlier.bad_lines;
+        if earlier.last_error.is_some() {
+            self.stats.last_error.clone_from(&earlier.last_error);
+        }
+    }
+
+    /// Counts a line the parser rejected (under `SkipAndCount`; offline runs stop instead).
+    pub fn record_bad_line(&mut self, line_number: u64, message: String) {
+        self.stats.bad_lines += 1;
+        self.stats.last_error = Some(LineError {
+            line_number,
+            message,
+        });
+    }
+
+    /// Routes, normalizes and replays one event; `on_fact` receives every facts row produced,
+    /// in lane order. Under `FailFast` the first problem is returned; under `SkipAndCount` it is
+    /// counted and `Ok` is returned.
+    pub fn process_event(
+        &mut self,
+        event: &TraceEvent,
+        line_number: u64,
+        on_fact: &mut dyn FnMut(FactRow<'_>),
+    ) -> Result<(), EngineError> {
+        self.process_events(std::slice::from_ref(event), &[line_number], on_fact)
+    }
+
+    /// Processes a batch of events as if one by one: routing, normalization and the order
+    /// checks run in input order, then each lane replays its requests (independent lanes on
+    /// their own threads), then `on_fact` receives the rows in input order. Under `FailFast`
+    /// the rows before the first bad event are still handed out, then its error is returned.
+    pub fn process_events(
+        &mut self,
+        events: &[TraceEvent],
+        line_numbers: &[u64],
+        on_fact: &mut dyn FnMut(FactRow<'_>),
+    ) -> Result<(), EngineError> {
+        debug_assert_eq!(events.len(), line_numbers.len());
+        self.batch.clear(self.lanes.len());
+        let mut failure = None;
+        for (event, &line_number) in events.iter().zip(line_numbers) {
+            match self.plan_event(event, line_number) {
+                Ok(()) => {}
+                Err(error) if self.policy == Policy::SkipAndCount => {
+                    self.record_bad_line(line_number, error.to_string());
+                }
+                Err(error) => {
+                    failure = Some(error);
+                    break;
+                }
+            }
+        }
+        self.batch.replay(&mut self.lanes);
+        for emit in &self.batch.emits {
+            let lane = &self.lanes[emit.lane_index];
+            self.fact.hit_curve.clear();
+            self.fact
+                .hit_curve
+                .extend_from_slice(self.batch.facts[emit.lane_index].curve(emit.item_index));
+            on_fact(FactRow {
+                trace_id: &self.batch.trace_ids[emit.trace_id.clone()],
+                instance_id: &lane.spec().instance_id,
+                timestamp_ns: emit.timestamp_ns,
+                input_token_len: emit.input_token_len,
+                block_size_tokens: lane.spec().block_size_tokens,
+                block_bytes: lane.spec().block_bytes,
+                fact: &self.fact,
+            });
+        }
+        failure.map_or(Ok(()), Err)
+    }
+
+    /// Checks, routes and normalizes one event into the batch; nothing is added for an event
+    /// that fails.
+    fn plan_event(&mut self, event: &TraceEvent, line_number: u64) -> Result<(), EngineError> {
+        let core_timestamp_ns = self.check_timestamp_order(event, line_number)?;
+        if event.kind == EventKind::Write {
+            self.stats.write_events += 1;
+            return Ok(());
+        }
+        let trace_id = self.trace_id_for(event);
+        let route = self
+            .router
+            .route(event.instance_id.as_deref(), &mut self.targets);
+        let route = match route {
+            Ok(route) => route,
+            Err(source) => {
+                let error = EngineError::Route {
+                    line_number,
+                    trace_id: trace_id.clone(),
+                    source,
+                };
+                self.derived_trace_id = trace_id;
+                return Err(error);
+            }
+        };
+        if let Route::NewLane(spec) = route {
+            let index = self.router.add_lane(&spec.instance_id);
+            self.lanes.push(Lane::new(
+                spec,
+                self.config.trace_block_size_tokens,
+                self.capacity_curves,
+            ));
+            self.batch.ensure_lanes(self.lanes.len());
+            self.targets.clear();
+            self.targets.push(index);
+        }
+        // Normalize once per distinct parameter set, all before queueing any work: the length
+        // contract is lane-independent, so a row that fails fails for every target.
+        let keys_start = self.batch.keys.len();
+        self.normalized.clear();
+        for &lane_index in &self.targets {
+            let params = self.lanes[lane_index].normalize_params();
+            if self.normalized.iter().any(|(p, _, _)| *p == params) {
+                continue;
+            }
+            let start = self.batch.keys.len();
+            self.batch.keys.extend_from_slice(&event.keys);
+            let input_token_len = match normalize_appended_keys(
+                &mut self.batch.keys,
+                start,
+                event.input_token_len,
+                params,
+            ) {
+                Ok(tokens) => tokens,
+                Err(source) => {
+                    self.batch.keys.truncate(keys_start);
+                    let error = EngineError::InvalidRequest {
+                        line_number,
+                        trace_id: trace_id.clone(),
+                        source,
+                    };
+                    self.derived_trace_id = trace_id;
+                    return Err(error);
+                }
+            };
+            self.normalized
+                .push((params, start..self.batch.keys.len(), input_token_len));
+        }
+        let trace_id_start = self.batch.trace_ids.len();
+        self.batch.trace_ids.push_str(&trace_id);
+        let trace_id_range = trace_id_start..self.batch.trace_ids.len();
+        for &lane_index in &self.targets {
+            let params = self.lanes[lane_index].normalize_params();
+            let (_, keys, input_token_len) = self
+                .normalized
+                .iter()
+                .find(|(p, _, _)| *p == params)
+                .cloned()
+                .expect("every target's parameters were normalized above");
+            let items = &mut self.batch.items[lane_index];
+            self.batch.emits.push(batch::Emit {
+                trace_id: trace_id_range.clone(),
+                lane_index,
+                item_index: items.len(),
+                timestamp_ns: event.timestamp_ns,
+                input_token_len,
+            });
+            items.push(batch::WorkItem {
+                keys,
+                input_token_len,
+                core_timestamp_ns,
+            });
+        }
+        self.stats.read_events += 1;
+        self.derived_trace_id = trace_id;
+        Ok(())
+    }
+
+    /// Enforces (offline) or clamps and counts (live) timestamp order; writes count too.
+    fn check_timestamp_order(
+        &mut self,
+        event: &TraceEvent,
+        line_number: u64,
+    ) -> Result<i64, EngineError> {
+        let timestamp_ns = match self.stats.last_timestamp_ns {
+            Some(previous) if event.timestamp_ns < previous => {
+                if self.policy == Policy::FailFast {
+                    return Err(EngineError::OutOfOrder {
+                        line_number,
+                        trace_id: self.trace_id_for(event),
+                        timestamp_ns: event.timestamp_ns,
+                        previous_timestamp_ns: previous,
+                    });
+                }
+                self.stats.out_of_order_timestamps += 1;
+                previous
+            }
+            _ => event.timestamp_ns,
+        };
+        self.stats.last_timestamp_ns = Some(timestamp_ns);
+        Ok(timestamp_ns)
+    }
+
+    /// The row's own trace id, or upstream's default `trace_<instance_id>_<timestamp_ns>`
+    /// (the row's own instance id, even when routing re-attributes it; a row without one is
+    /// named after the override lane it goes to, else the first lane). Reuses a buffer.
+    fn trace_id_for(&mut self, event: &TraceEvent) -> String {
+        let mut trace_id = std::mem::take(&mut self.derived_trace_id);
+        trace_id.clear();
+        if event.trace_id.is_empty() {
+            let instance_id = event.instance_id.as_deref().unwrap_or_else(|| {
+                match (&self.config.routing, &self.config.lanes) {
+                    (Routing::Override(id), _) => id.as_str(),
+                    (_, LaneSet::OnTheFly(template)) => template.instance_id.as_str(),
+                    (_, LaneSet::Configured(specs)) => {
+                        specs.first().map_or("", |s| s.instance_id.as_str())
+                    }
+                }
+            });
+            let _ = write!(trace_id, "trace_{instance_id}_{}", event.timestamp_ns); // String writes cannot fail
+        } else {
+            trace_id.push_str(&event.trace_id);
+        }
+        trace_id
+    }
+}
+
+/// Checks a lane's parameters once, before any row: a bad lane fails the whole run.
+fn check_lane(spec: &LaneSpec, trace_block_size_tokens: u64) -> Result<(), EngineError> {
+    let invalid = |reason: String| EngineError::InvalidLane {
+        instance_id: spec.instance_id.clone(),
+        reason,
+    };
+    if trace_block_size_tokens == 0 {
+        return Err(invalid("trace block_size must be positive".into()));
+    }
+    if spec.block_size_tokens == 0
+        || !spec
+            .block_size_tokens
+            .is_multiple_of(trace_block_size_tokens)
+    {
+        return Err(invalid(format!(
+            "block_size {} is not a positive multiple of trace block_size {trace_block_size_tokens} (re-blocking is coarsening only)",
+            spec.block_size_tokens
+        )));
+    }
+    if spec.block_bytes == 0 {
+        return Err(invalid("block_bytes must be positive".into()));
+    }
+    Ok(())
+}
+
+/// The batch size above which lanes replay on their own threads (for tests).
+#[cfg(test)]
+pub(crate) fn batch_parallel_min_keys() -> usize {
+    batch::PARALLEL_MIN_KEYS
+}
+
+#[cfg(test)]
+mod tests;

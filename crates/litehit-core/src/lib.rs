@@ -1,0 +1,46 @@
+//! LiteHit's engine: exact LRU prefix-cache hit rates at any capacity from one pass over a
+//! block trace.
+//!
+//! Owns the whole analysis, in the order data flows (see `docs/ARCHITECTURE.md`):
+//! [`formats`] (trace bytes → events) → [`preprocess`] (the length contract, coarsening, the
+//! prefix hash) → [`hitcore`] (the capacity-free LRU replay) → [`facts`] (hit curves and
+//! their file) → [`projector`] (the one place a capacity meets a fact). [`engine`] runs that
+//! chain for the offline replay and the live monitor alike; [`config`] is the one stage where
+//! a config file or flags become an engine plan; [`workload`] makes seeded synthetic traffic;
+//! [`units`] scales bytes for display.
+//!
+//! What it must never do: depend on a terminal, a command-line parser, an async runtime or a
+//! file watcher (`cargo tree -p litehit-core -e normal` shows none of clap, ratatui,
+//! crossterm, tokio, notify, color-eyre, indicatif), print to the terminal, or exit the
+//! process. Errors are `thiserror` types that name file, line and field; the caller decides
+//! how to report them. So another program — a service, a Python binding — can embed it.
+//!
+//! The core in five lines — the design document's example (block 4 tokens, 1024 B/block):
+//!
+//! ```
+//! use litehit_core::hitcore::LiteHit;
+//! use litehit_core::projector::{project_bytes, project_infinite};
+//!
+//! let (a, b, c, d, e) = (1, 2, 3, 4, 5);
+//! let mut core = LiteHit::new(); // no capacity anywhere in the core
+//! let facts: Vec<_> = [[a, b, c].as_slice(), &[a, b, d], &[a, b, c], &[a, e], &[a, e]]
+//!     .iter()
+//!     .map(|keys| core.process_request(keys, 0))
+//!     .collect();
+//! assert_eq!(facts[2].to_pairs(), [[1, 2], [4, 1]]); // D jumped the queue before C
+//! // Any capacity afterwards, through the one projector:
+//! let hits_at = |bytes| facts.iter().map(|f| project_bytes(f, bytes, 1024)).sum::<u64>();
+//! assert_eq!((hits_at(2048), hits_at(3072)), (7, 7));
+//! assert_eq!(facts.iter().map(project_infinite).sum::<u64>(), 8); // 32 of 54 tokens
+//! ```
+#![warn(clippy::unwrap_used)]
+
+pub mod config;
+pub mod engine;
+pub mod facts;
+pub mod formats;
+pub mod hitcore;
+pub mod preprocess;
+pub mod projector;
+pub mod units;
+pub mod workload;

@@ -1,0 +1,121 @@
+//! The live monitor's machinery, shared by the TUI and `--headless`: tail → ingest → snapshot.
+//!
+//! Owns following the trace file ([`tail`]), the ingest thread that owns the `Engine`
+//! ([`ingest`]), the published [`LiveSnapshot`] ([`snapshot`]) and the JSON-lines report
+//! ([`headless`]). It holds no analysis logic: every number comes from `engine` and
+//! `projector`. The UI reads `Arc<LiveSnapshot>` from a `watch` channel and sends
+//! [`Command`]s; it never touches engine state.
+
+mod error;
+pub mod headless;
+pub mod ingest;
+pub mod snapshot;
+pub mod tail;
+
+pub use error::{LiveError, Result};
+pub use snapshot::{LiveSnapshot, SlotId};
+
+use litehit_core::projector::Capacity;
+
+/// What the UI asks of the ingest thread.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Command {
+    /// Add a capacity slot; its numbers are exact since the start of the trace.
+    AddSlot(Capacity),
+    /// Remove the slot with this id.
+    RemoveSlot(SlotId),
+    /// Pause or resume reading the file (the backlog grows while paused).
+    TogglePause,
+    /// Write every fact so far to the facts file, in the background.
+    WriteFacts,
+    /// Finish (state `Finished`) once the end of the file is reached, as `--exit-at-eof`.
+    StopAtEof,
+    /// Stop ingesting and end the thread.
+    Shutdown,
+}
+
+/// One input of the ingest thread, on one channel.
+#[derive(Debug, Clone, PartialEq)]
+pub enum IngestEvent {
+    /// A user command.
+    Command(Command),
+    /// The file system reported a change to the followed file.
+    FileChanged,
+    /// The background facts writer finished (`Done` or `Failed`).
+    FactsWritten(snapshot::FactsWrite),
+}
+
+/// Sends commands to the ingest thread from any thread.
+#[derive(Debug, Clone)]
+pub struct Commander(std::sync::mpsc::Sender<IngestEvent>);
+
+impl Commander {
+    pub fn send(&self, command: Command) {
+        // A closed channel means the ingest thread already ended: nothing left to command.
+        let _ = self.0.send(IngestEvent::Command(command));
+    }
+}
+
+/// The UI's end of a running ingest thread.
+#[derive(Debug)]
+pub struct LiveHandle {
+    events: std::sync::mpsc::Sender<IngestEvent>,
+    snapshots: tokio::sync::watch::Receiver<std::sync::Arc<LiveSnapshot>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl LiveHandle {
+    /// Wraps the channels of an ingest thread (or of a test's hand-made publisher).
+    pub fn new(
+        events: std::sync::mpsc::Sender<IngestEvent>,
+        snapshots: tokio::sync::watch::Receiver<std::sync::Arc<LiveSnapshot>>,
+        thread: Option<std::thread::JoinHandle<()>>,
+    ) -> Self {
+        Self {
+            events,
+            snapshots,
+            thread,
+        }
+    }
+
+    /// Sends a command to the ingest thread.
+    pub fn send(&self, command: Command) {
+        // A closed channel means the ingest thread already ended: nothing left to command.
+        let _ = self.events.send(IngestEvent::Command(command));
+    }
+
+    /// A sender of commands for another thread.
+    pub fn commander(&self) -> Commander {
+        Commander(self.events.clone())
+    }
+
+    /// A receiver of published snapshots (latest wins).
+    pub fn snapshots(&self) -> tokio::sync::watch::Receiver<std::sync::Arc<LiveSnapshot>> {
+        self.snapshots.clone()
+    }
+
+    /// The latest published snapshot.
+    pub fn latest(&self) -> std::sync::Arc<LiveSnapshot> {
+        std::sync::Arc::clone(&self.snapshots.borrow())
+    }
+
+    /// Stops the ingest thread, waits for it and returns the final snapshot.
+    pub fn shutdown(mut self) -> std::sync::Arc<LiveSnapshot> {
+        self.stop();
+        self.latest()
+    }
+
+    fn stop(&mut self) {
+        self.send(Command::Shutdown);
+        if let Some(thread) = self.thread.take() {
+            // A panicked ingest thread has already reported through the panic hook.
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for LiveHandle {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}

@@ -1,0 +1,419 @@
+//! The finished picture the ingest thread publishes once per frame.
+//!
+//! A [`LiveSnapshot`] holds every number the monitor shows, already computed by the engine
+//! and the projector: per-instance × slot cumulative hit blocks (late slots included, from the
+//! capacity-axis accumulator), the sampled hit-vs-capacity curve, trace-time windows, gauges,
+//! the last error and the status. Readers (TUI, headless) only format it; the one division
+//! they do is [`ratio`], at output, on integer sums.
+
+use std::time::Duration;
+
+use litehit_core::projector::Capacity;
+
+use super::tail::{TailNotice, WakeSource};
+
+/// Stable identity of a capacity slot (indices shift when a slot is removed).
+pub type SlotId = u64;
+
+/// `numerator / denominator`, `None` when the denominator is zero. Rates are formed only
+/// here, from integer sums (Σ hit tokens / Σ input tokens).
+#[must_use]
+pub fn ratio(numerator: u64, denominator: u64) -> Option<f64> {
+    (denominator > 0).then(|| numerator as f64 / denominator as f64)
+}
+
+/// One capacity slot of the table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Slot {
+    pub id: SlotId,
+    pub capacity: Capacity,
+}
+
+/// One sampled point of a lane's cumulative hits-vs-capacity curve.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CurvePoint {
+    pub capacity_blocks: u64,
+    pub hit_blocks: u64,
+}
+
+/// One instance (lane), cumulative since the start of the trace.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct LaneSnapshot {
+    pub instance_id: String,
+    pub block_size_tokens: u64,
+    pub block_bytes: u64,
+    /// `0` = no TTL.
+    pub ttl_ns: u64,
+    pub requests: u64,
+    pub input_tokens: u64,
+    /// Analysis blocks looked up (after re-blocking).
+    pub request_blocks: u64,
+    /// Resident distinct blocks at unlimited capacity (expired excluded).
+    pub unique_blocks: u64,
+    pub ttl_expired_blocks: u64,
+    /// Cumulative hit blocks per slot, aligned with [`LiveSnapshot::slots`].
+    pub slot_hit_blocks: Vec<u64>,
+    /// Cumulative hit blocks with unlimited capacity (the ∞ bound).
+    pub infinite_hit_blocks: u64,
+    /// The smallest capacity reaching the ∞ bound.
+    pub saturation_capacity_blocks: u64,
+    /// The cumulative curve sampled from capacity 0 to a little past saturation.
+    pub curve: Vec<CurvePoint>,
+    pub core_memory_bytes: u64,
+    pub accumulator_memory_bytes: u64,
+}
+
+impl LaneSnapshot {
+    /// Cumulative hit tokens at slot `index` (`0` if out of range).
+    #[must_use]
+    pub fn slot_hit_tokens(&self, index: usize) -> u64 {
+        self.slot_hit_blocks.get(index).copied().unwrap_or(0) * self.block_size_tokens
+    }
+
+    /// Cumulative hit tokens with unlimited capacity.
+    #[must_use]
+    pub fn infinite_hit_tokens(&self) -> u64 {
+        self.infinite_hit_blocks * self.block_size_tokens
+    }
+
+    /// Cumulative token hit rate at slot `index`.
+    #[must_use]
+    pub fn slot_hit_rate(&self, index: usize) -> Option<f64> {
+        ratio(self.slot_hit_tokens(index), self.input_tokens)
+    }
+
+    /// Cumulative token hit rate with unlimited capacity.
+    #[must_use]
+    pub fn infinite_hit_rate(&self) -> Option<f64> {
+        ratio(self.infinite_hit_tokens(), self.input_tokens)
+    }
+
+    /// KV bytes the unique blocks would need (`unique × block_bytes`).
+    #[must_use]
+    pub fn unique_kv_bytes(&self) -> u64 {
+        self.unique_blocks.saturating_mul(self.block_bytes)
+    }
+}
+
+/// The sum over every lane, each projected with its own `block_bytes`.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Totals {
+    pub requests: u64,
+    pub input_tokens: u64,
+    pub slot_hit_tokens: Vec<u64>,
+    pub infinite_hit_tokens: u64,
+    pub unique_blocks: u64,
+    pub unique_kv_bytes: u64,
+}
+
+impl Totals {
+    /// Σ over `lanes`, slots aligned with `slot_count`.
+    #[must_use]
+    pub fn of(lanes: &[LaneSnapshot], slot_count: usize) -> Self {
+        let mut totals = Self {
+            slot_hit_tokens: vec![0; slot_count],
+            ..Self::default()
+        };
+        for lane in lanes {
+            totals.requests += lane.requests;
+            totals.input_tokens += lane.input_tokens;
+            for (index, sum) in totals.slot_hit_tokens.iter_mut().enumerate() {
+                *sum += lane.slot_hit_tokens(index);
+            }
+            totals.infinite_hit_tokens += lane.infinite_hit_tokens();
+            totals.unique_blocks += lane.unique_blocks;
+            totals.unique_kv_bytes = totals
+                .unique_kv_bytes
+                .saturating_add(lane.unique_kv_bytes());
+        }
+        totals
+    }
+
+    #[must_use]
+    pub fn slot_hit_rate(&self, index: usize) -> Option<f64> {
+        ratio(
+            self.slot_hit_tokens.get(index).copied().unwrap_or(0),
+            self.input_tokens,
+        )
+    }
+
+    #[must_use]
+    pub fn infinite_hit_rate(&self) -> Option<f64> {
+        ratio(self.infinite_hit_tokens, self.input_tokens)
+    }
+}
+
+/// One lane's part of a time window.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct LaneWindow {
+    pub input_tokens: u64,
+    /// Hit tokens per slot in this window; `None` for a slot added during or after it.
+    pub slot_hit_tokens: Vec<Option<u64>>,
+    pub infinite_hit_tokens: u64,
+}
+
+/// One window of trace time (`[start_ns, start_ns + window_ns)`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Window {
+    pub start_ns: i64,
+    /// Per lane, aligned with [`LiveSnapshot::lanes`] (lanes born later are missing).
+    pub lanes: Vec<LaneWindow>,
+    /// Whether the window is still open (its numbers grow).
+    pub open: bool,
+}
+
+impl Window {
+    /// `(hit tokens, input tokens)` of `lane` (or of every lane when `None`) at `slot`
+    /// (`None` = unlimited). `None` when the slot did not exist for the whole window.
+    #[must_use]
+    pub fn hit_tokens(&self, lane: Option<usize>, slot: Option<usize>) -> Option<(u64, u64)> {
+        let lanes: &[LaneWindow] = match lane {
+            Some(index) => self.lanes.get(index).map_or(&[], std::slice::from_ref),
+            None => &self.lanes,
+        };
+        let mut hits = 0;
+        let mut input = 0;
+        for lane in lanes {
+            input += lane.input_tokens;
+            hits += match slot {
+                Some(index) => lane.slot_hit_tokens.get(index).copied().flatten()?,
+                None => lane.infinite_hit_tokens,
+            };
+        }
+        Some((hits, input))
+    }
+}
+
+/// Hit rates over trace time.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Timeline {
+    /// Window width in trace nanoseconds.
+    pub window_ns: i64,
+    /// Oldest first; the last one may be open.
+    pub windows: Vec<Window>,
+}
+
+/// Heap bytes, honestly counted from container capacities.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct MemoryGauge {
+    /// Σ `LiteHit` core state over lanes.
+    pub core_bytes: u64,
+    /// Σ capacity-axis accumulators over lanes.
+    pub accumulator_bytes: u64,
+    /// Facts rows formatted but not yet spilled to the temporary file.
+    pub facts_buffer_bytes: u64,
+    /// Facts rows spilled to disk (not in memory).
+    pub facts_on_disk_bytes: u64,
+    /// The monitor's own buffers (read buffer, time windows).
+    pub monitor_bytes: u64,
+}
+
+impl MemoryGauge {
+    /// Everything held in memory.
+    #[must_use]
+    pub fn resident_bytes(&self) -> u64 {
+        self.core_bytes + self.accumulator_bytes + self.facts_buffer_bytes + self.monitor_bytes
+    }
+}
+
+/// Ingest throughput, measured over the last second of wall time.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct IngestRate {
+    pub requests_per_s: f64,
+    pub blocks_per_s: f64,
+    pub bytes_per_s: f64,
+}
+
+/// A rejected line, as shown to the user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LineErrorView {
+    /// 1-based line of the file generation it came from.
+    pub line_number: u64,
+    pub message: String,
+}
+
+/// What is wrong or odd with the input so far.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct InputHealth {
+    /// Lines skipped: the parser or the engine rejected them.
+    pub bad_lines: u64,
+    pub last_error: Option<LineErrorView>,
+    /// Timestamps earlier than one already seen (clamped for TTL).
+    pub out_of_order_timestamps: u64,
+    pub read_events: u64,
+    pub write_events: u64,
+    pub last_timestamp_ns: Option<i64>,
+}
+
+/// What the tailer is doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FollowState {
+    /// The file does not exist yet.
+    #[default]
+    Waiting,
+    /// Behind the end of the file, draining at full speed.
+    CatchingUp,
+    /// At the end of the file, following appends.
+    Following,
+    /// Ingestion paused by the user (the backlog grows).
+    Paused,
+    /// `--exit-at-eof` reached the end.
+    Finished,
+    /// Reading the file failed (shown; retried).
+    Failed,
+}
+
+/// The followed source.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SourceStatus {
+    pub path: String,
+    pub state: FollowState,
+    pub wake: WakeSource,
+    /// Bytes behind the end of the file, but for `unterminated_bytes`.
+    pub backlog_bytes: u64,
+    /// A last line without its newline yet (everything before it read): it is taken once
+    /// the newline comes, or at quit / `--exit-at-eof`, as `replay` takes it.
+    pub unterminated_bytes: u64,
+    /// Bytes of complete lines consumed from the current file.
+    pub consumed_bytes: u64,
+    /// Seconds until the backlog is drained at the current rate.
+    pub catch_up_eta: Option<Duration>,
+    /// The last truncation/replacement/creation, and how long ago.
+    pub last_notice: Option<(TailNotice, Duration)>,
+    /// The last read error, if reading currently fails.
+    pub read_error: Option<String>,
+}
+
+impl Default for SourceStatus {
+    fn default() -> Self {
+        Self {
+            path: String::new(),
+            state: FollowState::Waiting,
+            wake: WakeSource::Events,
+            backlog_bytes: 0,
+            unterminated_bytes: 0,
+            consumed_bytes: 0,
+            catch_up_eta: None,
+            last_notice: None,
+            read_error: None,
+        }
+    }
+}
+
+/// The background facts snapshot (`s`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum FactsWrite {
+    #[default]
+    Idle,
+    Writing {
+        path: String,
+        rows: u64,
+    },
+    Done {
+        path: String,
+        rows: u64,
+        bytes: u64,
+    },
+    Failed {
+        path: String,
+        message: String,
+    },
+}
+
+/// Everything the monitor shows, published by the ingest thread.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct LiveSnapshot {
+    /// Increases with every publication.
+    pub sequence: u64,
+    /// Wall time since the monitor started.
+    pub uptime: Duration,
+    pub source: SourceStatus,
+    pub slots: Vec<Slot>,
+    /// Lanes in order of first appearance.
+    pub lanes: Vec<LaneSnapshot>,
+    pub timeline: Timeline,
+    pub memory: MemoryGauge,
+    pub rate: IngestRate,
+    pub health: InputHealth,
+    pub facts_write: FactsWrite,
+    /// Time since `facts_write` last changed (a finished write's message fades).
+    pub facts_write_age: Duration,
+    /// Facts rows produced so far.
+    pub facts_rows: u64,
+    /// A configuration or startup problem that stops ingestion (shown, never a crash).
+    pub fatal: Option<String>,
+}
+
+impl LiveSnapshot {
+    /// Totals over every lane (shown when there are several).
+    #[must_use]
+    pub fn totals(&self) -> Totals {
+        Totals::of(&self.lanes, self.slots.len())
+    }
+
+    /// Any lane has a TTL.
+    #[must_use]
+    pub fn has_ttl(&self) -> bool {
+        self.lanes.iter().any(|lane| lane.ttl_ns > 0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lane(
+        block_size_tokens: u64,
+        input_tokens: u64,
+        slot_hit_blocks: Vec<u64>,
+        infinite: u64,
+    ) -> LaneSnapshot {
+        LaneSnapshot {
+            block_size_tokens,
+            input_tokens,
+            slot_hit_blocks,
+            infinite_hit_blocks: infinite,
+            ..LaneSnapshot::default()
+        }
+    }
+
+    #[test]
+    fn totals_sum_tokens_not_rates() {
+        // 2 hits × 4 tokens of 10 and 1 hit × 16 tokens of 100: (8 + 16) / 110, not the mean.
+        let lanes = [lane(4, 10, vec![2], 2), lane(16, 100, vec![1], 3)];
+        let totals = Totals::of(&lanes, 1);
+        assert_eq!(totals.slot_hit_tokens, vec![24]);
+        assert_eq!(totals.infinite_hit_tokens, 8 + 48);
+        assert_eq!(totals.slot_hit_rate(0), Some(24.0 / 110.0));
+    }
+
+    #[test]
+    fn rates_need_a_denominator() {
+        assert_eq!(ratio(0, 0), None);
+        assert_eq!(lane(4, 0, vec![0], 0).slot_hit_rate(0), None);
+    }
+
+    #[test]
+    fn window_without_the_slot_has_no_rate() {
+        let window = Window {
+            start_ns: 0,
+            lanes: vec![
+                LaneWindow {
+                    input_tokens: 10,
+                    slot_hit_tokens: vec![Some(4), None],
+                    infinite_hit_tokens: 6,
+                },
+                LaneWindow {
+                    input_tokens: 5,
+                    slot_hit_tokens: vec![Some(1), None],
+                    infinite_hit_tokens: 2,
+                },
+            ],
+            open: false,
+        };
+        assert_eq!(window.hit_tokens(None, Some(0)), Some((5, 15)));
+        assert_eq!(window.hit_tokens(Some(1), None), Some((2, 5)));
+        assert_eq!(window.hit_tokens(None, Some(1)), None);
+        assert_eq!(window.hit_tokens(Some(7), Some(0)), Some((0, 0)));
+    }
+}

@@ -1,0 +1,401 @@
+//! View state and key handling: `key → Option<Command>`, pure (no I/O, no engine).
+//!
+//! [`App`] holds what the user is looking at (mode, selected slot and instance) and what it
+//! last learned from a snapshot (slot ids, lane count) so that selections stay valid.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+
+use litehit_core::projector::{Capacity, parse_capacity};
+use litehit_live::{Command, LiveSnapshot, SlotId};
+
+/// What the screen is in; one at a time.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Mode {
+    #[default]
+    Normal,
+    /// The help overlay listing every key.
+    Help,
+    /// Typing a new capacity slot.
+    SlotEditor(SlotEditor),
+}
+
+/// The add-slot input line.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SlotEditor {
+    pub input: String,
+    /// Why the last Enter was refused.
+    pub error: Option<String>,
+}
+
+/// Every key the monitor knows, for the help overlay (one source of truth with the tests).
+pub const KEY_HELP: &[(&str, &str)] = &[
+    ("?", "show / hide this help"),
+    ("a", "add a capacity slot (40, 0.5 = GB; 1000b = blocks)"),
+    ("d / Del", "delete the selected slot"),
+    ("← → / h l", "select a slot"),
+    ("↑ ↓ / k j", "select an instance (curve, timeline)"),
+    ("s", "snapshot every fact so far to the facts file"),
+    ("p", "pause / resume ingestion"),
+    ("q / Ctrl-C", "quit"),
+    ("Esc", "close a dialog"),
+    ("Enter", "confirm the new slot"),
+];
+
+/// The monitor's view state.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct App {
+    pub mode: Mode,
+    /// Index into the snapshot's slots.
+    pub selected_slot: usize,
+    /// Index into the snapshot's lanes; `lane_count` selects the totals row.
+    pub selected_row: usize,
+    /// Set once the user asked to quit.
+    pub quitting: bool,
+    slot_ids: Vec<SlotId>,
+    /// The capacities of those slots (a capacity shown already is not added twice).
+    slot_capacities: Vec<Capacity>,
+    lane_count: usize,
+    /// Select the next slot that appears (the one just added).
+    select_new_slot: bool,
+}
+
+impl App {
+    /// Learns the slots and lanes of a new snapshot and keeps the selections valid.
+    pub fn observe(&mut self, snap: &LiveSnapshot) {
+        let ids: Vec<SlotId> = snap.slots.iter().map(|slot| slot.id).collect();
+        let selected_id = self.slot_ids.get(self.selected_slot).copied();
+        if self.select_new_slot {
+            if let Some(index) = ids.iter().position(|id| !self.slot_ids.contains(id)) {
+                self.selected_slot = index;
+                self.select_new_slot = false;
+            }
+        } else if let Some(index) = selected_id.and_then(|id| ids.iter().position(|&x| x == id)) {
+            self.selected_slot = index;
+        }
+        self.selected_slot = self.selected_slot.min(ids.len().saturating_sub(1));
+        self.slot_ids = ids;
+        self.slot_capacities = snap.slots.iter().map(|slot| slot.capacity).collect();
+        self.lane_count = snap.lanes.len();
+        self.selected_row = self.selected_row.min(self.max_row());
+    }
+
+    /// The selected lane, or `None` for the totals row.
+    pub fn selected_lane(&self) -> Option<usize> {
+        (self.lane_count <= 1 || self.selected_row < self.lane_count).then_some(self.selected_row)
+    }
+
+    fn max_row(&self) -> usize {
+        // A totals row exists only with several lanes.
+        if self.lane_count > 1 {
+            self.lane_count
+        } else {
+            0
+        }
+    }
+
+    /// Handles one key; returns what the ingest thread must do, if anything.
+    pub fn handle_key(&mut self, key: KeyEvent) -> Option<Command> {
+        if key.kind != KeyEventKind::Press {
+            return None;
+        }
+        if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c') {
+            return Some(self.quit());
+        }
+        match &mut self.mode {
+            Mode::Help => {
+                match key.code {
+                    KeyCode::Char('?') | KeyCode::Esc | KeyCode::Enter => self.mode = Mode::Normal,
+                    KeyCode::Char('q') => return Some(self.quit()),
+                    _ => {}
+                }
+                None
+            }
+            Mode::SlotEditor(editor) => match key.code {
+                KeyCode::Esc => {
+                    self.mode = Mode::Normal;
+                    None
+                }
+                KeyCode::Enter => match parse_capacity(&editor.input) {
+                    Ok(Capacity::Infinite) => {
+                        editor.error = Some("∞ is always shown (the last column)".to_owned());
+                        None
+                    }
+                    Ok(capacity) if self.slot_capacities.contains(&capacity) => {
+                        editor.error = Some(format!("{:?} is a slot already", editor.input.trim()));
+                        None
+                    }
+                    Ok(capacity) => {
+                        self.mode = Mode::Normal;
+                        self.select_new_slot = true;
+                        Some(Command::AddSlot(capacity))
+                    }
+                    Err(message) => {
+                        editor.error = Some(message);
+                        None
+                    }
+                },
+                KeyCode::Backspace => {
+                    editor.input.pop();
+                    editor.error = None;
+                    None
+                }
+                KeyCode::Char(ch) if !ch.is_control() && editor.input.chars().count() < 24 => {
+                    editor.input.push(ch);
+                    editor.error = None;
+                    None
+                }
+                _ => None,
+            },
+            Mode::Normal => self.handle_normal_key(key.code),
+        }
+    }
+
+    fn handle_normal_key(&mut self, code: KeyCode) -> Option<Command> {
+        match code {
+            KeyCode::Char('q') => return Some(self.quit()),
+            KeyCode::Char('?') => self.mode = Mode::Help,
+            KeyCode::Char('a') => self.mode = Mode::SlotEditor(SlotEditor::default()),
+            KeyCode::Char('d') | KeyCode::Delete => {
+                return self
+                    .slot_ids
+                    .get(self.selected_slot)
+                    .map(|&id| Command::RemoveSlot(id));
+            }
+            KeyCode::Char('s') => return Some(Command::WriteFacts),
+            KeyCode::Char('p') => return Some(Command::TogglePause),
+            KeyCode::Left | KeyCode::Char('h') => {
+                self.selected_slot = self.selected_slot.saturating_sub(1);
+            }
+            KeyCode::Right | KeyCode::Char('l') => {
+                self.selected_slot =
+                    (self.selected_slot + 1).min(self.slot_ids.len().saturating_sub(1));
+            }
+            KeyCode::Up | KeyCode::Char('k') => {
+                self.selected_row = self.selected_row.saturating_sub(1);
+            }
+            KeyCode::Down | KeyCode::Char('j') => {
+                self.selected_row = (self.selected_row + 1).min(self.max_row());
+            }
+            _ => {}
+        }
+        None
+    }
+
+    fn quit(&mut self) -> Command {
+        self.quitting = true;
+        Command::Shutdown
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use litehit_core::projector::Capacity;
+    use litehit_live::snapshot::{LaneSnapshot, Slot};
+
+    fn press(code: KeyCode) -> KeyEvent {
+        KeyEvent::new(code, KeyModifiers::NONE)
+    }
+
+    fn type_text(app: &mut App, text: &str) -> Vec<Command> {
+        text.chars()
+            .filter_map(|ch| app.handle_key(press(KeyCode::Char(ch))))
+            .collect()
+    }
+
+    fn snapshot(slot_ids: &[SlotId], lanes: usize) -> LiveSnapshot {
+        LiveSnapshot {
+            slots: slot_ids
+                .iter()
+                .map(|&id| Slot {
+                    id,
+                    capacity: Capacity::Gigabytes(id as f64),
+                })
+                .collect(),
+            lanes: vec![LaneSnapshot::default(); lanes],
+            ..LiveSnapshot::default()
+        }
+    }
+
+    /// The reason the open slot editor shows (panics if it is closed or shows none).
+    fn editor_error(app: &App) -> &str {
+        let Mode::SlotEditor(editor) = &app.mode else {
+            panic!("editor closed")
+        };
+        editor.error.as_deref().expect("a reason is shown")
+    }
+
+    #[test]
+    fn a_capacity_shown_already_is_not_added_again() {
+        let mut app = App::default();
+        app.observe(&snapshot(&[40], 1)); // one slot: 40 GB
+        app.handle_key(press(KeyCode::Char('a')));
+        type_text(&mut app, "40 GiB");
+        assert_eq!(app.handle_key(press(KeyCode::Enter)), None);
+        assert!(editor_error(&app).contains("a slot already"));
+        for _ in 0..6 {
+            app.handle_key(press(KeyCode::Backspace));
+        }
+        type_text(&mut app, "inf");
+        assert_eq!(
+            app.handle_key(press(KeyCode::Enter)),
+            None,
+            "∞ is a column already"
+        );
+        for _ in 0..3 {
+            app.handle_key(press(KeyCode::Backspace));
+        }
+        type_text(&mut app, "20");
+        assert_eq!(
+            app.handle_key(press(KeyCode::Enter)),
+            Some(Command::AddSlot(Capacity::Gigabytes(20.0)))
+        );
+    }
+
+    #[test]
+    fn add_slot_flow_types_then_confirms() {
+        let mut app = App::default();
+        assert_eq!(app.handle_key(press(KeyCode::Char('a'))), None);
+        assert!(matches!(app.mode, Mode::SlotEditor(_)));
+        // Letters that are normal-mode keys are text in the editor.
+        assert!(type_text(&mut app, "1000bq").is_empty());
+        app.handle_key(press(KeyCode::Backspace));
+        assert_eq!(
+            app.handle_key(press(KeyCode::Enter)),
+            Some(Command::AddSlot(Capacity::Blocks(1000)))
+        );
+        assert_eq!(app.mode, Mode::Normal);
+        assert!(!app.quitting);
+    }
+
+    #[test]
+    fn bad_slot_input_keeps_the_editor_open_with_a_reason() {
+        let mut app = App::default();
+        app.handle_key(press(KeyCode::Char('a')));
+        type_text(&mut app, "x1");
+        assert_eq!(app.handle_key(press(KeyCode::Enter)), None);
+        assert!(editor_error(&app).contains("expected binary GB"));
+        app.handle_key(press(KeyCode::Esc));
+        assert_eq!(app.mode, Mode::Normal);
+    }
+
+    #[test]
+    fn new_slot_gets_selected_when_it_appears() {
+        let mut app = App::default();
+        app.observe(&snapshot(&[1, 2], 1));
+        app.handle_key(press(KeyCode::Char('a')));
+        type_text(&mut app, "5");
+        app.handle_key(press(KeyCode::Enter));
+        app.observe(&snapshot(&[1, 2, 7], 1));
+        assert_eq!(app.selected_slot, 2);
+    }
+
+    #[test]
+    fn delete_names_the_selected_slot_by_id() {
+        let mut app = App::default();
+        app.observe(&snapshot(&[10, 20, 30], 1));
+        app.handle_key(press(KeyCode::Right));
+        assert_eq!(
+            app.handle_key(press(KeyCode::Char('d'))),
+            Some(Command::RemoveSlot(20))
+        );
+        // After removal the selection stays in range.
+        app.observe(&snapshot(&[10, 30], 1));
+        assert_eq!(app.selected_slot, 1);
+        app.observe(&snapshot(&[], 1));
+        assert_eq!(app.handle_key(press(KeyCode::Delete)), None);
+    }
+
+    #[test]
+    fn selection_follows_the_slot_when_an_earlier_one_goes() {
+        let mut app = App::default();
+        app.observe(&snapshot(&[10, 20, 30], 1));
+        app.handle_key(press(KeyCode::Right));
+        app.handle_key(press(KeyCode::Right));
+        app.observe(&snapshot(&[20, 30], 1));
+        assert_eq!(app.selected_slot, 1, "still on slot 30");
+    }
+
+    #[test]
+    fn arrows_clamp_and_totals_row_exists_only_with_several_lanes() {
+        let mut app = App::default();
+        app.observe(&snapshot(&[1, 2], 1));
+        for _ in 0..5 {
+            app.handle_key(press(KeyCode::Right));
+            app.handle_key(press(KeyCode::Down));
+        }
+        assert_eq!((app.selected_slot, app.selected_row), (1, 0));
+        assert_eq!(app.selected_lane(), Some(0));
+        app.observe(&snapshot(&[1, 2], 3));
+        for _ in 0..5 {
+            app.handle_key(press(KeyCode::Down));
+        }
+        assert_eq!(app.selected_row, 3);
+        assert_eq!(app.selected_lane(), None, "totals row");
+        app.handle_key(press(KeyCode::Up));
+        assert_eq!(app.selected_lane(), Some(2));
+        app.handle_key(press(KeyCode::Left));
+        app.handle_key(press(KeyCode::Left));
+        assert_eq!(app.selected_slot, 0);
+    }
+
+    #[test]
+    fn simple_keys_map_to_commands() {
+        let cases = [
+            ('s', Some(Command::WriteFacts)),
+            ('p', Some(Command::TogglePause)),
+            ('x', None),
+        ];
+        for (ch, expected) in cases {
+            let mut app = App::default();
+            assert_eq!(
+                app.handle_key(press(KeyCode::Char(ch))),
+                expected,
+                "key {ch}"
+            );
+        }
+    }
+
+    #[test]
+    fn help_toggles_and_quit_works_everywhere() {
+        let mut app = App::default();
+        app.handle_key(press(KeyCode::Char('?')));
+        assert_eq!(app.mode, Mode::Help);
+        // Other keys do nothing while help is open.
+        assert_eq!(app.handle_key(press(KeyCode::Char('s'))), None);
+        app.handle_key(press(KeyCode::Char('?')));
+        assert_eq!(app.mode, Mode::Normal);
+
+        assert_eq!(
+            app.handle_key(press(KeyCode::Char('q'))),
+            Some(Command::Shutdown)
+        );
+        assert!(app.quitting);
+
+        let mut editing = App::default();
+        editing.handle_key(press(KeyCode::Char('a')));
+        let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
+        assert_eq!(editing.handle_key(ctrl_c), Some(Command::Shutdown));
+        assert!(editing.quitting);
+    }
+
+    #[test]
+    fn key_releases_are_ignored() {
+        let mut app = App::default();
+        let mut release = press(KeyCode::Char('q'));
+        release.kind = KeyEventKind::Release;
+        assert_eq!(app.handle_key(release), None);
+        assert!(!app.quitting);
+    }
+
+    #[test]
+    fn help_lists_every_normal_key() {
+        let keys = ["?", "a", "d", "s", "p", "q", "Ctrl-C", "Esc", "←", "↑"];
+        for key in keys {
+            assert!(
+                KEY_HELP.iter().any(|(k, _)| k.contains(key)),
+                "help misses {key}"
+            );
+        }
+    }
+}

@@ -1,0 +1,145 @@
+//! The terminal front end of `litehit watch`: terminal setup, the event loop, drawing.
+//!
+//! Reads `Arc<LiveSnapshot>`s from the ingest thread and sends [`litehit_live::Command`]s; it
+//! never calls the engine or the projector and does no I/O besides the terminal. The loop
+//! `select!`s over key/resize events, new snapshots and a frame tick; a key is handled and
+//! drawn at once, a snapshot waits for the next tick, and a tick with nothing new draws
+//! nothing. `ratatui::init` (after the binary's error hooks) puts a panic hook in place that
+//! restores the terminal; quitting and errors restore it too.
+
+pub mod app;
+pub mod event;
+pub mod render;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use ratatui::DefaultTerminal;
+
+use app::App;
+use event::{Event, EventSource};
+use litehit_live::{Command, LiveHandle, LiveSnapshot};
+
+/// Front-end settings.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TuiOptions {
+    /// Redraws per second at most (keys are drawn at once regardless).
+    pub fps: f64,
+}
+
+impl Default for TuiOptions {
+    fn default() -> Self {
+        Self { fps: 10.0 }
+    }
+}
+
+/// Why the screen could not start or go on.
+#[derive(Debug, thiserror::Error)]
+pub enum TuiError {
+    /// stdin or stdout is not a terminal.
+    #[error(
+        "the live monitor needs a terminal (stdin and stdout); without one, pass --headless \
+         for JSON lines"
+    )]
+    NotATerminal,
+    /// A terminal or runtime call failed; `doing` says which step, the source why.
+    #[error("{doing}")]
+    Io {
+        doing: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+fn io_error(doing: &'static str) -> impl FnOnce(std::io::Error) -> TuiError {
+    move |source| TuiError::Io { doing, source }
+}
+
+/// Fails with a clear message unless stdin and stdout are a terminal (the monitor draws on
+/// one and reads keys from it); call before starting any work.
+pub fn ensure_terminal() -> Result<(), TuiError> {
+    use std::io::IsTerminal as _;
+    if std::io::stdin().is_terminal() && std::io::stdout().is_terminal() {
+        Ok(())
+    } else {
+        Err(TuiError::NotATerminal)
+    }
+}
+
+/// Runs the monitor until the user quits; returns the last snapshot for a summary.
+pub fn run(live: &LiveHandle, options: TuiOptions) -> Result<Arc<LiveSnapshot>, TuiError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .map_err(io_error("starting the UI runtime"))?;
+    // SIGTERM / SIGHUP (a closed terminal, `kill`, `timeout`) quit like `q`: the terminal is
+    // restored and a demo's generated trace removed, instead of dying mid-frame.
+    let terminate = Arc::new(AtomicBool::new(false));
+    // The handlers stay for the rest of the process: a closed terminal can send SIGHUP twice
+    // (tmux, then the kernel), and the default action of the second would kill the process
+    // before it cleans up.
+    for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
+        let _ = signal_hook::flag::register(signal, Arc::clone(&terminate));
+    }
+    let mut terminal = ratatui::try_init().map_err(io_error("setting up the terminal"))?;
+    let result = runtime.block_on(event_loop(&mut terminal, live, options, &terminate));
+    // Not `ratatui::restore()`: it reports a failure with `eprintln!`, which panics when the
+    // terminal is gone (SIGHUP), and then nothing is cleaned up. For the same reason a
+    // terminal that cannot be restored is not dropped: its drop would `eprintln!` too.
+    if ratatui::try_restore().is_err() {
+        std::mem::forget(terminal);
+    }
+    result
+}
+
+async fn event_loop(
+    terminal: &mut DefaultTerminal,
+    live: &LiveHandle,
+    options: TuiOptions,
+    terminate: &AtomicBool,
+) -> Result<Arc<LiveSnapshot>, TuiError> {
+    let period = Duration::from_secs_f64(1.0 / options.fps.clamp(0.5, 120.0));
+    let mut events = EventSource::new(live.snapshots(), period);
+    let mut snap = events.latest();
+    let mut app = App::default();
+    app.observe(&snap);
+    let mut dirty = true;
+    loop {
+        if terminate.load(Ordering::Relaxed) {
+            live.send(Command::Shutdown);
+            return Ok(snap);
+        }
+        let draw_now = match events
+            .next()
+            .await
+            .map_err(io_error("reading terminal events"))?
+        {
+            Event::Key(key) => {
+                if let Some(command) = app.handle_key(key) {
+                    live.send(command);
+                }
+                if app.quitting {
+                    live.send(Command::Shutdown);
+                    return Ok(snap);
+                }
+                true
+            }
+            Event::Resize => true,
+            Event::Snapshot(new) => {
+                snap = new;
+                app.observe(&snap);
+                dirty = true;
+                false
+            }
+            Event::Tick => dirty,
+            Event::InputClosed => return Ok(snap),
+        };
+        if draw_now {
+            terminal
+                .draw(|frame| render::draw(frame, &snap, &app))
+                .map_err(io_error("drawing the screen"))?;
+            dirty = false;
+        }
+    }
+}

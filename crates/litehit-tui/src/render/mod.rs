@@ -1,0 +1,166 @@
+//! Layout: splits the screen and hands each panel its area. Panels only format.
+//!
+//! ```text
+//! litehit watch trace.jsonl · following · notify · backlog 0 B            <- title (1 line)
+//! ┌ instances ─────────────────────────────────────────────────────────────┐
+//! │ instance   requests  input tok   10 GB   40 GB     ∞   unique  KV bytes │ <- instances.rs
+//! │ total …                                                               │
+//! └────────────────────────────────────────────────────────────────────────┘
+//! ┌ hit rate vs capacity ─────────────┐┌ hit rate per 10 s of trace time ──┐
+//! │ curve.rs (slots marked)            ││ timeline.rs (one line per slot)    │
+//! └────────────────────────────────────┘└────────────────────────────────────┘
+//! ┌ gauges ────────────────────────────────────────────────────────────────┐
+//! │ unique / KV · memory · ingest rate · lag · bad lines · TTL             │ <- gauges.rs
+//! └────────────────────────────────────────────────────────────────────────┘
+//!  status / key hints                                                        <- status.rs
+//! ```
+//! Small screens drop the charts, then the gauges, then table columns (compact mode keeps
+//! the title, the table and the status line); nothing panics at any size. Overlays
+//! (`help.rs`, `slot_editor.rs`) are drawn last, centered.
+
+pub mod curve;
+pub mod format;
+pub mod gauges;
+pub mod help;
+pub mod instances;
+pub mod slot_editor;
+pub mod status;
+pub mod timeline;
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Modifier, Style, Stylize as _};
+use ratatui::text::{Line, Span};
+
+use super::app::{App, Mode};
+use litehit_live::LiveSnapshot;
+use litehit_live::snapshot::FollowState;
+use litehit_live::tail::WakeSource;
+
+/// Height of the gauges panel, borders included.
+const GAUGES_HEIGHT: u16 = gauges::LINES + 2;
+/// Below this, charts are not worth drawing.
+const MIN_CHART_HEIGHT: u16 = 7;
+
+/// Draws the whole screen for one frame.
+pub fn draw(frame: &mut Frame, snap: &LiveSnapshot, view: &App) {
+    let area = frame.area();
+    if area.width == 0 || area.height == 0 {
+        return;
+    }
+    let [title, body, status_area] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Min(0),
+        Constraint::Length(1),
+    ])
+    .areas(area);
+    render_title(frame, title, snap);
+    status::render(frame, status_area, snap, view);
+
+    let table_rows =
+        u16::try_from(snap.lanes.len() + usize::from(snap.lanes.len() > 1)).unwrap_or(u16::MAX);
+    let table_height = table_rows.max(1).saturating_add(3);
+    let wide_enough = body.width >= 60;
+    let room_for_gauges = wide_enough && body.height >= table_height.min(6) + GAUGES_HEIGHT;
+    if room_for_gauges {
+        let table_height = table_height.min((body.height - GAUGES_HEIGHT) / 2).max(4);
+        let charts_height = body.height - GAUGES_HEIGHT - table_height;
+        if charts_height < MIN_CHART_HEIGHT {
+            let [table, gauges_area] =
+                Layout::vertical([Constraint::Min(0), Constraint::Length(GAUGES_HEIGHT)])
+                    .areas(body);
+            instances::render(frame, table, snap, view);
+            gauges::render(frame, gauges_area, snap, view);
+        } else {
+            let [table, charts, gauges_area] = Layout::vertical([
+                Constraint::Length(table_height),
+                Constraint::Min(0),
+                Constraint::Length(GAUGES_HEIGHT),
+            ])
+            .areas(body);
+            instances::render(frame, table, snap, view);
+            let [left, right] =
+                Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)])
+                    .areas(charts);
+            curve::render(frame, left, snap, view);
+            timeline::render(frame, right, snap, view);
+            gauges::render(frame, gauges_area, snap, view);
+        }
+    } else {
+        instances::render(frame, body, snap, view);
+    }
+
+    match &view.mode {
+        Mode::Normal => {}
+        Mode::Help => help::render(frame, area, snap, view),
+        Mode::SlotEditor(_) => slot_editor::render(frame, area, snap, view),
+    }
+}
+
+fn render_title(frame: &mut Frame, area: Rect, snap: &LiveSnapshot) {
+    let source = &snap.source;
+    let (state, state_style) = match source.state {
+        FollowState::Waiting => ("waiting for the file", Style::new().yellow()),
+        FollowState::CatchingUp => ("catching up", Style::new().cyan()),
+        FollowState::Following => ("following", Style::new().green()),
+        FollowState::Paused => ("PAUSED", Style::new().black().on_yellow()),
+        FollowState::Finished => ("end of file", Style::new().green()),
+        FollowState::Failed => ("read error", Style::new().red()),
+    };
+    let wake = match source.wake {
+        WakeSource::Events => "notify",
+        WakeSource::Polling => "polling",
+    };
+    let mut spans = vec![
+        Span::styled(
+            " litehit watch ",
+            Style::new().add_modifier(Modifier::BOLD).reversed(),
+        ),
+        Span::raw(" "),
+        Span::styled(state, state_style),
+        Span::raw(format!(" · {wake}")),
+    ];
+    if source.backlog_bytes > 0 {
+        spans.push(Span::raw(format!(
+            " · backlog {}",
+            format::bytes(source.backlog_bytes)
+        )));
+    }
+    if source.unterminated_bytes > 0 {
+        spans.push(Span::raw(format!(
+            " · last line unterminated ({})",
+            format::bytes(source.unterminated_bytes)
+        )));
+    }
+    let used: usize = spans.iter().map(Span::width).sum();
+    let room = usize::from(area.width).saturating_sub(used + 3);
+    if room >= 8 {
+        spans.push(Span::raw(" · "));
+        spans.push(Span::raw(format::fit(&source.path, room)));
+    }
+    frame.render_widget(Line::from(spans), area);
+}
+
+/// A centered rectangle of at most `width` × `height` inside `area`.
+/// The 0–100 % hit-rate axis both charts share.
+fn hit_rate_axis() -> ratatui::widgets::Axis<'static> {
+    ratatui::widgets::Axis::default()
+        .bounds([0.0, 100.0])
+        .labels(vec![
+            Line::from("0%"),
+            Line::from("50%"),
+            Line::from("100%"),
+        ])
+        .style(Style::new().dark_gray())
+}
+
+pub fn centered(area: Rect, width: u16, height: u16) -> Rect {
+    let width = width.min(area.width);
+    let height = height.min(area.height);
+    Rect {
+        x: area.x + (area.width - width) / 2,
+        y: area.y + (area.height - height) / 2,
+        width,
+        height,
+    }
+}
