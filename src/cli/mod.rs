@@ -14,6 +14,9 @@ use clap::{Parser, Subcommand};
 
 use litehit_core::config::SingleInstanceFlags;
 use litehit_core::formats::TraceFormat;
+use litehit_core::grammar::{
+    parse_byte_size, parse_capacity, parse_capacity_gb, parse_whole_seconds,
+};
 
 /// Exact LRU prefix-cache hit rates at any capacity, from one pass over a KV-cache block trace.
 #[derive(Debug, Parser)]
@@ -33,19 +36,29 @@ impl Cli {
     /// negative numbers they are, but `-1e-9`, `-.5` and `-inf` for flags; upstream's
     /// `strtod` reads them all as capacities (any negative one is unlimited). So a `query`
     /// argument that reads as a capacity and starts with one `-` is passed on with a leading
-    /// space, which [`query_args::parse_capacity_gb`] skips as `strtod` does.
+    /// space, which [`parse_capacity_gb`] skips as `strtod` does. The same holds for the
+    /// value after `--capacity-gb` (`watch`, `demo`: `--capacity-gb -inf`).
     pub fn parse_args_from<I, T>(args: I) -> Result<Self, clap::Error>
     where
         I: IntoIterator<Item = T>,
         T: Into<std::ffi::OsString>,
     {
         let mut args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
+        for at in 1..args.len() {
+            if args[at - 1] == "--capacity-gb"
+                && let Some(text) = args[at].to_str()
+                && text.starts_with('-')
+                && parse_capacity(text).is_ok()
+            {
+                args[at] = format!(" {text}").into();
+            }
+        }
         if args.get(1).is_some_and(|command| command == "query") {
             for arg in args.iter_mut().skip(2).take_while(|arg| *arg != "--") {
                 let Some(text) = arg.to_str() else { continue };
                 if text.starts_with('-')
                     && !text.starts_with("--")
-                    && query_args::parse_capacity_gb(text).is_some()
+                    && parse_capacity_gb(text).is_ok()
                 {
                     *arg = format!(" {text}").into();
                 }
@@ -122,16 +135,16 @@ pub struct LaneFlags {
     /// KV-cache bytes per block (all layers, K and V; 1048576 or 1MiB): kept with the facts,
     /// it converts GB capacities to blocks
     #[arg(long, value_name = "BYTES", conflicts_with = "kv_bytes_per_token",
-          value_parser = parse_byte_count)]
+          value_parser = parse_byte_size)]
     pub block_bytes: Option<u64>,
 
     /// KV-cache bytes per token; block bytes = this × block size (default 131072 = 128KiB,
     /// an 8B model in fp16)
-    #[arg(long, value_name = "BYTES", value_parser = parse_byte_count)]
+    #[arg(long, value_name = "BYTES", value_parser = parse_byte_size)]
     pub kv_bytes_per_token: Option<u64>,
 
     /// Fixed TTL in seconds: a block unused for this long is gone at every capacity
-    #[arg(long, value_name = "SECONDS")]
+    #[arg(long, value_name = "SECONDS", value_parser = parse_whole_seconds)]
     pub ttl_seconds: Option<u64>,
 
     /// Keys are raw per-block hashes: chain them with the prefix hash first
@@ -201,21 +214,6 @@ fn at_least_one(text: &str) -> Result<usize, String> {
     }
 }
 
-/// A byte count: a whole number, or one with a binary suffix (`128KiB`, `1MiB`, `2GiB`).
-fn parse_byte_count(text: &str) -> Result<u64, String> {
-    let trimmed = text.trim();
-    let (digits, unit) = [("KiB", 1_u64 << 10), ("MiB", 1 << 20), ("GiB", 1 << 30)]
-        .iter()
-        .find_map(|&(suffix, unit)| trimmed.strip_suffix(suffix).map(|digits| (digits, unit)))
-        .unwrap_or((trimmed, 1));
-    digits
-        .trim()
-        .parse::<u64>()
-        .ok()
-        .and_then(|count| count.checked_mul(unit))
-        .ok_or_else(|| "expected a whole number of bytes, e.g. 1048576 or 1MiB".to_owned())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -247,7 +245,7 @@ mod tests {
         let capacities: Vec<f64> = args
             .capacity_gb
             .iter()
-            .map(|arg| query_args::parse_capacity_gb(arg).unwrap())
+            .map(|arg| parse_capacity_gb(arg).unwrap())
             .collect();
         assert_eq!(capacities, [-1e-9, -0.5, -1.0, -1.0]);
         assert!(
@@ -259,10 +257,10 @@ mod tests {
     #[test]
     fn byte_counts_take_binary_suffixes() {
         for (text, bytes) in [("1048576", 1 << 20), ("1MiB", 1 << 20), ("128KiB", 131_072)] {
-            assert_eq!(parse_byte_count(text), Ok(bytes), "{text}");
+            assert_eq!(parse_byte_size(text), Ok(bytes), "{text}");
         }
         for bad in ["1MB", "1.5MiB", "-1", "", "99999999999GiB"] {
-            let message = parse_byte_count(bad).unwrap_err();
+            let message = parse_byte_size(bad).unwrap_err().to_string();
             assert!(message.contains("1MiB"), "{bad}: {message}");
         }
     }

@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+use litehit_core::grammar::parse_block_count;
+
 /// Capacity query over a facts file: per-request hit blocks and rates plus summaries.
 #[derive(Debug, Clone, PartialEq, clap::Args)]
 #[command(
@@ -64,79 +66,6 @@ impl QueryArgs {
     }
 }
 
-/// One `--capacity-blocks` value: a whole number of blocks, `1000` or (as `watch` spells
-/// it) `1000b`.
-fn parse_block_count(text: &str) -> Result<u64, String> {
-    let digits = text.strip_suffix(['b', 'B']).unwrap_or(text);
-    digits
-        .parse()
-        .map_err(|_| "expected a whole number of blocks, e.g. 1000 or 1000b".to_owned())
-}
-
-/// Parses one `CAPACITY_GB` argument like upstream's `strtod` check: leading white space is
-/// skipped and the rest must be one number (hexadecimal floats such as `0x10` or `0x1.8p3`
-/// too). A negative capacity (`-1`) is the unlimited one, as upstream. Beyond upstream, the
-/// spellings `watch` takes are accepted too: a `GB` / `GiB` / `G` suffix (binary GB either
-/// way) and `inf` / `infinity` / `∞` for unlimited (read as `-1`, so the output stays what
-/// upstream writes; a literal infinity would be a number no JSON parser reads). NaN is
-/// rejected.
-#[must_use]
-pub fn parse_capacity_gb(arg: &str) -> Option<f64> {
-    let text = arg.trim_start_matches([' ', '\t', '\n', '\x0b', '\x0c', '\r']);
-    if ["inf", "infinity", "∞", "-inf", "-infinity", "-∞"]
-        .iter()
-        .any(|unlimited| text.eq_ignore_ascii_case(unlimited))
-    {
-        return Some(-1.0);
-    }
-    let number = |text: &str| -> Option<f64> {
-        let value: f64 = text.parse().ok().or_else(|| parse_hex_float(text))?;
-        value.is_finite().then_some(value)
-    };
-    number(text).or_else(|| {
-        let lower = text.to_ascii_lowercase();
-        let digits = ["gib", "gb", "g"]
-            .iter()
-            .find_map(|suffix| lower.strip_suffix(suffix))?;
-        // Not hexadecimal: in `0x1g` the suffix could not be told from a digit.
-        (!digits.contains('x')).then(|| number(digits)).flatten()
-    })
-}
-
-/// `strtod`'s hexadecimal form: `[sign] 0x hex-digits [. hex-digits] [p [sign] decimal]`,
-/// at least one hex digit, the whole text consumed.
-fn parse_hex_float(text: &str) -> Option<f64> {
-    let (negative, unsigned) = match text.as_bytes().first() {
-        Some(b'-') => (true, &text[1..]),
-        Some(b'+') => (false, &text[1..]),
-        _ => (false, text),
-    };
-    let digits = unsigned
-        .strip_prefix("0x")
-        .or_else(|| unsigned.strip_prefix("0X"))?;
-    let (mantissa, exponent) = match digits.find(['p', 'P']) {
-        Some(at) => (&digits[..at], Some(&digits[at + 1..])),
-        None => (digits, None),
-    };
-    let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
-    if whole.is_empty() && fraction.is_empty() {
-        return None;
-    }
-    let mut value = 0.0_f64;
-    for digit in whole.chars() {
-        value = value * 16.0 + f64::from(digit.to_digit(16)?);
-    }
-    let mut scale = 1.0 / 16.0;
-    for digit in fraction.chars() {
-        value += f64::from(digit.to_digit(16)?) * scale;
-        scale /= 16.0;
-    }
-    if let Some(exponent) = exponent {
-        value *= 2_f64.powi(exponent.parse().ok()?);
-    }
-    Some(if negative { -value } else { value })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -152,27 +81,6 @@ mod tests {
         Wrapper::try_parse_from(std::iter::once("query").chain(argv.iter().copied()))
             .unwrap()
             .args
-    }
-
-    #[test]
-    fn capacities_parse_like_strtod_including_hex() {
-        for (text, expected) in [
-            ("40", 40.0),
-            (" 2.5e1", 25.0),
-            ("-1", -1.0),
-            ("0x10", 16.0),
-            ("0X1.8p3", 12.0),
-            ("-0x.8", -0.5),
-            ("+0xAp-1", 5.0),
-        ] {
-            assert_eq!(parse_capacity_gb(text), Some(expected), "{text}");
-        }
-        for bad in [
-            "nan", "0x", "0xg", "0x1p", "0x1.2.3", "12abc", "", "0x1p+", "GB", "1e999", "1000b",
-            "0x1g",
-        ] {
-            assert_eq!(parse_capacity_gb(bad), None, "{bad:?}");
-        }
     }
 
     #[test]
@@ -202,26 +110,6 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(error.contains("a whole number of blocks"), "{error}");
-    }
-
-    #[test]
-    fn capacity_gb_follows_strtod() {
-        assert_eq!(parse_capacity_gb("25"), Some(25.0));
-        assert_eq!(parse_capacity_gb(" \t1.5e1"), Some(15.0));
-        assert_eq!(parse_capacity_gb("-1"), Some(-1.0));
-        for unlimited in ["inf", "INF", "infinity", "∞", "-inf"] {
-            assert_eq!(
-                parse_capacity_gb(unlimited),
-                Some(-1.0),
-                "read as upstream's -1"
-            );
-        }
-        assert_eq!(parse_capacity_gb("1 "), None);
-        for (text, gb) in [("40GB", 40.0), ("0.5gb", 0.5), ("80GiB", 80.0), ("2g", 2.0)] {
-            assert_eq!(parse_capacity_gb(text), Some(gb), "{text}");
-        }
-        assert_eq!(parse_capacity_gb(""), None);
-        assert_eq!(parse_capacity_gb("nan"), None);
     }
 
     #[test]

@@ -3,7 +3,8 @@
 use std::path::PathBuf;
 
 use super::LaneFlags;
-use litehit_core::projector::{Capacity, parse_capacity};
+use litehit_core::grammar::{parse_capacity, parse_duration_seconds};
+use litehit_core::projector::Capacity;
 
 /// Follow a growing trace file and show exact LRU prefix-cache hit rates at any capacity, live.
 #[derive(Debug, Clone, PartialEq, clap::Args)]
@@ -59,7 +60,8 @@ pub struct WatchArgs {
     pub headless: bool,
 
     /// Seconds between JSON lines in --headless mode
-    #[arg(long, value_name = "SECONDS", default_value_t = 1.0)]
+    #[arg(long, value_name = "SECONDS", default_value_t = 1.0,
+          value_parser = parse_duration_seconds)]
     pub interval: f64,
 
     /// Screen refreshes per second at most (keys are answered at once)
@@ -71,7 +73,8 @@ pub struct WatchArgs {
     pub exit_at_eof: bool,
 
     /// Width of the hit-rate-over-time windows, in seconds of trace time
-    #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
+    #[arg(long, value_name = "SECONDS", default_value_t = 10.0,
+          value_parser = parse_duration_seconds)]
     pub window_seconds: f64,
 }
 

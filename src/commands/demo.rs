@@ -10,7 +10,7 @@ use color_eyre::eyre::WrapErr as _;
 
 use super::watch::print_summary;
 use crate::cli::watch_args::DemoArgs;
-use litehit_core::config::{SingleInstanceFlags, resolve_single_instance};
+use litehit_core::config::{PlanSource, SingleInstanceFlags};
 use litehit_core::formats::TraceFormat;
 use litehit_core::workload::{Workload, WorkloadConfig};
 use litehit_live::Command;
@@ -47,12 +47,12 @@ pub fn run(args: &DemoArgs) -> color_eyre::Result<()> {
         ..WorkloadConfig::default()
     };
     let block_size_tokens = workload_config.block_size_tokens;
-    let resolved = resolve_single_instance(&SingleInstanceFlags {
+    let plan = PlanSource::Flags(SingleInstanceFlags {
         block_size_tokens: Some(block_size_tokens),
-        format: Some(TraceFormat::Standard),
         ..SingleInstanceFlags::default()
-    })?;
-    let mut config = IngestConfig::new(trace.path(), resolved.engine);
+    })
+    .plan_for(Some(TraceFormat::Standard))?;
+    let mut config = IngestConfig::new(trace.path(), plan.engine);
     config.format = Some(TraceFormat::Standard);
     config.slots.clone_from(&args.capacity_gb);
     config.facts_out = facts_out;

@@ -107,20 +107,26 @@ pub fn is_broken_pipe(error: &color_eyre::Report) -> bool {
 }
 
 /// One line: every cause of the chain joined by `: ` (the CLI's error message format).
+///
+/// No cause repeats another's text: every error type wraps its cause either
+/// `#[error(transparent)]` or as a `#[source]` left out of its own message, never both
+/// (`tests` check the rule on every error enum's variants).
 #[must_use]
 pub fn error_message(error: &color_eyre::Report) -> String {
-    let mut message = String::new();
-    for cause in error.chain() {
-        let text = cause.to_string();
-        if message.contains(&text) {
-            continue; // thiserror sources often repeat in the parent's text
-        }
-        if !message.is_empty() {
-            message.push_str(": ");
-        }
-        message.push_str(&text);
-    }
-    message
+    error
+        .chain()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(": ")
+}
+
+/// An error and its sources joined by `: `, for a message that adds to the error's text
+/// (the same format as [`error_message`]).
+pub(crate) fn chain_text(error: &(dyn std::error::Error + 'static)) -> String {
+    std::iter::successors(Some(error), |cause| cause.source())
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(": ")
 }
 
 /// Names the config keys that neither upstream nor LiteHit knows (upstream ignores them, and

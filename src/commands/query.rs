@@ -5,14 +5,15 @@ use std::io;
 use color_eyre::eyre::{WrapErr, bail, eyre};
 
 use super::writes_over;
-use crate::cli::query_args::{QueryArgs, parse_capacity_gb};
+use crate::cli::query_args::QueryArgs;
 use crate::output::query_jsonl::{QueryError, QueryOptions, QuerySlots, query_facts_files};
 use litehit_core::facts::file::{is_standard_output, write_atomically};
+use litehit_core::grammar::{GrammarError, parse_capacity_gb};
 
 /// Runs the facts query: JSONL to OUT (atomically) or to stdout for `-`.
 pub fn run(args: &QueryArgs) -> color_eyre::Result<()> {
     // `query FACTS 10 40`: the first capacity would silently become the output file.
-    if args.out.as_os_str() != "-" && parse_capacity_gb(&args.out.to_string_lossy()).is_some() {
+    if args.out.as_os_str() != "-" && parse_capacity_gb(&args.out.to_string_lossy()).is_ok() {
         bail!(
             "OUT {} looks like a capacity: the output file comes before the capacities \
              (litehit query FACTS OUT CAPACITY_GB..., OUT - for stdout; ./{} for a file of \
@@ -61,12 +62,8 @@ fn slots(args: &QueryArgs) -> color_eyre::Result<QuerySlots> {
         .capacity_gb
         .iter()
         .map(|arg| {
-            parse_capacity_gb(arg).ok_or_else(|| {
-                let block_count = arg
-                    .trim()
-                    .strip_suffix(['b', 'B'])
-                    .is_some_and(|digits| digits.parse::<u64>().is_ok());
-                let hint = if block_count {
+            parse_capacity_gb(arg).map_err(|error| {
+                let hint = if matches!(error, GrammarError::WrongKind { .. }) {
                     "; block counts go in --capacity-blocks"
                 } else {
                     ""

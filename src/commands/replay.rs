@@ -232,15 +232,15 @@ fn resolve_plan(args: &ReplayArgs) -> Result<ReplayPlan> {
             reader,
             format: detected,
         } = open_and_detect(&args.input, args.lane.format)?;
-        let resolved =
-            config::resolve_single_instance(&args.lane.to_single_instance_flags(Some(detected)))?;
+        let plan = config::PlanSource::Flags(args.lane.to_single_instance_flags(None))
+            .plan_for(Some(detected))?;
         super::warn_assumed_kvcm_key_size(detected, &args.lane);
         return Ok(ReplayPlan {
             trace_path: args.input.clone(),
             trace: reader,
             facts_path,
-            format: resolved.trace_format.unwrap_or(detected),
-            engine: resolved.engine,
+            format: plan.trace_format.unwrap_or(detected),
+            engine: plan.engine,
             worker_count: worker_count(None),
         });
     }
@@ -250,15 +250,7 @@ fn resolve_plan(args: &ReplayArgs) -> Result<ReplayPlan> {
              with a config file the file sets them"
         );
     }
-    let ReplayConfig {
-        trace_path,
-        output_dir,
-        trace_format,
-        mut engine,
-        pipeline_worker_count,
-        unknown_keys,
-        ..
-    } = config::load_config_file(&args.input).map_err(|error| {
+    let config_file = config::ConfigFile::read(&args.input).map_err(|error| {
         if args.input.extension().is_none_or(|e| e != "json") && args.input.is_file() {
             // Most likely a trace: say how to replay one first, then why it is no config.
             eyre!(
@@ -269,6 +261,14 @@ fn resolve_plan(args: &ReplayArgs) -> Result<ReplayPlan> {
             eyre!("{error}")
         }
     })?;
+    let ReplayConfig {
+        trace_path,
+        output_dir,
+        trace_format,
+        pipeline_worker_count,
+        unknown_keys,
+        ..
+    } = config_file.config().clone();
     super::warn_unknown_config_keys(&args.input, &unknown_keys);
     if trace_path != Path::new("-") && !trace_path.exists() {
         bail!(
@@ -280,11 +280,11 @@ fn resolve_plan(args: &ReplayArgs) -> Result<ReplayPlan> {
     }
     let OpenedTrace { reader, format } =
         open_and_detect(&trace_path, args.lane.format.or(trace_format))?;
-    if trace_format.is_none() {
-        // The block size a config leaves out follows the format the trace is read in, as it
-        // does when the config names the format.
-        engine = config::load_config_file_read_as(&args.input, Some(format))?.engine;
-    }
+    // The block size a config leaves out follows the format the trace is read in, as it
+    // does when the config names the format.
+    let engine = config::PlanSource::ConfigFile(config_file)
+        .plan_for(Some(format))?
+        .engine;
     Ok(ReplayPlan {
         trace_path,
         trace: reader,
@@ -361,7 +361,8 @@ fn replay_plan(plan: ReplayPlan, show_progress: bool) -> Result<(PipelineTotals,
     }
     let totals = replay.map_err(|error| {
         let in_trace_units = in_trace_units(&error, plan.format).unwrap_or_default();
-        eyre!("{}: {error}{in_trace_units}", plan.trace_path.display())
+        let text = super::chain_text(&error);
+        eyre!("{}: {text}{in_trace_units}", plan.trace_path.display())
     })?;
     if engine.stats().read_events == 0 {
         // Every line an event of no interest: most likely the wrong --format.

@@ -9,7 +9,7 @@ use color_eyre::eyre::{WrapErr as _, bail, eyre};
 
 use crate::cli::watch_args::WatchArgs;
 use crate::commands::detect_trace_format;
-use litehit_core::config::{load_config_file, load_config_file_read_as, resolve_single_instance};
+use litehit_core::config::{ConfigFile, PlanSource};
 use litehit_core::formats::{Compression, read_magic};
 use litehit_core::projector::Capacity;
 use litehit_live::LiveSnapshot;
@@ -124,61 +124,72 @@ fn format_known_now(
     }
 }
 
+/// Which kind of [`PlanSource`] a monitor was set up from (the source itself moves into the
+/// ingest thread when the format is still to come).
+enum SourceKind {
+    ConfigFile,
+    Flags,
+}
+
 /// Resolves the arguments (config file or single-instance flags) into an ingest setup.
 pub fn ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
-    let mut engine_for_format: Option<EngineForFormat> = None;
-    let (trace_path, engine, format, config_slots) = if let Some(path) = &args.config {
-        let config =
-            load_config_file(path).wrap_err_with(|| format!("loading {}", path.display()))?;
+    let (source, trace_path, config_slots) = if let Some(path) = &args.config {
+        let file =
+            ConfigFile::read(path).wrap_err_with(|| format!("loading {}", path.display()))?;
+        let config = file.config();
         super::warn_unknown_config_keys(path, &config.unknown_keys);
-        let trace = args.trace.clone().unwrap_or(config.trace_path);
-        refuse_unfollowable(&trace)?;
-        let mut engine = config.engine;
-        if config.trace_format.is_none() {
-            // A block size the config leaves out follows the format the trace is read in,
-            // as in `replay`: known now, or once the first line of a trace still to come.
-            if let Some(format) = format_known_now(args, &trace)? {
-                engine = load_config_file_read_as(path, Some(format))
-                    .wrap_err_with(|| format!("loading {}", path.display()))?
-                    .engine;
-            } else {
-                let path = path.clone();
-                engine_for_format = Some(EngineForFormat(Arc::new(move |format| {
-                    load_config_file_read_as(&path, Some(format))
-                        .map(|config| config.engine)
-                        .map_err(|error| error.to_string())
-                })));
-            }
-        }
-        (trace, engine, config.trace_format, config.capacity_gb)
+        let trace = args
+            .trace
+            .clone()
+            .unwrap_or_else(|| config.trace_path.clone());
+        let slots = config.capacity_gb.clone();
+        (PlanSource::ConfigFile(file), trace, slots)
     } else {
         let trace = args
             .trace
             .clone()
             .ok_or_else(|| eyre!("no trace file: pass TRACE (or --config with trace_file_path)"))?;
-        refuse_unfollowable(&trace)?;
-        // A trace that exists already names its format, and so its native block size, as in
-        // `replay`. For one still to be created (or empty), the ingest thread makes the
-        // engine once its first line names the format (`engine_for_format`).
-        let known = format_known_now(args, &trace)?;
-        let resolved = resolve_single_instance(&args.lane.to_single_instance_flags(known))?;
-        if let Some(format) = known {
+        let flags = args.lane.to_single_instance_flags(None);
+        (PlanSource::Flags(flags), trace, Vec::new())
+    };
+    refuse_unfollowable(&trace_path)?;
+    // A trace that exists already names its format, and so its native block size, as in
+    // `replay`. For one still to be created (or empty), the ingest thread makes the engine
+    // once its first line names the format (`engine_for_format`).
+    let known = format_known_now(args, &trace_path)?;
+    let plan = match &source {
+        PlanSource::ConfigFile(file) => source
+            .plan_for(known)
+            .wrap_err_with(|| format!("loading {}", file.path().display()))?,
+        PlanSource::Flags(_) => source.plan_for(known)?,
+    };
+    let source_kind = match &source {
+        PlanSource::ConfigFile(_) => SourceKind::ConfigFile,
+        PlanSource::Flags(_) => SourceKind::Flags,
+    };
+    let needs_format = match &source {
+        PlanSource::ConfigFile(file) => file.config().trace_format.is_none(),
+        PlanSource::Flags(_) => true,
+    };
+    let engine_for_format = if known.is_none() && needs_format {
+        // Not there yet (or empty): the first line will name the format.
+        let source = Arc::new(source);
+        Some(EngineForFormat(Arc::new(move |format| {
+            source
+                .plan_for(Some(format))
+                .map(|plan| plan.engine)
+                .map_err(|error| error.to_string())
+        })))
+    } else {
+        if let (Some(format), PlanSource::Flags(_)) = (known, &source) {
             super::warn_assumed_kvcm_key_size(format, &args.lane);
-        } else {
-            // Not there yet (or empty): the first line will name the format.
-            let lane = args.lane.clone();
-            engine_for_format = Some(EngineForFormat(Arc::new(move |format| {
-                resolve_single_instance(&lane.to_single_instance_flags(Some(format)))
-                    .map(|resolved| resolved.engine)
-                    .map_err(|error| error.to_string())
-            })));
         }
-        (
-            trace,
-            resolved.engine,
-            resolved.trace_format.or(known),
-            Vec::new(),
-        )
+        None
+    };
+    let engine = plan.engine;
+    let format = match &source_kind {
+        SourceKind::ConfigFile => plan.trace_format,
+        SourceKind::Flags => plan.trace_format.or(known),
     };
     if args.exit_at_eof && !trace_path.exists() {
         // Without --exit-at-eof the monitor waits for the file to appear; with it, a missing

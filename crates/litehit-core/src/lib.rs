@@ -39,6 +39,7 @@ pub mod config;
 pub mod engine;
 pub mod facts;
 pub mod formats;
+pub mod grammar;
 pub mod hitcore;
 pub mod preprocess;
 pub mod projector;

@@ -5,7 +5,8 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
-use litehit_core::projector::{Capacity, parse_capacity};
+use litehit_core::grammar::parse_capacity;
+use litehit_core::projector::Capacity;
 use litehit_live::{Command, LiveSnapshot, SlotId};
 
 /// What the screen is in; one at a time.
@@ -130,7 +131,7 @@ impl App {
                         Some(Command::AddSlot(capacity))
                     }
                     Err(message) => {
-                        editor.error = Some(message);
+                        editor.error = Some(message.to_string());
                         None
                     }
                 },

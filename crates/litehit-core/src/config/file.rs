@@ -49,11 +49,25 @@ pub fn parse_config_str(json: &str) -> Result<ReplayConfig> {
 }
 
 fn parse_config_str_read_as(json: &str, detected: Option<TraceFormat>) -> Result<ReplayConfig> {
-    let value: Value = serde_json::from_str(json).map_err(|error| ConfigError::Json { error })?;
-    let mut raw = RawConfig::read(&Obj::root(&value)?)?;
+    resolve_config_value(&parse_config_json(json)?, detected)
+}
+
+/// Config JSON text → its parsed value (a byte-order mark before it is skipped).
+pub(super) fn parse_config_json(json: &str) -> Result<Value> {
+    let json = json.strip_prefix('\u{feff}').unwrap_or(json);
+    serde_json::from_str(json).map_err(|error| ConfigError::Json { error })
+}
+
+/// A parsed config → [`ReplayConfig`] for a trace read in `detected` (see
+/// [`load_config_file_read_as`]); the file is not read again.
+pub(super) fn resolve_config_value(
+    value: &Value,
+    detected: Option<TraceFormat>,
+) -> Result<ReplayConfig> {
+    let mut raw = RawConfig::read(&Obj::root(value)?)?;
     raw.detected_format = detected;
     let mut config = raw.resolve()?;
-    config.unknown_keys = unknown_keys(&value);
+    config.unknown_keys = unknown_keys(value);
     Ok(config)
 }
 

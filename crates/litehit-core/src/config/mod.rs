@@ -7,6 +7,10 @@
 //! (`--block-bytes: …`). It reads the config file, but never the trace and never the output
 //! directory (the command that writes facts checks that the directory exists).
 //!
+//! [`PlanSource::plan_for`] is the one resolution stage every command calls: a config file
+//! (read and parsed once, [`ConfigFile`]) or the flags, plus the format the trace is read
+//! in, → [`EnginePlan`].
+//!
 //! Two ways in, one result:
 //! - [`load_config_file`] / [`parse_config_str`]: the upstream JSON config (REFERENCE §6.2,
 //!   §6.3, §9.1), accepted as is, plus our optional `trace_format` key → [`ReplayConfig`].
@@ -24,6 +28,7 @@
 mod file;
 mod flags;
 mod json;
+mod plan;
 
 use std::path::PathBuf;
 
@@ -32,6 +37,7 @@ use crate::formats::TraceFormat;
 
 pub use file::{load_config_file, load_config_file_read_as, parse_config_str};
 pub use flags::resolve_single_instance;
+pub use plan::{ConfigFile, EnginePlan, PlanSource};
 
 /// Upstream's default trace block size (config key `block_size`) when no format is known.
 pub const DEFAULT_TRACE_BLOCK_SIZE_TOKENS: u64 = 256;

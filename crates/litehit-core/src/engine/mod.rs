@@ -79,20 +79,22 @@ pub enum EngineError {
         timestamp_ns: i64,
         previous_timestamp_ns: i64,
     },
-    #[error("line {line_number}: trace_id[{trace_id}]: {source}")]
+    #[error("line {line_number}: trace_id[{trace_id}]: {error}")]
     Route {
         line_number: u64,
         trace_id: String,
-        source: RouteError,
+        /// In the message, not a `#[source]`: one error, one line.
+        error: RouteError,
     },
     #[error(
-        "line {line_number}: trace_id[{trace_id}]: invalid request: {source}{}",
-        source.block_size_hint()
+        "line {line_number}: trace_id[{trace_id}]: invalid request: {error}{}",
+        error.block_size_hint()
     )]
     InvalidRequest {
         line_number: u64,
         trace_id: String,
-        source: NormalizeError,
+        /// In the message (with the block-size hint after it), not a `#[source]`.
+        error: NormalizeError,
     },
     #[error("lane {instance_id}: {reason}")]
     InvalidLane { instance_id: String, reason: String },
@@ -315,7 +317,7 @@ impl Engine {
                 let error = EngineError::Route {
                     line_number,
                     trace_id: trace_id.clone(),
-                    source,
+                    error: source,
                 };
                 self.derived_trace_id = trace_id;
                 return Err(error);
@@ -355,7 +357,7 @@ impl Engine {
                     let error = EngineError::InvalidRequest {
                         line_number,
                         trace_id: trace_id.clone(),
-                        source,
+                        error: source,
                     };
                     self.derived_trace_id = trace_id;
                     return Err(error);

@@ -27,11 +27,11 @@ const CHUNKS_IN_FLIGHT_PER_WORKER: usize = 2;
 /// Why the pipeline stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum PipelineError {
-    #[error("reading the trace: {0}")]
+    #[error("reading the trace")]
     Io(#[from] std::io::Error),
-    #[error("{0}")]
+    #[error(transparent)]
     Parse(#[from] ParseError),
-    #[error("{0}")]
+    #[error(transparent)]
     Engine(#[from] EngineError),
 }
 

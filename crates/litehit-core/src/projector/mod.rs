@@ -142,52 +142,6 @@ impl std::fmt::Display for Capacity {
     }
 }
 
-/// The first binary GB whose byte count no longer fits a `u64` (2^34 GB = 16 EiB).
-const MAX_TYPED_GB: f64 = (1_u64 << 34) as f64;
-
-/// Parses a capacity as a user types it (the `--capacity-gb` flags and the monitor's `a`
-/// dialog): a number is binary GB (`40`, `0.5`, `40g`, `40gb`, `40 GiB`) below 2^34, a `b`
-/// suffix means blocks (`1000b`), `inf` is unlimited (callers that always show ∞ refuse it).
-pub fn parse_capacity(input: &str) -> Result<Capacity, String> {
-    let text = input.trim().to_ascii_lowercase();
-    if text.is_empty() {
-        return Err("type a size, e.g. 40 (GB) or 1000b (blocks)".to_owned());
-    }
-    if matches!(text.as_str(), "inf" | "∞" | "infinite") {
-        return Ok(Capacity::Infinite);
-    }
-    let gigabytes = ["gib", "gb", "g"]
-        .iter()
-        .find_map(|suffix| text.strip_suffix(suffix));
-    let blocks = text
-        .strip_suffix("blocks")
-        .or_else(|| text.strip_suffix('b'));
-    if let (None, Some(blocks)) = (gigabytes, blocks) {
-        let blocks = blocks.trim();
-        if let Ok(count) = blocks.parse::<u64>() {
-            return Ok(Capacity::Blocks(count));
-        }
-        if blocks.parse::<f64>().is_ok() {
-            return Err(format!(
-                "{input:?}: expected a whole number of blocks, e.g. 1000b"
-            ));
-        }
-    }
-    let number = gigabytes.unwrap_or(&text).trim();
-    match number.parse::<f64>() {
-        Ok(gb) if (0.0..MAX_TYPED_GB).contains(&gb) => Ok(Capacity::Gigabytes(gb)),
-        // As in `query` (and upstream): a negative size is the unlimited one.
-        Ok(gb) if gb < 0.0 => Ok(Capacity::Infinite),
-        // Short, without the input: the slot editor shows it under what was typed.
-        Ok(gb) if gb >= MAX_TYPED_GB => {
-            Err("too large (over 2^34 GB); ∞ is always shown".to_owned())
-        }
-        _ => Err(format!(
-            "{input:?}: expected binary GB (40, 0.5) or blocks (1000b)"
-        )),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -214,38 +168,6 @@ mod tests {
                 Capacity::Infinite,
             ]
         );
-    }
-
-    #[test]
-    fn capacity_inputs() {
-        let cases: &[(&str, Result<Capacity, ()>)] = &[
-            ("40", Ok(Capacity::Gigabytes(40.0))),
-            ("0.5", Ok(Capacity::Gigabytes(0.5))),
-            (" 40GB ", Ok(Capacity::Gigabytes(40.0))),
-            ("2g", Ok(Capacity::Gigabytes(2.0))),
-            ("1.5GiB", Ok(Capacity::Gigabytes(1.5))),
-            ("1000b", Ok(Capacity::Blocks(1000))),
-            ("1000B", Ok(Capacity::Blocks(1000))),
-            ("7 blocks", Ok(Capacity::Blocks(7))),
-            ("inf", Ok(Capacity::Infinite)),
-            ("", Err(())),
-            ("-1", Ok(Capacity::Infinite)),
-            ("-0.5", Ok(Capacity::Infinite)),
-            ("1.5b", Err(())),
-            ("abc", Err(())),
-            ("nan", Err(())),
-            ("40TB", Err(())),
-            ("17179869183.9", Ok(Capacity::Gigabytes(17_179_869_183.9))),
-            ("17179869184", Err(())),
-            ("99999999999999999999", Err(())),
-        ];
-        for (input, expected) in cases {
-            assert_eq!(
-                parse_capacity(input).map_err(|_| ()),
-                *expected,
-                "input {input:?}"
-            );
-        }
     }
 
     fn fact(pairs: &[[u64; 2]]) -> RequestFact {

@@ -1,0 +1,438 @@
+//! One grammar for every value a user types: capacities, byte sizes, block counts and
+//! durations.
+//!
+//! Every entry point reads through here — `query`'s GB arguments and `--capacity-blocks`,
+//! `watch --capacity-gb`, the monitor's add-slot dialog, `--block-bytes`,
+//! `--kv-bytes-per-token`, `--ttl-seconds`, `--interval`, `--window-seconds` — so a spelling
+//! that works in one place works in all of them, and is refused with the same words where it
+//! does not fit (a block count is no GB argument of `query`, an unlimited size is no TTL).
+//!
+//! The spellings:
+//!
+//! | value | spellings |
+//! |---|---|
+//! | capacity | binary GB: `40`, `0.5`, `40GB`, `40GiB`, `40g`, hex as C's `strtod` (`0x10`); blocks: `1000b`, `1000blocks`, `1000 blocks`; unlimited: `inf`, `infinite`, `infinity`, `∞`, any negative number (`-1`), as upstream |
+//! | byte size | `1048576`, `128KiB`, `1MiB`, `2GiB`, `1TiB` (binary; a `B` alone is bytes) |
+//! | block count | `1000`, `1000b`, `1000blocks` |
+//! | duration | seconds: `30`, `1.5`, `30s`; `250ms`, `10m`, `2h`, `1d` |
+//!
+//! Upstream-compatible spellings are read exactly as upstream reads them: a capacity argument
+//! of `query` follows `strtod` (leading white space skipped, nothing after the number, so
+//! `"1 "` is refused), and a negative capacity is the unlimited one. Case does not matter in
+//! units. This module only reads text; what a value means (bytes → blocks) is the
+//! projector's.
+
+use crate::projector::Capacity;
+
+/// The first binary GB whose byte count no longer fits a `u64` (2^34 GB = 16 EiB).
+const MAX_TYPED_GB: f64 = (1_u64 << 34) as f64;
+
+/// Why a typed value was refused. Messages are short and say what was expected; the caller
+/// names the flag or field.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GrammarError {
+    /// Nothing was typed.
+    #[error("type a size, e.g. 40 (GB) or 1000b (blocks)")]
+    Empty,
+    /// A block count with a fraction (`1.5b`).
+    #[error("{input:?}: expected a whole number of blocks, e.g. 1000b")]
+    FractionalBlocks { input: String },
+    /// A GB capacity whose bytes do not fit 64 bits.
+    #[error("too large (2^34 GB or more); for unlimited, type inf")]
+    TooLarge,
+    /// A value in a unit this entry point does not take (a block count as `query`'s GB).
+    #[error("{input:?}: {why}")]
+    WrongKind { input: String, why: &'static str },
+    /// Text that is no value of the kind asked for.
+    #[error("{input:?}: expected {expected}")]
+    Expected {
+        input: String,
+        expected: &'static str,
+    },
+}
+
+type Result<T> = std::result::Result<T, GrammarError>;
+
+/// What a capacity's text says before an entry point decides what it accepts.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum CapacityText {
+    /// Binary GB as typed; negative (unlimited, as upstream) kept so `query` can echo it.
+    Gigabytes(f64),
+    Blocks(u64),
+    Unlimited,
+}
+
+const CAPACITY_EXPECTED: &str = "binary GB (40, 0.5) or blocks (1000b)";
+
+/// Reads a capacity after leading white space (as `strtod`): see the module table.
+fn capacity_text(input: &str) -> Result<CapacityText> {
+    let text = input.trim_start_matches(is_c_space);
+    if text.is_empty() {
+        return Err(GrammarError::Empty);
+    }
+    let lower = text.to_ascii_lowercase();
+    if is_unlimited_word(lower.strip_prefix(['-', '+']).unwrap_or(&lower)) {
+        return Ok(CapacityText::Unlimited);
+    }
+    if let Some(value) = strtod_number(text) {
+        return Ok(CapacityText::Gigabytes(value));
+    }
+    if let Some(digits) = ["gib", "gb", "g"]
+        .iter()
+        .find_map(|suffix| lower.strip_suffix(suffix))
+        // Not hexadecimal: in `0x1g` the suffix could not be told from a digit.
+        .filter(|digits| !digits.contains('x'))
+    {
+        return strtod_number(digits.trim_end())
+            .map(CapacityText::Gigabytes)
+            .ok_or_else(|| expected(input, CAPACITY_EXPECTED));
+    }
+    if let Some(digits) = lower
+        .strip_suffix("blocks")
+        .or_else(|| lower.strip_suffix('b'))
+    {
+        let digits = digits.trim_end();
+        if let Ok(count) = digits.parse::<u64>() {
+            return Ok(CapacityText::Blocks(count));
+        }
+        if strtod_number(digits).is_some() {
+            return Err(GrammarError::FractionalBlocks {
+                input: input.to_owned(),
+            });
+        }
+    }
+    Err(expected(input, CAPACITY_EXPECTED))
+}
+
+/// A capacity slot as `watch --capacity-gb` and the add-slot dialog take it: GB, blocks or
+/// unlimited (white space around it is ignored). GB must be below 2^34.
+pub fn parse_capacity(input: &str) -> Result<Capacity> {
+    match capacity_text(input.trim_end_matches(is_c_space))? {
+        CapacityText::Unlimited => Ok(Capacity::Infinite),
+        CapacityText::Blocks(count) => Ok(Capacity::Blocks(count)),
+        CapacityText::Gigabytes(gb) if gb < 0.0 => Ok(Capacity::Infinite),
+        CapacityText::Gigabytes(gb) if gb < MAX_TYPED_GB => Ok(Capacity::Gigabytes(gb)),
+        CapacityText::Gigabytes(_) => Err(GrammarError::TooLarge),
+    }
+}
+
+/// One GB argument of `query`, read as upstream's `strtod` check reads it (nothing may
+/// follow the number, so `"1 "` is refused), plus the spellings [`parse_capacity`] takes
+/// for GB and unlimited. Unlimited words read as `-1`, upstream's unlimited, so the output
+/// stays what upstream writes; another negative number is kept as typed. A block count is
+/// refused with the flag that takes it.
+pub fn parse_capacity_gb(input: &str) -> Result<f64> {
+    match capacity_text(input)? {
+        CapacityText::Gigabytes(gb) => Ok(gb),
+        CapacityText::Unlimited => Ok(-1.0),
+        CapacityText::Blocks(_) => Err(GrammarError::WrongKind {
+            input: input.to_owned(),
+            why: "block counts go in --capacity-blocks",
+        }),
+    }
+}
+
+/// A whole number of blocks: `1000`, `1000b`, `1000blocks`.
+pub fn parse_block_count(input: &str) -> Result<u64> {
+    const EXPECTED: &str = "a whole number of blocks, e.g. 1000 or 1000b";
+    let lower = input.trim().to_ascii_lowercase();
+    let digits = lower
+        .strip_suffix("blocks")
+        .or_else(|| lower.strip_suffix('b'))
+        .unwrap_or(&lower)
+        .trim_end();
+    digits.parse().map_err(|_| expected(input, EXPECTED))
+}
+
+/// A whole number of bytes, with an optional binary unit: `1048576`, `128KiB`, `1MiB`,
+/// `2GiB`, `1TiB`, `512B`.
+pub fn parse_byte_size(input: &str) -> Result<u64> {
+    const EXPECTED: &str = "a whole number of bytes, e.g. 1048576 or 1MiB";
+    let lower = input.trim().to_ascii_lowercase();
+    let (digits, unit) = [
+        ("kib", 1_u64 << 10),
+        ("mib", 1 << 20),
+        ("gib", 1 << 30),
+        ("tib", 1 << 40),
+        ("b", 1),
+    ]
+    .iter()
+    .find_map(|&(suffix, unit)| lower.strip_suffix(suffix).map(|digits| (digits, unit)))
+    .unwrap_or((&lower, 1));
+    digits
+        .trim_end()
+        .parse::<u64>()
+        .ok()
+        .and_then(|count| count.checked_mul(unit))
+        .ok_or_else(|| expected(input, EXPECTED))
+}
+
+/// A duration in seconds: a plain number is seconds (`30`, `1.5`); units `ms`, `s`, `m`,
+/// `h`, `d`. Finite and not negative.
+pub fn parse_duration_seconds(input: &str) -> Result<f64> {
+    const EXPECTED: &str = "a duration, e.g. 30, 1.5s, 250ms, 10m or 2h";
+    let lower = input.trim().to_ascii_lowercase();
+    let (number, seconds_per_unit) = [
+        ("ms", 0.001),
+        ("s", 1.0),
+        ("m", 60.0),
+        ("h", 3600.0),
+        ("d", 86_400.0),
+    ]
+    .iter()
+    .find_map(|&(suffix, unit)| lower.strip_suffix(suffix).map(|number| (number, unit)))
+    .unwrap_or((&lower, 1.0));
+    let number = number.trim_end();
+    // Plain decimal numbers only: `inf`, `nan` and hex are no durations.
+    if !number
+        .bytes()
+        .all(|byte| byte.is_ascii_digit() || matches!(byte, b'.' | b'e' | b'E' | b'+' | b'-'))
+    {
+        return Err(expected(input, EXPECTED));
+    }
+    match number.parse::<f64>() {
+        Ok(value) if value >= 0.0 && (value * seconds_per_unit).is_finite() => {
+            Ok(value * seconds_per_unit)
+        }
+        _ => Err(expected(input, EXPECTED)),
+    }
+}
+
+/// A duration that is a whole number of seconds (a TTL): the spellings of
+/// [`parse_duration_seconds`], refused when they leave a fraction of a second.
+pub fn parse_whole_seconds(input: &str) -> Result<u64> {
+    const EXPECTED: &str = "a whole number of seconds, e.g. 600, 600s or 10m";
+    // A plain count is read exactly (every u64, as before the units existed).
+    if let Ok(seconds) = input.trim().parse::<u64>() {
+        return Ok(seconds);
+    }
+    let seconds = parse_duration_seconds(input).map_err(|_| expected(input, EXPECTED))?;
+    if seconds.fract() != 0.0 || seconds >= u64::MAX as f64 {
+        return Err(expected(input, EXPECTED));
+    }
+    #[allow(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        reason = "a whole, non-negative number below 2^64"
+    )]
+    Ok(seconds as u64)
+}
+
+fn expected(input: &str, expected: &'static str) -> GrammarError {
+    GrammarError::Expected {
+        input: input.to_owned(),
+        expected,
+    }
+}
+
+/// The characters C's `isspace` (and so `strtod`) skips.
+fn is_c_space(c: char) -> bool {
+    matches!(c, ' ' | '\t' | '\n' | '\x0b' | '\x0c' | '\r')
+}
+
+fn is_unlimited_word(lower: &str) -> bool {
+    matches!(lower, "inf" | "infinite" | "infinity" | "∞")
+}
+
+/// `strtod`'s number, the whole text consumed: decimal (`2.5e1`) or hexadecimal (`0x1.8p3`);
+/// NaN and infinities are no numbers here (the unlimited words are read before).
+fn strtod_number(text: &str) -> Option<f64> {
+    let value: f64 = text
+        .parse()
+        .ok()
+        .filter(|_| {
+            !text
+                .bytes()
+                .any(|byte| byte.is_ascii_alphabetic() && !matches!(byte, b'e' | b'E'))
+        })
+        .or_else(|| parse_hex_float(text))?;
+    value.is_finite().then_some(value)
+}
+
+/// `strtod`'s hexadecimal form: `[sign] 0x hex-digits [. hex-digits] [p [sign] decimal]`,
+/// at least one hex digit, the whole text consumed.
+fn parse_hex_float(text: &str) -> Option<f64> {
+    let (negative, unsigned) = match text.as_bytes().first() {
+        Some(b'-') => (true, &text[1..]),
+        Some(b'+') => (false, &text[1..]),
+        _ => (false, text),
+    };
+    let digits = unsigned
+        .strip_prefix("0x")
+        .or_else(|| unsigned.strip_prefix("0X"))?;
+    let (mantissa, exponent) = match digits.find(['p', 'P']) {
+        Some(at) => (&digits[..at], Some(&digits[at + 1..])),
+        None => (digits, None),
+    };
+    let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    if whole.is_empty() && fraction.is_empty() {
+        return None;
+    }
+    let mut value = 0.0_f64;
+    for digit in whole.chars() {
+        value = value * 16.0 + f64::from(digit.to_digit(16)?);
+    }
+    let mut scale = 1.0 / 16.0;
+    for digit in fraction.chars() {
+        value += f64::from(digit.to_digit(16)?) * scale;
+        scale /= 16.0;
+    }
+    if let Some(exponent) = exponent {
+        value *= 2_f64.powi(exponent.parse().ok()?);
+    }
+    Some(if negative { -value } else { value })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capacity_inputs() {
+        let cases: &[(&str, std::result::Result<Capacity, ()>)] = &[
+            ("40", Ok(Capacity::Gigabytes(40.0))),
+            ("0.5", Ok(Capacity::Gigabytes(0.5))),
+            (" 40GB ", Ok(Capacity::Gigabytes(40.0))),
+            ("2g", Ok(Capacity::Gigabytes(2.0))),
+            ("1.5GiB", Ok(Capacity::Gigabytes(1.5))),
+            ("40 GiB", Ok(Capacity::Gigabytes(40.0))),
+            ("0x10", Ok(Capacity::Gigabytes(16.0))),
+            ("1000b", Ok(Capacity::Blocks(1000))),
+            ("1000B", Ok(Capacity::Blocks(1000))),
+            ("7 blocks", Ok(Capacity::Blocks(7))),
+            ("40blocks", Ok(Capacity::Blocks(40))),
+            ("inf", Ok(Capacity::Infinite)),
+            ("infinite", Ok(Capacity::Infinite)),
+            ("Infinity", Ok(Capacity::Infinite)),
+            ("∞", Ok(Capacity::Infinite)),
+            ("", Err(())),
+            ("-1", Ok(Capacity::Infinite)),
+            ("-0.5", Ok(Capacity::Infinite)),
+            ("-inf", Ok(Capacity::Infinite)),
+            ("1.5b", Err(())),
+            ("abc", Err(())),
+            ("nan", Err(())),
+            ("40TB", Err(())),
+            ("17179869183.9", Ok(Capacity::Gigabytes(17_179_869_183.9))),
+            ("17179869184", Err(())),
+            ("99999999999999999999", Err(())),
+        ];
+        for (input, expected) in cases {
+            assert_eq!(
+                parse_capacity(input).map_err(|_| ()),
+                *expected,
+                "input {input:?}"
+            );
+        }
+        assert_eq!(
+            parse_capacity("1.5b"),
+            Err(GrammarError::FractionalBlocks {
+                input: "1.5b".to_owned()
+            })
+        );
+        assert_eq!(parse_capacity("  "), Err(GrammarError::Empty));
+        assert_eq!(parse_capacity("1e12"), Err(GrammarError::TooLarge));
+    }
+
+    #[test]
+    fn capacities_parse_like_strtod_including_hex() {
+        for (text, expected) in [
+            ("40", 40.0),
+            (" 2.5e1", 25.0),
+            ("-1", -1.0),
+            ("0x10", 16.0),
+            ("0X1.8p3", 12.0),
+            ("-0x.8", -0.5),
+            ("+0xAp-1", 5.0),
+        ] {
+            assert_eq!(parse_capacity_gb(text).ok(), Some(expected), "{text}");
+        }
+        for bad in [
+            "nan", "0x", "0xg", "0x1p", "0x1.2.3", "12abc", "", "0x1p+", "GB", "1e999", "1000b",
+            "0x1g",
+        ] {
+            assert_eq!(parse_capacity_gb(bad).ok(), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn capacity_gb_follows_strtod() {
+        assert_eq!(parse_capacity_gb("25").ok(), Some(25.0));
+        assert_eq!(parse_capacity_gb(" \t1.5e1").ok(), Some(15.0));
+        assert_eq!(parse_capacity_gb("-1").ok(), Some(-1.0));
+        for unlimited in ["inf", "INF", "infinity", "infinite", "∞", "-inf"] {
+            assert_eq!(
+                parse_capacity_gb(unlimited).ok(),
+                Some(-1.0),
+                "read as upstream's -1"
+            );
+        }
+        assert_eq!(parse_capacity_gb("1 ").ok(), None);
+        for (text, gb) in [("40GB", 40.0), ("0.5gb", 0.5), ("80GiB", 80.0), ("2g", 2.0)] {
+            assert_eq!(parse_capacity_gb(text).ok(), Some(gb), "{text}");
+        }
+        assert_eq!(parse_capacity_gb("").ok(), None);
+        assert_eq!(parse_capacity_gb("nan").ok(), None);
+        assert!(matches!(
+            parse_capacity_gb("1000b"),
+            Err(GrammarError::WrongKind { .. })
+        ));
+    }
+
+    #[test]
+    fn block_counts() {
+        for (text, count) in [
+            ("1000", 1000),
+            ("1000b", 1000),
+            ("7blocks", 7),
+            (" 7 B ", 7),
+        ] {
+            assert_eq!(parse_block_count(text), Ok(count), "{text}");
+        }
+        for bad in ["1.5", "-1", "b", "inf", "1e3", "1000GB"] {
+            assert!(parse_block_count(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn byte_sizes() {
+        for (text, bytes) in [
+            ("1048576", 1 << 20),
+            ("1MiB", 1 << 20),
+            ("128KiB", 128 << 10),
+            ("2gib", 2 << 30),
+            ("1TiB", 1 << 40),
+            ("512B", 512),
+            (" 64 MiB ", 64 << 20),
+        ] {
+            assert_eq!(parse_byte_size(text), Ok(bytes), "{text}");
+        }
+        for bad in ["1.5MiB", "-1", "", "1MB", "20000000TiB", "0x10"] {
+            assert!(parse_byte_size(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn durations() {
+        for (text, seconds) in [
+            ("30", 30.0),
+            ("1.5", 1.5),
+            ("30s", 30.0),
+            ("250ms", 0.25),
+            ("10m", 600.0),
+            ("2h", 7200.0),
+            ("1d", 86_400.0),
+            ("0", 0.0),
+        ] {
+            assert_eq!(parse_duration_seconds(text), Ok(seconds), "{text}");
+        }
+        for bad in ["-1", "inf", "nan", "", "10 minutes", "0x10", "1e999"] {
+            assert!(parse_duration_seconds(bad).is_err(), "{bad}");
+        }
+        assert_eq!(parse_whole_seconds("10m"), Ok(600));
+        assert_eq!(parse_whole_seconds("60"), Ok(60));
+        assert_eq!(parse_whole_seconds("18446744073709551615"), Ok(u64::MAX));
+        assert!(parse_whole_seconds("1.5").is_err());
+        assert!(parse_whole_seconds("250ms").is_err());
+    }
+}
