@@ -1,10 +1,28 @@
 //! The live monitor's machinery, shared by the TUI and `--headless`: tail → ingest → snapshot.
 //!
-//! Owns following the trace file ([`tail`]), the ingest thread that owns the `Engine`
-//! ([`ingest`]), the published [`LiveSnapshot`] ([`snapshot`]) and the JSON-lines report
-//! ([`headless`]). It holds no analysis logic: every number comes from `engine` and
-//! `projector`. The UI reads `Arc<LiveSnapshot>` from a `watch` channel and sends
-//! [`Command`]s; it never touches engine state.
+//! Owns following the trace file as it grows, the ingest thread that owns the `Engine` and
+//! feeds it, the facts spill and the atomic facts write behind `s`, the published
+//! [`LiveSnapshot`], and the JSON-lines report of `--headless`. The UI reads
+//! `Arc<LiveSnapshot>` from a `watch` channel (latest wins) and sends [`Command`]s through a
+//! [`LiveHandle`]; it never touches engine state.
+//!
+//! What it must never do: draw, set up a terminal or read keys (that is `litehit-tui`), parse
+//! command-line flags (the binary), or compute a number itself. Every hit count, hit rate and
+//! curve point comes from the engine and the projector in `litehit-core`; this crate only
+//! samples them, takes differences of the engine's cumulative integers (trace-time windows),
+//! and divides once at output ([`snapshot::ratio`]). What it measures itself is the monitor,
+//! not the trace: read throughput, lag and memory.
+//!
+//! ```text
+//! tail      the trace file, followed like `tail -F`: complete lines, rotation, truncation
+//! ingest/   the ingest thread: loop, line pipeline, snapshot assembly, timeline,
+//!           rate meter, facts spill and facts writer (one file each)
+//! snapshot  LiveSnapshot: the finished numbers one frame shows
+//! headless  `--headless`: one JSON line per interval from the same snapshot
+//! error     LiveError: what stops the monitor from starting (trace problems never do)
+//! ```
+//!
+//! Data flows one way: [`tail`] → [`ingest`] → [`snapshot`] → the TUI or [`headless`].
 
 mod error;
 pub mod headless;

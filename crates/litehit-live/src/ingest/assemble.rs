@@ -1,0 +1,202 @@
+//! Snapshot assembly: the engine's state, the tailer's and the run's, as one `LiveSnapshot`.
+//!
+//! The only place a [`LiveSnapshot`] is built. Every hit number is read from the engine, its
+//! lanes and their capacity-axis accumulators (a slot added late is exact since the start of
+//! the trace), and the hit-vs-capacity curve is the accumulator sampled at
+//! [`CURVE_SAMPLES`] capacities; the rest is the tailer's lag, the rate meter, the memory
+//! gauges and the facts writer's status. Readers (TUI, headless) then only format it.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use litehit_core::engine::Lane;
+
+use super::Ingest;
+use super::pipeline::Pipeline;
+use crate::snapshot::{
+    CurvePoint, FollowState, InputHealth, LaneSnapshot, LineErrorView, LiveSnapshot, MemoryGauge,
+    SourceStatus,
+};
+
+/// Samples of the hits-vs-capacity curve per lane.
+const CURVE_SAMPLES: u64 = 160;
+
+/// Cumulative hit blocks of a live lane at any capacity (the live engine always keeps the
+/// capacity-axis accumulators, so every capacity has an answer).
+pub(super) fn live_hit_blocks(lane: &Lane, capacity: litehit_core::projector::Capacity) -> u64 {
+    lane.hit_blocks_at(capacity)
+        .expect("the live engine keeps capacity curves")
+}
+
+impl Pipeline {
+    fn lane_snapshot(&self, lane: &Lane) -> LaneSnapshot {
+        let spec = lane.spec();
+        let accumulator = lane
+            .accumulator()
+            .expect("the live engine keeps capacity curves");
+        let saturation = accumulator.saturation_capacity_blocks();
+        let largest_slot = self
+            .slots
+            .iter()
+            .filter_map(|slot| slot.capacity.blocks(spec.block_bytes))
+            .max()
+            .unwrap_or(0);
+        let x_max = saturation
+            .max(largest_slot)
+            .saturating_add(saturation / 20)
+            .max(1);
+        let step = x_max.div_ceil(CURVE_SAMPLES).max(1);
+        let curve = (0..=x_max.div_ceil(step))
+            .map(|i| {
+                let capacity_blocks = (i * step).min(x_max);
+                CurvePoint {
+                    capacity_blocks,
+                    hit_blocks: accumulator.hit_blocks_at(capacity_blocks),
+                }
+            })
+            .collect();
+        LaneSnapshot {
+            instance_id: spec.instance_id.clone(),
+            block_size_tokens: spec.block_size_tokens,
+            block_bytes: spec.block_bytes,
+            ttl_ns: spec.ttl_ns,
+            requests: lane.requests(),
+            input_tokens: lane.input_tokens(),
+            request_blocks: lane.request_blocks(),
+            unique_blocks: lane.core().current_unique_blocks(),
+            ttl_expired_blocks: lane.core().ttl_expired_blocks(),
+            slot_hit_blocks: self
+                .slots
+                .iter()
+                .map(|slot| live_hit_blocks(lane, slot.capacity))
+                .collect(),
+            infinite_hit_blocks: lane.infinite_hit_blocks(),
+            saturation_capacity_blocks: saturation,
+            curve,
+            core_memory_bytes: lane.core().memory_usage_bytes() as u64,
+            accumulator_memory_bytes: accumulator.memory_usage_bytes() as u64,
+        }
+    }
+}
+
+impl Ingest {
+    /// Publishes the current state (latest wins; the UI takes it at its next frame).
+    pub(super) fn publish(&mut self, now: Instant) {
+        let pipeline = &self.pipeline;
+        let lanes = pipeline.engine.lanes();
+        let engine_stats = pipeline.engine.stats();
+        let requests: u64 = lanes.iter().map(Lane::requests).sum();
+        let blocks: u64 = lanes.iter().map(Lane::request_blocks).sum();
+        self.rate = self
+            .rates
+            .sample(now, requests, blocks, pipeline.consumed_bytes_total);
+        // A last line still waiting for its newline is not lag: the writer has it.
+        let unterminated_bytes = if self.caught_up() {
+            self.tailer.pending_partial_bytes() as u64
+        } else {
+            0
+        };
+        let backlog_bytes = self
+            .tailer
+            .backlog_bytes()
+            .saturating_sub(unterminated_bytes);
+        let catch_up_eta = (backlog_bytes > 0 && self.rate.bytes_per_s > 0.0)
+            .then(|| Duration::from_secs_f64(backlog_bytes as f64 / self.rate.bytes_per_s));
+        let state = if self.finished {
+            FollowState::Finished
+        } else if self.paused {
+            FollowState::Paused
+        } else if self.read_error.is_some() {
+            FollowState::Failed
+        } else {
+            self.state
+        };
+        let lane_snapshots: Vec<LaneSnapshot> = lanes
+            .iter()
+            .map(|lane| pipeline.lane_snapshot(lane))
+            .collect();
+        let core_bytes: u64 = lane_snapshots
+            .iter()
+            .map(|lane| lane.core_memory_bytes)
+            .sum();
+        let accumulator_bytes: u64 = lane_snapshots
+            .iter()
+            .map(|lane| lane.accumulator_memory_bytes)
+            .sum();
+        let monitor_bytes = self.tailer.memory_usage_bytes()
+            + pipeline.timeline.memory_usage_bytes()
+            + pipeline.event.keys.capacity() * size_of::<i64>();
+        self.sequence += 1;
+        let snapshot = LiveSnapshot {
+            sequence: self.sequence,
+            uptime: now.duration_since(self.started),
+            source: SourceStatus {
+                path: self.config.trace_path.display().to_string(),
+                state,
+                wake: self.wake,
+                backlog_bytes,
+                unterminated_bytes,
+                consumed_bytes: self.tailer.consumed_offset(),
+                catch_up_eta,
+                last_notice: self
+                    .last_notice
+                    .map(|(notice, when)| (notice, now.duration_since(when))),
+                read_error: self.read_error.clone(),
+            },
+            slots: pipeline.slots.clone(),
+            timeline: pipeline.timeline.snapshot(lanes, &pipeline.slots),
+            lanes: lane_snapshots,
+            memory: MemoryGauge {
+                core_bytes,
+                accumulator_bytes,
+                facts_buffer_bytes: pipeline.spill.buffer.capacity() as u64,
+                facts_on_disk_bytes: pipeline.spill.on_disk_bytes,
+                monitor_bytes: monitor_bytes as u64,
+            },
+            rate: self.rate,
+            health: InputHealth {
+                bad_lines: engine_stats.bad_lines,
+                last_error: engine_stats.last_error.as_ref().map(|error| LineErrorView {
+                    line_number: error.line_number,
+                    message: strip_line_prefix(&error.message, error.line_number).to_owned(),
+                }),
+                out_of_order_timestamps: engine_stats.out_of_order_timestamps,
+                read_events: engine_stats.read_events,
+                write_events: engine_stats.write_events,
+                last_timestamp_ns: engine_stats.last_timestamp_ns,
+            },
+            facts_write: self.facts_write.clone(),
+            facts_write_age: now.duration_since(self.facts_write_since),
+            facts_rows: pipeline.spill.rows,
+            fatal: pipeline.spill.error.clone(),
+        };
+        // No receiver left means the UI is gone; the next command will be Shutdown.
+        self.snapshots.send_replace(Arc::new(snapshot));
+        self.last_publish = now;
+        self.dirty = false;
+    }
+}
+
+/// Engine messages start with `line N: `; the view shows the number separately.
+fn strip_line_prefix(message: &str, line_number: u64) -> &str {
+    message
+        .strip_prefix(&format!("line {line_number}: "))
+        .unwrap_or(message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_prefix_is_stripped_once() {
+        assert_eq!(
+            strip_line_prefix("line 7: trace_id[x]: bad", 7),
+            "trace_id[x]: bad"
+        );
+        assert_eq!(
+            strip_line_prefix("field \"keys\": bad", 7),
+            "field \"keys\": bad"
+        );
+    }
+}

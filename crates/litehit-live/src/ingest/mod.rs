@@ -1,0 +1,492 @@
+//! The ingest thread: tail → parse → `Engine` → facts spill, publishing snapshots.
+//!
+//! A plain `std::thread` (CPU-bound work stays off the UI's runtime) owns the [`Engine`] and
+//! takes one [`IngestEvent`] enum on one channel: user commands, file-change wake-ups from
+//! notify, and facts-writer results. It reads at least 64 KiB at a time, takes only complete
+//! lines, checks the channel between chunks (a backlog never starves a command), and publishes
+//! an `Arc<LiveSnapshot>` to a `watch` channel at most once per frame, plus at once after a
+//! command and once a second while idle (so rates decay and ages advance).
+//!
+//! Every number comes from the engine, its lanes and their capacity-axis accumulators (a
+//! slot added late is exact since the start of the trace). Facts rows are formatted with
+//! `facts::file::append_fact_row` and spilled to a temporary file, so memory does not grow
+//! with the trace; `s` copies the spill behind the header into the facts file atomically on a
+//! writer thread.
+//!
+//! This file is the loop: [`IngestConfig`], [`spawn`] and the thread's state and main loop
+//! (commands, reading, follow state, when to publish). One job per file beside it:
+//!
+//! ```text
+//! mod.rs       the loop: config, spawn, events and commands, tail → pipeline, publish timing
+//! pipeline.rs  bytes → lines → parser → Engine; format detection; bad lines counted
+//! assemble.rs  Engine, tailer and run state → LiveSnapshot (lanes, curve, gauges, status)
+//! timeline.rs  hit rates per window of trace time, as differences of cumulative answers
+//! rate.rs      ingest throughput over the last second of wall time
+//! spill.rs     facts rows buffered, then spilled to an unnamed temporary file
+//! writer.rs    the spill behind the header → the facts file, atomically (`s`, or at the end)
+//! ```
+//!
+//! Nothing here leaves this module but [`IngestConfig`], [`EngineForFormat`] and [`spawn`].
+
+mod assemble;
+mod pipeline;
+mod rate;
+mod spill;
+mod timeline;
+mod writer;
+
+use std::io;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::time::{Duration, Instant};
+
+use tokio::sync::watch;
+
+use crate::snapshot::{FactsWrite, FollowState, IngestRate, LiveSnapshot, Slot};
+use crate::tail::{FileWatcher, StartAt, TailNotice, Tailer, WakeSource};
+use crate::{Command, IngestEvent, LiveHandle, SlotId};
+use litehit_core::engine::{Engine, EngineConfig, Policy};
+use litehit_core::formats::TraceFormat;
+use litehit_core::projector::Capacity;
+use pipeline::Pipeline;
+use rate::RateMeter;
+use spill::FactsSpill;
+
+/// A backlog at least this large shows as "catching up" (smaller ones are a writer's last
+/// burst).
+const CATCHING_UP_BYTES: u64 = 1 << 20;
+/// Published at least this often even when nothing changes (rates decay, ages advance).
+/// Default of [`IngestConfig::heartbeat`].
+const HEARTBEAT: Duration = Duration::from_secs(1);
+/// File checks while notify delivers events (a safety net).
+const SLOW_POLL: Duration = Duration::from_millis(500);
+/// File checks when notify is unavailable or silent.
+const FAST_POLL: Duration = Duration::from_millis(100);
+/// Growth found by polling without a notify event this many times in a row means events do
+/// not arrive (network file systems): switch to fast polling.
+const MISSED_EVENTS_FOR_POLLING: u32 = 2;
+
+/// Everything the ingest thread needs.
+#[derive(Debug, Clone)]
+pub struct IngestConfig {
+    pub trace_path: PathBuf,
+    pub start_at: StartAt,
+    pub engine: EngineConfig,
+    /// `None`: detect from the first non-empty line.
+    pub format: Option<TraceFormat>,
+    /// Initial capacity slots.
+    pub slots: Vec<Capacity>,
+    /// Where `s` publishes the facts (`.tmp`, fsync, rename).
+    pub facts_out: PathBuf,
+    /// Publish the facts at `facts_out` once more when the run ends (`--headless
+    /// --facts-out`, which has no `s` key).
+    pub facts_at_end: bool,
+    /// Snapshots are published at most once per this period.
+    pub frame_period: Duration,
+    /// And at least once per this period, even when nothing changed (uptime, lag and rates
+    /// move on; `--headless --interval 0.5` needs a fresh one every half second).
+    pub heartbeat: Duration,
+    /// Width of a timeline window in trace nanoseconds.
+    pub window_ns: i64,
+    /// Stop (state `Finished`) once the end of the file is reached.
+    pub exit_at_eof: bool,
+    /// Directory of the facts spill file (default: the system temp directory).
+    pub spill_dir: Option<PathBuf>,
+    /// Skip notify and poll only (tests of the fallback, network file systems).
+    pub force_polling: bool,
+    /// With `format: None`: the engine for the format the first line turns out to have
+    /// (block size defaults depend on the format, and a file that does not exist yet cannot
+    /// be asked at startup). `None` keeps `engine` whatever the format.
+    pub engine_for_format: Option<EngineForFormat>,
+}
+
+/// Makes the engine configuration for a detected trace format (see
+/// [`IngestConfig::engine_for_format`]).
+#[derive(Clone)]
+pub struct EngineForFormat(
+    pub Arc<dyn Fn(TraceFormat) -> Result<EngineConfig, String> + Send + Sync>,
+);
+
+impl std::fmt::Debug for EngineForFormat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("EngineForFormat(..)")
+    }
+}
+
+impl IngestConfig {
+    /// Defaults for everything but the trace and the engine.
+    pub fn new(trace_path: impl Into<PathBuf>, engine: EngineConfig) -> Self {
+        Self {
+            trace_path: trace_path.into(),
+            start_at: StartAt::Beginning,
+            engine,
+            format: None,
+            slots: vec![
+                Capacity::Gigabytes(10.0),
+                Capacity::Gigabytes(40.0),
+                Capacity::Gigabytes(80.0),
+            ],
+            facts_out: PathBuf::from("litehit_facts.csv"),
+            facts_at_end: false,
+            frame_period: Duration::from_millis(100),
+            heartbeat: HEARTBEAT,
+            window_ns: 10_000_000_000,
+            exit_at_eof: false,
+            spill_dir: None,
+            force_polling: false,
+            engine_for_format: None,
+        }
+    }
+}
+
+/// Starts the ingest thread. Fails only if the engine configuration is invalid or the spill
+/// file cannot be created; problems with the trace itself are shown, never fatal.
+pub fn spawn(config: IngestConfig) -> crate::Result<LiveHandle> {
+    let engine = Engine::new(config.engine.clone(), Policy::SkipAndCount)?;
+    let spill = FactsSpill::create(config.spill_dir.as_deref())
+        .map_err(crate::LiveError::io("creating the facts spill file"))?;
+    let (events_tx, events_rx) = mpsc::channel();
+    let (snapshot_tx, snapshot_rx) = watch::channel(Arc::new(LiveSnapshot::default()));
+    let mut ingest = Ingest::new(
+        config,
+        engine,
+        spill,
+        events_tx.clone(),
+        events_rx,
+        snapshot_tx,
+    );
+    ingest.publish(Instant::now());
+    let thread = std::thread::Builder::new()
+        .name("litehit-ingest".to_owned())
+        .spawn(move || ingest.run())
+        .map_err(crate::LiveError::io("starting the ingest thread"))?;
+    Ok(LiveHandle::new(events_tx, snapshot_rx, Some(thread)))
+}
+
+/// Whether the thread goes on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Flow {
+    Continue,
+    Stop,
+}
+
+#[expect(clippy::struct_excessive_bools, reason = "independent run flags")]
+struct Ingest {
+    config: IngestConfig,
+    tailer: Tailer,
+    generation_seen: u64,
+    pipeline: Pipeline,
+    next_slot_id: SlotId,
+    events_tx: Sender<IngestEvent>,
+    events_rx: Receiver<IngestEvent>,
+    snapshots: watch::Sender<Arc<LiveSnapshot>>,
+    watcher: Option<FileWatcher>,
+    wake: WakeSource,
+    /// A notify event arrived since the last read.
+    woken: bool,
+    missed_events: u32,
+    paused: bool,
+    finished: bool,
+    facts_write: FactsWrite,
+    /// When `facts_write` last changed (its age is published, so a message can fade).
+    facts_write_since: Instant,
+    writing_facts: bool,
+    last_notice: Option<(TailNotice, Instant)>,
+    read_error: Option<String>,
+    state: FollowState,
+    started: Instant,
+    last_publish: Instant,
+    dirty: bool,
+    sequence: u64,
+    rates: RateMeter,
+    rate: IngestRate,
+}
+
+impl Ingest {
+    fn new(
+        config: IngestConfig,
+        engine: Engine,
+        spill: FactsSpill,
+        events_tx: Sender<IngestEvent>,
+        events_rx: Receiver<IngestEvent>,
+        snapshots: watch::Sender<Arc<LiveSnapshot>>,
+    ) -> Self {
+        let now = Instant::now();
+        let mut slots: Vec<Slot> = config
+            .slots
+            .iter()
+            .zip(1..)
+            .map(|(&capacity, id)| Slot { id, capacity })
+            .collect();
+        slots.sort_by(|a, b| a.capacity.display_order(&b.capacity));
+        let next_slot_id = slots.len() as u64 + 1;
+        let pipeline = Pipeline::new(&config, engine, spill, slots);
+        let mut ingest = Self {
+            tailer: Tailer::new(&config.trace_path, config.start_at),
+            generation_seen: 0,
+            pipeline,
+            next_slot_id,
+            events_tx,
+            events_rx,
+            snapshots,
+            watcher: None,
+            wake: WakeSource::Polling,
+            woken: false,
+            missed_events: 0,
+            paused: false,
+            finished: false,
+            facts_write: FactsWrite::Idle,
+            facts_write_since: Instant::now(),
+            writing_facts: false,
+            last_notice: None,
+            read_error: None,
+            state: FollowState::Waiting,
+            started: now,
+            last_publish: now,
+            dirty: true,
+            sequence: 0,
+            rates: RateMeter::default(),
+            rate: IngestRate::default(),
+            config,
+        };
+        ingest.start_watcher();
+        ingest
+    }
+
+    fn start_watcher(&mut self) {
+        if self.config.force_polling {
+            return;
+        }
+        let tx = self.events_tx.clone();
+        let wake = move || {
+            // The ingest thread is gone only at shutdown: a lost wake-up is harmless then.
+            let _ = tx.send(IngestEvent::FileChanged);
+        };
+        if let Ok(watcher) = FileWatcher::start(&self.config.trace_path, wake) {
+            self.watcher = Some(watcher);
+            self.wake = WakeSource::Events;
+        }
+    }
+
+    fn run(mut self) {
+        loop {
+            // Commands first, between every chunk.
+            while let Ok(event) = self.events_rx.try_recv() {
+                if self.handle(event) == Flow::Stop {
+                    self.finish();
+                    return;
+                }
+            }
+            let progressed = if self.paused || self.finished {
+                if self.paused && self.tailer.refresh_len() {
+                    self.dirty = true; // the lag gauge keeps counting while paused
+                }
+                false
+            } else {
+                self.step()
+            };
+            let now = Instant::now();
+            let since_publish = now.duration_since(self.last_publish);
+            if (self.dirty && since_publish >= self.config.frame_period)
+                || since_publish >= self.config.heartbeat
+            {
+                self.publish(now);
+            }
+            if progressed {
+                continue;
+            }
+            let poll = match self.wake {
+                WakeSource::Events => SLOW_POLL,
+                WakeSource::Polling => FAST_POLL,
+            };
+            let timeout = if self.dirty {
+                self.config
+                    .frame_period
+                    .saturating_sub(since_publish)
+                    .min(poll)
+            } else {
+                poll.min(self.config.heartbeat.saturating_sub(since_publish))
+            };
+            match self
+                .events_rx
+                .recv_timeout(timeout.max(Duration::from_millis(1)))
+            {
+                Ok(event) => {
+                    if self.handle(event) == Flow::Stop {
+                        self.finish();
+                        return;
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => {
+                    self.finish();
+                    return;
+                }
+            }
+        }
+    }
+
+    fn finish(&mut self) {
+        // Quitting with everything read but an unterminated last line: read it as `replay`
+        // (and `--exit-at-eof`) do, so the totals agree with theirs.
+        if !self.paused && self.tailer.pending_partial_bytes() > 0 {
+            // One last read first: a writer may just be finishing that line.
+            self.step();
+            if self.caught_up() {
+                self.read_unterminated_last_line();
+            }
+        }
+        self.pipeline.spill.flush();
+        if self.config.facts_at_end {
+            self.write_facts_at_end();
+        }
+        self.publish(Instant::now());
+    }
+
+    fn handle(&mut self, event: IngestEvent) -> Flow {
+        match event {
+            IngestEvent::FileChanged => self.woken = true,
+            IngestEvent::FactsWritten(result) => {
+                self.writing_facts = false;
+                self.facts_write = result;
+                self.facts_write_since = Instant::now();
+                self.dirty = true;
+            }
+            IngestEvent::Command(command) => {
+                match command {
+                    Command::Shutdown => return Flow::Stop,
+                    Command::AddSlot(capacity) => {
+                        let id = self.next_slot_id;
+                        self.next_slot_id += 1;
+                        // Slots stay listed by size, whatever order they were added in.
+                        let index = self
+                            .pipeline
+                            .slots
+                            .partition_point(|slot| slot.capacity.display_order(&capacity).is_le());
+                        self.pipeline.slots.insert(index, Slot { id, capacity });
+                        self.pipeline.timeline.add_slot(index);
+                    }
+                    Command::RemoveSlot(id) => {
+                        if let Some(index) =
+                            self.pipeline.slots.iter().position(|slot| slot.id == id)
+                        {
+                            self.pipeline.slots.remove(index);
+                            self.pipeline.timeline.remove_slot(index);
+                        }
+                    }
+                    Command::TogglePause => self.paused = !self.paused,
+                    Command::WriteFacts => self.write_facts(),
+                    Command::StopAtEof => self.config.exit_at_eof = true,
+                }
+                // A command is answered at once, not at the next frame.
+                self.publish(Instant::now());
+            }
+        }
+        Flow::Continue
+    }
+
+    /// Checks the file, reads one chunk and processes it. Returns whether bytes came in.
+    fn step(&mut self) -> bool {
+        match self.tailer.check() {
+            Ok(notice) => {
+                self.read_error = None;
+                if let Some(notice) = notice {
+                    self.note(notice);
+                }
+            }
+            Err(err) => {
+                self.fail_read(&err);
+                return false;
+            }
+        }
+        self.sync_generation();
+        let chunk = match self.tailer.read_chunk() {
+            Ok((chunk, notice)) => {
+                let had_bytes = !chunk.is_empty();
+                self.pipeline.process_chunk(chunk);
+                if let Some(notice) = notice {
+                    self.note(notice);
+                }
+                had_bytes || notice.is_some()
+            }
+            Err(err) => {
+                self.fail_read(&err);
+                return false;
+            }
+        };
+        self.sync_generation();
+        let backlog = self.tailer.backlog_bytes();
+        let caught_up = self.caught_up();
+        if chunk {
+            self.dirty = true;
+            if !self.woken
+                && !self.tailer.is_draining() // appends to a renamed file raise no event
+                && caught_up
+                && self.wake == WakeSource::Events
+                && self.state == FollowState::Following
+            {
+                // New data found by polling that notify never announced.
+                self.missed_events += 1;
+                if self.missed_events >= MISSED_EVENTS_FOR_POLLING {
+                    self.wake = WakeSource::Polling;
+                }
+            } else if self.woken {
+                self.missed_events = 0;
+            }
+            self.woken = false;
+        }
+        if self.config.exit_at_eof && caught_up && !chunk && !self.tailer.switch_pending() {
+            self.read_unterminated_last_line();
+            self.finished = true;
+            self.pipeline.spill.flush();
+            self.dirty = true;
+        }
+        let state = if !self.tailer.is_open() {
+            FollowState::Waiting
+        } else if backlog < CATCHING_UP_BYTES {
+            FollowState::Following
+        } else {
+            FollowState::CatchingUp
+        };
+        if state != self.state {
+            self.state = state;
+            self.dirty = true;
+        }
+        chunk
+    }
+
+    /// Everything the file holds has been read, but for an unterminated last line.
+    fn caught_up(&self) -> bool {
+        self.tailer.is_open()
+            && self.tailer.backlog_bytes() <= self.tailer.pending_partial_bytes() as u64
+    }
+
+    /// Takes an unterminated last line as a final line, as `replay` reads it.
+    fn read_unterminated_last_line(&mut self) {
+        let partial = self.tailer.take_partial_line();
+        self.pipeline.process_chunk(&partial);
+    }
+
+    /// Line numbers restart when reading restarts on new content.
+    fn sync_generation(&mut self) {
+        let generation = self.tailer.generation();
+        if generation != self.generation_seen {
+            self.generation_seen = generation;
+            self.pipeline.line_number = 1;
+        }
+    }
+
+    fn note(&mut self, notice: TailNotice) {
+        self.last_notice = Some((notice, Instant::now()));
+        self.dirty = true;
+    }
+
+    fn fail_read(&mut self, err: &io::Error) {
+        let message = err.to_string();
+        if self.read_error.as_deref() != Some(message.as_str()) {
+            self.read_error = Some(message);
+            self.dirty = true;
+        }
+    }
+}

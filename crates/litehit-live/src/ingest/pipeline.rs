@@ -1,0 +1,181 @@
+//! The line pipeline: bytes → lines → parser → `Engine`, with bad lines counted, not fatal.
+//!
+//! Splits each chunk the tailer hands over into lines, detects the format from the first
+//! non-empty line (switching to the engine made for that format before any event reached
+//! it), parses each line into the reused [`TraceEvent`] and replays it, appending the facts
+//! rows to the spill and marking the timeline before each event. Live runs skip and count a
+//! bad line (`Policy::SkipAndCount`): a malformed line, an undetectable first line or flags
+//! that do not fit the trace never stop the monitor, they show as the input's health. Kept
+//! apart from the tailer so a chunk borrowed from it can be processed while this is borrowed
+//! mutably.
+
+use litehit_core::engine::{Engine, Policy};
+use litehit_core::facts::file::append_fact_row;
+use litehit_core::formats::{
+    LineOutcome, LineParser, ParseOptions, TraceEvent, TraceFormat, detect_format,
+};
+
+use super::spill::{FactsSpill, SPILL_BUFFER_BYTES};
+use super::timeline::TimelineBuilder;
+use super::{EngineForFormat, IngestConfig};
+use crate::snapshot::Slot;
+
+/// Parsing and replay state (apart from the tailer, so a chunk borrowed from the tailer can
+/// be processed while this is borrowed mutably).
+pub(super) struct Pipeline {
+    pub(super) engine: Engine,
+    /// See [`IngestConfig::engine_for_format`]; used once, when the format is detected.
+    engine_for_format: Option<EngineForFormat>,
+    /// The flags do not fit the format the trace turned out to have (e.g. `--block-size
+    /// 256` on 512-token Mooncake keys): every line is bad, for this reason.
+    engine_error: Option<String>,
+    parser: Option<LineParser>,
+    parse_options: ParseOptions,
+    pub(super) event: TraceEvent,
+    /// Number of the next line in the current file generation.
+    pub(super) line_number: u64,
+    pub(super) slots: Vec<Slot>,
+    pub(super) spill: FactsSpill,
+    pub(super) timeline: TimelineBuilder,
+    pub(super) consumed_bytes_total: u64,
+}
+
+impl Pipeline {
+    /// Ready for the first line of the trace, with the format given or yet to be detected.
+    pub(super) fn new(
+        config: &IngestConfig,
+        engine: Engine,
+        spill: FactsSpill,
+        slots: Vec<Slot>,
+    ) -> Self {
+        let parse_options = ParseOptions {
+            trace_block_size_tokens: config.engine.trace_block_size_tokens,
+        };
+        Self {
+            engine,
+            engine_for_format: config.engine_for_format.clone(),
+            engine_error: None,
+            parser: config
+                .format
+                .map(|format| LineParser::new(format, parse_options)),
+            parse_options,
+            event: TraceEvent::default(),
+            line_number: 1,
+            slots,
+            spill,
+            timeline: TimelineBuilder::new(config.window_ns.max(1)),
+            consumed_bytes_total: 0,
+        }
+    }
+
+    /// Parses and replays every line of `chunk` (complete lines, each ending in `\n`).
+    pub(super) fn process_chunk(&mut self, chunk: &[u8]) {
+        self.consumed_bytes_total += chunk.len() as u64;
+        let mut rest = chunk;
+        while let Some(newline) = memchr::memchr(b'\n', rest) {
+            let mut line = &rest[..newline];
+            rest = &rest[newline + 1..];
+            if let [head @ .., b'\r'] = line {
+                line = head;
+            }
+            let line_number = self.line_number;
+            self.line_number += 1;
+            self.process_line(line, line_number);
+        }
+    }
+
+    /// Switches to the engine made for the detected `format` (its native block size), before
+    /// any event reached the engine; lines before the first detectable one stay counted as
+    /// bad.
+    fn adopt_engine_for(&mut self, format: TraceFormat) {
+        let Some(make) = self.engine_for_format.take() else {
+            return;
+        };
+        let earlier = self.engine.stats();
+        if earlier.read_events > 0 || earlier.write_events > 0 {
+            return;
+        }
+        let config = match (make.0)(format) {
+            Ok(config) => config,
+            Err(reason) => {
+                self.engine_error = Some(reason);
+                return;
+            }
+        };
+        let trace_block_size_tokens = config.trace_block_size_tokens;
+        match Engine::new(config, Policy::SkipAndCount) {
+            Ok(mut engine) => {
+                engine.inherit_bad_lines(earlier);
+                self.engine = engine;
+                self.parse_options = ParseOptions {
+                    trace_block_size_tokens,
+                };
+            }
+            Err(error) => self.engine_error = Some(error.to_string()),
+        }
+    }
+
+    fn process_line(&mut self, line: &[u8], line_number: u64) {
+        if self.parser.is_none() {
+            if line.iter().all(u8::is_ascii_whitespace) {
+                return;
+            }
+            let Some(format) = detect_format(line) else {
+                let reason = match serde_json::from_slice::<serde::de::IgnoredAny>(line) {
+                    Err(error) => format!("invalid JSON: {error}"),
+                    Ok(_) => {
+                        "cannot tell the trace format from this line; pass --format".to_owned()
+                    }
+                };
+                self.engine.record_bad_line(line_number, reason);
+                return;
+            };
+            self.adopt_engine_for(format);
+            self.parser = Some(LineParser::new(format, self.parse_options));
+        }
+        if let Some(reason) = &self.engine_error {
+            if !line.iter().all(u8::is_ascii_whitespace) {
+                self.engine.record_bad_line(line_number, reason.clone());
+            }
+            return;
+        }
+        let Some(parser) = self.parser.as_mut() else {
+            return;
+        };
+        match parser.parse_line(line, line_number, &mut self.event) {
+            Ok(LineOutcome::Event) => {
+                let clamped_ns = self
+                    .engine
+                    .stats()
+                    .last_timestamp_ns
+                    .map_or(self.event.timestamp_ns, |last| {
+                        last.max(self.event.timestamp_ns)
+                    });
+                self.timeline
+                    .before_event(clamped_ns, self.engine.lanes(), &self.slots);
+                let spill = &mut self.spill;
+                let result = self
+                    .engine
+                    .process_event(&self.event, line_number, &mut |row| {
+                        append_fact_row(&mut spill.buffer, &row);
+                        spill.rows += 1;
+                    });
+                if let Err(error) = result {
+                    // Live runs skip and count; an error here still must not stop the monitor.
+                    self.engine.record_bad_line(line_number, error.to_string());
+                }
+                if self.spill.buffer.len() >= SPILL_BUFFER_BYTES {
+                    self.spill.flush();
+                }
+            }
+            Ok(LineOutcome::Blank | LineOutcome::Ignored) => {}
+            Err(error) => {
+                let message = match error.field {
+                    Some(field) => format!("field \"{field}\": {}", error.message),
+                    None => error.message,
+                };
+                self.engine.record_bad_line(line_number, message);
+            }
+        }
+    }
+}

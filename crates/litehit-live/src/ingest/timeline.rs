@@ -1,0 +1,177 @@
+//! The timeline: hit rates per window of trace time, for the chart of recent windows.
+//!
+//! Holds no counters of its own: when an event opens a new window it marks every lane's
+//! cumulative answers (input tokens, hit blocks per slot and at infinity, from the engine's
+//! capacity-axis accumulators), and a window's figures are now minus that mark. So a window
+//! is as exact as the totals, and only the last [`MAX_WINDOWS`] closed windows are kept. A
+//! slot added mid-window has no figure for the windows before it (`None`, never a guess).
+
+use std::collections::VecDeque;
+
+use litehit_core::engine::Lane;
+
+use super::assemble::live_hit_blocks;
+use crate::snapshot::{LaneWindow, Slot, Timeline, Window};
+
+/// Closed time windows kept for the timeline.
+const MAX_WINDOWS: usize = 240;
+
+/// Cumulative numbers of one lane at a window's start.
+#[derive(Debug, Clone, Default)]
+struct LaneMark {
+    input_tokens: u64,
+    infinite_hit_blocks: u64,
+    /// `None` for a slot added after the window opened.
+    slot_hit_blocks: Vec<Option<u64>>,
+}
+
+impl LaneMark {
+    fn of(lane: &Lane, slots: &[Slot]) -> Self {
+        Self {
+            input_tokens: lane.input_tokens(),
+            infinite_hit_blocks: lane.infinite_hit_blocks(),
+            slot_hit_blocks: slots
+                .iter()
+                .map(|slot| Some(live_hit_blocks(lane, slot.capacity)))
+                .collect(),
+        }
+    }
+
+    /// The window so far: now minus this mark.
+    fn window(&self, lane: &Lane, slots: &[Slot]) -> LaneWindow {
+        let block_size_tokens = lane.spec().block_size_tokens;
+        LaneWindow {
+            input_tokens: lane.input_tokens() - self.input_tokens,
+            slot_hit_tokens: slots
+                .iter()
+                .zip(&self.slot_hit_blocks)
+                .map(|(slot, start)| {
+                    start.map(|start| {
+                        (live_hit_blocks(lane, slot.capacity) - start) * block_size_tokens
+                    })
+                })
+                .collect(),
+            infinite_hit_tokens: (lane.infinite_hit_blocks() - self.infinite_hit_blocks)
+                * block_size_tokens,
+        }
+    }
+}
+
+/// Hit rates per window of trace time, from differences of cumulative accumulator answers.
+#[derive(Debug, Default)]
+pub(super) struct TimelineBuilder {
+    window_ns: i64,
+    /// Index and start marks of the open window.
+    open: Option<(i64, Vec<LaneMark>)>,
+    closed: VecDeque<Window>,
+}
+
+impl TimelineBuilder {
+    /// No windows yet; each is `window_ns` of trace time wide.
+    pub(super) fn new(window_ns: i64) -> Self {
+        Self {
+            window_ns,
+            ..Self::default()
+        }
+    }
+
+    /// Called before an event at `timestamp_ns` (already clamped) is processed.
+    pub(super) fn before_event(&mut self, timestamp_ns: i64, lanes: &[Lane], slots: &[Slot]) {
+        let index = timestamp_ns.div_euclid(self.window_ns.max(1));
+        match &self.open {
+            Some((open_index, _)) if *open_index == index => {}
+            _ => {
+                if let Some(window) = self.current(lanes, slots, false) {
+                    if self.closed.len() == MAX_WINDOWS {
+                        self.closed.pop_front();
+                    }
+                    self.closed.push_back(window);
+                }
+                let marks = lanes.iter().map(|lane| LaneMark::of(lane, slots)).collect();
+                self.open = Some((index, marks));
+            }
+        }
+    }
+
+    /// The open window so far (marks of lanes born inside it are zero).
+    fn current(&self, lanes: &[Lane], slots: &[Slot], open: bool) -> Option<Window> {
+        let (index, marks) = self.open.as_ref()?;
+        let born_inside = LaneMark {
+            slot_hit_blocks: vec![Some(0); slots.len()],
+            ..LaneMark::default()
+        };
+        Some(Window {
+            start_ns: index.saturating_mul(self.window_ns),
+            lanes: lanes
+                .iter()
+                .enumerate()
+                .map(|(lane_index, lane)| {
+                    marks
+                        .get(lane_index)
+                        .unwrap_or(&born_inside)
+                        .window(lane, slots)
+                })
+                .collect(),
+            open,
+        })
+    }
+
+    /// A slot was inserted at `index`: earlier windows have no figure for it.
+    pub(super) fn add_slot(&mut self, index: usize) {
+        if let Some((_, marks)) = &mut self.open {
+            for mark in marks {
+                mark.slot_hit_blocks
+                    .insert(index.min(mark.slot_hit_blocks.len()), None);
+            }
+        }
+        for window in &mut self.closed {
+            for lane in &mut window.lanes {
+                lane.slot_hit_tokens
+                    .insert(index.min(lane.slot_hit_tokens.len()), None);
+            }
+        }
+    }
+
+    pub(super) fn remove_slot(&mut self, index: usize) {
+        if let Some((_, marks)) = &mut self.open {
+            for mark in marks {
+                if index < mark.slot_hit_blocks.len() {
+                    mark.slot_hit_blocks.remove(index);
+                }
+            }
+        }
+        for window in &mut self.closed {
+            for lane in &mut window.lanes {
+                if index < lane.slot_hit_tokens.len() {
+                    lane.slot_hit_tokens.remove(index);
+                }
+            }
+        }
+    }
+
+    pub(super) fn snapshot(&self, lanes: &[Lane], slots: &[Slot]) -> Timeline {
+        let mut windows: Vec<Window> = self.closed.iter().cloned().collect();
+        windows.extend(self.current(lanes, slots, true));
+        Timeline {
+            window_ns: self.window_ns,
+            windows,
+        }
+    }
+
+    pub(super) fn memory_usage_bytes(&self) -> usize {
+        self.closed
+            .iter()
+            .map(|window| {
+                size_of::<Window>()
+                    + window
+                        .lanes
+                        .iter()
+                        .map(|lane| {
+                            size_of::<LaneWindow>()
+                                + lane.slot_hit_tokens.capacity() * size_of::<Option<u64>>()
+                        })
+                        .sum::<usize>()
+            })
+            .sum()
+    }
+}
