@@ -4,7 +4,7 @@ use std::fs::File;
 use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use color_eyre::eyre::{Result, bail, eyre};
@@ -17,52 +17,34 @@ use litehit_core::engine::{Engine, EngineConfig, Policy};
 use litehit_core::facts::file::{AtomicFactsWriter, append_fact_row};
 use litehit_core::formats::{LineParser, ParseOptions, TraceFormat};
 
+use litehit_live::signals::{SecondSignal, StopSignals};
+
 use super::{OpenedTrace, open_and_detect};
 
-/// Ctrl-C (SIGINT) or SIGTERM during a replay: it stops at the next chunk, removes its temp
-/// file and exits with 128 + the signal, like a process the signal ended; a second signal
-/// ends it at once.
+/// Ctrl-C (SIGINT), SIGTERM or SIGHUP during a replay: it stops at the next chunk, removes
+/// its temp file and exits with 128 + the signal, like a process the signal ended; a second
+/// signal ends it at once (`litehit_live::signals`).
 #[derive(Debug, thiserror::Error)]
 #[error("interrupted by signal {signal}; nothing was published")]
 pub struct Interrupted {
     pub signal: i32,
 }
 
-/// Watches for SIGINT and SIGTERM while it lives (the first one only sets a flag).
+/// Watches for the stop signals while it lives.
 struct InterruptWatch {
-    signal: Arc<AtomicUsize>,
-    registrations: Vec<signal_hook::SigId>,
+    signals: StopSignals,
 }
 
 impl InterruptWatch {
     fn install() -> Result<Self> {
-        let signal = Arc::new(AtomicUsize::new(0));
-        let seen = Arc::new(AtomicBool::new(false));
-        let mut registrations = Vec::new();
-        for number in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-            // In this order: a first signal finds `seen` clear and only sets it (and
-            // `signal`); a second one finds it set and ends the process.
-            registrations.push(signal_hook::flag::register_conditional_shutdown(
-                number,
-                128 + number,
-                Arc::clone(&seen),
-            )?);
-            registrations.push(signal_hook::flag::register(number, Arc::clone(&seen))?);
-            registrations.push(signal_hook::flag::register_usize(
-                number,
-                Arc::clone(&signal),
-                usize::try_from(number).unwrap_or(usize::MAX),
-            )?);
-        }
         Ok(Self {
-            signal,
-            registrations,
+            signals: StopSignals::install(SecondSignal::Exits)?,
         })
     }
 
     /// The signal received, if any.
     fn received(&self) -> Option<i32> {
-        signal_number(&self.signal)
+        self.signals.received()
     }
 
     /// Ends the process if a signal is not acted on within [`STUCK_READ_GRACE`]: the replay
@@ -70,7 +52,7 @@ impl InterruptWatch {
     /// can wait for input forever. `discard` removes what the run wrote first. Disarmed when
     /// the returned guard drops (before publishing).
     fn end_stuck_reads(&self, discard: impl FnOnce() + Send + 'static) -> StuckReadGuard {
-        let signal = Arc::clone(&self.signal);
+        let signal = self.signals.watcher();
         let disarmed = Arc::new(AtomicBool::new(false));
         let thread = {
             let disarmed = Arc::clone(&disarmed);
@@ -79,7 +61,7 @@ impl InterruptWatch {
                 while !disarmed.load(Ordering::Relaxed) {
                     // Parked, so that disarming (which unparks) never waits out a nap.
                     std::thread::park_timeout(std::time::Duration::from_millis(50));
-                    let Some(number) = signal_number(&signal) else {
+                    let Some(number) = signal.received() else {
                         continue;
                     };
                     let first_seen = *since.get_or_insert_with(std::time::Instant::now);
@@ -102,13 +84,6 @@ impl InterruptWatch {
 /// How long a signal may wait for the replay loop before the process ends anyway.
 const STUCK_READ_GRACE: std::time::Duration = std::time::Duration::from_millis(500);
 
-fn signal_number(signal: &AtomicUsize) -> Option<i32> {
-    match signal.load(Ordering::Relaxed) {
-        0 => None,
-        number => i32::try_from(number).ok(),
-    }
-}
-
 /// Keeps [`InterruptWatch::end_stuck_reads`] armed while it lives.
 struct StuckReadGuard {
     disarmed: Arc<AtomicBool>,
@@ -121,14 +96,6 @@ impl Drop for StuckReadGuard {
         if let Some(thread) = self.thread.take() {
             thread.thread().unpark();
             let _ = thread.join();
-        }
-    }
-}
-
-impl Drop for InterruptWatch {
-    fn drop(&mut self) {
-        for id in self.registrations.drain(..) {
-            signal_hook::low_level::unregister(id);
         }
     }
 }

@@ -81,7 +81,7 @@ fn check_lines_used(last: &LiveSnapshot, from_end: bool) -> color_eyre::Result<(
         format!(
             "{} {} skipped{last_error}",
             health.bad_lines,
-            litehit_core::units::bad_lines_noun(health.bad_lines)
+            litehit_core::display::bad_lines_noun(health.bad_lines)
         )
     });
     let read_to_the_end = last.source.state == litehit_live::snapshot::FollowState::Finished;

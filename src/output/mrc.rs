@@ -25,10 +25,11 @@ use unicode_width::UnicodeWidthStr as _;
 use serde::Serialize;
 
 use super::summary::ratio;
+use litehit_core::display::{self, Precision, bytes_to_gib};
 use litehit_core::facts::FactRecord;
 use litehit_core::facts::file::{FactsError, FactsReader};
+use litehit_core::projector::sampling::{evenly_spaced, sample_curve};
 use litehit_core::projector::{self, CapacityAxisAccumulator};
-use litehit_core::units::bytes_to_gib;
 
 /// Knee levels reported, in percent of the unlimited-capacity hit rate.
 pub const KNEE_PERCENTS: [u32; 4] = [50, 90, 95, 99];
@@ -133,26 +134,16 @@ impl InstanceCurve {
     /// more breakpoints than that (values are exact at every returned capacity).
     #[must_use]
     pub fn curve(&self, max_points: usize) -> Curve {
-        let breakpoints = self.hits.curve_points();
-        if breakpoints.len() <= max_points.max(2) {
-            return Curve {
-                exact_breakpoints: true,
-                points: breakpoints
-                    .into_iter()
-                    .map(|(capacity_blocks, hit_blocks)| {
-                        self.point_with_hits(capacity_blocks, hit_blocks)
-                    })
-                    .collect(),
-            };
-        }
-        let saturation = self.hits.saturation_capacity_blocks();
-        let mut points: Vec<CurvePoint> = Vec::with_capacity(max_points);
-        for capacity_blocks in evenly_spaced(saturation, max_points) {
-            points.push(self.point(capacity_blocks));
-        }
+        let sampled = sample_curve(&self.hits, max_points);
         Curve {
-            exact_breakpoints: false,
-            points,
+            exact_breakpoints: sampled.exact_breakpoints,
+            points: sampled
+                .points
+                .into_iter()
+                .map(|(capacity_blocks, hit_blocks)| {
+                    self.point_with_hits(capacity_blocks, hit_blocks)
+                })
+                .collect(),
         }
     }
 }
@@ -468,20 +459,6 @@ fn percent_of_rounded_up(value: u64, percent: u32) -> u64 {
     u64::try_from(scaled).unwrap_or(u64::MAX)
 }
 
-/// `0, …, last` in `count` (at least two) near-even integer steps, without duplicates.
-fn evenly_spaced(last: u64, count: usize) -> impl Iterator<Item = u64> {
-    let steps = u128::try_from(count.max(2) - 1).unwrap_or(u128::MAX);
-    let mut previous = None;
-    (0..=steps).filter_map(move |step| {
-        let value = u64::try_from(u128::from(last) * step / steps).unwrap_or(u64::MAX);
-        if previous == Some(value) {
-            return None;
-        }
-        previous = Some(value);
-        Some(value)
-    })
-}
-
 /// `litehit mrc --json`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct MrcReport {
@@ -673,7 +650,7 @@ pub fn render_table(report: &MrcReport) -> String {
 }
 
 fn format_percent(rate: f64) -> String {
-    format!("{:.2}%", rate * 100.0)
+    display::percent(Some(rate), 2)
 }
 
 /// A knee or saturation cell: `-` when nothing ever hits (every knee would read `0 GB`,
@@ -690,7 +667,7 @@ fn knee_cell(hits: bool, capacity_gb: f64, capacity_blocks: Option<u64>) -> Stri
 /// *up*: every capacity shown is a smallest capacity reaching a target, so the figure typed
 /// back into `query` must reach it too.
 fn format_capacity(capacity_gb: f64, capacity_blocks: Option<u64>) -> String {
-    let gb = format_significant_up(capacity_gb, 4);
+    let gb = display::significant_up(capacity_gb, 4);
     match capacity_blocks {
         Some(blocks) => format!("{gb} GB ({blocks})"),
         None => format!("{gb} GB"),
@@ -699,49 +676,7 @@ fn format_capacity(capacity_gb: f64, capacity_blocks: Option<u64>) -> String {
 
 /// A byte count in the largest binary unit that keeps it at least 1 (`644.5 MiB`).
 fn format_bytes(bytes: u64) -> String {
-    match litehit_core::units::scale_bytes(bytes as f64) {
-        (_, "B") => format!("{bytes} B"),
-        (value, unit) => format!("{} {unit}", format_significant(value, 4)),
-    }
-}
-
-/// `value` with about `digits` significant digits, without exponent or trailing zeros.
-#[must_use]
-pub fn format_significant(value: f64, digits: i32) -> String {
-    format_significant_rounded(value, digits, false)
-}
-
-/// [`format_significant`] rounded up at the last digit shown (`7.705078` → `7.706`), for
-/// capacities that must not fall short of what they stand for.
-#[must_use]
-pub fn format_significant_up(value: f64, digits: i32) -> String {
-    format_significant_rounded(value, digits, true)
-}
-
-fn format_significant_rounded(value: f64, digits: i32, up: bool) -> String {
-    if value == 0.0 || !value.is_finite() {
-        return format!("{value}");
-    }
-    #[expect(
-        clippy::cast_possible_truncation,
-        reason = "log10 of a finite f64 is within ±324"
-    )]
-    let magnitude = value.abs().log10().floor() as i32;
-    let decimals = (digits - 1 - magnitude).max(0);
-    let value = if up {
-        let scale = 10_f64.powi(decimals);
-        // The tolerance keeps a value that is exact at this precision (40, 0.5) as it is.
-        (value * scale - 1e-9).ceil() / scale
-    } else {
-        value
-    };
-    let decimals = usize::try_from(decimals).unwrap_or(0);
-    let text = format!("{value:.decimals$}");
-    if text.contains('.') {
-        text.trim_end_matches('0').trim_end_matches('.').to_owned()
-    } else {
-        text
-    }
+    display::bytes(bytes, Precision::Significant(4))
 }
 
 #[cfg(test)]
@@ -955,18 +890,18 @@ mod tests {
 
     #[test]
     fn significant_formatting() {
-        assert_eq!(format_significant(57.421_875, 4), "57.42");
-        assert_eq!(format_significant(1024.0, 4), "1024");
-        assert_eq!(format_significant(0.000_976_562_5, 4), "0.0009766");
-        assert_eq!(format_significant(0.0, 4), "0");
+        assert_eq!(display::significant(57.421_875, 4), "57.42");
+        assert_eq!(display::significant(1024.0, 4), "1024");
+        assert_eq!(display::significant(0.000_976_562_5, 4), "0.0009766");
+        assert_eq!(display::significant(0.0, 4), "0");
         // Knees and saturation round up, so the figure typed back still reaches the target
         // (7.705078125 GB is 7890 blocks of 1 MiB; 7.705 GB would be 7889).
-        assert_eq!(format_significant_up(7.705_078_125, 4), "7.706");
-        assert_eq!(format_significant_up(34.590_82, 4), "34.6");
-        assert_eq!(format_significant_up(144.415, 4), "144.5");
-        assert_eq!(format_significant_up(40.0, 4), "40");
-        assert_eq!(format_significant_up(0.5, 4), "0.5");
-        assert_eq!(format_significant_up(1024.0, 4), "1024");
+        assert_eq!(display::significant_up(7.705_078_125, 4), "7.706");
+        assert_eq!(display::significant_up(34.590_82, 4), "34.6");
+        assert_eq!(display::significant_up(144.415, 4), "144.5");
+        assert_eq!(display::significant_up(40.0, 4), "40");
+        assert_eq!(display::significant_up(0.5, 4), "0.5");
+        assert_eq!(display::significant_up(1024.0, 4), "1024");
         assert_eq!(format_bytes(675_864_576), "644.6 MiB");
         assert_eq!(format_bytes(512), "512 B");
     }

@@ -1,6 +1,7 @@
 //! The per-instance summary printed after a replay (and reused by the live monitor's quit
 //! message): requests, block accesses, unique blocks, the ∞-capacity token hit rate.
 
+use litehit_core::display::{self, Precision};
 use std::fmt::Write as _;
 use std::path::Path;
 use std::time::Duration;
@@ -47,23 +48,17 @@ impl LaneSummary {
     }
 }
 
-/// `numerator / denominator`, or 0 for an empty denominator.
+/// `numerator / denominator`, or 0 for an empty denominator (the summary, `mrc` and query
+/// outputs print 0 there, as upstream; [`display::ratio`] says `None`).
 #[must_use]
 pub fn ratio(numerator: u64, denominator: u64) -> f64 {
-    if denominator == 0 {
-        0.0
-    } else {
-        numerator as f64 / denominator as f64
-    }
+    display::ratio(numerator, denominator).unwrap_or(0.0)
 }
 
 /// Human-readable bytes with binary units (`1.5 GiB`).
 #[must_use]
 pub fn human_bytes(bytes: u64) -> String {
-    match litehit_core::units::scale_bytes(bytes as f64) {
-        (_, "B") => format!("{bytes} B"),
-        (value, unit) => format!("{value:.1} {unit}"),
-    }
+    display::bytes(bytes, Precision::Decimals(1))
 }
 
 /// The table printed on stderr after `litehit replay`.

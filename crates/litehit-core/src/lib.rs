@@ -7,7 +7,7 @@
 //! their file) → [`projector`] (the one place a capacity meets a fact). [`engine`] runs that
 //! chain for the offline replay and the live monitor alike; [`config`] is the one stage where
 //! a config file or flags become an engine plan; [`workload`] makes seeded synthetic traffic;
-//! [`units`] scales bytes for display.
+//! [`display`] is the one formatter for what people read.
 //!
 //! What it must never do: depend on a terminal, a command-line parser, an async runtime or a
 //! file watcher (`cargo tree -p litehit-core -e normal` shows none of clap, ratatui,
@@ -36,6 +36,7 @@
 #![warn(clippy::unwrap_used)]
 
 pub mod config;
+pub mod display;
 pub mod engine;
 pub mod facts;
 pub mod formats;
@@ -43,5 +44,5 @@ pub mod grammar;
 pub mod hitcore;
 pub mod preprocess;
 pub mod projector;
-pub mod units;
+
 pub mod workload;

@@ -11,6 +11,10 @@ use serde::Serialize;
 use tokio::time::MissedTickBehavior;
 
 use crate::error::{LiveError, Result};
+use crate::signals::{SecondSignal, StopSignals};
+
+/// How often the run looks for a stop signal.
+const SIGNAL_POLL: Duration = Duration::from_millis(20);
 
 use super::LiveHandle;
 use super::snapshot::{FactsWrite, FollowState, LiveSnapshot, Totals};
@@ -34,7 +38,6 @@ pub fn run(
 ) -> Result<std::sync::Arc<LiveSnapshot>> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
-        .enable_io()
         .build()
         .map_err(LiveError::io("starting the headless runtime"))?;
     runtime.block_on(async {
@@ -42,15 +45,14 @@ pub fn run(
         let mut ticker = tokio::time::interval(options.interval.max(Duration::from_millis(10)));
         ticker.set_missed_tick_behavior(MissedTickBehavior::Skip);
         ticker.tick().await;
-        // Ctrl-C, SIGTERM and SIGHUP end the run alike: a last line, then a clean exit (a
-        // demo's generated trace is removed on the way out).
-        let mut terminate = unix_signal(tokio::signal::unix::SignalKind::terminate())?;
-        let mut hangup = unix_signal(tokio::signal::unix::SignalKind::hangup())?;
+        // Ctrl-C, SIGTERM and SIGHUP end the run alike (`crate::signals`): a last line, then
+        // a clean exit (a demo's generated trace is removed on the way out).
+        let signals = StopSignals::install(SecondSignal::IsCaught)
+            .map_err(LiveError::io("listening for termination signals"))?;
         let stop_signal = async {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = terminate.recv() => {}
-                _ = hangup.recv() => {}
+            let mut poll = tokio::time::interval(SIGNAL_POLL);
+            while signals.received().is_none() {
+                poll.tick().await;
             }
         };
         tokio::pin!(stop_signal);
@@ -83,10 +85,6 @@ pub fn run(
             }
         }
     })
-}
-
-fn unix_signal(kind: tokio::signal::unix::SignalKind) -> Result<tokio::signal::unix::Signal> {
-    tokio::signal::unix::signal(kind).map_err(LiveError::io("listening for termination signals"))
 }
 
 fn write_line(out: &mut dyn Write, snap: &LiveSnapshot) -> Result<()> {
@@ -301,7 +299,7 @@ pub fn summary_text(snap: &LiveSnapshot) -> String {
         snap.source.path,
         snap.totals().requests,
         snap.health.bad_lines,
-        litehit_core::units::bad_lines_noun(snap.health.bad_lines),
+        litehit_core::display::bad_lines_noun(snap.health.bad_lines),
         columns.join(", ")
     ); // writing to a String cannot fail
     let mut row = |name: &str, slot_rate: &dyn Fn(usize) -> Option<f64>, infinite: Option<f64>| {

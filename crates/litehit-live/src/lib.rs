@@ -27,6 +27,7 @@
 mod error;
 pub mod headless;
 pub mod ingest;
+pub mod signals;
 pub mod snapshot;
 pub mod tail;
 

@@ -17,10 +17,7 @@ pub type SlotId = u64;
 
 /// `numerator / denominator`, `None` when the denominator is zero. Rates are formed only
 /// here, from integer sums (Σ hit tokens / Σ input tokens).
-#[must_use]
-pub fn ratio(numerator: u64, denominator: u64) -> Option<f64> {
-    (denominator > 0).then(|| numerator as f64 / denominator as f64)
-}
+pub use litehit_core::display::ratio;
 
 /// One capacity slot of the table.
 #[derive(Debug, Clone, PartialEq)]

@@ -12,13 +12,13 @@ pub mod event;
 pub mod render;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use ratatui::DefaultTerminal;
 
 use app::App;
 use event::{Event, EventSource};
+use litehit_live::signals::{SecondSignal, StopSignals};
 use litehit_live::{Command, LiveHandle, LiveSnapshot};
 
 /// Front-end settings.
@@ -74,16 +74,12 @@ pub fn run(live: &LiveHandle, options: TuiOptions) -> Result<Arc<LiveSnapshot>, 
         .build()
         .map_err(io_error("starting the UI runtime"))?;
     // SIGTERM / SIGHUP (a closed terminal, `kill`, `timeout`) quit like `q`: the terminal is
-    // restored and a demo's generated trace removed, instead of dying mid-frame.
-    let terminate = Arc::new(AtomicBool::new(false));
-    // The handlers stay for the rest of the process: a closed terminal can send SIGHUP twice
-    // (tmux, then the kernel), and the default action of the second would kill the process
-    // before it cleans up.
-    for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
-        let _ = signal_hook::flag::register(signal, Arc::clone(&terminate));
-    }
+    // restored and a demo's generated trace removed, instead of dying mid-frame. (In raw mode
+    // Ctrl-C is a key, not SIGINT.) The handlers stay for the rest of the process.
+    let signals = StopSignals::install(SecondSignal::IsCaught)
+        .map_err(io_error("listening for termination signals"))?;
     let mut terminal = ratatui::try_init().map_err(io_error("setting up the terminal"))?;
-    let result = runtime.block_on(event_loop(&mut terminal, live, options, &terminate));
+    let result = runtime.block_on(event_loop(&mut terminal, live, options, &signals));
     // Not `ratatui::restore()`: it reports a failure with `eprintln!`, which panics when the
     // terminal is gone (SIGHUP), and then nothing is cleaned up. For the same reason a
     // terminal that cannot be restored is not dropped: its drop would `eprintln!` too.
@@ -97,7 +93,7 @@ async fn event_loop(
     terminal: &mut DefaultTerminal,
     live: &LiveHandle,
     options: TuiOptions,
-    terminate: &AtomicBool,
+    signals: &StopSignals,
 ) -> Result<Arc<LiveSnapshot>, TuiError> {
     let period = Duration::from_secs_f64(1.0 / options.fps.clamp(0.5, 120.0));
     let mut events = EventSource::new(live.snapshots(), period);
@@ -106,7 +102,7 @@ async fn event_loop(
     app.observe(&snap);
     let mut dirty = true;
     loop {
-        if terminate.load(Ordering::Relaxed) {
+        if signals.received().is_some() {
             live.send(Command::Shutdown);
             return Ok(snap);
         }

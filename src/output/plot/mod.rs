@@ -15,10 +15,11 @@ use std::fmt::Write as _;
 
 use ab_glyph::{Font, FontRef, PxScale, ScaleFont};
 
-use super::mrc::{MrcCurves, MrcReport, format_significant_up};
+use super::mrc::{MrcCurves, MrcReport};
 use super::summary::ratio;
+use litehit_core::display::{self, bytes_to_gib, nice_axis};
 use litehit_core::projector::BYTES_PER_GIB;
-use litehit_core::units::bytes_to_gib;
+use litehit_core::projector::sampling::evenly_spaced;
 
 pub use raster::render_png;
 pub use svg::render_svg;
@@ -189,51 +190,27 @@ fn total_series(curves: &MrcCurves, report: &MrcReport, sample_bytes: &[u64]) ->
     }
 }
 
-/// One capacity (bytes) per horizontal pixel of the plot area, from 0 to `x_max_gb`.
+/// One capacity (bytes) per horizontal pixel of the plot area, from 0 to `x_max_gb` (the one
+/// curve sampler's spacing; every value read there is exact).
 fn sample_capacities(x_max_gb: f64) -> Vec<u64> {
     #[expect(
         clippy::cast_possible_truncation,
         clippy::cast_sign_loss,
-        reason = "pixel count"
+        reason = "pixel count; a whole number of bytes"
     )]
-    let sample_count = (PLOT_RIGHT - PLOT_LEFT) as usize + 1;
-    let x_max_bytes = x_max_gb * BYTES_PER_GIB as f64;
-    (0..sample_count)
-        .map(|i| {
-            #[expect(
-                clippy::cast_possible_truncation,
-                clippy::cast_sign_loss,
-                reason = "floor to bytes"
-            )]
-            let bytes = (x_max_bytes * i as f64 / (sample_count - 1) as f64).floor() as u64;
-            bytes
-        })
-        .collect()
+    let (sample_count, x_max_bytes) = (
+        (PLOT_RIGHT - PLOT_LEFT) as usize + 1,
+        (x_max_gb * BYTES_PER_GIB as f64).floor() as u64,
+    );
+    evenly_spaced(x_max_bytes, sample_count).collect()
 }
 
 fn percent(hit_tokens: u64, input_tokens: u64) -> f64 {
     ratio(hit_tokens, input_tokens) * 100.0
 }
 
-/// `(axis_max, step)`: a 1-2-5 step giving about `target_ticks` ticks, and the first tick at
-/// or above `data_max`.
-fn nice_axis(data_max: f64, target_ticks: u32) -> (f64, f64) {
-    let raw_step = data_max / f64::from(target_ticks);
-    let magnitude = 10_f64.powf(raw_step.log10().floor());
-    let step = [1.0, 2.0, 2.5, 5.0, 10.0]
-        .iter()
-        .map(|m| m * magnitude)
-        .find(|&s| s >= raw_step)
-        .unwrap_or(10.0 * magnitude);
-    ((data_max / step).ceil() * step, step)
-}
-
 fn shorten(label: &str) -> String {
-    if label.chars().count() <= MAX_LEGEND_LABEL_CHARS {
-        return label.to_owned();
-    }
-    let head: String = label.chars().take(MAX_LEGEND_LABEL_CHARS - 1).collect();
-    format!("{head}…")
+    display::fit(label, MAX_LEGEND_LABEL_CHARS)
 }
 
 /// A tick label: `step`'s decimals, no trailing zeros.
@@ -249,12 +226,7 @@ fn tick_label(value: f64, step: f64) -> String {
         let decimals = (-step.log10().floor()) as usize + 1;
         decimals
     };
-    let text = format!("{value:.decimals$}");
-    if text.contains('.') {
-        text.trim_end_matches('0').trim_end_matches('.').to_owned()
-    } else {
-        text
-    }
+    display::trim_zeros(&format!("{value:.decimals$}")).to_owned()
 }
 
 /// Horizontal anchoring of a text run.
@@ -412,7 +384,7 @@ fn draw(data: &PlotData, fonts: &Fonts, canvas: &mut impl Canvas) {
             let center = (x_pixel(data, gb), y_pixel(data, rate));
             canvas.circle(center, 4.5, series.color, outline);
             if single || series.is_total {
-                let label = format!("{percent}% at {} GB", format_significant_up(gb, 4));
+                let label = format!("{percent}% at {} GB", display::significant_up(gb, 4));
                 canvas.text(&label, (center.0 + 6.0, center.1 + 15.0), knee_label_style);
             }
         }

@@ -38,7 +38,7 @@ struct Coordinate(f64);
 impl std::fmt::Display for Coordinate {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let text = format!("{:.2}", self.0);
-        let text = text.trim_end_matches('0').trim_end_matches('.');
+        let text = litehit_core::display::trim_zeros(&text);
         f.write_str(if text == "-0" { "0" } else { text })
     }
 }

@@ -6,6 +6,7 @@
 //! logic. [`accumulator::CapacityAxisAccumulator`] answers cumulative hits at any capacity.
 
 pub mod accumulator;
+pub mod sampling;
 
 use crate::facts::RequestFact;
 

@@ -6,6 +6,7 @@
 //! [`CURVE_SAMPLES`] capacities; the rest is the tailer's lag, the rate meter, the memory
 //! gauges and the facts writer's status. Readers (TUI, headless) then only format it.
 
+use litehit_core::projector::sampling::{evenly_spaced, sample_at};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -19,7 +20,7 @@ use crate::snapshot::{
 };
 
 /// Samples of the hits-vs-capacity curve per lane.
-const CURVE_SAMPLES: u64 = 160;
+const CURVE_SAMPLES: usize = 160;
 
 /// Cumulative hit blocks of a live lane at any capacity (the live engine always keeps the
 /// capacity-axis accumulators, so every capacity has an answer).
@@ -45,14 +46,11 @@ impl Pipeline {
             .max(largest_slot)
             .saturating_add(saturation / 20)
             .max(1);
-        let step = x_max.div_ceil(CURVE_SAMPLES).max(1);
-        let curve = (0..=x_max.div_ceil(step))
-            .map(|i| {
-                let capacity_blocks = (i * step).min(x_max);
-                CurvePoint {
-                    capacity_blocks,
-                    hit_blocks: accumulator.hit_blocks_at(capacity_blocks),
-                }
+        let curve = sample_at(accumulator, evenly_spaced(x_max, CURVE_SAMPLES + 1))
+            .into_iter()
+            .map(|(capacity_blocks, hit_blocks)| CurvePoint {
+                capacity_blocks,
+                hit_blocks,
             })
             .collect();
         LaneSnapshot {

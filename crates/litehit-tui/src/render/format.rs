@@ -1,52 +1,24 @@
-//! Number and label formatting shared by the panels (no I/O, no analysis).
+//! The panels' choices of precision over the one formatter (`litehit_core::display`), and
+//! the labels only the screen has (slot names, chart axes). No I/O, no analysis.
 
-use std::time::Duration;
-
+use litehit_core::display::{self, Precision};
 use litehit_core::projector::{BYTES_PER_GIB, Capacity};
+
+pub use litehit_core::display::{count, duration, fit, fit_middle, per_second};
 
 /// A rate as a percentage with two decimals (`51.85%`), `-` without a denominator.
 pub fn percent(rate: Option<f64>) -> String {
-    rate.map_or_else(|| "-".to_owned(), |rate| format!("{:.2}%", rate * 100.0))
-}
-
-/// A count with a metric suffix past five digits (`12345`, `1.23M`).
-pub fn count(value: u64) -> String {
-    const UNITS: [(f64, &str); 4] = [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")];
-    if value < 100_000 {
-        return value.to_string();
-    }
-    let value = value as f64;
-    for (scale, unit) in UNITS {
-        if value >= scale {
-            return format!("{:.2}{unit}", value / scale);
-        }
-    }
-    format!("{value}")
-}
-
-/// A rate per second with a metric suffix (`1.20M blocks/s`).
-pub fn per_second(value: f64, what: &str) -> String {
-    const UNITS: [(f64, &str); 3] = [(1e9, "G"), (1e6, "M"), (1e3, "k")];
-    for (scale, unit) in UNITS {
-        if value >= scale {
-            return format!("{:.2}{unit} {what}/s", value / scale);
-        }
-    }
-    format!("{value:.0} {what}/s")
+    display::percent(rate, 2)
 }
 
 /// Bytes in binary units (`512 B`, `1.50 KiB`, `3.00 GiB`).
 pub fn bytes(value: u64) -> String {
-    match litehit_core::units::scale_bytes(value as f64) {
-        (_, "B") => format!("{value} B"),
-        (scaled, unit) => format!("{scaled:.2} {unit}"),
-    }
+    display::bytes(value, Precision::Decimals(2))
 }
 
 /// A byte rate in binary units (`12.50 MiB/s`).
 pub fn bytes_per_second(value: f64) -> String {
-    let (scaled, unit) = litehit_core::units::scale_bytes(value);
-    format!("{scaled:.2} {unit}/s")
+    display::bytes_per_second(value, Precision::Decimals(2))
 }
 
 /// A capacity slot's label (`40 GB`, `0.5 GB`, `1000 b`, `∞`).
@@ -88,76 +60,18 @@ pub fn short_float(value: f64) -> String {
 
 /// The smallest of 1, 2, 2.5, 5 × 10^k at or above `value` (> 0): a round end for an axis.
 pub fn nice_ceiling(value: f64) -> f64 {
-    if !(value.is_finite() && value > 0.0) {
-        return value;
-    }
-    let scale = 10_f64.powf(value.log10().floor());
-    [1.0, 2.0, 2.5, 5.0, 10.0]
-        .into_iter()
-        .map(|step| step * scale)
-        .find(|&end| end >= value * (1.0 - 1e-12))
-        .unwrap_or(10.0 * scale)
+    display::nice_step(value, 1e-12)
 }
 
-/// A float without trailing zeros (`40`, `0.5`, `1.25`).
+/// A float without trailing zeros (`40`, `0.5`, `1.25`), three decimals at most.
 pub fn trim_float(value: f64) -> String {
-    let text = format!("{value:.3}");
-    let text = text.trim_end_matches('0').trim_end_matches('.');
-    if text.is_empty() {
-        "0".to_owned()
-    } else {
-        text.to_owned()
-    }
-}
-
-/// A short duration (`850ms`, `12s`, `3m05s`, `2h01m`).
-pub fn duration(value: Duration) -> String {
-    let secs = value.as_secs();
-    if secs == 0 {
-        format!("{}ms", value.subsec_millis())
-    } else if secs < 60 {
-        format!("{secs}s")
-    } else if secs < 3600 {
-        format!("{}m{:02}s", secs / 60, secs % 60)
-    } else {
-        format!("{}h{:02}m", secs / 3600, (secs % 3600) / 60)
-    }
-}
-
-/// Cuts `text` to `width` characters, ending with `…` when cut.
-pub fn fit(text: &str, width: usize) -> String {
-    if text.chars().count() <= width {
-        return text.to_owned();
-    }
-    if width == 0 {
-        return String::new();
-    }
-    let mut out: String = text.chars().take(width - 1).collect();
-    out.push('…');
-    out
-}
-
-/// Cuts `text` to `width` characters by dropping its middle (`…`), keeping its start and its
-/// end: an error message's end often holds the clue (which field, which size fits).
-pub fn fit_middle(text: &str, width: usize) -> String {
-    let length = text.chars().count();
-    if length <= width {
-        return text.to_owned();
-    }
-    if width == 0 {
-        return String::new();
-    }
-    let tail = (width - 1) / 2;
-    let head = width - 1 - tail;
-    let mut out: String = text.chars().take(head).collect();
-    out.push('…');
-    out.extend(text.chars().skip(length - tail));
-    out
+    display::trim_zeros(&format!("{value:.3}")).to_owned()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     #[test]
     fn formats() {

@@ -117,7 +117,7 @@ fn input_spans(health: &litehit_live::snapshot::InputHealth) -> Vec<Span<'static
             format!(
                 "{} {} skipped",
                 format::count(health.bad_lines),
-                litehit_core::units::bad_lines_noun(health.bad_lines)
+                litehit_core::display::bad_lines_noun(health.bad_lines)
             ),
             if health.bad_lines > 0 {
                 Style::new().red()
