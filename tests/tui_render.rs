@@ -131,6 +131,7 @@ fn running(lanes: Vec<LaneSnapshot>) -> LiveSnapshot {
             catch_up_eta: None,
             last_notice: None,
             read_error: None,
+            ..SourceStatus::default()
         },
         slots: slots(),
         lanes,

@@ -17,9 +17,25 @@ litehit watch trace.jsonl --headless --exit-at-eof --interval 1"
 )]
 pub struct WatchArgs {
     /// Trace file to follow: what it already holds is read first, then appended lines. It may
-    /// not exist yet (it is waited for); truncation and rotation are followed
+    /// not exist yet (it is waited for); truncation and rotation are followed. A directory:
+    /// its files (see --glob) in order, then each new one. `-`: standard input
     #[arg(value_name = "TRACE")]
     pub trace: Option<PathBuf>,
+
+    /// With a directory as TRACE: the files to follow, e.g. 'lookup_hashes_*.jsonl'
+    /// (default: every file not starting with a dot)
+    #[arg(long, value_name = "PATTERN")]
+    pub glob: Option<String>,
+
+    /// With a directory as TRACE: read its files in name order or modification-time order
+    #[arg(long, value_enum, default_value_t = FileOrder::Name)]
+    pub order: FileOrder,
+
+    /// How long a rotated-away file (or a directory's older file) must stay quiet, once a
+    /// newer one exists, before reading moves on (a writer may still append to it)
+    #[arg(long, value_name = "SECONDS", default_value_t = 2.0,
+          value_parser = parse_duration_seconds)]
+    pub rotation_grace: f64,
 
     /// Upstream LiteHit config (instance groups, block sizes, TTLs, routing); TRACE, if
     /// given, wins over its trace_file_path
@@ -76,6 +92,15 @@ pub struct WatchArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 10.0,
           value_parser = parse_duration_seconds)]
     pub window_seconds: f64,
+}
+
+/// The order a followed directory's files are read in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FileOrder {
+    /// By file name
+    Name,
+    /// By modification time
+    Mtime,
 }
 
 /// Generate a realistic trace into a temporary file at a steady rate and watch it live.

@@ -32,7 +32,7 @@ pub fn run(args: &DemoArgs) -> color_eyre::Result<()> {
     super::watch::check_facts_out(&facts_out, None)?; // its trace is a fresh temp file
     let frame_period = super::watch::frame_period(args.fps)?;
     if !args.headless {
-        litehit_tui::ensure_terminal()?;
+        litehit_tui::ensure_terminal(false)?;
     }
     let trace = tempfile::Builder::new()
         .prefix("litehit-demo-")

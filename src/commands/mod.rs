@@ -235,7 +235,7 @@ fn format_of_first_line(
 
 /// A first line that opens a JSON document across lines (`{` alone) or names a config's
 /// keys: a config given where a trace was expected.
-fn looks_like_a_config(first_line: &[u8]) -> bool {
+pub(crate) fn looks_like_a_config(first_line: &[u8]) -> bool {
     let line = first_line.trim_ascii();
     line == b"{"
         || [

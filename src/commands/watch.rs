@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use color_eyre::eyre::{WrapErr as _, bail, eyre};
 
-use crate::cli::watch_args::WatchArgs;
+use crate::cli::watch_args::{FileOrder, WatchArgs};
 use crate::commands::detect_trace_format;
 use litehit_core::config::{ConfigFile, PlanSource};
 use litehit_core::formats::{Compression, read_magic};
@@ -16,7 +16,7 @@ use litehit_live::LiveSnapshot;
 use litehit_live::headless::{self, HeadlessOptions};
 use litehit_live::ingest::{self, EngineForFormat, IngestConfig};
 use litehit_live::snapshot::FactsWrite;
-use litehit_live::tail::StartAt;
+use litehit_live::tail::{DirectoryOrder, StartAt};
 use litehit_tui::TuiOptions;
 
 /// Runs the live monitor until the user quits (or, headless, until EOF / Ctrl-C).
@@ -25,7 +25,7 @@ pub fn run(args: &WatchArgs) -> color_eyre::Result<()> {
     let mut config = ingest_config(args)?;
     let interval = seconds("--interval", args.interval)?;
     if !args.headless {
-        litehit_tui::ensure_terminal()?;
+        litehit_tui::ensure_terminal(args.trace.as_deref() == Some(Path::new("-")))?;
     }
     if args.headless {
         // Every line shows a snapshot newer than the previous line's.
@@ -117,10 +117,48 @@ fn format_known_now(
     args: &WatchArgs,
     trace: &Path,
 ) -> color_eyre::Result<Option<litehit_core::formats::TraceFormat>> {
-    match args.lane.format {
-        Some(format) => Ok(Some(format)),
-        None if has_first_line(trace) => Ok(Some(detect_trace_format(trace)?)),
-        None => Ok(None),
+    if let Some(format) = args.lane.format {
+        return Ok(Some(format));
+    }
+    let Some(line) = first_complete_line(trace) else {
+        // Empty, missing, or its first line still being written: the ingest thread tells
+        // the format from the first good line, as for lines that arrive later.
+        return Ok(None);
+    };
+    if let Some(format) = litehit_core::formats::detect_format(&line) {
+        return Ok(Some(format));
+    }
+    if line.trim_ascii_end() == litehit_core::facts::file::FACTS_HEADER.as_bytes()
+        || super::looks_like_a_config(&line)
+    {
+        // Not a trace at all: say so now (the offline reader's message), as `replay` does.
+        detect_trace_format(trace)?;
+    }
+    // A bad first line is skipped and counted like a bad line arriving later; the format
+    // comes from the first good one.
+    Ok(None)
+}
+
+/// The first non-blank line of `path` if it is complete (ends in a newline), read from a
+/// plain file; `None` for a missing or empty file or a first line still being written.
+fn first_complete_line(path: &Path) -> Option<Vec<u8>> {
+    use std::io::{BufRead as _, Read as _};
+    if !has_first_line(path) {
+        return None;
+    }
+    let file = std::fs::File::open(path).ok()?;
+    let mut reader = std::io::BufReader::new(file)
+        .take(u64::try_from(litehit_core::formats::MAX_PEEK_BYTES).unwrap_or(u64::MAX));
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        if reader.read_until(b'\n', &mut line).ok()? == 0 || line.last() != Some(&b'\n') {
+            return None;
+        }
+        let text = line.strip_prefix("\u{feff}".as_bytes()).unwrap_or(&line);
+        if text.iter().any(|byte| !byte.is_ascii_whitespace()) {
+            return Some(text.to_vec());
+        }
     }
 }
 
@@ -129,6 +167,29 @@ fn format_known_now(
 enum SourceKind {
     ConfigFile,
     Flags,
+}
+
+/// How the trace is followed: the directory's glob and order (when TRACE is a directory),
+/// and the rotation grace.
+fn follow_options(
+    args: &WatchArgs,
+    trace_path: &Path,
+) -> color_eyre::Result<(Option<(glob::Pattern, DirectoryOrder)>, Duration)> {
+    let directory = if trace_path.is_dir() {
+        let text = args.glob.as_deref().unwrap_or("*");
+        let pattern =
+            glob::Pattern::new(text).map_err(|error| eyre!("--glob {text:?}: {error}"))?;
+        let order = match args.order {
+            FileOrder::Name => DirectoryOrder::Name,
+            FileOrder::Mtime => DirectoryOrder::Mtime,
+        };
+        Some((pattern, order))
+    } else {
+        None
+    };
+    let rotation_grace = Duration::try_from_secs_f64(args.rotation_grace)
+        .wrap_err("--rotation-grace is too large")?;
+    Ok((directory, rotation_grace))
 }
 
 /// Resolves the arguments (config file or single-instance flags) into an ingest setup.
@@ -152,7 +213,7 @@ pub fn ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
         let flags = args.lane.to_single_instance_flags(None);
         (PlanSource::Flags(flags), trace, Vec::new())
     };
-    refuse_unfollowable(&trace_path)?;
+    refuse_unfollowable(&trace_path, args.glob.as_deref())?;
     // A trace that exists already names its format, and so its native block size, as in
     // `replay`. For one still to be created (or empty), the ingest thread makes the engine
     // once its first line names the format (`engine_for_format`).
@@ -191,7 +252,7 @@ pub fn ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
         SourceKind::ConfigFile => plan.trace_format,
         SourceKind::Flags => plan.trace_format.or(known),
     };
-    if args.exit_at_eof && !trace_path.exists() {
+    if args.exit_at_eof && trace_path != Path::new("-") && !trace_path.exists() {
         // Without --exit-at-eof the monitor waits for the file to appear; with it, a missing
         // file is most likely a typo.
         bail!("{}: no such file", trace_path.display());
@@ -205,7 +266,10 @@ pub fn ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
         args.capacity_gb.clone()
     };
     check_slots(&slots)?;
+    let (directory, rotation_grace) = follow_options(args, &trace_path)?;
     let mut config = IngestConfig::new(trace_path, engine);
+    config.directory = directory;
+    config.rotation_grace = rotation_grace;
     if !slots.is_empty() {
         config.slots = slots;
     }
@@ -302,14 +366,24 @@ fn has_first_line(path: &Path) -> bool {
 /// standard input and pipes (`<(cmd)`, FIFOs: they cannot be followed, nor read twice — even
 /// peeking at their magic bytes would eat them), directories, and compressed traces (a
 /// compressed stream cannot be followed meaningfully; its bytes would all be bad lines).
-fn refuse_unfollowable(path: &Path) -> color_eyre::Result<()> {
+fn refuse_unfollowable(path: &Path, glob: Option<&str>) -> color_eyre::Result<()> {
     if path == Path::new("-") {
-        bail!(
-            "watch follows a growing file, not standard input; to replay a stream, pipe it to \
-             `litehit replay - --out DIR`"
-        );
+        return if glob.is_some() {
+            Err(eyre!("--glob applies to a directory, not standard input"))
+        } else {
+            Ok(()) // a stream, read until its writer closes it
+        };
     }
     let metadata = std::fs::metadata(path).ok();
+    if metadata.as_ref().is_some_and(std::fs::Metadata::is_dir) {
+        return Ok(()); // its files are followed
+    }
+    if glob.is_some() {
+        bail!(
+            "{}: --glob needs a directory to follow (watch DIR --glob 'PATTERN')",
+            path.display()
+        );
+    }
     if metadata.is_none() {
         // A trace still to be created is waited for; one in a directory that does not exist
         // is a typo far more often than a directory about to appear.
@@ -323,13 +397,10 @@ fn refuse_unfollowable(path: &Path) -> color_eyre::Result<()> {
             );
         }
     }
-    if metadata.as_ref().is_some_and(std::fs::Metadata::is_dir) {
-        bail!("{}: is a directory; pass the trace file", path.display());
-    }
     if metadata.as_ref().is_some_and(|meta| !meta.is_file()) {
         bail!(
-            "{}: watch follows a growing regular file; for a pipe or a device, run `litehit \
-             replay {} --out DIR` (it reads standard input as `-`)",
+            "{}: watch follows a growing regular file or a directory; for a pipe or a device, \
+             run `litehit watch - < {}` (standard input)",
             path.display(),
             path.display()
         );

@@ -60,7 +60,15 @@ pub fn run(
         loop {
             tokio::select! {
                 _ = ticker.tick() => {
-                    write_line(out, &snapshots.borrow())?;
+                    let written = write_line(out, &snapshots.borrow())?;
+                    if written == Written::ReaderGone {
+                        // `| head -1` has what it wanted: stop as on a signal (the facts are
+                        // still written if asked), with no one left to print to.
+                        live.send(super::Command::Shutdown);
+                        let stopped = async { while snapshots.changed().await.is_ok() {} };
+                        let _ = tokio::time::timeout(SHUTDOWN_WAIT, stopped).await;
+                        return Ok(live.latest());
+                    }
                 }
                 changed = snapshots.changed(), if ingest_alive => {
                     if changed.is_err() {
@@ -87,12 +95,20 @@ pub fn run(
     })
 }
 
-fn write_line(out: &mut dyn Write, snap: &LiveSnapshot) -> Result<()> {
+/// Whether a report line reached its reader.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Written {
+    Line,
+    /// Standard output is closed (`| head -1` exited): the run ends cleanly.
+    ReaderGone,
+}
+
+fn write_line(out: &mut dyn Write, snap: &LiveSnapshot) -> Result<Written> {
     let line = serde_json::to_string(&Report::of(snap)).map_err(LiveError::Encode)?;
     match writeln!(out, "{line}").and_then(|()| out.flush()) {
-        // A closed pipe (`| head`) ends the run quietly.
-        Err(err) if err.kind() == io::ErrorKind::BrokenPipe => Ok(()),
-        result => result.map_err(LiveError::io("writing a report line")),
+        Ok(()) => Ok(Written::Line),
+        Err(err) if err.kind() == io::ErrorKind::BrokenPipe => Ok(Written::ReaderGone),
+        Err(err) => Err(LiveError::io("writing a report line")(err)),
     }
 }
 
@@ -104,6 +120,14 @@ pub struct Report {
     pub backlog_bytes: u64,
     /// A last line still without its newline (not counted in `backlog_bytes`).
     pub unterminated_last_line_bytes: u64,
+    /// The file being read (a rotation's or a directory's current generation).
+    pub reading: Option<String>,
+    /// Files queued behind it.
+    pub queued_files: usize,
+    /// Bytes that could not be read (truncated before they were read, or in a file deleted
+    /// before its turn), and the files lost that way.
+    pub lost_bytes: u64,
+    pub lost_files: u64,
     pub slots: Vec<SlotDto>,
     pub instances: Vec<InstanceDto>,
     /// Σ over instances (each projected with its own block_bytes).
@@ -198,6 +222,10 @@ impl Report {
             },
             backlog_bytes: snap.source.backlog_bytes,
             unterminated_last_line_bytes: snap.source.unterminated_bytes,
+            reading: snap.source.reading.clone(),
+            queued_files: snap.source.queued,
+            lost_bytes: snap.source.lost_bytes,
+            lost_files: snap.source.lost_files,
             slots: snap
                 .slots
                 .iter()

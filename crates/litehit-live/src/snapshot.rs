@@ -279,6 +279,15 @@ pub struct SourceStatus {
     pub last_notice: Option<(TailNotice, Duration)>,
     /// The last read error, if reading currently fails.
     pub read_error: Option<String>,
+    /// The file being read now (in a rotation or a directory, which generation).
+    pub reading: Option<String>,
+    /// Generations (rotated files, a directory's files) queued behind it.
+    pub queued: usize,
+    /// Bytes that could not be read: old content lost to a truncation (found in no copy),
+    /// files deleted before their turn. Never silently dropped: shown and reported.
+    pub lost_bytes: u64,
+    /// Queued files deleted before their turn.
+    pub lost_files: u64,
 }
 
 impl Default for SourceStatus {
@@ -293,6 +302,10 @@ impl Default for SourceStatus {
             catch_up_eta: None,
             last_notice: None,
             read_error: None,
+            reading: None,
+            queued: 0,
+            lost_bytes: 0,
+            lost_files: 0,
         }
     }
 }

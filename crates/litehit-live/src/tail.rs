@@ -1,48 +1,97 @@
-//! Following a growing trace file, like `tail -F` done right.
+//! Following what a deployment writes — one growing file, or a directory of rotating files —
+//! like `tail -F` done right: no line is skipped, and what cannot be read is counted.
 //!
-//! [`Tailer`] reads what the file already holds, then what is appended, and hands out only
-//! complete lines (a partial last line waits for its newline). It notices truncation
-//! (copytruncate), replacement (logrotate rename + create), deletion and late creation by
-//! comparing the path's identity and length with the open handle's on every
-//! [`Tailer::check`]. [`FileWatcher`] turns notify events on the parent directory into wake-ups
-//! and reports whether events arrive at all, so the caller can fall back to polling.
+//! [`Tailer`] reads what is there, then what is appended, and hands out only complete lines
+//! (a partial last line waits for its newline). It keeps a queue of file **generations** by
+//! identity (device + inode):
 //!
+//! * One file ([`Tailer::new`]): on every [`Tailer::check`], a new file at the path (rename +
+//!   create rotation) is opened at once and queued behind the one being read — its
+//!   descriptor is held, so however many rotations come before the reader gets to it (or
+//!   whatever happens to its name afterwards), its lines stay readable, in order.
+//! * A directory ([`Tailer::directory`]): the files whose names match a glob, in name order
+//!   (or modification-time order), then each new one as it is created (LMCache's
+//!   `lookup_hashes_*.jsonl`, rotated by starting a new name). Files are opened when their
+//!   turn comes; one deleted before that is counted as lost, with its size.
+//!
+//! A generation is finished — and reading moves on — when it has been read to its end, a
+//! newer one is queued, and it has been quiet for the rotation grace: no growth seen for that
+//! long, or a modification time that long ago (a backlog of old generations drains at full
+//! speed). A writer that still appends to a renamed file is read until then.
+//!
+//! Truncation is detected by more than length: the file shrank below what was read, or its
+//! first bytes are no longer the ones read (truncated and refilled past the old offset before
+//! the next check). After a truncation the file is read from its start; what was not read of
+//! the old content is taken from a copy beside it when there is one (logrotate's
+//! `copytruncate` leaves `trace.jsonl.1`, found by its first bytes and the bytes just before
+//! the offset reached), else counted as lost bytes. Non-regular files (FIFOs, devices) met at
+//! the path are refused with a notice, and every open is non-blocking, so a FIFO never hangs
+//! the reader.
+//!
+//! [`FileWatcher`] turns notify events into wake-ups, so the caller polls only as a fallback.
 //! No parsing happens here: the ingest thread splits the returned bytes into lines.
 
+use std::collections::VecDeque;
 use std::fs::{File, Metadata};
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
 
 /// Bytes asked of the OS per read: at least 64 KiB, so a backlog drains at replay speed.
 pub const READ_CHUNK_BYTES: usize = 256 * 1024;
 
-/// Where following starts on the first open of the file.
+/// How many first (and most recent) bytes of a generation identify its content.
+const FINGERPRINT_BYTES: usize = 64;
+
+/// Where following starts on the first open.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum StartAt {
-    /// Read what the file already holds, then follow.
+    /// Read what is there already, then follow.
     #[default]
     Beginning,
-    /// Skip the content the file holds at startup (from the next complete line on); a file
-    /// created later is read from its start.
+    /// Skip the content there at startup (from the next complete line on; in a directory,
+    /// every file but the newest); files created later are read from their start.
     End,
 }
 
-/// Something that happened to the followed path, for the status line.
+/// The order a directory's files are read in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DirectoryOrder {
+    /// By file name (rotation by timestamped or numbered names).
+    #[default]
+    Name,
+    /// By modification time, then name.
+    Mtime,
+}
+
+/// Something that happened to the followed source, for the status line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TailNotice {
     /// The file does not exist (yet); we wait for it.
     Waiting,
     /// The file was opened (first time, or after it was created late).
     Opened,
-    /// The file shrank below what we had read: it was truncated in place (copytruncate).
-    /// Reading continues from its start; accumulated state is kept.
+    /// The file was truncated in place (copytruncate), or truncated and refilled: reading
+    /// goes on from its start; accumulated state is kept. Bytes of the old content that were
+    /// not read and not found in a copy are counted in [`Tailer::lost_bytes`].
     Truncated,
-    /// The path now names a new file (rename + create); the old one was read to its end.
+    /// After a truncation, the unread rest of the old content was found in a copy beside
+    /// the file and is read from there first.
+    RecoveredFromCopy,
+    /// Reading moved on to the next generation (rotation); the previous one was read to its
+    /// end.
     Replaced,
-    /// The path vanished (renamed away or deleted). The old file is still followed — a
-    /// writer may still append to it — until a new file is at the path and the old one has
-    /// been quiet for the rotation grace period ([`ROTATION_GRACE`]).
+    /// The path vanished (renamed away or deleted). The open file is still read — a writer
+    /// may still append to it — until a new file is there and the old one has been quiet for
+    /// the rotation grace ([`ROTATION_GRACE`]).
     Deleted,
+    /// A FIFO, device or directory is at the path: not followed (a rotation must create a
+    /// regular file).
+    NotRegular,
+    /// A queued file was deleted before it could be read: its bytes are counted as lost.
+    Lost,
+    /// Standard input ended (its writer closed it): everything it sent was read.
+    InputEnded,
 }
 
 /// Device and inode of a file, to tell a replaced file from the same one.
@@ -69,97 +118,296 @@ impl FileIdentity {
     }
 }
 
-/// The open generation of the followed file.
+/// One open file generation.
 #[derive(Debug)]
-struct OpenFile {
+struct Generation {
     file: File,
+    /// Where it was found (the followed path, a directory entry, or a copy).
+    path: PathBuf,
     identity: Option<FileIdentity>,
-    /// Bytes read from the file so far (the position of the next read).
+    /// Bytes read so far (the position of the next read).
     read_offset: u64,
-    /// The path no longer names this file: read it to its end, then switch.
-    draining: bool,
-    /// While draining: since when the old file has had nothing new while a new file waits
-    /// at the path (the switch comes [`Tailer::rotation_grace`] later).
-    idle_with_successor_since: Option<std::time::Instant>,
+    /// Length at the last look.
+    known_len: u64,
+    /// The first bytes of the file as read (up to [`FINGERPRINT_BYTES`]).
+    head: Vec<u8>,
+    /// The last bytes read (up to [`FINGERPRINT_BYTES`]), to find a copytruncate copy.
+    recent: Vec<u8>,
+    /// Nobody appends to it (a copy): finished once read to its end.
+    complete: bool,
+    /// Since when it has been at its end with a successor queued.
+    idle_since: Option<Instant>,
 }
 
-/// Follows one path; see the module docs.
+impl Generation {
+    fn open(path: &Path) -> io::Result<Option<Self>> {
+        let file = open_non_blocking(path)?;
+        let meta = file.metadata()?;
+        if !meta.is_file() {
+            return Ok(None);
+        }
+        Ok(Some(Self {
+            identity: FileIdentity::of(&meta),
+            known_len: meta.len(),
+            file,
+            path: path.to_owned(),
+            read_offset: 0,
+            head: Vec::new(),
+            recent: Vec::new(),
+            complete: false,
+            idle_since: None,
+        }))
+    }
+
+    /// Remembers what was just read at `offset` for the fingerprints.
+    fn saw(&mut self, offset: u64, bytes: &[u8]) {
+        if offset < FINGERPRINT_BYTES as u64 {
+            let start = usize::try_from(offset).unwrap_or(FINGERPRINT_BYTES);
+            if start == self.head.len() {
+                let take = (FINGERPRINT_BYTES - start).min(bytes.len());
+                self.head.extend_from_slice(&bytes[..take]);
+            }
+        }
+        let keep = FINGERPRINT_BYTES.min(bytes.len());
+        self.recent.extend_from_slice(&bytes[bytes.len() - keep..]);
+        let excess = self.recent.len().saturating_sub(FINGERPRINT_BYTES);
+        self.recent.drain(..excess);
+    }
+
+    /// Whether the file no longer holds what was read from it: it shrank below the offset
+    /// reached, or its first bytes changed (truncated and refilled).
+    fn was_truncated(&self, len: u64) -> io::Result<bool> {
+        if len < self.read_offset {
+            return Ok(true);
+        }
+        if self.head.is_empty() {
+            return Ok(false);
+        }
+        let mut now = vec![0; self.head.len()];
+        let read = read_at(&self.file, &mut now, 0)?;
+        Ok(now[..read] != self.head[..])
+    }
+
+    /// Whether its last change is at least `grace` old.
+    fn quiet_for(&self, grace: Duration) -> bool {
+        let modified = self.file.metadata().and_then(|meta| meta.modified());
+        modified.is_ok_and(|modified| {
+            SystemTime::now()
+                .duration_since(modified)
+                .is_ok_and(|age| age >= grace)
+        })
+    }
+}
+
+/// A file of a followed directory, not opened yet.
+#[derive(Debug, Clone)]
+struct Pending {
+    path: PathBuf,
+    identity: Option<FileIdentity>,
+    len: u64,
+}
+
+/// A generation waiting its turn.
+#[derive(Debug)]
+enum Queued {
+    Open(Generation),
+    Pending(Pending),
+}
+
+impl Queued {
+    fn identity(&self) -> Option<FileIdentity> {
+        match self {
+            Self::Open(generation) => generation.identity,
+            Self::Pending(pending) => pending.identity,
+        }
+    }
+
+    fn path(&self) -> &Path {
+        match self {
+            Self::Open(generation) => &generation.path,
+            Self::Pending(pending) => &pending.path,
+        }
+    }
+
+    fn unread_bytes(&self) -> u64 {
+        match self {
+            Self::Open(generation) => generation.known_len.saturating_sub(generation.read_offset),
+            Self::Pending(pending) => pending.len,
+        }
+    }
+}
+
+/// What is followed.
+#[derive(Debug, Clone)]
+enum Target {
+    File(PathBuf),
+    Directory {
+        dir: PathBuf,
+        pattern: glob::Pattern,
+        order: DirectoryOrder,
+    },
+    /// Standard input (`watch -`): one stream, read until its writer closes it.
+    Stdin,
+}
+
+/// A non-regular file refused at the path, reported once per file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Refused {
+    Nothing,
+    File(Option<FileIdentity>),
+}
+
+/// Follows one path or directory; see the module docs.
 #[derive(Debug)]
 #[expect(
     clippy::struct_excessive_bools,
-    reason = "independent facts about the followed path"
+    reason = "independent facts about the followed source"
 )]
 pub struct Tailer {
-    path: PathBuf,
+    target: Target,
     start_at: StartAt,
     opened_before: bool,
-    open: Option<OpenFile>,
+    /// The generation being read.
+    current: Option<Generation>,
+    /// The path no longer names the current generation (single-file mode).
+    current_renamed_away: bool,
+    /// Generations waiting their turn, oldest first.
+    queue: VecDeque<Queued>,
+    /// Directory entries already read or skipped: `(path, identity)`.
+    done: std::collections::HashSet<(PathBuf, Option<(u64, u64)>)>,
     /// Read but not yet handed out: `buffer[handed_out..]` starts with the pending partial line.
     buffer: Vec<u8>,
     handed_out: usize,
     /// After `--from-end` opened mid-line: drop bytes up to the next newline.
     skip_to_newline: bool,
-    /// File length at the last check or read.
-    known_len: u64,
     /// Bumped whenever reading restarts on new content (truncation, replacement, creation).
     generation: u64,
     waiting_reported: bool,
-    /// The file was missing at some check: when it appears, all of it is new.
+    deleted_reported: bool,
+    /// The non-regular file last refused at the path (reported once).
+    refused: Refused,
+    /// The path was missing at some check: when it appears, all of it is new.
     saw_missing: bool,
-    /// How long a renamed-away file must stay idle, once a new file is at the path, before
-    /// reading moves to the new one: logrotate's `create` makes the new file before the
-    /// writer is told to reopen, and the writer's last lines still go to the old one.
-    rotation_grace: std::time::Duration,
+    lost_bytes: u64,
+    lost_generations: u64,
+    rotation_grace: Duration,
+    /// Standard input reached its end.
+    input_ended: bool,
 }
 
-/// Default of [`Tailer::with_rotation_grace`].
-pub const ROTATION_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+/// Default of [`Tailer::with_rotation_grace`]: logrotate's `create` makes the new file before
+/// the writer is told to reopen, and the writer's last lines still go to the old one.
+pub const ROTATION_GRACE: Duration = Duration::from_secs(2);
 
 impl Tailer {
-    /// A tailer for `path`; nothing is opened until [`Self::check`].
+    /// A tailer for the file at `path`; nothing is opened until [`Self::check`].
     pub fn new(path: impl Into<PathBuf>, start_at: StartAt) -> Self {
+        Self::with_target(Target::File(path.into()), start_at)
+    }
+
+    /// A tailer for the files of `dir` whose names match `pattern` (a glob such as
+    /// `lookup_hashes_*.jsonl`), read in `order`.
+    pub fn directory(
+        dir: impl Into<PathBuf>,
+        pattern: glob::Pattern,
+        order: DirectoryOrder,
+        start_at: StartAt,
+    ) -> Self {
+        Self::with_target(
+            Target::Directory {
+                dir: dir.into(),
+                pattern,
+                order,
+            },
+            start_at,
+        )
+    }
+
+    fn with_target(target: Target, start_at: StartAt) -> Self {
         Self {
-            path: path.into(),
+            target,
             start_at,
             opened_before: false,
-            open: None,
+            current: None,
+            current_renamed_away: false,
+            queue: VecDeque::new(),
+            done: std::collections::HashSet::new(),
             buffer: Vec::with_capacity(READ_CHUNK_BYTES),
             handed_out: 0,
             skip_to_newline: false,
-            known_len: 0,
             generation: 0,
             waiting_reported: false,
+            deleted_reported: false,
+            refused: Refused::Nothing,
             saw_missing: false,
+            lost_bytes: 0,
+            lost_generations: 0,
             rotation_grace: ROTATION_GRACE,
+            input_ended: false,
         }
     }
 
-    /// Sets how long a renamed-away file is still read once a new file is at the path and
-    /// the old one has gone quiet ([`ROTATION_GRACE`] by default; tests use zero).
+    /// A tailer for standard input (`kubectl logs -f … | litehit watch -`): read as it comes,
+    /// until its writer closes it ([`Self::input_ended`]).
+    pub fn stdin() -> Self {
+        Self::with_target(Target::Stdin, StartAt::Beginning)
+    }
+
+    /// Whether standard input has ended (everything it sent was read).
+    pub fn input_ended(&self) -> bool {
+        self.input_ended
+    }
+
+    /// Sets how long a finished-looking generation must stay quiet before reading moves on
+    /// ([`ROTATION_GRACE`] by default; tests use zero).
     #[must_use]
-    pub fn with_rotation_grace(mut self, grace: std::time::Duration) -> Self {
+    pub fn with_rotation_grace(mut self, grace: Duration) -> Self {
         self.rotation_grace = grace;
         self
     }
 
-    /// Whether a renamed-away or deleted file is still being read (appends to it come
-    /// without file-system events about the followed path).
+    /// Whether the file being read is no longer at the followed path (appends to it come
+    /// without file-system events about the path).
     pub fn is_draining(&self) -> bool {
-        self.open.as_ref().is_some_and(|open| open.draining)
+        self.current.is_some() && self.current_renamed_away
     }
 
-    /// Whether the old file is read to its end and a new file waits at the path, to be
-    /// switched to once [`Self::with_rotation_grace`]'s period has passed: the end of the
-    /// trace is not reached yet (`--exit-at-eof` waits for the new file).
+    /// Whether the current generation is read to its end and a newer one is queued, to be
+    /// switched to once the grace has passed: the end of the input is not reached yet.
     pub fn switch_pending(&self) -> bool {
-        self.open
-            .as_ref()
-            .is_some_and(|open| open.draining && open.idle_with_successor_since.is_some())
+        self.current.is_some() && !self.queue.is_empty()
     }
 
-    /// The followed path.
+    /// The followed path (the directory, in directory mode).
     pub fn path(&self) -> &Path {
-        &self.path
+        match &self.target {
+            Target::File(path) => path,
+            Target::Directory { dir, .. } => dir,
+            Target::Stdin => Path::new("-"),
+        }
+    }
+
+    /// The file being read now, if any.
+    pub fn reading(&self) -> Option<&Path> {
+        self.current
+            .as_ref()
+            .map(|generation| generation.path.as_path())
+    }
+
+    /// Generations queued behind the one being read.
+    pub fn queued(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// Bytes that could not be read: old content lost to a truncation (and found in no
+    /// copy), and files deleted before their turn.
+    pub fn lost_bytes(&self) -> u64 {
+        self.lost_bytes
+    }
+
+    /// Queued files deleted before their turn.
+    pub fn lost_generations(&self) -> u64 {
+        self.lost_generations
     }
 
     /// Increases each time reading restarts on new content; line numbers restart with it.
@@ -169,20 +417,23 @@ impl Tailer {
 
     /// Whether a file is open.
     pub fn is_open(&self) -> bool {
-        self.open.is_some()
+        self.current.is_some()
     }
 
-    /// Bytes of the file not yet handed out as complete lines (the backlog).
+    /// Bytes not yet handed out as complete lines (the backlog), queued generations included.
     pub fn backlog_bytes(&self) -> u64 {
-        self.known_len.saturating_sub(self.consumed_offset())
+        let current = self.current.as_ref().map_or(0, |generation| {
+            generation.known_len.saturating_sub(self.consumed_offset())
+        });
+        current + self.queue.iter().map(Queued::unread_bytes).sum::<u64>()
     }
 
     /// Offset in the current file up to which complete lines were handed out.
     pub fn consumed_offset(&self) -> u64 {
         let pending = (self.buffer.len() - self.handed_out) as u64;
-        self.open
-            .as_ref()
-            .map_or(0, |open| open.read_offset.saturating_sub(pending))
+        self.current.as_ref().map_or(0, |generation| {
+            generation.read_offset.saturating_sub(pending)
+        })
     }
 
     /// Bytes of a partial last line held back until its newline arrives.
@@ -191,14 +442,14 @@ impl Tailer {
     }
 
     /// Hands out the pending partial line as a final line (with a `\n` added), for a reader
-    /// that stops at the end of the file (`--exit-at-eof`). Empty if there is none.
+    /// that stops at the end of the input (`--exit-at-eof`). Empty if there is none.
     pub fn take_partial_line(&mut self) -> Vec<u8> {
         let mut line = self.buffer.split_off(self.handed_out);
         if !line.is_empty() {
             line.push(b'\n');
-            if let Some(open) = &self.open {
+            if let Some(current) = &mut self.current {
                 // Count it as consumed: the backlog is now zero.
-                self.known_len = self.known_len.max(open.read_offset);
+                current.known_len = current.known_len.max(current.read_offset);
             }
         }
         self.handed_out = self.buffer.len();
@@ -211,70 +462,207 @@ impl Tailer {
     }
 
     /// Learns how long the open file is now without reading or acting on any change (a
-    /// paused monitor still shows how far behind it is falling). Returns whether the known
-    /// length changed.
+    /// paused monitor still shows how far behind it is falling). Returns whether it grew.
     pub fn refresh_len(&mut self) -> bool {
-        let Some(len) = self
-            .open
-            .as_ref()
-            .and_then(|open| open.file.metadata().ok())
-            .map(|m| m.len())
-        else {
+        let Some(current) = self.current.as_mut() else {
             return false;
         };
-        let grown = len > self.known_len;
-        self.known_len = self.known_len.max(len);
+        let Ok(len) = current.file.metadata().map(|meta| meta.len()) else {
+            return false;
+        };
+        let grown = len > current.known_len;
+        current.known_len = current.known_len.max(len);
         grown
     }
 
-    /// Compares the path with the open file: opens it when it appears, and detects
-    /// truncation, replacement and deletion. Returns what changed, if anything.
+    /// Looks at the source: opens a file when it appears, queues new generations, and
+    /// detects truncation and deletion. Returns what changed, if anything.
     pub fn check(&mut self) -> io::Result<Option<TailNotice>> {
-        let path_meta = match std::fs::metadata(&self.path) {
+        match self.target.clone() {
+            Target::File(path) => self.check_file(&path),
+            Target::Directory {
+                dir,
+                pattern,
+                order,
+            } => self.check_directory(&dir, &pattern, order),
+            Target::Stdin => self.check_stdin(),
+        }
+    }
+
+    fn check_stdin(&mut self) -> io::Result<Option<TailNotice>> {
+        if self.current.is_some() || self.input_ended {
+            return Ok(None);
+        }
+        let file = stdin_non_blocking()?;
+        let meta = file.metadata()?;
+        self.begin(Generation {
+            identity: FileIdentity::of(&meta),
+            known_len: 0,
+            file,
+            path: PathBuf::from("-"),
+            read_offset: 0,
+            head: Vec::new(),
+            recent: Vec::new(),
+            complete: false,
+            idle_since: None,
+        });
+        Ok(Some(TailNotice::Opened))
+    }
+
+    fn check_file(&mut self, path: &Path) -> io::Result<Option<TailNotice>> {
+        let path_meta = match std::fs::metadata(path) {
             Ok(meta) => Some(meta),
             Err(err) if err.kind() == io::ErrorKind::NotFound => None,
             Err(err) => return Err(err),
         };
-        let Some(open) = self.open.as_mut() else {
-            return self.try_open();
-        };
-        if open.draining {
-            return Ok(None);
-        }
-        let open_meta = open.file.metadata()?;
-        let same_file = match (&path_meta, open.identity) {
-            (Some(meta), Some(identity)) => FileIdentity::of(meta) == Some(identity),
-            (Some(_), None) => true,
-            (None, _) => false,
-        };
-        if same_file {
-            let len = open_meta.len();
-            if len < open.read_offset {
-                open.read_offset = 0;
-                open.file.seek(SeekFrom::Start(0))?;
-                self.buffer.clear();
-                self.handed_out = 0;
-                self.skip_to_newline = false;
-                self.known_len = len;
-                self.generation += 1;
-                return Ok(Some(TailNotice::Truncated));
+        let Some(meta) = path_meta else {
+            self.saw_missing = true;
+            if self.current.is_some() {
+                self.current_renamed_away = true;
+                if !self.deleted_reported {
+                    self.deleted_reported = true;
+                    return Ok(Some(TailNotice::Deleted));
+                }
+                return Ok(None);
             }
-            self.known_len = len;
+            if self.waiting_reported {
+                return Ok(None);
+            }
+            self.waiting_reported = true;
+            return Ok(Some(TailNotice::Waiting));
+        };
+        let identity = FileIdentity::of(&meta);
+        if !meta.is_file() {
+            return Ok(self.refuse(identity));
+        }
+        self.refused = Refused::Nothing;
+        let is_current = self.current.as_ref().map(|generation| generation.identity);
+        if let Some(current_identity) = is_current {
+            if identity.is_some() && current_identity == identity {
+                // Still the same file at the path: only a truncation can have happened.
+                self.current_renamed_away = false;
+                return self.check_truncation();
+            }
+            self.current_renamed_away = true;
+            if self
+                .queue
+                .iter()
+                .any(|queued| queued.identity() == identity)
+            {
+                return Ok(None);
+            }
+            // A new generation: opened now, so no rotation can take it away unread.
+            if let Some(generation) = Generation::open(path)? {
+                self.queue.push_back(Queued::Open(generation));
+            }
             return Ok(None);
         }
-        // Renamed away or deleted: finish the old file first (writers may have appended just
-        // before the rotation, or still append until they reopen); `read_chunk` switches
-        // once it reaches the old file's end and the path names a file again.
-        self.known_len = open_meta.len();
-        open.draining = true;
-        Ok(path_meta.is_none().then_some(TailNotice::Deleted))
+        self.open_first(path)
     }
 
-    fn try_open(&mut self) -> io::Result<Option<TailNotice>> {
-        let mut file = match File::open(&self.path) {
-            Ok(file) => file,
+    /// The first file (or one created after the path was missing).
+    fn open_first(&mut self, path: &Path) -> io::Result<Option<TailNotice>> {
+        let Some(mut generation) = (match Generation::open(path) {
+            Ok(generation) => generation,
+            Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(err) => return Err(err),
+        }) else {
+            return Ok(self.refuse(None));
+        };
+        self.waiting_reported = false;
+        let skip_history =
+            !self.opened_before && !self.saw_missing && self.start_at == StartAt::End;
+        if skip_history && generation.known_len > 0 {
+            // Start after the last newline; a partial last line is skipped up to its end.
+            generation.read_offset = generation.known_len;
+            let mut last = [0_u8; 1];
+            read_at(&generation.file, &mut last, generation.known_len - 1)?;
+            self.skip_to_newline = last[0] != b'\n';
+            generation.head = vec![
+                0;
+                usize::try_from(generation.known_len)
+                    .map_or(FINGERPRINT_BYTES, |len| len.min(FINGERPRINT_BYTES))
+            ];
+            let read = read_at(&generation.file, &mut generation.head, 0)?;
+            generation.head.truncate(read);
+        }
+        generation
+            .file
+            .seek(SeekFrom::Start(generation.read_offset))?;
+        self.begin(generation);
+        Ok(Some(TailNotice::Opened))
+    }
+
+    /// Makes `generation` the one read, from its read offset.
+    fn begin(&mut self, generation: Generation) {
+        if self.opened_before {
+            self.generation += 1;
+        }
+        self.opened_before = true;
+        self.current = Some(generation);
+        self.current_renamed_away = false;
+        self.deleted_reported = false;
+    }
+
+    fn refuse(&mut self, identity: Option<FileIdentity>) -> Option<TailNotice> {
+        if self.refused == Refused::File(identity) {
+            return None;
+        }
+        self.refused = Refused::File(identity);
+        Some(TailNotice::NotRegular)
+    }
+
+    /// The current file is still at its path: was it truncated?
+    fn check_truncation(&mut self) -> io::Result<Option<TailNotice>> {
+        let Some(current) = self.current.as_mut() else {
+            return Ok(None);
+        };
+        let len = current.file.metadata()?.len();
+        if !current.was_truncated(len)? {
+            current.known_len = current.known_len.max(len);
+            return Ok(None);
+        }
+        let copy = match &self.target {
+            Target::File(path) => find_copy(path, current)?,
+            Target::Directory { .. } | Target::Stdin => None,
+        };
+        // Whatever happens next, the truncated file is read again from its start.
+        let mut restarted = Generation::open(&current.path)?;
+        let notice = if let Some(copy) = copy {
+            // The copy continues exactly where reading stopped, partial line included.
+            let truncated = std::mem::replace(current, copy);
+            drop(truncated);
+            if let Some(generation) = restarted.take() {
+                self.queue.push_front(Queued::Open(generation));
+            }
+            TailNotice::RecoveredFromCopy
+        } else {
+            self.lost_bytes += current.known_len.saturating_sub(current.read_offset)
+                + (self.buffer.len() - self.handed_out) as u64;
+            self.buffer.clear();
+            self.handed_out = 0;
+            self.skip_to_newline = false;
+            match restarted.take() {
+                Some(generation) => {
+                    self.current = None;
+                    self.begin(generation);
+                }
+                None => self.current = None,
+            }
+            TailNotice::Truncated
+        };
+        Ok(Some(notice))
+    }
+
+    fn check_directory(
+        &mut self,
+        dir: &Path,
+        pattern: &glob::Pattern,
+        order: DirectoryOrder,
+    ) -> io::Result<Option<TailNotice>> {
+        let entries = match std::fs::read_dir(dir) {
+            Ok(entries) => entries,
             Err(err) if err.kind() == io::ErrorKind::NotFound => {
-                self.saw_missing = true;
                 if self.waiting_reported {
                     return Ok(None);
                 }
@@ -283,58 +671,147 @@ impl Tailer {
             }
             Err(err) => return Err(err),
         };
-        self.waiting_reported = false;
-        let meta = file.metadata()?;
-        let mut read_offset = 0;
-        let skip_history =
-            !self.opened_before && !self.saw_missing && self.start_at == StartAt::End;
-        if skip_history && meta.len() > 0 {
-            // Start after the last newline; a partial last line is skipped up to its end.
-            read_offset = meta.len();
-            file.seek(SeekFrom::Start(read_offset - 1))?;
-            let mut last = [0_u8; 1];
-            file.read_exact(&mut last)?;
-            self.skip_to_newline = last[0] != b'\n';
+        let mut found: Vec<(SystemTime, PathBuf, Pending)> = Vec::new();
+        for entry in entries {
+            let entry = entry?;
+            let name = entry.file_name();
+            let options = glob::MatchOptions {
+                require_literal_leading_dot: true, // no hidden files (temp files, editors')
+                ..glob::MatchOptions::new()
+            };
+            if !name
+                .to_str()
+                .is_some_and(|name| pattern.matches_with(name, options))
+            {
+                continue;
+            }
+            let path = entry.path();
+            let Ok(meta) = std::fs::metadata(&path) else {
+                continue; // gone already, before it was ever seen
+            };
+            if !meta.is_file() {
+                continue;
+            }
+            let identity = FileIdentity::of(&meta);
+            let key = (path.clone(), identity.map(|id| (id.device, id.inode)));
+            let known = self.done.contains(&key)
+                || self
+                    .current
+                    .as_ref()
+                    .is_some_and(|generation| generation.path == path)
+                || self.queue.iter().any(|queued| queued.path() == path);
+            if known {
+                continue;
+            }
+            let modified = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
+            found.push((
+                modified,
+                path.clone(),
+                Pending {
+                    path,
+                    identity,
+                    len: meta.len(),
+                },
+            ));
         }
-        if self.opened_before {
-            self.generation += 1;
+        match order {
+            DirectoryOrder::Name => found.sort_by(|a, b| a.1.cmp(&b.1)),
+            DirectoryOrder::Mtime => found.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1))),
         }
-        self.opened_before = true;
-        self.buffer.clear();
-        self.handed_out = 0;
-        self.known_len = meta.len();
-        self.open = Some(OpenFile {
-            identity: FileIdentity::of(&meta),
-            file,
-            read_offset,
-            draining: false,
-            idle_with_successor_since: None,
-        });
-        Ok(Some(TailNotice::Opened))
+        let first_look = !self.opened_before && self.current.is_none() && self.queue.is_empty();
+        if first_look && self.start_at == StartAt::End && found.len() > 1 {
+            // `--from-end`: only the newest file is followed, from its end.
+            for (_, _, pending) in found.drain(..found.len() - 1) {
+                self.done.insert((
+                    pending.path,
+                    pending.identity.map(|id| (id.device, id.inode)),
+                ));
+            }
+        }
+        self.queue.extend(
+            found
+                .into_iter()
+                .map(|(_, _, pending)| Queued::Pending(pending)),
+        );
+        if self.current.is_none() {
+            return self.next_in_directory();
+        }
+        Ok(None)
+    }
+
+    /// Opens the next queued file of the directory when nothing is being read.
+    fn next_in_directory(&mut self) -> io::Result<Option<TailNotice>> {
+        while let Some(queued) = self.queue.pop_front() {
+            let generation = match queued {
+                Queued::Open(generation) => generation,
+                Queued::Pending(pending) => match Generation::open(&pending.path) {
+                    Ok(Some(generation)) => generation,
+                    Ok(None) => continue,
+                    Err(err) if err.kind() == io::ErrorKind::NotFound => {
+                        self.lost_bytes += pending.len;
+                        self.lost_generations += 1;
+                        return Ok(Some(TailNotice::Lost));
+                    }
+                    Err(err) => return Err(err),
+                },
+            };
+            let first = !self.opened_before;
+            self.waiting_reported = false;
+            if first && self.start_at == StartAt::End {
+                let mut generation = generation;
+                self.skip_to_newline = generation.known_len > 0;
+                generation.read_offset = generation.known_len;
+                if generation.known_len > 0 {
+                    let mut last = [0_u8; 1];
+                    read_at(&generation.file, &mut last, generation.known_len - 1)?;
+                    self.skip_to_newline = last[0] != b'\n';
+                }
+                generation
+                    .file
+                    .seek(SeekFrom::Start(generation.read_offset))?;
+                self.begin(generation);
+            } else {
+                self.begin(generation);
+            }
+            return Ok(Some(if first {
+                TailNotice::Opened
+            } else {
+                TailNotice::Replaced
+            }));
+        }
+        Ok(None)
     }
 
     /// Reads up to [`READ_CHUNK_BYTES`] and returns the complete lines now available (each
-    /// ending in `\n`; empty when there are none). When a rotated-away file has been read to
-    /// its end, its unterminated last line (if any) is returned as a final line and the
-    /// tailer switches to the new file, returning the notice.
+    /// ending in `\n`; empty when there are none). When a generation is finished (see the
+    /// module docs), its unterminated last line (if any) is returned as a final line and
+    /// reading moves to the next one, returning the notice.
     pub fn read_chunk(&mut self) -> io::Result<(&[u8], Option<TailNotice>)> {
         // Drop what was handed out last time; keep the partial line at the front.
         if self.handed_out > 0 {
             self.buffer.drain(..self.handed_out);
             self.handed_out = 0;
         }
-        let Some(open) = self.open.as_mut() else {
+        let Some(current) = self.current.as_mut() else {
             return Ok((&[], None));
         };
-        // Asked before reading: a line appended to the old file just before the new file
-        // appears is then read before the switch.
-        let successor_waiting = open.draining && self.path.exists();
+        // Asked before reading: a line appended to the old file just before the new one
+        // appeared is then read before the switch.
+        let successor_waiting = !self.queue.is_empty();
         // Read until a newline arrives or the file ends (a line longer than the buffer grows it).
         let mut read_now = 0;
+        let mut at_end = false;
+        let (offset_before, len_before, buffered_before) =
+            (current.read_offset, current.known_len, self.buffer.len());
+        let (head_before, recent_before) = (current.head.len(), current.recent.clone());
         loop {
             let searched = self.buffer.len();
-            let read = fill_buffer(&mut open.file, &mut self.buffer)?;
-            open.read_offset += read;
+            let (read, end) = fill_buffer(&mut current.file, &mut self.buffer)?;
+            at_end |= end;
+            let offset = current.read_offset;
+            let fresh = usize::try_from(read).expect("one read fits memory");
+            current.saw(offset, &self.buffer[self.buffer.len() - fresh..]);
+            current.read_offset += read;
             read_now += read;
             if self.skip_to_newline {
                 let skip = match memchr::memchr(b'\n', &self.buffer) {
@@ -351,64 +828,167 @@ impl Tailer {
                 break;
             }
         }
-        self.known_len = self.known_len.max(open.read_offset);
-
-        if read_now > 0 {
-            open.idle_with_successor_since = None;
+        if read_now > 0
+            && matches!(self.target, Target::File(_))
+            && !self.current_renamed_away
+            && current.was_truncated(current.file.metadata()?.len())?
+        {
+            // Truncated (and maybe refilled) between the last look and this read: what was
+            // just read may be new content at the old offset. Nothing of it is handed out;
+            // the truncation is handled as if seen before the read.
+            self.buffer.truncate(buffered_before);
+            current.read_offset = offset_before;
+            current.known_len = len_before;
+            current.head.truncate(head_before);
+            current.recent = recent_before;
+            let notice = self.check_truncation()?;
+            self.handed_out = 0;
+            return Ok((&[], notice));
         }
-        let switch = read_now == 0
-            && successor_waiting
-            && open
-                .idle_with_successor_since
-                .get_or_insert_with(std::time::Instant::now)
-                .elapsed()
-                >= self.rotation_grace;
-        if switch {
-            // The old file is finished: an unterminated last line will never get its newline.
+        current.known_len = current.known_len.max(current.read_offset);
+        if matches!(self.target, Target::Stdin) && at_end && !self.input_ended {
+            // The writer closed the stream: its unterminated last line is complete.
+            self.input_ended = true;
             if self.buffer.last().is_some_and(|&last| last != b'\n') {
                 self.buffer.push(b'\n');
             }
-            self.open = None;
             self.handed_out = self.buffer.len();
-            let reopened = self.reopen_after_rotation()?;
-            let notice = if reopened {
-                TailNotice::Replaced
-            } else {
-                TailNotice::Deleted
-            };
-            return Ok((&self.buffer[..self.handed_out], Some(notice)));
+            return Ok((
+                &self.buffer[..self.handed_out],
+                Some(TailNotice::InputEnded),
+            ));
+        }
+
+        if read_now > 0 {
+            current.idle_since = None;
+        }
+        let finished = read_now == 0
+            && successor_waiting
+            && (current.complete
+                || current
+                    .idle_since
+                    .get_or_insert_with(Instant::now)
+                    .elapsed()
+                    >= self.rotation_grace
+                || current.quiet_for(self.rotation_grace));
+        if finished {
+            // The generation is finished: an unterminated last line will never get its newline.
+            if self.buffer.last().is_some_and(|&last| last != b'\n') {
+                self.buffer.push(b'\n');
+            }
+            self.handed_out = self.buffer.len();
+            let done = self.current.take().expect("a generation is being read");
+            self.done.insert((
+                done.path.clone(),
+                done.identity.map(|id| (id.device, id.inode)),
+            ));
+            let notice = self.next_generation()?;
+            return Ok((&self.buffer[..self.handed_out], notice));
         }
         self.handed_out = memchr::memrchr(b'\n', &self.buffer).map_or(0, |newline| newline + 1);
         Ok((&self.buffer[..self.handed_out], None))
     }
 
-    /// After the rotated file is drained: open the new file if there is one, else wait.
-    /// Returns whether a new file was opened.
-    fn reopen_after_rotation(&mut self) -> io::Result<bool> {
-        self.waiting_reported = true;
-        match File::open(&self.path) {
-            Ok(file) => {
-                let meta = file.metadata()?;
-                // The buffer still holds the last lines of the old file until the next call.
-                self.generation += 1;
-                self.known_len = meta.len();
-                self.open = Some(OpenFile {
-                    identity: FileIdentity::of(&meta),
-                    file,
-                    read_offset: 0,
-                    draining: false,
-                    idle_with_successor_since: None,
-                });
-                self.waiting_reported = false;
-                Ok(true)
+    /// After a generation is finished: the next one, opened if it is still pending.
+    fn next_generation(&mut self) -> io::Result<Option<TailNotice>> {
+        match self.target {
+            Target::File(_) | Target::Stdin => {
+                if let Some(Queued::Open(generation)) = self.queue.pop_front() {
+                    self.begin(generation);
+                }
+                Ok(Some(TailNotice::Replaced))
             }
-            Err(err) if err.kind() == io::ErrorKind::NotFound => {
-                self.known_len = 0;
-                Ok(false)
+            Target::Directory { .. } => {
+                let notice = self.next_in_directory()?;
+                Ok(notice.map(|notice| {
+                    if notice == TailNotice::Opened {
+                        TailNotice::Replaced
+                    } else {
+                        notice
+                    }
+                }))
             }
-            Err(err) => Err(err),
         }
     }
+}
+
+/// A copy of `current`'s old content beside `path` (logrotate `copytruncate`): a regular
+/// file of the same directory, not `path` itself, at least as long as what was read, that
+/// starts with the bytes `current` started with and holds the last bytes read right before
+/// the offset reached. Opened at that offset, to be read to its end.
+fn find_copy(path: &Path, current: &Generation) -> io::Result<Option<Generation>> {
+    let directory = litehit_core::facts::file::directory_of(path);
+    let Ok(entries) = std::fs::read_dir(directory) else {
+        return Ok(None);
+    };
+    for entry in entries.flatten() {
+        let candidate = entry.path();
+        if candidate.file_name() == path.file_name() {
+            continue;
+        }
+        let Ok(meta) = std::fs::metadata(&candidate) else {
+            continue;
+        };
+        if !meta.is_file()
+            || meta.len() < current.read_offset
+            || FileIdentity::of(&meta) == current.identity
+        {
+            continue;
+        }
+        let Ok(Some(mut copy)) = Generation::open(&candidate) else {
+            continue;
+        };
+        let mut head = vec![0; current.head.len()];
+        let mut recent = vec![0; current.recent.len()];
+        let recent_at = current.read_offset - current.recent.len() as u64;
+        if read_at(&copy.file, &mut head, 0)? != head.len()
+            || head != current.head
+            || read_at(&copy.file, &mut recent, recent_at)? != recent.len()
+            || recent != current.recent
+        {
+            continue;
+        }
+        copy.file.seek(SeekFrom::Start(current.read_offset))?;
+        copy.read_offset = current.read_offset;
+        copy.head.clone_from(&current.head);
+        copy.recent.clone_from(&current.recent);
+        copy.complete = true;
+        return Ok(Some(copy));
+    }
+    Ok(None)
+}
+
+/// Opens `path` for reading without blocking: a FIFO with no writer must not hang the
+/// reader (regular files read the same either way).
+fn open_non_blocking(path: &Path) -> io::Result<File> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(rustix::fs::OFlags::NONBLOCK.bits().cast_signed())
+            .open(path)
+    }
+    #[cfg(not(unix))]
+    {
+        File::open(path)
+    }
+}
+
+/// Reads up to `buffer.len()` bytes at `offset` without moving the file position; returns
+/// how many were read (fewer only at the end of the file).
+fn read_at(file: &File, buffer: &mut [u8], offset: u64) -> io::Result<usize> {
+    use std::os::unix::fs::FileExt as _;
+    let mut filled = 0;
+    while filled < buffer.len() {
+        match file.read_at(&mut buffer[filled..], offset + filled as u64) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+            Err(err) => return Err(err),
+        }
+    }
+    Ok(filled)
 }
 
 /// How the tailer learns that the file changed.
@@ -420,7 +1000,8 @@ pub enum WakeSource {
     Polling,
 }
 
-/// Watches the followed file's parent directory and calls `wake` on every event about it.
+/// Watches the followed file's directory (or the followed directory) and calls `wake` on
+/// every event about what is followed.
 pub struct FileWatcher {
     _watcher: notify::RecommendedWatcher,
 }
@@ -435,30 +1016,57 @@ impl FileWatcher {
     /// Starts watching the directory of `path` (so creation, rename and deletion are seen).
     /// Fails where notify cannot watch; the caller then polls.
     pub fn start(path: &Path, wake: impl Fn() + Send + 'static) -> notify::Result<Self> {
-        use notify::Watcher as _;
         let directory = litehit_core::facts::file::directory_of(path).to_path_buf();
         let file_name = path.file_name().map(std::ffi::OsStr::to_os_string);
+        Self::watch(
+            &directory,
+            move |event_path: &Path| {
+                event_path.file_name().map(std::ffi::OsStr::to_os_string) == file_name
+            },
+            wake,
+        )
+    }
+
+    /// Starts watching the directory `dir` for anything (a followed directory).
+    pub fn start_directory(dir: &Path, wake: impl Fn() + Send + 'static) -> notify::Result<Self> {
+        Self::watch(dir, |_: &Path| true, wake)
+    }
+
+    fn watch(
+        directory: &Path,
+        relevant: impl Fn(&Path) -> bool + Send + 'static,
+        wake: impl Fn() + Send + 'static,
+    ) -> notify::Result<Self> {
+        use notify::Watcher as _;
         let mut watcher =
             notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
                 let relevant = match &event {
-                    Ok(event) => event
-                        .paths
-                        .iter()
-                        .any(|p| p.file_name().map(std::ffi::OsStr::to_os_string) == file_name),
+                    Ok(event) => event.paths.iter().any(|path| relevant(path)),
                     Err(_) => true,
                 };
                 if relevant {
                     wake();
                 }
             })?;
-        watcher.watch(&directory, notify::RecursiveMode::NonRecursive)?;
+        watcher.watch(directory, notify::RecursiveMode::NonRecursive)?;
         Ok(Self { _watcher: watcher })
     }
 }
 
+/// Standard input as a non-blocking file of its own (a duplicate descriptor): a pipe with
+/// nothing in it then reads as "nothing yet", not a wait, and its end as the end.
+fn stdin_non_blocking() -> io::Result<File> {
+    use std::os::fd::AsFd as _;
+    let fd = std::io::stdin().as_fd().try_clone_to_owned()?;
+    let flags = rustix::fs::fcntl_getfl(&fd)?;
+    rustix::fs::fcntl_setfl(&fd, flags | rustix::fs::OFlags::NONBLOCK)?;
+    Ok(File::from(fd))
+}
+
 /// Appends up to one buffer's worth (at least half of [`READ_CHUNK_BYTES`]) from `file`;
-/// returns the bytes read (`0` at the end of the file).
-fn fill_buffer(file: &mut File, buffer: &mut Vec<u8>) -> io::Result<u64> {
+/// returns the bytes read, and whether the end of the input was reached (a read gave 0; a
+/// non-blocking stream with nothing to read now is not at its end).
+fn fill_buffer(file: &mut File, buffer: &mut Vec<u8>) -> io::Result<(u64, bool)> {
     let start = buffer.len();
     if buffer.capacity() - start < READ_CHUNK_BYTES / 2 {
         buffer.reserve(READ_CHUNK_BYTES);
@@ -467,15 +1075,96 @@ fn fill_buffer(file: &mut File, buffer: &mut Vec<u8>) -> io::Result<u64> {
     let mut filled = start;
     let result = loop {
         if filled == buffer.len() {
-            break Ok(());
+            break Ok(false);
         }
         match file.read(&mut buffer[filled..]) {
-            Ok(0) => break Ok(()),
+            Ok(0) => break Ok(true),
             Ok(n) => filled += n,
             Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+            // A stream with nothing to read now: nothing more now, not the end.
+            Err(err) if err.kind() == io::ErrorKind::WouldBlock => break Ok(false),
             Err(err) => break Err(err),
         }
     };
     buffer.truncate(filled);
-    result.map(|()| (filled - start) as u64)
+    result.map(|end| ((filled - start) as u64, end))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write as _;
+
+    fn append(path: &Path, text: &str) {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .unwrap()
+            .write_all(text.as_bytes())
+            .unwrap();
+    }
+
+    /// Reads until nothing comes; returns the lines.
+    fn drain(tailer: &mut Tailer) -> Vec<String> {
+        let mut lines = Vec::new();
+        for _ in 0..100 {
+            tailer.check().unwrap();
+            let (chunk, notice) = tailer.read_chunk().unwrap();
+            if chunk.is_empty() && notice.is_none() {
+                break;
+            }
+            lines.extend(String::from_utf8_lossy(chunk).lines().map(str::to_owned));
+        }
+        lines
+    }
+
+    #[test]
+    fn bytes_known_but_unread_at_a_truncation_are_counted_as_lost() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        append(&path, "first line\n");
+        let mut tailer = Tailer::new(&path, StartAt::Beginning);
+        assert_eq!(drain(&mut tailer), ["first line"]);
+        append(&path, "never read\n");
+        assert!(tailer.refresh_len(), "the longer file is seen, not read");
+        std::fs::write(&path, "other content, longer than before\n").unwrap();
+        assert_eq!(tailer.check().unwrap(), Some(TailNotice::Truncated));
+        assert_eq!(tailer.lost_bytes(), "never read\n".len() as u64);
+        assert_eq!(drain(&mut tailer), ["other content, longer than before"]);
+    }
+
+    #[test]
+    fn a_copytruncate_copy_supplies_the_unread_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        append(&path, "a\nb\n");
+        let mut tailer = Tailer::new(&path, StartAt::Beginning);
+        assert_eq!(drain(&mut tailer), ["a", "b"]);
+        append(&path, "c\nd");
+        std::fs::copy(&path, dir.path().join("t.jsonl.1")).unwrap();
+        std::fs::write(&path, "e\n").unwrap();
+        assert_eq!(tailer.check().unwrap(), Some(TailNotice::RecoveredFromCopy));
+        assert_eq!(
+            drain(&mut tailer),
+            ["c", "d", "e"],
+            "the copy, then the new content"
+        );
+        assert_eq!(tailer.lost_bytes(), 0);
+    }
+
+    #[test]
+    fn a_fifo_at_the_path_is_refused_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&path)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let mut tailer = Tailer::new(&path, StartAt::Beginning);
+        assert_eq!(tailer.check().unwrap(), Some(TailNotice::NotRegular));
+        assert_eq!(tailer.check().unwrap(), None, "reported once");
+        assert!(!tailer.is_open());
+    }
 }

@@ -56,11 +56,18 @@ fn io_error(doing: &'static str) -> impl FnOnce(std::io::Error) -> TuiError {
     move |source| TuiError::Io { doing, source }
 }
 
-/// Fails with a clear message unless stdin and stdout are a terminal (the monitor draws on
-/// one and reads keys from it); call before starting any work.
-pub fn ensure_terminal() -> Result<(), TuiError> {
+/// Fails with a clear message unless the monitor has a terminal to draw on (stdout) and to
+/// read keys from: stdin, or — when stdin carries the trace (`watch -`) — the process's
+/// controlling terminal (`/dev/tty`, where crossterm reads keys when stdin is no terminal).
+/// Call before starting any work.
+pub fn ensure_terminal(stdin_is_the_trace: bool) -> Result<(), TuiError> {
     use std::io::IsTerminal as _;
-    if std::io::stdin().is_terminal() && std::io::stdout().is_terminal() {
+    let keys = if stdin_is_the_trace {
+        std::fs::File::open("/dev/tty").is_ok()
+    } else {
+        std::io::stdin().is_terminal()
+    };
+    if keys && std::io::stdout().is_terminal() {
         Ok(())
     } else {
         Err(TuiError::NotATerminal)

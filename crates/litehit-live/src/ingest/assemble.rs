@@ -140,6 +140,10 @@ impl Ingest {
                     .last_notice
                     .map(|(notice, when)| (notice, now.duration_since(when))),
                 read_error: self.read_error.clone(),
+                reading: self.tailer.reading().map(|path| path.display().to_string()),
+                queued: self.tailer.queued(),
+                lost_bytes: self.tailer.lost_bytes(),
+                lost_files: self.tailer.lost_generations(),
             },
             slots: pipeline.slots.clone(),
             timeline: pipeline.timeline.snapshot(lanes, &pipeline.slots),

@@ -44,7 +44,19 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 use crate::snapshot::{FactsWrite, FollowState, IngestRate, LiveSnapshot, Slot};
-use crate::tail::{FileWatcher, StartAt, TailNotice, Tailer, WakeSource};
+use crate::tail::{DirectoryOrder, FileWatcher, StartAt, TailNotice, Tailer, WakeSource};
+
+/// The tailer for what `config` follows: a file, a directory, or standard input.
+fn tailer_for(config: &IngestConfig) -> Tailer {
+    let tailer = if config.trace_path.as_os_str() == "-" {
+        Tailer::stdin()
+    } else if let Some((pattern, order)) = &config.directory {
+        Tailer::directory(&config.trace_path, pattern.clone(), *order, config.start_at)
+    } else {
+        Tailer::new(&config.trace_path, config.start_at)
+    };
+    tailer.with_rotation_grace(config.rotation_grace)
+}
 use crate::{Command, IngestEvent, LiveHandle, SlotId};
 use litehit_core::engine::{Engine, EngineConfig, Policy};
 use litehit_core::formats::TraceFormat;
@@ -70,7 +82,13 @@ const MISSED_EVENTS_FOR_POLLING: u32 = 2;
 /// Everything the ingest thread needs.
 #[derive(Debug, Clone)]
 pub struct IngestConfig {
+    /// The trace file, a directory (with [`Self::directory`]), or `-` for standard input.
     pub trace_path: PathBuf,
+    /// Follow the files of the directory `trace_path` whose names match this glob, in this
+    /// order (`watch DIR --glob 'lookup_hashes_*.jsonl'`).
+    pub directory: Option<(glob::Pattern, DirectoryOrder)>,
+    /// How long a finished-looking file generation must stay quiet before reading moves on.
+    pub rotation_grace: Duration,
     pub start_at: StartAt,
     pub engine: EngineConfig,
     /// `None`: detect from the first non-empty line.
@@ -119,6 +137,8 @@ impl IngestConfig {
     pub fn new(trace_path: impl Into<PathBuf>, engine: EngineConfig) -> Self {
         Self {
             trace_path: trace_path.into(),
+            directory: None,
+            rotation_grace: crate::tail::ROTATION_GRACE,
             start_at: StartAt::Beginning,
             engine,
             format: None,
@@ -223,7 +243,7 @@ impl Ingest {
         let next_slot_id = slots.len() as u64 + 1;
         let pipeline = Pipeline::new(&config, engine, spill, slots);
         let mut ingest = Self {
-            tailer: Tailer::new(&config.trace_path, config.start_at),
+            tailer: tailer_for(&config),
             generation_seen: 0,
             pipeline,
             next_slot_id,
@@ -255,15 +275,20 @@ impl Ingest {
     }
 
     fn start_watcher(&mut self) {
-        if self.config.force_polling {
-            return;
+        if self.config.force_polling || self.config.trace_path.as_os_str() == "-" {
+            return; // standard input raises no file-system events
         }
         let tx = self.events_tx.clone();
         let wake = move || {
             // The ingest thread is gone only at shutdown: a lost wake-up is harmless then.
             let _ = tx.send(IngestEvent::FileChanged);
         };
-        if let Ok(watcher) = FileWatcher::start(&self.config.trace_path, wake) {
+        let watcher = if self.config.directory.is_some() {
+            FileWatcher::start_directory(&self.config.trace_path, wake)
+        } else {
+            FileWatcher::start(&self.config.trace_path, wake)
+        };
+        if let Ok(watcher) = watcher {
             self.watcher = Some(watcher);
             self.wake = WakeSource::Events;
         }
@@ -436,7 +461,10 @@ impl Ingest {
             }
             self.woken = false;
         }
-        if self.config.exit_at_eof && caught_up && !chunk && !self.tailer.switch_pending() {
+        let input_over = self.tailer.input_ended() && !chunk;
+        if (self.config.exit_at_eof && caught_up && !chunk && !self.tailer.switch_pending())
+            || (input_over && !self.finished)
+        {
             self.read_unterminated_last_line();
             self.finished = true;
             self.pipeline.spill.flush();
@@ -468,13 +496,11 @@ impl Ingest {
         self.pipeline.process_chunk(&partial);
     }
 
-    /// Line numbers restart when reading restarts on new content.
+    /// Line numbers run on across file generations (rotations, a directory's files, a
+    /// truncation), as in a replay of the generations concatenated in order: a trace id
+    /// derived from the line number is then the one `replay` gives.
     fn sync_generation(&mut self) {
-        let generation = self.tailer.generation();
-        if generation != self.generation_seen {
-            self.generation_seen = generation;
-            self.pipeline.line_number = 1;
-        }
+        self.generation_seen = self.tailer.generation();
     }
 
     fn note(&mut self, notice: TailNotice) {

@@ -132,11 +132,21 @@ fn render_title(frame: &mut Frame, area: Rect, snap: &LiveSnapshot) {
             format::bytes(source.unterminated_bytes)
         )));
     }
+    if source.lost_bytes > 0 {
+        spans.push(Span::styled(
+            format!(" · lost {}", format::bytes(source.lost_bytes)),
+            Style::new().red(),
+        ));
+    }
+    if source.queued > 0 {
+        spans.push(Span::raw(format!(" · +{} queued", source.queued)));
+    }
     let used: usize = spans.iter().map(Span::width).sum();
     let room = usize::from(area.width).saturating_sub(used + 3);
     if room >= 8 {
         spans.push(Span::raw(" · "));
-        spans.push(Span::raw(format::fit(&source.path, room)));
+        let reading = source.reading.as_deref().unwrap_or(&source.path);
+        spans.push(Span::raw(format::fit(reading, room)));
     }
     frame.render_widget(Line::from(spans), area);
 }

@@ -80,6 +80,18 @@ fn message(snap: &LiveSnapshot) -> (String, Style) {
                 "file renamed or deleted: still following it until a new one appears, totals kept"
                     .to_owned()
             }
+            TailNotice::RecoveredFromCopy => {
+                "file truncated: reading its unread rest from the copy beside it, totals kept"
+                    .to_owned()
+            }
+            TailNotice::NotRegular => {
+                "not a regular file at the path (FIFO, device?): not followed, waiting".to_owned()
+            }
+            TailNotice::InputEnded => "input ended: everything it sent was read".to_owned(),
+            TailNotice::Lost => format!(
+                "a queued file was deleted before it was read: {} lost so far",
+                format::bytes(snap.source.lost_bytes)
+            ),
         };
         return (
             format!(" {text} ({} ago)", format::duration(age)),
