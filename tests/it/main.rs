@@ -11,6 +11,7 @@ mod assets;
 mod cli;
 mod config;
 mod core_props;
+mod digests;
 mod facts_file;
 mod formats;
 mod formats_fuzz;
