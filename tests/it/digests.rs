@@ -90,7 +90,7 @@ fn sha256_hex_is_the_standard_digest() {
 
 #[cfg_attr(
     litehit_shared_absent,
-    ignore = "needs ../shared (real traces live outside the repository)"
+    ignore = "needs ../shared, the real traces kept outside the repository (once it is there: touch build.rs)"
 )]
 #[test]
 fn every_real_trace_replays_to_the_facts_bytes_of_before_the_split() {

@@ -493,7 +493,7 @@ fn parse_line_overwrites_every_field_of_a_reused_event() {
 
 #[cfg_attr(
     litehit_shared_absent,
-    ignore = "needs ../shared (real traces live outside the repository)"
+    ignore = "needs ../shared, the real traces kept outside the repository (once it is there: touch build.rs)"
 )]
 #[test]
 fn hisim_smoke_trace_parses_16_rows() {
@@ -672,7 +672,7 @@ fn mooncake_line_equals_the_equivalent_standard_line() {
 
 #[cfg_attr(
     litehit_shared_absent,
-    ignore = "needs ../shared (real traces live outside the repository)"
+    ignore = "needs ../shared, the real traces kept outside the repository (once it is there: touch build.rs)"
 )]
 #[test]
 fn mooncake_conversation_trace_keeps_floor_blocks_on_every_line() {
@@ -682,7 +682,7 @@ fn mooncake_conversation_trace_keeps_floor_blocks_on_every_line() {
 
 #[cfg_attr(
     litehit_shared_absent,
-    ignore = "needs ../shared (real traces live outside the repository)"
+    ignore = "needs ../shared, the real traces kept outside the repository (once it is there: touch build.rs)"
 )]
 #[test]
 fn mooncake_synthetic_trace_keeps_floor_blocks_on_every_line() {
@@ -892,7 +892,7 @@ fn bailian_errors_name_line_and_field() {
 
 #[cfg_attr(
     litehit_shared_absent,
-    ignore = "needs ../shared (real traces live outside the repository)"
+    ignore = "needs ../shared, the real traces kept outside the repository (once it is there: touch build.rs)"
 )]
 #[test]
 fn kvcm_log_parses_all_300_records_including_the_unterminated_last_line() {
@@ -1142,7 +1142,7 @@ fn lmcache_errors_name_line_and_field() {
 
 #[cfg_attr(
     litehit_shared_absent,
-    ignore = "needs ../shared (real traces live outside the repository)"
+    ignore = "needs ../shared, the real traces kept outside the repository (once it is there: touch build.rs)"
 )]
 #[test]
 fn detection_recognises_the_first_line_of_each_real_file() {
@@ -1287,7 +1287,7 @@ fn a_compression_extension_without_its_magic_is_an_error() {
 
 #[cfg_attr(
     litehit_shared_absent,
-    ignore = "needs ../shared (real traces live outside the repository)"
+    ignore = "needs ../shared, the real traces kept outside the repository (once it is there: touch build.rs)"
 )]
 #[test]
 fn real_mooncake_trace_round_trips_through_gzip_and_zstd() {

@@ -61,7 +61,7 @@ fn offline_runner_fixture_reproduces_derived_output() {
 
 #[cfg_attr(
     litehit_shared_absent,
-    ignore = "needs ../shared (real traces live outside the repository)"
+    ignore = "needs ../shared, the real traces kept outside the repository (once it is there: touch build.rs)"
 )]
 #[test]
 fn zishano_reference_excerpt_is_reproduced_byte_for_byte() {

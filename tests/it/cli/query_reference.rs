@@ -9,7 +9,7 @@ use super::{path_str, tempdir};
 
 #[cfg_attr(
     litehit_shared_absent,
-    ignore = "needs ../shared (real traces live outside the repository)"
+    ignore = "needs ../shared, the real traces kept outside the repository (once it is there: touch build.rs)"
 )]
 #[test]
 fn query_reproduces_the_upstream_capacity_query_excerpt() {

@@ -13,7 +13,7 @@ use super::{path_str, replay_flags, tempdir};
 
 #[cfg_attr(
     litehit_shared_absent,
-    ignore = "needs ../shared (real traces live outside the repository)"
+    ignore = "needs ../shared, the real traces kept outside the repository (once it is there: touch build.rs)"
 )]
 #[test]
 fn mooncake_conversation_trace_replays_with_exact_infinite_hits() {
@@ -69,7 +69,7 @@ fn mooncake_conversation_trace_replays_with_exact_infinite_hits() {
 
 #[cfg_attr(
     litehit_shared_absent,
-    ignore = "needs ../shared (real traces live outside the repository)"
+    ignore = "needs ../shared, the real traces kept outside the repository (once it is there: touch build.rs)"
 )]
 #[test]
 fn kvcm_publisher_log_replays() {
@@ -89,7 +89,7 @@ fn kvcm_publisher_log_replays() {
 
 #[cfg_attr(
     litehit_shared_absent,
-    ignore = "needs ../shared (real traces live outside the repository)"
+    ignore = "needs ../shared, the real traces kept outside the repository (once it is there: touch build.rs)"
 )]
 #[test]
 fn upstream_fanout_fixture_replays_the_kvcm_log_on_four_lanes_with_and_without_ttl() {
@@ -187,7 +187,7 @@ fn upstream_fanout_fixture_replays_the_kvcm_log_on_four_lanes_with_and_without_t
 
 #[cfg_attr(
     litehit_shared_absent,
-    ignore = "needs ../shared (real traces live outside the repository)"
+    ignore = "needs ../shared, the real traces kept outside the repository (once it is there: touch build.rs)"
 )]
 #[test]
 fn hisim_smoke_trace_replays_with_prefix_hash_and_four_times_coarser_blocks() {

@@ -9,11 +9,11 @@ use std::path::{Path, PathBuf};
 /// `../shared/<relative>` beside the repository, where the real traces live (never copied
 /// into it); panics, failing the test, when that file is missing.
 ///
-/// Every test that calls this carries
-/// `#[cfg_attr(litehit_shared_absent, ignore = "needs ../shared (real traces live outside the repository)")]`.
-/// The build script sets that cfg when `../shared` is absent and `CI` is unset, so there such
-/// a test is reported and counted as ignored instead of passing unseen; with `CI` set it runs
-/// and fails here.
+/// Every test that calls this carries `#[cfg_attr(litehit_shared_absent, ignore = "needs
+/// ../shared, …")]`. The build script sets that cfg when `../shared` is absent and `CI` is
+/// unset, so there such a test is reported and counted as ignored instead of passing unseen;
+/// with `CI` set it runs and fails here. (The script does not watch a missing `../shared`,
+/// which would rebuild the package on every build: once it is there, `touch build.rs`.)
 pub fn shared_file(relative: &str) -> PathBuf {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../shared")
