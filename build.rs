@@ -1,0 +1,28 @@
+//! Tells the integration tests whether the real traces are beside the repository.
+//!
+//! The traces live in `../shared`, outside the repository and never copied into it. When that
+//! directory is absent and `CI` is unset, the tests that need it are compiled with
+//! `cfg(litehit_shared_absent)`, which marks them `#[ignore]`: libtest prints one line for each
+//! and counts them in its closing `ignored` figure. With `CI` set they always run, and a missing
+//! file fails them (`tests/it/common/mod.rs`, `shared_file`), so a green CI run never hides a
+//! skipped check.
+
+use std::env;
+use std::path::PathBuf;
+
+fn main() {
+    println!("cargo::rustc-check-cfg=cfg(litehit_shared_absent)");
+    println!("cargo::rerun-if-changed=build.rs");
+    println!("cargo::rerun-if-env-changed=CI");
+    let manifest_dir =
+        PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+    let shared = manifest_dir.join("../shared");
+    if shared.is_dir() {
+        // Watched while present, so removing it is noticed.
+        println!("cargo::rerun-if-changed={}", shared.display());
+    } else if env::var_os("CI").is_none() {
+        // Not watched while absent: cargo would rerun this script, and so rebuild the package,
+        // on every build. After adding `../shared`, `touch build.rs` (the ignore reason says so).
+        println!("cargo::rustc-cfg=litehit_shared_absent");
+    }
+}

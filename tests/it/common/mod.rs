@@ -1,0 +1,27 @@
+//! Shared test helpers: the naive oracle, the binary's runners and trace generators, and the
+//! one way to reach the real traces beside the repository.
+
+pub mod cli_bin;
+pub mod oracle;
+
+use std::path::{Path, PathBuf};
+
+/// `../shared/<relative>` beside the repository, where the real traces live (never copied
+/// into it); panics, failing the test, when that file is missing.
+///
+/// Every test that calls this carries `#[cfg_attr(litehit_shared_absent, ignore = "needs
+/// ../shared, …")]`. The build script sets that cfg when `../shared` is absent and `CI` is
+/// unset, so there such a test is reported and counted as ignored instead of passing unseen;
+/// with `CI` set it runs and fails here. (The script does not watch a missing `../shared`,
+/// which would rebuild the package on every build: once it is there, `touch build.rs`.)
+pub fn shared_file(relative: &str) -> PathBuf {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared")
+        .join(relative);
+    assert!(
+        path.is_file(),
+        "{} is missing; with CI set, the tests that need the real traces fail instead of skipping",
+        path.display()
+    );
+    path
+}
