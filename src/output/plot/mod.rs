@@ -4,9 +4,10 @@
 //!
 //! The layout is drawn once onto a small [`Canvas`] trait with two backends: `svg` writes
 //! vector SVG text, `raster` paints pixels itself (anti-aliased lines and circles, text through
-//! `ab_glyph` with the `DejaVu` Sans font embedded by the `dejavu` crate) and encodes a PNG with
-//! `flate2`. Nothing depends on system fonts or C libraries. Every plotted value is exact at
-//! its sample capacity (one sample per horizontal pixel), read from the curves' accumulators.
+//! `ab_glyph` with a subset of the `DejaVu` Sans font embedded from `assets/fonts/`) and encodes
+//! a PNG with `flate2`. Nothing depends on system fonts or C libraries. Every plotted value is
+//! exact at its sample capacity (one sample per horizontal pixel), read from the curves'
+//! accumulators.
 
 mod raster;
 mod svg;
@@ -277,7 +278,15 @@ trait Canvas {
     fn text(&mut self, text: &str, at: (f64, f64), style: TextStyle);
 }
 
-/// The embedded fonts (`DejaVu` Sans regular and bold).
+/// `DejaVu` Sans 2.37 cut to the characters a plot can show (`assets/fonts/README.md` gives the
+/// command that made it): printable ASCII, Latin-1 and Latin Extended-A (instance ids and file
+/// names in most European languages), `…` and `∞`. Any other character, as any character
+/// outside the full `DejaVu` Sans before, is drawn as the font's replacement box (`.notdef`).
+const REGULAR_FONT: &[u8] = include_bytes!("../../../assets/fonts/DejaVuSans-subset.ttf");
+/// `DejaVu` Sans Bold 2.37 cut to printable ASCII: it only draws the fixed title.
+const BOLD_FONT: &[u8] = include_bytes!("../../../assets/fonts/DejaVuSans-Bold-subset.ttf");
+
+/// The embedded fonts (`DejaVu` Sans regular and bold, subset).
 struct Fonts {
     regular: FontRef<'static>,
     bold: FontRef<'static>,
@@ -286,9 +295,9 @@ struct Fonts {
 impl Fonts {
     fn load() -> Self {
         Self {
-            regular: FontRef::try_from_slice(dejavu::sans::regular())
+            regular: FontRef::try_from_slice(REGULAR_FONT)
                 .expect("the embedded DejaVu Sans font parses (tested)"),
-            bold: FontRef::try_from_slice(dejavu::sans::bold())
+            bold: FontRef::try_from_slice(BOLD_FONT)
                 .expect("the embedded DejaVu Sans Bold font parses (tested)"),
         }
     }
@@ -570,5 +579,59 @@ mod tests {
         let width = fonts.text_width("capacity 1024 GB", style);
         assert!((80.0..140.0).contains(&width), "{width}");
         assert!(fonts.text_width("∞", style) > 0.0);
+    }
+
+    /// `.notdef`, the replacement box, is glyph 0.
+    fn has_glyph(font: &FontRef<'_>, ch: char) -> bool {
+        font.glyph_id(ch).0 != 0
+    }
+
+    #[test]
+    fn subset_fonts_cover_what_the_plot_draws() {
+        let fonts = Fonts::load();
+        let regular: Vec<char> = ('\u{20}'..='\u{7e}')
+            .chain('\u{a0}'..='\u{17f}')
+            .chain(['…', '∞'])
+            .collect();
+        let missing: Vec<char> = regular
+            .iter()
+            .copied()
+            .filter(|&ch| !has_glyph(&fonts.regular, ch))
+            .collect();
+        assert!(missing.is_empty(), "regular subset lacks {missing:?}");
+        let missing_bold: Vec<char> = ('\u{20}'..='\u{7e}')
+            .filter(|&ch| !has_glyph(&fonts.bold, ch))
+            .collect();
+        assert!(
+            missing_bold.is_empty(),
+            "bold subset lacks {missing_bold:?}"
+        );
+        // The fixed texts (the bold title; the legend's and subtitle's separators).
+        let title = "LRU prefix-cache hit rate vs cache capacity";
+        assert!(title.chars().all(|ch| has_glyph(&fonts.bold, ch)));
+        for text in [
+            "dashed: ∞-capacity ceiling · dots: 50/90/95/99% knees",
+            "… and 3 more instances (the table lists them all)",
+            "prefill-0   ∞ 37.19%",
+            "12031 requests, 4 instances, exact cumulative token hit rate · café.csv",
+        ] {
+            assert!(
+                text.chars().all(|ch| has_glyph(&fonts.regular, ch)),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn characters_outside_the_subset_draw_the_replacement_box() {
+        let fonts = Fonts::load();
+        let style = TextStyle::new(13.0, TEXT_COLOR, Anchor::Start);
+        for ch in ['日', 'к', 'α', '€'] {
+            assert!(!has_glyph(&fonts.regular, ch), "{ch} is in the subset");
+        }
+        // The box has an outline and a width, so such an id still takes room in the legend.
+        let notdef = fonts.regular.glyph_id('日');
+        assert!(fonts.regular.outline(notdef).is_some());
+        assert!(fonts.text_width("日本", style) > fonts.text_width("日", style));
     }
 }

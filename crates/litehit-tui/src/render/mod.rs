@@ -29,7 +29,7 @@ pub mod timeline;
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
-use ratatui::style::{Modifier, Style, Stylize as _};
+use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 
 use super::app::{App, Mode};
