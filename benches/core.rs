@@ -2,6 +2,10 @@
 //!
 //! `cargo bench --bench core -- [conversation] [large] [adjacency] [--requests N] [--keys dense|random]`
 //!
+//! Smoke mode (`LITEHIT_BENCH_SMOKE=1` or `-- --smoke`, see `common/mod.rs`): 2 runs of the
+//! conversation trace, a 20,000-request large trace (2 runs per key style) and `adjacency`
+//! on it, with every check below.
+//!
 //! * `conversation`: `../shared/traces/conversation_trace.jsonl` (Mooncake, 512-token blocks,
 //!   full blocks only), replayed repeatedly on one core reset between runs (allocations
 //!   kept), and on a fresh core each run.
@@ -24,6 +28,9 @@ use litehit_core::facts::RequestFact;
 use litehit_core::hitcore::LiteHit;
 use litehit_core::projector::project_infinite;
 use litehit_core::workload::{KeyStyle, SyntheticRequest, Workload, WorkloadConfig};
+
+mod common;
+use common::Mode;
 
 /// CPU time of this thread in seconds (`CLOCK_THREAD_CPUTIME_ID`), so figures stay
 /// comparable while other processes share the machine. Not `/proc/thread-self/schedstat`:
@@ -87,12 +94,8 @@ fn replay(core: &mut LiteHit, trace: &FlatTrace) -> (f64, u64, u64, usize) {
 }
 
 fn load_conversation() -> Option<FlatTrace> {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/traces/conversation_trace.jsonl");
-    let Ok(text) = std::fs::read_to_string(&path) else {
-        eprintln!("skipping conversation: {} is absent", path.display());
-        return None;
-    };
+    let path = common::shared_trace("conversation_trace.jsonl", "conversation")?;
+    let text = std::fs::read_to_string(&path).expect("read the conversation trace");
     let mut trace = FlatTrace {
         keys: Vec::new(),
         ends: Vec::new(),
@@ -225,10 +228,8 @@ fn report_adjacency(trace: &FlatTrace) {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| a != "--bench")
-        .collect();
+    let mode = Mode::from_env_and_args();
+    let args = common::bench_args();
     let wants = |name: &str| {
         args.is_empty()
             || args.iter().any(|a| a == name)
@@ -241,15 +242,18 @@ fn main() {
         .position(|a| a == "--requests")
         .and_then(|i| args.get(i + 1))
         .and_then(|v| v.parse().ok())
-        .unwrap_or(2_000_000);
+        .unwrap_or(mode.pick(2_000_000, 20_000));
+    let large_runs = mode.pick(LARGE_RUNS, 2);
     if wants("conversation")
         && let Some(trace) = load_conversation()
     {
-        let fresh = report("conversation, fresh core", &trace, 20, false);
-        let warm = report("conversation, reset core", &trace, 20, true);
+        let runs = mode.pick(20, 2);
+        let fresh = report("conversation, fresh core", &trace, runs, false);
+        let warm = report("conversation, reset core", &trace, runs, true);
         assert_eq!(fresh, warm, "a reset core must give the same facts");
     }
-    if args.iter().any(|a| a == "adjacency") {
+    // Smoke mode runs every path, the adjacency model included.
+    if mode == Mode::Smoke || args.iter().any(|a| a == "adjacency") {
         report_adjacency(&generate_large(large_requests));
     }
     if wants("large") {
@@ -266,7 +270,7 @@ fn main() {
             .and_then(|i| args.get(i + 1))
             .map(String::as_str);
         let dense_digest =
-            (only != Some("random")).then(|| report("large, dense ids", &dense, LARGE_RUNS, false));
+            (only != Some("random")).then(|| report("large, dense ids", &dense, large_runs, false));
         if only == Some("dense") {
             return;
         }
@@ -275,7 +279,7 @@ fn main() {
             ends: dense.ends.clone(),
         };
         drop(dense);
-        let hashed_digest = report("large, random 64-bit keys", &hashed, LARGE_RUNS, false);
+        let hashed_digest = report("large, random 64-bit keys", &hashed, large_runs, false);
         if let Some(dense_digest) = dense_digest {
             assert_eq!(
                 dense_digest, hashed_digest,

@@ -3,15 +3,17 @@
 //! Inputs come from `../shared/traces` (kept outside the repository): the Mooncake conversation
 //! trace repeated in memory to about 200 MB, a standard-format rendering of it (prefix-chained
 //! keys, the converter's field layout) and the KVCM event-publisher log. A missing file is
-//! skipped with a message. Each case reports the best of a few passes; set
+//! skipped with a message, or fails the run when `CI` is set. Each case reports the best of a
+//! few passes; set
 //! `LITEHIT_BENCH_PASSES` to change how many. Besides wall-clock MB/s it reports MB per second
 //! of this thread's on-CPU time (`CLOCK_THREAD_CPUTIME_ID`), the per-core figure
 //! that stays meaningful on a machine shared with other work.
 //!
 //! Run: `cargo bench --bench parse [-- NAME...]` (only the cases whose name contains a NAME).
+//! Smoke mode (`LITEHIT_BENCH_SMOKE=1` or `-- --smoke`, see `common/mod.rs`): each input once,
+//! not repeated, one pass.
 
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use litehit_core::formats::{
@@ -19,17 +21,22 @@ use litehit_core::formats::{
 };
 use litehit_core::preprocess::apply_prefix_hash;
 
+mod common;
+use common::Mode;
+
 const TARGET_BYTES: usize = 200 * 1024 * 1024;
 const MOONCAKE_BLOCK_TOKENS: u64 = 512;
 
 fn main() {
-    let traces = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/traces");
+    let mode = Mode::from_env_and_args();
     let passes = std::env::var("LITEHIT_BENCH_PASSES")
         .ok()
         .and_then(|value| value.parse().ok())
-        .unwrap_or(3_usize);
-    let filters: Vec<String> = std::env::args()
-        .skip(1)
+        .unwrap_or(mode.pick(3_usize, 1));
+    // In smoke mode each input is parsed once as it is (`repeat_to` keeps one copy).
+    let target_bytes = mode.pick(TARGET_BYTES, 0);
+    let filters: Vec<String> = common::bench_args()
+        .into_iter()
         .filter(|arg| !arg.starts_with("--"))
         .collect();
     let wanted = |name: &str| {
@@ -37,43 +44,39 @@ fn main() {
     };
     println!("parse benchmark: best of {passes} passes, one thread");
 
-    match read_input(&traces.join("conversation_trace.jsonl")) {
-        Some(mooncake) => {
-            if wanted("mooncake") {
-                let repeated = repeat_to(&mooncake, TARGET_BYTES);
-                bench_splitter("mooncake", TraceFormat::Mooncake, &repeated, passes);
-                bench_reader(
-                    "mooncake (TraceLines)",
-                    TraceFormat::Mooncake,
-                    &repeated,
-                    passes,
-                );
-            }
-            if wanted("standard") {
-                let standard = repeat_to(&render_standard(&mooncake), TARGET_BYTES);
-                bench_splitter("standard", TraceFormat::Standard, &standard, passes);
-            }
+    if (wanted("mooncake") || wanted("standard"))
+        && let Some(path) =
+            common::shared_trace("conversation_trace.jsonl", "mooncake and standard")
+    {
+        let mooncake = std::fs::read(&path).expect("read the conversation trace");
+        if wanted("mooncake") {
+            let repeated = repeat_to(&mooncake, target_bytes);
+            bench_splitter("mooncake", TraceFormat::Mooncake, &repeated, passes);
+            bench_reader(
+                "mooncake (TraceLines)",
+                TraceFormat::Mooncake,
+                &repeated,
+                passes,
+            );
         }
-        None => println!("skipped mooncake and standard: conversation_trace.jsonl not found"),
+        if wanted("standard") {
+            let standard = repeat_to(&render_standard(&mooncake), target_bytes);
+            bench_splitter("standard", TraceFormat::Standard, &standard, passes);
+        }
     }
-    match read_input(&traces.join("event_publisher.log")) {
-        Some(_) if !wanted("kvcm") => {}
-        Some(mut kvcm) => {
-            kvcm.push(b'\n');
-            let repeated = repeat_to(&kvcm, TARGET_BYTES / 4);
-            bench_splitter("kvcm", TraceFormat::Kvcm, &repeated, passes);
-        }
-        None => println!("skipped kvcm: event_publisher.log not found"),
+    if wanted("kvcm")
+        && let Some(path) = common::shared_trace("event_publisher.log", "kvcm")
+    {
+        let mut kvcm = std::fs::read(&path).expect("read the KVCM event log");
+        kvcm.push(b'\n');
+        let repeated = repeat_to(&kvcm, target_bytes / 4);
+        bench_splitter("kvcm", TraceFormat::Kvcm, &repeated, passes);
     }
 }
 
-fn read_input(path: &PathBuf) -> Option<Vec<u8>> {
-    std::fs::read(path).ok()
-}
-
-/// Repeats whole copies of `input` until at least `target` bytes.
+/// Repeats whole copies of `input` until at least `target` bytes (at least one copy).
 fn repeat_to(input: &[u8], target: usize) -> Vec<u8> {
-    let copies = target.div_ceil(input.len().max(1));
+    let copies = target.div_ceil(input.len().max(1)).max(1);
     input.repeat(copies)
 }
 

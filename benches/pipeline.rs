@@ -12,7 +12,12 @@
 //!   512-token blocks), also `--gb` GB.
 //!
 //! Reports wall time, CPU time of the whole process (all threads), block accesses per second
-//! and the peak resident memory (`VmHWM`) next to the core state size.
+//! and the peak resident memory (`VmHWM`) next to the core state size. Every run checks that
+//! the pipeline writes one row per request with the same facts as the core alone (a digest of
+//! every hit curve), or aborts.
+//!
+//! Smoke mode (`LITEHIT_BENCH_SMOKE=1` or `-- --smoke`, see `common/mod.rs`): 2 runs of the
+//! conversation trace and generated traces of 0.01 GB (`--gb` still overrides), same checks.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -21,6 +26,7 @@ use std::time::Instant;
 
 use litehit_core::engine::pipeline::replay_stream;
 use litehit_core::engine::{Engine, EngineConfig, LaneSet, LaneSpec, Policy, Routing};
+use litehit_core::facts::RequestFact;
 use litehit_core::facts::file::append_fact_row;
 use litehit_core::formats::{
     LineOutcome, LineParser, ParseOptions, TraceEvent, TraceFormat, detect_format, for_each_line,
@@ -28,6 +34,9 @@ use litehit_core::formats::{
 };
 use litehit_core::hitcore::LiteHit;
 use litehit_core::workload::{KeyStyle, SyntheticRequest, Workload, WorkloadConfig};
+
+mod common;
+use common::Mode;
 
 /// CPU seconds of the whole process, all threads (`CLOCK_PROCESS_CPUTIME_ID`: exact, unlike
 /// the 10 ms ticks of `/proc/self/stat`).
@@ -137,6 +146,17 @@ fn format_of(path: &Path) -> TraceFormat {
     detect_format(&first).expect("detectable format")
 }
 
+/// Order-sensitive digest of a fact stream (as in the core bench): every segment of every hit
+/// curve, request by request.
+fn add_to_digest(digest: u64, fact: &RequestFact) -> u64 {
+    fact.hit_curve
+        .iter()
+        .fold(digest.wrapping_mul(31), |d, segment| {
+            d.wrapping_mul(31)
+                .wrapping_add(segment.start_required_blocks ^ (segment.run_length << 32))
+        })
+}
+
 struct Measured {
     wall_seconds: f64,
     cpu_seconds: f64,
@@ -204,28 +224,35 @@ fn bench_trace(name: &str, path: &Path, workers: usize, runs: usize) {
     // 2. Core only, same keys (normalization is the identity for these lanes).
     let mut core_bytes = 0;
     let mut unique = 0;
+    let mut core_digest = 0;
     let core = measure(runs, || {
         let mut core = LiteHit::new();
-        let mut fact = litehit_core::facts::RequestFact::default();
+        let mut fact = RequestFact::default();
+        let mut digest = 0;
         let mut start = 0;
         for (index, &end) in ends.iter().enumerate() {
             if let Some(&next_end) = ends.get(index + 1) {
                 core.prefetch(&keys[end..next_end]);
             }
             core.process_request_into(&keys[start..end], 0, &mut fact);
+            digest = add_to_digest(digest, &fact);
             start = end;
         }
         core_bytes = core.memory_usage_bytes();
         unique = core.current_unique_blocks();
+        core_digest = digest;
     });
+    let requests = ends.len() as u64;
     drop(keys);
     drop(ends);
 
     // 3. End to end: the replay pipeline, rows formatted and written to a file.
     let out_dir = tempfile::tempdir().expect("temp dir");
     let mut rows_written = 0_u64;
+    let mut pipeline_digest = 0;
     let end_to_end = measure(runs, || {
         rows_written = 0;
+        pipeline_digest = 0;
         // As `litehit replay` runs it: facts only, no capacity-axis accumulators.
         let mut engine = Engine::new(config.clone(), Policy::FailFast)
             .expect("valid lanes")
@@ -242,6 +269,7 @@ fn bench_trace(name: &str, path: &Path, workers: usize, runs: usize) {
             workers,
             &mut |row| {
                 append_fact_row(&mut rows.borrow_mut(), &row);
+                pipeline_digest = add_to_digest(pipeline_digest, row.fact);
                 rows_written += 1;
             },
             &mut |_| {
@@ -257,6 +285,12 @@ fn bench_trace(name: &str, path: &Path, workers: usize, runs: usize) {
         out.write_all(&rows.borrow()).expect("write");
         out.flush().expect("flush");
     });
+
+    assert_eq!(rows_written, requests, "{name}: one facts row per request");
+    assert_eq!(
+        pipeline_digest, core_digest,
+        "{name}: the pipeline must write the facts the core computes"
+    );
 
     let mb = bytes as f64 / 1e6;
     println!(
@@ -276,7 +310,7 @@ fn bench_trace(name: &str, path: &Path, workers: usize, runs: usize) {
         );
     }
     println!(
-        "  end to end / core only: {:.2}   peak RSS {:.0} MB, core state {:.0} MB ({:.1} B/unique key)",
+        "  end to end / core only: {:.2}   peak RSS {:.0} MB, core state {:.0} MB ({:.1} B/unique key)  digest {core_digest:016x}",
         core.wall_seconds / end_to_end.wall_seconds,
         peak_resident_bytes() as f64 / 1e6,
         core_bytes as f64 / 1e6,
@@ -285,17 +319,17 @@ fn bench_trace(name: &str, path: &Path, workers: usize, runs: usize) {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| a != "--bench")
-        .collect();
+    let mode = Mode::from_env_and_args();
+    let args = common::bench_args();
     let value_of = |flag: &str| {
         args.iter()
             .position(|a| a == flag)
             .and_then(|i| args.get(i + 1))
             .cloned()
     };
-    let gigabytes: f64 = value_of("--gb").and_then(|v| v.parse().ok()).unwrap_or(1.0);
+    let gigabytes: f64 = value_of("--gb")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(mode.pick(1.0, 0.01));
     let workers: usize = value_of("--workers")
         .and_then(|v| v.parse().ok())
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, std::num::NonZero::get));
@@ -304,14 +338,10 @@ fn main() {
         .filter(|a| ["conversation", "generated", "generated-mooncake"].contains(&a.as_str()))
         .collect();
     let wants = |name: &str| named.is_empty() || named.iter().any(|a| a.as_str() == name);
-    if wants("conversation") {
-        let path =
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/traces/conversation_trace.jsonl");
-        if path.exists() {
-            bench_trace("conversation (Mooncake)", &path, workers, 20);
-        } else {
-            eprintln!("skipping conversation: {} is absent", path.display());
-        }
+    if wants("conversation")
+        && let Some(path) = common::shared_trace("conversation_trace.jsonl", "conversation")
+    {
+        bench_trace("conversation (Mooncake)", &path, workers, mode.pick(20, 2));
     }
     if wants("generated") {
         let path = generated_trace(gigabytes, Generated::StandardHashed);

@@ -1,14 +1,22 @@
 //! Throughput of the facts reader, `litehit query` (16 slots) and `litehit mrc` on synthetic
 //! facts. Run with `cargo bench --bench query` (release profile); `LITEHIT_BENCH_ROWS` sets
-//! the row count (default 1,000,000). Prints one line per measurement.
+//! the row count (default 1,000,000; 2,000 in smoke mode, `LITEHIT_BENCH_SMOKE=1` or
+//! `-- --smoke`, see `common/mod.rs`). Prints one line per measurement. Every measurement
+//! checks its answer against what the generator knows it wrote (rows, input tokens, hit
+//! tokens at unlimited capacity), the three queries must give the same summary, and the one
+//! written to a file must hold a line per row plus the summary lines.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use litehit::output::mrc::MrcCurves;
-use litehit::output::query_jsonl::{QueryOptions, QuerySlots, query_facts_files};
+use litehit::output::query_jsonl::{QueryOptions, QuerySlots, QuerySummary, query_facts_files};
 use litehit_core::facts::file::{FACTS_HEADER, FactsReader, append_fact_row};
 use litehit_core::facts::{FactRecord, FactRow, RequestFact};
+
+#[expect(dead_code, reason = "the query bench reads nothing from ../shared")]
+mod common;
+use common::Mode;
 
 /// xorshift64: deterministic input without a dependency.
 struct Rng(u64);
@@ -23,8 +31,12 @@ impl Rng {
 }
 
 /// Facts shaped like a real replay: 4 instances, 1024-token blocks, mostly 1–3 segments.
-fn write_facts(path: &Path, rows: usize) {
+/// Every row is one the facts reader accepts: a canonical curve (starts increase, gaps of at
+/// least one) that covers at most the request's full blocks (`input_token_len / 1024`).
+/// Returns the totals the readers must find.
+fn write_facts(path: &Path, rows: usize) -> Written {
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut written = Written::default();
     let mut out = format!("{FACTS_HEADER}\n").into_bytes();
     for row in 0..rows {
         let instance_id = [
@@ -32,14 +44,25 @@ fn write_facts(path: &Path, rows: usize) {
             "engine-1",
             "engine-2",
             "engine-3",
-        ][row % 4];
+        ][row % INSTANCES];
+        let input_token_len = 1 + rng.below(131_072);
+        let full_blocks = input_token_len / 1024;
         let mut pairs = Vec::new();
+        let mut curve_blocks = 0;
         let mut start = 1 + rng.below(1_200);
         for _ in 0..rng.below(4) {
-            let run = 1 + rng.below(60);
+            // The runs share the request's full blocks: a short request has a short curve.
+            let left = full_blocks - curve_blocks;
+            if left == 0 {
+                break;
+            }
+            let run = 1 + rng.below(left.min(60));
             pairs.push([start, run]);
+            curve_blocks += run;
             start += run + 1 + rng.below(300);
         }
+        written.input_tokens += input_token_len;
+        written.unlimited_hit_tokens += curve_blocks * 1024;
         let fact = RequestFact::from_pairs(&pairs);
         let trace_id = format!("{:08x}-{row}:main/0", rng.below(1 << 32));
         append_fact_row(
@@ -48,7 +71,7 @@ fn write_facts(path: &Path, rows: usize) {
                 trace_id: &trace_id,
                 instance_id,
                 timestamp_ns: 1_000_000_000 + i64::try_from(row).expect("row fits in i64") * 1_000,
-                input_token_len: 1 + rng.below(131_072),
+                input_token_len,
                 block_size_tokens: 1024,
                 block_bytes: 675_864_576,
                 fact: &fact,
@@ -56,7 +79,19 @@ fn write_facts(path: &Path, rows: usize) {
         );
     }
     std::fs::write(path, out).expect("write bench facts");
+    written
 }
+
+/// What `write_facts` wrote, summed over every row: the answers the readers must give.
+#[derive(Debug, Default)]
+struct Written {
+    input_tokens: u64,
+    /// Every block of every curve hits at unlimited capacity.
+    unlimited_hit_tokens: u64,
+}
+
+/// Distinct instance ids in the generated facts (one summary line each, plus the overall one).
+const INSTANCES: usize = 4;
 
 /// CPU seconds of the whole process, all threads (`CLOCK_PROCESS_CPUTIME_ID`: exact, unlike
 /// the 10 ms ticks of `/proc/self/stat`). On a shared machine this is steadier than the wall
@@ -85,16 +120,18 @@ fn measure(label: &str, rows: usize, work: impl FnOnce()) {
 }
 
 fn main() {
+    let mode = Mode::from_env_and_args();
     let rows: usize = std::env::var("LITEHIT_BENCH_ROWS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(1_000_000);
+        .unwrap_or(mode.pick(1_000_000, 2_000));
     let dir = tempfile::tempdir().expect("temp dir");
     let facts: PathBuf = dir.path().join("litehit_facts.csv");
-    write_facts(&facts, rows);
+    let written = write_facts(&facts, rows);
     let size = std::fs::metadata(&facts).expect("facts metadata").len();
     println!("{rows} rows, {size} bytes of facts");
     let paths = vec![facts.clone()];
+    let rows_u64 = u64::try_from(rows).expect("row count fits in u64");
 
     measure("read + parse", rows, || {
         let mut reader = FactsReader::open(&facts).expect("open facts");
@@ -106,21 +143,51 @@ fn main() {
         assert_eq!(count, rows);
     });
 
+    // 15 capacities from 0 to 896 GB, then unlimited (-1) last.
     let slots = || QuerySlots {
         capacity_gb: (0..15).map(|i| f64::from(i) * 64.0).chain([-1.0]).collect(),
         capacity_blocks: Vec::new(),
     };
+    let check = |summary: &QuerySummary| {
+        let overall = &summary.overall;
+        assert_eq!(overall.requests, rows_u64, "query: every row counted");
+        assert_eq!(
+            overall.total_input_tokens, written.input_tokens,
+            "query: input tokens"
+        );
+        assert_eq!(
+            overall.total_hit_tokens.last(),
+            Some(&written.unlimited_hit_tokens),
+            "query: hit tokens at unlimited capacity"
+        );
+        assert_eq!(summary.per_instance.len(), INSTANCES.min(rows));
+    };
+    let mut to_sink = QuerySummary::default();
     measure("query, 16 slots, rows to a sink", rows, || {
-        query_facts_files(&paths, slots(), QueryOptions::default(), std::io::sink())
+        (_, to_sink) = query_facts_files(&paths, slots(), QueryOptions::default(), std::io::sink())
             .expect("query");
     });
+    check(&to_sink);
     let out = dir.path().join("query.jsonl");
+    let mut to_file = QuerySummary::default();
     measure("query, 16 slots, rows to a file", rows, || {
         let file = std::fs::File::create(&out).expect("create output");
-        query_facts_files(&paths, slots(), QueryOptions::default(), file).expect("query");
+        (_, to_file) =
+            query_facts_files(&paths, slots(), QueryOptions::default(), file).expect("query");
     });
+    assert_eq!(to_file, to_sink, "the same query to a file and to a sink");
+    let lines = std::fs::read_to_string(&out)
+        .expect("read query output")
+        .lines()
+        .count();
+    assert_eq!(
+        lines,
+        rows + to_file.per_instance.len() + 1,
+        "query output: a line per row, per instance and overall"
+    );
+    let mut summary_only = QuerySummary::default();
     measure("query, 16 slots, --summary-only", rows, || {
-        query_facts_files(
+        (_, summary_only) = query_facts_files(
             &paths,
             slots(),
             QueryOptions { summary_only: true },
@@ -128,9 +195,18 @@ fn main() {
         )
         .expect("query");
     });
+    assert_eq!(
+        summary_only, to_sink,
+        "--summary-only sums what the rows sum"
+    );
     measure("mrc: curves + knees + report", rows, || {
         let curves = MrcCurves::from_facts_files(&paths).expect("mrc");
         let report = curves.report(1000);
-        assert_eq!(report.total.requests, rows as u64);
+        assert_eq!(report.total.requests, rows_u64);
+        assert_eq!(report.total.total_input_tokens, written.input_tokens);
+        assert_eq!(
+            report.total.infinite_hit_tokens,
+            written.unlimited_hit_tokens
+        );
     });
 }
