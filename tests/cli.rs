@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 
 use clap::Parser as _;
 use common::cli_bin::{
-    FACTS, FACTS_TMP, InstanceSpec, QueryOutput, Run, assert_mentions, assert_nothing_published,
-    config_json, failed, generate, get_row, litehit, make_fifo, ok, parse_query_output, read_facts,
+    FACTS, InstanceSpec, QueryOutput, Run, assert_mentions, assert_nothing_published, config_json,
+    facts_temps, failed, generate, get_row, litehit, make_fifo, ok, parse_query_output, read_facts,
     run_in, run_ok, run_with_stdin, send_signal, standard_trace, u64s, write_file, write_row,
 };
 use common::oracle::OracleBank;
@@ -280,7 +280,7 @@ fn generated_trace_query_equals_in_memory_projection_and_oracle_for_any_worker_c
         let run = ok(replay_flags(&trace, &out, &extra));
         assert_eq!(run.stdout, "", "--quiet replay prints nothing");
         assert_eq!(run.stderr, "", "--quiet replay prints nothing");
-        assert!(!out.join(FACTS_TMP).exists());
+        assert!(facts_temps(&out).is_empty());
         published.push(fs::read(out.join(FACTS)).unwrap());
     }
     assert_eq!(published[0], published[1], "--workers 1 vs 2");
@@ -899,7 +899,7 @@ fn a_failed_run_leaves_the_previous_facts_intact() {
         published,
         "byte-identical"
     );
-    assert!(!out.join(FACTS_TMP).exists());
+    assert!(facts_temps(&out).is_empty());
 }
 
 #[test]
@@ -1002,7 +1002,6 @@ fn signal_mid_replay(
     out: &Path,
     signal: Option<&str>,
 ) -> (std::process::ExitStatus, String) {
-    let tmp = out.join(FACTS_TMP);
     let mut child = litehit()
         .args(["replay", path_str(trace), "--out", path_str(out), "--quiet"])
         .args(block_flags())
@@ -1017,7 +1016,11 @@ fn signal_mid_replay(
             panic!("the replay ended ({status}) before it could be killed; stderr: {stderr}");
         }
         // Some rows flushed, more to come: mid-way.
-        if fs::metadata(&tmp).is_ok_and(|m| m.len() >= 2 << 20) {
+        let temps = facts_temps(out);
+        if temps
+            .iter()
+            .any(|tmp| fs::metadata(tmp).is_ok_and(|m| m.len() >= 2 << 20))
+        {
             break;
         }
         assert!(
@@ -1066,7 +1069,7 @@ fn interrupted_replay_removes_its_temp_file_and_keeps_the_published_one() {
         assert_eq!(status.code(), Some(code), "SIG{signal}: {stderr}");
         assert_mentions(&stderr, &["interrupted", "nothing was published"]);
         assert!(
-            !out.join(FACTS_TMP).exists(),
+            facts_temps(&out).is_empty(),
             "SIG{signal} left the temp file"
         );
         assert_eq!(fs::read(out.join(FACTS)).unwrap(), published);
@@ -1086,8 +1089,9 @@ fn killed_replay_publishes_nothing_and_a_rerun_overwrites_its_stale_temp_file() 
     // Killed before anything was published: nothing is.
     kill_mid_replay(&trace, &out);
     assert!(!out.join(FACTS).exists(), "a killed run published facts");
-    let stale = out.join(FACTS_TMP);
-    assert!(stale.exists(), "SIGKILL leaves the temp file behind");
+    let mut temps = facts_temps(&out);
+    assert_eq!(temps.len(), 1, "SIGKILL leaves the temp file behind");
+    let stale = temps.pop().unwrap();
     // Make the stale temp file recognisable.
     fs::OpenOptions::new()
         .append(true)
