@@ -452,6 +452,23 @@ fn a_trace_named_as_a_temp_file_is_never_destroyed() {
     assert_mentions(failed(&run), &["named as litehit's temp files are"]);
     assert_eq!(fs::read(&new_style).unwrap(), text, "the trace is intact");
     assert!(!facts_out.exists());
+
+    // A facts file so named may be a publication in progress: query and mrc refuse it too.
+    let facts_named_as_temp = out.join(format!(".{FACTS}.4243.0123456789abcdef.tmp"));
+    fs::copy(out.join(FACTS), &facts_named_as_temp).unwrap();
+    for command in [
+        vec!["query", path_str(&facts_named_as_temp), "-", "1"],
+        vec!["mrc", path_str(&facts_named_as_temp), "--json"],
+    ] {
+        let run = run_in(None, &command);
+        assert_mentions(
+            failed(&run),
+            &[
+                path_str(&facts_named_as_temp),
+                "named as litehit's temp files are",
+            ],
+        );
+    }
 }
 
 /// Issue 16, point 6: a `--facts-out` in a directory where no file can be created is said

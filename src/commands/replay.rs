@@ -14,7 +14,7 @@ use crate::output::summary::LaneSummary;
 use litehit_core::config::{self, ReplayConfig};
 use litehit_core::engine::pipeline::{PipelineTotals, replay_stream};
 use litehit_core::engine::{Engine, EngineConfig, Policy};
-use litehit_core::facts::file::{AtomicFactsWriter, append_fact_row, is_temp_path};
+use litehit_core::facts::file::{AtomicFactsWriter, append_fact_row};
 use litehit_core::formats::{LineParser, ParseOptions, TraceFormat};
 
 use super::{OpenedTrace, open_and_detect};
@@ -312,13 +312,7 @@ fn replay_plan(plan: ReplayPlan, show_progress: bool) -> Result<(PipelineTotals,
             facts_path.display()
         );
     }
-    if is_temp_path(&plan.trace_path) {
-        bail!(
-            "{}: named as litehit's temp files are (.NAME.PID.RANDOM.tmp), which a writer may \
-             remove; rename the trace",
-            plan.trace_path.display()
-        );
-    }
+    super::refuse_temp_input(&plan.trace_path)?;
     let mut writer = AtomicFactsWriter::create_file(&facts_path)?;
     let interrupts = InterruptWatch::install()?;
     let stuck_reads = interrupts.end_stuck_reads(writer.discard_on_exit());

@@ -255,14 +255,8 @@ pub(crate) fn check_facts_out(
             facts_out.display()
         );
     }
-    if let Some(trace_path) =
-        trace_path.filter(|path| litehit_core::facts::file::is_temp_path(path))
-    {
-        bail!(
-            "{}: named as litehit's temp files are (.NAME.PID.RANDOM.tmp), which a writer may \
-             remove; rename the trace",
-            trace_path.display()
-        );
+    if let Some(trace_path) = trace_path {
+        super::refuse_temp_input(trace_path)?;
     }
     // A read-only directory is found now too: a temp file is created there and removed.
     litehit_core::facts::file::check_publishable(facts_out)
