@@ -88,8 +88,8 @@ pub enum Command {
 litehit replay lite_hit_config.json          # upstream OptimizerLiteHitConfig\n  \
 litehit replay trace.jsonl --out results/     # one lane per instance id, flag parameters\n  \
 litehit replay conversation_trace.jsonl --out out --block-bytes 1048576\n\n\
-The facts file is published atomically: written to litehit_facts.csv.tmp, fsynced, then \
-renamed. On any error nothing new is published and the error names file, line and trace id.")]
+The facts file is published atomically: written to a fresh hidden temp file beside it, fsynced, \
+then renamed; a second run publishing the same file fails at once. On any error nothing new is published and the error names file, line and trace id.")]
 pub struct ReplayArgs {
     /// An upstream `OptimizerLiteHitConfig` JSON file; with --out, a trace file instead
     #[arg(value_name = "CONFIG_OR_TRACE")]

@@ -156,6 +156,19 @@ pub(crate) fn refuse_repeated_facts(paths: &[std::path::PathBuf]) -> color_eyre:
     Ok(())
 }
 
+/// Refuses an input named as litehit's temp files are (`.NAME.PID.RANDOM.tmp`): it may be a
+/// publication in progress, or a killed run's that the next writer of `NAME` removes.
+pub(crate) fn refuse_temp_input(path: &std::path::Path) -> color_eyre::Result<()> {
+    if litehit_core::facts::file::is_temp_path(path) {
+        bail!(
+            "{}: named as litehit's temp files are (.NAME.PID.RANDOM.tmp), which a writer may \
+             remove; rename it",
+            path.display()
+        );
+    }
+    Ok(())
+}
+
 /// An opened trace and its format: the one forced, else detected from its first line.
 pub(crate) struct OpenedTrace {
     pub(crate) reader: Box<dyn std::io::Read + Send>,

@@ -20,6 +20,9 @@ pub fn run(args: &MrcArgs) -> color_eyre::Result<()> {
         .map(|path| litehit_core::facts::file::facts_input_path(path))
         .collect();
     super::refuse_repeated_facts(&facts)?;
+    facts
+        .iter()
+        .try_for_each(|path| super::refuse_temp_input(path))?;
     let outputs: Vec<&std::path::PathBuf> = args.png.iter().chain(&args.svg).collect();
     if let [png, svg] = outputs[..]
         && (same_file(png, svg) || (is_standard_output(png) && is_standard_output(svg)))

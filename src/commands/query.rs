@@ -28,6 +28,9 @@ pub fn run(args: &QueryArgs) -> color_eyre::Result<()> {
     };
     let facts_paths = args.facts_paths();
     super::refuse_repeated_facts(&facts_paths)?;
+    facts_paths
+        .iter()
+        .try_for_each(|path| super::refuse_temp_input(path))?;
     // `-`, or stdout under another name (`/dev/stdout`): through the stdout handle, which
     // shares the shell's file offset (`>>`) and the process's other output.
     let to_stdout = is_standard_output(&args.out);

@@ -279,6 +279,7 @@ fn replay_plan(plan: ReplayPlan, show_progress: bool) -> Result<(PipelineTotals,
             facts_path.display()
         );
     }
+    super::refuse_temp_input(&plan.trace_path)?;
     let mut writer = AtomicFactsWriter::create_file(&facts_path)?;
     let interrupts = InterruptWatch::install()?;
     let stuck_reads = interrupts.end_stuck_reads(writer.discard_on_exit());

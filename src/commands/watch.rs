@@ -330,6 +330,13 @@ pub(crate) fn check_facts_out(
             facts_out.display()
         );
     }
+    if let Some(trace_path) = trace_path {
+        super::refuse_temp_input(trace_path)?;
+    }
+    // A read-only directory is found now too: a temp file is created there and removed.
+    litehit_core::facts::file::check_publishable(facts_out)
+        .map_err(|error| eyre!(error))
+        .wrap_err_with(|| format!("--facts-out {}", facts_out.display()))?;
     Ok(())
 }
 

@@ -19,6 +19,7 @@ mod formats;
 mod formats_fuzz;
 mod grammar_entry_points;
 mod mrc;
+mod publication;
 mod query;
 mod seed_example;
 mod tui_render;

@@ -5,7 +5,7 @@ use std::io::Write as _;
 use std::path::Path;
 
 use crate::common::cli_bin::{
-    FACTS, FACTS_TMP, InstanceSpec, Run, assert_mentions, assert_nothing_published, config_json,
+    FACTS, facts_temps, InstanceSpec, Run, assert_mentions, assert_nothing_published, config_json,
     failed, generate, get_row, ok, read_facts, run_in, run_ok, run_with_stdin, standard_trace,
     write_file, write_row,
 };
@@ -513,7 +513,7 @@ fn a_failed_run_leaves_the_previous_facts_intact() {
         published,
         "byte-identical"
     );
-    assert!(!out.join(FACTS_TMP).exists());
+    assert!(facts_temps(&out).is_empty());
 }
 
 #[test]

@@ -6,7 +6,7 @@ use std::fs;
 use litehit_core::workload::WorkloadConfig;
 
 use crate::common::cli_bin::{
-    FACTS, FACTS_TMP, generate, ok, parse_query_output, read_facts, run_ok, standard_trace,
+    FACTS, facts_temps, generate, ok, parse_query_output, read_facts, run_ok, standard_trace,
     write_file,
 };
 
@@ -33,7 +33,7 @@ fn generated_trace_query_equals_in_memory_projection_and_oracle_for_any_worker_c
         let run = ok(replay_flags(&trace, &out, &extra));
         assert_eq!(run.stdout, "", "--quiet replay prints nothing");
         assert_eq!(run.stderr, "", "--quiet replay prints nothing");
-        assert!(!out.join(FACTS_TMP).exists());
+        assert!(facts_temps(&out).is_empty());
         published.push(fs::read(out.join(FACTS)).unwrap());
     }
     assert_eq!(published[0], published[1], "--workers 1 vs 2");

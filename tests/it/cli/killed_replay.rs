@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use litehit_core::hitcore::LiteHit;
 
 use crate::common::cli_bin::{
-    FACTS, FACTS_TMP, assert_mentions, generate, litehit, ok, parse_query_output, read_facts,
+    FACTS, facts_temps, assert_mentions, generate, litehit, ok, parse_query_output, read_facts,
     run_ok, send_signal, standard_trace, write_file,
 };
 
@@ -29,7 +29,6 @@ fn signal_mid_replay(
     out: &Path,
     signal: Option<&str>,
 ) -> (std::process::ExitStatus, String) {
-    let tmp = out.join(FACTS_TMP);
     let mut child = litehit()
         .args(["replay", path_str(trace), "--out", path_str(out), "--quiet"])
         .args(block_flags())
@@ -44,7 +43,11 @@ fn signal_mid_replay(
             panic!("the replay ended ({status}) before it could be killed; stderr: {stderr}");
         }
         // Some rows flushed, more to come: mid-way.
-        if fs::metadata(&tmp).is_ok_and(|m| m.len() >= 2 << 20) {
+        let temps = facts_temps(out);
+        if temps
+            .iter()
+            .any(|tmp| fs::metadata(tmp).is_ok_and(|m| m.len() >= 2 << 20))
+        {
             break;
         }
         assert!(
@@ -81,7 +84,7 @@ fn interrupted_replay_removes_its_temp_file_and_keeps_the_published_one() {
         assert_eq!(status.code(), Some(code), "SIG{signal}: {stderr}");
         assert_mentions(&stderr, &["interrupted", "nothing was published"]);
         assert!(
-            !out.join(FACTS_TMP).exists(),
+            facts_temps(&out).is_empty(),
             "SIG{signal} left the temp file"
         );
         assert_eq!(fs::read(out.join(FACTS)).unwrap(), published);
@@ -101,8 +104,9 @@ fn killed_replay_publishes_nothing_and_a_rerun_overwrites_its_stale_temp_file() 
     // Killed before anything was published: nothing is.
     kill_mid_replay(&trace, &out);
     assert!(!out.join(FACTS).exists(), "a killed run published facts");
-    let stale = out.join(FACTS_TMP);
-    assert!(stale.exists(), "SIGKILL leaves the temp file behind");
+    let mut temps = facts_temps(&out);
+    assert_eq!(temps.len(), 1, "SIGKILL leaves the temp file behind");
+    let stale = temps.pop().unwrap();
     // Make the stale temp file recognisable.
     fs::OpenOptions::new()
         .append(true)

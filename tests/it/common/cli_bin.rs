@@ -10,9 +10,24 @@ use std::process::{Command, Stdio};
 use litehit_core::workload::{SyntheticRequest, Workload, WorkloadConfig};
 use serde_json::Value;
 
-/// The published facts file name and its temp file name.
+/// The published facts file name.
 pub const FACTS: &str = "litehit_facts.csv";
-pub const FACTS_TMP: &str = "litehit_facts.csv.tmp";
+
+/// The facts temp files in `dir` (`.litehit_facts.csv.<pid>.<random>.tmp`), sorted.
+pub fn facts_temps(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut temps: Vec<PathBuf> = entries
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| {
+            let name = path.file_name().unwrap().to_string_lossy();
+            name.starts_with(&format!(".{FACTS}.")) && name.ends_with(".tmp")
+        })
+        .collect();
+    temps.sort();
+    temps
+}
 
 /// The exact facts header (REFERENCE §7).
 pub const FACTS_HEADER: &str =
@@ -148,7 +163,8 @@ pub fn assert_mentions(message: &str, fragments: &[&str]) {
 /// Asserts that `dir` holds neither a facts file nor its temp file (nor anything else).
 pub fn assert_nothing_published(dir: &Path) {
     assert!(!dir.join(FACTS).exists(), "{FACTS} was published");
-    assert!(!dir.join(FACTS_TMP).exists(), "{FACTS_TMP} was left behind");
+    let temps = facts_temps(dir);
+    assert!(temps.is_empty(), "temp files were left behind: {temps:?}");
     if dir.is_dir() {
         let names: Vec<_> = fs::read_dir(dir)
             .unwrap()

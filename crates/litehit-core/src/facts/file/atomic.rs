@@ -1,31 +1,172 @@
-//! All-or-nothing publication: write `<path>.tmp`, flush, fsync, rename to `<path>`, fsync the
-//! directory. Dropping an unpublished file removes the temp file, so a failed or killed run
-//! never replaces (or deletes) a previously published file.
+//! All-or-nothing publication: lock the destination, write a fresh temp file beside it,
+//! flush, fsync, rename it over the destination, fsync the directory. Dropping an unpublished
+//! file removes the temp file, so a failed or killed run never replaces (or deletes) a
+//! previously published file.
+//!
+//! The temp file is `.<name>.<pid>.<random>.tmp` in the destination's directory, created
+//! exclusively (`O_CREAT|O_EXCL`: a symlink, FIFO or anyone's file already at that name is
+//! never opened, and another name is drawn), with the umask's permissions as any new file.
+//! A user's file never has such a name ([`is_temp_path`]; inputs so named are refused), so
+//! the holder of the destination's lock ([`lock`](super::lock)) removes the temp files of
+//! killed runs it finds for its destination. Two writers to one destination: the second
+//! fails at once, naming the first.
 //!
 //! Only regular files (or new paths) are published that way. A symlink is followed, so the
-//! file it names is replaced and the link stays. A path that exists and is not a regular
+//! file it names is replaced and the link stays — but not a link in a sticky world-writable
+//! directory (`/tmp`) owned by someone other than this user and the directory's owner, as
+//! the kernel's `protected_symlinks` rule. A path that exists and is not a regular
 //! file — `/dev/null`, a FIFO, a terminal, `>(cmd)` — is written in place (opened without
 //! truncation, never removed): renaming a file over it would replace the device or pipe
 //! itself. The process's own standard output under another name (`/dev/stdout`) is the
 //! caller's to handle ([`is_standard_output`]): a second open of it would not share its
 //! file offset.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::fs::{self, File};
+use std::hash::{BuildHasher as _, Hasher as _};
 use std::io::{BufWriter, Write};
+use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
+use super::lock::PublishLock;
 use super::{FACTS_HEADER, FactsError, Result};
 
 /// Write buffer of an atomic file: large, so the kernel sees few big writes.
 const WRITE_BUFFER_BYTES: usize = 1 << 20;
 
-/// The temp path used while writing `path`: `path` with `.tmp` appended.
+/// How many temp names [`create_temp_file`] tries before giving up (each taken name is
+/// someone else's file: a random 64-bit name is taken by chance practically never).
+const MAX_TEMP_ATTEMPTS: usize = 16;
+
+/// A fresh temp path for publishing `final_path`: `.<name>.<pid>.<16 hex digits>.tmp` in
+/// its directory, hidden and with a random part no one can guess ahead.
+fn new_temp_path(final_path: &Path) -> PathBuf {
+    static DRAWN: AtomicU64 = AtomicU64::new(0);
+    // `RandomState` keys come from the OS's random source; the counter and the clock make
+    // each name of this process differ too.
+    let mut hasher = std::hash::RandomState::new().build_hasher();
+    hasher.write_u64(DRAWN.fetch_add(1, Ordering::Relaxed));
+    hasher.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| since.as_nanos()),
+    );
+    let mut name = OsString::from(".");
+    name.push(final_path.file_name().unwrap_or_default());
+    name.push(format!(
+        ".{}.{:016x}.tmp",
+        std::process::id(),
+        hasher.finish()
+    ));
+    final_path.with_file_name(name)
+}
+
+/// The destination file name a temp file name stands for: `NAME` for
+/// `.NAME.<digits>.<16 hex digits>.tmp`, else `None`.
+fn temp_name_target(name: &OsStr) -> Option<&[u8]> {
+    let inner = name
+        .as_encoded_bytes()
+        .strip_prefix(b".")?
+        .strip_suffix(b".tmp")?;
+    let (rest, random) = inner.split_at(inner.len().checked_sub(16)?);
+    let rest = rest.strip_suffix(b".")?;
+    let digits = rest.iter().rev().take_while(|b| b.is_ascii_digit()).count();
+    let (target, pid) = rest.split_at(rest.len() - digits);
+    let target = target.strip_suffix(b".")?;
+    let well_formed = !pid.is_empty()
+        && !target.is_empty()
+        && random
+            .iter()
+            .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    well_formed.then_some(target)
+}
+
+/// Whether `path` is named as LiteHit's temp files are (`.NAME.<pid>.<random>.tmp`): such a
+/// file may be a publication in progress, or a killed run's that the next writer of `NAME`
+/// removes, so the commands refuse it as an input.
 #[must_use]
-pub fn temp_path_for(path: &Path) -> PathBuf {
-    let mut name = OsString::from(path.as_os_str());
-    name.push(".tmp");
-    PathBuf::from(name)
+pub fn is_temp_path(path: &Path) -> bool {
+    path.file_name().and_then(temp_name_target).is_some()
+}
+
+/// Creates a fresh temp file for `final_path` exclusively: never an existing file, symlink
+/// or FIFO; permissions `0666` less the umask, as `File::create`.
+fn create_temp_file(final_path: &Path) -> Result<(PathBuf, File)> {
+    let mut temp_path = new_temp_path(final_path);
+    for _ in 1..MAX_TEMP_ATTEMPTS {
+        match fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&temp_path)
+        {
+            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
+                temp_path = new_temp_path(final_path);
+            }
+            opened => {
+                return opened
+                    .map(|file| (temp_path.clone(), file))
+                    .map_err(|source| FactsError::Create {
+                        path: temp_path,
+                        source,
+                    });
+            }
+        }
+    }
+    Err(FactsError::Create {
+        path: temp_path,
+        source: std::io::Error::other("every temp name tried was taken"),
+    })
+}
+
+/// Removes the temp files of killed runs that published `final_path` (regular files named
+/// as [`new_temp_path`] names them); only for the holder of its lock, so none is in use.
+fn remove_stale_temp_files(final_path: &Path) {
+    let Some(name) = final_path.file_name() else {
+        return;
+    };
+    let Ok(entries) = fs::read_dir(directory_of(final_path)) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let stale = temp_name_target(&entry.file_name()) == Some(name.as_encoded_bytes())
+            && entry.file_type().is_ok_and(|kind| kind.is_file());
+        if stale {
+            // Best effort: a sticky directory may refuse to delete another user's file.
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+}
+
+/// Checks now, before any work, that `path` can be published: its directory exists and a
+/// temp file can be created in it (one is created and removed again). An existing path
+/// that is not a regular file (written in place) is left to the writer.
+pub fn check_publishable(path: &Path) -> Result<()> {
+    let create_error = |source| FactsError::Create {
+        path: path.to_path_buf(),
+        source,
+    };
+    if fs::metadata(path).is_ok_and(|metadata| !metadata.is_file()) {
+        return Ok(());
+    }
+    let regular = resolve_symlinks(path).map_err(create_error)?;
+    let directory = directory_of(&regular);
+    if !directory.is_dir() {
+        return Err(create_error(std::io::Error::other(format!(
+            "the directory {} does not exist",
+            directory.display()
+        ))));
+    }
+    let (temp_path, file) = create_temp_file(&regular)?;
+    drop(file);
+    match fs::remove_file(&temp_path) {
+        // A writer of `path` that started meanwhile took it for a killed run's and removed it.
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        removed => removed.map_err(|source| FactsError::Create {
+            path: temp_path,
+            source,
+        }),
+    }
 }
 
 /// The directory `path` is in: its parent, or `.` for a bare file name.
@@ -49,13 +190,16 @@ pub fn ends_in_separator(path: &Path) -> bool {
 const MAX_SYMLINK_HOPS: usize = 40;
 
 /// `path` with its last component's symlinks followed, also a dangling link (so the file is
-/// created where the link points). A loop is an error.
+/// created where the link points). A loop is an error, and so is a link that the kernel's
+/// `protected_symlinks` rule would not follow: one in a sticky world-writable directory,
+/// owned neither by this user nor by the directory's owner (someone else's trap in `/tmp`).
 pub fn resolve_symlinks(path: &Path) -> std::io::Result<PathBuf> {
     let mut resolved = path.to_path_buf();
     for _ in 0..MAX_SYMLINK_HOPS {
         let Ok(target) = fs::read_link(&resolved) else {
             return Ok(resolved);
         };
+        check_link_is_trusted(&resolved)?;
         resolved = match resolved.parent() {
             Some(parent) => parent.join(target),
             None => target,
@@ -65,6 +209,25 @@ pub fn resolve_symlinks(path: &Path) -> std::io::Result<PathBuf> {
         "too many levels of symbolic links from {}",
         path.display()
     )))
+}
+
+/// The `protected_symlinks` rule for the symlink at `link`.
+fn check_link_is_trusted(link: &Path) -> std::io::Result<()> {
+    const STICKY_AND_WORLD_WRITABLE: u32 = 0o1002;
+    let directory = directory_of(link);
+    let (link_metadata, directory_metadata) =
+        (fs::symlink_metadata(link)?, fs::metadata(directory)?);
+    let shared = directory_metadata.mode() & STICKY_AND_WORLD_WRITABLE == STICKY_AND_WORLD_WRITABLE;
+    let owner = link_metadata.uid();
+    let trusted = owner == rustix::process::geteuid().as_raw() || owner == directory_metadata.uid();
+    if shared && !trusted {
+        return Err(std::io::Error::other(format!(
+            "{} is a symbolic link of another user in the shared directory {}; not following it",
+            link.display(),
+            directory.display()
+        )));
+    }
+    Ok(())
 }
 
 /// Whether `path` names this process's standard output (`-`, `/dev/stdout`, `/dev/fd/1`, or
@@ -109,16 +272,19 @@ fn names_a_descriptor(path: &Path) -> bool {
 pub struct AtomicFile {
     /// Past its symlinks (as given when written in place).
     final_path: PathBuf,
-    /// `<final path>.tmp`; `None` when written in place.
+    /// `.<name>.<pid>.<random>.tmp` beside it; `None` when written in place.
     temp_path: Option<PathBuf>,
+    /// Held until the file is published or dropped; `None` when written in place.
+    lock: Option<PublishLock>,
     /// `Some` until `commit` takes it.
     writer: Option<BufWriter<File>>,
     published: bool,
 }
 
 impl AtomicFile {
-    /// Opens `<final_path>.tmp` for writing, truncating any stale temp file of a killed run;
-    /// for an existing path that is not a regular file, opens the path itself.
+    /// Takes the destination's lock (or fails at once, naming its holder), removes the temp
+    /// files of killed runs and creates a fresh temp file; for an existing path that is not
+    /// a regular file, opens the path itself.
     pub fn create(final_path: &Path) -> Result<Self> {
         let create_error = |path: &Path, source| FactsError::Create {
             path: path.to_path_buf(),
@@ -140,6 +306,7 @@ impl AtomicFile {
             return Ok(Self {
                 final_path: final_path.to_path_buf(),
                 temp_path: None,
+                lock: None,
                 writer: Some(BufWriter::with_capacity(WRITE_BUFFER_BYTES, file)),
                 published: false,
             });
@@ -172,11 +339,13 @@ impl AtomicFile {
                 )),
             ));
         }
-        let temp_path = temp_path_for(&regular);
-        let file = File::create(&temp_path).map_err(|source| create_error(&temp_path, source))?;
+        let lock = PublishLock::acquire(&regular)?;
+        remove_stale_temp_files(&regular);
+        let (temp_path, file) = create_temp_file(&regular)?;
         Ok(Self {
             final_path: regular,
             temp_path: Some(temp_path),
+            lock: Some(lock),
             writer: Some(BufWriter::with_capacity(WRITE_BUFFER_BYTES, file)),
             published: false,
         })
@@ -188,6 +357,7 @@ impl AtomicFile {
         Self {
             final_path: PathBuf::new(),
             temp_path: None,
+            lock: None,
             writer: None,
             published: true,
         }
@@ -226,6 +396,12 @@ impl AtomicFile {
     /// place: a device or pipe is never deleted).
     fn discard_path(&self) -> Option<&Path> {
         self.temp_path.as_deref()
+    }
+
+    /// The lock file held while writing, if any.
+    #[must_use]
+    pub fn lock_path(&self) -> Option<&Path> {
+        self.lock.as_ref().map(PublishLock::path)
     }
 
     /// Flushes, fsyncs the file, renames it to its final path and fsyncs the directory.
@@ -283,7 +459,7 @@ impl Drop for AtomicFile {
     }
 }
 
-/// Writes a whole file at `path` atomically: `write` fills `<path>.tmp`, which is published
+/// Writes a whole file at `path` atomically: `write` fills a fresh temp file, published
 /// only if `write` succeeds; on any error nothing is published and the temp file is removed.
 pub fn write_atomically<T, E>(
     path: &Path,
@@ -301,7 +477,7 @@ where
 /// Writes `<output_dir>/litehit_facts.csv` (or a named facts file) all-or-nothing.
 ///
 /// Rows come pre-formatted by [`append_fact_row`](super::append_fact_row). Until
-/// [`commit`](Self::commit) everything goes to `litehit_facts.csv.tmp`; dropping the writer
+/// [`commit`](Self::commit) everything goes to a fresh temp file; dropping the writer
 /// without committing removes the temp file and leaves any earlier `litehit_facts.csv` intact.
 #[derive(Debug)]
 pub struct AtomicFactsWriter {
@@ -313,8 +489,8 @@ pub struct AtomicFactsWriter {
 }
 
 impl AtomicFactsWriter {
-    /// Publishes to `facts_path` itself: creates its directory if missing, opens
-    /// `<facts_path>.tmp` (truncating a stale one) and writes the header.
+    /// Publishes to `facts_path` itself: creates its directory if missing, creates its temp
+    /// file ([`AtomicFile::create`]) and writes the header.
     pub fn create_file(facts_path: &Path) -> Result<Self> {
         let output_dir = directory_of(facts_path);
         let create_error = |source| FactsError::Create {
@@ -335,8 +511,15 @@ impl AtomicFactsWriter {
             .map(Path::to_path_buf)
             .collect();
         fs::create_dir_all(output_dir).map_err(create_error)?;
+        let file = match AtomicFile::create(facts_path) {
+            Ok(file) => file,
+            Err(error) => {
+                remove_created_dirs(created_dirs);
+                return Err(error);
+            }
+        };
         let mut writer = Self {
-            file: AtomicFile::create(facts_path)?,
+            file,
             rows_written: 0,
             created_dirs,
         };
@@ -353,20 +536,21 @@ impl AtomicFactsWriter {
         Ok(())
     }
 
-    /// What dropping this writer unpublished removes (the temp file, then the directories it
-    /// created), as a closure for a path that cannot drop it: a process about to exit.
+    /// What dropping this writer unpublished removes (the temp file, the lock file, then the
+    /// directories it created), as a closure for a path that cannot drop it: a process about
+    /// to exit.
     pub fn discard_on_exit(&self) -> impl FnOnce() + Send + 'static {
         let temp_path = self.file.discard_path().map(Path::to_path_buf);
+        let remove_lock = self.file.lock.as_ref().map(PublishLock::discard_on_exit);
         let created_dirs = self.created_dirs.clone();
         move || {
             if let Some(temp_path) = temp_path {
                 let _ = fs::remove_file(temp_path);
             }
-            for dir in created_dirs {
-                if fs::remove_dir(&dir).is_err() {
-                    break;
-                }
+            if let Some(remove_lock) = remove_lock {
+                remove_lock();
             }
+            remove_created_dirs(created_dirs);
         }
     }
 
@@ -389,10 +573,15 @@ impl AtomicFactsWriter {
     }
 
     /// Flushes, fsyncs, renames to `litehit_facts.csv`, fsyncs the directory; returns the path.
+    /// If it fails (a full disk), the directories this writer created are removed when
+    /// nothing was published in them.
     pub fn commit(mut self) -> Result<PathBuf> {
-        self.created_dirs.clear(); // published: the directories stay, even if the commit fails
         let file = std::mem::replace(&mut self.file, AtomicFile::inert());
-        file.commit()
+        let committed = file.commit(); // the temp and lock files are gone either way
+        if committed.is_ok() {
+            self.created_dirs.clear(); // published: the directories stay
+        }
+        committed
     }
 }
 
@@ -402,11 +591,101 @@ impl Drop for AtomicFactsWriter {
             // The temp file goes first (the field's own drop runs after this one, so drop it
             // now); then the directories, deepest first, each only if nothing else is in it.
             drop(std::mem::replace(&mut self.file, AtomicFile::inert()));
-            for dir in self.created_dirs.drain(..) {
-                if fs::remove_dir(&dir).is_err() {
-                    break;
-                }
-            }
+            remove_created_dirs(std::mem::take(&mut self.created_dirs));
         }
+    }
+}
+
+/// Removes `created_dirs` (deepest first), each only if it is empty: a directory a run made
+/// does not outlive it when nothing was published in it.
+fn remove_created_dirs(created_dirs: Vec<PathBuf>) {
+    for dir in created_dirs {
+        if fs::remove_dir(&dir).is_err() {
+            break;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn temp_names_are_hidden_unique_and_recognised() {
+        let final_path = Path::new("out/litehit_facts.csv");
+        let first = new_temp_path(final_path);
+        let second = new_temp_path(final_path);
+        assert_ne!(first, second, "each temp name is drawn afresh");
+        for temp in [&first, &second] {
+            assert_eq!(temp.parent(), Some(Path::new("out")));
+            assert!(is_temp_path(temp), "{}", temp.display());
+            assert_eq!(
+                temp_name_target(temp.file_name().unwrap()),
+                Some(&b"litehit_facts.csv"[..])
+            );
+        }
+    }
+
+    #[test]
+    fn only_the_temp_pattern_is_a_temp_name() {
+        for (name, target) in [
+            (".a.csv.1.0123456789abcdef.tmp", Some(&b"a.csv"[..])),
+            (".x.42.ffffffffffffffff.tmp", Some(&b"x"[..])),
+            ("litehit_facts.csv.tmp", None),
+            (".a.csv.tmp", None),
+            (".a.csv.1.0123456789ABCDEF.tmp", None),
+            (".a.csv.1.0123456789abcde.tmp", None),
+            (".a.csv.x1.0123456789abcdef.tmp", None),
+            ("..1.0123456789abcdef.tmp", None),
+            (".a.csv..0123456789abcdef.tmp", None),
+            ("a.csv.1.0123456789abcdef.tmp", None),
+            (".a.csv.lock", None),
+        ] {
+            assert_eq!(temp_name_target(OsStr::new(name)), target, "{name}");
+        }
+    }
+
+    /// Issue 16, point 6: a commit that fails (a full disk) leaves no empty directory the run
+    /// made, nor its temp or lock file.
+    #[test]
+    fn a_failed_commit_removes_the_directories_it_created() {
+        let dir = tempfile::tempdir().unwrap();
+        let created = dir.path().join("new");
+        let facts_path = created.join("deeper/litehit_facts.csv");
+        let mut writer = AtomicFactsWriter::create_file(&facts_path).unwrap();
+        writer.write_bytes(b"t,i,1,16,16,1,[]\n").unwrap();
+        // The buffered rows meet a full disk when the commit flushes them.
+        *writer.file.writer().get_mut() = fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let error = writer.commit().unwrap_err();
+        assert!(error.to_string().starts_with("failed to write"), "{error}");
+        assert!(!created.exists(), "the run's directory is left behind");
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn a_second_writer_of_one_path_fails_at_once_naming_the_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("q.jsonl");
+        let first = AtomicFile::create(&path).unwrap();
+        let lock = first.lock_path().unwrap().to_path_buf();
+        assert_eq!(lock, dir.path().join(".q.jsonl.lock"));
+        let error = AtomicFile::create(&path).unwrap_err();
+        let message = error.to_string();
+        assert!(matches!(error, FactsError::Busy { .. }), "{message}");
+        let pid = format!("pid {}", std::process::id());
+        assert!(message.contains(&pid), "{message}");
+        assert!(message.contains(&*path.to_string_lossy()), "{message}");
+        first.commit().unwrap();
+        assert!(!lock.exists(), "the lock file goes with its writer");
+        let second = AtomicFile::create(&path).unwrap();
+        drop(second);
+        let names: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["q.jsonl"]);
     }
 }

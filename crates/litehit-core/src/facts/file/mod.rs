@@ -6,12 +6,13 @@
 //!
 //! * [`append_fact_row`] formats one row into a caller's buffer (no allocation per row).
 //! * [`AtomicFactsWriter`] publishes `<dir>/litehit_facts.csv` (or a named `.csv`, see
-//!   [`replay_facts_path`]) all-or-nothing (temp file, fsync, rename, fsync of the
-//!   directory); [`write_atomically`] does the same for any file.
+//!   [`replay_facts_path`]) all-or-nothing (a lock beside it, a fresh temp file, fsync,
+//!   rename, fsync of the directory); [`write_atomically`] does the same for any file.
 //! * [`FactsReader`] streams [`FactRecord`](crate::facts::FactRecord)s, reusing one record's
 //!   buffers, with upstream's error messages plus the file name.
 
 mod atomic;
+mod lock;
 mod reader;
 mod writer;
 
@@ -19,8 +20,8 @@ use std::io;
 use std::path::PathBuf;
 
 pub use atomic::{
-    AtomicFactsWriter, AtomicFile, directory_of, ends_in_separator, is_standard_output,
-    is_where_stdout_goes, resolve_symlinks, temp_path_for, write_atomically,
+    AtomicFactsWriter, AtomicFile, check_publishable, directory_of, ends_in_separator,
+    is_standard_output, is_temp_path, is_where_stdout_goes, resolve_symlinks, write_atomically,
 };
 pub use reader::{FactsReader, parse_fact_line};
 pub use writer::{append_fact_row, append_hit_curve};
@@ -126,6 +127,20 @@ pub enum FactsError {
         path: PathBuf,
         #[source]
         source: io::Error,
+    },
+    /// Another process is publishing the same file (it holds the lock beside it).
+    #[error(
+        "{}: another writer ({}) is publishing this file (it holds {}); wait for it to \
+         finish or choose another path",
+        path.display(),
+        holder.as_deref().unwrap_or("its process could not be told"),
+        lock.display()
+    )]
+    Busy {
+        path: PathBuf,
+        lock: PathBuf,
+        /// `pid N, COMMAND`, when the system says.
+        holder: Option<String>,
     },
     #[error("failed to publish {} as {}", from.display(), to.display())]
     Publish {
