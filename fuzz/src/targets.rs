@@ -14,8 +14,11 @@ use litehit_core::formats::{
     LineOutcome, LineParser, ParseOptions, TraceEvent, TraceFormat, detect_format, for_each_line,
 };
 
+/// The body of one target: bytes in, a panic on a bug.
+pub type Target = fn(&[u8]);
+
 /// Every target: its name (also its corpus folder) and its body.
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+pub const TARGETS: &[(&str, Target)] = &[
     ("trace_standard", trace_standard),
     ("trace_mooncake", trace_mooncake),
     ("trace_bailian", trace_bailian),
