@@ -1,11 +1,10 @@
-//! Upstream parity and the messages of [issue 16] points 6 and 7, each test built from the
+//! Upstream parity and the messages of issue 16 ("Nothing overwritten, nothing hung, nothing
+//! quadratic"), points 6 and 7, each test built from the
 //! issue's reproducer: repeated JSON member names (first wins, as upstream's reader), a skipped
 //! number out of the double range (the line is refused, as upstream), `query … -inf` echoed as
 //! upstream echoes it, group rules only for groups an instance uses, a first line past the
 //! detection limit, a trace without reads saying what it held, and `watch --facts-out`
 //! publishing nothing when `replay` would publish nothing.
-//!
-//! [issue 16]: issue 16 "Nothing overwritten, nothing hung, nothing quadratic"
 
 mod common;
 
