@@ -247,7 +247,7 @@ mod tests {
             .iter()
             .map(|arg| parse_capacity_gb(arg).unwrap())
             .collect();
-        assert_eq!(capacities, [-1e-9, -0.5, -1.0, -1.0]);
+        assert_eq!(capacities, [-1e-9, -0.5, f64::NEG_INFINITY, -1.0]);
         assert!(
             Cli::parse_args_from(["litehit", "query", "f.csv", "-", "-x"]).is_err(),
             "an unknown flag is still one"

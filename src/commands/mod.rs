@@ -187,6 +187,16 @@ pub(crate) fn open_and_detect(
     }
     let peeked =
         peek_first_line(reader).wrap_err_with(|| format!("reading trace {}", path.display()))?;
+    if peeked.first_line_cut {
+        // Cut short, the line is no JSON whatever it holds: say so rather than where it broke.
+        bail!(
+            "{}: line {} is longer than {} MiB, the most read to detect the format (or the file \
+             is not a text trace); pass --format to read it whole",
+            path.display(),
+            peeked.first_line_number,
+            litehit_core::formats::MAX_PEEK_BYTES >> 20
+        );
+    }
     let format = format_of_first_line(path, peeked.first_line.as_deref())?;
     Ok(OpenedTrace {
         reader: peeked.reader,
@@ -212,13 +222,7 @@ fn format_of_first_line(
         );
     };
     detect_format(line).ok_or_else(|| {
-        if line.len() > litehit_core::formats::MAX_PEEK_BYTES {
-            // No newline in the first 64 MiB: binary, or one enormous line.
-            eyre!(
-                "{}: no line break in the first 64 MiB (not a text trace?); pass --format",
-                path.display()
-            )
-        } else if line.trim_ascii_end() == litehit_core::facts::file::FACTS_HEADER.as_bytes() {
+        if line.trim_ascii_end() == litehit_core::facts::file::FACTS_HEADER.as_bytes() {
             eyre!(
                 "{}: this is a facts file (what `litehit replay` writes), not a trace: read it \
                  with `litehit query` or `litehit mrc`",

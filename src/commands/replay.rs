@@ -12,7 +12,7 @@ use color_eyre::eyre::{Result, bail, eyre};
 use crate::cli::ReplayArgs;
 use crate::output::summary::LaneSummary;
 use litehit_core::config::{self, ReplayConfig};
-use litehit_core::engine::pipeline::{PipelineTotals, replay_stream};
+use litehit_core::engine::pipeline::{LinesSeen, PipelineTotals, replay_stream};
 use litehit_core::engine::{Engine, EngineConfig, Policy};
 use litehit_core::facts::file::{AtomicFactsWriter, append_fact_row};
 use litehit_core::formats::{LineParser, ParseOptions, TraceFormat};
@@ -333,16 +333,10 @@ fn replay_plan(plan: ReplayPlan, show_progress: bool) -> Result<(PipelineTotals,
         eyre!("{}: {text}{in_trace_units}", plan.trace_path.display())
     })?;
     if engine.stats().read_events == 0 {
-        // Every line an event of no interest: most likely the wrong --format.
-        let skipped = totals.first_ignored_line.map_or_else(String::new, |first| {
-            format!(
-                " ({} lines were events of other types, the first at line {first}; is the \
-                 format right? --format or trace_format)",
-                totals.ignored_lines
-            )
-        });
+        // Say what the lines were: only writes, or another format's events (wrong --format).
+        let seen = LinesSeen::of_replay(&totals, engine.stats().write_events);
         bail!(
-            "{}: trace contains no valid Request/Get events{skipped}",
+            "{}: trace contains no valid Request/Get events ({seen}); no facts written",
             plan.trace_path.display()
         );
     }

@@ -10,6 +10,7 @@ use color_eyre::eyre::{WrapErr as _, bail, eyre};
 use crate::cli::watch_args::{FileOrder, WatchArgs};
 use crate::commands::detect_trace_format;
 use litehit_core::config::{ConfigFile, PlanSource};
+use litehit_core::engine::pipeline::LinesSeen;
 use litehit_core::formats::{Compression, read_magic};
 use litehit_core::projector::Capacity;
 use litehit_live::LiveSnapshot;
@@ -31,13 +32,24 @@ pub fn run(args: &WatchArgs) -> color_eyre::Result<()> {
         // Every line shows a snapshot newer than the previous line's.
         config.heartbeat = config.heartbeat.min(interval / 2);
     }
+    let facts_at_end = config.facts_at_end.then(|| config.facts_out.clone());
     let live = ingest::spawn(config)?;
     let last = if args.headless {
         let options = HeadlessOptions { interval };
         let last = headless::run(&live, options, &mut std::io::stdout().lock())?;
-        // With --facts-out the stopping ingest thread publishes the facts.
+        // With --facts-out the stopping ingest thread publishes the facts (none without a
+        // single fact, as `replay`: the error or the note below says so).
         let stopped = live.shutdown();
         report_facts_at_end(&stopped.facts_write)?;
+        if let Some(path) = facts_at_end.filter(|_| stopped.facts_write == FactsWrite::Idle) {
+            check_lines_used(&stopped, args.from_end)
+                .map_err(|error| eyre!("{error}; no facts written to {}", path.display()))?;
+            eprintln!(
+                "litehit: no facts written to {}: no get/request event was read",
+                path.display()
+            );
+            return Ok(());
+        }
         last
     } else {
         litehit_tui::run(&live, TuiOptions { fps: args.fps })?;
@@ -91,12 +103,16 @@ fn check_lines_used(last: &LiveSnapshot, from_end: bool) -> color_eyre::Result<(
     {
         // As `replay` says of such a trace (empty, only writes, every line bad, or another
         // format's rows that a forced format skips).
+        let seen = LinesSeen {
+            write_events: health.write_events,
+            ..LinesSeen::default()
+        };
         bail!(
             "{}: trace contains no valid Request/Get events{}",
             last.source.path,
             skipped.map_or_else(
-                || " (check --format)".to_owned(),
-                |text| format!(": {text}")
+                || format!(" ({seen}; check --format)"),
+                |text| format!(" ({seen}): {text}")
             )
         );
     }

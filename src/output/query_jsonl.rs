@@ -38,7 +38,8 @@ const FLUSH_THRESHOLD_BYTES: usize = 1 << 20;
 /// The capacities a query projects at, in output order: every GB slot, then every block slot.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct QuerySlots {
-    /// Binary GB (`GB × 2^30` bytes, floored), negative = unlimited; echoed in `capacity_gb`.
+    /// Binary GB (`GB × 2^30` bytes, floored), negative (`-1`, `-inf`) = unlimited; echoed
+    /// in `capacity_gb` as upstream does, with `%g` (`-1`, `-inf`).
     pub capacity_gb: Vec<f64>,
     /// Exact block counts, independent of `block_bytes`; echoed in `capacity_blocks`.
     pub capacity_blocks: Vec<u64>,

@@ -607,17 +607,18 @@ fn the_linear_group_is_validated_but_does_not_change_block_bytes() {
 
 #[test]
 fn rules_run_in_upstream_order() {
-    // A bad group is reported before a bad instance, and Full-only before coarsening.
+    // Full-only before coarsening, and both before the rules of the instance's group, which
+    // upstream checks when the instance registers with it (issue 16: only groups in use).
     let config = with(base(), |c| {
         c["instance_groups"][0]["ttl_seconds"] = json!(-1);
         c["instances"][0]["linear_step"] = json!(2);
         c["instances"][0]["block_size"] = json!(6);
     });
-    assert!(error_of(&config).starts_with("instance_groups[0].ttl_seconds:"));
-    let config = with(config, |c| {
-        c["instance_groups"][0]["ttl_seconds"] = json!(1);
-    });
     assert!(error_of(&config).starts_with("instances[0].linear_step:"));
+    let config = with(config, |c| c["instances"][0]["linear_step"] = json!(0));
+    assert!(error_of(&config).starts_with("instances[0].block_size:"));
+    let config = with(config, |c| c["instances"][0]["block_size"] = json!(4));
+    assert!(error_of(&config).starts_with("instance_groups[0].ttl_seconds:"));
 }
 
 // ---------------------------------------------------------------------------------------

@@ -105,8 +105,9 @@ fn query_hit_blocks(facts: &std::path::Path, args: &[&str]) -> Option<u64> {
         );
         return None;
     }
-    let summary: serde_json::Value =
-        serde_json::from_str(run.stdout.lines().last().expect("a summary line")).unwrap();
+    // `capacity_gb` echoes `-inf` as upstream prints it (`%g`), which is no JSON number.
+    let last = run.stdout.lines().last().expect("a summary line");
+    let summary: serde_json::Value = serde_json::from_str(&last.replace("-inf", "null")).unwrap();
     Some(
         summary["total_hit_blocks"][0]
             .as_u64()

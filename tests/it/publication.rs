@@ -4,7 +4,6 @@
 //!
 //! Regression tests for <https://github.com/litehit/litehit/issues/16>.
 
-
 use std::fs;
 use std::io::Read as _;
 use std::os::unix::fs::{FileTypeExt as _, MetadataExt as _, PermissionsExt as _, symlink};

@@ -59,7 +59,11 @@ enum CapacityText {
     /// Binary GB as typed; negative (unlimited, as upstream) kept so `query` can echo it.
     Gigabytes(f64),
     Blocks(u64),
-    Unlimited,
+    /// An unlimited word, with the GB value `query` echoes for it: `-inf` for a negative
+    /// `strtod` infinity (`-inf`, `-Infinity`), which upstream reads as an unlimited slot and
+    /// echoes so; else upstream's unlimited `-1` (upstream's `+inf` is undefined behaviour,
+    /// and `infinite`, `∞` are LiteHit's words, which upstream's `strtod` check refuses).
+    Unlimited(f64),
 }
 
 const CAPACITY_EXPECTED: &str = "binary GB (40, 0.5) or blocks (1000b)";
@@ -71,8 +75,15 @@ fn capacity_text(input: &str) -> Result<CapacityText> {
         return Err(GrammarError::Empty);
     }
     let lower = text.to_ascii_lowercase();
-    if is_unlimited_word(lower.strip_prefix(['-', '+']).unwrap_or(&lower)) {
-        return Ok(CapacityText::Unlimited);
+    let unsigned = lower.strip_prefix(['-', '+']).unwrap_or(&lower);
+    if is_unlimited_word(unsigned) {
+        let strtod_infinity = matches!(unsigned, "inf" | "infinity");
+        let echo = if strtod_infinity && lower.starts_with('-') {
+            f64::NEG_INFINITY
+        } else {
+            -1.0
+        };
+        return Ok(CapacityText::Unlimited(echo));
     }
     if let Some(value) = strtod_number(text) {
         return Ok(CapacityText::Gigabytes(value));
@@ -108,7 +119,7 @@ fn capacity_text(input: &str) -> Result<CapacityText> {
 /// unlimited (white space around it is ignored). GB must be below 2^34.
 pub fn parse_capacity(input: &str) -> Result<Capacity> {
     match capacity_text(input.trim_end_matches(is_c_space))? {
-        CapacityText::Unlimited => Ok(Capacity::Infinite),
+        CapacityText::Unlimited(_) => Ok(Capacity::Infinite),
         CapacityText::Blocks(count) => Ok(Capacity::Blocks(count)),
         CapacityText::Gigabytes(gb) if gb < 0.0 => Ok(Capacity::Infinite),
         CapacityText::Gigabytes(gb) if gb < MAX_TYPED_GB => Ok(Capacity::Gigabytes(gb)),
@@ -118,13 +129,15 @@ pub fn parse_capacity(input: &str) -> Result<Capacity> {
 
 /// One GB argument of `query`, read as upstream's `strtod` check reads it (nothing may
 /// follow the number, so `"1 "` is refused), plus the spellings [`parse_capacity`] takes
-/// for GB and unlimited. Unlimited words read as `-1`, upstream's unlimited, so the output
-/// stays what upstream writes; another negative number is kept as typed. A block count is
-/// refused with the flag that takes it.
+/// for GB and unlimited, so that the output echoes what upstream's would: a negative
+/// number is kept as typed, `-inf` and `-infinity` read as −∞ (`strtod`'s value, echoed
+/// `-inf` as upstream does), and the other unlimited words (`inf`, `infinity`, `infinite`,
+/// `∞`) as `-1`, upstream's unlimited (upstream's `strtod` gives +∞ for `inf`, whose
+/// projection is undefined behaviour there, and refuses LiteHit's own words). Every negative
+/// value is an unlimited slot. A block count is refused with the flag that takes it.
 pub fn parse_capacity_gb(input: &str) -> Result<f64> {
     match capacity_text(input)? {
-        CapacityText::Gigabytes(gb) => Ok(gb),
-        CapacityText::Unlimited => Ok(-1.0),
+        CapacityText::Gigabytes(gb) | CapacityText::Unlimited(gb) => Ok(gb),
         CapacityText::Blocks(_) => Err(GrammarError::WrongKind {
             input: input.to_owned(),
             why: "block counts go in --capacity-blocks",
@@ -360,7 +373,26 @@ mod tests {
         assert_eq!(parse_capacity_gb("25").ok(), Some(25.0));
         assert_eq!(parse_capacity_gb(" \t1.5e1").ok(), Some(15.0));
         assert_eq!(parse_capacity_gb("-1").ok(), Some(-1.0));
-        for unlimited in ["inf", "INF", "infinity", "infinite", "∞", "-inf"] {
+        // A negative strtod infinity reads as strtod reads it, so `query` echoes `-inf` as
+        // upstream does (issue 16).
+        for word in ["-inf", "-INF", "-Infinity"] {
+            assert_eq!(
+                parse_capacity_gb(word).ok(),
+                Some(f64::NEG_INFINITY),
+                "{word}"
+            );
+        }
+        // +inf (undefined upstream) and LiteHit's own words read as upstream's unlimited -1.
+        for unlimited in [
+            "inf",
+            "INF",
+            "+inf",
+            "infinity",
+            "infinite",
+            "∞",
+            "-infinite",
+            "-∞",
+        ] {
             assert_eq!(
                 parse_capacity_gb(unlimited).ok(),
                 Some(-1.0),

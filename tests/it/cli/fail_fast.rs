@@ -5,7 +5,7 @@ use std::io::Write as _;
 use std::path::Path;
 
 use crate::common::cli_bin::{
-    FACTS, facts_temps, InstanceSpec, Run, assert_mentions, assert_nothing_published, config_json,
+    FACTS, InstanceSpec, Run, assert_mentions, assert_nothing_published, config_json, facts_temps,
     failed, generate, get_row, ok, read_facts, run_in, run_ok, run_with_stdin, standard_trace,
     write_file, write_row,
 };

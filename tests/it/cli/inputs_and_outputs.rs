@@ -326,7 +326,7 @@ fn kvcm_events_of_other_types_are_skipped_with_a_warning() {
         failed(&run),
         &[
             "no valid Request/Get events",
-            "1 lines were events of other types",
+            "1 event of another type (the first at line 1)",
             "--format",
         ],
     );

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use litehit_core::hitcore::LiteHit;
 
 use crate::common::cli_bin::{
-    FACTS, facts_temps, assert_mentions, generate, litehit, ok, parse_query_output, read_facts,
+    FACTS, assert_mentions, facts_temps, generate, litehit, ok, parse_query_output, read_facts,
     run_ok, send_signal, standard_trace, write_file,
 };
 

@@ -55,7 +55,7 @@ fn parse_config_str_read_as(json: &str, detected: Option<TraceFormat>) -> Result
 /// Config JSON text → its parsed value (a byte-order mark before it is skipped).
 pub(super) fn parse_config_json(json: &str) -> Result<Value> {
     let json = json.strip_prefix('\u{feff}').unwrap_or(json);
-    serde_json::from_str(json).map_err(|error| ConfigError::Json { error })
+    super::json::parse_first_wins(json).map_err(|error| ConfigError::Json { error })
 }
 
 /// A parsed config → [`ReplayConfig`] for a trace read in `detected` (see
@@ -218,11 +218,10 @@ struct RawSpecGroup<'a> {
     spec_names: Vec<&'a str>,
 }
 
-/// What the instances need from their group.
-struct Group<'a> {
+/// A registered group: its name, and the group as typed, checked when an instance uses it.
+struct Group<'g, 'a> {
     name: &'a str,
-    ttl_ns: u64,
-    enable_prefix_hash: bool,
+    raw: &'g RawGroup<'a>,
 }
 
 impl<'a> RawConfig<'a> {
@@ -264,8 +263,14 @@ impl<'a> RawConfig<'a> {
         let routing =
             resolve_routing(self.override_instance_id, self.fanout_all_instances, &lanes)?;
 
+        // The capacities of the groups in use (only those were checked).
         let mut capacity_gb: Vec<f64> = raw_groups
             .iter()
+            .filter(|group| {
+                raw_instances
+                    .iter()
+                    .any(|instance| instance.instance_group_name == group.name)
+            })
             .flat_map(|group| group.capacity_gb.iter().copied())
             .collect();
         capacity_gb.sort_by(f64::total_cmp);
@@ -418,9 +423,12 @@ fn non_empty_array<T>(field: &str, value: Option<Vec<T>>) -> Result<Vec<T>> {
     }
 }
 
-/// Registration rules for each group (REFERENCE §9.1), in config order.
-fn resolve_groups<'a>(raw_groups: &[RawGroup<'a>]) -> Result<Vec<Group<'a>>> {
-    let mut groups: Vec<Group<'a>> = Vec::with_capacity(raw_groups.len());
+/// The group registry (REFERENCE §6.3 step 1): every group by name, names unique. The
+/// registration rules of a group (§9.1) run only when an instance registers with it (see
+/// [`check_group`]): upstream checks the groups of registered instances, so a group no
+/// instance uses may hold anything.
+fn resolve_groups<'g, 'a>(raw_groups: &'g [RawGroup<'a>]) -> Result<Vec<Group<'g, 'a>>> {
+    let mut groups: Vec<Group<'g, 'a>> = Vec::with_capacity(raw_groups.len());
     for raw in raw_groups {
         if let Some(first) = groups.iter().position(|group| group.name == raw.name) {
             return Err(invalid(
@@ -431,54 +439,58 @@ fn resolve_groups<'a>(raw_groups: &[RawGroup<'a>]) -> Result<Vec<Group<'a>>> {
                 ),
             ));
         }
-        for (slot, &capacity) in raw.capacity_gb.iter().enumerate() {
-            if !capacity.is_finite() || capacity < 0.0 {
-                return Err(invalid(
-                    format!("{}[{slot}]", raw.field("capacity_gb")),
-                    format!("must be finite and not negative, found {capacity}"),
-                ));
-            }
-        }
-        if raw.eviction_policy != "lru" {
-            return Err(invalid(
-                raw.field("eviction_policy"),
-                format!(
-                    "expected \"lru\" (the only policy), found {:?}",
-                    raw.eviction_policy
-                ),
-            ));
-        }
-        if raw.shared_group_quota {
-            return Err(invalid(
-                raw.field("shared_group_quota"),
-                "true is not supported: each instance is simulated with the whole group capacity",
-            ));
-        }
-        let ttl_seconds = u64::try_from(raw.ttl_seconds).map_err(|_| {
-            invalid(
-                raw.field("ttl_seconds"),
-                format!("must not be negative, found {}", raw.ttl_seconds),
-            )
-        })?;
-        let ttl_ns = ttl_ns_from_seconds(ttl_seconds).ok_or_else(|| {
-            invalid(
-                raw.field("ttl_seconds"),
-                format!("{ttl_seconds} seconds overflows a u64 count of nanoseconds"),
-            )
-        })?;
         groups.push(Group {
             name: raw.name,
-            ttl_ns,
-            enable_prefix_hash: raw.enable_prefix_hash,
+            raw,
         });
     }
     Ok(groups)
 }
 
+/// The registration rules of the group an instance registers with (REFERENCE §9.1); returns
+/// the lane TTL in nanoseconds.
+fn check_group(raw: &RawGroup<'_>) -> Result<u64> {
+    for (slot, &capacity) in raw.capacity_gb.iter().enumerate() {
+        if !capacity.is_finite() || capacity < 0.0 {
+            return Err(invalid(
+                format!("{}[{slot}]", raw.field("capacity_gb")),
+                format!("must be finite and not negative, found {capacity}"),
+            ));
+        }
+    }
+    if raw.eviction_policy != "lru" {
+        return Err(invalid(
+            raw.field("eviction_policy"),
+            format!(
+                "expected \"lru\" (the only policy), found {:?}",
+                raw.eviction_policy
+            ),
+        ));
+    }
+    if raw.shared_group_quota {
+        return Err(invalid(
+            raw.field("shared_group_quota"),
+            "true is not supported: each instance is simulated with the whole group capacity",
+        ));
+    }
+    let ttl_seconds = u64::try_from(raw.ttl_seconds).map_err(|_| {
+        invalid(
+            raw.field("ttl_seconds"),
+            format!("must not be negative, found {}", raw.ttl_seconds),
+        )
+    })?;
+    ttl_ns_from_seconds(ttl_seconds).ok_or_else(|| {
+        invalid(
+            raw.field("ttl_seconds"),
+            format!("{ttl_seconds} seconds overflows a u64 count of nanoseconds"),
+        )
+    })
+}
+
 /// Each instance in config order (REFERENCE §6.3 step 3) → its lane.
 fn resolve_instances(
     raw_instances: &[RawInstance<'_>],
-    groups: &[Group<'_>],
+    groups: &[Group<'_, '_>],
     trace_block_size_tokens: u64,
 ) -> Result<Vec<LaneSpec>> {
     let mut lanes: Vec<LaneSpec> = Vec::with_capacity(raw_instances.len());
@@ -503,7 +515,7 @@ fn resolve_instances(
 
 fn resolve_instance(
     raw: &RawInstance<'_>,
-    groups: &[Group<'_>],
+    groups: &[Group<'_, '_>],
     trace_block_size_tokens: u64,
 ) -> Result<LaneSpec> {
     if raw.linear_step != 0 {
@@ -561,6 +573,7 @@ fn resolve_instance(
             };
             invalid(raw.field("instance_group_name"), reason)
         })?;
+    let ttl_ns = check_group(group.raw)?;
     check_specs(raw)?;
     check_spec_groups(raw)?;
     let block_bytes = size_full_only(raw)?;
@@ -568,8 +581,8 @@ fn resolve_instance(
         raw.instance_id,
         block_size_tokens,
         block_bytes,
-        group.ttl_ns,
-        group.enable_prefix_hash,
+        ttl_ns,
+        group.raw.enable_prefix_hash,
     ))
 }
 

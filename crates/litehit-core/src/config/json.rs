@@ -5,9 +5,84 @@
 //! `null` is a wrong type like any other. Unsigned fields take only non-negative integers,
 //! `4.0` is not an integer, and a double field takes any number that a `f64` holds exactly.
 
+use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
 
 use super::{ConfigError, Result};
+
+/// Parses JSON text into a [`Value`] in which a member name repeated in one object keeps its
+/// FIRST value, as upstream's reader (rapidjson `FindMember`) takes it; `serde_json::Value`
+/// itself keeps the last. Later values are still parsed, so they must be valid JSON (and, as
+/// for any number, within the double range).
+pub(super) fn parse_first_wins(json: &str) -> serde_json::Result<Value> {
+    serde_json::from_str::<FirstWins>(json).map(|first_wins| first_wins.0)
+}
+
+/// A [`Value`] deserialized with the first-wins rule for repeated member names.
+struct FirstWins(Value);
+
+impl<'de> Deserialize<'de> for FirstWins {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        deserializer
+            .deserialize_any(FirstWinsVisitor)
+            .map(FirstWins)
+    }
+}
+
+struct FirstWinsVisitor;
+
+impl<'de> Visitor<'de> for FirstWinsVisitor {
+    type Value = Value;
+
+    fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, value: bool) -> std::result::Result<Value, E> {
+        Ok(Value::Bool(value))
+    }
+
+    fn visit_i64<E>(self, value: i64) -> std::result::Result<Value, E> {
+        Ok(Value::Number(value.into()))
+    }
+
+    fn visit_u64<E>(self, value: u64) -> std::result::Result<Value, E> {
+        Ok(Value::Number(value.into()))
+    }
+
+    fn visit_f64<E>(self, value: f64) -> std::result::Result<Value, E> {
+        // serde_json refuses numbers beyond the double range before this, so `value` is finite.
+        Ok(Number::from_f64(value).map_or(Value::Null, Value::Number))
+    }
+
+    fn visit_str<E>(self, value: &str) -> std::result::Result<Value, E> {
+        Ok(Value::String(value.to_owned()))
+    }
+
+    fn visit_string<E>(self, value: String) -> std::result::Result<Value, E> {
+        Ok(Value::String(value))
+    }
+
+    fn visit_unit<E>(self) -> std::result::Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(FirstWins(item)) = seq.next_element()? {
+            items.push(item);
+        }
+        Ok(Value::Array(items))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<Value, A::Error> {
+        let mut members = Map::new();
+        while let Some((name, FirstWins(value))) = map.next_entry::<String, FirstWins>()? {
+            members.entry(name).or_insert(value);
+        }
+        Ok(Value::Object(members))
+    }
+}
 
 /// A JSON object together with its path from the config root (`""` for the root itself).
 #[derive(Debug, Clone)]
@@ -258,6 +333,27 @@ mod tests {
                 .unwrap_err()
                 .to_string(),
             "bad[0]: expected a number, found 9007199254740993"
+        );
+    }
+
+    #[test]
+    fn a_repeated_member_keeps_its_first_value_at_every_depth() {
+        let value =
+            parse_first_wins(r#"{"a":1,"b":{"c":"x","c":"y"},"a":2,"d":[{"e":true,"e":false}]}"#)
+                .unwrap();
+        assert_eq!(value, json!({"a": 1, "b": {"c": "x"}, "d": [{"e": true}]}));
+        // A later value must still be valid JSON within the double range.
+        assert!(parse_first_wins(r#"{"a":1,"a":1e999}"#).is_err());
+        assert!(parse_first_wins(r#"{"a":1,"a":[1,]}"#).is_err());
+        assert!(parse_first_wins(r#"{"x":-1e999}"#).is_err());
+    }
+
+    #[test]
+    fn first_wins_reads_every_scalar_as_serde_json_does() {
+        let text = r#"{"i":-3,"u":18446744073709551615,"f":0.5,"s":"\u00e9","n":null,"t":true}"#;
+        assert_eq!(
+            parse_first_wins(text).unwrap(),
+            serde_json::from_str::<Value>(text).unwrap()
         );
     }
 

@@ -58,6 +58,91 @@ pub struct PipelineTotals {
     pub first_ignored_line: Option<u64>,
 }
 
+/// What a trace that gave no read event held, for the message that refuses it ("trace contains
+/// no valid Request/Get events: 300 lines, all write events"): the lines read (when known) and
+/// how many of each kind. Displays without a leading separator.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LinesSeen {
+    /// Lines read, blank ones included; `None` when the reader does not count them.
+    pub lines: Option<u64>,
+    pub write_events: u64,
+    /// Events of no interest ([`LineOutcome::Ignored`]) and the first of them.
+    pub ignored_lines: u64,
+    pub first_ignored_line: Option<u64>,
+    /// Lines refused (parse, routing or length errors) where they are skipped.
+    pub bad_lines: u64,
+}
+
+impl LinesSeen {
+    /// The lines of an offline replay (which fails on the first bad line) that read no event.
+    #[must_use]
+    pub fn of_replay(totals: &PipelineTotals, write_events: u64) -> Self {
+        Self {
+            lines: Some(totals.lines),
+            write_events,
+            ignored_lines: totals.ignored_lines,
+            first_ignored_line: totals.first_ignored_line,
+            bad_lines: 0,
+        }
+    }
+}
+
+impl std::fmt::Display for LinesSeen {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        fn plural(count: u64, one: &'static str, many: &'static str) -> &'static str {
+            if count == 1 { one } else { many }
+        }
+        let counted = self.write_events + self.ignored_lines + self.bad_lines;
+        let blank = self.lines.map_or(0, |lines| lines.saturating_sub(counted));
+        let first_ignored = self
+            .first_ignored_line
+            .map_or_else(String::new, |first| format!(" (the first at line {first})"));
+        let kinds: Vec<(u64, &str, &str)> = [
+            (
+                self.write_events,
+                plural(self.write_events, "write event", "write events"),
+                "",
+            ),
+            (
+                self.ignored_lines,
+                plural(
+                    self.ignored_lines,
+                    "event of another type",
+                    "events of other types",
+                ),
+                first_ignored.as_str(),
+            ),
+            (
+                self.bad_lines,
+                plural(self.bad_lines, "bad line", "bad lines"),
+                "",
+            ),
+            (blank, plural(blank, "blank line", "blank lines"), ""),
+        ]
+        .into_iter()
+        .filter(|&(count, _, _)| count > 0)
+        .collect();
+        match (self.lines, kinds.as_slice()) {
+            (Some(0), _) => f.write_str("it is empty")?,
+            (None, []) => f.write_str("no event in it")?,
+            (Some(lines @ 2..), [(_, kind, note)]) => write!(f, "{lines} lines, all {kind}{note}")?,
+            (lines, kinds) => {
+                if let Some(lines) = lines {
+                    write!(f, "{lines} {}: ", plural(lines, "line", "lines"))?;
+                }
+                for (index, (count, kind, note)) in kinds.iter().enumerate() {
+                    let separator = if index == 0 { "" } else { ", " };
+                    write!(f, "{separator}{count} {kind}{note}")?;
+                }
+            }
+        }
+        if self.ignored_lines > 0 {
+            f.write_str("; is the format right? (--format or trace_format)")?;
+        }
+        Ok(())
+    }
+}
+
 /// Raw bytes of whole lines (the last chunk may end without `\n`).
 struct RawChunk {
     bytes: Vec<u8>,
@@ -394,6 +479,36 @@ mod tests {
                 Some(expected_line),
                 "{workers} workers: {error}"
             );
+        }
+    }
+
+    #[test]
+    fn lines_seen_say_what_a_trace_without_reads_held() {
+        let seen = |lines, write_events, ignored_lines, bad_lines| LinesSeen {
+            lines,
+            write_events,
+            ignored_lines,
+            first_ignored_line: (ignored_lines > 0).then_some(3),
+            bad_lines,
+        };
+        for (lines_seen, text) in [
+            (seen(Some(300), 300, 0, 0), "300 lines, all write events"),
+            (seen(Some(1), 1, 0, 0), "1 line: 1 write event"),
+            (seen(Some(0), 0, 0, 0), "it is empty"),
+            (seen(Some(4), 0, 0, 0), "4 lines, all blank lines"),
+            (
+                seen(Some(10), 7, 0, 0),
+                "10 lines: 7 write events, 3 blank lines",
+            ),
+            (
+                seen(Some(5), 1, 4, 0),
+                "5 lines: 1 write event, 4 events of other types (the first at line 3); is the \
+                 format right? (--format or trace_format)",
+            ),
+            (seen(None, 2, 0, 5), "2 write events, 5 bad lines"),
+            (seen(None, 0, 0, 0), "no event in it"),
+        ] {
+            assert_eq!(lines_seen.to_string(), text);
         }
     }
 

@@ -50,6 +50,10 @@ impl FieldSet for Key {
         })
     }
 
+    fn index(self) -> usize {
+        self as usize
+    }
+
     fn name(self) -> &'static str {
         "detect"
     }

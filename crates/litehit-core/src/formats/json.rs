@@ -93,8 +93,14 @@ impl std::fmt::Display for JsonNumber {
 /// The top-level fields a format reader recognises; everything else is skipped.
 pub(crate) trait FieldSet: Copy {
     fn classify(key: &[u8]) -> Option<Self>;
+    /// A distinct index below [`MAX_FIELDS`] per field (the enum discriminant), so that
+    /// [`walk_object`] can tell a repeated member from a new one.
+    fn index(self) -> usize;
     fn name(self) -> &'static str;
 }
+
+/// The most fields one [`FieldSet`] may have (one bit each in a `u64`).
+pub(crate) const MAX_FIELDS: usize = 64;
 
 /// A position in one line; every method leaves it just past what it consumed.
 pub(crate) struct Cursor<'a> {
@@ -197,12 +203,7 @@ impl<'a> Cursor<'a> {
         if let Some(shape) = shape {
             return Ok(shape.to_owned());
         }
-        let text = String::from_utf8_lossy(&self.bytes[start..self.pos]);
-        let mut quoted: String = text.chars().take(QUOTE_LIMIT_CHARS).collect();
-        if text.chars().nth(QUOTE_LIMIT_CHARS).is_some() {
-            quoted.push('…');
-        }
-        Ok(quoted)
+        Ok(quote(&self.bytes[start..self.pos]))
     }
 
     /// After the top-level value: only whitespace may follow.
@@ -458,31 +459,79 @@ impl<'a> Cursor<'a> {
     }
 
     /// Consumes a number token by the JSON grammar; returns whether it is an integer.
+    ///
+    /// A number outside the double range is invalid JSON for upstream's reader (rapidjson's
+    /// "number too big"), whatever field holds it, so it is a syntax fault here too: a value
+    /// that rounds to ±infinity (`1e999`, a 400-digit integer), or a positive exponent above
+    /// `308 +` the number of fraction digits (rapidjson refuses `0e999` on the exponent alone).
     fn number_token(&mut self) -> Result<bool, Fault> {
+        let start = self.pos;
         self.eat(b'-');
+        let int_start = self.pos;
         match self.peek() {
             Some(b'0') => self.pos += 1,
             Some(b'1'..=b'9') => self.skip_digits(),
             _ => return Err(self.syntax("a digit")),
         }
+        let int_digits = self.pos - int_start;
         let mut is_integer = true;
+        let mut fraction_digits = 0;
         if self.eat(b'.') {
             is_integer = false;
             if !self.peek().is_some_and(|b| b.is_ascii_digit()) {
                 return Err(self.syntax("a digit after '.'"));
             }
+            let fraction_start = self.pos;
             self.skip_digits();
+            fraction_digits = self.pos - fraction_start;
         }
+        let mut positive_exponent = None;
         if let Some(b'e' | b'E') = self.peek() {
             self.pos += 1;
             is_integer = false;
-            if let Some(b'+' | b'-') = self.peek() {
-                self.pos += 1;
-            }
+            let negative = match self.peek() {
+                Some(b'-') => {
+                    self.pos += 1;
+                    true
+                }
+                Some(b'+') => {
+                    self.pos += 1;
+                    false
+                }
+                _ => false,
+            };
             if !self.peek().is_some_and(|b| b.is_ascii_digit()) {
                 return Err(self.syntax("a digit in the exponent"));
             }
+            let exponent_start = self.pos;
             self.skip_digits();
+            if !negative {
+                positive_exponent = Some(
+                    checked_decimal(&self.bytes[exponent_start..self.pos]).unwrap_or(u64::MAX),
+                );
+            }
+        }
+        // Only a positive exponent or a very long integer part can leave the double range.
+        if positive_exponent.is_some() || int_digits > MAX_DOUBLE_DECIMAL_EXPONENT {
+            let max_exponent = MAX_DOUBLE_DECIMAL_EXPONENT.saturating_add(fraction_digits);
+            let exponent_too_big = positive_exponent
+                .is_some_and(|exponent| exponent > u64::try_from(max_exponent).unwrap_or(u64::MAX));
+            let text = &self.bytes[start..self.pos];
+            let infinite = std::str::from_utf8(text)
+                .ok()
+                .and_then(|text| text.parse::<f64>().ok())
+                .is_none_or(f64::is_infinite);
+            if exponent_too_big || infinite {
+                return Err(Fault {
+                    field: self.field,
+                    message: format!(
+                        "invalid JSON at column {}: expected a number within the double range, found {}",
+                        start + 1,
+                        quote(text)
+                    ),
+                    syntax: true,
+                });
+            }
         }
         Ok(is_integer)
     }
@@ -560,6 +609,19 @@ impl<'a> Cursor<'a> {
     }
 }
 
+/// The largest decimal exponent of a finite double (`DBL_MAX ≈ 1.8e308`).
+const MAX_DOUBLE_DECIMAL_EXPONENT: usize = 308;
+
+/// `text` for an error message, cut after [`QUOTE_LIMIT_CHARS`] characters.
+fn quote(text: &[u8]) -> String {
+    let text = String::from_utf8_lossy(text);
+    let mut quoted: String = text.chars().take(QUOTE_LIMIT_CHARS).collect();
+    if text.chars().nth(QUOTE_LIMIT_CHARS).is_some() {
+        quoted.push('…');
+    }
+    quoted
+}
+
 #[inline]
 fn skip_ws_at(bytes: &[u8], mut pos: usize) -> usize {
     while let Some(b' ' | b'\t' | b'\n' | b'\r') = bytes.get(pos) {
@@ -612,7 +674,8 @@ fn checked_decimal(digits: &[u8]) -> Option<u64> {
 }
 
 /// Walks the top-level object of a line, calling `on_field` for each recognised field with the
-/// cursor at its value (whitespace skipped); other fields are skipped. Checks that nothing but
+/// cursor at its value (whitespace skipped); other fields are skipped, and so is every
+/// occurrence of a field after its first (first wins, as upstream). Checks that nothing but
 /// whitespace follows the object.
 pub(crate) fn walk_object<'a, F: FieldSet>(
     cur: &mut Cursor<'a>,
@@ -630,13 +693,22 @@ pub(crate) fn walk_object<'a, F: FieldSet>(
     if cur.eat(b'}') {
         return cur.finish();
     }
+    let mut seen = 0_u64;
     loop {
         cur.skip_ws();
         if cur.peek() != Some(b'"') {
             return Err(cur.syntax("a field name"));
         }
         let key = cur.raw_string()?;
-        let field = classify_key::<F>(key);
+        // A repeated member: upstream's reader (rapidjson `FindMember`) takes the first
+        // occurrence, so a later one is only checked as JSON, as upstream parses it.
+        let field = classify_key::<F>(key).filter(|field| {
+            debug_assert!(field.index() < MAX_FIELDS, "one bit per field");
+            let bit = 1_u64 << field.index();
+            let first = seen & bit == 0;
+            seen |= bit;
+            first
+        });
         cur.skip_ws();
         if !cur.eat(b':') {
             return Err(cur.syntax("':'"));
@@ -758,6 +830,10 @@ mod tests {
         fn classify(key: &[u8]) -> Option<Self> {
             (key == b"a").then_some(Probe::A)
         }
+        fn index(self) -> usize {
+            self as usize
+        }
+
         fn name(self) -> &'static str {
             "a"
         }
@@ -888,6 +964,58 @@ mod tests {
         );
         let mut cur = Cursor::new(b"61.114");
         assert_eq!(cur.number().unwrap(), JsonNumber::Float(61.114));
+    }
+
+    #[test]
+    fn a_repeated_field_is_read_from_its_first_occurrence() {
+        assert_eq!(read_a(r#"{"a":[1,2,3],"a":[7,8,9]}"#).unwrap(), [1, 2, 3]);
+        assert_eq!(read_a(r#"{"a":[1],"\u0061":[7]}"#).unwrap(), [1]);
+        // The later occurrence is checked as JSON only, not as a key array.
+        assert_eq!(read_a(r#"{"a":[1],"a":"text"}"#).unwrap(), [1]);
+        assert!(read_a(r#"{"a":[1],"a":[1,]}"#).unwrap_err().syntax);
+    }
+
+    #[test]
+    fn numbers_outside_the_double_range_are_invalid_json_anywhere() {
+        for bad in [
+            "1e999",
+            "-1e999",
+            "0e999",
+            "1.5e309",
+            "1e400",
+            &"9".repeat(400),
+        ] {
+            for line in [
+                format!(r#"{{"x":{bad},"a":[1]}}"#),
+                format!(r#"{{"x":[{{"y":{bad}}}],"a":[1]}}"#),
+                format!(r#"{{"a":[1],"a":{bad}}}"#),
+            ] {
+                let fault = read_a(&line).unwrap_err();
+                assert!(fault.syntax, "{line}: {}", fault.message);
+                assert!(fault.message.contains("double range"), "{}", fault.message);
+            }
+            // A field that is read refuses it too (as no integer, or as out of range).
+            assert!(read_a(&format!(r#"{{"a":[{bad}]}}"#)).is_err(), "{bad}");
+            let mut cur = Cursor::new(bad.as_bytes());
+            assert!(cur.number().unwrap_err().syntax, "{bad}");
+        }
+        for fine in [
+            "1e308",
+            "1.7976931348623157e308",
+            "0.5e309",
+            "1e-999",
+            "-0e-999",
+            "10e307",
+            &"9".repeat(300),
+        ] {
+            let line = format!(r#"{{"x":{fine},"a":[1]}}"#);
+            if fine == "0.5e309" {
+                // 5e308 is past DBL_MAX although the exponent rule lets it through.
+                assert!(read_a(&line).is_err(), "{line}");
+                continue;
+            }
+            assert_eq!(read_a(&line).unwrap(), [1], "{line}");
+        }
     }
 
     #[test]

@@ -46,6 +46,10 @@ impl FieldSet for Field {
         })
     }
 
+    fn index(self) -> usize {
+        self as usize
+    }
+
     fn name(self) -> &'static str {
         match self {
             Self::Type => "type",

@@ -98,6 +98,11 @@ pub struct PeekedTrace {
     /// The first line with anything but whitespace (without its newline), `None` if the
     /// trace has none.
     pub first_line: Option<Vec<u8>>,
+    /// The 1-based number of the last line looked at: the first non-blank one, if any.
+    pub first_line_number: u64,
+    /// That line was cut at [`MAX_PEEK_BYTES`] without reaching its end: it is longer than
+    /// the limit (or the trace is no text), so `first_line` is only its start.
+    pub first_line_cut: bool,
     /// Every byte of the trace again, the peeked ones first.
     pub reader: Box<dyn Read + Send>,
 }
@@ -114,7 +119,9 @@ pub fn peek_first_line(reader: Box<dyn Read + Send>) -> io::Result<PeekedTrace> 
     let mut buffered = BufReader::with_capacity(super::lines::MIN_READ_BYTES, reader);
     let mut peeked = Vec::new();
     let mut first_line = None;
+    let mut first_line_number = 0;
     loop {
+        first_line_number += 1;
         let line_start = peeked.len();
         let allowance = (MAX_PEEK_BYTES + 1).saturating_sub(line_start) as u64;
         let read = (&mut buffered)
@@ -130,8 +137,11 @@ pub fn peek_first_line(reader: Box<dyn Read + Send>) -> io::Result<PeekedTrace> 
             break;
         }
     }
+    let first_line_cut = peeked.len() > MAX_PEEK_BYTES && !peeked.ends_with(b"\n");
     Ok(PeekedTrace {
         first_line,
+        first_line_number,
+        first_line_cut,
         reader: Box::new(io::Cursor::new(peeked).chain(buffered)),
     })
 }

@@ -12,7 +12,8 @@
 //! the fields in the line. Fields that upstream reads only for some row types are checked only
 //! for those: `input_len`, `query_type`, `sw_size`, `location_spec_names` and `block_mask` for
 //! `get`/`request` (a write's `input_len` may even be a string), `ttl_us` for
-//! `write`/`request`. A field that appears twice must be valid both times; the last one wins.
+//! `write`/`request`. A field that appears twice is read from its first occurrence, as upstream's
+//! reader takes it; a later one is only checked as JSON.
 
 use super::json::{self, Cursor, Fault, FieldSet};
 use super::{EventKind, InstanceSlot, LineOutcome, TraceEvent, instance_buffer, reset_event};
@@ -60,6 +61,10 @@ impl FieldSet for Field {
             b"output_length" => Self::OutputLength,
             _ => return None,
         })
+    }
+
+    fn index(self) -> usize {
+        self as usize
     }
 
     fn name(self) -> &'static str {

@@ -55,12 +55,16 @@ impl Ingest {
 
     /// At the end of a run that asked for it (`--headless --facts-out`): publishes every fact
     /// on this thread. Headless runs have no `s` key, so no writer thread is in flight (two
-    /// would share the temp file).
+    /// would share the temp file). A run that produced no fact publishes nothing (the status
+    /// stays idle), as `replay` publishes no facts file of zero rows.
     pub(super) fn write_facts_at_end(&mut self) {
         debug_assert!(
             !self.writing_facts,
             "a facts snapshot is still being written"
         );
+        if self.pipeline.spill.rows == 0 {
+            return;
+        }
         self.facts_write = match self.facts_job() {
             Ok(job) => job.run(),
             Err(failed) => failed,
