@@ -109,6 +109,9 @@ pub struct Report {
     /// Σ over instances (each projected with its own block_bytes).
     pub total: TotalDto,
     pub ingest: IngestDto,
+    /// The HTTP ingest endpoint, with `--listen` (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub http: Option<HttpDto>,
     pub memory: MemoryDto,
     pub bad_lines: u64,
     pub last_error: Option<ErrorDto>,
@@ -161,6 +164,15 @@ pub struct IngestDto {
     pub requests_per_s: f64,
     pub blocks_per_s: f64,
     pub bytes_per_s: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct HttpDto {
+    pub listen: String,
+    /// `POST /v1/trace` bodies read into the engine.
+    pub requests: u64,
+    pub accepted_lines: u64,
+    pub rejected_lines: u64,
 }
 
 #[derive(Debug, Serialize)]
@@ -249,6 +261,12 @@ impl Report {
                 blocks_per_s: snap.rate.blocks_per_s,
                 bytes_per_s: snap.rate.bytes_per_s,
             },
+            http: snap.http.as_ref().map(|http| HttpDto {
+                listen: http.listen.clone(),
+                requests: http.requests,
+                accepted_lines: http.accepted_lines,
+                rejected_lines: http.rejected_lines,
+            }),
             memory: MemoryDto {
                 core_bytes: snap.memory.core_bytes,
                 accumulator_bytes: snap.memory.accumulator_bytes,

@@ -15,8 +15,8 @@ use litehit_core::engine::Lane;
 use super::Ingest;
 use super::pipeline::Pipeline;
 use crate::snapshot::{
-    CurvePoint, FollowState, InputHealth, LaneSnapshot, LineErrorView, LiveSnapshot, MemoryGauge,
-    SourceStatus,
+    CurvePoint, FollowState, HttpStatus, InputHealth, LaneSnapshot, LineErrorView, LiveSnapshot,
+    MemoryGauge, SourceStatus,
 };
 
 /// Samples of the hits-vs-capacity curve per lane.
@@ -129,7 +129,10 @@ impl Ingest {
             sequence: self.sequence,
             uptime: now.duration_since(self.started),
             source: SourceStatus {
-                path: self.config.trace_path.display().to_string(),
+                path: match (self.config.follow_file, self.config.listen) {
+                    (false, Some(listen)) => format!("http://{listen}/v1/trace"),
+                    _ => self.config.trace_path.display().to_string(),
+                },
                 state,
                 wake: self.wake,
                 backlog_bytes,
@@ -141,6 +144,10 @@ impl Ingest {
                     .map(|(notice, when)| (notice, now.duration_since(when))),
                 read_error: self.read_error.clone(),
             },
+            http: self.config.listen.map(|listen| HttpStatus {
+                listen: listen.to_string(),
+                ..pipeline.http.clone()
+            }),
             slots: pipeline.slots.clone(),
             timeline: pipeline.timeline.snapshot(lanes, &pipeline.slots),
             lanes: lane_snapshots,
@@ -176,7 +183,7 @@ impl Ingest {
 }
 
 /// Engine messages start with `line N: `; the view shows the number separately.
-fn strip_line_prefix(message: &str, line_number: u64) -> &str {
+pub(super) fn strip_line_prefix(message: &str, line_number: u64) -> &str {
     message
         .strip_prefix(&format!("line {line_number}: "))
         .unwrap_or(message)
