@@ -215,8 +215,7 @@ fn main() {
     let cpu = process_cpu_seconds();
     let started = Instant::now();
     let live = ingest::spawn(config).expect("ingest starts");
-    let server =
-        HttpServer::start(listener, HttpOptions::default(), &live).expect("server starts");
+    let server = HttpServer::start(listener, HttpOptions::default(), &live).expect("server starts");
     let accepted: u64 = std::thread::scope(|scope| {
         let clients: Vec<_> = loads
             .iter()

@@ -634,3 +634,53 @@ fn a_listen_only_monitor_refuses_exit_at_eof_and_a_port_in_use_is_said_at_startu
         run.stderr
     );
 }
+
+#[test]
+fn a_followed_file_and_posted_rows_share_one_engine_in_arrival_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let requests = generate(
+        WorkloadConfig {
+            seed: 99,
+            live_conversations: 20,
+            max_request_blocks: 48,
+            ..WorkloadConfig::default()
+        },
+        600,
+    );
+    let (from_file, posted) = requests.split_at(400);
+    let file_rows = standard_trace(from_file);
+    let posted_rows = standard_trace(posted);
+    let trace = write_file(dir.path(), "followed.jsonl", &file_rows);
+    let flags = ["--block-size", "16", "--block-bytes", "4096"];
+    let mut args = vec![trace.to_str().unwrap()];
+    args.extend(flags);
+    let monitor = Monitor::start(dir.path(), &args);
+    // The file first: wait until the monitor has read it all, then post the rest.
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let line = monitor
+            .stdout
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .expect("a JSON line showing the file read");
+        let report: Value = serde_json::from_str(&line).unwrap();
+        if report["total"]["requests"] == 400 {
+            assert_eq!(report["http"]["requests"], 0, "{report}");
+            break;
+        }
+    }
+    let reply = monitor.connect().post(posted_rows.as_bytes(), &[]);
+    assert_eq!(reply.status, 200, "{reply:?}");
+    assert_eq!(reply.json()["accepted"], 200);
+    let facts_path = monitor.facts.clone();
+    let (code, last) = monitor.stop();
+    assert_eq!(code, Some(0), "{last}");
+    assert_eq!(last["total"]["requests"], 600, "{last}");
+    assert_eq!(last["http"]["accepted_lines"], 200, "{last}");
+    let replayed = replay_facts(
+        dir.path(),
+        "file_then_posted",
+        &(file_rows + &posted_rows),
+        &flags,
+    );
+    assert_eq!(read_facts(&facts_path), replayed);
+}
