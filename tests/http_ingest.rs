@@ -684,3 +684,73 @@ fn a_followed_file_and_posted_rows_share_one_engine_in_arrival_order() {
     );
     assert_eq!(read_facts(&facts_path), replayed);
 }
+
+#[test]
+fn bodies_posted_while_paused_wait_for_the_resume_and_are_then_read_in_order() {
+    use litehit_live::Command as LiveCommand;
+    use litehit_live::http::{HttpListener, HttpOptions, HttpServer};
+
+    let dir = tempfile::tempdir().unwrap();
+    let cli = <litehit::cli::Cli as clap::Parser>::parse_from([
+        "litehit",
+        "watch",
+        "--listen",
+        "0",
+        "--headless",
+        "--block-size",
+        "16",
+    ]);
+    let litehit::cli::Command::Watch(args) = cli.command else {
+        panic!("watch expected")
+    };
+    let listener = HttpListener::bind(args.listen.unwrap()).unwrap();
+    let port = listener.local_addr().port();
+    let mut config = litehit::commands::watch::ingest_config(&args).unwrap();
+    config.spill_dir = Some(dir.path().to_path_buf());
+    config.frame_period = Duration::from_millis(10);
+    config.listen = Some(listener.local_addr());
+    let live = litehit_live::ingest::spawn(config).unwrap();
+    let server = HttpServer::start(listener, HttpOptions::default(), &live).unwrap();
+    let wait_for = |what: &str, done: &dyn Fn(&litehit_live::LiveSnapshot) -> bool| {
+        let deadline = Instant::now() + WAIT;
+        while !done(&live.latest()) {
+            assert!(Instant::now() < deadline, "still not {what}");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    };
+
+    live.send(LiveCommand::TogglePause);
+    wait_for("paused", &|snap| {
+        snap.source.state == litehit_live::snapshot::FollowState::Paused
+    });
+    let requests = generate(WorkloadConfig::default(), 30);
+    let (first, second) = requests.split_at(10);
+    let bodies = [standard_trace(first), standard_trace(second)];
+    let client = std::thread::spawn(move || {
+        let mut http = Client::connect(port);
+        bodies
+            .iter()
+            .map(|body| http.post(body.as_bytes(), &[]).json())
+            .collect::<Vec<_>>()
+    });
+    wait_for("holding a body", &|snap| {
+        snap.http
+            .as_ref()
+            .is_some_and(|http| http.held_requests == 1)
+    });
+    let held = live.latest();
+    assert_eq!(held.http.as_ref().unwrap().requests, 0);
+    assert_eq!(held.health.read_events, 0, "nothing is read while paused");
+    assert!(!client.is_finished(), "the client waits for its reply");
+
+    live.send(LiveCommand::TogglePause);
+    let replies = client.join().unwrap();
+    assert_eq!(replies[0]["accepted"], 10);
+    assert_eq!(replies[1]["accepted"], 20);
+    drop(server);
+    let last = live.shutdown();
+    let http = last.http.as_ref().unwrap();
+    assert_eq!((http.requests, http.held_requests), (2, 0));
+    assert_eq!(last.health.read_events, 30);
+    assert_eq!(last.lanes[0].requests, 30);
+}

@@ -173,6 +173,8 @@ pub struct HttpDto {
     pub requests: u64,
     pub accepted_lines: u64,
     pub rejected_lines: u64,
+    /// Bodies waiting for the monitor to resume (paused).
+    pub held_requests: u64,
 }
 
 #[derive(Debug, Serialize)]
@@ -266,6 +268,7 @@ impl Report {
                 requests: http.requests,
                 accepted_lines: http.accepted_lines,
                 rejected_lines: http.rejected_lines,
+                held_requests: http.held_requests,
             }),
             memory: MemoryDto {
                 core_bytes: snap.memory.core_bytes,

@@ -308,6 +308,8 @@ pub struct HttpStatus {
     pub accepted_lines: u64,
     /// Lines of those batches that were skipped as bad (counted in `health.bad_lines` too).
     pub rejected_lines: u64,
+    /// Batches waiting for the monitor to resume (paused), their clients still waiting.
+    pub held_requests: u64,
 }
 
 /// The background facts snapshot (`s`).

@@ -146,6 +146,7 @@ impl Ingest {
             },
             http: self.config.listen.map(|listen| HttpStatus {
                 listen: listen.to_string(),
+                held_requests: self.held_batches.len() as u64,
                 ..pipeline.http.clone()
             }),
             slots: pipeline.slots.clone(),

@@ -417,6 +417,7 @@ impl Ingest {
     fn read_batch(&mut self, batch: HttpBatch) {
         if self.paused {
             self.held_batches.push(batch);
+            self.dirty = true;
             return;
         }
         let reply = if self.finished {
