@@ -1,9 +1,10 @@
 //! Arguments of `litehit watch` (live monitor) and `litehit demo`.
 
+use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 
 use super::LaneFlags;
-use litehit_core::grammar::{parse_capacity, parse_duration_seconds};
+use litehit_core::grammar::{parse_byte_size, parse_capacity, parse_duration_seconds};
 use litehit_core::projector::Capacity;
 
 /// Follow a growing trace file and show exact LRU prefix-cache hit rates at any capacity, live.
@@ -13,12 +14,14 @@ use litehit_core::projector::Capacity;
 ←→ select slot · ↑↓ select instance · s snapshot facts · p pause/resume · q quit\n\nExamples:\n  \
 litehit watch /var/log/kv/trace.jsonl --capacity-gb 10,40,80\n  \
 litehit watch trace.jsonl --config litehit.json --from-end\n  \
-litehit watch trace.jsonl --headless --exit-at-eof --interval 1"
+litehit watch trace.jsonl --headless --exit-at-eof --interval 1\n  \
+litehit watch --listen 8080 --headless   (rows POSTed to http://127.0.0.1:8080/v1/trace)"
 )]
 pub struct WatchArgs {
     /// Trace file to follow: what it already holds is read first, then appended lines. It may
     /// not exist yet (it is waited for); truncation and rotation are followed. A directory:
-    /// its files (see --glob) in order, then each new one. `-`: standard input
+    /// its files (see --glob) in order, then each new one. `-`: standard input. May be left
+    /// out with --listen (rows then come only over HTTP)
     #[arg(value_name = "TRACE")]
     pub trace: Option<PathBuf>,
 
@@ -92,6 +95,34 @@ pub struct WatchArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 10.0,
           value_parser = parse_duration_seconds)]
     pub window_seconds: f64,
+
+    /// Also take trace lines over HTTP: `POST /v1/trace`, read as if appended to TRACE (see
+    /// docs/SIDECAR.md). PORT alone listens on 127.0.0.1:PORT; any other address must be
+    /// given in full (IP:PORT) and is open to all who reach it: there is no authentication.
+    /// Port 0 takes a free port; the address is printed on stderr
+    #[arg(long, value_name = "[IP:]PORT", value_parser = parse_listen_address)]
+    pub listen: Option<SocketAddr>,
+
+    /// With --listen: the largest body accepted, as sent and once decompressed (1048576,
+    /// 64MiB); larger ones get 413
+    #[arg(long, value_name = "BYTES", default_value = "64MiB", value_parser = parse_byte_size,
+          requires = "listen")]
+    pub max_body: u64,
+}
+
+/// `--listen`: `PORT` is loopback (`127.0.0.1:PORT`); anything else is a full `IP:PORT`
+/// (`0.0.0.0:8080`, `[::1]:8080`), so that listening beyond this host is always spelled out.
+pub fn parse_listen_address(input: &str) -> Result<SocketAddr, String> {
+    let input = input.trim();
+    if let Ok(port) = input.parse::<u16>() {
+        return Ok(SocketAddr::from((Ipv4Addr::LOCALHOST, port)));
+    }
+    input.parse::<SocketAddr>().map_err(|_| {
+        format!(
+            "expected PORT (loopback) or IP:PORT, e.g. 8080, 127.0.0.1:8080 or [::1]:8080, \
+             found {input:?}"
+        )
+    })
 }
 
 /// The order a followed directory's files are read in.
@@ -189,6 +220,35 @@ mod tests {
         );
         assert_eq!(watch.args.facts_out, None);
         assert!((watch.args.fps - 10.0).abs() < f64::EPSILON);
+    }
+
+    #[test]
+    fn test_listen_port_alone_is_loopback() {
+        let watch = Watch::parse_from(["watch", "--listen", "8080"]);
+        assert_eq!(watch.args.listen, Some("127.0.0.1:8080".parse().unwrap()));
+        assert_eq!(watch.args.trace, None);
+        assert_eq!(watch.args.max_body, 64 << 20);
+        let explicit = Watch::parse_from(["watch", "t", "--listen", "0.0.0.0:9000"]);
+        assert_eq!(explicit.args.listen, Some("0.0.0.0:9000".parse().unwrap()));
+        let v6 = Watch::parse_from(["watch", "--listen", "[::1]:9000"]);
+        assert_eq!(v6.args.listen, Some("[::1]:9000".parse().unwrap()));
+        for typo in ["localhost:8080", "70000", "127.0.0.1", ":8080"] {
+            let message = Watch::try_parse_from(["watch", "--listen", typo])
+                .unwrap_err()
+                .to_string();
+            assert!(
+                message.contains("expected PORT (loopback) or IP:PORT"),
+                "{message}"
+            );
+        }
+    }
+
+    #[test]
+    fn test_max_body_takes_a_byte_size_and_needs_listen() {
+        let watch = Watch::parse_from(["watch", "--listen", "1", "--max-body", "1MiB"]);
+        assert_eq!(watch.args.max_body, 1 << 20);
+        assert!(Watch::try_parse_from(["watch", "--listen", "1", "--max-body", "1MB"]).is_err());
+        assert!(Watch::try_parse_from(["watch", "t", "--max-body", "1MiB"]).is_err());
     }
 
     #[test]

@@ -15,6 +15,7 @@ use litehit_core::formats::{Compression, read_magic};
 use litehit_core::projector::Capacity;
 use litehit_live::LiveSnapshot;
 use litehit_live::headless::{self, HeadlessOptions};
+use litehit_live::http::{HttpListener, HttpOptions, HttpServer};
 use litehit_live::ingest::{self, EngineForFormat, IngestConfig};
 use litehit_live::snapshot::FactsWrite;
 use litehit_live::tail::{DirectoryOrder, StartAt};
@@ -33,7 +34,25 @@ pub fn run(args: &WatchArgs) -> color_eyre::Result<()> {
         config.heartbeat = config.heartbeat.min(interval / 2);
     }
     let facts_at_end = config.facts_at_end.then(|| config.facts_out.clone());
+    // Bound before the monitor starts: a port in use is said now, and port 0 has its number.
+    let listener = args.listen.map(bind_listener).transpose()?;
+    config.listen = listener.as_ref().map(HttpListener::local_addr);
     let live = ingest::spawn(config)?;
+    let server = listener
+        .map(|listener| {
+            let options = HttpOptions {
+                max_body_bytes: args.max_body,
+            };
+            HttpServer::start(listener, options, &live)
+        })
+        .transpose()?;
+    if let Some(server) = &server {
+        eprintln!(
+            "litehit: listening on http://{}{}",
+            server.local_addr(),
+            litehit_live::http::TRACE_PATH
+        );
+    }
     let last = if args.headless {
         let options = HeadlessOptions { interval };
         let last = headless::run(&live, options, &mut std::io::stdout().lock())?;
@@ -59,7 +78,21 @@ pub fn run(args: &WatchArgs) -> color_eyre::Result<()> {
         print_summary(&last);
         last
     };
+    // After the ingest thread: batches it answered on the way out still reach their clients.
+    drop(server);
     check_lines_used(&last, args.from_end)
+}
+
+/// Binds `--listen`, warning when the address is not loopback (there is no authentication).
+fn bind_listener(address: std::net::SocketAddr) -> color_eyre::Result<HttpListener> {
+    if !address.ip().is_loopback() {
+        eprintln!(
+            "litehit: warning: --listen {address} is not a loopback address and the endpoint \
+             has no authentication: anyone who reaches it can post rows (put an authenticating \
+             proxy in front, see docs/SIDECAR.md)"
+        );
+    }
+    Ok(HttpListener::bind(address)?)
 }
 
 /// `--headless --facts-out`: where the facts went (stderr: stdout holds the JSON lines), or
@@ -178,6 +211,25 @@ fn first_complete_line(path: &Path) -> Option<Vec<u8>> {
     }
 }
 
+/// Checks the source and tells its format if it can be told now ([`format_known_now`]); with
+/// no file (`--listen` alone) only `--format` can tell it.
+fn format_of_source(
+    args: &WatchArgs,
+    trace: Option<&Path>,
+) -> color_eyre::Result<Option<litehit_core::formats::TraceFormat>> {
+    let Some(trace) = trace else {
+        if args.exit_at_eof {
+            bail!(
+                "--exit-at-eof needs a TRACE: rows posted to --listen have no end of file; stop \
+                 the monitor with SIGTERM or Ctrl-C"
+            );
+        }
+        return Ok(args.lane.format);
+    };
+    refuse_unfollowable(trace, args.glob.as_deref())?;
+    format_known_now(args, trace)
+}
+
 /// Which kind of [`PlanSource`] a monitor was set up from (the source itself moves into the
 /// ingest thread when the format is still to come).
 enum SourceKind {
@@ -208,9 +260,10 @@ fn follow_options(
     Ok((directory, rotation_grace))
 }
 
-/// Resolves the arguments (config file or single-instance flags) into an ingest setup.
-pub fn ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
-    let (source, trace_path, config_slots) = if let Some(path) = &args.config {
+/// Where the setup comes from (a config file, read once, or the flags), the trace path and
+/// the config's capacity slots.
+fn plan_source(args: &WatchArgs) -> color_eyre::Result<(PlanSource, PathBuf, Vec<f64>)> {
+    let source = if let Some(path) = &args.config {
         let file =
             ConfigFile::read(path).wrap_err_with(|| format!("loading {}", path.display()))?;
         let config = file.config();
@@ -222,18 +275,30 @@ pub fn ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
         let slots = config.capacity_gb.clone();
         (PlanSource::ConfigFile(file), trace, slots)
     } else {
-        let trace = args
-            .trace
-            .clone()
-            .ok_or_else(|| eyre!("no trace file: pass TRACE (or --config with trace_file_path)"))?;
+        let trace = match (&args.trace, args.listen) {
+            (Some(trace), _) => trace.clone(),
+            // Rows come only over HTTP: no file to follow.
+            (None, Some(_)) => PathBuf::new(),
+            (None, None) => bail!(
+                "no trace file: pass TRACE (or --config with trace_file_path, or --listen to \
+                 take rows over HTTP)"
+            ),
+        };
         let flags = args.lane.to_single_instance_flags(None);
         (PlanSource::Flags(flags), trace, Vec::new())
     };
-    refuse_unfollowable(&trace_path, args.glob.as_deref())?;
+    Ok(source)
+}
+
+/// Resolves the arguments (config file or single-instance flags) into an ingest setup.
+pub fn ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
+    let (source, trace_path, config_slots) = plan_source(args)?;
+    let follow_file = args.config.is_some() || args.trace.is_some();
     // A trace that exists already names its format, and so its native block size, as in
-    // `replay`. For one still to be created (or empty), the ingest thread makes the engine
-    // once its first line names the format (`engine_for_format`).
-    let known = format_known_now(args, &trace_path)?;
+    // `replay`. For one still to be created (or empty), or rows still to be posted, the
+    // ingest thread makes the engine once its first line names the format
+    // (`engine_for_format`).
+    let known = format_of_source(args, follow_file.then_some(&*trace_path))?;
     let plan = match &source {
         PlanSource::ConfigFile(file) => source
             .plan_for(known)
@@ -302,7 +367,11 @@ pub fn ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
         .clone()
         .unwrap_or_else(|| PathBuf::from(litehit_core::facts::file::FACTS_FILE_NAME));
     config.facts_out = litehit_core::facts::file::facts_snapshot_path(&facts_out);
-    check_facts_out(&config.facts_out, Some(&config.trace_path))?;
+    config.follow_file = follow_file;
+    check_facts_out(
+        &config.facts_out,
+        follow_file.then_some(&*config.trace_path),
+    )?;
     config.facts_at_end = args.headless && args.facts_out.is_some();
     if !args.headless {
         // Headless has no screen to refresh: --fps does not apply (nor is it checked).

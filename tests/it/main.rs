@@ -19,6 +19,7 @@ mod formats;
 mod formats_fuzz;
 mod fuzz_corpus;
 mod grammar_entry_points;
+mod http_ingest;
 mod mrc;
 mod parity;
 mod publication;

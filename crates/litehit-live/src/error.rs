@@ -18,6 +18,13 @@ pub enum LiveError {
         #[source]
         source: io::Error,
     },
+    /// The HTTP endpoint could not listen on its address (in use, not this host's).
+    #[error("listening on {address}")]
+    Listen {
+        address: std::net::SocketAddr,
+        #[source]
+        source: io::Error,
+    },
     /// A headless report line could not be encoded.
     #[error("encoding a report line")]
     Encode(#[source] serde_json::Error),

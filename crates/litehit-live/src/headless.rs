@@ -133,6 +133,9 @@ pub struct Report {
     /// Σ over instances (each projected with its own block_bytes).
     pub total: TotalDto,
     pub ingest: IngestDto,
+    /// The HTTP ingest endpoint, with `--listen` (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub http: Option<HttpDto>,
     pub memory: MemoryDto,
     pub bad_lines: u64,
     pub last_error: Option<ErrorDto>,
@@ -188,6 +191,17 @@ pub struct IngestDto {
 }
 
 #[derive(Debug, Serialize)]
+pub struct HttpDto {
+    pub listen: String,
+    /// `POST /v1/trace` bodies read into the engine.
+    pub requests: u64,
+    pub accepted_lines: u64,
+    pub rejected_lines: u64,
+    /// Bodies waiting for the monitor to resume (paused).
+    pub held_requests: u64,
+}
+
+#[derive(Debug, Serialize)]
 pub struct MemoryDto {
     pub core_bytes: u64,
     pub accumulator_bytes: u64,
@@ -206,6 +220,7 @@ pub struct ErrorDto {
 impl Report {
     /// The report for one snapshot.
     #[must_use]
+    #[expect(clippy::too_many_lines, reason = "one line per field of the report")]
     pub fn of(snap: &LiveSnapshot) -> Self {
         let slot_count = snap.slots.len();
         let totals: Totals = snap.totals();
@@ -277,6 +292,13 @@ impl Report {
                 blocks_per_s: snap.rate.blocks_per_s,
                 bytes_per_s: snap.rate.bytes_per_s,
             },
+            http: snap.http.as_ref().map(|http| HttpDto {
+                listen: http.listen.clone(),
+                requests: http.requests,
+                accepted_lines: http.accepted_lines,
+                rejected_lines: http.rejected_lines,
+                held_requests: http.held_requests,
+            }),
             memory: MemoryDto {
                 core_bytes: snap.memory.core_bytes,
                 accumulator_bytes: snap.memory.accumulator_bytes,

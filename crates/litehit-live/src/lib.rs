@@ -1,7 +1,7 @@
 //! The live monitor's machinery, shared by the TUI and `--headless`: tail → ingest → snapshot.
 //!
-//! Owns following the trace file as it grows, the ingest thread that owns the `Engine` and
-//! feeds it, the facts spill and the atomic facts write behind `s`, the published
+//! Owns following the trace file as it grows, the HTTP ingest endpoint for sidecars, the
+//! ingest thread that owns the `Engine` and feeds it, the facts spill and the atomic facts write behind `s`, the published
 //! [`LiveSnapshot`], and the JSON-lines report of `--headless`. The UI reads
 //! `Arc<LiveSnapshot>` from a `watch` channel (latest wins) and sends [`Command`]s through a
 //! [`LiveHandle`]; it never touches engine state.
@@ -19,13 +19,16 @@
 //!           rate meter, facts spill and facts writer (one file each)
 //! snapshot  LiveSnapshot: the finished numbers one frame shows
 //! headless  `--headless`: one JSON line per interval from the same snapshot
+//! http      `watch --listen`: POST /v1/trace hands each body to the ingest thread
 //! error     LiveError: what stops the monitor from starting (trace problems never do)
 //! ```
 //!
-//! Data flows one way: [`tail`] → [`ingest`] → [`snapshot`] → the TUI or [`headless`].
+//! Data flows one way: [`tail`] or [`http`] → [`ingest`] → [`snapshot`] → the TUI or
+//! [`headless`].
 
 mod error;
 pub mod headless;
+pub mod http;
 pub mod ingest;
 pub mod signals;
 pub mod snapshot;
@@ -54,7 +57,7 @@ pub enum Command {
 }
 
 /// One input of the ingest thread, on one channel.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug)]
 pub enum IngestEvent {
     /// A user command.
     Command(Command),
@@ -62,6 +65,9 @@ pub enum IngestEvent {
     FileChanged,
     /// The background facts writer finished (`Done` or `Failed`).
     FactsWritten(snapshot::FactsWrite),
+    /// A body posted to the HTTP endpoint, read through the same pipeline as file lines and
+    /// answered on its reply channel.
+    HttpBatch(http::HttpBatch),
 }
 
 /// Sends commands to the ingest thread from any thread.

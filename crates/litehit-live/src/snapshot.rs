@@ -310,6 +310,21 @@ impl Default for SourceStatus {
     }
 }
 
+/// The HTTP ingest endpoint (`watch --listen`): what came in over it so far.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct HttpStatus {
+    /// The address it listens on (`127.0.0.1:8080`).
+    pub listen: String,
+    /// Batches (`POST /v1/trace` bodies) read into the engine.
+    pub requests: u64,
+    /// Lines of those batches that were read (blank lines are neither read nor rejected).
+    pub accepted_lines: u64,
+    /// Lines of those batches that were skipped as bad (counted in `health.bad_lines` too).
+    pub rejected_lines: u64,
+    /// Batches waiting for the monitor to resume (paused), their clients still waiting.
+    pub held_requests: u64,
+}
+
 /// The background facts snapshot (`s`).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum FactsWrite {
@@ -338,6 +353,8 @@ pub struct LiveSnapshot {
     /// Wall time since the monitor started.
     pub uptime: Duration,
     pub source: SourceStatus,
+    /// The HTTP ingest endpoint, with `--listen`.
+    pub http: Option<HttpStatus>,
     pub slots: Vec<Slot>,
     /// Lanes in order of first appearance.
     pub lanes: Vec<LaneSnapshot>,

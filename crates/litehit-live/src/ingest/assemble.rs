@@ -15,8 +15,8 @@ use litehit_core::engine::Lane;
 use super::Ingest;
 use super::pipeline::Pipeline;
 use crate::snapshot::{
-    CurvePoint, FollowState, InputHealth, LaneSnapshot, LineErrorView, LiveSnapshot, MemoryGauge,
-    SourceStatus,
+    CurvePoint, FollowState, HttpStatus, InputHealth, LaneSnapshot, LineErrorView, LiveSnapshot,
+    MemoryGauge, SourceStatus,
 };
 
 /// Samples of the hits-vs-capacity curve per lane.
@@ -79,6 +79,7 @@ impl Pipeline {
 
 impl Ingest {
     /// Publishes the current state (latest wins; the UI takes it at its next frame).
+    #[expect(clippy::too_many_lines, reason = "one line per field of the snapshot")]
     pub(super) fn publish(&mut self, now: Instant) {
         let pipeline = &self.pipeline;
         let lanes = pipeline.engine.lanes();
@@ -129,7 +130,10 @@ impl Ingest {
             sequence: self.sequence,
             uptime: now.duration_since(self.started),
             source: SourceStatus {
-                path: self.config.trace_path.display().to_string(),
+                path: match (self.config.follow_file, self.config.listen) {
+                    (false, Some(listen)) => format!("http://{listen}/v1/trace"),
+                    _ => self.config.trace_path.display().to_string(),
+                },
                 state,
                 wake: self.wake,
                 backlog_bytes,
@@ -145,6 +149,11 @@ impl Ingest {
                 lost_bytes: self.tailer.lost_bytes(),
                 lost_files: self.tailer.lost_generations(),
             },
+            http: self.config.listen.map(|listen| HttpStatus {
+                listen: listen.to_string(),
+                held_requests: self.held_batches.len() as u64,
+                ..pipeline.http.clone()
+            }),
             slots: pipeline.slots.clone(),
             timeline: pipeline.timeline.snapshot(lanes, &pipeline.slots),
             lanes: lane_snapshots,
@@ -180,7 +189,7 @@ impl Ingest {
 }
 
 /// Engine messages start with `line N: `; the view shows the number separately.
-fn strip_line_prefix(message: &str, line_number: u64) -> &str {
+pub(super) fn strip_line_prefix(message: &str, line_number: u64) -> &str {
     message
         .strip_prefix(&format!("line {line_number}: "))
         .unwrap_or(message)

@@ -2,7 +2,7 @@
 //!
 //! A plain `std::thread` (CPU-bound work stays off the UI's runtime) owns the [`Engine`] and
 //! takes one [`IngestEvent`] enum on one channel: user commands, file-change wake-ups from
-//! notify, and facts-writer results. It reads at least 64 KiB at a time, takes only complete
+//! notify, facts-writer results and batches posted over HTTP (read between two chunks). It reads at least 64 KiB at a time, takes only complete
 //! lines, checks the channel between chunks (a backlog never starves a command), and publishes
 //! an `Arc<LiveSnapshot>` to a `watch` channel at most once per frame, plus at once after a
 //! command and once a second while idle (so rates decay and ages advance).
@@ -43,6 +43,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
+use crate::http::{BatchRefused, HttpBatch};
 use crate::snapshot::{FactsWrite, FollowState, IngestRate, LiveSnapshot, Slot};
 use crate::tail::{DirectoryOrder, FileWatcher, StartAt, TailNotice, Tailer, WakeSource};
 
@@ -81,6 +82,7 @@ const MISSED_EVENTS_FOR_POLLING: u32 = 2;
 
 /// Everything the ingest thread needs.
 #[derive(Debug, Clone)]
+#[expect(clippy::struct_excessive_bools, reason = "independent run switches")]
 pub struct IngestConfig {
     /// The trace file, a directory (with [`Self::directory`]), or `-` for standard input.
     pub trace_path: PathBuf,
@@ -117,6 +119,10 @@ pub struct IngestConfig {
     /// (block size defaults depend on the format, and a file that does not exist yet cannot
     /// be asked at startup). `None` keeps `engine` whatever the format.
     pub engine_for_format: Option<EngineForFormat>,
+    /// Follow `trace_path` (false: `watch --listen` without a trace, rows come only over HTTP).
+    pub follow_file: bool,
+    /// The HTTP endpoint's address, shown in the snapshot (`watch --listen`).
+    pub listen: Option<std::net::SocketAddr>,
 }
 
 /// Makes the engine configuration for a detected trace format (see
@@ -156,6 +162,8 @@ impl IngestConfig {
             spill_dir: None,
             force_polling: false,
             engine_for_format: None,
+            follow_file: true,
+            listen: None,
         }
     }
 }
@@ -221,6 +229,8 @@ struct Ingest {
     sequence: u64,
     rates: RateMeter,
     rate: IngestRate,
+    /// HTTP batches that came while paused, read (and answered) on resume, in arrival order.
+    held_batches: Vec<HttpBatch>,
 }
 
 impl Ingest {
@@ -268,9 +278,15 @@ impl Ingest {
             sequence: 0,
             rates: RateMeter::default(),
             rate: IngestRate::default(),
+            held_batches: Vec::new(),
             config,
         };
-        ingest.start_watcher();
+        if ingest.config.follow_file {
+            ingest.start_watcher();
+        } else {
+            // Nothing to wait for: rows arrive over HTTP.
+            ingest.state = FollowState::Following;
+        }
         ingest
     }
 
@@ -308,8 +324,10 @@ impl Ingest {
                     self.dirty = true; // the lag gauge keeps counting while paused
                 }
                 false
-            } else {
+            } else if self.config.follow_file {
                 self.step()
+            } else {
+                false
             };
             let now = Instant::now();
             let since_publish = now.duration_since(self.last_publish);
@@ -372,6 +390,7 @@ impl Ingest {
     fn handle(&mut self, event: IngestEvent) -> Flow {
         match event {
             IngestEvent::FileChanged => self.woken = true,
+            IngestEvent::HttpBatch(batch) => self.read_batch(batch),
             IngestEvent::FactsWritten(result) => {
                 self.writing_facts = false;
                 self.facts_write = result;
@@ -400,7 +419,14 @@ impl Ingest {
                             self.pipeline.timeline.remove_slot(index);
                         }
                     }
-                    Command::TogglePause => self.paused = !self.paused,
+                    Command::TogglePause => {
+                        self.paused = !self.paused;
+                        if !self.paused {
+                            for batch in std::mem::take(&mut self.held_batches) {
+                                self.read_batch(batch);
+                            }
+                        }
+                    }
                     Command::WriteFacts => self.write_facts(),
                     Command::StopAtEof => self.config.exit_at_eof = true,
                 }
@@ -409,6 +435,24 @@ impl Ingest {
             }
         }
         Flow::Continue
+    }
+
+    /// Reads a posted batch between two file chunks and answers it; held while paused, refused
+    /// once the run has finished (`--exit-at-eof`).
+    fn read_batch(&mut self, batch: HttpBatch) {
+        if self.paused {
+            self.held_batches.push(batch);
+            self.dirty = true;
+            return;
+        }
+        let reply = if self.finished {
+            Err(BatchRefused::Finished)
+        } else {
+            self.dirty = true;
+            Ok(self.pipeline.process_batch(&batch.body))
+        };
+        // The client may have hung up: its rows are read all the same.
+        let _ = batch.reply.send(reply);
     }
 
     /// Checks the file, reads one chunk and processes it. Returns whether bytes came in.

@@ -8,6 +8,11 @@
 //! that do not fit the trace never stop the monitor, they show as the input's health. Kept
 //! apart from the tailer so a chunk borrowed from it can be processed while this is borrowed
 //! mutably.
+//!
+//! A batch posted over HTTP (`watch --listen`) runs through the same [`Pipeline::process_line`]
+//! between two file chunks, so its facts, counters and snapshot are exactly as if its lines
+//! had been appended to the followed file; [`Pipeline::process_batch`] also says which of its
+//! lines were rejected, and why, for the reply.
 
 use litehit_core::engine::{Engine, Policy};
 use litehit_core::facts::file::append_fact_row;
@@ -15,10 +20,12 @@ use litehit_core::formats::{
     LineOutcome, LineParser, ParseOptions, TraceEvent, TraceFormat, detect_format,
 };
 
+use super::assemble::strip_line_prefix;
 use super::spill::{FactsSpill, SPILL_BUFFER_BYTES};
 use super::timeline::TimelineBuilder;
 use super::{EngineForFormat, IngestConfig};
-use crate::snapshot::Slot;
+use crate::http::{BatchReport, RejectedLine};
+use crate::snapshot::{HttpStatus, Slot};
 
 /// Parsing and replay state (apart from the tailer, so a chunk borrowed from the tailer can
 /// be processed while this is borrowed mutably).
@@ -38,6 +45,8 @@ pub(super) struct Pipeline {
     pub(super) spill: FactsSpill,
     pub(super) timeline: TimelineBuilder,
     pub(super) consumed_bytes_total: u64,
+    /// Batches read from the HTTP endpoint (its address is filled in at publication).
+    pub(super) http: HttpStatus,
 }
 
 impl Pipeline {
@@ -65,6 +74,7 @@ impl Pipeline {
             spill,
             timeline: TimelineBuilder::new(config.window_ns.max(1)),
             consumed_bytes_total: 0,
+            http: HttpStatus::default(),
         }
     }
 
@@ -82,6 +92,42 @@ impl Pipeline {
             self.line_number += 1;
             self.process_line(line, line_number);
         }
+    }
+
+    /// Parses and replays every line of a posted body (the last line needs no `\n`), with
+    /// line numbers counted within the body; the file's line count is left as it was.
+    /// Returns what was accepted and, for each rejected line, the reason the monitor shows.
+    pub(super) fn process_batch(&mut self, body: &[u8]) -> BatchReport {
+        self.consumed_bytes_total += body.len() as u64;
+        let mut report = BatchReport::default();
+        let body = body.strip_suffix(b"\n").unwrap_or(body);
+        if body.is_empty() {
+            self.http.requests += 1;
+            return report;
+        }
+        for (line, line_number) in body.split(|&byte| byte == b'\n').zip(1_u64..) {
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            let bad_before = self.engine.stats().bad_lines;
+            self.process_line(line, line_number);
+            let stats = self.engine.stats();
+            match stats.last_error.as_ref() {
+                Some(error) if stats.bad_lines > bad_before => {
+                    report.rejected_lines.push(RejectedLine {
+                        line: line_number,
+                        reason: strip_line_prefix(&error.message, line_number).to_owned(),
+                    });
+                }
+                _ => report.accepted += 1,
+            }
+        }
+        report.rejected = report.rejected_lines.len() as u64;
+        self.http.requests += 1;
+        self.http.accepted_lines += report.accepted;
+        self.http.rejected_lines += report.rejected;
+        report
     }
 
     /// Switches to the engine made for the detected `format` (its native block size), before

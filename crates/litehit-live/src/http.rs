@@ -1,0 +1,449 @@
+//! `watch --listen`: the HTTP ingest endpoint for sidecars, `POST /v1/trace`.
+//!
+//! Owns the listening socket, the request checks (path, method, encoding, size) and the
+//! reply. A body is trace lines in any format the monitor reads (plain, or with
+//! `Content-Encoding: gzip`); the handler hands the whole body to the ingest thread as one
+//! [`IngestEvent::HttpBatch`] with a reply channel and answers with the thread's
+//! [`BatchReport`]. The ingest thread reads it through the same pipeline and engine as file
+//! lines, between two file chunks, so the facts, counters and snapshot are exactly as if the
+//! lines had been appended to a followed file. One connection's requests are answered one
+//! after the other (HTTP/1.1), so its rows are read in the order it sent them.
+//!
+//! What it must never do: parse a trace line or touch engine state (that is the ingest
+//! thread's), or stop the monitor: a bad request gets a 4xx, a bad line is a `rejected`
+//! entry of a 200 reply. It has no authentication: it listens on loopback unless told
+//! otherwise (see `docs/SIDECAR.md` for a proxy in front).
+//!
+//! ```text
+//! 200  {"accepted":N,"rejected":M,"rejected_lines":[{"line":3,"reason":"…"}]}
+//! 400  the body could not be read, or is not valid gzip
+//! 404  another path          405  another method (Allow: POST)
+//! 413  over --max-body (as sent, or once decompressed)
+//! 415  a Content-Encoding other than gzip or identity
+//! 503  the monitor is stopping, or finished (--exit-at-eof)
+//! ```
+
+use std::convert::Infallible;
+use std::io::Read as _;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::mpsc::Sender;
+use std::time::Duration;
+
+use http_body_util::{BodyExt as _, Full, LengthLimitError, Limited};
+use hyper::body::{Bytes, Incoming};
+use hyper::header::{self, HeaderValue};
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use hyper_util::server::graceful::GracefulShutdown;
+use serde::Serialize;
+use tokio::sync::oneshot;
+
+use crate::{IngestEvent, LiveError, LiveHandle, Result};
+
+/// The one endpoint.
+pub const TRACE_PATH: &str = "/v1/trace";
+/// Default of `--max-body`.
+pub const DEFAULT_MAX_BODY_BYTES: u64 = 64 << 20;
+/// At shutdown, requests being read get this long to be answered.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
+/// Threads that read and decompress bodies (parsing is the ingest thread's).
+const WORKER_THREADS: usize = 2;
+/// After a failed `accept` (out of file descriptors), wait this long before the next.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
+
+/// The reply to one posted body.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct BatchReport {
+    /// Lines read into the engine (blank lines are neither accepted nor rejected).
+    pub accepted: u64,
+    /// Lines skipped as bad, as the monitor skips bad lines of a file.
+    pub rejected: u64,
+    /// Each rejected line, in body order.
+    pub rejected_lines: Vec<RejectedLine>,
+}
+
+/// A rejected line of a posted body.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RejectedLine {
+    /// 1-based line number within the body.
+    pub line: u64,
+    /// The reason the monitor shows for the line.
+    pub reason: String,
+}
+
+/// Why the ingest thread did not read a batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BatchRefused {
+    /// The run has finished (`--exit-at-eof`): nothing more is read.
+    Finished,
+}
+
+/// A posted body on its way to the ingest thread, with the channel for its answer.
+#[derive(Debug)]
+pub struct HttpBatch {
+    pub body: Vec<u8>,
+    pub reply: oneshot::Sender<std::result::Result<BatchReport, BatchRefused>>,
+}
+
+/// What the endpoint accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HttpOptions {
+    /// Larger bodies get 413, as sent and once decompressed (`--max-body`).
+    pub max_body_bytes: u64,
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        Self {
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+        }
+    }
+}
+
+/// A bound socket, before the server runs (bound first, so that a port in use is said at
+/// startup and port 0 has its real number before the monitor starts).
+#[derive(Debug)]
+pub struct HttpListener {
+    listener: std::net::TcpListener,
+    local_addr: SocketAddr,
+}
+
+impl HttpListener {
+    pub fn bind(address: SocketAddr) -> Result<Self> {
+        let listen_error = |source| LiveError::Listen { address, source };
+        let listener = std::net::TcpListener::bind(address).map_err(listen_error)?;
+        listener.set_nonblocking(true).map_err(listen_error)?;
+        let local_addr = listener.local_addr().map_err(listen_error)?;
+        Ok(Self {
+            listener,
+            local_addr,
+        })
+    }
+
+    /// The address bound (with the port chosen by the system for port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+}
+
+/// The running endpoint; dropping it stops accepting, lets requests being read finish (for
+/// up to [`SHUTDOWN_GRACE`]) and ends its threads.
+#[derive(Debug)]
+pub struct HttpServer {
+    local_addr: SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl HttpServer {
+    /// Serves `POST /v1/trace` on `listener`, handing bodies to `live`'s ingest thread.
+    pub fn start(listener: HttpListener, options: HttpOptions, live: &LiveHandle) -> Result<Self> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(WORKER_THREADS)
+            .thread_name("litehit-http")
+            .enable_io()
+            .enable_time()
+            .build()
+            .map_err(LiveError::io("starting the HTTP runtime"))?;
+        let local_addr = listener.local_addr;
+        let state = Arc::new(State {
+            events: live.events.clone(),
+            max_body_bytes: options.max_body_bytes,
+        });
+        let (stop, stopped) = oneshot::channel();
+        let thread = std::thread::Builder::new()
+            .name("litehit-http".to_owned())
+            .spawn(move || runtime.block_on(serve(listener.listener, state, stopped)))
+            .map_err(LiveError::io("starting the HTTP thread"))?;
+        Ok(Self {
+            local_addr,
+            stop: Some(stop),
+            thread: Some(thread),
+        })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            // The server task ends only on this signal; if it is gone, it already ended.
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            // A panicked server thread has already reported through the panic hook.
+            let _ = thread.join();
+        }
+    }
+}
+
+/// What every request handler shares.
+#[derive(Debug)]
+struct State {
+    events: Sender<IngestEvent>,
+    max_body_bytes: u64,
+}
+
+async fn serve(
+    listener: std::net::TcpListener,
+    state: Arc<State>,
+    mut stopped: oneshot::Receiver<()>,
+) {
+    let listener = match tokio::net::TcpListener::from_std(listener) {
+        Ok(listener) => listener,
+        Err(error) => {
+            eprintln!("litehit: the HTTP endpoint could not start: {error}");
+            return;
+        }
+    };
+    let graceful = GracefulShutdown::new();
+    loop {
+        tokio::select! {
+            _ = &mut stopped => break,
+            accepted = listener.accept() => {
+                let Ok((stream, _peer)) = accepted else {
+                    tokio::time::sleep(ACCEPT_BACKOFF).await;
+                    continue;
+                };
+                let state = Arc::clone(&state);
+                let service = hyper::service::service_fn(move |request| {
+                    let state = Arc::clone(&state);
+                    async move { Ok::<_, Infallible>(handle(request, &state).await) }
+                });
+                let connection = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service);
+                let connection = graceful.watch(connection);
+                tokio::spawn(async move {
+                    // A client that hangs up mid-request is its own problem, not the monitor's.
+                    let _ = connection.await;
+                });
+            }
+        }
+    }
+    drop(listener);
+    let _ = tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown()).await;
+}
+
+/// A request refused before (or instead of) reading it: status and message.
+struct Refusal {
+    status: StatusCode,
+    message: String,
+}
+
+impl Refusal {
+    fn new(status: StatusCode, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            message: message.into(),
+        }
+    }
+}
+
+async fn handle(request: Request<Incoming>, state: &State) -> Response<Full<Bytes>> {
+    match read_batch(request, state).await {
+        Ok(report) => json_response(StatusCode::OK, &report),
+        Err(refusal) => {
+            let mut response = json_response(
+                refusal.status,
+                &serde_json::json!({ "error": refusal.message }),
+            );
+            if refusal.status == StatusCode::METHOD_NOT_ALLOWED {
+                response
+                    .headers_mut()
+                    .insert(header::ALLOW, HeaderValue::from_static("POST"));
+            }
+            response
+        }
+    }
+}
+
+async fn read_batch(
+    request: Request<Incoming>,
+    state: &State,
+) -> std::result::Result<BatchReport, Refusal> {
+    let path = request.uri().path();
+    if path != TRACE_PATH {
+        return Err(Refusal::new(
+            StatusCode::NOT_FOUND,
+            format!("no such endpoint: {path}; post trace lines to {TRACE_PATH}"),
+        ));
+    }
+    if request.method() != Method::POST {
+        return Err(Refusal::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            format!(
+                "method {} is not allowed on {TRACE_PATH}; use POST",
+                request.method()
+            ),
+        ));
+    }
+    let gzip = is_gzip(&request)?;
+    let max = state.max_body_bytes;
+    let too_large = || {
+        Refusal::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("the body is over the limit of {max} bytes (--max-body)"),
+        )
+    };
+    let declared = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok()?.trim().parse::<u64>().ok());
+    if declared.is_some_and(|length| length > max) {
+        return Err(too_large());
+    }
+    let limit = usize::try_from(max).unwrap_or(usize::MAX);
+    let body = match Limited::new(request.into_body(), limit).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(error) if error.downcast_ref::<LengthLimitError>().is_some() => {
+            return Err(too_large());
+        }
+        Err(error) => {
+            return Err(Refusal::new(
+                StatusCode::BAD_REQUEST,
+                format!("reading the body failed: {error}"),
+            ));
+        }
+    };
+    let body = if gzip && !body.is_empty() {
+        tokio::task::spawn_blocking(move || gunzip(&body, max))
+            .await
+            .map_err(|error| {
+                Refusal::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    format!("decompressing the body failed: {error}"),
+                )
+            })??
+    } else {
+        Vec::from(body)
+    };
+    let (reply, answer) = oneshot::channel();
+    let stopping = || {
+        Refusal::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the monitor is stopping; the batch was not read",
+        )
+    };
+    state
+        .events
+        .send(IngestEvent::HttpBatch(HttpBatch { body, reply }))
+        .map_err(|_| stopping())?;
+    match answer.await {
+        Ok(Ok(report)) => Ok(report),
+        Ok(Err(BatchRefused::Finished)) => Err(Refusal::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the monitor has finished (--exit-at-eof) and reads no more rows",
+        )),
+        Err(_) => Err(stopping()),
+    }
+}
+
+/// Whether the body is gzip (`Content-Encoding: gzip`); any other encoding but `identity` is
+/// refused.
+fn is_gzip(request: &Request<Incoming>) -> std::result::Result<bool, Refusal> {
+    let Some(value) = request.headers().get(header::CONTENT_ENCODING) else {
+        return Ok(false);
+    };
+    let encoding = value
+        .to_str()
+        .map(|text| text.trim().to_ascii_lowercase())
+        .unwrap_or_default();
+    match encoding.as_str() {
+        "" | "identity" => Ok(false),
+        "gzip" | "x-gzip" => Ok(true),
+        _ => Err(Refusal::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            format!(
+                "Content-Encoding {:?} is not supported; send the body plain or gzip",
+                String::from_utf8_lossy(value.as_bytes())
+            ),
+        )),
+    }
+}
+
+/// Decompresses a gzip body (several members are read as one stream, as `gzip -c a b`
+/// writes them), refusing one that grows past `max_bytes`.
+fn gunzip(body: &[u8], max_bytes: u64) -> std::result::Result<Vec<u8>, Refusal> {
+    let mut lines = Vec::new();
+    flate2::read::MultiGzDecoder::new(body)
+        .take(max_bytes.saturating_add(1))
+        .read_to_end(&mut lines)
+        .map_err(|error| {
+            Refusal::new(
+                StatusCode::BAD_REQUEST,
+                format!("the body is not valid gzip: {error}"),
+            )
+        })?;
+    if lines.len() as u64 > max_bytes {
+        return Err(Refusal::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("the body decompresses to more than {max_bytes} bytes (--max-body)"),
+        ));
+    }
+    Ok(lines)
+}
+
+fn json_response(status: StatusCode, value: &impl Serialize) -> Response<Full<Bytes>> {
+    let mut body = serde_json::to_vec(value).unwrap_or_default();
+    body.push(b'\n');
+    let mut response = Response::new(Full::new(Bytes::from(body)));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write as _;
+
+    fn gzip(bytes: &[u8]) -> Vec<u8> {
+        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        encoder.write_all(bytes).unwrap();
+        encoder.finish().unwrap()
+    }
+
+    #[test]
+    fn gunzip_reads_concatenated_members() {
+        let mut body = gzip(b"a\n");
+        body.extend(gzip(b"b\n"));
+        assert_eq!(gunzip(&body, 100).ok().unwrap(), b"a\nb\n");
+    }
+
+    #[test]
+    fn gunzip_refuses_garbage_and_bombs() {
+        let garbage = gunzip(b"not gzip at all", 100).err().unwrap();
+        assert_eq!(garbage.status, StatusCode::BAD_REQUEST);
+        assert!(
+            garbage.message.contains("not valid gzip"),
+            "{}",
+            garbage.message
+        );
+        let bomb = gunzip(&gzip(&[b'x'; 1000]), 999).err().unwrap();
+        assert_eq!(bomb.status, StatusCode::PAYLOAD_TOO_LARGE);
+        assert_eq!(gunzip(&gzip(&[b'x'; 1000]), 1000).ok().unwrap().len(), 1000);
+    }
+
+    #[test]
+    fn report_serializes_as_documented() {
+        let report = BatchReport {
+            accepted: 2,
+            rejected: 1,
+            rejected_lines: vec![RejectedLine {
+                line: 3,
+                reason: "invalid JSON".to_owned(),
+            }],
+        };
+        assert_eq!(
+            serde_json::to_string(&report).unwrap(),
+            r#"{"accepted":2,"rejected":1,"rejected_lines":[{"line":3,"reason":"invalid JSON"}]}"#
+        );
+    }
+}
