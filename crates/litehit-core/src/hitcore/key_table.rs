@@ -26,15 +26,42 @@
 //!   32 bits, in one of three [`HashMode`]s — small ids (a lane's share of globally dense
 //!   ids) keep `fold mod capacity` (neighbouring ids, neighbouring slots), keys that look
 //!   like hashes switch to `fold × capacity / 2^32`, and a key set that defeats the fold
-//!   (long probe runs) switches to a multiplicative mix.
+//!   (long probe runs) switches to a multiplicative mix, then to a full avalanche (below).
 //!
-//! No deletions except by rebuilding (compaction), and the index is never resized or rebuilt
-//! mid-request (the core reserves room for the whole request first): it only gains slots, so
-//! an entry id found in phase 1 stays valid in phase 2, and a search that stopped at an empty
-//! slot in phase 1 can resume there (past any slot another new key took since). A rebuild reads the entries
-//! in order and never needs a second index. Each rebuilt key is one random index write
-//! (~20 ns here), so the index grows by ×1.6: fewer rebuilds (1.7 re-inserts per key on
-//! average instead of 2.7 at ×1.37) for at most 1.3 bytes more per key.
+//! No deletions except by rebuilding (compaction). The index never grows mid-request (the core
+//! reserves room for the whole request first); the one rebuild that can happen mid-request is
+//! a switch of home function at the same capacity, in the index's own allocation
+//! (`KeyTable::switch_hash`). A rebuild reads the entries in order and never needs a second
+//! index. Each rebuilt key is one random index write (~20 ns here), so the index grows by
+//! ×1.6: fewer rebuilds (1.7 re-inserts per key on average instead of 2.7 at ×1.37) for at
+//! most 1.3 bytes more per key.
+//!
+//! **Bounded probe work.** A home function picked from earlier keys can be defeated by later
+//! ones: after a request of hash-like keys the order-preserving `fold × capacity / 2^32`
+//! puts every small id into the first few slots, and a request of 200 k ids then read
+//! 2 × 10^10 slots (issue 16). So every search (lookup or insert) adds the slots it read to a
+//! window of [`SEARCH_WINDOW`] searches, checked after each search against a budget of
+//! [`MAX_MEAN_SEARCH_PROBES`] slots per search; past it the index switches at once, mid-request
+//! if need be, to the next [`HashMode`] (fold → multiplicative mix → avalanche; never back,
+//! except by [`KeyTable::clear`]). A rebuild is bounded alike: past that many slots per entry
+//! plus one window's budget it stops and starts over with the next function. So between
+//! switches the 4096 searches of a window read at most 64 × 4096 slots plus one search's
+//! walk; a table switches at most twice in its life (plus the fold modes'
+//! one move to range homes at a growth), each time at the cost of one rebuild; and the last
+//! function, the `SplitMix64` finalizer, is no longer watched (it is fixed, not seeded: a key
+//! set built against it could still cluster it). [`KeyTable::probe_count`] counts the slots.
+//!
+//! **Invariant: entry ids survive every mid-request switch; saved empty slots do not.** Ids
+//! are entry-vector indexes and a switch rewrites only the index, so an id found in phase 1
+//! (or earlier in phase 2) stays valid in phase 2. An *empty slot* where a failed lookup
+//! stopped is meaningful only under the home function that produced it: without a switch the
+//! index has only gained slots since, and a search resumes there (past any slot another new
+//! key took since); after a switch (`search_slots_stale`: set by the switch, cleared when the
+//! next request begins in [`KeyTable::reserve`]) [`KeyTable::find_or_insert_unplaced`] ignores
+//! it and searches from the key's home slot under the new function. A switch is only made
+//! after a search's result is used — an insert has written its slot — never between a search
+//! and the write it leads to. (Phase 1 saves at most one empty slot, from its last lookup, and
+//! phase 2's first insert consumes it; the rule does not rely on that.)
 
 /// Grow the index when its load would pass this.
 const MAX_LOAD: f64 = 0.80;
@@ -61,7 +88,14 @@ const MAX_MEAN_SEARCH_PROBES: u64 = 64;
 /// `MAX_MEAN_SEARCH_PROBES × SEARCH_WINDOW` slots, is checked after every search, so at most
 /// that many slots (plus one search's) are read before a clustering home function is left.
 const SEARCH_WINDOW: u32 = 4096;
-const SEARCH_WINDOW_PROBE_BUDGET: u64 = MAX_MEAN_SEARCH_PROBES * SEARCH_WINDOW as u64;
+pub(super) const SEARCH_WINDOW_PROBE_BUDGET: u64 = MAX_MEAN_SEARCH_PROBES * SEARCH_WINDOW as u64;
+/// The search window is one word: the searches in its low bits (up to [`SEARCH_WINDOW`]), the
+/// slots they read above, so a search updates it with one add.
+const WINDOW_COUNT_BITS: u32 = 13;
+const _: () = assert!(SEARCH_WINDOW < 1 << WINDOW_COUNT_BITS);
+/// A window word above this has read more than its budget, whatever its search count.
+const WINDOW_WORD_LIMIT: u64 =
+    (SEARCH_WINDOW_PROBE_BUDGET << WINDOW_COUNT_BITS) | ((1 << WINDOW_COUNT_BITS) - 1);
 const MIN_CAPACITY: usize = 1 << 12;
 /// How far ahead a rebuild prefetches the index slot an entry will land in (~100 ns of DRAM
 /// latency at a few ns per entry).
@@ -124,10 +158,9 @@ pub(crate) struct KeyTable {
     /// Lemire's fastmod multiplier for `index.len()` (used by [`HashMode::FoldModulo`]).
     fastmod_multiplier: u64,
     hash_mode: HashMode,
-    /// Searches in the current window (since the last rebuild or the window's start) and the
-    /// index slots they read: see [`SEARCH_WINDOW`].
-    window_searches: u32,
-    window_probes: u64,
+    /// The current search window (since the last rebuild or the window's start): its searches
+    /// and, shifted by [`WINDOW_COUNT_BITS`], the index slots they read; see [`SEARCH_WINDOW`].
+    window: u64,
     /// Set when the index was rebuilt with another home function since the request began
     /// ([`Self::reserve`]): the empty slots that earlier failed lookups returned mean nothing
     /// now, so [`Self::find_or_insert_unplaced`] searches from the key's home slot instead.
@@ -418,8 +451,7 @@ impl KeyTable {
             slot = self.next_slot(slot);
             probes += 1;
         };
-        self.window_probes += probes;
-        self.window_searches += 1;
+        self.window += (probes << WINDOW_COUNT_BITS) | 1;
         found
     }
 
@@ -432,9 +464,10 @@ impl KeyTable {
     /// [`Self::search_slots_stale`] records.
     #[inline]
     fn switch_hash_if_clustering(&mut self) {
-        if self.window_probes > SEARCH_WINDOW_PROBE_BUDGET {
+        if self.window > WINDOW_WORD_LIMIT {
             self.switch_hash();
-        } else if self.window_searches >= SEARCH_WINDOW {
+        } else if self.window & u64::from(SEARCH_WINDOW) != 0 {
+            // The count (below `2 × SEARCH_WINDOW`, a power of two) has reached the window.
             self.start_search_window();
         }
     }
@@ -457,7 +490,7 @@ impl KeyTable {
     /// slot it lands in); prefetch hints are not counted. A cost measure for tests and
     /// diagnostics: results never depend on it. Zeroed by [`Self::clear`].
     pub(crate) fn probe_count(&self) -> u64 {
-        self.probes + self.window_probes
+        self.probes + (self.window >> WINDOW_COUNT_BITS)
     }
 
     /// The slot after `slot`, wrapping at the end of the index.
@@ -581,9 +614,8 @@ impl KeyTable {
 
     /// Starts a new search window (the slots the last one read are kept in the total).
     fn start_search_window(&mut self) {
-        self.probes += self.window_probes;
-        self.window_searches = 0;
-        self.window_probes = 0;
+        self.probes += self.window >> WINDOW_COUNT_BITS;
+        self.window = 0;
     }
 
     /// Rebuilds the index for `capacity` slots and `hash_mode` from the entries, in id order.
@@ -628,9 +660,19 @@ impl KeyTable {
     /// inserts have read more slots than the rebuild's budget (unless the home function is
     /// the last one, [`HashMode::next`]).
     fn insert_all_in_id_order(&mut self) -> bool {
-        let bounded = self.hash_mode.next().is_some();
-        let mut rebuild_probes = 0_u64;
-        let mut budget = SEARCH_WINDOW_PROBE_BUDGET;
+        // Slots the rebuild may still read past the entries' home slots: one window's budget,
+        // plus `MAX_MEAN_SEARCH_PROBES - 1` per entry (the home slot itself is always read).
+        // Only a collision spends it, so most entries just add to it.
+        let initial_allowance = if self.hash_mode.next().is_some() {
+            SEARCH_WINDOW_PROBE_BUDGET
+        } else {
+            u64::MAX / 2 // the last function: not bounded (2^32 entries × 63 cannot reach it)
+        };
+        let mut allowance = initial_allowance;
+        let count = self.entries.len() as u64;
+        let probes_read = |allowance: u64, entries: u64| {
+            entries + initial_allowance + entries * (MAX_MEAN_SEARCH_PROBES - 1) - allowance
+        };
         for id in 0..self.entries.len() {
             if let Some(&ahead) = self.entries.get(id + REBUILD_LOOKAHEAD_ENTRIES) {
                 super::hints::prefetch_read(&self.index[self.home_slot(join_key(ahead))]);
@@ -638,20 +680,18 @@ impl KeyTable {
             let key = join_key(self.entries[id]);
             let word = self.fingerprint(key) | self.encode_id(id);
             let mut slot = self.home_slot(key);
-            let mut probes = 1;
+            allowance += MAX_MEAN_SEARCH_PROBES - 1;
             while self.index[slot] != 0 {
+                if allowance == 0 {
+                    self.probes += probes_read(allowance, id as u64 + 1);
+                    return false;
+                }
+                allowance -= 1;
                 slot = self.next_slot(slot);
-                probes += 1;
             }
             self.index[slot] = word;
-            rebuild_probes += probes;
-            budget += MAX_MEAN_SEARCH_PROBES;
-            if bounded && rebuild_probes > budget {
-                self.probes += rebuild_probes;
-                return false;
-            }
         }
-        self.probes += rebuild_probes;
+        self.probes += probes_read(allowance, count);
         true
     }
 
@@ -661,8 +701,7 @@ impl KeyTable {
         self.index.fill(0);
         self.hash_mode = HashMode::FoldModulo;
         self.fastmod_multiplier = (u64::MAX / self.index.len().max(1) as u64).wrapping_add(1);
-        self.window_searches = 0;
-        self.window_probes = 0;
+        self.window = 0;
         self.search_slots_stale = false;
         self.probes = 0;
     }
