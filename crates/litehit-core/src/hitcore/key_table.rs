@@ -967,6 +967,51 @@ mod tests {
     }
 
     #[test]
+    fn empty_slots_saved_before_a_mid_request_switch_are_not_trusted_after_it() {
+        // As in one request: stored hashed keys, then phase 1 looks up new keys and saves the
+        // empty slots where their searches stopped; a clustering switch rebuilds the index
+        // with another home function; phase 2 inserts the new keys from the saved slots.
+        let mut rng = crate::workload::SplitMix64::new(3);
+        let mut table = KeyTable::default();
+        let stored: Vec<i64> = (0..3000)
+            .map(|_| i64::from_ne_bytes(rng.next_u64().to_ne_bytes()))
+            .collect();
+        table.reserve(stored.len());
+        for (position, &key) in stored.iter().enumerate() {
+            upsert(&mut table, key, position);
+        }
+        let fresh: Vec<i64> = (0..500)
+            .map(|_| i64::from_ne_bytes(rng.next_u64().to_ne_bytes()))
+            .collect();
+        table.reserve(fresh.len());
+        let saved: Vec<usize> = fresh.iter().map(|&key| table.lookup(key).slot).collect();
+        let stored_ids: Vec<usize> = stored.iter().map(|&key| table.lookup(key).slot).collect();
+        let mode_before = table.hash_mode;
+        table.switch_hash();
+        assert_ne!(table.hash_mode, mode_before);
+        for (index, (&key, &slot)) in fresh.iter().zip(&saved).enumerate() {
+            let id = table.find_or_insert_unplaced(slot, key);
+            table.set_position(id, stored.len() + index);
+        }
+        let mut model: std::collections::HashMap<i64, usize> =
+            stored.iter().enumerate().map(|(p, &k)| (k, p)).collect();
+        model.extend(
+            fresh
+                .iter()
+                .enumerate()
+                .map(|(i, &k)| (k, stored.len() + i)),
+        );
+        assert_matches_model(&mut table, &model);
+        // Entry ids found before the switch still name their keys.
+        for (&key, &id) in stored.iter().zip(&stored_ids) {
+            assert_eq!(table.lookup(key).slot, id);
+        }
+        // The next request trusts its own saved slots again.
+        table.reserve(1);
+        assert!(!table.search_slots_stale);
+    }
+
+    #[test]
     fn a_search_continues_past_a_slot_another_new_key_took() {
         // Two new keys with the same home, both looked up before either is inserted (as in
         // phase 1), then inserted from their phase-1 slots (as in phase 2).
