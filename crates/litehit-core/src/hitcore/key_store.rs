@@ -106,7 +106,8 @@ impl Default for KeyStore {
 }
 
 impl KeyStore {
-    /// Makes room for a request's keys before it is replayed (nothing moves mid-request), and
+    /// Makes room for a request's keys before it is replayed (nothing grows and no entry moves
+    /// mid-request; the hashed index may only switch its home function, keeping every id), and
     /// leaves the dense-id array for good if the request does not fit it.
     pub(crate) fn prepare_for(&mut self, keys: &[i64]) {
         if let Self::DenseIds(table) = self
