@@ -19,8 +19,8 @@ pub(crate) trait BlockLookups {
     /// Hint: `key` is about to be searched as a new key.
     fn prefetch_search(&self, key: i64);
     /// Finds `key`; `neighbour_guess` is the id after the previous block's (`usize::MAX` for
-    /// none), which a store may try first.
-    fn lookup_near(&self, key: i64, neighbour_guess: usize) -> Lookup;
+    /// none), which a store may try first. (`&mut`: the hashed table counts its probes.)
+    fn lookup_near(&mut self, key: i64, neighbour_guess: usize) -> Lookup;
     /// Adds `key` not placed yet (or finds it if this request added it already), continuing
     /// from the `slot` its failed lookup returned; returns its id.
     fn find_or_insert_unplaced(&mut self, slot: usize, key: i64) -> usize;
@@ -43,7 +43,7 @@ impl BlockLookups for KeyTable {
         self.prefetch_index(key);
     }
     #[inline]
-    fn lookup_near(&self, key: i64, neighbour_guess: usize) -> Lookup {
+    fn lookup_near(&mut self, key: i64, neighbour_guess: usize) -> Lookup {
         KeyTable::lookup_near(self, key, neighbour_guess)
     }
     #[inline]
@@ -72,7 +72,7 @@ impl BlockLookups for DenseIdTable {
     #[inline]
     fn prefetch_search(&self, _key: i64) {}
     #[inline]
-    fn lookup_near(&self, key: i64, _neighbour_guess: usize) -> Lookup {
+    fn lookup_near(&mut self, key: i64, _neighbour_guess: usize) -> Lookup {
         self.lookup(key)
     }
     #[inline]
@@ -106,7 +106,8 @@ impl Default for KeyStore {
 }
 
 impl KeyStore {
-    /// Makes room for a request's keys before it is replayed (nothing moves mid-request), and
+    /// Makes room for a request's keys before it is replayed (nothing grows and no entry moves
+    /// mid-request; the hashed index may only switch its home function, keeping every id), and
     /// leaves the dense-id array for good if the request does not fit it.
     pub(crate) fn prepare_for(&mut self, keys: &[i64]) {
         if let Self::DenseIds(table) = self
@@ -175,6 +176,15 @@ impl KeyStore {
         match self {
             Self::DenseIds(table) => table.clear(),
             Self::Hashed(table) => table.clear(),
+        }
+    }
+
+    /// Index slots the hashed table has read ([`KeyTable::probe_count`]); `0` while the keys
+    /// sit in the dense-id array, which has no index.
+    pub(crate) fn index_probe_count(&self) -> u64 {
+        match self {
+            Self::DenseIds(_) => 0,
+            Self::Hashed(table) => table.probe_count(),
         }
     }
 

@@ -26,15 +26,42 @@
 //!   32 bits, in one of three [`HashMode`]s — small ids (a lane's share of globally dense
 //!   ids) keep `fold mod capacity` (neighbouring ids, neighbouring slots), keys that look
 //!   like hashes switch to `fold × capacity / 2^32`, and a key set that defeats the fold
-//!   (long probe runs) switches to a multiplicative mix.
+//!   (long probe runs) switches to a multiplicative mix, then to a full avalanche (below).
 //!
-//! No deletions except by rebuilding (compaction), and the index is never resized or rebuilt
-//! mid-request (the core reserves room for the whole request first): it only gains slots, so
-//! an entry id found in phase 1 stays valid in phase 2, and a search that stopped at an empty
-//! slot in phase 1 can resume there (past any slot another new key took since). A rebuild reads the entries
-//! in order and never needs a second index. Each rebuilt key is one random index write
-//! (~20 ns here), so the index grows by ×1.6: fewer rebuilds (1.7 re-inserts per key on
-//! average instead of 2.7 at ×1.37) for at most 1.3 bytes more per key.
+//! No deletions except by rebuilding (compaction). The index never grows mid-request (the core
+//! reserves room for the whole request first); the one rebuild that can happen mid-request is
+//! a switch of home function at the same capacity, in the index's own allocation
+//! (`KeyTable::switch_hash`). A rebuild reads the entries in order and never needs a second
+//! index. Each rebuilt key is one random index write (~20 ns here), so the index grows by
+//! ×1.6: fewer rebuilds (1.7 re-inserts per key on average instead of 2.7 at ×1.37) for at
+//! most 1.3 bytes more per key.
+//!
+//! **Bounded probe work.** A home function picked from earlier keys can be defeated by later
+//! ones: after a request of hash-like keys the order-preserving `fold × capacity / 2^32`
+//! puts every small id into the first few slots, and a request of 200 k ids then read
+//! 2 × 10^10 slots (issue 16). So every search (lookup or insert) adds the slots it read to a
+//! window of [`SEARCH_WINDOW`] searches, checked after each search against a budget of
+//! [`MAX_MEAN_SEARCH_PROBES`] slots per search; past it the index switches at once, mid-request
+//! if need be, to the next [`HashMode`] (fold → multiplicative mix → avalanche; never back,
+//! except by [`KeyTable::clear`]). A rebuild is bounded alike: past that many slots per entry
+//! plus one window's budget it stops and starts over with the next function. So between
+//! switches the 4096 searches of a window read at most 64 × 4096 slots plus one search's
+//! walk; a table switches at most twice in its life (plus the fold modes'
+//! one move to range homes at a growth), each time at the cost of one rebuild; and the last
+//! function, the `SplitMix64` finalizer, is no longer watched (it is fixed, not seeded: a key
+//! set built against it could still cluster it). [`KeyTable::probe_count`] counts the slots.
+//!
+//! **Invariant: entry ids survive every mid-request switch; saved empty slots do not.** Ids
+//! are entry-vector indexes and a switch rewrites only the index, so an id found in phase 1
+//! (or earlier in phase 2) stays valid in phase 2. An *empty slot* where a failed lookup
+//! stopped is meaningful only under the home function that produced it: without a switch the
+//! index has only gained slots since, and a search resumes there (past any slot another new
+//! key took since); after a switch (`search_slots_stale`: set by the switch, cleared when the
+//! next request begins in [`KeyTable::reserve`]) [`KeyTable::find_or_insert_unplaced`] ignores
+//! it and searches from the key's home slot under the new function. A switch is only made
+//! after a search's result is used — an insert has written its slot — never between a search
+//! and the write it leads to. (Phase 1 saves at most one empty slot, from its last lookup, and
+//! phase 2's first insert consumes it; the rule does not rely on that.)
 
 /// Grow the index when its load would pass this.
 const MAX_LOAD: f64 = 0.80;
@@ -49,13 +76,26 @@ const DOUBLING_BELOW_SLOTS: usize = 1 << 22;
 /// step cheap.
 const ENTRY_GROWTH_DIVISOR: usize = 16;
 const MIN_ENTRY_GROWTH: usize = 1 << 12;
-/// Inserts probing this far on average (from their home slot) mean the fold hash is
-/// clustering — dense ids arriving in runs pile up into long linear-probing clusters (seen on
-/// multi-instance traces whose ids are dense globally but sparse per lane): switch to the
-/// mixing hash. A uniform hash at the maximum load averages about 26.
-const MAX_MEAN_INSERT_DISTANCE: usize = 64;
-/// Inserts observed before the mean is trusted.
-const MIN_INSERTS_FOR_MEAN: usize = 4096;
+/// Searches reading this many index slots on average, over a window of [`SEARCH_WINDOW`]
+/// searches, mean the home function is clustering — dense ids arriving in runs pile up into
+/// long linear-probing clusters (seen on multi-instance traces whose ids are dense globally
+/// but sparse per lane), and small ids after hash-like keys all have homes in the first slots
+/// of the order-preserving [`HashMode::FoldRange`] (issue 16): the index switches to the next
+/// [`HashMode`] at once, mid-request if need be. A uniform hash at the maximum load reads
+/// about 13 slots per insert and 3 per lookup of a stored key.
+const MAX_MEAN_SEARCH_PROBES: u64 = 64;
+/// The window over which search probes are summed. Its budget,
+/// `MAX_MEAN_SEARCH_PROBES × SEARCH_WINDOW` slots, is checked after every search, so at most
+/// that many slots (plus one search's) are read before a clustering home function is left.
+const SEARCH_WINDOW: u32 = 4096;
+pub(super) const SEARCH_WINDOW_PROBE_BUDGET: u64 = MAX_MEAN_SEARCH_PROBES * SEARCH_WINDOW as u64;
+/// The search window is one word: the searches in its low bits (up to [`SEARCH_WINDOW`]), the
+/// slots they read above, so a search updates it with one add.
+const WINDOW_COUNT_BITS: u32 = 13;
+const _: () = assert!(SEARCH_WINDOW < 1 << WINDOW_COUNT_BITS);
+/// A window word above this has read more than its budget, whatever its search count.
+const WINDOW_WORD_LIMIT: u64 =
+    (SEARCH_WINDOW_PROBE_BUDGET << WINDOW_COUNT_BITS) | ((1 << WINDOW_COUNT_BITS) - 1);
 const MIN_CAPACITY: usize = 1 << 12;
 /// How far ahead a rebuild prefetches the index slot an entry will land in (~100 ns of DRAM
 /// latency at a few ns per entry).
@@ -65,6 +105,11 @@ const LOOKAHEAD_ENTRIES: usize = 16;
 /// The multiplier of the mixing hash and of the fingerprint (2^64 / golden ratio).
 const MIX_MULTIPLIER: u64 = 0x9e37_79b9_7f4a_7c15;
 
+/// The home functions, in the order a clustering index moves through them (it never moves
+/// back, except when cleared): each is faster on the keys it was chosen for and the later
+/// ones are harder to defeat. [`HashMode::FoldModulo`] moves to [`HashMode::FoldRange`] at a
+/// rebuild once a stored key looks like a hash; any mode but the last moves to the next one
+/// ([`HashMode::next`]) when searches or a rebuild read too many slots.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 enum HashMode {
     /// `fold mod capacity`, with `fold = (key ^ key >> 32) as u32`: identity on dense ids, so
@@ -73,8 +118,23 @@ enum HashMode {
     FoldModulo,
     /// `fold × capacity / 2^32`: for keys whose fold is spread over all 32 bits (hashes).
     FoldRange,
-    /// A multiplicative mix, then `× capacity / 2^32`: robust for any key set.
+    /// A multiplicative mix, then `× capacity / 2^32`: spreads arithmetic progressions and
+    /// runs of any stride; only keys built against the multiplier cluster.
     MixRange,
+    /// A full avalanche (the `SplitMix64` finalizer), then `× capacity / 2^32`: every key bit
+    /// moves every home bit. The last resort: searches are no longer watched.
+    AvalancheRange,
+}
+
+impl HashMode {
+    /// The mode a clustering index switches to, `None` for the last one.
+    fn next(self) -> Option<Self> {
+        match self {
+            Self::FoldModulo | Self::FoldRange => Some(Self::MixRange),
+            Self::MixRange => Some(Self::AvalancheRange),
+            Self::AvalancheRange => None,
+        }
+    }
 }
 
 /// A fold at or above this means the keys are not small dense ids: they are hashes.
@@ -98,13 +158,16 @@ pub(crate) struct KeyTable {
     /// Lemire's fastmod multiplier for `index.len()` (used by [`HashMode::FoldModulo`]).
     fastmod_multiplier: u64,
     hash_mode: HashMode,
-    /// Set when inserts probe too far; the owner rebuilds between requests.
-    wants_rehash: bool,
-    /// Inserts since the last rebuild and the sum of their distances from their home slots.
-    inserts_since_rehash: usize,
-    insert_distance_sum: usize,
-    /// Largest fold of any key stored.
-    max_fold: u32,
+    /// The current search window (since the last rebuild or the window's start): its searches
+    /// and, shifted by [`WINDOW_COUNT_BITS`], the index slots they read; see [`SEARCH_WINDOW`].
+    window: u64,
+    /// Set when the index was rebuilt with another home function since the request began
+    /// ([`Self::reserve`]): the empty slots that earlier failed lookups returned mean nothing
+    /// now, so [`Self::find_or_insert_unplaced`] searches from the key's home slot instead.
+    search_slots_stale: bool,
+    /// Index slots read by searches and rebuilds since the table was made or cleared, but
+    /// for the current search window's ([`Self::probe_count`] adds them).
+    probes: u64,
 }
 
 /// Where a key lives (or would be inserted) and its stored position.
@@ -144,6 +207,16 @@ fn mixed(key: i64) -> u64 {
     bits.wrapping_mul(MIX_MULTIPLIER)
 }
 
+/// The `SplitMix64` finalizer (a bijection on 64 bits with full avalanche).
+#[inline]
+fn avalanche(key: i64) -> u64 {
+    #[expect(clippy::cast_sign_loss, reason = "hash bits")]
+    let mut z = key as u64;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
 /// The home slot of `key` in an index of `capacity` slots.
 #[inline]
 fn home_slot_for(key: i64, hash_mode: HashMode, capacity: usize, fastmod_multiplier: u64) -> usize {
@@ -165,6 +238,10 @@ fn home_slot_for(key: i64, hash_mode: HashMode, capacity: usize, fastmod_multipl
         HashMode::FoldRange => scaled(fold),
         HashMode::MixRange => {
             let upper = (mixed(key) >> 32) as u32;
+            scaled(upper)
+        }
+        HashMode::AvalancheRange => {
+            let upper = (avalanche(key) >> 32) as u32;
             scaled(upper)
         }
     }
@@ -232,8 +309,11 @@ impl KeyTable {
         lower & !self.id_mask
     }
 
-    /// Makes room for `additional` more keys without touching the index mid-request.
+    /// Makes room for `additional` more keys, so that the index never grows mid-request;
+    /// call it as a request begins (it also forgets that an earlier request rebuilt the index,
+    /// [`Self::search_slots_stale`]).
     pub(crate) fn reserve(&mut self, additional: usize) {
+        self.search_slots_stale = false;
         let len = self.entries.len();
         if len + additional > self.entries.capacity() {
             let step = (len / ENTRY_GROWTH_DIVISOR).max(MIN_ENTRY_GROWTH);
@@ -311,7 +391,7 @@ impl KeyTable {
     /// Finds `key`, trying `neighbour_guess` (the entry after the previous block's; any
     /// value, `usize::MAX` for none) before the index.
     #[inline]
-    pub(crate) fn lookup_near(&self, key: i64, neighbour_guess: usize) -> Lookup {
+    pub(crate) fn lookup_near(&mut self, key: i64, neighbour_guess: usize) -> Lookup {
         if let Some(found) = self.entry_if_key(neighbour_guess, key) {
             return found;
         }
@@ -330,14 +410,16 @@ impl KeyTable {
 
     /// Finds `key` through the index, or the empty index slot where it would be inserted.
     #[inline]
-    pub(crate) fn lookup(&self, key: i64) -> Lookup {
+    pub(crate) fn lookup(&mut self, key: i64) -> Lookup {
         if self.index.is_empty() {
             return Lookup {
                 slot: 0,
                 position: None,
             };
         }
-        match self.search_from(self.home_slot(key), key) {
+        let found = self.search_from(self.home_slot(key), key);
+        self.switch_hash_if_clustering();
+        match found {
             Ok(id) => Lookup {
                 slot: id,
                 position: self.placed_position(id),
@@ -352,21 +434,63 @@ impl KeyTable {
     /// Walks the index from `slot`: `Ok(entry id)` of `key`, or `Err(the empty slot)` where
     /// the walk ended. Only slots whose fingerprint matches read their entry.
     #[inline]
-    fn search_from(&self, mut slot: usize, key: i64) -> Result<usize, usize> {
+    fn search_from(&mut self, mut slot: usize, key: i64) -> Result<usize, usize> {
         let fingerprint = self.fingerprint(key);
-        loop {
+        let mut probes = 1;
+        let found = loop {
             let word = self.index[slot];
             if word == 0 {
-                return Err(slot);
+                break Err(slot);
             }
             if word & !self.id_mask == fingerprint {
                 let id = (word & self.id_mask) as usize - 1;
                 if join_key(self.entries[id]) == key {
-                    return Ok(id);
+                    break Ok(id);
                 }
             }
             slot = self.next_slot(slot);
+            probes += 1;
+        };
+        self.window += (probes << WINDOW_COUNT_BITS) | 1;
+        found
+    }
+
+    /// Checks the search window after a search: the index switches to the next home
+    /// function at once when the window's searches read more than their budget, else a full
+    /// window starts over.
+    ///
+    /// Called after a search's result is used or saved, never in between: an entry id stays
+    /// valid across the rebuild (entries do not move), an empty slot does not, which
+    /// [`Self::search_slots_stale`] records.
+    #[inline]
+    fn switch_hash_if_clustering(&mut self) {
+        if self.window > WINDOW_WORD_LIMIT {
+            self.switch_hash();
+        } else if self.window & u64::from(SEARCH_WINDOW) != 0 {
+            // The count (below `2 × SEARCH_WINDOW`, a power of two) has reached the window.
+            self.start_search_window();
         }
+    }
+
+    /// Rebuilds the index with the next home function, at the same capacity and in its own
+    /// allocation (no copy, no growth; entries and their ids unchanged). The last function
+    /// is kept and its searches are no longer watched.
+    #[cold]
+    #[inline(never)]
+    fn switch_hash(&mut self) {
+        self.start_search_window();
+        if let Some(next) = self.hash_mode.next() {
+            self.rebuild_index(self.index.len(), next);
+            self.search_slots_stale = true;
+        }
+    }
+
+    /// Index slots read so far by key searches (lookups and inserts, each from where it
+    /// starts to where it ends) and by rebuilds (each entry from its home slot to the empty
+    /// slot it lands in); prefetch hints are not counted. A cost measure for tests and
+    /// diagnostics: results never depend on it. Zeroed by [`Self::clear`].
+    pub(crate) fn probe_count(&self) -> u64 {
+        self.probes + (self.window >> WINDOW_COUNT_BITS)
     }
 
     /// The slot after `slot`, wrapping at the end of the index.
@@ -395,17 +519,25 @@ impl KeyTable {
     /// Continues a failed lookup from its empty index slot: returns the key's entry id if an
     /// earlier insert of this request already added it, else appends it, not placed yet
     /// (the caller sets its position before the request ends), and returns the new id.
+    /// (After a rebuild with another home function this request, the slot is stale, and the
+    /// search starts at the key's home slot instead.)
     #[inline]
     pub(crate) fn find_or_insert_unplaced(&mut self, start_slot: usize, key: i64) -> usize {
-        match self.search_from(start_slot, key) {
+        let start_slot = if self.search_slots_stale {
+            self.home_slot(key)
+        } else {
+            start_slot
+        };
+        let id = match self.search_from(start_slot, key) {
             Ok(id) => id,
             Err(empty_slot) => {
                 let id = self.push_unplaced(key);
                 self.index[empty_slot] = self.fingerprint(key) | self.encode_id(id);
-                self.note_insert(key, empty_slot);
                 id
             }
-        }
+        };
+        self.switch_hash_if_clustering();
+        id
     }
 
     /// [`Self::find_or_insert_unplaced`] from the key's home slot: for a key that was not
@@ -428,39 +560,6 @@ impl KeyTable {
         let (low, high) = split_key(key);
         self.entries.push([low, high, UNPLACED]);
         self.entries.len() - 1
-    }
-
-    /// Tracks how far inserts land from their home slot (the cost of every later lookup), and
-    /// the largest fold (hash-looking keys switch the hash mode at the next rebuild).
-    #[inline]
-    fn note_insert(&mut self, key: i64, slot: usize) {
-        let (low, high) = split_key(key);
-        self.max_fold = self.max_fold.max(low ^ high);
-        if self.hash_mode == HashMode::MixRange {
-            return; // already uniform: long probes can only mean high load, handled by growth
-        }
-        let home = self.home_slot(key);
-        let distance = if slot >= home {
-            slot - home
-        } else {
-            slot + self.index.len() - home
-        };
-        self.inserts_since_rehash += 1;
-        self.insert_distance_sum += distance;
-        if self.inserts_since_rehash >= MIN_INSERTS_FOR_MEAN
-            && self.insert_distance_sum > MAX_MEAN_INSERT_DISTANCE * self.inserts_since_rehash
-        {
-            self.wants_rehash = true;
-        }
-    }
-
-    /// Rebuilds the index with the mixing hash if inserts reported clustering. Call between
-    /// requests.
-    pub(crate) fn rehash_if_clustered(&mut self) {
-        if self.wants_rehash {
-            self.wants_rehash = false;
-            self.rebuild_index(self.index.len(), HashMode::MixRange);
-        }
     }
 
     /// Rewrites every stored position in place (no key is dropped). `prefetch` is called a
@@ -502,7 +601,7 @@ impl KeyTable {
     }
 
     /// What depends on the index capacity: the id field's width, the fastmod multiplier, and
-    /// the clustering statistics, which start over.
+    /// the search window, which starts over.
     fn set_index_capacity(&mut self, capacity: usize) {
         assert!(
             u32::try_from(capacity).is_ok(),
@@ -510,8 +609,13 @@ impl KeyTable {
         );
         self.id_mask = id_mask_for(capacity);
         self.fastmod_multiplier = (u64::MAX / capacity as u64).wrapping_add(1);
-        self.inserts_since_rehash = 0;
-        self.insert_distance_sum = 0;
+        self.start_search_window();
+    }
+
+    /// Starts a new search window (the slots the last one read are kept in the total).
+    fn start_search_window(&mut self) {
+        self.probes += self.window >> WINDOW_COUNT_BITS;
+        self.window = 0;
     }
 
     /// Rebuilds the index for `capacity` slots and `hash_mode` from the entries, in id order.
@@ -520,13 +624,17 @@ impl KeyTable {
     /// shrinking releases the tail) and cleared, then every entry is inserted again, its
     /// landing slot prefetched a few entries ahead. While still in [`HashMode::FoldModulo`], a
     /// fold of at least [`HASHED_FOLD_THRESHOLD`] among the stored keys switches to
-    /// [`HashMode::FoldRange`].
+    /// [`HashMode::FoldRange`]. A rebuild whose inserts read more than
+    /// [`MAX_MEAN_SEARCH_PROBES`] slots each on average (plus one window's budget) stops,
+    /// and starts over with the next home function: so ids that an earlier growth stored
+    /// under the identity-like fold, and that all fall into the first slots once the keys
+    /// look hashed, cost a bounded rebuild instead of a quadratic one.
     fn rebuild_index(&mut self, capacity: usize, hash_mode: HashMode) {
         assert!(self.len() < capacity, "a rebuild must leave an empty slot");
         // From the keys still stored: compaction may just have dropped the large folds.
-        self.max_fold = self.entries.iter().map(|e| e[0] ^ e[1]).max().unwrap_or(0);
+        let max_fold = self.entries.iter().map(|e| e[0] ^ e[1]).max().unwrap_or(0);
         self.hash_mode = match hash_mode {
-            HashMode::FoldModulo if self.max_fold >= HASHED_FOLD_THRESHOLD => HashMode::FoldRange,
+            HashMode::FoldModulo if max_fold >= HASHED_FOLD_THRESHOLD => HashMode::FoldRange,
             mode => mode,
         };
         self.set_index_capacity(capacity);
@@ -538,12 +646,33 @@ impl KeyTable {
         if capacity < self.index.capacity() / 2 {
             self.index.shrink_to_fit();
         }
-        self.insert_all_in_id_order();
+        while !self.insert_all_in_id_order() {
+            self.hash_mode = self
+                .hash_mode
+                .next()
+                .expect("the last home function's rebuild is not bounded");
+            self.index.fill(0);
+        }
     }
 
     /// Inserts every entry into the (empty) index, in id order, each landing slot prefetched
-    /// a few entries ahead.
-    fn insert_all_in_id_order(&mut self) {
+    /// a few entries ahead. Returns `false`, leaving the index part-filled, as soon as the
+    /// inserts have read more slots than the rebuild's budget (unless the home function is
+    /// the last one, [`HashMode::next`]).
+    fn insert_all_in_id_order(&mut self) -> bool {
+        // Slots the rebuild may still read past the entries' home slots: one window's budget,
+        // plus `MAX_MEAN_SEARCH_PROBES - 1` per entry (the home slot itself is always read).
+        // Only a collision spends it, so most entries just add to it.
+        let initial_allowance = if self.hash_mode.next().is_some() {
+            SEARCH_WINDOW_PROBE_BUDGET
+        } else {
+            u64::MAX / 2 // the last function: not bounded (2^32 entries × 63 cannot reach it)
+        };
+        let mut allowance = initial_allowance;
+        let count = self.entries.len() as u64;
+        let probes_read = |allowance: u64, entries: u64| {
+            entries + initial_allowance + entries * (MAX_MEAN_SEARCH_PROBES - 1) - allowance
+        };
         for id in 0..self.entries.len() {
             if let Some(&ahead) = self.entries.get(id + REBUILD_LOOKAHEAD_ENTRIES) {
                 super::hints::prefetch_read(&self.index[self.home_slot(join_key(ahead))]);
@@ -551,11 +680,19 @@ impl KeyTable {
             let key = join_key(self.entries[id]);
             let word = self.fingerprint(key) | self.encode_id(id);
             let mut slot = self.home_slot(key);
+            allowance += MAX_MEAN_SEARCH_PROBES - 1;
             while self.index[slot] != 0 {
+                if allowance == 0 {
+                    self.probes += probes_read(allowance, id as u64 + 1);
+                    return false;
+                }
+                allowance -= 1;
                 slot = self.next_slot(slot);
             }
             self.index[slot] = word;
         }
+        self.probes += probes_read(allowance, count);
+        true
     }
 
     /// Forgets every key but keeps the allocations (and their page mappings) for reuse.
@@ -564,10 +701,9 @@ impl KeyTable {
         self.index.fill(0);
         self.hash_mode = HashMode::FoldModulo;
         self.fastmod_multiplier = (u64::MAX / self.index.len().max(1) as u64).wrapping_add(1);
-        self.max_fold = 0;
-        self.wants_rehash = false;
-        self.inserts_since_rehash = 0;
-        self.insert_distance_sum = 0;
+        self.window = 0;
+        self.search_slots_stale = false;
+        self.probes = 0;
     }
 
     /// Every stored `(key, position)`, in insertion order.
@@ -626,7 +762,6 @@ mod tests {
                 upsert(&mut table, id, position);
                 position += 1;
             }
-            table.rehash_if_clustered();
         }
         assert_eq!(table.hash_mode, HashMode::MixRange);
         assert!(
@@ -645,7 +780,6 @@ mod tests {
         for id in 0..100_000_i64 {
             table.reserve(1);
             upsert(&mut table, id, usize::try_from(id).unwrap());
-            table.rehash_if_clustered();
         }
         assert_eq!(
             table.hash_mode,
@@ -671,7 +805,6 @@ mod tests {
                 table.reserve(1);
                 assert!(table.lookup(key).position.is_none());
                 upsert(&mut table, key, position);
-                table.rehash_if_clustered();
             }
             assert_eq!(table.len(), keys.len());
             for (position, &key) in keys.iter().enumerate() {
@@ -693,7 +826,7 @@ mod tests {
 
     /// Every stored key is found with its position, through the index and through any
     /// neighbour guess (right, wrong or out of range).
-    fn assert_matches_model(table: &KeyTable, model: &std::collections::HashMap<i64, usize>) {
+    fn assert_matches_model(table: &mut KeyTable, model: &std::collections::HashMap<i64, usize>) {
         assert_eq!(table.len(), model.len());
         assert_eq!(table.iter().count(), model.len());
         for (&key, &position) in model {
@@ -731,14 +864,13 @@ mod tests {
             for &key in keys {
                 table.reserve(1);
                 upsert(&mut table, key, position);
-                table.rehash_if_clustered();
                 model.insert(key, position);
                 position += 1;
                 if modes_seen.last() != Some(&table.hash_mode) {
                     modes_seen.push(table.hash_mode);
                 }
             }
-            assert_matches_model(&table, &model);
+            assert_matches_model(&mut table, &model);
         }
         assert_eq!(
             modes_seen,
@@ -757,7 +889,7 @@ mod tests {
             *position /= 7;
         }
         assert!(table.index.len() < capacity_before / 3);
-        assert_matches_model(&table, &model);
+        assert_matches_model(&mut table, &model);
     }
 
     #[test]
@@ -835,6 +967,51 @@ mod tests {
     }
 
     #[test]
+    fn empty_slots_saved_before_a_mid_request_switch_are_not_trusted_after_it() {
+        // As in one request: stored hashed keys, then phase 1 looks up new keys and saves the
+        // empty slots where their searches stopped; a clustering switch rebuilds the index
+        // with another home function; phase 2 inserts the new keys from the saved slots.
+        let mut rng = crate::workload::SplitMix64::new(3);
+        let mut table = KeyTable::default();
+        let stored: Vec<i64> = (0..3000)
+            .map(|_| i64::from_ne_bytes(rng.next_u64().to_ne_bytes()))
+            .collect();
+        table.reserve(stored.len());
+        for (position, &key) in stored.iter().enumerate() {
+            upsert(&mut table, key, position);
+        }
+        let fresh: Vec<i64> = (0..500)
+            .map(|_| i64::from_ne_bytes(rng.next_u64().to_ne_bytes()))
+            .collect();
+        table.reserve(fresh.len());
+        let saved: Vec<usize> = fresh.iter().map(|&key| table.lookup(key).slot).collect();
+        let stored_ids: Vec<usize> = stored.iter().map(|&key| table.lookup(key).slot).collect();
+        let mode_before = table.hash_mode;
+        table.switch_hash();
+        assert_ne!(table.hash_mode, mode_before);
+        for (index, (&key, &slot)) in fresh.iter().zip(&saved).enumerate() {
+            let id = table.find_or_insert_unplaced(slot, key);
+            table.set_position(id, stored.len() + index);
+        }
+        let mut model: std::collections::HashMap<i64, usize> =
+            stored.iter().enumerate().map(|(p, &k)| (k, p)).collect();
+        model.extend(
+            fresh
+                .iter()
+                .enumerate()
+                .map(|(i, &k)| (k, stored.len() + i)),
+        );
+        assert_matches_model(&mut table, &model);
+        // Entry ids found before the switch still name their keys.
+        for (&key, &id) in stored.iter().zip(&stored_ids) {
+            assert_eq!(table.lookup(key).slot, id);
+        }
+        // The next request trusts its own saved slots again.
+        table.reserve(1);
+        assert!(!table.search_slots_stale);
+    }
+
+    #[test]
     fn a_search_continues_past_a_slot_another_new_key_took() {
         // Two new keys with the same home, both looked up before either is inserted (as in
         // phase 1), then inserted from their phase-1 slots (as in phase 2).
@@ -902,8 +1079,7 @@ mod tests {
                             model.insert(key, next_position);
                             next_position += 1;
                         }
-                        table.rehash_if_clustered();
-                    }
+                                }
                     Step::Compact { keep_one_in } => {
                         table.retain_renumbered(|p| (p % keep_one_in == 0).then_some(p));
                         model.retain(|_, p| *p % keep_one_in == 0);
@@ -913,7 +1089,7 @@ mod tests {
                     }
                     Step::SwitchToMix => {}
                 }
-                assert_matches_model(&table, &model);
+                assert_matches_model(&mut table, &model);
             }
         }
     }
@@ -931,9 +1107,9 @@ mod tests {
                 upsert(&mut table, key, position);
                 model.insert(key, position);
             }
-            assert_matches_model(&table, &model);
+            assert_matches_model(&mut table, &model);
             table.rebuild_index(table.index.len(), table.hash_mode);
-            assert_matches_model(&table, &model);
+            assert_matches_model(&mut table, &model);
         }
     }
 

@@ -137,7 +137,6 @@ impl LiteHit {
                         table.prefetch_entry_of(next_head);
                     }
                     commit(table, ranks, scratch, block_keys);
-                    table.rehash_if_clustered();
                 }
             }
         }
@@ -203,6 +202,15 @@ impl LiteHit {
     #[must_use]
     pub fn position_space_len(&self) -> usize {
         self.ranks.len()
+    }
+
+    /// Index slots the hashed key table has read in key searches and index rebuilds since the
+    /// core was made or [`Self::reset`] (`0` while the keys are dense ids, which need no
+    /// index). A cost measure, about one per block access that misses the neighbour
+    /// shortcut on usual traces; results never depend on it.
+    #[must_use]
+    pub fn key_index_probes(&self) -> u64 {
+        self.keys.index_probe_count()
     }
 
     /// Keys held in the key table, including expired ones not yet compacted away.
@@ -290,7 +298,7 @@ impl LiteHit {
 /// there, never exactness.
 #[inline]
 fn build_hit_curve(
-    keys: &impl BlockLookups,
+    keys: &mut impl BlockLookups,
     ranks: &RecencyRanks,
     scratch: &mut RequestScratch,
     dead_below: usize,

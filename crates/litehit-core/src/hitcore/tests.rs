@@ -373,3 +373,162 @@ fn dense_ids_use_the_array_until_a_key_does_not_fit() {
         assert_eq!(core.current_unique_blocks(), twin.current_unique_blocks());
     }
 }
+
+/// Key shapes that a home function of the hashed index can cluster on (issue 16, point 4).
+#[derive(Debug, Clone, Copy)]
+enum KeyShape {
+    /// Random-looking 64-bit keys (about half negative: the core leaves the dense-id array).
+    Hashed,
+    /// `i × stride + rand(stride)`: small structured ids, as in the issue's reproducer.
+    Arithmetic { stride: i64 },
+    /// `i << shift`: ids in the high half, whose fold is `i`.
+    Shifted { shift: u32 },
+    /// Runs of `run` consecutive ids, the runs 2^20 apart.
+    Clustered { run: i64 },
+    /// Globally dense ids handed out in runs of 1–19, one lane's share (every fourth run).
+    LaneShare,
+}
+
+/// Index probes a replay may cost: this many per block access ...
+const PROBES_PER_ACCESS: u64 = 16;
+/// ... plus this many search windows' budgets (each home function switch may spend one
+/// before it is made, and one more in a rebuild it abandons).
+const PROBE_BUDGET_WINDOWS: u64 = 8;
+
+/// Makes the keys of shapes, continuing a shared counter so that phases do not repeat keys.
+struct ShapedKeys {
+    rng: crate::workload::SplitMix64,
+    next: i64,
+}
+
+impl ShapedKeys {
+    fn take(&mut self, shape: KeyShape, count: usize) -> Vec<i64> {
+        let mut keys = Vec::with_capacity(count);
+        while keys.len() < count {
+            let i = self.next;
+            self.next += 1;
+            match shape {
+                KeyShape::Hashed => {
+                    keys.push(i64::from_ne_bytes(self.rng.next_u64().to_ne_bytes()));
+                }
+                KeyShape::Arithmetic { stride } => {
+                    let offset = i64::from(self.rng.range_u32(0, 31)) % stride;
+                    keys.push(i * stride + offset);
+                }
+                KeyShape::Shifted { shift } => keys.push(i << shift),
+                KeyShape::Clustered { run } => keys.push(((i / run) << 20) + i % run),
+                KeyShape::LaneShare => {
+                    let run = i64::from(self.rng.range_u32(1, 19));
+                    if self.rng.index(4) == 0 {
+                        keys.extend((i..i + run).take(count - keys.len()));
+                    }
+                    self.next += run - 1;
+                }
+            }
+        }
+        keys
+    }
+}
+
+/// Replays `phases` (each: its shape's keys cut into requests of `request_len`, then one
+/// request re-reading them all), checks every request's infinite-capacity hits and the unique
+/// count against a set of the keys seen, and the index probes of each phase and of the whole
+/// replay against the bound; returns the probes.
+fn replay_shapes(phases: &[(KeyShape, usize, usize)]) -> u64 {
+    let mut core = LiteHit::new();
+    let mut shaped = ShapedKeys {
+        rng: crate::workload::SplitMix64::new(16),
+        next: 0,
+    };
+    let mut seen = std::collections::HashSet::new();
+    let budget = PROBE_BUDGET_WINDOWS * super::key_table::SEARCH_WINDOW_PROBE_BUDGET;
+    let mut accesses = 0_u64;
+    for (phase, &(shape, count, request_len)) in phases.iter().enumerate() {
+        let keys = shaped.take(shape, count);
+        let probes_before = core.key_index_probes();
+        let mut phase_accesses = 0_u64;
+        for request in keys.chunks(request_len.max(1)).chain([&keys[..]]) {
+            let fact = core.process_request(request, 0);
+            let expected_hits = request.iter().take_while(|k| seen.contains(*k)).count();
+            assert_eq!(
+                project_infinite(&fact),
+                expected_hits as u64,
+                "phase {phase} ({shape:?})"
+            );
+            seen.extend(request.iter().copied());
+            assert_eq!(core.current_unique_blocks(), seen.len() as u64);
+            phase_accesses += request.len() as u64;
+        }
+        let phase_probes = core.key_index_probes() - probes_before;
+        assert!(
+            phase_probes <= PROBES_PER_ACCESS * phase_accesses + budget,
+            "phase {phase} ({shape:?}, {count} keys in requests of {request_len}): \
+             {phase_probes} index probes for {phase_accesses} accesses"
+        );
+        accesses += phase_accesses;
+    }
+    let probes = core.key_index_probes();
+    assert!(
+        probes <= PROBES_PER_ACCESS * accesses + budget,
+        "{probes} index probes for {accesses} accesses"
+    );
+    probes
+}
+
+#[test]
+fn structured_ids_after_hashed_keys_keep_index_probes_linear() {
+    for shape in [
+        KeyShape::Arithmetic { stride: 3 },
+        KeyShape::Shifted { shift: 32 },
+        KeyShape::Clustered { run: 300 },
+        KeyShape::LaneShare,
+    ] {
+        let probes = replay_shapes(&[(KeyShape::Hashed, 41, 41), (shape, 60_000, 60_000)]);
+        assert!(probes > 60_000, "{shape:?}: the ids went through the index");
+    }
+}
+
+#[test]
+fn hashed_keys_after_dense_ids_rebuild_in_bounded_work() {
+    // Dense ids fill the array, one negative key moves them to the hashed table (identity-
+    // like fold homes), then hash-like keys grow it: the growth's rebuild picks the order-
+    // preserving homes, where every dense id falls into the first slots.
+    replay_shapes(&[
+        (KeyShape::Arithmetic { stride: 1 }, 60_000, 400),
+        (KeyShape::Hashed, 80_000, 500),
+    ]);
+}
+
+fn key_shape() -> impl proptest::strategy::Strategy<Value = KeyShape> {
+    use proptest::prelude::*;
+    prop_oneof![
+        Just(KeyShape::Hashed),
+        (1_i64..9).prop_map(|stride| KeyShape::Arithmetic { stride }),
+        (32_u32..41).prop_map(|shift| KeyShape::Shifted { shift }),
+        (1_i64..2000).prop_map(|run| KeyShape::Clustered { run }),
+        Just(KeyShape::LaneShare),
+    ]
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+    /// Any sequence of key shapes, in requests of any size, costs a bounded number of index
+    /// probes per block access, and keeps the unlimited cache's hits and unique count.
+    #[test]
+    fn index_probes_stay_linear_for_any_sequence_of_key_shapes(
+        phases in proptest::collection::vec(
+            (
+                key_shape(),
+                1_usize..25_000,
+                proptest::prop_oneof![
+                    proptest::strategy::Just(1_usize),
+                    2_usize..300,
+                    proptest::strategy::Just(usize::MAX),
+                ],
+            ),
+            1..5,
+        )
+    ) {
+        replay_shapes(&phases);
+    }
+}
