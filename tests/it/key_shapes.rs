@@ -7,9 +7,7 @@
 //! `i << 32`) then all have homes in the first few slots, and every insert used to walk the
 //! whole cluster the ones before it built: 2 × 10^10 probes, 14.6 s.
 
-mod common;
-
-use common::oracle::OracleBank;
+use crate::common::oracle::OracleBank;
 use litehit_core::hitcore::LiteHit;
 use litehit_core::projector::{project_blocks, project_infinite};
 use litehit_core::workload::SplitMix64;
