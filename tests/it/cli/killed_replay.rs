@@ -79,7 +79,8 @@ fn interrupted_replay_removes_its_temp_file_and_keeps_the_published_one() {
     ));
     let published = fs::read(out.join(FACTS)).unwrap();
     // Ctrl-C and SIGTERM: the run stops, deletes its temp file, exits 128 + the signal.
-    for (signal, code) in [("INT", 130), ("TERM", 143)] {
+    // SIGHUP (a closed terminal, issue 15) cleans up like SIGTERM.
+    for (signal, code) in [("INT", 130), ("TERM", 143), ("HUP", 129)] {
         let (status, stderr) = signal_mid_replay(&trace, &out, Some(signal));
         assert_eq!(status.code(), Some(code), "SIG{signal}: {stderr}");
         assert_mentions(&stderr, &["interrupted", "nothing was published"]);
