@@ -108,6 +108,14 @@ pub struct WatchArgs {
     #[arg(long, value_name = "BYTES", default_value = "64MiB", value_parser = parse_byte_size,
           requires = "listen")]
     pub max_body: u64,
+
+    /// Serve `GET /metrics` in the Prometheus text format (see docs/OPERATIONS.md): hit tokens
+    /// per instance and slot, the ∞ bound, the capacity for 50/90/95/99 % of it, unique
+    /// blocks, memory, lag and bad lines. PORT alone listens on 127.0.0.1:PORT; any other
+    /// address must be given in full (IP:PORT). The same address as --listen shares its
+    /// server. Port 0 takes a free port; the address is printed on stderr
+    #[arg(long, value_name = "[IP:]PORT", value_parser = parse_listen_address)]
+    pub metrics_listen: Option<SocketAddr>,
 }
 
 /// `--listen`: `PORT` is loopback (`127.0.0.1:PORT`); anything else is a full `IP:PORT`
@@ -220,6 +228,20 @@ mod tests {
         );
         assert_eq!(watch.args.facts_out, None);
         assert!((watch.args.fps - 10.0).abs() < f64::EPSILON);
+    }
+
+    #[test]
+    fn test_metrics_listen_port_alone_is_loopback() {
+        let watch = Watch::parse_from(["watch", "--metrics-listen", "9464"]);
+        assert_eq!(
+            watch.args.metrics_listen,
+            Some(SocketAddr::from((Ipv4Addr::LOCALHOST, 9464)))
+        );
+        let watch = Watch::parse_from(["watch", "--metrics-listen", "0.0.0.0:9464"]);
+        assert_eq!(
+            watch.args.metrics_listen,
+            Some(SocketAddr::from((Ipv4Addr::UNSPECIFIED, 9464)))
+        );
     }
 
     #[test]

@@ -15,7 +15,7 @@ use litehit_core::formats::{Compression, read_magic};
 use litehit_core::projector::Capacity;
 use litehit_live::LiveSnapshot;
 use litehit_live::headless::{self, HeadlessOptions};
-use litehit_live::http::{HttpListener, HttpOptions, HttpServer};
+use litehit_live::http::{Endpoints, HttpListener, HttpOptions, HttpServer};
 use litehit_live::ingest::{self, EngineForFormat, IngestConfig};
 use litehit_live::snapshot::FactsWrite;
 use litehit_live::tail::{DirectoryOrder, StartAt};
@@ -35,15 +35,25 @@ pub fn run(args: &WatchArgs) -> color_eyre::Result<()> {
     }
     let facts_at_end = config.facts_at_end.then(|| config.facts_out.clone());
     // Bound before the monitor starts: a port in use is said now, and port 0 has its number.
+    // `--metrics-listen` at the address of `--listen` shares its server.
+    let shared = args.metrics_listen.is_some() && args.metrics_listen == args.listen;
     let listener = args.listen.map(bind_listener).transpose()?;
+    let metrics_listener = args
+        .metrics_listen
+        .filter(|_| !shared)
+        .map(bind_metrics_listener)
+        .transpose()?;
     config.listen = listener.as_ref().map(HttpListener::local_addr);
     let live = ingest::spawn(config)?;
     let server = listener
         .map(|listener| {
-            let options = HttpOptions {
-                max_body_bytes: args.max_body,
+            let endpoints = Endpoints {
+                trace: Some(HttpOptions {
+                    max_body_bytes: args.max_body,
+                }),
+                metrics: shared,
             };
-            HttpServer::start(listener, options, &live)
+            HttpServer::start_with(listener, endpoints, &live)
         })
         .transpose()?;
     if let Some(server) = &server {
@@ -51,6 +61,25 @@ pub fn run(args: &WatchArgs) -> color_eyre::Result<()> {
             "litehit: listening on http://{}{}",
             server.local_addr(),
             litehit_live::http::TRACE_PATH
+        );
+    }
+    let metrics_server = metrics_listener
+        .map(|listener| {
+            let endpoints = Endpoints {
+                trace: None,
+                metrics: true,
+            };
+            HttpServer::start_with(listener, endpoints, &live)
+        })
+        .transpose()?;
+    if let Some(address) = metrics_server
+        .as_ref()
+        .or(server.as_ref().filter(|_| shared))
+        .map(HttpServer::local_addr)
+    {
+        eprintln!(
+            "litehit: metrics on http://{address}{}",
+            litehit_live::metrics::METRICS_PATH
         );
     }
     let last = if args.headless {
@@ -80,6 +109,7 @@ pub fn run(args: &WatchArgs) -> color_eyre::Result<()> {
     };
     // After the ingest thread: batches it answered on the way out still reach their clients.
     drop(server);
+    drop(metrics_server);
     check_lines_used(&last, args.from_end)
 }
 
@@ -90,6 +120,18 @@ fn bind_listener(address: std::net::SocketAddr) -> color_eyre::Result<HttpListen
             "litehit: warning: --listen {address} is not a loopback address and the endpoint \
              has no authentication: anyone who reaches it can post rows (put an authenticating \
              proxy in front, see docs/SIDECAR.md)"
+        );
+    }
+    Ok(HttpListener::bind(address)?)
+}
+
+/// Binds `--metrics-listen`, warning when the address is not loopback (anyone who reaches it
+/// reads the instance names and hit rates).
+fn bind_metrics_listener(address: std::net::SocketAddr) -> color_eyre::Result<HttpListener> {
+    if !address.ip().is_loopback() {
+        eprintln!(
+            "litehit: warning: --metrics-listen {address} is not a loopback address and the \
+             endpoint has no authentication: anyone who reaches it reads the metrics"
         );
     }
     Ok(HttpListener::bind(address)?)

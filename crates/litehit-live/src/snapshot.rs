@@ -33,6 +33,18 @@ pub struct CurvePoint {
     pub hit_blocks: u64,
 }
 
+/// The percentages of the unlimited-capacity hits whose smallest capacity each lane reports
+/// (the knees of `litehit mrc`).
+pub const CAPACITY_FRACTION_PERCENTS: [u32; 4] = [50, 90, 95, 99];
+
+/// The smallest capacity whose cumulative hits reach `percent`% of the ∞ bound's (rounded up
+/// to whole blocks of hits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FractionCapacity {
+    pub percent: u32,
+    pub capacity_blocks: u64,
+}
+
 /// One instance (lane), cumulative since the start of the trace.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct LaneSnapshot {
@@ -358,6 +370,10 @@ pub struct LiveSnapshot {
     pub slots: Vec<Slot>,
     /// Lanes in order of first appearance.
     pub lanes: Vec<LaneSnapshot>,
+    /// Per lane (aligned with `lanes`): the smallest capacity reaching each of
+    /// [`CAPACITY_FRACTION_PERCENTS`] of its ∞ bound's hits, exact from the accumulator (as
+    /// `mrc`'s knees), in that order.
+    pub capacity_for_fraction: Vec<Vec<FractionCapacity>>,
     pub timeline: Timeline,
     pub memory: MemoryGauge,
     pub rate: IngestRate,

@@ -11,12 +11,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use litehit_core::engine::Lane;
+use litehit_core::projector::CapacityAxisAccumulator;
 
 use super::Ingest;
 use super::pipeline::Pipeline;
 use crate::snapshot::{
-    CurvePoint, FollowState, HttpStatus, InputHealth, LaneSnapshot, LineErrorView, LiveSnapshot,
-    MemoryGauge, SourceStatus,
+    CAPACITY_FRACTION_PERCENTS, CurvePoint, FollowState, FractionCapacity, HttpStatus, InputHealth,
+    LaneSnapshot, LineErrorView, LiveSnapshot, MemoryGauge, SourceStatus,
 };
 
 /// Samples of the hits-vs-capacity curve per lane.
@@ -29,7 +30,31 @@ pub(super) fn live_hit_blocks(lane: &Lane, capacity: litehit_core::projector::Ca
         .expect("the live engine keeps capacity curves")
 }
 
+/// The smallest capacity (blocks) whose cumulative hits reach `percent`% of the
+/// unlimited-capacity hits, the target rounded up to a whole block (as `mrc`'s knees).
+fn capacity_for_percent(accumulator: &CapacityAxisAccumulator, percent: u32) -> u64 {
+    let scaled =
+        (u128::from(accumulator.infinite_hit_blocks()) * u128::from(percent)).div_ceil(100);
+    let target = u64::try_from(scaled).unwrap_or(u64::MAX);
+    accumulator
+        .min_capacity_for_hit_blocks(target)
+        .unwrap_or_else(|| accumulator.saturation_capacity_blocks())
+}
+
 impl Pipeline {
+    fn capacity_for_fraction(lane: &Lane) -> Vec<FractionCapacity> {
+        let accumulator = lane
+            .accumulator()
+            .expect("the live engine keeps capacity curves");
+        CAPACITY_FRACTION_PERCENTS
+            .iter()
+            .map(|&percent| FractionCapacity {
+                percent,
+                capacity_blocks: capacity_for_percent(accumulator, percent),
+            })
+            .collect()
+    }
+
     fn lane_snapshot(&self, lane: &Lane) -> LaneSnapshot {
         let spec = lane.spec();
         let accumulator = lane
@@ -157,6 +182,7 @@ impl Ingest {
             slots: pipeline.slots.clone(),
             timeline: pipeline.timeline.snapshot(lanes, &pipeline.slots),
             lanes: lane_snapshots,
+            capacity_for_fraction: lanes.iter().map(Pipeline::capacity_for_fraction).collect(),
             memory: MemoryGauge {
                 core_bytes,
                 accumulator_bytes,
