@@ -71,6 +71,11 @@ pub struct WatchArgs {
     #[arg(long, value_name = "PATH")]
     pub facts_out: Option<PathBuf>,
 
+    /// Keep no facts rows: `s` is turned off and nothing is spilled to disk (the numbers are
+    /// the same). With --headless and no --facts-out nothing is kept anyway
+    #[arg(long, conflicts_with = "facts_out")]
+    pub no_facts: bool,
+
     #[command(flatten)]
     pub lane: LaneFlags,
 
@@ -228,6 +233,14 @@ mod tests {
         );
         assert_eq!(watch.args.facts_out, None);
         assert!((watch.args.fps - 10.0).abs() < f64::EPSILON);
+    }
+
+    #[test]
+    fn test_no_facts_conflicts_with_facts_out() {
+        let watch = Watch::parse_from(["watch", "t.jsonl", "--no-facts"]);
+        assert!(watch.args.no_facts);
+        let both = Watch::try_parse_from(["watch", "t.jsonl", "--no-facts", "--facts-out", "f"]);
+        assert!(both.is_err());
     }
 
     #[test]

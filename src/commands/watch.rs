@@ -88,6 +88,10 @@ pub fn run(args: &WatchArgs) -> color_eyre::Result<()> {
         // With --facts-out the stopping ingest thread publishes the facts (none without a
         // single fact, as `replay`: the error or the note below says so).
         let stopped = live.shutdown();
+        if facts_at_end.is_some() {
+            // One more line, so the last one says truly how the facts write went.
+            headless::write_final_line(&mut std::io::stdout().lock(), &stopped)?;
+        }
         report_facts_at_end(&stopped.facts_write)?;
         if let Some(path) = facts_at_end.filter(|_| stopped.facts_write == FactsWrite::Idle) {
             check_lines_used(&stopped, args.from_end)
@@ -415,6 +419,8 @@ pub fn ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
         follow_file.then_some(&*config.trace_path),
     )?;
     config.facts_at_end = args.headless && args.facts_out.is_some();
+    // Facts are kept (spilled) only when something can read them: --facts-out, or `s`.
+    config.retain_facts = !args.no_facts && (!args.headless || args.facts_out.is_some());
     if !args.headless {
         // Headless has no screen to refresh: --fps does not apply (nor is it checked).
         config.frame_period = frame_period(args.fps)?;

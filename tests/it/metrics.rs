@@ -422,3 +422,82 @@ fn the_grafana_dashboard_queries_only_exported_metrics() {
         );
     }
 }
+
+/// `watch --headless --exit-at-eof` of `trace` with `extra` flags; every JSON line.
+fn headless_lines(trace: &Path, extra: &[&str]) -> Vec<Value> {
+    let mut args = vec![
+        "watch".to_owned(),
+        trace.display().to_string(),
+        "--headless".to_owned(),
+        "--exit-at-eof".to_owned(),
+        "--interval".to_owned(),
+        "0.1".to_owned(),
+        "--capacity-gb".to_owned(),
+        format!("{CAPACITY_GB},{CAPACITY_BLOCKS}b"),
+    ];
+    args.extend(extra.iter().map(|&flag| flag.to_owned()));
+    let run = run_in(None, &args);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    run.stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
+#[test]
+fn headless_lines_carry_schema_time_format_and_slot_objects() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = write_file(dir.path(), "trace.jsonl", &trace_text());
+    let lines = headless_lines(&trace, &[]);
+    let last = lines.last().expect("a line");
+    for line in &lines {
+        assert_eq!(line["schema"], litehit_live::headless::SCHEMA);
+        let time = line["time"].as_str().unwrap();
+        // `YYYY-MM-DDTHH:MM:SS.mmmZ`, and not in the past of this test's start.
+        assert_eq!(time.len(), 24, "{time}");
+        assert!(time.ends_with('Z') && &time[10..11] == "T", "{time}");
+        assert!(time[..4].parse::<u32>().unwrap() >= 2024, "{time}");
+    }
+    assert_eq!(last["format"], "standard");
+    assert_eq!(last["total"]["requests"], REQUESTS as u64);
+    // Nothing can read the facts: none are kept, nothing is spilled.
+    assert_eq!(last["facts_retention"], "off");
+    assert_eq!(last["facts_spill_bytes"], 0);
+    assert_eq!(last["facts_rows"], REQUESTS as u64);
+    let labels = LABELS;
+    for instance in last["instances"].as_array().unwrap() {
+        let block_bytes = instance["block_bytes"].as_u64().unwrap();
+        assert!(instance["block_size_tokens"].as_u64().unwrap() > 0);
+        let slots = instance["slot_results"].as_array().unwrap();
+        assert_eq!(slots.len(), labels.len());
+        for (index, (slot, label)) in slots.iter().zip(&labels).enumerate() {
+            assert_eq!(slot["label"], *label);
+            assert_eq!(slot["hit_tokens"], instance["hit_tokens"][index]);
+            assert_eq!(slot["hit_rate"], instance["hit_rates"][index]);
+            let blocks = slot["capacity_blocks"].as_u64().unwrap();
+            assert_eq!(slot["capacity_bytes"], blocks * block_bytes);
+        }
+        assert_eq!(
+            slots[0]["capacity_bytes"],
+            (1_u64 << 29) / block_bytes * block_bytes
+        );
+        assert_eq!(slots[2]["capacity_blocks"], CAPACITY_BLOCKS);
+    }
+}
+
+#[test]
+fn the_last_headless_line_reports_the_facts_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = write_file(dir.path(), "trace.jsonl", &trace_text());
+    let facts = dir.path().join("facts.csv");
+    let lines = headless_lines(&trace, &["--facts-out", facts.to_str().unwrap()]);
+    let last = lines.last().expect("a line");
+    let written = last["facts_write"].as_str().unwrap_or_default();
+    assert!(
+        written.starts_with("wrote ") && written.ends_with("facts.csv"),
+        "{last}"
+    );
+    assert!(facts.exists());
+    assert_eq!(last["facts_retention"], "on");
+    assert!(last["facts_spill_bytes"].as_u64().unwrap() > 0, "{last}");
+}

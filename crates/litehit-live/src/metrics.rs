@@ -18,6 +18,7 @@
 //! litehit_capacity_for_fraction_bytes{instance,fraction} gauge   fraction="0.5" | "0.9" | "0.95" | "0.99"
 //! litehit_memory_bytes{part}                            gauge    part="core" | "accumulator" | "facts_buffer" | "monitor"
 //! litehit_facts_spill_bytes                             gauge
+//! litehit_facts_retention_stopped                       gauge    1 after a failed spill write
 //! litehit_ingest_lag_bytes                              gauge
 //! litehit_build_info{version}                           info
 //! ```
@@ -46,7 +47,7 @@ pub const INFINITE_CAPACITY_LABEL: &str = "inf";
 
 /// Every metric name exported, as it appears in samples (counters with `_total`, the info
 /// metric with `_info`).
-pub const METRIC_NAMES: [&str; 11] = [
+pub const METRIC_NAMES: [&str; 12] = [
     "litehit_requests_total",
     "litehit_input_tokens_total",
     "litehit_hit_tokens_total",
@@ -56,6 +57,7 @@ pub const METRIC_NAMES: [&str; 11] = [
     "litehit_capacity_for_fraction_bytes",
     "litehit_memory_bytes",
     "litehit_facts_spill_bytes",
+    "litehit_facts_retention_stopped",
     "litehit_ingest_lag_bytes",
     "litehit_build_info",
 ];
@@ -290,6 +292,15 @@ fn encode_snapshot(snap: &LiveSnapshot, mut encoder: DescriptorEncoder) -> fmt::
         "litehit_facts_spill_bytes",
         "Facts rows spilled to disk for a later facts snapshot",
         memory.facts_on_disk_bytes,
+    )?;
+    gauge(
+        &mut encoder,
+        "litehit_facts_retention_stopped",
+        "1 when a failed spill write stopped keeping facts rows (the numbers go on)",
+        u64::from(matches!(
+            snap.facts_retention,
+            crate::snapshot::FactsRetention::Stopped { .. }
+        )),
     )?;
     gauge(
         &mut encoder,

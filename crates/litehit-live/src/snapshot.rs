@@ -357,6 +357,19 @@ pub enum FactsWrite {
     },
 }
 
+/// Whether facts rows are kept for a facts write.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum FactsRetention {
+    /// Rows are spilled to disk (`--facts-out`, or the TUI's `s`).
+    #[default]
+    Retaining,
+    /// Nothing can read them (`--headless` without `--facts-out`, or `--no-facts`): counted,
+    /// not kept.
+    Off,
+    /// A spill write failed: retention stopped, the numbers go on.
+    Stopped { message: String },
+}
+
 /// Everything the monitor shows, published by the ingest thread.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct LiveSnapshot {
@@ -365,6 +378,8 @@ pub struct LiveSnapshot {
     /// Wall time since the monitor started.
     pub uptime: Duration,
     pub source: SourceStatus,
+    /// The trace format read (given, or detected from the first line; `None` before it).
+    pub trace_format: Option<&'static str>,
     /// The HTTP ingest endpoint, with `--listen`.
     pub http: Option<HttpStatus>,
     pub slots: Vec<Slot>,
@@ -383,6 +398,8 @@ pub struct LiveSnapshot {
     pub facts_write_age: Duration,
     /// Facts rows produced so far.
     pub facts_rows: u64,
+    /// Whether they are kept (spilled, `memory.facts_on_disk_bytes`) for a facts write.
+    pub facts_retention: FactsRetention,
     /// A configuration or startup problem that stops ingestion (shown, never a crash).
     pub fatal: Option<String>,
 }

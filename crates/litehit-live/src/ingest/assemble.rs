@@ -16,8 +16,8 @@ use litehit_core::projector::CapacityAxisAccumulator;
 use super::Ingest;
 use super::pipeline::Pipeline;
 use crate::snapshot::{
-    CAPACITY_FRACTION_PERCENTS, CurvePoint, FollowState, FractionCapacity, HttpStatus, InputHealth,
-    LaneSnapshot, LineErrorView, LiveSnapshot, MemoryGauge, SourceStatus,
+    CAPACITY_FRACTION_PERCENTS, CurvePoint, FactsRetention, FollowState, FractionCapacity,
+    HttpStatus, InputHealth, LaneSnapshot, LineErrorView, LiveSnapshot, MemoryGauge, SourceStatus,
 };
 
 /// Samples of the hits-vs-capacity curve per lane.
@@ -174,6 +174,10 @@ impl Ingest {
                 lost_bytes: self.tailer.lost_bytes(),
                 lost_files: self.tailer.lost_generations(),
             },
+            trace_format: pipeline
+                .parser
+                .as_ref()
+                .map(|parser| parser.format().name()),
             http: self.config.listen.map(|listen| HttpStatus {
                 listen: listen.to_string(),
                 held_requests: self.held_batches.len() as u64,
@@ -205,6 +209,13 @@ impl Ingest {
             facts_write: self.facts_write.clone(),
             facts_write_age: now.duration_since(self.facts_write_since),
             facts_rows: pipeline.spill.rows,
+            facts_retention: match (&pipeline.spill.error, pipeline.spill.retaining()) {
+                (Some(message), _) => FactsRetention::Stopped {
+                    message: message.clone(),
+                },
+                (None, true) => FactsRetention::Retaining,
+                (None, false) => FactsRetention::Off,
+            },
             fatal: pipeline.spill.error.clone(),
         };
         // No receiver left means the UI is gone; the next command will be Shutdown.
