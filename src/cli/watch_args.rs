@@ -15,7 +15,12 @@ use litehit_core::projector::Capacity;
 litehit watch /var/log/kv/trace.jsonl --capacity-gb 10,40,80\n  \
 litehit watch trace.jsonl --config litehit.json --from-end\n  \
 litehit watch trace.jsonl --headless --exit-at-eof --interval 1\n  \
-litehit watch --listen 8080 --headless   (rows POSTed to http://127.0.0.1:8080/v1/trace)"
+litehit watch --listen 8080 --headless   (rows POSTed to http://127.0.0.1:8080/v1/trace)\n  \
+litehit watch trace.jsonl --headless --metrics-listen 9464   (Prometheus: GET /metrics)"
+)]
+#[expect(
+    clippy::struct_excessive_bools,
+    reason = "what was typed: each bool is one switch on the command line"
 )]
 pub struct WatchArgs {
     /// Trace file to follow: what it already holds is read first, then appended lines. It may
