@@ -501,3 +501,102 @@ fn the_last_headless_line_reports_the_facts_write() {
     assert_eq!(last["facts_retention"], "on");
     assert!(last["facts_spill_bytes"].as_u64().unwrap() > 0, "{last}");
 }
+
+/// `litehit watch TRACE` (TUI flags, resolved as the command resolves them) on an ingest
+/// thread in this process, with its slots' ids.
+fn in_process_monitor(trace: &Path, dir: &Path) -> litehit_live::LiveHandle {
+    let cli = <litehit::cli::Cli as clap::Parser>::parse_from([
+        "litehit",
+        "watch",
+        trace.to_str().unwrap(),
+        "--capacity-gb",
+        "2",
+    ]);
+    let litehit::cli::Command::Watch(args) = cli.command else {
+        panic!("watch expected")
+    };
+    let mut config = litehit::commands::watch::ingest_config(&args).unwrap();
+    config.frame_period = Duration::from_millis(10);
+    config.spill_dir = Some(dir.to_path_buf());
+    litehit_live::ingest::spawn(config).unwrap()
+}
+
+/// Scrapes `exporter` until `ready` holds for the parsed samples (bounded).
+fn scrape_until(
+    exporter: &litehit_live::metrics::Exporter,
+    what: &str,
+    ready: impl Fn(&Samples) -> bool,
+) -> Samples {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let samples = parse_exposition(&exporter.scrape().unwrap());
+        if ready(&samples) {
+            return samples;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn capacities(samples: &Samples, instance: &str) -> Vec<String> {
+    samples
+        .iter()
+        .filter(|(name, labels, _)| {
+            name == "litehit_hit_tokens_total" && labels["instance"] == instance
+        })
+        .map(|(_, labels, _)| labels["capacity"].clone())
+        .collect()
+}
+
+#[test]
+fn slots_added_and_removed_appear_and_disappear_in_metrics() {
+    use litehit_core::projector::Capacity;
+    use litehit_live::Command;
+
+    let dir = tempfile::tempdir().unwrap();
+    let trace = write_file(dir.path(), "trace.jsonl", &trace_text());
+    let live = in_process_monitor(&trace, dir.path());
+    let exporter = litehit_live::metrics::Exporter::new(live.snapshots());
+    let requests = |samples: &Samples| -> u64 {
+        samples
+            .iter()
+            .filter(|(name, _, _)| name == "litehit_requests_total")
+            .map(|(_, _, value)| value)
+            .sum()
+    };
+    let samples = scrape_until(&exporter, "every request", |s| {
+        requests(s) == REQUESTS as u64
+    });
+    assert_eq!(capacities(&samples, "prefill-0"), ["2GiB", "inf"]);
+
+    live.send(Command::AddSlot(Capacity::Blocks(CAPACITY_BLOCKS)));
+    let samples = scrape_until(&exporter, "the added slot", |s| {
+        capacities(s, "prefill-0").len() == 3
+    });
+    assert_eq!(
+        capacities(&samples, "prefill-0"),
+        ["2GiB", "300blocks", "inf"]
+    );
+    // A slot added late is exact since the start of the trace: as `query` at 300 blocks.
+    let (query, _) = offline(dir.path(), &trace);
+    for summary in &query.instance_summaries {
+        let instance = summary["instance_id"].as_str().unwrap();
+        assert_eq!(
+            sample(
+                &samples,
+                "litehit_hit_tokens_total",
+                &[("instance", instance), ("capacity", "300blocks")]
+            ),
+            crate::common::cli_bin::u64s(&summary["total_hit_tokens"])[3],
+            "{instance}"
+        );
+    }
+
+    let first = live.latest().slots[0].id;
+    live.send(Command::RemoveSlot(first));
+    let samples = scrape_until(&exporter, "the removed slot gone", |s| {
+        capacities(s, "prefill-0").len() == 2
+    });
+    assert_eq!(capacities(&samples, "prefill-0"), ["300blocks", "inf"]);
+    drop(live);
+}
