@@ -15,7 +15,12 @@ use litehit_core::projector::Capacity;
 litehit watch /var/log/kv/trace.jsonl --capacity-gb 10,40,80\n  \
 litehit watch trace.jsonl --config litehit.json --from-end\n  \
 litehit watch trace.jsonl --headless --exit-at-eof --interval 1\n  \
-litehit watch --listen 8080 --headless   (rows POSTed to http://127.0.0.1:8080/v1/trace)"
+litehit watch --listen 8080 --headless   (rows POSTed to http://127.0.0.1:8080/v1/trace)\n  \
+litehit watch trace.jsonl --headless --metrics-listen 9464   (Prometheus: GET /metrics)"
+)]
+#[expect(
+    clippy::struct_excessive_bools,
+    reason = "what was typed: each bool is one switch on the command line"
 )]
 pub struct WatchArgs {
     /// Trace file to follow: what it already holds is read first, then appended lines. It may
@@ -71,6 +76,11 @@ pub struct WatchArgs {
     #[arg(long, value_name = "PATH")]
     pub facts_out: Option<PathBuf>,
 
+    /// Keep no facts rows: `s` is turned off and nothing is spilled to disk (the numbers are
+    /// the same). With --headless and no --facts-out nothing is kept anyway
+    #[arg(long, conflicts_with = "facts_out")]
+    pub no_facts: bool,
+
     #[command(flatten)]
     pub lane: LaneFlags,
 
@@ -108,6 +118,14 @@ pub struct WatchArgs {
     #[arg(long, value_name = "BYTES", default_value = "64MiB", value_parser = parse_byte_size,
           requires = "listen")]
     pub max_body: u64,
+
+    /// Serve `GET /metrics` in the Prometheus text format (see docs/OPERATIONS.md): hit tokens
+    /// per instance and slot, the ∞ bound, the capacity for 50/90/95/99 % of it, unique
+    /// blocks, memory, lag and bad lines. PORT alone listens on 127.0.0.1:PORT; any other
+    /// address must be given in full (IP:PORT). The same address as --listen shares its
+    /// server. Port 0 takes a free port; the address is printed on stderr
+    #[arg(long, value_name = "[IP:]PORT", value_parser = parse_listen_address)]
+    pub metrics_listen: Option<SocketAddr>,
 }
 
 /// `--listen`: `PORT` is loopback (`127.0.0.1:PORT`); anything else is a full `IP:PORT`
@@ -220,6 +238,28 @@ mod tests {
         );
         assert_eq!(watch.args.facts_out, None);
         assert!((watch.args.fps - 10.0).abs() < f64::EPSILON);
+    }
+
+    #[test]
+    fn test_no_facts_conflicts_with_facts_out() {
+        let watch = Watch::parse_from(["watch", "t.jsonl", "--no-facts"]);
+        assert!(watch.args.no_facts);
+        let both = Watch::try_parse_from(["watch", "t.jsonl", "--no-facts", "--facts-out", "f"]);
+        assert!(both.is_err());
+    }
+
+    #[test]
+    fn test_metrics_listen_port_alone_is_loopback() {
+        let watch = Watch::parse_from(["watch", "--metrics-listen", "9464"]);
+        assert_eq!(
+            watch.args.metrics_listen,
+            Some(SocketAddr::from((Ipv4Addr::LOCALHOST, 9464)))
+        );
+        let watch = Watch::parse_from(["watch", "--metrics-listen", "0.0.0.0:9464"]);
+        assert_eq!(
+            watch.args.metrics_listen,
+            Some(SocketAddr::from((Ipv4Addr::UNSPECIFIED, 9464)))
+        );
     }
 
     #[test]

@@ -15,7 +15,7 @@ use litehit_core::formats::{Compression, read_magic};
 use litehit_core::projector::Capacity;
 use litehit_live::LiveSnapshot;
 use litehit_live::headless::{self, HeadlessOptions};
-use litehit_live::http::{HttpListener, HttpOptions, HttpServer};
+use litehit_live::http::{Endpoints, HttpListener, HttpOptions, HttpServer};
 use litehit_live::ingest::{self, EngineForFormat, IngestConfig};
 use litehit_live::snapshot::FactsWrite;
 use litehit_live::tail::{DirectoryOrder, StartAt};
@@ -35,15 +35,25 @@ pub fn run(args: &WatchArgs) -> color_eyre::Result<()> {
     }
     let facts_at_end = config.facts_at_end.then(|| config.facts_out.clone());
     // Bound before the monitor starts: a port in use is said now, and port 0 has its number.
+    // `--metrics-listen` at the address of `--listen` shares its server.
+    let shared = args.metrics_listen.is_some() && args.metrics_listen == args.listen;
     let listener = args.listen.map(bind_listener).transpose()?;
+    let metrics_listener = args
+        .metrics_listen
+        .filter(|_| !shared)
+        .map(bind_metrics_listener)
+        .transpose()?;
     config.listen = listener.as_ref().map(HttpListener::local_addr);
     let live = ingest::spawn(config)?;
     let server = listener
         .map(|listener| {
-            let options = HttpOptions {
-                max_body_bytes: args.max_body,
+            let endpoints = Endpoints {
+                trace: Some(HttpOptions {
+                    max_body_bytes: args.max_body,
+                }),
+                metrics: shared,
             };
-            HttpServer::start(listener, options, &live)
+            HttpServer::start_with(listener, endpoints, &live)
         })
         .transpose()?;
     if let Some(server) = &server {
@@ -53,12 +63,35 @@ pub fn run(args: &WatchArgs) -> color_eyre::Result<()> {
             litehit_live::http::TRACE_PATH
         );
     }
+    let metrics_server = metrics_listener
+        .map(|listener| {
+            let endpoints = Endpoints {
+                trace: None,
+                metrics: true,
+            };
+            HttpServer::start_with(listener, endpoints, &live)
+        })
+        .transpose()?;
+    if let Some(address) = metrics_server
+        .as_ref()
+        .or(server.as_ref().filter(|_| shared))
+        .map(HttpServer::local_addr)
+    {
+        eprintln!(
+            "litehit: metrics on http://{address}{}",
+            litehit_live::metrics::METRICS_PATH
+        );
+    }
     let last = if args.headless {
         let options = HeadlessOptions { interval };
         let last = headless::run(&live, options, &mut std::io::stdout().lock())?;
         // With --facts-out the stopping ingest thread publishes the facts (none without a
         // single fact, as `replay`: the error or the note below says so).
         let stopped = live.shutdown();
+        if facts_at_end.is_some() {
+            // One more line, so the last one says truly how the facts write went.
+            headless::write_final_line(&mut std::io::stdout().lock(), &stopped)?;
+        }
         report_facts_at_end(&stopped.facts_write)?;
         if let Some(path) = facts_at_end.filter(|_| stopped.facts_write == FactsWrite::Idle) {
             check_lines_used(&stopped, args.from_end)
@@ -80,6 +113,7 @@ pub fn run(args: &WatchArgs) -> color_eyre::Result<()> {
     };
     // After the ingest thread: batches it answered on the way out still reach their clients.
     drop(server);
+    drop(metrics_server);
     check_lines_used(&last, args.from_end)
 }
 
@@ -90,6 +124,18 @@ fn bind_listener(address: std::net::SocketAddr) -> color_eyre::Result<HttpListen
             "litehit: warning: --listen {address} is not a loopback address and the endpoint \
              has no authentication: anyone who reaches it can post rows (put an authenticating \
              proxy in front, see docs/SIDECAR.md)"
+        );
+    }
+    Ok(HttpListener::bind(address)?)
+}
+
+/// Binds `--metrics-listen`, warning when the address is not loopback (anyone who reaches it
+/// reads the instance names and hit rates).
+fn bind_metrics_listener(address: std::net::SocketAddr) -> color_eyre::Result<HttpListener> {
+    if !address.ip().is_loopback() {
+        eprintln!(
+            "litehit: warning: --metrics-listen {address} is not a loopback address and the \
+             endpoint has no authentication: anyone who reaches it reads the metrics"
         );
     }
     Ok(HttpListener::bind(address)?)
@@ -373,6 +419,8 @@ pub fn ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
         follow_file.then_some(&*config.trace_path),
     )?;
     config.facts_at_end = args.headless && args.facts_out.is_some();
+    // Facts are kept (spilled) only when something can read them: --facts-out, or `s`.
+    config.retain_facts = !args.no_facts && (!args.headless || args.facts_out.is_some());
     if !args.headless {
         // Headless has no screen to refresh: --fps does not apply (nor is it checked).
         config.frame_period = frame_period(args.fps)?;

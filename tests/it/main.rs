@@ -21,6 +21,7 @@ mod fuzz_corpus;
 mod grammar_entry_points;
 mod http_ingest;
 mod key_shapes;
+mod metrics;
 mod mrc;
 mod parity;
 mod publication;

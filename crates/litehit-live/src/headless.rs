@@ -17,7 +17,7 @@ use crate::signals::{SecondSignal, StopSignals};
 const SIGNAL_POLL: Duration = Duration::from_millis(20);
 
 use super::LiveHandle;
-use super::snapshot::{FactsWrite, FollowState, LiveSnapshot, Totals};
+use super::snapshot::{FactsRetention, FactsWrite, FollowState, LiveSnapshot, Totals};
 use litehit_core::projector::Capacity;
 
 /// Headless settings.
@@ -103,6 +103,42 @@ enum Written {
     ReaderGone,
 }
 
+/// Writes one more report line for `snap` (after the run, once the facts are written, so the
+/// last line says how that went); a closed standard output is not an error.
+pub fn write_final_line(out: &mut dyn Write, snap: &LiveSnapshot) -> Result<()> {
+    write_line(out, snap).map(|_| ())
+}
+
+/// `time` as RFC 3339 in UTC with milliseconds (`2026-12-01T21:42:37.123Z`); before 1970 it
+/// says 1970 (a clock that far off has bigger problems). A dozen lines rather than a date
+/// crate: only this one format is ever written.
+#[must_use]
+pub fn rfc3339_utc(time: std::time::SystemTime) -> String {
+    let since = time
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let seconds = since.as_secs();
+    let (days, second_of_day) = (seconds / 86_400, seconds % 86_400);
+    // Days to a civil date (Howard Hinnant's `civil_from_days`), in unsigned arithmetic.
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let day_of_era = z % 146_097;
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let mp = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = year_of_era + era * 400 + u64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        second_of_day / 3600,
+        second_of_day / 60 % 60,
+        second_of_day % 60,
+        since.subsec_millis()
+    )
+}
+
 fn write_line(out: &mut dyn Write, snap: &LiveSnapshot) -> Result<Written> {
     let line = serde_json::to_string(&Report::of(snap)).map_err(LiveError::Encode)?;
     match writeln!(out, "{line}").and_then(|()| out.flush()) {
@@ -112,9 +148,19 @@ fn write_line(out: &mut dyn Write, snap: &LiveSnapshot) -> Result<Written> {
     }
 }
 
+/// The version of the report line's layout (`schema`): raised when a field changes meaning or
+/// goes away (fields are only added within one version).
+pub const SCHEMA: u32 = 2;
+
 /// One report line.
 #[derive(Debug, Serialize)]
 pub struct Report {
+    /// [`SCHEMA`].
+    pub schema: u32,
+    /// Wall clock when the line was written, RFC 3339 in UTC (`2026-12-01T21:42:37.123Z`).
+    pub time: String,
+    /// The trace format read (`standard`, `mooncake`, …), `null` before the first line.
+    pub format: Option<&'static str>,
     pub uptime_s: f64,
     pub state: &'static str,
     pub backlog_bytes: u64,
@@ -141,6 +187,13 @@ pub struct Report {
     pub last_error: Option<ErrorDto>,
     pub out_of_order_timestamps: u64,
     pub facts_rows: u64,
+    /// Whether facts rows are kept for a facts write: `on` (spilled to disk), `off` (nothing
+    /// can read them: no --facts-out, or --no-facts), `stopped` (a spill write failed).
+    pub facts_retention: &'static str,
+    /// Why retention stopped.
+    pub facts_retention_error: Option<String>,
+    /// Bytes of facts rows spilled to disk.
+    pub facts_spill_bytes: u64,
     pub facts_write: Option<String>,
     pub notice: Option<String>,
 }
@@ -169,6 +222,22 @@ pub struct InstanceDto {
     pub unique_blocks: u64,
     pub unique_kv_bytes: u64,
     pub ttl_expired_blocks: u64,
+    /// One object per slot, aligned with the top-level `slots`.
+    pub slot_results: Vec<SlotResultDto>,
+}
+
+/// One slot's figures for one instance (or the total).
+#[derive(Debug, Serialize)]
+pub struct SlotResultDto {
+    /// As in `/metrics`: `40GiB`, `0.5GiB`, `5000blocks`, `inf`.
+    pub label: String,
+    /// Per instance: its cache size in bytes (whole blocks; `null` for `inf`). Total: the
+    /// per-instance size typed (`null` for block and `inf` slots).
+    pub capacity_bytes: Option<u64>,
+    /// Per instance: the size in blocks (`null` for `inf`). Total: only for block slots.
+    pub capacity_blocks: Option<u64>,
+    pub hit_tokens: u64,
+    pub hit_rate: Option<f64>,
 }
 
 #[derive(Debug, Serialize)]
@@ -181,6 +250,7 @@ pub struct TotalDto {
     pub infinite_hit_rate: Option<f64>,
     pub unique_blocks: u64,
     pub unique_kv_bytes: u64,
+    pub slot_results: Vec<SlotResultDto>,
 }
 
 #[derive(Debug, Serialize)]
@@ -224,7 +294,18 @@ impl Report {
     pub fn of(snap: &LiveSnapshot) -> Self {
         let slot_count = snap.slots.len();
         let totals: Totals = snap.totals();
+        let labels: Vec<String> = snap
+            .slots
+            .iter()
+            .map(|slot| {
+                crate::metrics::capacity_label(slot.capacity)
+                    .unwrap_or_else(|| crate::metrics::INFINITE_CAPACITY_LABEL.to_owned())
+            })
+            .collect();
         Self {
+            schema: SCHEMA,
+            time: rfc3339_utc(std::time::SystemTime::now()),
+            format: snap.trace_format,
             // Whole milliseconds: `1.601`, not `1.6010939419999999`.
             uptime_s: snap.uptime.as_millis() as f64 / 1e3,
             state: match snap.source.state {
@@ -275,6 +356,23 @@ impl Report {
                     unique_blocks: lane.unique_blocks,
                     unique_kv_bytes: lane.unique_kv_bytes(),
                     ttl_expired_blocks: lane.ttl_expired_blocks,
+                    slot_results: snap
+                        .slots
+                        .iter()
+                        .zip(&labels)
+                        .enumerate()
+                        .map(|(i, (slot, label))| {
+                            let blocks = slot.capacity.blocks(lane.block_bytes);
+                            SlotResultDto {
+                                label: label.clone(),
+                                capacity_bytes: blocks
+                                    .map(|blocks| blocks.saturating_mul(lane.block_bytes)),
+                                capacity_blocks: blocks,
+                                hit_tokens: lane.slot_hit_tokens(i),
+                                hit_rate: lane.slot_hit_rate(i),
+                            }
+                        })
+                        .collect(),
                 })
                 .collect(),
             total: TotalDto {
@@ -286,6 +384,27 @@ impl Report {
                 infinite_hit_rate: totals.infinite_hit_rate(),
                 unique_blocks: totals.unique_blocks,
                 unique_kv_bytes: totals.unique_kv_bytes,
+                slot_results: snap
+                    .slots
+                    .iter()
+                    .zip(&labels)
+                    .enumerate()
+                    .map(|(i, (slot, label))| SlotResultDto {
+                        label: label.clone(),
+                        capacity_bytes: match slot.capacity {
+                            Capacity::Gigabytes(gb) => {
+                                litehit_core::projector::capacity_bytes_for_gb(gb)
+                            }
+                            Capacity::Blocks(_) | Capacity::Infinite => None,
+                        },
+                        capacity_blocks: match slot.capacity {
+                            Capacity::Blocks(blocks) => Some(blocks),
+                            Capacity::Gigabytes(_) | Capacity::Infinite => None,
+                        },
+                        hit_tokens: totals.slot_hit_tokens.get(i).copied().unwrap_or(0),
+                        hit_rate: totals.slot_hit_rate(i),
+                    })
+                    .collect(),
             },
             ingest: IngestDto {
                 requests_per_s: snap.rate.requests_per_s,
@@ -314,6 +433,16 @@ impl Report {
             }),
             out_of_order_timestamps: snap.health.out_of_order_timestamps,
             facts_rows: snap.facts_rows,
+            facts_retention: match snap.facts_retention {
+                FactsRetention::Retaining => "on",
+                FactsRetention::Off => "off",
+                FactsRetention::Stopped { .. } => "stopped",
+            },
+            facts_retention_error: match &snap.facts_retention {
+                FactsRetention::Stopped { message } => Some(message.clone()),
+                FactsRetention::Retaining | FactsRetention::Off => None,
+            },
+            facts_spill_bytes: snap.memory.facts_on_disk_bytes,
             facts_write: match &snap.facts_write {
                 FactsWrite::Idle => None,
                 FactsWrite::Writing { path, .. } => Some(format!("writing {path}")),
@@ -392,6 +521,64 @@ mod tests {
             infinite_hit_blocks: infinite,
             ..LaneSnapshot::default()
         }
+    }
+
+    #[test]
+    fn rfc3339_times_are_utc_civil_dates() {
+        use std::time::{Duration, UNIX_EPOCH};
+        let at = |seconds: u64, millis: u64| {
+            rfc3339_utc(UNIX_EPOCH + Duration::from_secs(seconds) + Duration::from_millis(millis))
+        };
+        assert_eq!(at(0, 0), "1970-01-01T00:00:00.000Z");
+        // `date -u -d @951782400`: the leap day of a year divisible by 400.
+        assert_eq!(at(951_782_400, 5), "2000-02-29T00:00:00.005Z");
+        assert_eq!(at(1_796_161_357, 123), "2026-12-01T21:42:37.123Z");
+        assert_eq!(at(4_102_444_799, 999), "2099-12-31T23:59:59.999Z");
+    }
+
+    #[test]
+    fn the_report_has_a_schema_and_slot_objects() {
+        let snap = LiveSnapshot {
+            slots: vec![
+                Slot {
+                    id: 1,
+                    capacity: Capacity::Gigabytes(0.5),
+                },
+                Slot {
+                    id: 2,
+                    capacity: Capacity::Blocks(7),
+                },
+                Slot {
+                    id: 3,
+                    capacity: Capacity::Infinite,
+                },
+            ],
+            lanes: vec![LaneSnapshot {
+                block_bytes: 1 << 20,
+                ..lane("a", vec![10, 5, 30], 30)
+            }],
+            facts_retention: FactsRetention::Off,
+            ..LiveSnapshot::default()
+        };
+        let report = serde_json::to_value(Report::of(&snap)).unwrap();
+        assert_eq!(report["schema"], SCHEMA);
+        assert_eq!(report["facts_retention"], "off");
+        let slots = &report["instances"][0]["slot_results"];
+        assert_eq!(slots[0]["label"], "0.5GiB");
+        assert_eq!(slots[0]["capacity_blocks"], 512);
+        assert_eq!(slots[0]["capacity_bytes"], 512 << 20);
+        assert_eq!(slots[0]["hit_tokens"], 100);
+        assert_eq!(slots[0]["hit_rate"], 0.1);
+        assert_eq!(slots[1]["label"], "7blocks");
+        assert_eq!(slots[1]["capacity_bytes"], 7 << 20);
+        assert_eq!(slots[2]["label"], "inf");
+        assert!(slots[2]["capacity_blocks"].is_null());
+        let total = &report["total"]["slot_results"];
+        assert_eq!(total[0]["capacity_bytes"], 512 << 20);
+        assert!(total[0]["capacity_blocks"].is_null());
+        assert_eq!(total[1]["capacity_blocks"], 7);
+        // The old, positional fields are still there.
+        assert_eq!(report["instances"][0]["hit_tokens"][1], 50);
     }
 
     #[test]

@@ -9,6 +9,10 @@
 //! lines had been appended to a followed file. One connection's requests are answered one
 //! after the other (HTTP/1.1), so its rows are read in the order it sent them.
 //!
+//! With `--metrics-listen` it also (or only) serves `GET /metrics`: the latest published
+//! snapshot in the Prometheus text format ([`crate::metrics`]); one server serves both when
+//! `--listen` and `--metrics-listen` name the same address.
+//!
 //! What it must never do: parse a trace line or touch engine state (that is the ingest
 //! thread's), or stop the monitor: a bad request gets a 4xx, a bad line is a `rejected`
 //! entry of a 200 reply. It has no authentication: it listens on loopback unless told
@@ -127,6 +131,16 @@ impl HttpListener {
     }
 }
 
+/// What one server serves: `POST /v1/trace` (`--listen`), `GET /metrics`
+/// (`--metrics-listen`), or both when the two flags name the same address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Endpoints {
+    /// `POST /v1/trace`, with its limits.
+    pub trace: Option<HttpOptions>,
+    /// `GET /metrics`: the latest snapshot in the Prometheus text format.
+    pub metrics: bool,
+}
+
 /// The running endpoint; dropping it stops accepting, lets requests being read finish (for
 /// up to [`SHUTDOWN_GRACE`]) and ends its threads.
 #[derive(Debug)]
@@ -139,6 +153,20 @@ pub struct HttpServer {
 impl HttpServer {
     /// Serves `POST /v1/trace` on `listener`, handing bodies to `live`'s ingest thread.
     pub fn start(listener: HttpListener, options: HttpOptions, live: &LiveHandle) -> Result<Self> {
+        let endpoints = Endpoints {
+            trace: Some(options),
+            metrics: false,
+        };
+        Self::start_with(listener, endpoints, live)
+    }
+
+    /// Serves `endpoints` on `listener` (trace bodies go to `live`'s ingest thread, scrapes
+    /// read its latest snapshot).
+    pub fn start_with(
+        listener: HttpListener,
+        endpoints: Endpoints,
+        live: &LiveHandle,
+    ) -> Result<Self> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(WORKER_THREADS)
             .thread_name("litehit-http")
@@ -149,7 +177,13 @@ impl HttpServer {
         let local_addr = listener.local_addr;
         let state = Arc::new(State {
             events: live.events.clone(),
-            max_body_bytes: options.max_body_bytes,
+            trace: endpoints.trace.is_some(),
+            max_body_bytes: endpoints
+                .trace
+                .map_or(DEFAULT_MAX_BODY_BYTES, |options| options.max_body_bytes),
+            metrics: endpoints
+                .metrics
+                .then(|| crate::metrics::Exporter::new(live.snapshots())),
         });
         let (stop, stopped) = oneshot::channel();
         let thread = std::thread::Builder::new()
@@ -185,7 +219,11 @@ impl Drop for HttpServer {
 #[derive(Debug)]
 struct State {
     events: Sender<IngestEvent>,
+    /// Whether `POST /v1/trace` is served here.
+    trace: bool,
     max_body_bytes: u64,
+    /// `GET /metrics`, when served here.
+    metrics: Option<crate::metrics::Exporter>,
 }
 
 async fn serve(
@@ -244,6 +282,11 @@ impl Refusal {
 }
 
 async fn handle(request: Request<Incoming>, state: &State) -> Response<Full<Bytes>> {
+    if let Some(exporter) = &state.metrics
+        && request.uri().path() == crate::metrics::METRICS_PATH
+    {
+        return metrics_response(&request, exporter);
+    }
     match read_batch(request, state).await {
         Ok(report) => json_response(StatusCode::OK, &report),
         Err(refusal) => {
@@ -266,6 +309,15 @@ async fn read_batch(
     state: &State,
 ) -> std::result::Result<BatchReport, Refusal> {
     let path = request.uri().path();
+    if !state.trace {
+        return Err(Refusal::new(
+            StatusCode::NOT_FOUND,
+            format!(
+                "no such endpoint: {path}; scrape {}",
+                crate::metrics::METRICS_PATH
+            ),
+        ));
+    }
     if path != TRACE_PATH {
         return Err(Refusal::new(
             StatusCode::NOT_FOUND,
@@ -385,6 +437,39 @@ fn gunzip(body: &[u8], max_bytes: u64) -> std::result::Result<Vec<u8>, Refusal> 
         ));
     }
     Ok(lines)
+}
+
+/// `GET /metrics` (or `HEAD`): the latest snapshot's exposition.
+fn metrics_response(
+    request: &Request<Incoming>,
+    exporter: &crate::metrics::Exporter,
+) -> Response<Full<Bytes>> {
+    if request.method() != Method::GET && request.method() != Method::HEAD {
+        let mut response = json_response(
+            StatusCode::METHOD_NOT_ALLOWED,
+            &serde_json::json!({ "error": format!(
+                "method {} is not allowed on {}; use GET",
+                request.method(),
+                crate::metrics::METRICS_PATH
+            ) }),
+        );
+        response
+            .headers_mut()
+            .insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
+        return response;
+    }
+    let Ok(text) = exporter.scrape() else {
+        return json_response(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &serde_json::json!({ "error": "encoding the metrics failed" }),
+        );
+    };
+    let mut response = Response::new(Full::new(Bytes::from(text)));
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(crate::metrics::CONTENT_TYPE),
+    );
+    response
 }
 
 fn json_response(status: StatusCode, value: &impl Serialize) -> Response<Full<Bytes>> {

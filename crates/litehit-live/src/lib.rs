@@ -19,7 +19,9 @@
 //!           rate meter, facts spill and facts writer (one file each)
 //! snapshot  LiveSnapshot: the finished numbers one frame shows
 //! headless  `--headless`: one JSON line per interval from the same snapshot
-//! http      `watch --listen`: POST /v1/trace hands each body to the ingest thread
+//! http      `watch --listen`: POST /v1/trace hands each body to the ingest thread;
+//!           `--metrics-listen`: GET /metrics
+//! metrics   the latest snapshot in the Prometheus text format (names, labels, help)
 //! error     LiveError: what stops the monitor from starting (trace problems never do)
 //! ```
 //!
@@ -30,6 +32,7 @@ mod error;
 pub mod headless;
 pub mod http;
 pub mod ingest;
+pub mod metrics;
 pub mod signals;
 pub mod snapshot;
 pub mod tail;

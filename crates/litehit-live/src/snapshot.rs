@@ -33,6 +33,18 @@ pub struct CurvePoint {
     pub hit_blocks: u64,
 }
 
+/// The percentages of the unlimited-capacity hits whose smallest capacity each lane reports
+/// (the knees of `litehit mrc`).
+pub const CAPACITY_FRACTION_PERCENTS: [u32; 4] = [50, 90, 95, 99];
+
+/// The smallest capacity whose cumulative hits reach `percent`% of the ∞ bound's (rounded up
+/// to whole blocks of hits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FractionCapacity {
+    pub percent: u32,
+    pub capacity_blocks: u64,
+}
+
 /// One instance (lane), cumulative since the start of the trace.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct LaneSnapshot {
@@ -345,6 +357,19 @@ pub enum FactsWrite {
     },
 }
 
+/// Whether facts rows are kept for a facts write.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum FactsRetention {
+    /// Rows are spilled to disk (`--facts-out`, or the TUI's `s`).
+    #[default]
+    Retaining,
+    /// Nothing can read them (`--headless` without `--facts-out`, or `--no-facts`): counted,
+    /// not kept.
+    Off,
+    /// A spill write failed: retention stopped, the numbers go on.
+    Stopped { message: String },
+}
+
 /// Everything the monitor shows, published by the ingest thread.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct LiveSnapshot {
@@ -353,11 +378,17 @@ pub struct LiveSnapshot {
     /// Wall time since the monitor started.
     pub uptime: Duration,
     pub source: SourceStatus,
+    /// The trace format read (given, or detected from the first line; `None` before it).
+    pub trace_format: Option<&'static str>,
     /// The HTTP ingest endpoint, with `--listen`.
     pub http: Option<HttpStatus>,
     pub slots: Vec<Slot>,
     /// Lanes in order of first appearance.
     pub lanes: Vec<LaneSnapshot>,
+    /// Per lane (aligned with `lanes`): the smallest capacity reaching each of
+    /// [`CAPACITY_FRACTION_PERCENTS`] of its ∞ bound's hits, exact from the accumulator (as
+    /// `mrc`'s knees), in that order.
+    pub capacity_for_fraction: Vec<Vec<FractionCapacity>>,
     pub timeline: Timeline,
     pub memory: MemoryGauge,
     pub rate: IngestRate,
@@ -367,6 +398,8 @@ pub struct LiveSnapshot {
     pub facts_write_age: Duration,
     /// Facts rows produced so far.
     pub facts_rows: u64,
+    /// Whether they are kept (spilled, `memory.facts_on_disk_bytes`) for a facts write.
+    pub facts_retention: FactsRetention,
     /// A configuration or startup problem that stops ingestion (shown, never a crash).
     pub fatal: Option<String>,
 }

@@ -11,12 +11,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use litehit_core::engine::Lane;
+use litehit_core::projector::CapacityAxisAccumulator;
 
 use super::Ingest;
 use super::pipeline::Pipeline;
 use crate::snapshot::{
-    CurvePoint, FollowState, HttpStatus, InputHealth, LaneSnapshot, LineErrorView, LiveSnapshot,
-    MemoryGauge, SourceStatus,
+    CAPACITY_FRACTION_PERCENTS, CurvePoint, FactsRetention, FollowState, FractionCapacity,
+    HttpStatus, InputHealth, LaneSnapshot, LineErrorView, LiveSnapshot, MemoryGauge, SourceStatus,
 };
 
 /// Samples of the hits-vs-capacity curve per lane.
@@ -29,7 +30,31 @@ pub(super) fn live_hit_blocks(lane: &Lane, capacity: litehit_core::projector::Ca
         .expect("the live engine keeps capacity curves")
 }
 
+/// The smallest capacity (blocks) whose cumulative hits reach `percent`% of the
+/// unlimited-capacity hits, the target rounded up to a whole block (as `mrc`'s knees).
+fn capacity_for_percent(accumulator: &CapacityAxisAccumulator, percent: u32) -> u64 {
+    let scaled =
+        (u128::from(accumulator.infinite_hit_blocks()) * u128::from(percent)).div_ceil(100);
+    let target = u64::try_from(scaled).unwrap_or(u64::MAX);
+    accumulator
+        .min_capacity_for_hit_blocks(target)
+        .unwrap_or_else(|| accumulator.saturation_capacity_blocks())
+}
+
 impl Pipeline {
+    fn capacity_for_fraction(lane: &Lane) -> Vec<FractionCapacity> {
+        let accumulator = lane
+            .accumulator()
+            .expect("the live engine keeps capacity curves");
+        CAPACITY_FRACTION_PERCENTS
+            .iter()
+            .map(|&percent| FractionCapacity {
+                percent,
+                capacity_blocks: capacity_for_percent(accumulator, percent),
+            })
+            .collect()
+    }
+
     fn lane_snapshot(&self, lane: &Lane) -> LaneSnapshot {
         let spec = lane.spec();
         let accumulator = lane
@@ -149,6 +174,10 @@ impl Ingest {
                 lost_bytes: self.tailer.lost_bytes(),
                 lost_files: self.tailer.lost_generations(),
             },
+            trace_format: pipeline
+                .parser
+                .as_ref()
+                .map(|parser| parser.format().name()),
             http: self.config.listen.map(|listen| HttpStatus {
                 listen: listen.to_string(),
                 held_requests: self.held_batches.len() as u64,
@@ -157,6 +186,7 @@ impl Ingest {
             slots: pipeline.slots.clone(),
             timeline: pipeline.timeline.snapshot(lanes, &pipeline.slots),
             lanes: lane_snapshots,
+            capacity_for_fraction: lanes.iter().map(Pipeline::capacity_for_fraction).collect(),
             memory: MemoryGauge {
                 core_bytes,
                 accumulator_bytes,
@@ -179,6 +209,13 @@ impl Ingest {
             facts_write: self.facts_write.clone(),
             facts_write_age: now.duration_since(self.facts_write_since),
             facts_rows: pipeline.spill.rows,
+            facts_retention: match (&pipeline.spill.error, pipeline.spill.retaining()) {
+                (Some(message), _) => FactsRetention::Stopped {
+                    message: message.clone(),
+                },
+                (None, true) => FactsRetention::Retaining,
+                (None, false) => FactsRetention::Off,
+            },
             fatal: pipeline.spill.error.clone(),
         };
         // No receiver left means the UI is gone; the next command will be Shutdown.

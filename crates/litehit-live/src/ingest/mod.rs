@@ -22,7 +22,7 @@
 //! assemble.rs  Engine, tailer and run state → LiveSnapshot (lanes, curve, gauges, status)
 //! timeline.rs  hit rates per window of trace time, as differences of cumulative answers
 //! rate.rs      ingest throughput over the last second of wall time
-//! spill.rs     facts rows buffered, then spilled to an unnamed temporary file
+//! spill.rs     facts rows buffered, then spilled to an unnamed temporary file (when read)
 //! writer.rs    the spill behind the header → the facts file, atomically (`s`, or at the end)
 //! ```
 //!
@@ -113,6 +113,10 @@ pub struct IngestConfig {
     pub exit_at_eof: bool,
     /// Directory of the facts spill file (default: the system temp directory).
     pub spill_dir: Option<PathBuf>,
+    /// Keep the facts rows (spilled to disk) for a facts write: only when something can read
+    /// them (`--facts-out`, or the TUI's `s` without `--no-facts`). Off: rows are counted,
+    /// nothing is written to disk.
+    pub retain_facts: bool,
     /// Skip notify and poll only (tests of the fallback, network file systems).
     pub force_polling: bool,
     /// With `format: None`: the engine for the format the first line turns out to have
@@ -160,6 +164,7 @@ impl IngestConfig {
             window_ns: 10_000_000_000,
             exit_at_eof: false,
             spill_dir: None,
+            retain_facts: true,
             force_polling: false,
             engine_for_format: None,
             follow_file: true,
@@ -172,8 +177,12 @@ impl IngestConfig {
 /// file cannot be created; problems with the trace itself are shown, never fatal.
 pub fn spawn(config: IngestConfig) -> crate::Result<LiveHandle> {
     let engine = Engine::new(config.engine.clone(), Policy::SkipAndCount)?;
-    let spill = FactsSpill::create(config.spill_dir.as_deref())
-        .map_err(crate::LiveError::io("creating the facts spill file"))?;
+    let spill = if config.retain_facts {
+        FactsSpill::create(config.spill_dir.as_deref())
+            .map_err(crate::LiveError::io("creating the facts spill file"))?
+    } else {
+        FactsSpill::counting_only()
+    };
     let (events_tx, events_rx) = mpsc::channel();
     let (snapshot_tx, snapshot_rx) = watch::channel(Arc::new(LiveSnapshot::default()));
     let mut ingest = Ingest::new(

@@ -15,13 +15,12 @@
 //! lines were rejected, and why, for the reply.
 
 use litehit_core::engine::{Engine, Policy};
-use litehit_core::facts::file::append_fact_row;
 use litehit_core::formats::{
     LineOutcome, LineParser, ParseOptions, TraceEvent, TraceFormat, detect_format,
 };
 
 use super::assemble::strip_line_prefix;
-use super::spill::{FactsSpill, SPILL_BUFFER_BYTES};
+use super::spill::FactsSpill;
 use super::timeline::TimelineBuilder;
 use super::{EngineForFormat, IngestConfig};
 use crate::http::{BatchReport, RejectedLine};
@@ -36,7 +35,7 @@ pub(super) struct Pipeline {
     /// The flags do not fit the format the trace turned out to have (e.g. `--block-size
     /// 256` on 512-token Mooncake keys): every line is bad, for this reason.
     engine_error: Option<String>,
-    parser: Option<LineParser>,
+    pub(super) parser: Option<LineParser>,
     parse_options: ParseOptions,
     pub(super) event: TraceEvent,
     /// Number of the next line in the current file generation.
@@ -202,16 +201,10 @@ impl Pipeline {
                 let spill = &mut self.spill;
                 let result = self
                     .engine
-                    .process_event(&self.event, line_number, &mut |row| {
-                        append_fact_row(&mut spill.buffer, &row);
-                        spill.rows += 1;
-                    });
+                    .process_event(&self.event, line_number, &mut |row| spill.push(&row));
                 if let Err(error) = result {
                     // Live runs skip and count; an error here still must not stop the monitor.
                     self.engine.record_bad_line(line_number, error.to_string());
-                }
-                if self.spill.buffer.len() >= SPILL_BUFFER_BYTES {
-                    self.spill.flush();
                 }
             }
             Ok(LineOutcome::Blank | LineOutcome::Ignored) => {}

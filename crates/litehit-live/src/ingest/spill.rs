@@ -1,13 +1,20 @@
-//! The facts spill: every facts row so far, formatted, kept off the heap.
+//! The facts spill: every facts row so far, formatted, kept off the heap — when something can
+//! read them.
 //!
-//! The pipeline appends each row (formatted by `facts::file::append_fact_row`) to a small
-//! buffer that goes to an unnamed temporary file once it holds [`SPILL_BUFFER_BYTES`], so the
-//! monitor's memory does not grow with the trace; the writer later copies the file behind the
-//! header. A failed spill is remembered, shown and never retried, so the rows on disk stay a
-//! prefix of the facts.
+//! The pipeline hands each row to [`FactsSpill::push`], which formats it (with
+//! `facts::file::append_fact_row`) into a small buffer that goes to an unnamed temporary file
+//! once it holds [`SPILL_BUFFER_BYTES`], so the monitor's memory does not grow with the trace;
+//! the writer later copies the file behind the header. Rows are retained only when a reader
+//! exists (`--facts-out`, or the TUI's `s` without `--no-facts`): otherwise no file is created
+//! and rows are only counted. A failed spill write stops retention for good, with the error
+//! kept and shown: the buffer is dropped (never grown without bound), the file is closed, and
+//! a later snapshot request is told why it cannot be complete.
 
 use std::fs::File;
 use std::io::{self, Write as _};
+
+use litehit_core::facts::FactRow;
+use litehit_core::facts::file::append_fact_row;
 
 /// Facts rows are spilled to disk once this many bytes are buffered.
 pub(super) const SPILL_BUFFER_BYTES: usize = 1 << 20;
@@ -16,38 +23,138 @@ pub(super) const SPILL_BUFFER_BYTES: usize = 1 << 20;
 pub(super) struct FactsSpill {
     /// Unnamed (unlinked at once), so even a killed monitor leaves nothing behind; the
     /// snapshot writer reads it through a clone of the descriptor at explicit offsets.
-    pub(super) file: File,
+    /// `None` when rows are not retained (no reader, or retention stopped).
+    pub(super) file: Option<File>,
     pub(super) buffer: Vec<u8>,
     pub(super) on_disk_bytes: u64,
+    /// Rows produced so far (retained or not).
     pub(super) rows: u64,
+    /// Why retention stopped (a failed spill write).
     pub(super) error: Option<String>,
 }
 
 impl FactsSpill {
+    /// A spill that retains rows (in `dir`, or the system temp directory).
     pub(super) fn create(dir: Option<&std::path::Path>) -> io::Result<Self> {
         let file = match dir {
             Some(dir) => tempfile::tempfile_in(dir)?,
             None => tempfile::tempfile()?,
         };
         Ok(Self {
-            file,
+            file: Some(file),
             buffer: Vec::with_capacity(SPILL_BUFFER_BYTES + 4096),
-            on_disk_bytes: 0,
-            rows: 0,
-            error: None,
+            ..Self::counting_only()
         })
     }
 
-    pub(super) fn flush(&mut self) {
-        if self.buffer.is_empty() || self.error.is_some() {
+    /// A spill that keeps nothing: nothing can read the rows (`--headless` without
+    /// `--facts-out`, or `--no-facts`).
+    pub(super) fn counting_only() -> Self {
+        Self {
+            file: None,
+            buffer: Vec::new(),
+            on_disk_bytes: 0,
+            rows: 0,
+            error: None,
+        }
+    }
+
+    /// Whether rows are being kept.
+    pub(super) fn retaining(&self) -> bool {
+        self.file.is_some()
+    }
+
+    /// Counts a row, and keeps it while retaining (spilling a full buffer).
+    pub(super) fn push(&mut self, row: &FactRow<'_>) {
+        self.rows += 1;
+        if !self.retaining() {
             return;
         }
-        match self.file.write_all(&self.buffer) {
-            Ok(()) => self.on_disk_bytes += self.buffer.len() as u64,
-            Err(err) => {
-                self.error = Some(format!("spilling facts to a temporary file: {err}"));
-            }
+        append_fact_row(&mut self.buffer, row);
+        if self.buffer.len() >= SPILL_BUFFER_BYTES {
+            self.flush();
         }
-        self.buffer.clear();
+    }
+
+    pub(super) fn flush(&mut self) {
+        let Some(file) = &mut self.file else {
+            return;
+        };
+        if self.buffer.is_empty() {
+            return;
+        }
+        match file.write_all(&self.buffer) {
+            Ok(()) => {
+                self.on_disk_bytes += self.buffer.len() as u64;
+                self.buffer.clear();
+            }
+            Err(err) => self.stop(format!(
+                "facts retention stopped: spilling facts to a temporary file failed: {err}"
+            )),
+        }
+    }
+
+    /// Stops retention: the rows kept so far are released, the file closed.
+    fn stop(&mut self, error: String) {
+        self.error = Some(error);
+        self.file = None;
+        self.buffer = Vec::new();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use litehit_core::facts::FactRecord;
+
+    fn fact() -> FactRecord {
+        FactRecord {
+            trace_id: "t".to_owned(),
+            instance_id: "i".to_owned(),
+            ..FactRecord::default()
+        }
+    }
+
+    #[test]
+    fn a_counting_spill_keeps_nothing() {
+        let mut spill = FactsSpill::counting_only();
+        for _ in 0..10 {
+            spill.push(&fact().as_row());
+        }
+        spill.flush();
+        assert_eq!(spill.rows, 10);
+        assert!(spill.buffer.is_empty());
+        assert_eq!(spill.on_disk_bytes, 0);
+        assert!(!spill.retaining());
+    }
+
+    #[test]
+    fn a_failed_spill_write_stops_retention_and_frees_the_buffer() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut spill = FactsSpill::create(Some(dir.path())).unwrap();
+        // A read-only descriptor: every write fails, as on a full disk.
+        spill.file = Some(File::open(dir.path()).unwrap());
+        spill.push(&fact().as_row());
+        spill.flush();
+        assert!(!spill.retaining());
+        assert!(
+            spill
+                .error
+                .as_deref()
+                .unwrap()
+                .contains("facts retention stopped"),
+            "{:?}",
+            spill.error
+        );
+        assert_eq!(spill.buffer.capacity(), 0);
+        for _ in 0..1000 {
+            spill.push(&fact().as_row());
+        }
+        assert_eq!(spill.rows, 1001);
+        assert_eq!(
+            spill.buffer.capacity(),
+            0,
+            "no row is kept after the failure"
+        );
     }
 }

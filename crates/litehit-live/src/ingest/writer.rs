@@ -84,10 +84,19 @@ impl Ingest {
         if let Some(error) = &spill.error {
             return Err(FactsWrite::Failed {
                 path: display,
-                message: error.clone(),
+                message: format!(
+                    "{error}; the rows since then were not kept, so no complete facts snapshot \
+                     can be written"
+                ),
             });
         }
-        match spill.file.try_clone() {
+        let Some(file) = &spill.file else {
+            return Err(FactsWrite::Failed {
+                path: display,
+                message: "facts are not kept in this run (--no-facts)".to_owned(),
+            });
+        };
+        match file.try_clone() {
             Ok(source) => Ok(FactsJob {
                 source,
                 spilled_bytes: spill.on_disk_bytes,

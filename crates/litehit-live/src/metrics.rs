@@ -1,0 +1,402 @@
+//! `watch --metrics-listen`: the latest [`LiveSnapshot`] in the Prometheus text format.
+//!
+//! Owns the metric names, their help text and label spelling, and nothing else: every value
+//! is a field of the snapshot the ingest thread published last (the capacity for a fraction
+//! of the ∞ hits included, computed there from the accumulator), so a scrape never touches
+//! engine state and costs one pass over the snapshot. Encoding goes through `prometheus-client`
+//! (the Prometheus project's own Rust client, OpenMetrics text), with a [`Collector`] that reads
+//! the snapshot at scrape time instead of registered atomics: slots added or removed in the TUI
+//! appear or disappear with the next scrape, and nothing is kept between scrapes.
+//!
+//! ```text
+//! litehit_requests_total{instance}                      counter
+//! litehit_input_tokens_total{instance}                  counter
+//! litehit_hit_tokens_total{instance,capacity}           counter  capacity="40GiB" | "5000blocks" | "inf"
+//! litehit_bad_lines_total                               counter
+//! litehit_ttl_expired_blocks_total{instance}            counter
+//! litehit_unique_blocks{instance}                       gauge
+//! litehit_capacity_for_fraction_bytes{instance,fraction} gauge   fraction="0.5" | "0.9" | "0.95" | "0.99"
+//! litehit_memory_bytes{part}                            gauge    part="core" | "accumulator" | "facts_buffer" | "monitor"
+//! litehit_facts_spill_bytes                             gauge
+//! litehit_facts_retention_stopped                       gauge    1 after a failed spill write
+//! litehit_ingest_lag_bytes                              gauge
+//! litehit_build_info{version}                           info
+//! ```
+
+use std::borrow::Cow;
+use std::fmt;
+use std::sync::Arc;
+
+use litehit_core::projector::Capacity;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric as _};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::registry::Registry;
+use tokio::sync::watch;
+
+use crate::LiveSnapshot;
+
+/// The scrape path.
+pub const METRICS_PATH: &str = "/metrics";
+/// The reply's content type (OpenMetrics text, which Prometheus reads).
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+/// The `capacity` label of the unlimited-capacity bound.
+pub const INFINITE_CAPACITY_LABEL: &str = "inf";
+
+/// Every metric name exported, as it appears in samples (counters with `_total`, the info
+/// metric with `_info`).
+pub const METRIC_NAMES: [&str; 12] = [
+    "litehit_requests_total",
+    "litehit_input_tokens_total",
+    "litehit_hit_tokens_total",
+    "litehit_bad_lines_total",
+    "litehit_ttl_expired_blocks_total",
+    "litehit_unique_blocks",
+    "litehit_capacity_for_fraction_bytes",
+    "litehit_memory_bytes",
+    "litehit_facts_spill_bytes",
+    "litehit_facts_retention_stopped",
+    "litehit_ingest_lag_bytes",
+    "litehit_build_info",
+];
+
+/// The `capacity` label of a slot: its unit in its spelling (`40GiB`, `0.5GiB`, `5000blocks`);
+/// `None` for an unlimited slot, which is the `inf` series.
+#[must_use]
+pub fn capacity_label(capacity: Capacity) -> Option<String> {
+    match capacity {
+        Capacity::Gigabytes(gb) => Some(format!("{gb}GiB")),
+        Capacity::Blocks(blocks) => Some(format!("{blocks}blocks")),
+        Capacity::Infinite => None,
+    }
+}
+
+/// The `fraction` label of a percentage (`95` → `0.95`).
+#[must_use]
+pub fn fraction_label(percent: u32) -> String {
+    format!("{}", f64::from(percent) / 100.0)
+}
+
+/// The exposition of the latest published snapshot, for the HTTP endpoint.
+#[derive(Debug)]
+pub struct Exporter {
+    registry: Registry,
+}
+
+impl Exporter {
+    /// An exporter reading `snapshots` (latest wins) at each scrape.
+    #[must_use]
+    pub fn new(snapshots: watch::Receiver<Arc<LiveSnapshot>>) -> Self {
+        let mut registry = Registry::default();
+        registry.register_collector(Box::new(Latest(snapshots)));
+        Self { registry }
+    }
+
+    /// One scrape: the text exposition, `# EOF` last.
+    pub fn scrape(&self) -> Result<String, fmt::Error> {
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &self.registry)?;
+        Ok(text)
+    }
+}
+
+/// The text exposition of one snapshot (what a scrape serves when `snap` is the latest).
+pub fn encode(snap: &LiveSnapshot) -> Result<String, fmt::Error> {
+    #[derive(Debug)]
+    struct Fixed(Arc<LiveSnapshot>);
+    impl Collector for Fixed {
+        fn encode(&self, encoder: DescriptorEncoder) -> fmt::Result {
+            encode_snapshot(&self.0, encoder)
+        }
+    }
+    let mut registry = Registry::default();
+    registry.register_collector(Box::new(Fixed(Arc::new(snap.clone()))));
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &registry)?;
+    Ok(text)
+}
+
+/// Reads the latest snapshot at scrape time.
+#[derive(Debug)]
+struct Latest(watch::Receiver<Arc<LiveSnapshot>>);
+
+impl Collector for Latest {
+    fn encode(&self, encoder: DescriptorEncoder) -> fmt::Result {
+        let snap = Arc::clone(&self.0.borrow());
+        encode_snapshot(&snap, encoder)
+    }
+}
+
+/// A label value escaped for the text format (`\`, `"` and newlines).
+fn escaped(value: &str) -> Cow<'_, str> {
+    if !value.contains(['\\', '"', '\n']) {
+        return Cow::Borrowed(value);
+    }
+    let mut out = String::with_capacity(value.len() + 2);
+    for c in value.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+    Cow::Owned(out)
+}
+
+fn counter(encoder: &mut DescriptorEncoder, name: &str, help: &str, value: u64) -> fmt::Result {
+    let metric = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
+    ConstCounter::new(value).encode(metric)
+}
+
+fn gauge(encoder: &mut DescriptorEncoder, name: &str, help: &str, value: u64) -> fmt::Result {
+    let metric = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
+    ConstGauge::new(value).encode(metric)
+}
+
+#[expect(clippy::too_many_lines, reason = "one block per metric family")]
+fn encode_snapshot(snap: &LiveSnapshot, mut encoder: DescriptorEncoder) -> fmt::Result {
+    let instances: Vec<Cow<'_, str>> = snap
+        .lanes
+        .iter()
+        .map(|lane| escaped(&lane.instance_id))
+        .collect();
+    // One series per distinct finite slot label (two slots of one size are one series).
+    let mut slot_labels: Vec<(usize, String)> = Vec::with_capacity(snap.slots.len());
+    for (index, slot) in snap.slots.iter().enumerate() {
+        if let Some(label) = capacity_label(slot.capacity)
+            && !slot_labels.iter().any(|(_, seen)| *seen == label)
+        {
+            slot_labels.push((index, label));
+        }
+    }
+
+    let mut family = encoder.encode_descriptor(
+        "litehit_requests",
+        "Requests (get/lookup rows) read, per instance",
+        None,
+        MetricType::Counter,
+    )?;
+    for (lane, instance) in snap.lanes.iter().zip(&instances) {
+        let labels = [("instance", instance.as_ref())];
+        ConstCounter::new(lane.requests).encode(family.encode_family(&labels)?)?;
+    }
+
+    let mut family = encoder.encode_descriptor(
+        "litehit_input_tokens",
+        "Input tokens of the requests read, per instance",
+        None,
+        MetricType::Counter,
+    )?;
+    for (lane, instance) in snap.lanes.iter().zip(&instances) {
+        let labels = [("instance", instance.as_ref())];
+        ConstCounter::new(lane.input_tokens).encode(family.encode_family(&labels)?)?;
+    }
+
+    let mut family = encoder.encode_descriptor(
+        "litehit_hit_tokens",
+        "Prefix-cache hit tokens of an exact LRU cache of this capacity per instance \
+         (capacity inf: unlimited, the upper bound)",
+        None,
+        MetricType::Counter,
+    )?;
+    for (lane, instance) in snap.lanes.iter().zip(&instances) {
+        for (index, label) in &slot_labels {
+            let labels = [
+                ("instance", instance.as_ref()),
+                ("capacity", label.as_str()),
+            ];
+            ConstCounter::new(lane.slot_hit_tokens(*index))
+                .encode(family.encode_family(&labels)?)?;
+        }
+        let labels = [
+            ("instance", instance.as_ref()),
+            ("capacity", INFINITE_CAPACITY_LABEL),
+        ];
+        ConstCounter::new(lane.infinite_hit_tokens()).encode(family.encode_family(&labels)?)?;
+    }
+
+    counter(
+        &mut encoder,
+        "litehit_bad_lines",
+        "Trace lines skipped as bad (unparsable or rejected by the engine)",
+        snap.health.bad_lines,
+    )?;
+
+    let mut family = encoder.encode_descriptor(
+        "litehit_ttl_expired_blocks",
+        "Blocks dropped because their TTL expired, per instance",
+        None,
+        MetricType::Counter,
+    )?;
+    for (lane, instance) in snap.lanes.iter().zip(&instances) {
+        let labels = [("instance", instance.as_ref())];
+        ConstCounter::new(lane.ttl_expired_blocks).encode(family.encode_family(&labels)?)?;
+    }
+
+    let mut family = encoder.encode_descriptor(
+        "litehit_unique_blocks",
+        "Distinct blocks resident at unlimited capacity (expired excluded), per instance",
+        None,
+        MetricType::Gauge,
+    )?;
+    for (lane, instance) in snap.lanes.iter().zip(&instances) {
+        let labels = [("instance", instance.as_ref())];
+        ConstGauge::new(lane.unique_blocks).encode(family.encode_family(&labels)?)?;
+    }
+
+    let mut family = encoder.encode_descriptor(
+        "litehit_capacity_for_fraction_bytes",
+        "Smallest per-instance cache size whose cumulative hits reach this fraction of the \
+         unlimited-capacity hits",
+        None,
+        MetricType::Gauge,
+    )?;
+    for ((lane, instance), points) in snap
+        .lanes
+        .iter()
+        .zip(&instances)
+        .zip(&snap.capacity_for_fraction)
+    {
+        for point in points {
+            let fraction = fraction_label(point.percent);
+            let labels = [
+                ("instance", instance.as_ref()),
+                ("fraction", fraction.as_str()),
+            ];
+            ConstGauge::new(point.capacity_blocks.saturating_mul(lane.block_bytes))
+                .encode(family.encode_family(&labels)?)?;
+        }
+    }
+
+    let mut family = encoder.encode_descriptor(
+        "litehit_memory_bytes",
+        "Heap bytes held by the monitor, by part",
+        None,
+        MetricType::Gauge,
+    )?;
+    let memory = &snap.memory;
+    for (part, bytes) in [
+        ("core", memory.core_bytes),
+        ("accumulator", memory.accumulator_bytes),
+        ("facts_buffer", memory.facts_buffer_bytes),
+        ("monitor", memory.monitor_bytes),
+    ] {
+        ConstGauge::new(bytes).encode(family.encode_family(&[("part", part)])?)?;
+    }
+
+    gauge(
+        &mut encoder,
+        "litehit_facts_spill_bytes",
+        "Facts rows spilled to disk for a later facts snapshot",
+        memory.facts_on_disk_bytes,
+    )?;
+    gauge(
+        &mut encoder,
+        "litehit_facts_retention_stopped",
+        "1 when a failed spill write stopped keeping facts rows (the numbers go on)",
+        u64::from(matches!(
+            snap.facts_retention,
+            crate::snapshot::FactsRetention::Stopped { .. }
+        )),
+    )?;
+    gauge(
+        &mut encoder,
+        "litehit_ingest_lag_bytes",
+        "Bytes of the followed trace not read yet",
+        snap.source.backlog_bytes,
+    )?;
+
+    let metric = encoder.encode_descriptor(
+        "litehit_build",
+        "The litehit version",
+        None,
+        MetricType::Info,
+    )?;
+    let mut metric = metric;
+    metric.encode_info(&[("version", env!("CARGO_PKG_VERSION"))])?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::snapshot::{FractionCapacity, LaneSnapshot, Slot};
+
+    #[test]
+    fn capacity_labels_say_their_unit() {
+        assert_eq!(
+            capacity_label(Capacity::Gigabytes(40.0)).as_deref(),
+            Some("40GiB")
+        );
+        assert_eq!(
+            capacity_label(Capacity::Gigabytes(0.5)).as_deref(),
+            Some("0.5GiB")
+        );
+        assert_eq!(
+            capacity_label(Capacity::Blocks(5000)).as_deref(),
+            Some("5000blocks")
+        );
+        assert_eq!(capacity_label(Capacity::Infinite), None);
+        assert_eq!(fraction_label(50), "0.5");
+        assert_eq!(fraction_label(99), "0.99");
+    }
+
+    #[test]
+    fn a_snapshot_becomes_series_per_instance_and_slot() {
+        let snap = LiveSnapshot {
+            slots: vec![
+                Slot {
+                    id: 1,
+                    capacity: Capacity::Gigabytes(40.0),
+                },
+                Slot {
+                    id: 2,
+                    capacity: Capacity::Blocks(7),
+                },
+                Slot {
+                    id: 3,
+                    capacity: Capacity::Infinite,
+                },
+            ],
+            lanes: vec![LaneSnapshot {
+                instance_id: "a\"b".to_owned(),
+                block_size_tokens: 10,
+                block_bytes: 1000,
+                requests: 3,
+                input_tokens: 90,
+                slot_hit_blocks: vec![2, 1, 4],
+                infinite_hit_blocks: 4,
+                ..LaneSnapshot::default()
+            }],
+            capacity_for_fraction: vec![vec![FractionCapacity {
+                percent: 50,
+                capacity_blocks: 3,
+            }]],
+            ..LiveSnapshot::default()
+        };
+        let text = encode(&snap).unwrap();
+        for line in [
+            "litehit_requests_total{instance=\"a\\\"b\"} 3\n",
+            "litehit_input_tokens_total{instance=\"a\\\"b\"} 90\n",
+            "litehit_hit_tokens_total{instance=\"a\\\"b\",capacity=\"40GiB\"} 20\n",
+            "litehit_hit_tokens_total{instance=\"a\\\"b\",capacity=\"7blocks\"} 10\n",
+            "litehit_hit_tokens_total{instance=\"a\\\"b\",capacity=\"inf\"} 40\n",
+            "litehit_capacity_for_fraction_bytes{instance=\"a\\\"b\",fraction=\"0.5\"} 3000\n",
+            "litehit_bad_lines_total 0\n",
+        ] {
+            assert!(text.contains(line), "{line:?} missing from:\n{text}");
+        }
+        // The unlimited slot is the `inf` series, not a second one.
+        assert_eq!(text.matches("capacity=\"inf\"").count(), 1, "{text}");
+        assert!(text.ends_with("# EOF\n"), "{text}");
+        for name in METRIC_NAMES {
+            assert!(
+                text.lines().any(|line| line.starts_with(name)),
+                "{name} missing"
+            );
+        }
+    }
+}
