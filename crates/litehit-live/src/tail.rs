@@ -693,6 +693,16 @@ impl Tailer {
                 continue;
             }
             let identity = FileIdentity::of(&meta);
+            // A file still waiting its turn: its size now (it may have been listed while
+            // being written), so a deletion before its turn counts what it held.
+            for queued in &mut self.queue {
+                if let Queued::Pending(pending) = queued
+                    && pending.path == path
+                    && pending.identity == identity
+                {
+                    pending.len = meta.len();
+                }
+            }
             let key = (path.clone(), identity.map(|id| (id.device, id.inode)));
             let known = self.done.contains(&key)
                 || self
