@@ -8,6 +8,7 @@ use ratatui::style::{Modifier, Style, Stylize as _};
 use ratatui::text::Text;
 use ratatui::widgets::{Block, Cell, Row, Table};
 use std::fmt::Write as _;
+use unicode_width::UnicodeWidthStr;
 
 use super::format;
 use crate::app::App;
@@ -65,7 +66,7 @@ pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
     let row_room = usize::from(area.height.saturating_sub(3)).max(1);
     let shown = visible_rows(rows.len(), row_room, view.selected_row);
     let mut notes = String::new();
-    let all_columns = columns(snap, view);
+    let all_columns = columns(snap, view, &rows);
     let slot_columns = |columns: &[Column]| {
         columns
             .iter()
@@ -208,11 +209,16 @@ fn row_values(snap: &LiveSnapshot) -> Vec<RowValues> {
     rows
 }
 
-fn columns(snap: &LiveSnapshot, view: &App) -> Vec<Column> {
+/// Display width of `text` in terminal columns (a CJK character takes two).
+fn text_width(text: &str) -> usize {
+    UnicodeWidthStr::width(text)
+}
+
+fn columns(snap: &LiveSnapshot, view: &App, rows: &[RowValues]) -> Vec<Column> {
     let longest_instance = snap
         .lanes
         .iter()
-        .map(|lane| lane.instance_id.chars().count())
+        .map(|lane| text_width(&lane.instance_id))
         .max()
         .unwrap_or(0);
     let instance_width = u16::try_from(longest_instance + 2)
@@ -242,7 +248,7 @@ fn columns(snap: &LiveSnapshot, view: &App) -> Vec<Column> {
         let header = format::capacity(slot.capacity);
         let distance = u16::try_from(index.abs_diff(view.selected_slot)).unwrap_or(u16::MAX);
         columns.push(Column {
-            width: u16::try_from(header.chars().count())
+            width: u16::try_from(text_width(&header))
                 .unwrap_or(u16::MAX)
                 .max(7),
             header,
@@ -275,6 +281,20 @@ fn columns(snap: &LiveSnapshot, view: &App) -> Vec<Column> {
             kind: ColumnKind::KvBytes,
         },
     ]);
+    // A number column is as wide as its widest value: a value is never cut to fit (a column
+    // that does not fit is dropped whole by `fit_columns`).
+    for column in &mut columns {
+        if column.kind == ColumnKind::Instance {
+            continue;
+        }
+        let widest = rows
+            .iter()
+            .map(|row| text_width(&row.cell(column.kind)))
+            .chain([text_width(&column.header)])
+            .max()
+            .unwrap_or(0);
+        column.width = column.width.max(u16::try_from(widest).unwrap_or(u16::MAX));
+    }
     columns
 }
 
@@ -323,4 +343,146 @@ fn fit_columns(mut columns: Vec<Column>, width: u16) -> Vec<Column> {
     while !fits(&columns) && drop_highest(&mut columns, 0) {}
     shrink_instance(&mut columns, 0);
     columns
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use litehit_core::projector::Capacity;
+    use litehit_live::snapshot::{LaneSnapshot, Slot};
+    use proptest::prelude::*;
+    use ratatui::Terminal;
+    use ratatui::backend::TestBackend;
+
+    /// The drawn rows of the panel, as text.
+    fn drawn_lines(snap: &LiveSnapshot, view: &App, width: u16, height: u16) -> Vec<String> {
+        let mut terminal = Terminal::new(TestBackend::new(width, height)).expect("test backend");
+        terminal
+            .draw(|frame| render(frame, frame.area(), snap, view))
+            .expect("drawn");
+        let buffer = terminal.backend().buffer();
+        (0..height)
+            .map(|y| {
+                (0..width)
+                    .map(|x| buffer[(x, y)].symbol())
+                    .collect::<String>()
+            })
+            .collect()
+    }
+
+    /// Whether `line` holds every one of `cells`, whole and in this order.
+    fn holds_in_order(line: &str, cells: &[String]) -> bool {
+        let mut rest = line;
+        for cell in cells {
+            match rest.find(cell.as_str()) {
+                Some(at) => rest = &rest[at + cell.len()..],
+                None => return false,
+            }
+        }
+        true
+    }
+
+    /// A byte count, often one of 1000–1023.99 of a binary unit (where cutting used to bite).
+    fn kv_bytes() -> impl Strategy<Value = (u64, u64)> {
+        let band = (1u32..5, 1000.0f64..1024.0).prop_map(|(unit, value)| {
+            let bytes = value * 1024f64.powi(i32::try_from(unit).expect("small"));
+            // As unique blocks × block bytes with a block of 1 KiB.
+            #[expect(clippy::cast_possible_truncation, reason = "a test value below 2^62")]
+            #[expect(clippy::cast_sign_loss, reason = "positive")]
+            let blocks = (bytes / 1024.0) as u64;
+            (blocks, 1024)
+        });
+        prop_oneof![band, (0u64..1 << 40, 1u64..1 << 22)]
+    }
+
+    fn lane_strategy() -> impl Strategy<Value = LaneSnapshot> {
+        (
+            0u64..1 << 50,
+            0u64..1 << 50,
+            kv_bytes(),
+            prop::collection::vec(0u64..1 << 40, 2),
+            0u64..1 << 40,
+        )
+            .prop_map(
+                |(
+                    requests,
+                    input_tokens,
+                    (unique_blocks, block_bytes),
+                    slot_hit_blocks,
+                    infinite,
+                )| {
+                    LaneSnapshot {
+                        block_size_tokens: 16,
+                        block_bytes,
+                        requests,
+                        input_tokens,
+                        unique_blocks,
+                        slot_hit_blocks,
+                        infinite_hit_blocks: infinite,
+                        ..LaneSnapshot::default()
+                    }
+                },
+            )
+    }
+
+    proptest! {
+        /// Every number the table prints is the formatter's full text: a column that does not
+        /// fit is dropped whole, never cut (`003.41 MiB` for 1003.41 MiB was).
+        #[test]
+        fn no_number_cell_is_cut(
+            lanes in prop::collection::vec(lane_strategy(), 1..5),
+            width in 20u16..200,
+        ) {
+            let mut snap = LiveSnapshot {
+                slots: vec![
+                    Slot { id: 1, capacity: Capacity::Gigabytes(40.0) },
+                    Slot { id: 2, capacity: Capacity::Blocks(1000) },
+                ],
+                lanes,
+                ..LiveSnapshot::default()
+            };
+            for (index, lane) in snap.lanes.iter_mut().enumerate() {
+                lane.instance_id = format!("lane-{index}");
+            }
+            let view = App::default();
+            let rows = row_values(&snap);
+            let kept = fit_columns(columns(&snap, &view, &rows), width.saturating_sub(2));
+            let lines = drawn_lines(&snap, &view, width, 12);
+            let mut checked = 0;
+            for row in &rows {
+                let Some(line) = lines.iter().find(|line| line.contains(&format!(" {} ", row.instance)))
+                else {
+                    continue;
+                };
+                let cells: Vec<String> = kept
+                    .iter()
+                    .filter(|column| column.kind != ColumnKind::Instance)
+                    .map(|column| row.cell(column.kind))
+                    .collect();
+                prop_assert!(holds_in_order(line, &cells), "{line:?} lacks one of {cells:?}");
+                checked += 1;
+            }
+            prop_assert!(checked > 0, "no row found in {lines:#?}");
+        }
+    }
+
+    #[test]
+    fn kv_bytes_of_a_thousand_mib_is_printed_whole() {
+        let snap = LiveSnapshot {
+            lanes: vec![LaneSnapshot {
+                instance_id: "a".to_owned(),
+                block_bytes: 1 << 20,
+                unique_blocks: 1003,
+                requests: 1,
+                input_tokens: 16,
+                ..LaneSnapshot::default()
+            }],
+            ..LiveSnapshot::default()
+        };
+        let lines = drawn_lines(&snap, &App::default(), 120, 6);
+        assert!(
+            lines.iter().any(|line| line.contains("1003.00 MiB")),
+            "{lines:#?}"
+        );
+    }
 }
