@@ -471,3 +471,73 @@ fn slots_left_out_on_a_narrow_screen_are_counted_in_the_title() {
         .unwrap_or_else(|| panic!("{narrow}"));
     assert!(title.contains("off screen (←→)"), "{narrow}");
 }
+
+/// `count` instances whose KV bytes fall in 1000–1023.99 MiB (where the column used to cut
+/// the leading digit), ids of two lengths.
+fn fleet(count: u64) -> LiveSnapshot {
+    running(
+        (0..count)
+            .map(|i| {
+                let mut lane = lane(
+                    &format!(
+                        "node-{i:02}{}",
+                        if i % 3 == 0 { "-long-context" } else { "" }
+                    ),
+                    1_000 + 37 * i,
+                    80_000 + 5_000 * i,
+                    vec![2_000 + 10 * i, 3_000 + 20 * i, 200 + i],
+                    4_000 + 30 * i,
+                );
+                // 2 MiB blocks: 1001.36 … 1023.x MiB.
+                lane.unique_blocks = 500 + (i * 7) % 12;
+                lane.block_bytes = (2 << 20) + 1401;
+                lane
+            })
+            .collect(),
+    )
+}
+
+/// The main screen of the monitor at the sizes people use, for 1, 4 and 60 instances: every
+/// number whole (`1003.41 MiB`, not `003.41 MiB`).
+#[test]
+fn main_screen_at_each_size_and_fleet() {
+    for instances in [1, 4, 60] {
+        let snap = fleet(instances);
+        let mut app = App::default();
+        app.observe(&snap);
+        for (width, height) in [(200, 60), (120, 40), (80, 24), (60, 20)] {
+            let screen = screen_text(&snap, &app, width, height);
+            for lane in snap.lanes.iter().take(3) {
+                let kv = litehit_core::display::bytes(
+                    lane.unique_kv_bytes(),
+                    litehit_core::display::Precision::Decimals(2),
+                );
+                let row = screen
+                    .lines()
+                    .find(|line| line.contains(&format!(" {} ", lane.instance_id)));
+                if let Some(row) = row.filter(|row| row.contains("MiB")) {
+                    assert!(row.contains(&kv), "{kv} cut in {row:?}");
+                }
+            }
+            insta::assert_snapshot!(
+                format!("main_screen_{instances}_instances_{width}x{height}"),
+                draw(&snap, &app, width, height).backend()
+            );
+        }
+    }
+}
+
+#[test]
+fn quit_asks_first_when_facts_would_be_lost() {
+    let snap = several_instances();
+    let mut app = App::default();
+    app.observe(&snap);
+    key(&mut app, KeyCode::Char('q'));
+    assert!(!app.quitting);
+    for (width, height) in [(120, 40), (60, 20)] {
+        insta::assert_snapshot!(
+            format!("quit_asks_first_{width}x{height}"),
+            draw(&snap, &app, width, height).backend()
+        );
+    }
+}

@@ -7,6 +7,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 use litehit_core::grammar::parse_capacity;
 use litehit_core::projector::Capacity;
+use litehit_live::snapshot::FactsWrite;
 use litehit_live::{Command, LiveSnapshot, SlotId};
 
 /// What the screen is in; one at a time.
@@ -18,6 +19,21 @@ pub enum Mode {
     Help,
     /// Typing a new capacity slot.
     SlotEditor(SlotEditor),
+    /// Quit was asked with facts rows that no file holds: quit anyway, save first, or stay.
+    ConfirmQuit,
+}
+
+/// What happens to the facts rows when the monitor quits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FactsOnQuit {
+    /// Nothing writes them (`watch` without `--facts-out`): quit asks first while some rows
+    /// are in no snapshot yet.
+    #[default]
+    AskFirst,
+    /// The ingest thread writes them on the way out (`--facts-out`): quit at once.
+    Written,
+    /// They are of a generated trace (the demo): quit at once.
+    Discarded,
 }
 
 /// The add-slot input line.
@@ -37,7 +53,7 @@ pub const KEY_HELP: &[(&str, &str)] = &[
     ("↑ ↓ / k j", "select an instance (curve, timeline)"),
     ("s", "snapshot every fact so far to the facts file"),
     ("p", "pause / resume ingestion"),
-    ("q / Ctrl-C", "quit"),
+    ("q / Ctrl-C", "quit (asks first if facts would be lost)"),
     ("Esc", "close a dialog"),
     ("Enter", "confirm the new slot"),
 ];
@@ -52,6 +68,12 @@ pub struct App {
     pub selected_row: usize,
     /// Set once the user asked to quit.
     pub quitting: bool,
+    /// Whether quitting may lose facts (and so asks first).
+    pub facts_on_quit: FactsOnQuit,
+    /// Facts rows produced so far (from the last snapshot).
+    facts_rows: u64,
+    /// The most rows a finished `s` snapshot has held.
+    saved_rows: u64,
     slot_ids: Vec<SlotId>,
     /// The capacities of those slots (a capacity shown already is not added twice).
     slot_capacities: Vec<Capacity>,
@@ -78,6 +100,19 @@ impl App {
         self.slot_capacities = snap.slots.iter().map(|slot| slot.capacity).collect();
         self.lane_count = snap.lanes.len();
         self.selected_row = self.selected_row.min(self.max_row());
+        self.facts_rows = snap.facts_rows;
+        if let FactsWrite::Done { rows, .. } = snap.facts_write {
+            self.saved_rows = self.saved_rows.max(rows);
+        }
+    }
+
+    /// Facts rows that quitting now would lose: rows no finished snapshot holds, when
+    /// nothing writes them on the way out.
+    pub fn unsaved_rows(&self) -> u64 {
+        match self.facts_on_quit {
+            FactsOnQuit::AskFirst => self.facts_rows.saturating_sub(self.saved_rows),
+            FactsOnQuit::Written | FactsOnQuit::Discarded => 0,
+        }
     }
 
     /// The selected lane, or `None` for the totals row.
@@ -99,14 +134,32 @@ impl App {
         if key.kind != KeyEventKind::Press {
             return None;
         }
-        if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c') {
-            return Some(self.quit());
+        let ctrl_c =
+            key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c');
+        if self.mode == Mode::ConfirmQuit {
+            return match key.code {
+                _ if ctrl_c => Some(self.quit()),
+                KeyCode::Char('q' | 'y') => Some(self.quit()),
+                KeyCode::Char('s') => {
+                    self.mode = Mode::Normal;
+                    Some(Command::WriteFacts)
+                }
+                KeyCode::Esc | KeyCode::Char('n') => {
+                    self.mode = Mode::Normal;
+                    None
+                }
+                _ => None,
+            };
+        }
+        if ctrl_c {
+            return self.ask_to_quit();
         }
         match &mut self.mode {
+            Mode::ConfirmQuit => None,
             Mode::Help => {
                 match key.code {
                     KeyCode::Char('?') | KeyCode::Esc | KeyCode::Enter => self.mode = Mode::Normal,
-                    KeyCode::Char('q') => return Some(self.quit()),
+                    KeyCode::Char('q') => return self.ask_to_quit(),
                     _ => {}
                 }
                 None
@@ -153,7 +206,7 @@ impl App {
 
     fn handle_normal_key(&mut self, code: KeyCode) -> Option<Command> {
         match code {
-            KeyCode::Char('q') => return Some(self.quit()),
+            KeyCode::Char('q') => return self.ask_to_quit(),
             KeyCode::Char('?') => self.mode = Mode::Help,
             KeyCode::Char('a') => self.mode = Mode::SlotEditor(SlotEditor::default()),
             KeyCode::Char('d') | KeyCode::Delete => {
@@ -180,6 +233,16 @@ impl App {
             _ => {}
         }
         None
+    }
+
+    /// Quits, or asks first when that would lose facts rows.
+    fn ask_to_quit(&mut self) -> Option<Command> {
+        if self.unsaved_rows() > 0 {
+            self.mode = Mode::ConfirmQuit;
+            None
+        } else {
+            Some(self.quit())
+        }
     }
 
     fn quit(&mut self) -> Command {
@@ -396,6 +459,102 @@ mod tests {
             assert!(
                 KEY_HELP.iter().any(|(k, _)| k.contains(key)),
                 "help misses {key}"
+            );
+        }
+    }
+
+    fn with_facts(rows: u64, facts_write: FactsWrite) -> LiveSnapshot {
+        LiveSnapshot {
+            facts_rows: rows,
+            facts_write,
+            ..snapshot(&[1], 1)
+        }
+    }
+
+    fn done(rows: u64) -> FactsWrite {
+        FactsWrite::Done {
+            path: "facts.csv".to_owned(),
+            rows,
+            bytes: 1,
+        }
+    }
+
+    #[test]
+    fn quit_asks_first_while_facts_rows_are_in_no_file() {
+        let mut app = App::default();
+        app.observe(&with_facts(5, FactsWrite::Idle));
+        assert_eq!(app.unsaved_rows(), 5);
+        assert_eq!(app.handle_key(press(KeyCode::Char('q'))), None);
+        assert_eq!(app.mode, Mode::ConfirmQuit);
+        assert!(!app.quitting);
+        // Other keys do nothing while asking; Esc stays.
+        assert_eq!(app.handle_key(press(KeyCode::Char('p'))), None);
+        app.handle_key(press(KeyCode::Esc));
+        assert_eq!(app.mode, Mode::Normal);
+        // From help too; `s` saves first and goes back to the screen.
+        app.handle_key(press(KeyCode::Char('?')));
+        app.handle_key(press(KeyCode::Char('q')));
+        assert_eq!(app.mode, Mode::ConfirmQuit);
+        assert_eq!(
+            app.handle_key(press(KeyCode::Char('s'))),
+            Some(Command::WriteFacts)
+        );
+        assert_eq!(app.mode, Mode::Normal);
+        assert!(!app.quitting);
+        // A write in flight saves nothing yet.
+        app.observe(&with_facts(
+            5,
+            FactsWrite::Writing {
+                path: "facts.csv".to_owned(),
+                rows: 5,
+            },
+        ));
+        assert_eq!(app.unsaved_rows(), 5);
+        // Once the snapshot holds every row, quit is at once.
+        app.observe(&with_facts(5, done(5)));
+        assert_eq!(app.unsaved_rows(), 0);
+        assert_eq!(
+            app.handle_key(press(KeyCode::Char('q'))),
+            Some(Command::Shutdown)
+        );
+        assert!(app.quitting);
+    }
+
+    #[test]
+    fn rows_after_the_last_snapshot_ask_again_and_y_or_ctrl_c_quits_anyway() {
+        let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
+        for confirm in [press(KeyCode::Char('y')), press(KeyCode::Char('q')), ctrl_c] {
+            let mut app = App::default();
+            app.observe(&with_facts(5, done(5)));
+            // A later failed write does not forget the rows saved before.
+            app.observe(&with_facts(
+                7,
+                FactsWrite::Failed {
+                    path: "facts.csv".to_owned(),
+                    message: "disk full".to_owned(),
+                },
+            ));
+            assert_eq!(app.unsaved_rows(), 2);
+            assert_eq!(app.handle_key(ctrl_c), None, "asks first");
+            assert_eq!(app.mode, Mode::ConfirmQuit);
+            assert_eq!(app.handle_key(confirm), Some(Command::Shutdown));
+            assert!(app.quitting);
+        }
+    }
+
+    #[test]
+    fn quit_is_at_once_when_facts_are_written_on_quit_or_generated() {
+        for facts_on_quit in [FactsOnQuit::Written, FactsOnQuit::Discarded] {
+            let mut app = App {
+                facts_on_quit,
+                ..App::default()
+            };
+            app.observe(&with_facts(5, FactsWrite::Idle));
+            assert_eq!(app.unsaved_rows(), 0);
+            assert_eq!(
+                app.handle_key(press(KeyCode::Char('q'))),
+                Some(Command::Shutdown),
+                "{facts_on_quit:?}"
             );
         }
     }

@@ -16,8 +16,9 @@
 //! ```
 //! Small screens drop the charts, then the gauges, then table columns (compact mode keeps
 //! the title, the table and the status line); nothing panics at any size. Overlays
-//! (`help.rs`, `slot_editor.rs`) are drawn last, centered.
+//! (`help.rs`, `slot_editor.rs`, `confirm_quit.rs`) are drawn last, centered.
 
+pub mod confirm_quit;
 pub mod curve;
 pub mod format;
 pub mod gauges;
@@ -94,6 +95,7 @@ pub fn draw(frame: &mut Frame, snap: &LiveSnapshot, view: &App) {
         Mode::Normal => {}
         Mode::Help => help::render(frame, area, snap, view),
         Mode::SlotEditor(_) => slot_editor::render(frame, area, snap, view),
+        Mode::ConfirmQuit => confirm_quit::render(frame, area, snap, view),
     }
 }
 
