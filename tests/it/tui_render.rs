@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use litehit_core::formats::TraceFormat;
 use litehit_core::projector::Capacity;
 use litehit_live::LiveSnapshot;
 use litehit_live::snapshot::{
@@ -131,6 +132,7 @@ fn running(lanes: Vec<LaneSnapshot>) -> LiveSnapshot {
             catch_up_eta: None,
             last_notice: None,
             read_error: None,
+            format: Some(TraceFormat::Standard),
             ..SourceStatus::default()
         },
         slots: slots(),
@@ -257,6 +259,17 @@ fn help_overlay() {
     app.observe(&snap);
     key(&mut app, KeyCode::Char('?'));
     insta::assert_snapshot!(draw(&snap, &app, 120, 40).backend());
+}
+
+#[test]
+fn help_overlay_fits_60x20() {
+    let snap = several_instances();
+    let mut app = App::default();
+    app.observe(&snap);
+    key(&mut app, KeyCode::Char('?'));
+    let screen = screen_text(&snap, &app, 60, 20);
+    assert!(screen.contains("notify/polling"), "{screen}");
+    insta::assert_snapshot!(draw(&snap, &app, 60, 20).backend());
 }
 
 #[test]

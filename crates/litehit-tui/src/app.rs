@@ -47,11 +47,11 @@ pub struct SlotEditor {
 /// Every key the monitor knows, for the help overlay (one source of truth with the tests).
 pub const KEY_HELP: &[(&str, &str)] = &[
     ("?", "show / hide this help"),
-    ("a", "add a capacity slot (40, 0.5 = GB; 1000b = blocks)"),
+    ("a", "add a slot (40, 0.5 = GiB; 1000b = blocks)"),
     ("d / Del", "delete the selected slot"),
     ("← → / h l", "select a slot"),
     ("↑ ↓ / k j", "select an instance (curve, timeline)"),
-    ("s", "snapshot every fact so far to the facts file"),
+    ("s", "write every fact so far to the facts file"),
     ("p", "pause / resume ingestion"),
     ("q / Ctrl-C", "quit (asks first if facts would be lost)"),
     ("Esc", "close a dialog"),

@@ -148,6 +148,7 @@ impl Ingest {
                 queued: self.tailer.queued(),
                 lost_bytes: self.tailer.lost_bytes(),
                 lost_files: self.tailer.lost_generations(),
+                format: pipeline.trace_format(),
             },
             http: self.config.listen.map(|listen| HttpStatus {
                 listen: listen.to_string(),

@@ -1,4 +1,4 @@
-//! Cumulative token hit rate vs capacity (GB) for the selected instance, slots marked as
+//! Cumulative token hit rate vs capacity (GiB) for the selected instance, slots marked as
 //! vertical lines (the selected slot highlighted). On the totals row, every instance's curve.
 
 use ratatui::Frame;
@@ -40,7 +40,7 @@ pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
         return;
     }
 
-    // Series: (hit rate %) against capacity in binary GB, each lane with its own block_bytes.
+    // Series: (hit rate %) against capacity in GiB, each lane with its own block_bytes.
     let series: Vec<Vec<(f64, f64)>> = lanes
         .iter()
         .map(|lane| {
@@ -77,7 +77,7 @@ pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
         .chain(slot_x.iter().map(|&(_, x)| x * 1.05))
         .fold(0.0_f64, f64::max)
         .max(1e-9);
-    // A round axis end, so the labels read 50 GB / 100 GB rather than 85.233 / 170.467.
+    // A round axis end, so the labels read 50 GiB / 100 GiB rather than 85.233 / 170.467.
     let x_max = format::nice_ceiling(x_max);
     let markers: Vec<[(f64, f64); 2]> = slot_x
         .iter()

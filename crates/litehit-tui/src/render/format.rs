@@ -21,10 +21,11 @@ pub fn bytes_per_second(value: f64) -> String {
     display::bytes_per_second(value, Precision::Decimals(2))
 }
 
-/// A capacity slot's label (`40 GB`, `0.5 GB`, `1000 b`, `∞`).
+/// A capacity slot's label in binary units, the screen's one spelling (`40 GiB`, `0.5 GiB`,
+/// `1000 b`, `∞`); typed input keeps accepting `40`, `40gb` and `40 GiB` alike.
 pub fn capacity(capacity: Capacity) -> String {
     match capacity {
-        Capacity::Gigabytes(gb) => format!("{} GB", short_float(gb)),
+        Capacity::Gigabytes(gb) => format!("{} GiB", short_float(gb)),
         Capacity::Blocks(blocks) => format!("{blocks} b"),
         Capacity::Infinite => "∞".to_owned(),
     }
@@ -35,13 +36,13 @@ pub fn blocks_to_gb(blocks: u64, block_bytes: u64) -> f64 {
     blocks as f64 * block_bytes as f64 / BYTES_PER_GIB as f64
 }
 
-/// A chart axis label in binary GB: `40 GB`, `0.5 GB`, and past 100 000 GB in scientific
-/// notation (`1.00e20 GB`), so a huge capacity slot cannot push the labels off the chart.
+/// A chart axis label in binary gigabytes: `40 GiB`, `0.5 GiB`, and past 100 000 GiB in
+/// scientific notation (`1.00e20 GiB`), so a huge capacity slot cannot push the labels off the chart.
 pub fn axis_gb(value: f64) -> String {
     if value == 0.0 || (1e-3..1e5).contains(&value) {
-        format!("{} GB", trim_float(value))
+        format!("{} GiB", trim_float(value))
     } else {
-        format!("{value:.2e} GB")
+        format!("{value:.2e} GiB")
     }
 }
 
@@ -81,20 +82,20 @@ mod tests {
         assert_eq!(count(1_234_567), "1.23M");
         assert_eq!(bytes(512), "512 B");
         assert_eq!(bytes(3 << 30), "3.00 GiB");
-        assert_eq!(capacity(Capacity::Gigabytes(0.5)), "0.5 GB");
-        assert_eq!(capacity(Capacity::Gigabytes(40.0)), "40 GB");
-        assert_eq!(capacity(Capacity::Gigabytes(0.0001)), "0.0001 GB");
-        assert_eq!(capacity(Capacity::Gigabytes(0.0)), "0 GB");
-        assert_eq!(capacity(Capacity::Gigabytes(1.0 / 3.0)), "0.333 GB");
-        assert_eq!(axis_gb(40.0), "40 GB");
+        assert_eq!(capacity(Capacity::Gigabytes(0.5)), "0.5 GiB");
+        assert_eq!(capacity(Capacity::Gigabytes(40.0)), "40 GiB");
+        assert_eq!(capacity(Capacity::Gigabytes(0.0001)), "0.0001 GiB");
+        assert_eq!(capacity(Capacity::Gigabytes(0.0)), "0 GiB");
+        assert_eq!(capacity(Capacity::Gigabytes(1.0 / 3.0)), "0.333 GiB");
+        assert_eq!(axis_gb(40.0), "40 GiB");
         assert!((nice_ceiling(170.467) - 200.0).abs() < 1e-9);
         assert!((nice_ceiling(40.0) - 50.0).abs() < 1e-9);
         assert!((nice_ceiling(0.21) - 0.25).abs() < 1e-12);
         assert!((nice_ceiling(100.0) - 100.0).abs() < 1e-9);
-        assert_eq!(axis_gb(0.125), "0.125 GB");
-        assert_eq!(axis_gb(1e20), "1.00e20 GB");
-        assert_eq!(axis_gb(0.0002), "2.00e-4 GB");
-        assert_eq!(capacity(Capacity::Gigabytes(1e-7)), "1.00e-7 GB");
+        assert_eq!(axis_gb(0.125), "0.125 GiB");
+        assert_eq!(axis_gb(1e20), "1.00e20 GiB");
+        assert_eq!(axis_gb(0.0002), "2.00e-4 GiB");
+        assert_eq!(capacity(Capacity::Gigabytes(1e-7)), "1.00e-7 GiB");
         assert_eq!(capacity(Capacity::Blocks(1000)), "1000 b");
         assert_eq!(per_second(1_200_000.0, "blocks"), "1.20M blocks/s");
         assert_eq!(duration(Duration::from_secs(185)), "3m05s");

@@ -2,8 +2,9 @@
 //!
 //! ```text
 //! litehit watch trace.jsonl · following · notify · backlog 0 B            <- title (1 line)
+//! geometry mooncake · 512 tok/block · 64.00 MiB/block · 16 blocks/GiB     <- geometry.rs
 //! ┌ instances ─────────────────────────────────────────────────────────────┐
-//! │ instance   requests  input tok   10 GB   40 GB     ∞   unique  KV bytes │ <- instances.rs
+//! │ instance   requests  input tok  10 GiB  40 GiB     ∞   unique  KV bytes │ <- instances.rs
 //! │ total …                                                               │
 //! └────────────────────────────────────────────────────────────────────────┘
 //! ┌ hit rate vs capacity ─────────────┐┌ hit rate per 10 s of trace time ──┐
@@ -22,6 +23,7 @@ pub mod confirm_quit;
 pub mod curve;
 pub mod format;
 pub mod gauges;
+pub mod geometry;
 pub mod help;
 pub mod instances;
 pub mod slot_editor;
@@ -40,6 +42,8 @@ use litehit_live::tail::WakeSource;
 
 /// Height of the gauges panel, borders included.
 const GAUGES_HEIGHT: u16 = gauges::LINES + 2;
+/// Screens shorter than this leave out the geometry line.
+const MIN_GEOMETRY_SCREEN_HEIGHT: u16 = 16;
 /// Below this, charts are not worth drawing.
 const MIN_CHART_HEIGHT: u16 = 7;
 
@@ -49,13 +53,19 @@ pub fn draw(frame: &mut Frame, snap: &LiveSnapshot, view: &App) {
     if area.width == 0 || area.height == 0 {
         return;
     }
-    let [title, body, status_area] = Layout::vertical([
+    // The geometry line goes first on a short screen.
+    let geometry_height = u16::from(area.height >= MIN_GEOMETRY_SCREEN_HEIGHT);
+    let [title, geometry_area, body, status_area] = Layout::vertical([
         Constraint::Length(1),
+        Constraint::Length(geometry_height),
         Constraint::Min(0),
         Constraint::Length(1),
     ])
     .areas(area);
     render_title(frame, title, snap);
+    if geometry_height > 0 {
+        geometry::render(frame, geometry_area, snap, view);
+    }
     status::render(frame, status_area, snap, view);
 
     let table_rows =
