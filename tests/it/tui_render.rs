@@ -441,7 +441,12 @@ fn many_instances_scroll_to_keep_the_selected_row_in_view() {
         "the title says rows are hidden:\n{top}"
     );
     assert!(top.contains("▶ node-00"), "{top}");
-    assert!(!top.contains("total"), "{top}");
+    let line_of = |screen: &str, what: &str| screen.lines().position(|line| line.contains(what));
+    assert!(
+        line_of(&top, "│  total ") > line_of(&top, "▶ node-00")
+            && line_of(&top, "│  total ") < line_of(&top, "└"),
+        "the totals row is pinned below the scrolled rows:\n{top}"
+    );
     // Down to the totals row (30 lanes + total): it and the marker stay on screen.
     for _ in 0..30 {
         key(&mut app, KeyCode::Down);
@@ -452,7 +457,7 @@ fn many_instances_scroll_to_keep_the_selected_row_in_view() {
         shown.iter().any(|line| line.contains("▶ total")),
         "{bottom}"
     );
-    assert!(bottom.contains("of 31"), "{bottom}");
+    assert!(bottom.contains("of 30"), "{bottom}");
     assert!(
         !bottom.contains("node-00 "),
         "scrolled past the top:\n{bottom}"
@@ -553,4 +558,43 @@ fn quit_asks_first_when_facts_would_be_lost() {
             draw(&snap, &app, width, height).backend()
         );
     }
+}
+
+/// 60 instances sorted by the selected slot, then filtered: the title names both, the totals
+/// row stays pinned, and wide (CJK) ids are cut in the middle by display width.
+#[test]
+fn a_big_fleet_sorted_filtered_and_paged() {
+    let mut snap = fleet(60);
+    snap.lanes[7].instance_id = "推理节点-上海-第七机房-0007".to_owned();
+    snap.lanes[8].instance_id = "推理节点-上海-第七机房-0008".to_owned();
+    let mut app = App::default();
+    app.observe(&snap);
+    key(&mut app, KeyCode::Right); // the 40 GiB slot
+    for _ in 0..3 {
+        key(&mut app, KeyCode::Char('o'));
+    }
+    let sorted = screen_text(&snap, &app, 120, 40);
+    assert!(sorted.contains("by 40 GiB ↓"), "{sorted}");
+    insta::assert_snapshot!(
+        "big_fleet_sorted_120x40",
+        draw(&snap, &app, 120, 40).backend()
+    );
+    key(&mut app, KeyCode::PageDown);
+    insta::assert_snapshot!("big_fleet_paged_80x24", draw(&snap, &app, 80, 24).backend());
+    key(&mut app, KeyCode::Char('/'));
+    for ch in "上海".chars() {
+        key(&mut app, KeyCode::Char(ch));
+    }
+    key(&mut app, KeyCode::Enter);
+    let filtered = screen_text(&snap, &app, 60, 20);
+    // (The text dump puts a blank after each wide character.)
+    assert!(filtered.contains(": 2 of 60"), "{filtered}");
+    assert!(
+        filtered.contains("-0007") && filtered.contains("-0008"),
+        "{filtered}"
+    );
+    insta::assert_snapshot!(
+        "big_fleet_filtered_60x20",
+        draw(&snap, &app, 60, 20).backend()
+    );
 }

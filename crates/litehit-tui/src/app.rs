@@ -21,6 +21,49 @@ pub enum Mode {
     SlotEditor(SlotEditor),
     /// Quit was asked with facts rows that no file holds: quit anyway, save first, or stay.
     ConfirmQuit,
+    /// Typing the instance filter (`/`); the table follows each key.
+    Filter,
+}
+
+/// The column the instance table is sorted by (`o` cycles, `O` reverses).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SortBy {
+    /// In order of first appearance.
+    #[default]
+    Arrival,
+    Requests,
+    InputTokens,
+    /// The selected slot's hit rate.
+    SlotRate,
+    Infinite,
+    UniqueBlocks,
+}
+
+impl SortBy {
+    fn next(self) -> Self {
+        match self {
+            Self::Arrival => Self::Requests,
+            Self::Requests => Self::InputTokens,
+            Self::InputTokens => Self::SlotRate,
+            Self::SlotRate => Self::Infinite,
+            Self::Infinite => Self::UniqueBlocks,
+            Self::UniqueBlocks => Self::Arrival,
+        }
+    }
+}
+
+/// Rows PgUp / PgDn move by.
+pub const PAGE_ROWS: usize = 10;
+
+/// What a lane is sorted and filtered by, from the last snapshot.
+#[derive(Debug, Clone, PartialEq, Default)]
+struct LaneKeys {
+    instance_id: String,
+    requests: u64,
+    input_tokens: u64,
+    slot_rates: Vec<Option<f64>>,
+    infinite_rate: Option<f64>,
+    unique_blocks: u64,
 }
 
 /// What happens to the facts rows when the monitor quits.
@@ -51,11 +94,16 @@ pub const KEY_HELP: &[(&str, &str)] = &[
     ("d / Del", "delete the selected slot"),
     ("← → / h l", "select a slot"),
     ("↑ ↓ / k j", "select an instance (curve, timeline)"),
+    (
+        "PgUp PgDn g G",
+        "page · Home/g first · End/G the totals row",
+    ),
+    ("o / O", "sort by the next column / reverse it"),
+    ("/", "filter instances by id (Esc clears)"),
     ("s", "write every fact so far to the facts file"),
     ("p", "pause / resume ingestion"),
     ("q / Ctrl-C", "quit (asks first if facts would be lost)"),
-    ("Esc", "close a dialog"),
-    ("Enter", "confirm the new slot"),
+    ("Esc / Enter", "close / confirm a dialog"),
 ];
 
 /// The monitor's view state.
@@ -74,6 +122,12 @@ pub struct App {
     facts_rows: u64,
     /// The most rows a finished `s` snapshot has held.
     saved_rows: u64,
+    pub sort_by: SortBy,
+    /// Largest first (the default) or smallest first.
+    pub sort_descending: bool,
+    /// Shows only instances whose id contains this (case-insensitive); empty shows all.
+    pub filter: String,
+    lane_keys: Vec<LaneKeys>,
     slot_ids: Vec<SlotId>,
     /// The capacities of those slots (a capacity shown already is not added twice).
     slot_capacities: Vec<Capacity>,
@@ -100,6 +154,20 @@ impl App {
         self.slot_capacities = snap.slots.iter().map(|slot| slot.capacity).collect();
         self.lane_count = snap.lanes.len();
         self.selected_row = self.selected_row.min(self.max_row());
+        self.lane_keys = snap
+            .lanes
+            .iter()
+            .map(|lane| LaneKeys {
+                instance_id: lane.instance_id.clone(),
+                requests: lane.requests,
+                input_tokens: lane.input_tokens,
+                slot_rates: (0..snap.slots.len())
+                    .map(|index| lane.slot_hit_rate(index))
+                    .collect(),
+                infinite_rate: lane.infinite_hit_rate(),
+                unique_blocks: lane.unique_blocks,
+            })
+            .collect();
         self.facts_rows = snap.facts_rows;
         if let FactsWrite::Done { rows, .. } = snap.facts_write {
             self.saved_rows = self.saved_rows.max(rows);
@@ -118,6 +186,83 @@ impl App {
     /// The selected lane, or `None` for the totals row.
     pub fn selected_lane(&self) -> Option<usize> {
         (self.lane_count <= 1 || self.selected_row < self.lane_count).then_some(self.selected_row)
+    }
+
+    /// Lanes in the last snapshot observed.
+    pub fn observed_lane_count(&self) -> usize {
+        self.lane_keys.len()
+    }
+
+    /// The lanes the table lists, in its order: filtered by [`Self::filter`], sorted by
+    /// [`Self::sort_by`] (ties, and [`SortBy::Arrival`], in order of first appearance).
+    pub fn lane_order(&self) -> Vec<usize> {
+        let needle = self.filter.to_lowercase();
+        let mut order: Vec<usize> = (0..self.lane_keys.len())
+            .filter(|&index| {
+                needle.is_empty()
+                    || self.lane_keys[index]
+                        .instance_id
+                        .to_lowercase()
+                        .contains(&needle)
+            })
+            .collect();
+        let slot = self.selected_slot;
+        let rate = |rate: Option<f64>| rate.unwrap_or(-1.0);
+        let key = |index: usize| -> f64 {
+            let lane = &self.lane_keys[index];
+            match self.sort_by {
+                SortBy::Arrival => 0.0,
+                SortBy::Requests => lane.requests as f64,
+                SortBy::InputTokens => lane.input_tokens as f64,
+                SortBy::SlotRate => rate(lane.slot_rates.get(slot).copied().flatten()),
+                SortBy::Infinite => rate(lane.infinite_rate),
+                SortBy::UniqueBlocks => lane.unique_blocks as f64,
+            }
+        };
+        if self.sort_by != SortBy::Arrival {
+            // Stable: equal keys keep the order of first appearance.
+            order.sort_by(|&a, &b| {
+                let ordering = key(a).total_cmp(&key(b));
+                if self.sort_descending {
+                    ordering.reverse()
+                } else {
+                    ordering
+                }
+            });
+        }
+        order
+    }
+
+    /// The table's rows top to bottom, as `selected_row` values: the listed lanes, then the
+    /// totals row (pinned at the bottom) when there are several lanes.
+    pub fn row_order(&self) -> Vec<usize> {
+        let mut rows = self.lane_order();
+        if self.lane_count > 1 {
+            rows.push(self.lane_count);
+        }
+        rows
+    }
+
+    /// Moves the selection `delta` rows down (up if negative) in the table's order, clamped.
+    fn move_selection(&mut self, delta: isize) {
+        let rows = self.row_order();
+        let Some(last) = rows.len().checked_sub(1) else {
+            return;
+        };
+        let at = rows
+            .iter()
+            .position(|&row| row == self.selected_row)
+            .unwrap_or(0);
+        let target = at.saturating_add_signed(delta).min(last);
+        self.selected_row = rows[target];
+    }
+
+    fn select_end(&mut self, last: bool) {
+        let rows = self.row_order();
+        let row = if last { rows.last() } else { rows.first() };
+        if let Some(&row) = row {
+            self.selected_row = row;
+        }
     }
 
     fn max_row(&self) -> usize {
@@ -156,6 +301,25 @@ impl App {
         }
         match &mut self.mode {
             Mode::ConfirmQuit => None,
+            Mode::Filter => {
+                match key.code {
+                    KeyCode::Esc => {
+                        self.filter.clear();
+                        self.mode = Mode::Normal;
+                    }
+                    KeyCode::Enter => self.mode = Mode::Normal,
+                    KeyCode::Backspace => {
+                        self.filter.pop();
+                    }
+                    KeyCode::Char(ch) if !ch.is_control() && self.filter.chars().count() < 64 => {
+                        self.filter.push(ch);
+                    }
+                    _ => {}
+                }
+                // The selection stays on a listed row.
+                self.move_selection(0);
+                None
+            }
             Mode::Help => {
                 match key.code {
                     KeyCode::Char('?') | KeyCode::Esc | KeyCode::Enter => self.mode = Mode::Normal,
@@ -224,12 +388,18 @@ impl App {
                 self.selected_slot =
                     (self.selected_slot + 1).min(self.slot_ids.len().saturating_sub(1));
             }
-            KeyCode::Up | KeyCode::Char('k') => {
-                self.selected_row = self.selected_row.saturating_sub(1);
+            KeyCode::Up | KeyCode::Char('k') => self.move_selection(-1),
+            KeyCode::Down | KeyCode::Char('j') => self.move_selection(1),
+            KeyCode::PageUp => self.move_selection(-PAGE_ROWS.cast_signed()),
+            KeyCode::PageDown => self.move_selection(PAGE_ROWS.cast_signed()),
+            KeyCode::Home | KeyCode::Char('g') => self.select_end(false),
+            KeyCode::End | KeyCode::Char('G') => self.select_end(true),
+            KeyCode::Char('o') => {
+                self.sort_by = self.sort_by.next();
+                self.sort_descending = true;
             }
-            KeyCode::Down | KeyCode::Char('j') => {
-                self.selected_row = (self.selected_row + 1).min(self.max_row());
-            }
+            KeyCode::Char('O') => self.sort_descending = !self.sort_descending,
+            KeyCode::Char('/') => self.mode = Mode::Filter,
             _ => {}
         }
         None
@@ -454,7 +624,10 @@ mod tests {
 
     #[test]
     fn help_lists_every_normal_key() {
-        let keys = ["?", "a", "d", "s", "p", "q", "Ctrl-C", "Esc", "←", "↑"];
+        let keys = [
+            "?", "a", "d", "s", "p", "q", "Ctrl-C", "Esc", "Enter", "←", "↑", "PgUp", "PgDn", "g",
+            "G", "o", "O", "/",
+        ];
         for key in keys {
             assert!(
                 KEY_HELP.iter().any(|(k, _)| k.contains(key)),
@@ -557,5 +730,114 @@ mod tests {
                 "{facts_on_quit:?}"
             );
         }
+    }
+
+    /// `count` lanes `n00`, `n01`, …; lane `i` has `requests[i]` requests and slot 0 rate
+    /// `rates[i]` (hit tokens of 100 input tokens, one token per block).
+    fn fleet(requests: &[u64], rates: &[u64]) -> LiveSnapshot {
+        LiveSnapshot {
+            lanes: requests
+                .iter()
+                .zip(rates)
+                .enumerate()
+                .map(|(index, (&requests, &rate))| LaneSnapshot {
+                    instance_id: format!("n{index:02}"),
+                    block_size_tokens: 1,
+                    requests,
+                    input_tokens: 100,
+                    slot_hit_blocks: vec![rate],
+                    ..LaneSnapshot::default()
+                })
+                .collect(),
+            ..snapshot(&[1], 0)
+        }
+    }
+
+    fn ids(app: &App) -> Vec<String> {
+        app.lane_order()
+            .into_iter()
+            .map(|index| format!("n{index:02}"))
+            .collect()
+    }
+
+    #[test]
+    fn paging_keys_move_by_a_page_and_to_either_end() {
+        let mut app = App::default();
+        app.observe(&fleet(&[1; 25], &[0; 25]));
+        app.handle_key(press(KeyCode::PageDown));
+        assert_eq!(app.selected_row, PAGE_ROWS);
+        app.handle_key(press(KeyCode::PageDown));
+        app.handle_key(press(KeyCode::PageDown));
+        assert_eq!(app.selected_row, 25, "clamped at the totals row");
+        assert_eq!(app.selected_lane(), None);
+        app.handle_key(press(KeyCode::PageUp));
+        assert_eq!(app.selected_row, 25 - PAGE_ROWS);
+        app.handle_key(press(KeyCode::Char('g')));
+        assert_eq!(app.selected_row, 0);
+        app.handle_key(press(KeyCode::Char('G')));
+        assert_eq!(app.selected_row, 25, "G: the totals row, one key away");
+        app.handle_key(press(KeyCode::Home));
+        assert_eq!(app.selected_row, 0);
+        app.handle_key(press(KeyCode::End));
+        assert_eq!(app.selected_row, 25);
+    }
+
+    #[test]
+    fn sort_cycles_columns_and_the_selection_follows_its_instance() {
+        let mut app = App::default();
+        app.observe(&fleet(&[5, 9, 1, 9], &[30, 10, 70, 50]));
+        assert_eq!(ids(&app), ["n00", "n01", "n02", "n03"]);
+        app.handle_key(press(KeyCode::Char('o')));
+        assert_eq!(app.sort_by, SortBy::Requests);
+        // Largest first; equal keys in order of first appearance.
+        assert_eq!(ids(&app), ["n01", "n03", "n00", "n02"]);
+        app.handle_key(press(KeyCode::Char('O')));
+        assert_eq!(ids(&app), ["n02", "n00", "n01", "n03"]);
+        app.handle_key(press(KeyCode::Char('o')));
+        app.handle_key(press(KeyCode::Char('o')));
+        assert_eq!(app.sort_by, SortBy::SlotRate);
+        assert_eq!(ids(&app), ["n02", "n03", "n00", "n01"]);
+        // ↓ walks the sorted order, not the lanes' indices.
+        app.handle_key(press(KeyCode::Char('g')));
+        assert_eq!(app.selected_row, 2);
+        app.handle_key(press(KeyCode::Down));
+        assert_eq!(app.selected_row, 3);
+        app.handle_key(press(KeyCode::Down));
+        assert_eq!(app.selected_row, 0);
+        assert_eq!(app.row_order(), [2, 3, 0, 1, 4], "totals row last");
+        for _ in 0..3 {
+            app.handle_key(press(KeyCode::Char('o')));
+        }
+        assert_eq!(app.sort_by, SortBy::Arrival, "the cycle comes back");
+    }
+
+    #[test]
+    fn filter_lists_matching_ids_and_esc_clears_it() {
+        let mut app = App::default();
+        app.observe(&fleet(&[1; 12], &[0; 12]));
+        app.handle_key(press(KeyCode::Char('/')));
+        assert_eq!(app.mode, Mode::Filter);
+        // Normal-mode keys are text here.
+        assert!(type_text(&mut app, "N1").is_empty());
+        assert_eq!(ids(&app), ["n10", "n11"], "case-insensitive substring");
+        assert_eq!(
+            app.selected_row, 10,
+            "the selection moves onto a listed row"
+        );
+        app.handle_key(press(KeyCode::Enter));
+        assert_eq!(app.mode, Mode::Normal);
+        assert_eq!(app.filter, "N1", "Enter keeps the filter");
+        app.handle_key(press(KeyCode::Down));
+        assert_eq!(app.selected_row, 11);
+        app.handle_key(press(KeyCode::Down));
+        assert_eq!(app.selected_row, 12, "the totals row stays reachable");
+        app.handle_key(press(KeyCode::Char('/')));
+        app.handle_key(press(KeyCode::Backspace));
+        app.handle_key(press(KeyCode::Backspace));
+        type_text(&mut app, "1");
+        assert_eq!(ids(&app), ["n01", "n10", "n11"]);
+        app.handle_key(press(KeyCode::Esc));
+        assert_eq!(app.filter, "");
+        assert_eq!(app.lane_order().len(), 12);
     }
 }

@@ -21,6 +21,46 @@ pub fn bytes_per_second(value: f64) -> String {
     display::bytes_per_second(value, Precision::Decimals(2))
 }
 
+/// Cuts `text` to `width` terminal columns by dropping its middle (`…`), measuring each
+/// character by its display width (a CJK character takes two): ids keep their start and the
+/// end that tells them apart.
+pub fn fit_middle_columns(text: &str, width: usize) -> String {
+    use unicode_width::{UnicodeWidthChar as _, UnicodeWidthStr as _};
+    if text.width() <= width {
+        return text.to_owned();
+    }
+    if width == 0 {
+        return String::new();
+    }
+    let room = width - 1; // the `…`
+    let tail_room = room / 2;
+    let head_room = room - tail_room;
+    let mut head = String::new();
+    let mut used = 0;
+    for ch in text.chars() {
+        let w = ch.width().unwrap_or(0);
+        if used + w > head_room {
+            break;
+        }
+        head.push(ch);
+        used += w;
+    }
+    // The end gets what the head left over, so a wide character at the cut wastes no column.
+    let mut tail_room = room - used;
+    let mut tail: Vec<char> = Vec::new();
+    for ch in text.chars().rev() {
+        let w = ch.width().unwrap_or(0);
+        if w > tail_room {
+            break;
+        }
+        tail.push(ch);
+        tail_room -= w;
+    }
+    head.push('…');
+    head.extend(tail.into_iter().rev());
+    head
+}
+
 /// A capacity slot's label in binary units, the screen's one spelling (`40 GiB`, `0.5 GiB`,
 /// `1000 b`, `∞`); typed input keeps accepting `40`, `40gb` and `40 GiB` alike.
 pub fn capacity(capacity: Capacity) -> String {
@@ -104,6 +144,14 @@ mod tests {
         assert_eq!(fit_middle("abcdefgh", 5), "ab…gh");
         assert_eq!(fit_middle("abcdefgh", 6), "abc…gh");
         assert_eq!(fit_middle("abc", 4), "abc");
+        assert_eq!(fit_middle_columns("abcdefgh", 5), "ab…gh");
+        // Wide characters count two columns: the result is at most `width` columns wide.
+        assert_eq!(fit_middle_columns("推理节点-上海-0042", 12), "推理节…-0042");
+        assert_eq!(
+            fit_middle_columns("推理节点-上海-0042", 40),
+            "推理节点-上海-0042"
+        );
+        assert_eq!(fit_middle_columns("推理", 1), "…");
         assert!((blocks_to_gb(1024, 1 << 20) - 1.0).abs() < 1e-12);
         assert_eq!(bytes_per_second(1536.0), "1.50 KiB/s");
     }

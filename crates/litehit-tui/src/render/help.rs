@@ -3,7 +3,7 @@
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
-use ratatui::style::{Style, Stylize as _};
+use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Clear, Paragraph, Wrap};
 
@@ -35,7 +35,6 @@ pub fn render(frame: &mut Frame, area: Rect, _snap: &LiveSnapshot, _view: &App) 
         .iter()
         .map(|(key, what)| entry(key, what, Style::new().bold().yellow()))
         .collect();
-    lines.push(Line::from(" what the numbers mean").bold());
     lines.extend(
         NUMBER_HELP
             .iter()
@@ -47,9 +46,11 @@ pub fn render(frame: &mut Frame, area: Rect, _snap: &LiveSnapshot, _view: &App) 
     let popup = centered(area, 64, height);
     frame.render_widget(Clear, popup);
     frame.render_widget(
-        Paragraph::new(lines)
-            .wrap(Wrap { trim: false })
-            .block(Block::bordered().title(" help · ? or Esc to close ")),
+        Paragraph::new(lines).wrap(Wrap { trim: false }).block(
+            Block::bordered()
+                .title(" help · ? or Esc to close ")
+                .title_bottom(" keys, then what the numbers mean "),
+        ),
         popup,
     );
 }

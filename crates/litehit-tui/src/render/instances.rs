@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 use unicode_width::UnicodeWidthStr;
 
 use super::format;
-use crate::app::App;
+use crate::app::{App, Mode, SortBy};
 use litehit_live::LiveSnapshot;
 
 /// One column: what it shows, its width and how readily it is dropped (higher goes first).
@@ -62,10 +62,21 @@ impl RowValues {
 
 pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
     let rows = row_values(snap);
-    // Below the header: as many rows as fit, scrolled to keep the selected one in view.
-    let row_room = usize::from(area.height.saturating_sub(3)).max(1);
-    let shown = visible_rows(rows.len(), row_room, view.selected_row);
-    let mut notes = String::new();
+    let lane_count = snap.lanes.len();
+    let order = displayed_order(view, lane_count, rows.len());
+    let pinned_totals = order.last() == Some(&lane_count) && lane_count > 1;
+    let listed_lanes = order.len() - usize::from(pinned_totals);
+    // Below the header: as many lane rows as fit beside the pinned totals row, scrolled to
+    // keep the selected one in view.
+    let row_room = usize::from(area.height.saturating_sub(3))
+        .saturating_sub(usize::from(pinned_totals))
+        .max(1);
+    let selected_position = order[..listed_lanes]
+        .iter()
+        .position(|&row| row == view.selected_row)
+        .unwrap_or(if pinned_totals { listed_lanes } else { 0 });
+    let shown = visible_rows(listed_lanes, row_room, selected_position);
+    let mut notes = sort_and_filter_notes(snap, view, listed_lanes);
     let all_columns = columns(snap, view, &rows);
     let slot_columns = |columns: &[Column]| {
         columns
@@ -81,14 +92,13 @@ pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
         let noun = if hidden_slots == 1 { "slot" } else { "slots" };
         let _ = write!(notes, "· {hidden_slots} {noun} off screen (←→) ");
     }
-    if shown.len() < rows.len() {
+    if shown.len() < listed_lanes {
         // Some rows are scrolled away: say so, and which ones are shown.
         let _ = write!(
             notes,
-            "· rows {}–{} of {} (↑↓) ",
+            "· rows {}–{} of {listed_lanes} (↑↓ PgDn) ",
             shown.start + 1,
             shown.end,
-            rows.len()
         );
     }
     // What is off screen matters more than the panel's subtitle on a narrow screen.
@@ -122,38 +132,19 @@ pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
         frame.render_widget(table, inner);
         return;
     }
-    let lane_count = snap.lanes.len();
-    let table_rows = rows
+    let visible: Vec<usize> = order[shown.clone()]
         .iter()
-        .enumerate()
-        .skip(shown.start)
-        .take(shown.len())
-        .map(|(index, values)| {
-            let selected = index == view.selected_row;
-            let cells = columns.iter().map(|column| {
-                let mut text = values.cell(column.kind);
-                if column.kind == ColumnKind::Instance {
-                    // Ids often share a long prefix (`prefill-node-us-east-1a-000042`): cut the
-                    // middle, so the end that tells them apart stays.
-                    let room = usize::from(column.width).saturating_sub(2);
-                    text = format!(
-                        "{}{}",
-                        if selected { "▶ " } else { "  " },
-                        format::fit_middle(&text, room)
-                    );
-                    return Cell::from(text);
-                }
-                Cell::from(Text::from(text).right_aligned())
-            });
-            let mut style = Style::new();
-            if index == lane_count {
-                style = style.add_modifier(Modifier::BOLD);
-            }
-            if selected {
-                style = style.add_modifier(Modifier::REVERSED);
-            }
-            Row::new(cells).style(style)
-        });
+        .copied()
+        .chain(pinned_totals.then_some(lane_count))
+        .collect();
+    let table_rows = visible.iter().map(|&index| {
+        table_row(
+            &rows[index],
+            &columns,
+            index == view.selected_row,
+            index == lane_count,
+        )
+    });
     let widths: Vec<Constraint> = columns
         .iter()
         .map(|column| Constraint::Length(column.width))
@@ -163,6 +154,84 @@ pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
         .column_spacing(1)
         .flex(Flex::Start);
     frame.render_widget(table, inner);
+}
+
+/// The view's order (filtered, sorted) of the `row_count` rows this snapshot has, the
+/// totals row (`lane_count`) last.
+fn displayed_order(view: &App, lane_count: usize, row_count: usize) -> Vec<usize> {
+    if view.observed_lane_count() == lane_count {
+        view.row_order()
+            .into_iter()
+            .filter(|&row| row < row_count)
+            .collect()
+    } else {
+        (0..row_count).collect() // a view that has not seen this snapshot: as it comes
+    }
+}
+
+/// One table row: the instance cut in the middle to its column, the numbers whole.
+fn table_row<'a>(
+    values: &RowValues,
+    columns: &[Column],
+    selected: bool,
+    is_total: bool,
+) -> Row<'a> {
+    let cells = columns.iter().map(|column| {
+        let text = values.cell(column.kind);
+        if column.kind == ColumnKind::Instance {
+            // Ids often share a long prefix (`prefill-node-us-east-1a-000042`): cut the
+            // middle, so the end that tells them apart stays; wide characters count double.
+            let room = usize::from(column.width).saturating_sub(2);
+            return Cell::from(format!(
+                "{}{}",
+                if selected { "▶ " } else { "  " },
+                format::fit_middle_columns(&text, room)
+            ));
+        }
+        Cell::from(Text::from(text).right_aligned())
+    });
+    let mut style = Style::new();
+    if is_total {
+        style = style.add_modifier(Modifier::BOLD);
+    }
+    if selected {
+        style = style.add_modifier(Modifier::REVERSED);
+    }
+    Row::new(cells.collect::<Vec<_>>()).style(style)
+}
+
+/// The title's note on the order and the filter (`· by 40 GiB ↓ · /east: 3 of 60`).
+fn sort_and_filter_notes(snap: &LiveSnapshot, view: &App, listed_lanes: usize) -> String {
+    let lane_count = snap.lanes.len();
+    let mut notes = String::new();
+    if view.sort_by != SortBy::Arrival {
+        let column = match view.sort_by {
+            SortBy::Arrival => String::new(),
+            SortBy::Requests => "requests".to_owned(),
+            SortBy::InputTokens => "input tok".to_owned(),
+            SortBy::SlotRate => snap
+                .slots
+                .get(view.selected_slot)
+                .map_or_else(|| "slot".to_owned(), |slot| format::capacity(slot.capacity)),
+            SortBy::Infinite => "∞".to_owned(),
+            SortBy::UniqueBlocks => "unique blk".to_owned(),
+        };
+        let arrow = if view.sort_descending { "↓" } else { "↑" };
+        let _ = write!(notes, "· by {column} {arrow} ");
+    }
+    if !view.filter.is_empty() || view.mode == Mode::Filter {
+        let _ = write!(
+            notes,
+            "· /{}{} {listed_lanes} of {lane_count} ",
+            view.filter,
+            if view.mode == Mode::Filter {
+                "█"
+            } else {
+                ":"
+            }
+        );
+    }
+    notes
 }
 
 /// The rows shown when `room` of `count` fit: all of them, else a window around `selected`

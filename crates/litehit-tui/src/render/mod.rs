@@ -102,7 +102,8 @@ pub fn draw(frame: &mut Frame, snap: &LiveSnapshot, view: &App) {
     }
 
     match &view.mode {
-        Mode::Normal => {}
+        // The filter being typed shows in the table's title.
+        Mode::Normal | Mode::Filter => {}
         Mode::Help => help::render(frame, area, snap, view),
         Mode::SlotEditor(_) => slot_editor::render(frame, area, snap, view),
         Mode::ConfirmQuit => confirm_quit::render(frame, area, snap, view),
