@@ -508,6 +508,13 @@ fn quit_writes_facts_out_without_asking_and_they_equal_replay() {
         row(s, "total").is_some_and(|(requests, _)| requests == "505")
     });
     assert!(!facts.exists(), "nothing is written before quitting");
+    // Sorted by the 1 GiB slot (requests, input tokens, then the slot), then filtered to i2.
+    tmux.keys(&["o", "o", "o"]);
+    tmux.wait_for("the sorted table", |s| s.contains("by 1 GiB ↓"));
+    tmux.keys(&["/", "i2", "Enter"]);
+    let screen = tmux.wait_for("the filtered table", |s| s.contains("/i2: 1 of 2"));
+    assert!(row(&screen, "i2").is_some(), "{screen}");
+    assert!(row(&screen, "i1").is_none(), "filtered out: {screen}");
     // --facts-out: quitting loses nothing, so `q` does not ask.
     tmux.keys(&["q"]);
     let screen = tmux.wait_for("the exit", |s| s.contains("EXITED"));
