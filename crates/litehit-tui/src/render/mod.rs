@@ -13,7 +13,8 @@
 //! ┌ gauges ────────────────────────────────────────────────────────────────┐
 //! │ unique / KV · memory · ingest rate · lag · bad lines · TTL             │ <- gauges.rs
 //! └────────────────────────────────────────────────────────────────────────┘
-//!  status / key hints                                                        <- status.rs
+//!  a notice (facts written, file rotated, …), while there is one              <- status.rs
+//!  ? help · a add slot · … · q quit (always)                                  <- status.rs
 //! ```
 //! Small screens drop the charts, then the gauges, then table columns (compact mode keeps
 //! the title, the table and the status line); nothing panics at any size. Overlays
@@ -55,11 +56,13 @@ pub fn draw(frame: &mut Frame, snap: &LiveSnapshot, view: &App) {
     }
     // The geometry line goes first on a short screen.
     let geometry_height = u16::from(area.height >= MIN_GEOMETRY_SCREEN_HEIGHT);
+    // The key hints always; a notice on a line of its own above them.
+    let status_height = 1 + u16::from(status::has_notice(snap) && area.height >= 6);
     let [title, geometry_area, body, status_area] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Length(geometry_height),
         Constraint::Min(0),
-        Constraint::Length(1),
+        Constraint::Length(status_height),
     ])
     .areas(area);
     render_title(frame, title, snap);
