@@ -598,3 +598,22 @@ fn a_big_fleet_sorted_filtered_and_paged() {
         draw(&snap, &app, 60, 20).backend()
     );
 }
+
+/// On the totals row of a big fleet, the curve panel says how many of the curves it draws.
+#[test]
+fn every_instance_says_how_many_curves_it_draws() {
+    let mut app = App::default();
+    let snap = fleet(60);
+    app.observe(&snap);
+    key(&mut app, KeyCode::Char('G'));
+    let screen = screen_text(&snap, &app, 120, 40);
+    assert!(
+        screen.contains("6 of 60 instances, table order"),
+        "{screen}"
+    );
+    let snap = fleet(4);
+    app.observe(&snap);
+    key(&mut app, KeyCode::Char('G'));
+    let screen = screen_text(&snap, &app, 120, 40);
+    assert!(screen.contains("every instance (4)"), "{screen}");
+}
