@@ -45,8 +45,11 @@ use litehit_live::tail::WakeSource;
 const GAUGES_HEIGHT: u16 = gauges::LINES + 2;
 /// Screens shorter than this leave out the geometry line.
 const MIN_GEOMETRY_SCREEN_HEIGHT: u16 = 16;
-/// Below this, charts are not worth drawing.
-const MIN_CHART_HEIGHT: u16 = 7;
+/// Below this (borders and axis included: 6 plot rows), charts are not worth drawing; their
+/// rows go to the table, which matters more (hints > totals > table > gauges > charts).
+const MIN_CHART_HEIGHT: u16 = 10;
+/// Charts down to this are drawn when the whole table is shown anyway (no row to give).
+const SMALL_CHART_HEIGHT: u16 = 7;
 
 /// Draws the whole screen for one frame.
 pub fn draw(frame: &mut Frame, snap: &LiveSnapshot, view: &App) {
@@ -77,9 +80,18 @@ pub fn draw(frame: &mut Frame, snap: &LiveSnapshot, view: &App) {
     let wide_enough = body.width >= 60;
     let room_for_gauges = wide_enough && body.height >= table_height.min(6) + GAUGES_HEIGHT;
     if room_for_gauges {
-        let table_height = table_height.min((body.height - GAUGES_HEIGHT) / 2).max(4);
-        let charts_height = body.height - GAUGES_HEIGHT - table_height;
-        if charts_height < MIN_CHART_HEIGHT {
+        let available = body.height - GAUGES_HEIGHT;
+        let shared = table_height.min(available / 2).max(4);
+        let charts_height = if available.saturating_sub(shared) >= MIN_CHART_HEIGHT {
+            available - shared
+        } else if table_height + SMALL_CHART_HEIGHT <= available {
+            // The whole table fits beside small charts: draw both rather than blank rows.
+            available - table_height
+        } else {
+            0 // the table's rows matter more than charts too small to read
+        };
+        let table_height = available - charts_height;
+        if charts_height == 0 {
             let [table, gauges_area] =
                 Layout::vertical([Constraint::Min(0), Constraint::Length(GAUGES_HEIGHT)])
                     .areas(body);
