@@ -71,8 +71,9 @@ pub struct WatchArgs {
 
     /// Where `s` writes every fact so far (same CSV as `litehit replay`), atomically; an
     /// existing directory gets `litehit_facts.csv` inside it, as with `replay --out`.
-    /// Default: litehit_facts.csv. With --headless (no `s` key) the facts are written there
-    /// once, when the run ends, and only if this is given
+    /// Default: litehit_facts.csv. Only if this is given, the facts are also written there
+    /// once when the monitor stops (`q`, SIGTERM or SIGHUP; headless, at the end of input);
+    /// without it, `q` asks before facts no snapshot holds are lost
     #[arg(long, value_name = "PATH")]
     pub facts_out: Option<PathBuf>,
 

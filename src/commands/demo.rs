@@ -17,6 +17,7 @@ use litehit_live::Command;
 use litehit_live::headless::{self, HeadlessOptions};
 use litehit_live::ingest::{self, IngestConfig};
 use litehit_tui::TuiOptions;
+use litehit_tui::app::FactsOnQuit;
 
 /// Appends are made in batches this often.
 const WRITE_PERIOD: Duration = Duration::from_millis(50);
@@ -91,7 +92,12 @@ pub fn run(args: &DemoArgs) -> color_eyre::Result<()> {
             .map(drop)
             .map_err(color_eyre::Report::from)
     } else {
-        litehit_tui::run(&live, TuiOptions { fps: args.fps })
+        let options = TuiOptions {
+            fps: args.fps,
+            // The facts are of a generated trace: quitting loses nothing a seed cannot redo.
+            facts_on_quit: FactsOnQuit::Discarded,
+        };
+        litehit_tui::run(&live, options)
             .map(|last| {
                 print_summary(&last);
                 // As in `print_summary`: the terminal may be gone.

@@ -20,6 +20,7 @@ use litehit_live::ingest::{self, EngineForFormat, IngestConfig};
 use litehit_live::snapshot::FactsWrite;
 use litehit_live::tail::{DirectoryOrder, StartAt};
 use litehit_tui::TuiOptions;
+use litehit_tui::app::FactsOnQuit;
 
 /// Runs the live monitor until the user quits (or, headless, until EOF / Ctrl-C).
 pub fn run(args: &WatchArgs) -> color_eyre::Result<()> {
@@ -104,11 +105,36 @@ pub fn run(args: &WatchArgs) -> color_eyre::Result<()> {
         }
         last
     } else {
-        litehit_tui::run(&live, TuiOptions { fps: args.fps })?;
+        // With --facts-out the facts are written on the way out, so quitting loses nothing;
+        // without, `q` asks first while some rows are in no snapshot.
+        let facts_on_quit = if facts_at_end.is_some() {
+            FactsOnQuit::Written
+        } else {
+            FactsOnQuit::AskFirst
+        };
+        let options = TuiOptions {
+            fps: args.fps,
+            facts_on_quit,
+        };
+        litehit_tui::run(&live, options)?;
         // The snapshot of the stopped ingest thread: it read an unterminated last line on
-        // the way out, if everything else was read.
+        // the way out, if everything else was read, and wrote --facts-out.
         let last = live.shutdown();
         print_summary(&last);
+        if facts_at_end.is_some() {
+            report_facts_at_end(&last.facts_write)?;
+        }
+        if let Some(path) = facts_at_end.filter(|_| last.facts_write == FactsWrite::Idle) {
+            check_lines_used(&last, args.from_end)
+                .map_err(|error| eyre!("{error}; no facts written to {}", path.display()))?;
+            // As in `print_summary`: the terminal may be gone.
+            let _ = writeln!(
+                std::io::stderr(),
+                "litehit: no facts written to {}: no get/request event was read",
+                path.display()
+            );
+            return Ok(());
+        }
         last
     };
     // After the ingest thread: batches it answered on the way out still reach their clients.
@@ -141,8 +167,8 @@ fn bind_metrics_listener(address: std::net::SocketAddr) -> color_eyre::Result<Ht
     Ok(HttpListener::bind(address)?)
 }
 
-/// `--headless --facts-out`: where the facts went (stderr: stdout holds the JSON lines), or
-/// the error (exit 1).
+/// `--facts-out`: where the facts went (stderr: stdout holds the JSON lines headless, the
+/// summary in the TUI), or the error (exit 1).
 fn report_facts_at_end(facts_write: &FactsWrite) -> color_eyre::Result<()> {
     match facts_write {
         FactsWrite::Done { path, rows, .. } => {
@@ -418,7 +444,8 @@ pub fn ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
         &config.facts_out,
         follow_file.then_some(&*config.trace_path),
     )?;
-    config.facts_at_end = args.headless && args.facts_out.is_some();
+    // On quit (or SIGTERM / SIGHUP) in the TUI, at the end of input headless.
+    config.facts_at_end = args.facts_out.is_some();
     // Facts are kept (spilled) only when something can read them: --facts-out, or `s`.
     config.retain_facts = !args.no_facts && (!args.headless || args.facts_out.is_some());
     if !args.headless {

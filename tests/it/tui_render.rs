@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use litehit_core::formats::TraceFormat;
 use litehit_core::projector::Capacity;
 use litehit_live::LiveSnapshot;
 use litehit_live::snapshot::{
@@ -131,6 +132,7 @@ fn running(lanes: Vec<LaneSnapshot>) -> LiveSnapshot {
             catch_up_eta: None,
             last_notice: None,
             read_error: None,
+            format: Some(TraceFormat::Standard),
             ..SourceStatus::default()
         },
         slots: slots(),
@@ -257,6 +259,17 @@ fn help_overlay() {
     app.observe(&snap);
     key(&mut app, KeyCode::Char('?'));
     insta::assert_snapshot!(draw(&snap, &app, 120, 40).backend());
+}
+
+#[test]
+fn help_overlay_fits_60x20() {
+    let snap = several_instances();
+    let mut app = App::default();
+    app.observe(&snap);
+    key(&mut app, KeyCode::Char('?'));
+    let screen = screen_text(&snap, &app, 60, 20);
+    assert!(screen.contains("notify/polling"), "{screen}");
+    insta::assert_snapshot!(draw(&snap, &app, 60, 20).backend());
 }
 
 #[test]
@@ -428,7 +441,12 @@ fn many_instances_scroll_to_keep_the_selected_row_in_view() {
         "the title says rows are hidden:\n{top}"
     );
     assert!(top.contains("▶ node-00"), "{top}");
-    assert!(!top.contains("total"), "{top}");
+    let line_of = |screen: &str, what: &str| screen.lines().position(|line| line.contains(what));
+    assert!(
+        line_of(&top, "│  total ") > line_of(&top, "▶ node-00")
+            && line_of(&top, "│  total ") < line_of(&top, "└"),
+        "the totals row is pinned below the scrolled rows:\n{top}"
+    );
     // Down to the totals row (30 lanes + total): it and the marker stay on screen.
     for _ in 0..30 {
         key(&mut app, KeyCode::Down);
@@ -439,7 +457,7 @@ fn many_instances_scroll_to_keep_the_selected_row_in_view() {
         shown.iter().any(|line| line.contains("▶ total")),
         "{bottom}"
     );
-    assert!(bottom.contains("of 31"), "{bottom}");
+    assert!(bottom.contains("of 30"), "{bottom}");
     assert!(
         !bottom.contains("node-00 "),
         "scrolled past the top:\n{bottom}"
@@ -470,4 +488,132 @@ fn slots_left_out_on_a_narrow_screen_are_counted_in_the_title() {
         .find(|line| line.contains("┌ instances"))
         .unwrap_or_else(|| panic!("{narrow}"));
     assert!(title.contains("off screen (←→)"), "{narrow}");
+}
+
+/// `count` instances whose KV bytes fall in 1000–1023.99 MiB (where the column used to cut
+/// the leading digit), ids of two lengths.
+fn fleet(count: u64) -> LiveSnapshot {
+    running(
+        (0..count)
+            .map(|i| {
+                let mut lane = lane(
+                    &format!(
+                        "node-{i:02}{}",
+                        if i % 3 == 0 { "-long-context" } else { "" }
+                    ),
+                    1_000 + 37 * i,
+                    80_000 + 5_000 * i,
+                    vec![2_000 + 10 * i, 3_000 + 20 * i, 200 + i],
+                    4_000 + 30 * i,
+                );
+                // 2 MiB blocks: 1001.36 … 1023.x MiB.
+                lane.unique_blocks = 500 + (i * 7) % 12;
+                lane.block_bytes = (2 << 20) + 1401;
+                lane
+            })
+            .collect(),
+    )
+}
+
+/// The main screen of the monitor at the sizes people use, for 1, 4 and 60 instances: every
+/// number whole (`1003.41 MiB`, not `003.41 MiB`).
+#[test]
+fn main_screen_at_each_size_and_fleet() {
+    for instances in [1, 4, 60] {
+        let snap = fleet(instances);
+        let mut app = App::default();
+        app.observe(&snap);
+        for (width, height) in [(200, 60), (120, 40), (80, 24), (60, 20)] {
+            let screen = screen_text(&snap, &app, width, height);
+            for lane in snap.lanes.iter().take(3) {
+                let kv = litehit_core::display::bytes(
+                    lane.unique_kv_bytes(),
+                    litehit_core::display::Precision::Decimals(2),
+                );
+                let row = screen
+                    .lines()
+                    .find(|line| line.contains(&format!(" {} ", lane.instance_id)));
+                if let Some(row) = row.filter(|row| row.contains("MiB")) {
+                    assert!(row.contains(&kv), "{kv} cut in {row:?}");
+                }
+            }
+            insta::assert_snapshot!(
+                format!("main_screen_{instances}_instances_{width}x{height}"),
+                draw(&snap, &app, width, height).backend()
+            );
+        }
+    }
+}
+
+#[test]
+fn quit_asks_first_when_facts_would_be_lost() {
+    let snap = several_instances();
+    let mut app = App::default();
+    app.observe(&snap);
+    key(&mut app, KeyCode::Char('q'));
+    assert!(!app.quitting);
+    for (width, height) in [(120, 40), (60, 20)] {
+        insta::assert_snapshot!(
+            format!("quit_asks_first_{width}x{height}"),
+            draw(&snap, &app, width, height).backend()
+        );
+    }
+}
+
+/// 60 instances sorted by the selected slot, then filtered: the title names both, the totals
+/// row stays pinned, and wide (CJK) ids are cut in the middle by display width.
+#[test]
+fn a_big_fleet_sorted_filtered_and_paged() {
+    let mut snap = fleet(60);
+    snap.lanes[7].instance_id = "推理节点-上海-第七机房-0007".to_owned();
+    snap.lanes[8].instance_id = "推理节点-上海-第七机房-0008".to_owned();
+    let mut app = App::default();
+    app.observe(&snap);
+    key(&mut app, KeyCode::Right); // the 40 GiB slot
+    for _ in 0..3 {
+        key(&mut app, KeyCode::Char('o'));
+    }
+    let sorted = screen_text(&snap, &app, 120, 40);
+    assert!(sorted.contains("by 40 GiB ↓"), "{sorted}");
+    insta::assert_snapshot!(
+        "big_fleet_sorted_120x40",
+        draw(&snap, &app, 120, 40).backend()
+    );
+    key(&mut app, KeyCode::PageDown);
+    insta::assert_snapshot!("big_fleet_paged_80x24", draw(&snap, &app, 80, 24).backend());
+    key(&mut app, KeyCode::Char('/'));
+    for ch in "上海".chars() {
+        key(&mut app, KeyCode::Char(ch));
+    }
+    key(&mut app, KeyCode::Enter);
+    let filtered = screen_text(&snap, &app, 60, 20);
+    // (The text dump puts a blank after each wide character.)
+    assert!(filtered.contains(": 2 of 60"), "{filtered}");
+    assert!(
+        filtered.contains("-0007") && filtered.contains("-0008"),
+        "{filtered}"
+    );
+    insta::assert_snapshot!(
+        "big_fleet_filtered_60x20",
+        draw(&snap, &app, 60, 20).backend()
+    );
+}
+
+/// On the totals row of a big fleet, the curve panel says how many of the curves it draws.
+#[test]
+fn every_instance_says_how_many_curves_it_draws() {
+    let mut app = App::default();
+    let snap = fleet(60);
+    app.observe(&snap);
+    key(&mut app, KeyCode::Char('G'));
+    let screen = screen_text(&snap, &app, 120, 40);
+    assert!(
+        screen.contains("6 of 60 instances, table order"),
+        "{screen}"
+    );
+    let snap = fleet(4);
+    app.observe(&snap);
+    key(&mut app, KeyCode::Char('G'));
+    let screen = screen_text(&snap, &app, 120, 40);
+    assert!(screen.contains("every instance (4)"), "{screen}");
 }

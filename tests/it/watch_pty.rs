@@ -441,10 +441,118 @@ fn quitting_reads_an_unterminated_last_line_as_replay_does() {
     tmux.wait_for("four requests", |s| {
         row(s, "i1").is_some_and(|(requests, _)| requests == "4")
     });
+    // Four facts rows in no file (no --facts-out): `q` asks first, `y` quits anyway.
     tmux.keys(&["q"]);
+    tmux.wait_for("the quit question", |s| {
+        s.contains("4 facts rows are in no file")
+    });
+    tmux.keys(&["y"]);
     let screen = tmux.wait_for("the exit summary", |s| s.contains("EXITED"));
     assert!(
         screen.contains("5 requests, 0 bad lines"),
         "the last line counts at quit:\n{screen}"
+    );
+}
+
+/// `watch TRACE --facts-out FACTS` in tmux, its pid written to `pid_file`; the screen ends
+/// with `EXITED <status>`.
+fn watch_with_facts_out(session: &str, trace: &Path, facts: &Path, pid_file: &Path) -> Tmux {
+    let command = format!(
+        "echo $$ > {}; exec {} watch {} --block-size 4 --block-bytes 1024 --capacity-gb 1 --facts-out {}",
+        pid_file.display(),
+        env!("CARGO_BIN_EXE_litehit"),
+        trace.display(),
+        facts.display(),
+    );
+    Tmux::start(
+        &format!("{session}-{}", std::process::id()),
+        &format!("sh -c '{command}'; echo EXITED $?; sleep 30"),
+    )
+}
+
+/// The design document's trace and a generated two-instance workload after it.
+fn design_doc_and_workload() -> String {
+    let mut text = DESIGN_DOC_TRACE.to_owned();
+    let workload = Workload::new(WorkloadConfig {
+        seed: 11,
+        instance_ids: vec!["i1".into(), "i2".into()],
+        block_size_tokens: 4,
+        live_conversations: 20,
+        max_request_blocks: 40,
+        ..WorkloadConfig::default()
+    });
+    for request in workload.take(500) {
+        request.to_standard_jsonl(&mut text);
+    }
+    text
+}
+
+#[test]
+fn quit_writes_facts_out_without_asking_and_they_equal_replay() {
+    if !Tmux::available() {
+        println!("skipped: tmux is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("trace.jsonl");
+    let facts = dir.path().join("facts.csv");
+    let text = design_doc_and_workload();
+    append(&trace, &text);
+    let tmux = watch_with_facts_out(
+        "litehit-quit-facts",
+        &trace,
+        &facts,
+        &dir.path().join("pid"),
+    );
+    tmux.wait_for("every request", |s| {
+        row(s, "total").is_some_and(|(requests, _)| requests == "505")
+    });
+    assert!(!facts.exists(), "nothing is written before quitting");
+    // Sorted by the 1 GiB slot (requests, input tokens, then the slot), then filtered to i2.
+    tmux.keys(&["o", "o", "o"]);
+    tmux.wait_for("the sorted table", |s| s.contains("by 1 GiB ↓"));
+    tmux.keys(&["/", "i2", "Enter"]);
+    let screen = tmux.wait_for("the filtered table", |s| s.contains("/i2: 1 of 2"));
+    assert!(row(&screen, "i2").is_some(), "{screen}");
+    assert!(row(&screen, "i1").is_none(), "filtered out: {screen}");
+    // --facts-out: quitting loses nothing, so `q` does not ask.
+    tmux.keys(&["q"]);
+    let screen = tmux.wait_for("the exit", |s| s.contains("EXITED"));
+    assert!(screen.contains("EXITED 0"), "{screen}");
+    assert!(
+        screen.contains("(505 rows)") && screen.contains("facts written to"),
+        "where the facts went: {screen}"
+    );
+    let expected = replay(&text, &[Capacity::Infinite]);
+    assert!(
+        std::fs::read(&facts).unwrap() == expected.facts_csv,
+        "the facts written on quit differ from replay's"
+    );
+}
+
+#[test]
+fn sigterm_writes_facts_out_in_the_tui_too() {
+    if !Tmux::available() {
+        println!("skipped: tmux is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("trace.jsonl");
+    let facts = dir.path().join("facts.csv");
+    let pid_file = dir.path().join("pid");
+    append(&trace, DESIGN_DOC_TRACE);
+    let tmux = watch_with_facts_out("litehit-term-facts", &trace, &facts, &pid_file);
+    tmux.wait_for("the design-doc rows", |s| {
+        row(s, "i1").is_some_and(|(requests, _)| requests == "5")
+    });
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    crate::common::cli_bin::send_signal(pid.trim().parse().unwrap(), "TERM");
+    let screen = tmux.wait_for("the exit", |s| s.contains("EXITED"));
+    assert!(screen.contains("EXITED 0"), "{screen}");
+    assert!(!tmux.alternate_screen_on(), "the terminal is restored");
+    let expected = replay(DESIGN_DOC_TRACE, &[Capacity::Infinite]);
+    assert!(
+        std::fs::read(&facts).unwrap() == expected.facts_csv,
+        "the facts written on SIGTERM differ from replay's"
     );
 }

@@ -300,6 +300,8 @@ pub struct SourceStatus {
     pub lost_bytes: u64,
     /// Queued files deleted before their turn.
     pub lost_files: u64,
+    /// The trace format (given, or told by the first good line; `None` until then).
+    pub format: Option<litehit_core::formats::TraceFormat>,
 }
 
 impl Default for SourceStatus {
@@ -318,6 +320,7 @@ impl Default for SourceStatus {
             queued: 0,
             lost_bytes: 0,
             lost_files: 0,
+            format: None,
         }
     }
 }

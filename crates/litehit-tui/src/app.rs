@@ -7,6 +7,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 use litehit_core::grammar::parse_capacity;
 use litehit_core::projector::Capacity;
+use litehit_live::snapshot::FactsWrite;
 use litehit_live::{Command, LiveSnapshot, SlotId};
 
 /// What the screen is in; one at a time.
@@ -18,6 +19,64 @@ pub enum Mode {
     Help,
     /// Typing a new capacity slot.
     SlotEditor(SlotEditor),
+    /// Quit was asked with facts rows that no file holds: quit anyway, save first, or stay.
+    ConfirmQuit,
+    /// Typing the instance filter (`/`); the table follows each key.
+    Filter,
+}
+
+/// The column the instance table is sorted by (`o` cycles, `O` reverses).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SortBy {
+    /// In order of first appearance.
+    #[default]
+    Arrival,
+    Requests,
+    InputTokens,
+    /// The selected slot's hit rate.
+    SlotRate,
+    Infinite,
+    UniqueBlocks,
+}
+
+impl SortBy {
+    fn next(self) -> Self {
+        match self {
+            Self::Arrival => Self::Requests,
+            Self::Requests => Self::InputTokens,
+            Self::InputTokens => Self::SlotRate,
+            Self::SlotRate => Self::Infinite,
+            Self::Infinite => Self::UniqueBlocks,
+            Self::UniqueBlocks => Self::Arrival,
+        }
+    }
+}
+
+/// Rows PgUp / PgDn move by.
+pub const PAGE_ROWS: usize = 10;
+
+/// What a lane is sorted and filtered by, from the last snapshot.
+#[derive(Debug, Clone, PartialEq, Default)]
+struct LaneKeys {
+    instance_id: String,
+    requests: u64,
+    input_tokens: u64,
+    slot_rates: Vec<Option<f64>>,
+    infinite_rate: Option<f64>,
+    unique_blocks: u64,
+}
+
+/// What happens to the facts rows when the monitor quits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FactsOnQuit {
+    /// Nothing writes them (`watch` without `--facts-out`): quit asks first while some rows
+    /// are in no snapshot yet.
+    #[default]
+    AskFirst,
+    /// The ingest thread writes them on the way out (`--facts-out`): quit at once.
+    Written,
+    /// They are of a generated trace (the demo): quit at once.
+    Discarded,
 }
 
 /// The add-slot input line.
@@ -31,15 +90,20 @@ pub struct SlotEditor {
 /// Every key the monitor knows, for the help overlay (one source of truth with the tests).
 pub const KEY_HELP: &[(&str, &str)] = &[
     ("?", "show / hide this help"),
-    ("a", "add a capacity slot (40, 0.5 = GB; 1000b = blocks)"),
+    ("a", "add a slot (40, 0.5 = GiB; 1000b = blocks)"),
     ("d / Del", "delete the selected slot"),
     ("← → / h l", "select a slot"),
     ("↑ ↓ / k j", "select an instance (curve, timeline)"),
-    ("s", "snapshot every fact so far to the facts file"),
+    (
+        "PgUp PgDn g G",
+        "page · Home/g first · End/G the totals row",
+    ),
+    ("o / O", "sort by the next column / reverse it"),
+    ("/", "filter instances by id (Esc clears)"),
+    ("s", "write every fact so far to the facts file"),
     ("p", "pause / resume ingestion"),
-    ("q / Ctrl-C", "quit"),
-    ("Esc", "close a dialog"),
-    ("Enter", "confirm the new slot"),
+    ("q / Ctrl-C", "quit (asks first if facts would be lost)"),
+    ("Esc / Enter", "close / confirm a dialog"),
 ];
 
 /// The monitor's view state.
@@ -52,6 +116,18 @@ pub struct App {
     pub selected_row: usize,
     /// Set once the user asked to quit.
     pub quitting: bool,
+    /// Whether quitting may lose facts (and so asks first).
+    pub facts_on_quit: FactsOnQuit,
+    /// Facts rows produced so far (from the last snapshot).
+    facts_rows: u64,
+    /// The most rows a finished `s` snapshot has held.
+    saved_rows: u64,
+    pub sort_by: SortBy,
+    /// Largest first (the default) or smallest first.
+    pub sort_descending: bool,
+    /// Shows only instances whose id contains this (case-insensitive); empty shows all.
+    pub filter: String,
+    lane_keys: Vec<LaneKeys>,
     slot_ids: Vec<SlotId>,
     /// The capacities of those slots (a capacity shown already is not added twice).
     slot_capacities: Vec<Capacity>,
@@ -78,11 +154,115 @@ impl App {
         self.slot_capacities = snap.slots.iter().map(|slot| slot.capacity).collect();
         self.lane_count = snap.lanes.len();
         self.selected_row = self.selected_row.min(self.max_row());
+        self.lane_keys = snap
+            .lanes
+            .iter()
+            .map(|lane| LaneKeys {
+                instance_id: lane.instance_id.clone(),
+                requests: lane.requests,
+                input_tokens: lane.input_tokens,
+                slot_rates: (0..snap.slots.len())
+                    .map(|index| lane.slot_hit_rate(index))
+                    .collect(),
+                infinite_rate: lane.infinite_hit_rate(),
+                unique_blocks: lane.unique_blocks,
+            })
+            .collect();
+        self.facts_rows = snap.facts_rows;
+        if let FactsWrite::Done { rows, .. } = snap.facts_write {
+            self.saved_rows = self.saved_rows.max(rows);
+        }
+    }
+
+    /// Facts rows that quitting now would lose: rows no finished snapshot holds, when
+    /// nothing writes them on the way out.
+    pub fn unsaved_rows(&self) -> u64 {
+        match self.facts_on_quit {
+            FactsOnQuit::AskFirst => self.facts_rows.saturating_sub(self.saved_rows),
+            FactsOnQuit::Written | FactsOnQuit::Discarded => 0,
+        }
     }
 
     /// The selected lane, or `None` for the totals row.
     pub fn selected_lane(&self) -> Option<usize> {
         (self.lane_count <= 1 || self.selected_row < self.lane_count).then_some(self.selected_row)
+    }
+
+    /// Lanes in the last snapshot observed.
+    pub fn observed_lane_count(&self) -> usize {
+        self.lane_keys.len()
+    }
+
+    /// The lanes the table lists, in its order: filtered by [`Self::filter`], sorted by
+    /// [`Self::sort_by`] (ties, and [`SortBy::Arrival`], in order of first appearance).
+    pub fn lane_order(&self) -> Vec<usize> {
+        let needle = self.filter.to_lowercase();
+        let mut order: Vec<usize> = (0..self.lane_keys.len())
+            .filter(|&index| {
+                needle.is_empty()
+                    || self.lane_keys[index]
+                        .instance_id
+                        .to_lowercase()
+                        .contains(&needle)
+            })
+            .collect();
+        let slot = self.selected_slot;
+        let rate = |rate: Option<f64>| rate.unwrap_or(-1.0);
+        let key = |index: usize| -> f64 {
+            let lane = &self.lane_keys[index];
+            match self.sort_by {
+                SortBy::Arrival => 0.0,
+                SortBy::Requests => lane.requests as f64,
+                SortBy::InputTokens => lane.input_tokens as f64,
+                SortBy::SlotRate => rate(lane.slot_rates.get(slot).copied().flatten()),
+                SortBy::Infinite => rate(lane.infinite_rate),
+                SortBy::UniqueBlocks => lane.unique_blocks as f64,
+            }
+        };
+        if self.sort_by != SortBy::Arrival {
+            // Stable: equal keys keep the order of first appearance.
+            order.sort_by(|&a, &b| {
+                let ordering = key(a).total_cmp(&key(b));
+                if self.sort_descending {
+                    ordering.reverse()
+                } else {
+                    ordering
+                }
+            });
+        }
+        order
+    }
+
+    /// The table's rows top to bottom, as `selected_row` values: the listed lanes, then the
+    /// totals row (pinned at the bottom) when there are several lanes.
+    pub fn row_order(&self) -> Vec<usize> {
+        let mut rows = self.lane_order();
+        if self.lane_count > 1 {
+            rows.push(self.lane_count);
+        }
+        rows
+    }
+
+    /// Moves the selection `delta` rows down (up if negative) in the table's order, clamped.
+    fn move_selection(&mut self, delta: isize) {
+        let rows = self.row_order();
+        let Some(last) = rows.len().checked_sub(1) else {
+            return;
+        };
+        let at = rows
+            .iter()
+            .position(|&row| row == self.selected_row)
+            .unwrap_or(0);
+        let target = at.saturating_add_signed(delta).min(last);
+        self.selected_row = rows[target];
+    }
+
+    fn select_end(&mut self, last: bool) {
+        let rows = self.row_order();
+        let row = if last { rows.last() } else { rows.first() };
+        if let Some(&row) = row {
+            self.selected_row = row;
+        }
     }
 
     fn max_row(&self) -> usize {
@@ -99,14 +279,51 @@ impl App {
         if key.kind != KeyEventKind::Press {
             return None;
         }
-        if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c') {
-            return Some(self.quit());
+        let ctrl_c =
+            key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c');
+        if self.mode == Mode::ConfirmQuit {
+            return match key.code {
+                _ if ctrl_c => Some(self.quit()),
+                KeyCode::Char('q' | 'y') => Some(self.quit()),
+                KeyCode::Char('s') => {
+                    self.mode = Mode::Normal;
+                    Some(Command::WriteFacts)
+                }
+                KeyCode::Esc | KeyCode::Char('n') => {
+                    self.mode = Mode::Normal;
+                    None
+                }
+                _ => None,
+            };
+        }
+        if ctrl_c {
+            return self.ask_to_quit();
         }
         match &mut self.mode {
+            Mode::ConfirmQuit => None,
+            Mode::Filter => {
+                match key.code {
+                    KeyCode::Esc => {
+                        self.filter.clear();
+                        self.mode = Mode::Normal;
+                    }
+                    KeyCode::Enter => self.mode = Mode::Normal,
+                    KeyCode::Backspace => {
+                        self.filter.pop();
+                    }
+                    KeyCode::Char(ch) if !ch.is_control() && self.filter.chars().count() < 64 => {
+                        self.filter.push(ch);
+                    }
+                    _ => {}
+                }
+                // The selection stays on a listed row.
+                self.move_selection(0);
+                None
+            }
             Mode::Help => {
                 match key.code {
                     KeyCode::Char('?') | KeyCode::Esc | KeyCode::Enter => self.mode = Mode::Normal,
-                    KeyCode::Char('q') => return Some(self.quit()),
+                    KeyCode::Char('q') => return self.ask_to_quit(),
                     _ => {}
                 }
                 None
@@ -153,7 +370,7 @@ impl App {
 
     fn handle_normal_key(&mut self, code: KeyCode) -> Option<Command> {
         match code {
-            KeyCode::Char('q') => return Some(self.quit()),
+            KeyCode::Char('q') => return self.ask_to_quit(),
             KeyCode::Char('?') => self.mode = Mode::Help,
             KeyCode::Char('a') => self.mode = Mode::SlotEditor(SlotEditor::default()),
             KeyCode::Char('d') | KeyCode::Delete => {
@@ -171,15 +388,31 @@ impl App {
                 self.selected_slot =
                     (self.selected_slot + 1).min(self.slot_ids.len().saturating_sub(1));
             }
-            KeyCode::Up | KeyCode::Char('k') => {
-                self.selected_row = self.selected_row.saturating_sub(1);
+            KeyCode::Up | KeyCode::Char('k') => self.move_selection(-1),
+            KeyCode::Down | KeyCode::Char('j') => self.move_selection(1),
+            KeyCode::PageUp => self.move_selection(-PAGE_ROWS.cast_signed()),
+            KeyCode::PageDown => self.move_selection(PAGE_ROWS.cast_signed()),
+            KeyCode::Home | KeyCode::Char('g') => self.select_end(false),
+            KeyCode::End | KeyCode::Char('G') => self.select_end(true),
+            KeyCode::Char('o') => {
+                self.sort_by = self.sort_by.next();
+                self.sort_descending = true;
             }
-            KeyCode::Down | KeyCode::Char('j') => {
-                self.selected_row = (self.selected_row + 1).min(self.max_row());
-            }
+            KeyCode::Char('O') => self.sort_descending = !self.sort_descending,
+            KeyCode::Char('/') => self.mode = Mode::Filter,
             _ => {}
         }
         None
+    }
+
+    /// Quits, or asks first when that would lose facts rows.
+    fn ask_to_quit(&mut self) -> Option<Command> {
+        if self.unsaved_rows() > 0 {
+            self.mode = Mode::ConfirmQuit;
+            None
+        } else {
+            Some(self.quit())
+        }
     }
 
     fn quit(&mut self) -> Command {
@@ -391,12 +624,220 @@ mod tests {
 
     #[test]
     fn help_lists_every_normal_key() {
-        let keys = ["?", "a", "d", "s", "p", "q", "Ctrl-C", "Esc", "←", "↑"];
+        let keys = [
+            "?", "a", "d", "s", "p", "q", "Ctrl-C", "Esc", "Enter", "←", "↑", "PgUp", "PgDn", "g",
+            "G", "o", "O", "/",
+        ];
         for key in keys {
             assert!(
                 KEY_HELP.iter().any(|(k, _)| k.contains(key)),
                 "help misses {key}"
             );
         }
+    }
+
+    fn with_facts(rows: u64, facts_write: FactsWrite) -> LiveSnapshot {
+        LiveSnapshot {
+            facts_rows: rows,
+            facts_write,
+            ..snapshot(&[1], 1)
+        }
+    }
+
+    fn done(rows: u64) -> FactsWrite {
+        FactsWrite::Done {
+            path: "facts.csv".to_owned(),
+            rows,
+            bytes: 1,
+        }
+    }
+
+    #[test]
+    fn quit_asks_first_while_facts_rows_are_in_no_file() {
+        let mut app = App::default();
+        app.observe(&with_facts(5, FactsWrite::Idle));
+        assert_eq!(app.unsaved_rows(), 5);
+        assert_eq!(app.handle_key(press(KeyCode::Char('q'))), None);
+        assert_eq!(app.mode, Mode::ConfirmQuit);
+        assert!(!app.quitting);
+        // Other keys do nothing while asking; Esc stays.
+        assert_eq!(app.handle_key(press(KeyCode::Char('p'))), None);
+        app.handle_key(press(KeyCode::Esc));
+        assert_eq!(app.mode, Mode::Normal);
+        // From help too; `s` saves first and goes back to the screen.
+        app.handle_key(press(KeyCode::Char('?')));
+        app.handle_key(press(KeyCode::Char('q')));
+        assert_eq!(app.mode, Mode::ConfirmQuit);
+        assert_eq!(
+            app.handle_key(press(KeyCode::Char('s'))),
+            Some(Command::WriteFacts)
+        );
+        assert_eq!(app.mode, Mode::Normal);
+        assert!(!app.quitting);
+        // A write in flight saves nothing yet.
+        app.observe(&with_facts(
+            5,
+            FactsWrite::Writing {
+                path: "facts.csv".to_owned(),
+                rows: 5,
+            },
+        ));
+        assert_eq!(app.unsaved_rows(), 5);
+        // Once the snapshot holds every row, quit is at once.
+        app.observe(&with_facts(5, done(5)));
+        assert_eq!(app.unsaved_rows(), 0);
+        assert_eq!(
+            app.handle_key(press(KeyCode::Char('q'))),
+            Some(Command::Shutdown)
+        );
+        assert!(app.quitting);
+    }
+
+    #[test]
+    fn rows_after_the_last_snapshot_ask_again_and_y_or_ctrl_c_quits_anyway() {
+        let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
+        for confirm in [press(KeyCode::Char('y')), press(KeyCode::Char('q')), ctrl_c] {
+            let mut app = App::default();
+            app.observe(&with_facts(5, done(5)));
+            // A later failed write does not forget the rows saved before.
+            app.observe(&with_facts(
+                7,
+                FactsWrite::Failed {
+                    path: "facts.csv".to_owned(),
+                    message: "disk full".to_owned(),
+                },
+            ));
+            assert_eq!(app.unsaved_rows(), 2);
+            assert_eq!(app.handle_key(ctrl_c), None, "asks first");
+            assert_eq!(app.mode, Mode::ConfirmQuit);
+            assert_eq!(app.handle_key(confirm), Some(Command::Shutdown));
+            assert!(app.quitting);
+        }
+    }
+
+    #[test]
+    fn quit_is_at_once_when_facts_are_written_on_quit_or_generated() {
+        for facts_on_quit in [FactsOnQuit::Written, FactsOnQuit::Discarded] {
+            let mut app = App {
+                facts_on_quit,
+                ..App::default()
+            };
+            app.observe(&with_facts(5, FactsWrite::Idle));
+            assert_eq!(app.unsaved_rows(), 0);
+            assert_eq!(
+                app.handle_key(press(KeyCode::Char('q'))),
+                Some(Command::Shutdown),
+                "{facts_on_quit:?}"
+            );
+        }
+    }
+
+    /// `count` lanes `n00`, `n01`, …; lane `i` has `requests[i]` requests and slot 0 rate
+    /// `rates[i]` (hit tokens of 100 input tokens, one token per block).
+    fn fleet(requests: &[u64], rates: &[u64]) -> LiveSnapshot {
+        LiveSnapshot {
+            lanes: requests
+                .iter()
+                .zip(rates)
+                .enumerate()
+                .map(|(index, (&requests, &rate))| LaneSnapshot {
+                    instance_id: format!("n{index:02}"),
+                    block_size_tokens: 1,
+                    requests,
+                    input_tokens: 100,
+                    slot_hit_blocks: vec![rate],
+                    ..LaneSnapshot::default()
+                })
+                .collect(),
+            ..snapshot(&[1], 0)
+        }
+    }
+
+    fn ids(app: &App) -> Vec<String> {
+        app.lane_order()
+            .into_iter()
+            .map(|index| format!("n{index:02}"))
+            .collect()
+    }
+
+    #[test]
+    fn paging_keys_move_by_a_page_and_to_either_end() {
+        let mut app = App::default();
+        app.observe(&fleet(&[1; 25], &[0; 25]));
+        app.handle_key(press(KeyCode::PageDown));
+        assert_eq!(app.selected_row, PAGE_ROWS);
+        app.handle_key(press(KeyCode::PageDown));
+        app.handle_key(press(KeyCode::PageDown));
+        assert_eq!(app.selected_row, 25, "clamped at the totals row");
+        assert_eq!(app.selected_lane(), None);
+        app.handle_key(press(KeyCode::PageUp));
+        assert_eq!(app.selected_row, 25 - PAGE_ROWS);
+        app.handle_key(press(KeyCode::Char('g')));
+        assert_eq!(app.selected_row, 0);
+        app.handle_key(press(KeyCode::Char('G')));
+        assert_eq!(app.selected_row, 25, "G: the totals row, one key away");
+        app.handle_key(press(KeyCode::Home));
+        assert_eq!(app.selected_row, 0);
+        app.handle_key(press(KeyCode::End));
+        assert_eq!(app.selected_row, 25);
+    }
+
+    #[test]
+    fn sort_cycles_columns_and_the_selection_follows_its_instance() {
+        let mut app = App::default();
+        app.observe(&fleet(&[5, 9, 1, 9], &[30, 10, 70, 50]));
+        assert_eq!(ids(&app), ["n00", "n01", "n02", "n03"]);
+        app.handle_key(press(KeyCode::Char('o')));
+        assert_eq!(app.sort_by, SortBy::Requests);
+        // Largest first; equal keys in order of first appearance.
+        assert_eq!(ids(&app), ["n01", "n03", "n00", "n02"]);
+        app.handle_key(press(KeyCode::Char('O')));
+        assert_eq!(ids(&app), ["n02", "n00", "n01", "n03"]);
+        app.handle_key(press(KeyCode::Char('o')));
+        app.handle_key(press(KeyCode::Char('o')));
+        assert_eq!(app.sort_by, SortBy::SlotRate);
+        assert_eq!(ids(&app), ["n02", "n03", "n00", "n01"]);
+        // ↓ walks the sorted order, not the lanes' indices.
+        app.handle_key(press(KeyCode::Char('g')));
+        assert_eq!(app.selected_row, 2);
+        app.handle_key(press(KeyCode::Down));
+        assert_eq!(app.selected_row, 3);
+        app.handle_key(press(KeyCode::Down));
+        assert_eq!(app.selected_row, 0);
+        assert_eq!(app.row_order(), [2, 3, 0, 1, 4], "totals row last");
+        for _ in 0..3 {
+            app.handle_key(press(KeyCode::Char('o')));
+        }
+        assert_eq!(app.sort_by, SortBy::Arrival, "the cycle comes back");
+    }
+
+    #[test]
+    fn filter_lists_matching_ids_and_esc_clears_it() {
+        let mut app = App::default();
+        app.observe(&fleet(&[1; 12], &[0; 12]));
+        app.handle_key(press(KeyCode::Char('/')));
+        assert_eq!(app.mode, Mode::Filter);
+        // Normal-mode keys are text here.
+        assert!(type_text(&mut app, "N1").is_empty());
+        assert_eq!(ids(&app), ["n10", "n11"], "case-insensitive substring");
+        assert_eq!(
+            app.selected_row, 10,
+            "the selection moves onto a listed row"
+        );
+        app.handle_key(press(KeyCode::Enter));
+        assert_eq!(app.mode, Mode::Normal);
+        assert_eq!(app.filter, "N1", "Enter keeps the filter");
+        app.handle_key(press(KeyCode::Down));
+        assert_eq!(app.selected_row, 11);
+        app.handle_key(press(KeyCode::Down));
+        assert_eq!(app.selected_row, 12, "the totals row stays reachable");
+        app.handle_key(press(KeyCode::Char('/')));
+        app.handle_key(press(KeyCode::Backspace));
+        app.handle_key(press(KeyCode::Backspace));
+        type_text(&mut app, "1");
+        assert_eq!(ids(&app), ["n01", "n10", "n11"]);
+        app.handle_key(press(KeyCode::Esc));
+        assert_eq!(app.filter, "");
+        assert_eq!(app.lane_order().len(), 12);
     }
 }

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use ratatui::DefaultTerminal;
 
-use app::App;
+use app::{App, FactsOnQuit};
 use event::{Event, EventSource};
 use litehit_live::signals::{SecondSignal, StopSignals};
 use litehit_live::{Command, LiveHandle, LiveSnapshot};
@@ -26,11 +26,16 @@ use litehit_live::{Command, LiveHandle, LiveSnapshot};
 pub struct TuiOptions {
     /// Redraws per second at most (keys are drawn at once regardless).
     pub fps: f64,
+    /// What becomes of the facts rows on quit (whether `q` asks first).
+    pub facts_on_quit: FactsOnQuit,
 }
 
 impl Default for TuiOptions {
     fn default() -> Self {
-        Self { fps: 10.0 }
+        Self {
+            fps: 10.0,
+            facts_on_quit: FactsOnQuit::default(),
+        }
     }
 }
 
@@ -80,8 +85,9 @@ pub fn run(live: &LiveHandle, options: TuiOptions) -> Result<Arc<LiveSnapshot>, 
         .enable_time()
         .build()
         .map_err(io_error("starting the UI runtime"))?;
-    // SIGTERM / SIGHUP (a closed terminal, `kill`, `timeout`) quit like `q`: the terminal is
-    // restored and a demo's generated trace removed, instead of dying mid-frame. (In raw mode
+    // SIGTERM / SIGHUP (a closed terminal, `kill`, `timeout`) quit like `q` (without asking;
+    // `--facts-out` is written on the way out all the same): the terminal is restored and a
+    // demo's generated trace removed, instead of dying mid-frame. (In raw mode
     // Ctrl-C is a key, not SIGINT.) The handlers stay for the rest of the process.
     let signals = StopSignals::install(SecondSignal::IsCaught)
         .map_err(io_error("listening for termination signals"))?;
@@ -106,6 +112,7 @@ async fn event_loop(
     let mut events = EventSource::new(live.snapshots(), period);
     let mut snap = events.latest();
     let mut app = App::default();
+    app.facts_on_quit = options.facts_on_quit;
     app.observe(&snap);
     let mut dirty = true;
     loop {

@@ -173,6 +173,7 @@ impl Ingest {
                 queued: self.tailer.queued(),
                 lost_bytes: self.tailer.lost_bytes(),
                 lost_files: self.tailer.lost_generations(),
+                format: pipeline.trace_format(),
             },
             trace_format: pipeline
                 .parser

@@ -78,6 +78,11 @@ impl Pipeline {
     }
 
     /// Parses and replays every line of `chunk` (complete lines, each ending in `\n`).
+    /// The trace format: given, or told by the first good line (`None` until then).
+    pub(super) fn trace_format(&self) -> Option<TraceFormat> {
+        self.parser.as_ref().map(LineParser::format)
+    }
+
     pub(super) fn process_chunk(&mut self, chunk: &[u8]) {
         self.consumed_bytes_total += chunk.len() as u64;
         let mut rest = chunk;

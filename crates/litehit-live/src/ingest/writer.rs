@@ -1,4 +1,4 @@
-//! The facts writer: `s` (and `--headless --facts-out` at the end) publishes the facts file.
+//! The facts writer: `s` (and `--facts-out` at the end or on quit) publishes the facts file.
 //!
 //! A write copies the header and the spill's rows so far into the facts file atomically
 //! (`facts::file::write_atomically`: `.tmp`, fsync, rename), reading the spill through a
@@ -53,15 +53,24 @@ impl Ingest {
         }
     }
 
-    /// At the end of a run that asked for it (`--headless --facts-out`): publishes every fact
-    /// on this thread. Headless runs have no `s` key, so no writer thread is in flight (two
-    /// would share the temp file). A run that produced no fact publishes nothing (the status
+    /// At the end of a run that asked for it (`--facts-out`: at the end of input headless, on
+    /// quit in the TUI): publishes every fact on this thread. A run that produced no fact publishes nothing (the status
     /// stays idle), as `replay` publishes no facts file of zero rows.
     pub(super) fn write_facts_at_end(&mut self) {
-        debug_assert!(
-            !self.writing_facts,
-            "a facts snapshot is still being written"
-        );
+        // The TUI quits at any time, an `s` write perhaps still in flight: wait for it, since
+        // two writes would share the temp file. Its writer thread always reports (the ingest
+        // thread holds a sender, so the channel stays open); other events at shutdown are
+        // dropped, as after it.
+        while self.writing_facts {
+            match self.events_rx.recv() {
+                Ok(IngestEvent::FactsWritten(result)) => {
+                    self.writing_facts = false;
+                    self.facts_write = result;
+                }
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
         if self.pipeline.spill.rows == 0 {
             return;
         }

@@ -1,5 +1,6 @@
-//! Cumulative token hit rate vs capacity (GB) for the selected instance, slots marked as
-//! vertical lines (the selected slot highlighted). On the totals row, every instance's curve.
+//! Cumulative token hit rate vs capacity (GiB) for the selected instance, slots marked as
+//! vertical lines (the selected slot highlighted). On the totals row, every instance's curve
+//! (as many as there are colours, the first in the table's order; the title says how many).
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
@@ -24,23 +25,52 @@ pub const LANE_COLORS: [Color; 6] = [
     Color::Red,
 ];
 
+/// The lanes whose curves are drawn and the panel's title: the selected lane's, or on the
+/// totals row one per colour, the first in the table's order (sorted, filtered), the title
+/// saying how many of how many.
+fn drawn_lanes<'a>(snap: &'a LiveSnapshot, view: &App) -> (Vec<&'a LaneSnapshot>, String) {
+    if let Some(lane) = view.selected_lane().and_then(|index| snap.lanes.get(index)) {
+        return (
+            vec![lane],
+            format!(" hit rate vs capacity · {} ", lane.instance_id),
+        );
+    }
+    let order: Vec<usize> = if view.observed_lane_count() == snap.lanes.len() {
+        view.lane_order()
+    } else {
+        (0..snap.lanes.len()).collect()
+    };
+    let lanes: Vec<&LaneSnapshot> = order
+        .iter()
+        .filter_map(|&index| snap.lanes.get(index))
+        .take(LANE_COLORS.len())
+        .collect();
+    let title = if snap.lanes.is_empty() {
+        " hit rate vs capacity ".to_owned()
+    } else if lanes.len() < snap.lanes.len() {
+        format!(
+            " hit rate vs capacity · {} of {} instances, table order ",
+            lanes.len(),
+            snap.lanes.len()
+        )
+    } else {
+        format!(
+            " hit rate vs capacity · every instance ({}) ",
+            snap.lanes.len()
+        )
+    };
+    (lanes, title)
+}
+
 pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
-    let selected = view.selected_lane().and_then(|index| snap.lanes.get(index));
-    let title = match selected {
-        Some(lane) => format!(" hit rate vs capacity · {} ", lane.instance_id),
-        None => " hit rate vs capacity · every instance ".to_owned(),
-    };
+    let (lanes, title) = drawn_lanes(snap, view);
     let block = Block::bordered().title(title);
-    let lanes: Vec<&LaneSnapshot> = match selected {
-        Some(lane) => vec![lane],
-        None => snap.lanes.iter().take(LANE_COLORS.len()).collect(),
-    };
     if lanes.iter().all(|lane| lane.requests == 0) {
         frame.render_widget(Paragraph::new("no requests yet").dim().block(block), area);
         return;
     }
 
-    // Series: (hit rate %) against capacity in binary GB, each lane with its own block_bytes.
+    // Series: (hit rate %) against capacity in GiB, each lane with its own block_bytes.
     let series: Vec<Vec<(f64, f64)>> = lanes
         .iter()
         .map(|lane| {
@@ -77,7 +107,7 @@ pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
         .chain(slot_x.iter().map(|&(_, x)| x * 1.05))
         .fold(0.0_f64, f64::max)
         .max(1e-9);
-    // A round axis end, so the labels read 50 GB / 100 GB rather than 85.233 / 170.467.
+    // A round axis end, so the labels read 50 GiB / 100 GiB rather than 85.233 / 170.467.
     let x_max = format::nice_ceiling(x_max);
     let markers: Vec<[(f64, f64); 2]> = slot_x
         .iter()

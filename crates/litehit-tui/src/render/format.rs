@@ -21,10 +21,51 @@ pub fn bytes_per_second(value: f64) -> String {
     display::bytes_per_second(value, Precision::Decimals(2))
 }
 
-/// A capacity slot's label (`40 GB`, `0.5 GB`, `1000 b`, `∞`).
+/// Cuts `text` to `width` terminal columns by dropping its middle (`…`), measuring each
+/// character by its display width (a CJK character takes two): ids keep their start and the
+/// end that tells them apart.
+pub fn fit_middle_columns(text: &str, width: usize) -> String {
+    use unicode_width::{UnicodeWidthChar as _, UnicodeWidthStr as _};
+    if text.width() <= width {
+        return text.to_owned();
+    }
+    if width == 0 {
+        return String::new();
+    }
+    let room = width - 1; // the `…`
+    let tail_room = room / 2;
+    let head_room = room - tail_room;
+    let mut head = String::new();
+    let mut used = 0;
+    for ch in text.chars() {
+        let w = ch.width().unwrap_or(0);
+        if used + w > head_room {
+            break;
+        }
+        head.push(ch);
+        used += w;
+    }
+    // The end gets what the head left over, so a wide character at the cut wastes no column.
+    let mut tail_room = room - used;
+    let mut tail: Vec<char> = Vec::new();
+    for ch in text.chars().rev() {
+        let w = ch.width().unwrap_or(0);
+        if w > tail_room {
+            break;
+        }
+        tail.push(ch);
+        tail_room -= w;
+    }
+    head.push('…');
+    head.extend(tail.into_iter().rev());
+    head
+}
+
+/// A capacity slot's label in binary units, the screen's one spelling (`40 GiB`, `0.5 GiB`,
+/// `1000 b`, `∞`); typed input keeps accepting `40`, `40gb` and `40 GiB` alike.
 pub fn capacity(capacity: Capacity) -> String {
     match capacity {
-        Capacity::Gigabytes(gb) => format!("{} GB", short_float(gb)),
+        Capacity::Gigabytes(gb) => format!("{} GiB", short_float(gb)),
         Capacity::Blocks(blocks) => format!("{blocks} b"),
         Capacity::Infinite => "∞".to_owned(),
     }
@@ -35,13 +76,13 @@ pub fn blocks_to_gb(blocks: u64, block_bytes: u64) -> f64 {
     blocks as f64 * block_bytes as f64 / BYTES_PER_GIB as f64
 }
 
-/// A chart axis label in binary GB: `40 GB`, `0.5 GB`, and past 100 000 GB in scientific
-/// notation (`1.00e20 GB`), so a huge capacity slot cannot push the labels off the chart.
+/// A chart axis label in binary gigabytes: `40 GiB`, `0.5 GiB`, and past 100 000 GiB in
+/// scientific notation (`1.00e20 GiB`), so a huge capacity slot cannot push the labels off the chart.
 pub fn axis_gb(value: f64) -> String {
     if value == 0.0 || (1e-3..1e5).contains(&value) {
-        format!("{} GB", trim_float(value))
+        format!("{} GiB", trim_float(value))
     } else {
-        format!("{value:.2e} GB")
+        format!("{value:.2e} GiB")
     }
 }
 
@@ -81,20 +122,20 @@ mod tests {
         assert_eq!(count(1_234_567), "1.23M");
         assert_eq!(bytes(512), "512 B");
         assert_eq!(bytes(3 << 30), "3.00 GiB");
-        assert_eq!(capacity(Capacity::Gigabytes(0.5)), "0.5 GB");
-        assert_eq!(capacity(Capacity::Gigabytes(40.0)), "40 GB");
-        assert_eq!(capacity(Capacity::Gigabytes(0.0001)), "0.0001 GB");
-        assert_eq!(capacity(Capacity::Gigabytes(0.0)), "0 GB");
-        assert_eq!(capacity(Capacity::Gigabytes(1.0 / 3.0)), "0.333 GB");
-        assert_eq!(axis_gb(40.0), "40 GB");
+        assert_eq!(capacity(Capacity::Gigabytes(0.5)), "0.5 GiB");
+        assert_eq!(capacity(Capacity::Gigabytes(40.0)), "40 GiB");
+        assert_eq!(capacity(Capacity::Gigabytes(0.0001)), "0.0001 GiB");
+        assert_eq!(capacity(Capacity::Gigabytes(0.0)), "0 GiB");
+        assert_eq!(capacity(Capacity::Gigabytes(1.0 / 3.0)), "0.333 GiB");
+        assert_eq!(axis_gb(40.0), "40 GiB");
         assert!((nice_ceiling(170.467) - 200.0).abs() < 1e-9);
         assert!((nice_ceiling(40.0) - 50.0).abs() < 1e-9);
         assert!((nice_ceiling(0.21) - 0.25).abs() < 1e-12);
         assert!((nice_ceiling(100.0) - 100.0).abs() < 1e-9);
-        assert_eq!(axis_gb(0.125), "0.125 GB");
-        assert_eq!(axis_gb(1e20), "1.00e20 GB");
-        assert_eq!(axis_gb(0.0002), "2.00e-4 GB");
-        assert_eq!(capacity(Capacity::Gigabytes(1e-7)), "1.00e-7 GB");
+        assert_eq!(axis_gb(0.125), "0.125 GiB");
+        assert_eq!(axis_gb(1e20), "1.00e20 GiB");
+        assert_eq!(axis_gb(0.0002), "2.00e-4 GiB");
+        assert_eq!(capacity(Capacity::Gigabytes(1e-7)), "1.00e-7 GiB");
         assert_eq!(capacity(Capacity::Blocks(1000)), "1000 b");
         assert_eq!(per_second(1_200_000.0, "blocks"), "1.20M blocks/s");
         assert_eq!(duration(Duration::from_secs(185)), "3m05s");
@@ -103,6 +144,14 @@ mod tests {
         assert_eq!(fit_middle("abcdefgh", 5), "ab…gh");
         assert_eq!(fit_middle("abcdefgh", 6), "abc…gh");
         assert_eq!(fit_middle("abc", 4), "abc");
+        assert_eq!(fit_middle_columns("abcdefgh", 5), "ab…gh");
+        // Wide characters count two columns: the result is at most `width` columns wide.
+        assert_eq!(fit_middle_columns("推理节点-上海-0042", 12), "推理节…-0042");
+        assert_eq!(
+            fit_middle_columns("推理节点-上海-0042", 40),
+            "推理节点-上海-0042"
+        );
+        assert_eq!(fit_middle_columns("推理", 1), "…");
         assert!((blocks_to_gb(1024, 1 << 20) - 1.0).abs() < 1e-12);
         assert_eq!(bytes_per_second(1536.0), "1.50 KiB/s");
     }

@@ -1,8 +1,9 @@
-//! The help overlay: every key, from [`crate::app::KEY_HELP`].
+//! The help overlay: every key, from [`crate::app::KEY_HELP`], and what the numbers on the
+//! screen mean ([`NUMBER_HELP`]); it fits a 60×20 screen whole.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
-use ratatui::style::{Style, Stylize as _};
+use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Clear, Paragraph, Wrap};
 
@@ -10,30 +11,85 @@ use super::centered;
 use crate::app::{App, KEY_HELP};
 use litehit_live::LiveSnapshot;
 
+/// What the words and signs on the screen mean, one short line each.
+pub const NUMBER_HELP: &[(&str, &str)] = &[
+    ("rates", "Σ hit tokens / Σ input tokens, since start"),
+    ("∞", "unlimited cache: the ceiling of every slot"),
+    ("total", "every instance summed (tokens, not rates)"),
+    ("accumulator", "reuse distances kept: late slots are exact"),
+    ("spilled", "facts rows on disk until `s` writes them"),
+    ("notify/polling", "file growth seen by events / by polling"),
+];
+
+/// Width of the key / term column.
+const TERM_WIDTH: usize = 14;
+
 pub fn render(frame: &mut Frame, area: Rect, _snap: &LiveSnapshot, _view: &App) {
+    let entry = |term: &str, what: &'static str, style: Style| {
+        Line::from(vec![
+            Span::styled(format!("{term:>TERM_WIDTH$}  "), style),
+            Span::raw(what),
+        ])
+    };
     let mut lines: Vec<Line> = KEY_HELP
         .iter()
-        .map(|(key, what)| {
-            Line::from(vec![
-                Span::styled(format!("{key:>12}  "), Style::new().bold().yellow()),
-                Span::raw(*what),
-            ])
-        })
+        .map(|(key, what)| entry(key, what, Style::new().bold().yellow()))
         .collect();
-    lines.push(Line::from(""));
-    lines.push(
-        Line::from(" rates: Σ hit tokens / Σ input tokens since the start, exact at any slot")
-            .dim(),
+    lines.extend(
+        NUMBER_HELP
+            .iter()
+            .map(|(term, what)| entry(term, what, Style::new().bold().cyan())),
     );
     let height = u16::try_from(lines.len())
         .unwrap_or(u16::MAX)
         .saturating_add(2);
-    let popup = centered(area, 76, height);
+    let popup = centered(area, 64, height);
     frame.render_widget(Clear, popup);
     frame.render_widget(
-        Paragraph::new(lines)
-            .wrap(Wrap { trim: false })
-            .block(Block::bordered().title(" keys · ? or Esc to close ")),
+        Paragraph::new(lines).wrap(Wrap { trim: false }).block(
+            Block::bordered()
+                .title(" help · ? or Esc to close ")
+                .title_bottom(" keys, then what the numbers mean "),
+        ),
         popup,
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ratatui::Terminal;
+    use ratatui::backend::TestBackend;
+
+    #[test]
+    fn the_whole_help_fits_at_60_by_20() {
+        let mut terminal = Terminal::new(TestBackend::new(60, 20)).expect("test backend");
+        terminal
+            .draw(|frame| {
+                render(
+                    frame,
+                    frame.area(),
+                    &LiveSnapshot::default(),
+                    &App::default(),
+                );
+            })
+            .expect("drawn");
+        let buffer = terminal.backend().buffer();
+        let text: Vec<String> = (0..20)
+            .map(|y| (0..60).map(|x| buffer[(x, y)].symbol()).collect())
+            .collect();
+        let screen = text.join("\n");
+        // Every entry on a line of its own (none wrapped, none cut), and the bottom border.
+        for (term, what) in KEY_HELP.iter().chain(NUMBER_HELP) {
+            assert!(
+                text.iter()
+                    .any(|line| line.contains(term) && line.contains(what)),
+                "{term}: {what} is not whole in\n{screen}"
+            );
+        }
+        assert!(
+            text.iter().any(|line| line.contains('└')),
+            "bottom border missing:\n{screen}"
+        );
+    }
 }

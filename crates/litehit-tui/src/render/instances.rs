@@ -8,9 +8,10 @@ use ratatui::style::{Modifier, Style, Stylize as _};
 use ratatui::text::Text;
 use ratatui::widgets::{Block, Cell, Row, Table};
 use std::fmt::Write as _;
+use unicode_width::UnicodeWidthStr;
 
 use super::format;
-use crate::app::App;
+use crate::app::{App, Mode, SortBy};
 use litehit_live::LiveSnapshot;
 
 /// One column: what it shows, its width and how readily it is dropped (higher goes first).
@@ -61,11 +62,22 @@ impl RowValues {
 
 pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
     let rows = row_values(snap);
-    // Below the header: as many rows as fit, scrolled to keep the selected one in view.
-    let row_room = usize::from(area.height.saturating_sub(3)).max(1);
-    let shown = visible_rows(rows.len(), row_room, view.selected_row);
-    let mut notes = String::new();
-    let all_columns = columns(snap, view);
+    let lane_count = snap.lanes.len();
+    let order = displayed_order(view, lane_count, rows.len());
+    let pinned_totals = order.last() == Some(&lane_count) && lane_count > 1;
+    let listed_lanes = order.len() - usize::from(pinned_totals);
+    // Below the header: as many lane rows as fit beside the pinned totals row, scrolled to
+    // keep the selected one in view.
+    let row_room = usize::from(area.height.saturating_sub(3))
+        .saturating_sub(usize::from(pinned_totals))
+        .max(1);
+    let selected_position = order[..listed_lanes]
+        .iter()
+        .position(|&row| row == view.selected_row)
+        .unwrap_or(if pinned_totals { listed_lanes } else { 0 });
+    let shown = visible_rows(listed_lanes, row_room, selected_position);
+    let mut notes = sort_and_filter_notes(snap, view, listed_lanes);
+    let all_columns = columns(snap, view, &rows);
     let slot_columns = |columns: &[Column]| {
         columns
             .iter()
@@ -80,14 +92,13 @@ pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
         let noun = if hidden_slots == 1 { "slot" } else { "slots" };
         let _ = write!(notes, "· {hidden_slots} {noun} off screen (←→) ");
     }
-    if shown.len() < rows.len() {
+    if shown.len() < listed_lanes {
         // Some rows are scrolled away: say so, and which ones are shown.
         let _ = write!(
             notes,
-            "· rows {}–{} of {} (↑↓) ",
+            "· rows {}–{} of {listed_lanes} (↑↓ PgDn) ",
             shown.start + 1,
             shown.end,
-            rows.len()
         );
     }
     // What is off screen matters more than the panel's subtitle on a narrow screen.
@@ -121,38 +132,19 @@ pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
         frame.render_widget(table, inner);
         return;
     }
-    let lane_count = snap.lanes.len();
-    let table_rows = rows
+    let visible: Vec<usize> = order[shown.clone()]
         .iter()
-        .enumerate()
-        .skip(shown.start)
-        .take(shown.len())
-        .map(|(index, values)| {
-            let selected = index == view.selected_row;
-            let cells = columns.iter().map(|column| {
-                let mut text = values.cell(column.kind);
-                if column.kind == ColumnKind::Instance {
-                    // Ids often share a long prefix (`prefill-node-us-east-1a-000042`): cut the
-                    // middle, so the end that tells them apart stays.
-                    let room = usize::from(column.width).saturating_sub(2);
-                    text = format!(
-                        "{}{}",
-                        if selected { "▶ " } else { "  " },
-                        format::fit_middle(&text, room)
-                    );
-                    return Cell::from(text);
-                }
-                Cell::from(Text::from(text).right_aligned())
-            });
-            let mut style = Style::new();
-            if index == lane_count {
-                style = style.add_modifier(Modifier::BOLD);
-            }
-            if selected {
-                style = style.add_modifier(Modifier::REVERSED);
-            }
-            Row::new(cells).style(style)
-        });
+        .copied()
+        .chain(pinned_totals.then_some(lane_count))
+        .collect();
+    let table_rows = visible.iter().map(|&index| {
+        table_row(
+            &rows[index],
+            &columns,
+            index == view.selected_row,
+            index == lane_count,
+        )
+    });
     let widths: Vec<Constraint> = columns
         .iter()
         .map(|column| Constraint::Length(column.width))
@@ -162,6 +154,84 @@ pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
         .column_spacing(1)
         .flex(Flex::Start);
     frame.render_widget(table, inner);
+}
+
+/// The view's order (filtered, sorted) of the `row_count` rows this snapshot has, the
+/// totals row (`lane_count`) last.
+fn displayed_order(view: &App, lane_count: usize, row_count: usize) -> Vec<usize> {
+    if view.observed_lane_count() == lane_count {
+        view.row_order()
+            .into_iter()
+            .filter(|&row| row < row_count)
+            .collect()
+    } else {
+        (0..row_count).collect() // a view that has not seen this snapshot: as it comes
+    }
+}
+
+/// One table row: the instance cut in the middle to its column, the numbers whole.
+fn table_row<'a>(
+    values: &RowValues,
+    columns: &[Column],
+    selected: bool,
+    is_total: bool,
+) -> Row<'a> {
+    let cells = columns.iter().map(|column| {
+        let text = values.cell(column.kind);
+        if column.kind == ColumnKind::Instance {
+            // Ids often share a long prefix (`prefill-node-us-east-1a-000042`): cut the
+            // middle, so the end that tells them apart stays; wide characters count double.
+            let room = usize::from(column.width).saturating_sub(2);
+            return Cell::from(format!(
+                "{}{}",
+                if selected { "▶ " } else { "  " },
+                format::fit_middle_columns(&text, room)
+            ));
+        }
+        Cell::from(Text::from(text).right_aligned())
+    });
+    let mut style = Style::new();
+    if is_total {
+        style = style.add_modifier(Modifier::BOLD);
+    }
+    if selected {
+        style = style.add_modifier(Modifier::REVERSED);
+    }
+    Row::new(cells.collect::<Vec<_>>()).style(style)
+}
+
+/// The title's note on the order and the filter (`· by 40 GiB ↓ · /east: 3 of 60`).
+fn sort_and_filter_notes(snap: &LiveSnapshot, view: &App, listed_lanes: usize) -> String {
+    let lane_count = snap.lanes.len();
+    let mut notes = String::new();
+    if view.sort_by != SortBy::Arrival {
+        let column = match view.sort_by {
+            SortBy::Arrival => String::new(),
+            SortBy::Requests => "requests".to_owned(),
+            SortBy::InputTokens => "input tok".to_owned(),
+            SortBy::SlotRate => snap
+                .slots
+                .get(view.selected_slot)
+                .map_or_else(|| "slot".to_owned(), |slot| format::capacity(slot.capacity)),
+            SortBy::Infinite => "∞".to_owned(),
+            SortBy::UniqueBlocks => "unique blk".to_owned(),
+        };
+        let arrow = if view.sort_descending { "↓" } else { "↑" };
+        let _ = write!(notes, "· by {column} {arrow} ");
+    }
+    if !view.filter.is_empty() || view.mode == Mode::Filter {
+        let _ = write!(
+            notes,
+            "· /{}{} {listed_lanes} of {lane_count} ",
+            view.filter,
+            if view.mode == Mode::Filter {
+                "█"
+            } else {
+                ":"
+            }
+        );
+    }
+    notes
 }
 
 /// The rows shown when `room` of `count` fit: all of them, else a window around `selected`
@@ -208,11 +278,16 @@ fn row_values(snap: &LiveSnapshot) -> Vec<RowValues> {
     rows
 }
 
-fn columns(snap: &LiveSnapshot, view: &App) -> Vec<Column> {
+/// Display width of `text` in terminal columns (a CJK character takes two).
+fn text_width(text: &str) -> usize {
+    UnicodeWidthStr::width(text)
+}
+
+fn columns(snap: &LiveSnapshot, view: &App, rows: &[RowValues]) -> Vec<Column> {
     let longest_instance = snap
         .lanes
         .iter()
-        .map(|lane| lane.instance_id.chars().count())
+        .map(|lane| text_width(&lane.instance_id))
         .max()
         .unwrap_or(0);
     let instance_width = u16::try_from(longest_instance + 2)
@@ -242,7 +317,7 @@ fn columns(snap: &LiveSnapshot, view: &App) -> Vec<Column> {
         let header = format::capacity(slot.capacity);
         let distance = u16::try_from(index.abs_diff(view.selected_slot)).unwrap_or(u16::MAX);
         columns.push(Column {
-            width: u16::try_from(header.chars().count())
+            width: u16::try_from(text_width(&header))
                 .unwrap_or(u16::MAX)
                 .max(7),
             header,
@@ -275,6 +350,20 @@ fn columns(snap: &LiveSnapshot, view: &App) -> Vec<Column> {
             kind: ColumnKind::KvBytes,
         },
     ]);
+    // A number column is as wide as its widest value: a value is never cut to fit (a column
+    // that does not fit is dropped whole by `fit_columns`).
+    for column in &mut columns {
+        if column.kind == ColumnKind::Instance {
+            continue;
+        }
+        let widest = rows
+            .iter()
+            .map(|row| text_width(&row.cell(column.kind)))
+            .chain([text_width(&column.header)])
+            .max()
+            .unwrap_or(0);
+        column.width = column.width.max(u16::try_from(widest).unwrap_or(u16::MAX));
+    }
     columns
 }
 
@@ -323,4 +412,146 @@ fn fit_columns(mut columns: Vec<Column>, width: u16) -> Vec<Column> {
     while !fits(&columns) && drop_highest(&mut columns, 0) {}
     shrink_instance(&mut columns, 0);
     columns
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use litehit_core::projector::Capacity;
+    use litehit_live::snapshot::{LaneSnapshot, Slot};
+    use proptest::prelude::*;
+    use ratatui::Terminal;
+    use ratatui::backend::TestBackend;
+
+    /// The drawn rows of the panel, as text.
+    fn drawn_lines(snap: &LiveSnapshot, view: &App, width: u16, height: u16) -> Vec<String> {
+        let mut terminal = Terminal::new(TestBackend::new(width, height)).expect("test backend");
+        terminal
+            .draw(|frame| render(frame, frame.area(), snap, view))
+            .expect("drawn");
+        let buffer = terminal.backend().buffer();
+        (0..height)
+            .map(|y| {
+                (0..width)
+                    .map(|x| buffer[(x, y)].symbol())
+                    .collect::<String>()
+            })
+            .collect()
+    }
+
+    /// Whether `line` holds every one of `cells`, whole and in this order.
+    fn holds_in_order(line: &str, cells: &[String]) -> bool {
+        let mut rest = line;
+        for cell in cells {
+            match rest.find(cell.as_str()) {
+                Some(at) => rest = &rest[at + cell.len()..],
+                None => return false,
+            }
+        }
+        true
+    }
+
+    /// A byte count, often one of 1000–1023.99 of a binary unit (where cutting used to bite).
+    fn kv_bytes() -> impl Strategy<Value = (u64, u64)> {
+        let band = (1u32..5, 1000.0f64..1024.0).prop_map(|(unit, value)| {
+            let bytes = value * 1024f64.powi(i32::try_from(unit).expect("small"));
+            // As unique blocks × block bytes with a block of 1 KiB.
+            #[expect(clippy::cast_possible_truncation, reason = "a test value below 2^62")]
+            #[expect(clippy::cast_sign_loss, reason = "positive")]
+            let blocks = (bytes / 1024.0) as u64;
+            (blocks, 1024)
+        });
+        prop_oneof![band, (0u64..1 << 40, 1u64..1 << 22)]
+    }
+
+    fn lane_strategy() -> impl Strategy<Value = LaneSnapshot> {
+        (
+            0u64..1 << 50,
+            0u64..1 << 50,
+            kv_bytes(),
+            prop::collection::vec(0u64..1 << 40, 2),
+            0u64..1 << 40,
+        )
+            .prop_map(
+                |(
+                    requests,
+                    input_tokens,
+                    (unique_blocks, block_bytes),
+                    slot_hit_blocks,
+                    infinite,
+                )| {
+                    LaneSnapshot {
+                        block_size_tokens: 16,
+                        block_bytes,
+                        requests,
+                        input_tokens,
+                        unique_blocks,
+                        slot_hit_blocks,
+                        infinite_hit_blocks: infinite,
+                        ..LaneSnapshot::default()
+                    }
+                },
+            )
+    }
+
+    proptest! {
+        /// Every number the table prints is the formatter's full text: a column that does not
+        /// fit is dropped whole, never cut (`003.41 MiB` for 1003.41 MiB was).
+        #[test]
+        fn no_number_cell_is_cut(
+            lanes in prop::collection::vec(lane_strategy(), 1..5),
+            width in 20u16..200,
+        ) {
+            let mut snap = LiveSnapshot {
+                slots: vec![
+                    Slot { id: 1, capacity: Capacity::Gigabytes(40.0) },
+                    Slot { id: 2, capacity: Capacity::Blocks(1000) },
+                ],
+                lanes,
+                ..LiveSnapshot::default()
+            };
+            for (index, lane) in snap.lanes.iter_mut().enumerate() {
+                lane.instance_id = format!("lane-{index}");
+            }
+            let view = App::default();
+            let rows = row_values(&snap);
+            let kept = fit_columns(columns(&snap, &view, &rows), width.saturating_sub(2));
+            let lines = drawn_lines(&snap, &view, width, 12);
+            let mut checked = 0;
+            for row in &rows {
+                let Some(line) = lines.iter().find(|line| line.contains(&format!(" {} ", row.instance)))
+                else {
+                    continue;
+                };
+                let cells: Vec<String> = kept
+                    .iter()
+                    .filter(|column| column.kind != ColumnKind::Instance)
+                    .map(|column| row.cell(column.kind))
+                    .collect();
+                prop_assert!(holds_in_order(line, &cells), "{line:?} lacks one of {cells:?}");
+                checked += 1;
+            }
+            prop_assert!(checked > 0, "no row found in {lines:#?}");
+        }
+    }
+
+    #[test]
+    fn kv_bytes_of_a_thousand_mib_is_printed_whole() {
+        let snap = LiveSnapshot {
+            lanes: vec![LaneSnapshot {
+                instance_id: "a".to_owned(),
+                block_bytes: 1 << 20,
+                unique_blocks: 1003,
+                requests: 1,
+                input_tokens: 16,
+                ..LaneSnapshot::default()
+            }],
+            ..LiveSnapshot::default()
+        };
+        let lines = drawn_lines(&snap, &App::default(), 120, 6);
+        assert!(
+            lines.iter().any(|line| line.contains("1003.00 MiB")),
+            "{lines:#?}"
+        );
+    }
 }

@@ -2,8 +2,9 @@
 //!
 //! ```text
 //! litehit watch trace.jsonl · following · notify · backlog 0 B            <- title (1 line)
+//! geometry mooncake · 512 tok/block · 64.00 MiB/block · 16 blocks/GiB     <- geometry.rs
 //! ┌ instances ─────────────────────────────────────────────────────────────┐
-//! │ instance   requests  input tok   10 GB   40 GB     ∞   unique  KV bytes │ <- instances.rs
+//! │ instance   requests  input tok  10 GiB  40 GiB     ∞   unique  KV bytes │ <- instances.rs
 //! │ total …                                                               │
 //! └────────────────────────────────────────────────────────────────────────┘
 //! ┌ hit rate vs capacity ─────────────┐┌ hit rate per 10 s of trace time ──┐
@@ -12,15 +13,18 @@
 //! ┌ gauges ────────────────────────────────────────────────────────────────┐
 //! │ unique / KV · memory · ingest rate · lag · bad lines · TTL             │ <- gauges.rs
 //! └────────────────────────────────────────────────────────────────────────┘
-//!  status / key hints                                                        <- status.rs
+//!  a notice (facts written, file rotated, …), while there is one              <- status.rs
+//!  ? help · a add slot · … · q quit (always)                                  <- status.rs
 //! ```
 //! Small screens drop the charts, then the gauges, then table columns (compact mode keeps
 //! the title, the table and the status line); nothing panics at any size. Overlays
-//! (`help.rs`, `slot_editor.rs`) are drawn last, centered.
+//! (`help.rs`, `slot_editor.rs`, `confirm_quit.rs`) are drawn last, centered.
 
+pub mod confirm_quit;
 pub mod curve;
 pub mod format;
 pub mod gauges;
+pub mod geometry;
 pub mod help;
 pub mod instances;
 pub mod slot_editor;
@@ -39,8 +43,13 @@ use litehit_live::tail::WakeSource;
 
 /// Height of the gauges panel, borders included.
 const GAUGES_HEIGHT: u16 = gauges::LINES + 2;
-/// Below this, charts are not worth drawing.
-const MIN_CHART_HEIGHT: u16 = 7;
+/// Screens shorter than this leave out the geometry line.
+const MIN_GEOMETRY_SCREEN_HEIGHT: u16 = 16;
+/// Below this (borders and axis included: 6 plot rows), charts are not worth drawing; their
+/// rows go to the table, which matters more (hints > totals > table > gauges > charts).
+const MIN_CHART_HEIGHT: u16 = 10;
+/// Charts down to this are drawn when the whole table is shown anyway (no row to give).
+const SMALL_CHART_HEIGHT: u16 = 7;
 
 /// Draws the whole screen for one frame.
 pub fn draw(frame: &mut Frame, snap: &LiveSnapshot, view: &App) {
@@ -48,13 +57,21 @@ pub fn draw(frame: &mut Frame, snap: &LiveSnapshot, view: &App) {
     if area.width == 0 || area.height == 0 {
         return;
     }
-    let [title, body, status_area] = Layout::vertical([
+    // The geometry line goes first on a short screen.
+    let geometry_height = u16::from(area.height >= MIN_GEOMETRY_SCREEN_HEIGHT);
+    // The key hints always; a notice on a line of its own above them.
+    let status_height = 1 + u16::from(status::has_notice(snap) && area.height >= 6);
+    let [title, geometry_area, body, status_area] = Layout::vertical([
         Constraint::Length(1),
+        Constraint::Length(geometry_height),
         Constraint::Min(0),
-        Constraint::Length(1),
+        Constraint::Length(status_height),
     ])
     .areas(area);
     render_title(frame, title, snap);
+    if geometry_height > 0 {
+        geometry::render(frame, geometry_area, snap, view);
+    }
     status::render(frame, status_area, snap, view);
 
     let table_rows =
@@ -63,9 +80,18 @@ pub fn draw(frame: &mut Frame, snap: &LiveSnapshot, view: &App) {
     let wide_enough = body.width >= 60;
     let room_for_gauges = wide_enough && body.height >= table_height.min(6) + GAUGES_HEIGHT;
     if room_for_gauges {
-        let table_height = table_height.min((body.height - GAUGES_HEIGHT) / 2).max(4);
-        let charts_height = body.height - GAUGES_HEIGHT - table_height;
-        if charts_height < MIN_CHART_HEIGHT {
+        let available = body.height - GAUGES_HEIGHT;
+        let shared = table_height.min(available / 2).max(4);
+        let charts_height = if available.saturating_sub(shared) >= MIN_CHART_HEIGHT {
+            available - shared
+        } else if table_height + SMALL_CHART_HEIGHT <= available {
+            // The whole table fits beside small charts: draw both rather than blank rows.
+            available - table_height
+        } else {
+            0 // the table's rows matter more than charts too small to read
+        };
+        let table_height = available - charts_height;
+        if charts_height == 0 {
             let [table, gauges_area] =
                 Layout::vertical([Constraint::Min(0), Constraint::Length(GAUGES_HEIGHT)])
                     .areas(body);
@@ -91,9 +117,11 @@ pub fn draw(frame: &mut Frame, snap: &LiveSnapshot, view: &App) {
     }
 
     match &view.mode {
-        Mode::Normal => {}
+        // The filter being typed shows in the table's title.
+        Mode::Normal | Mode::Filter => {}
         Mode::Help => help::render(frame, area, snap, view),
         Mode::SlotEditor(_) => slot_editor::render(frame, area, snap, view),
+        Mode::ConfirmQuit => confirm_quit::render(frame, area, snap, view),
     }
 }
 

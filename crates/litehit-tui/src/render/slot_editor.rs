@@ -19,7 +19,7 @@ pub fn render(frame: &mut Frame, area: Rect, _snap: &LiveSnapshot, view: &App) {
             Span::raw(" size: "),
             Span::styled(format!("{}█", editor.input), Style::new().bold()),
         ]),
-        Line::from(" GB: 40, 0.5, 2gb · blocks: 1000b · Enter add · Esc cancel").dim(),
+        Line::from(" GiB: 40, 0.5, 2gb · blocks: 1000b · Enter add · Esc cancel").dim(),
     ];
     if let Some(error) = &editor.error {
         lines.push(Line::from(Span::styled(
