@@ -36,53 +36,10 @@ pub fn run(args: &WatchArgs) -> color_eyre::Result<()> {
     }
     let facts_at_end = config.facts_at_end.then(|| config.facts_out.clone());
     // Bound before the monitor starts: a port in use is said now, and port 0 has its number.
-    // `--metrics-listen` at the address of `--listen` shares its server.
-    let shared = args.metrics_listen.is_some() && args.metrics_listen == args.listen;
-    let listener = args.listen.map(bind_listener).transpose()?;
-    let metrics_listener = args
-        .metrics_listen
-        .filter(|_| !shared)
-        .map(bind_metrics_listener)
-        .transpose()?;
+    let (listener, metrics_listener, shared) = bind_listeners(args)?;
     config.listen = listener.as_ref().map(HttpListener::local_addr);
     let live = ingest::spawn(config)?;
-    let server = listener
-        .map(|listener| {
-            let endpoints = Endpoints {
-                trace: Some(HttpOptions {
-                    max_body_bytes: args.max_body,
-                }),
-                metrics: shared,
-            };
-            HttpServer::start_with(listener, endpoints, &live)
-        })
-        .transpose()?;
-    if let Some(server) = &server {
-        eprintln!(
-            "litehit: listening on http://{}{}",
-            server.local_addr(),
-            litehit_live::http::TRACE_PATH
-        );
-    }
-    let metrics_server = metrics_listener
-        .map(|listener| {
-            let endpoints = Endpoints {
-                trace: None,
-                metrics: true,
-            };
-            HttpServer::start_with(listener, endpoints, &live)
-        })
-        .transpose()?;
-    if let Some(address) = metrics_server
-        .as_ref()
-        .or(server.as_ref().filter(|_| shared))
-        .map(HttpServer::local_addr)
-    {
-        eprintln!(
-            "litehit: metrics on http://{address}{}",
-            litehit_live::metrics::METRICS_PATH
-        );
-    }
+    let servers = start_servers(args, &live, listener, metrics_listener, shared)?;
     let last = if args.headless {
         let options = HeadlessOptions { interval };
         let last = headless::run(&live, options, &mut std::io::stdout().lock())?;
@@ -138,8 +95,7 @@ pub fn run(args: &WatchArgs) -> color_eyre::Result<()> {
         last
     };
     // After the ingest thread: batches it answered on the way out still reach their clients.
-    drop(server);
-    drop(metrics_server);
+    drop(servers);
     check_lines_used(&last, args.from_end)
 }
 
@@ -153,6 +109,70 @@ fn bind_listener(address: std::net::SocketAddr) -> color_eyre::Result<HttpListen
         );
     }
     Ok(HttpListener::bind(address)?)
+}
+
+/// Binds `--listen` and `--metrics-listen` (one socket when they name the same address,
+/// `shared`).
+fn bind_listeners(
+    args: &WatchArgs,
+) -> color_eyre::Result<(Option<HttpListener>, Option<HttpListener>, bool)> {
+    let shared = args.metrics_listen.is_some() && args.metrics_listen == args.listen;
+    let listener = args.listen.map(bind_listener).transpose()?;
+    let metrics_listener = args
+        .metrics_listen
+        .filter(|_| !shared)
+        .map(bind_metrics_listener)
+        .transpose()?;
+    Ok((listener, metrics_listener, shared))
+}
+
+/// Starts the HTTP servers on the bound sockets and says where they listen; they serve
+/// until dropped.
+fn start_servers(
+    args: &WatchArgs,
+    live: &litehit_live::LiveHandle,
+    listener: Option<HttpListener>,
+    metrics_listener: Option<HttpListener>,
+    shared: bool,
+) -> color_eyre::Result<(Option<HttpServer>, Option<HttpServer>)> {
+    let server = listener
+        .map(|listener| {
+            let endpoints = Endpoints {
+                trace: Some(HttpOptions {
+                    max_body_bytes: args.max_body,
+                }),
+                metrics: shared,
+            };
+            HttpServer::start_with(listener, endpoints, live)
+        })
+        .transpose()?;
+    if let Some(server) = &server {
+        eprintln!(
+            "litehit: listening on http://{}{}",
+            server.local_addr(),
+            litehit_live::http::TRACE_PATH
+        );
+    }
+    let metrics_server = metrics_listener
+        .map(|listener| {
+            let endpoints = Endpoints {
+                trace: None,
+                metrics: true,
+            };
+            HttpServer::start_with(listener, endpoints, live)
+        })
+        .transpose()?;
+    if let Some(address) = metrics_server
+        .as_ref()
+        .or(server.as_ref().filter(|_| shared))
+        .map(HttpServer::local_addr)
+    {
+        eprintln!(
+            "litehit: metrics on http://{address}{}",
+            litehit_live::metrics::METRICS_PATH
+        );
+    }
+    Ok((server, metrics_server))
 }
 
 /// Binds `--metrics-listen`, warning when the address is not loopback (anyone who reaches it
