@@ -109,6 +109,13 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "N", value_parser = at_least_one)]
     pub workers: Option<usize>,
 
+    /// Forget keys deeper than CAPACITY in the recency order (e.g. 20TiB, 40 (GB) or
+    /// 50000000b), so memory stays O(CAPACITY) instead of O(unique blocks). Every capacity up
+    /// to it stays exact; facts and results above it are lower bounds. Default: off (exact at
+    /// every capacity)
+    #[arg(long, value_name = "CAPACITY", value_parser = parse_capacity)]
+    pub memory_horizon: Option<litehit_core::projector::Capacity>,
+
     /// No progress bar and no summary on stderr
     #[arg(long, short)]
     pub quiet: bool,
