@@ -160,8 +160,13 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
             .max()
         {
             eprintln!(
-                "memory horizon: {} blocks; hits at larger capacities (and ∞) are lower bounds",
-                litehit_core::display::count(horizon_blocks)
+                "memory horizon: {} {}; hits at larger capacities (and ∞) are lower bounds",
+                litehit_core::display::count(horizon_blocks),
+                if horizon_blocks == 1 {
+                    "block"
+                } else {
+                    "blocks"
+                }
             );
         }
     }

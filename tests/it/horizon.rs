@@ -189,3 +189,55 @@ fn compactions_past_the_horizon_keep_every_capacity_up_to_it_exact() {
         );
     }
 }
+
+/// `replay --memory-horizon`: a horizon deeper than any reuse leaves the facts byte-identical;
+/// a shallow one changes them and the summary says results above it are lower bounds; byte
+/// sizes such as `20TiB` are taken.
+#[test]
+fn replay_memory_horizon_flag() {
+    use crate::common::cli_bin::{generate, run_ok, standard_trace, write_file};
+    let dir = tempfile::tempdir().unwrap();
+    let config = WorkloadConfig {
+        seed: 5,
+        live_conversations: 30,
+        max_request_blocks: 60,
+        ..WorkloadConfig::default()
+    };
+    let trace = write_file(
+        dir.path(),
+        "trace.jsonl",
+        &standard_trace(&generate(config, 600)),
+    );
+    let replay = |name: &str, extra: &[&str]| {
+        let out = dir.path().join(name);
+        let mut args = vec![
+            "replay".to_owned(),
+            trace.display().to_string(),
+            "--out".to_owned(),
+            out.display().to_string(),
+            "--block-size".to_owned(),
+            "16".to_owned(),
+        ];
+        args.extend(extra.iter().map(|&arg| arg.to_owned()));
+        let run = run_ok(args);
+        (
+            std::fs::read(out.join("litehit_facts.csv")).unwrap(),
+            run.stderr,
+        )
+    };
+    let (exact, exact_stderr) = replay("exact", &[]);
+    assert!(!exact_stderr.contains("lower bounds"), "{exact_stderr}");
+    for deep in ["20TiB", "50000000b"] {
+        let (facts, stderr) = replay(deep, &["--memory-horizon", deep]);
+        assert_eq!(facts, exact, "horizon {deep} changed the facts");
+        assert!(stderr.contains("lower bounds"), "{stderr}");
+    }
+    let (shallow, stderr) = replay("shallow", &["--memory-horizon", "50b"]);
+    assert_ne!(shallow, exact, "a 50-block horizon changed nothing");
+    assert!(
+        stderr.contains(
+            "memory horizon: 50 blocks; hits at larger capacities (and ∞) are lower bounds"
+        ),
+        "{stderr}"
+    );
+}

@@ -223,6 +223,12 @@ impl Engine {
         self
     }
 
+    /// The memory horizon [`Self::with_memory_horizon`] set, if any.
+    #[must_use]
+    pub fn memory_horizon(&self) -> Option<Capacity> {
+        self.memory_horizon
+    }
+
     /// Whether some lane has a memory horizon: results above it are lower bounds.
     #[must_use]
     pub fn has_memory_horizon(&self) -> bool {
