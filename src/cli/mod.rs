@@ -109,9 +109,32 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "N", value_parser = at_least_one)]
     pub workers: Option<usize>,
 
+    /// Forget keys deeper than CAPACITY in the recency order (e.g. 20TiB, 40 (GB) or
+    /// 50000000b), so memory stays O(CAPACITY) instead of O(unique blocks). Every capacity up
+    /// to it stays exact; facts and results above it are lower bounds. Default: off (exact at
+    /// every capacity)
+    #[arg(long, value_name = "CAPACITY", value_parser = parse_memory_horizon)]
+    pub memory_horizon: Option<litehit_core::projector::Capacity>,
+
     /// No progress bar and no summary on stderr
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+/// A `--memory-horizon`: a capacity as the slots take it (GB or blocks), or a byte size
+/// (`20TiB`, `512GiB`), which is GB to the projector.
+pub fn parse_memory_horizon(
+    input: &str,
+) -> Result<litehit_core::projector::Capacity, litehit_core::grammar::GrammarError> {
+    parse_capacity(input).or_else(|error| {
+        parse_byte_size(input)
+            .map(|bytes| {
+                litehit_core::projector::Capacity::Gigabytes(litehit_core::display::bytes_to_gib(
+                    bytes,
+                ))
+            })
+            .map_err(|_| error)
+    })
 }
 
 /// Trace and lane parameters for runs without a config file.

@@ -114,6 +114,13 @@ pub struct WatchArgs {
     #[arg(long, value_name = "[IP:]PORT", value_parser = parse_listen_address)]
     pub listen: Option<SocketAddr>,
 
+    /// Forget keys deeper than CAPACITY in the recency order (e.g. 20TiB, 40 (GB) or
+    /// 50000000b), so memory stays O(CAPACITY) instead of O(unique blocks). Every capacity up
+    /// to it stays exact; results above it (and ∞) are lower bounds. Default: off (exact at
+    /// every capacity)
+    #[arg(long, value_name = "CAPACITY", value_parser = super::parse_memory_horizon)]
+    pub memory_horizon: Option<Capacity>,
+
     /// With --listen: the largest body accepted, as sent and once decompressed (1048576,
     /// 64MiB); larger ones get 413
     #[arg(long, value_name = "BYTES", default_value = "64MiB", value_parser = parse_byte_size,

@@ -16,6 +16,7 @@ use litehit_core::engine::pipeline::{LinesSeen, PipelineTotals, replay_stream};
 use litehit_core::engine::{Engine, EngineConfig, Policy};
 use litehit_core::facts::file::{AtomicFactsWriter, append_fact_row};
 use litehit_core::formats::{LineParser, ParseOptions, TraceFormat};
+use litehit_core::projector::Capacity;
 
 use litehit_live::signals::{SecondSignal, StopSignals};
 
@@ -121,8 +122,11 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
     let started = Instant::now();
     let trace_path = plan.trace_path.clone();
     let trace_format = plan.format;
-    let (totals, engine, facts_path) =
-        replay_plan(plan, !args.quiet && std::io::stderr().is_terminal())?;
+    let (totals, engine, facts_path) = replay_plan(
+        plan,
+        args.memory_horizon,
+        !args.quiet && std::io::stderr().is_terminal(),
+    )?;
     if let Some(first) = totals.first_ignored_line {
         // Skipped as upstream's converter does, but a misspelt type should not go unseen.
         eprintln!(
@@ -149,6 +153,22 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
                 &facts_path
             )
         );
+        if let Some(horizon_blocks) = engine
+            .lanes()
+            .iter()
+            .filter_map(litehit_core::engine::Lane::memory_horizon_blocks)
+            .max()
+        {
+            eprintln!(
+                "memory horizon: {} {}; hits at larger capacities (and ∞) are lower bounds",
+                litehit_core::display::count(horizon_blocks),
+                if horizon_blocks == 1 {
+                    "block"
+                } else {
+                    "blocks"
+                }
+            );
+        }
     }
     Ok(())
 }
@@ -263,8 +283,15 @@ fn resolve_plan(args: &ReplayArgs) -> Result<ReplayPlan> {
 }
 
 /// Replays the plan and publishes the facts; nothing is published on any error.
-fn replay_plan(plan: ReplayPlan, show_progress: bool) -> Result<(PipelineTotals, Engine, PathBuf)> {
+fn replay_plan(
+    plan: ReplayPlan,
+    memory_horizon: Option<Capacity>,
+    show_progress: bool,
+) -> Result<(PipelineTotals, Engine, PathBuf)> {
     let mut engine = Engine::new(plan.engine.clone(), Policy::FailFast)?.without_capacity_curves();
+    if let Some(horizon) = memory_horizon {
+        engine = engine.with_memory_horizon(horizon);
+    }
     let parser = LineParser::new(
         plan.format,
         ParseOptions {

@@ -460,6 +460,7 @@ pub fn ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
         .unwrap_or_else(|| PathBuf::from(litehit_core::facts::file::FACTS_FILE_NAME));
     config.facts_out = litehit_core::facts::file::facts_snapshot_path(&facts_out);
     config.follow_file = follow_file;
+    config.memory_horizon = args.memory_horizon;
     check_facts_out(
         &config.facts_out,
         follow_file.then_some(&*config.trace_path),

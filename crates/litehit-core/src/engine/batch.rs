@@ -9,6 +9,7 @@ use std::ops::Range;
 
 use crate::engine::Lane;
 use crate::facts::{HitCurveSegment, RequestFact};
+use crate::hitcore::OutOfMemory;
 
 /// Below this many block keys in a batch, lanes replay on the calling thread (spawning
 /// threads would cost more than it saves).
@@ -44,6 +45,11 @@ pub(crate) struct LaneFacts {
 }
 
 impl LaneFacts {
+    /// Items replayed (fewer than planned when the lane ran out of memory).
+    pub(crate) fn replayed_items(&self) -> usize {
+        self.ends.len()
+    }
+
     pub(crate) fn curve(&self, item_index: usize) -> &[HitCurveSegment] {
         let start = item_index
             .checked_sub(1)
@@ -89,8 +95,10 @@ impl Batch {
         }
     }
 
-    /// Replays every lane's items; lanes run on their own threads when it pays.
-    pub(crate) fn replay(&mut self, lanes: &mut [Lane]) {
+    /// Replays every lane's items; lanes run on their own threads when it pays. A lane that
+    /// runs out of memory stops there: its facts cover the items before, and the first such
+    /// failure (in lane order) is returned.
+    pub(crate) fn replay(&mut self, lanes: &mut [Lane]) -> Result<(), OutOfMemory> {
         let Self {
             keys, items, facts, ..
         } = self;
@@ -101,27 +109,48 @@ impl Batch {
             .zip(facts.iter_mut())
             .filter(|((_, items), _)| !items.is_empty());
         if busy_lanes < 2 || keys.len() < PARALLEL_MIN_KEYS {
+            let mut first_failure = Ok(());
             for ((lane, items), facts) in work {
-                replay_lane(lane, items, keys, facts);
+                let outcome = replay_lane(lane, items, keys, facts);
+                if first_failure.is_ok() {
+                    first_failure = outcome;
+                }
             }
-            return;
+            return first_failure;
         }
         let keys = &*keys;
         std::thread::scope(|scope| {
             let mut work = work;
             // The calling thread takes the first lane; every other lane gets a thread.
             let first = work.next();
-            for ((lane, items), facts) in work {
-                scope.spawn(move || replay_lane(lane, items, keys, facts));
-            }
+            let spawned: Vec<_> = work
+                .map(|((lane, items), facts)| {
+                    scope.spawn(move || replay_lane(lane, items, keys, facts))
+                })
+                .collect();
+            let mut first_failure = Ok(());
             if let Some(((lane, items), facts)) = first {
-                replay_lane(lane, items, keys, facts);
+                first_failure = replay_lane(lane, items, keys, facts);
             }
-        });
+            for handle in spawned {
+                let outcome = handle
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                if first_failure.is_ok() {
+                    first_failure = outcome;
+                }
+            }
+            first_failure
+        })
     }
 }
 
-fn replay_lane(lane: &mut Lane, items: &[WorkItem], keys: &[i64], facts: &mut LaneFacts) {
+fn replay_lane(
+    lane: &mut Lane,
+    items: &[WorkItem],
+    keys: &[i64],
+    facts: &mut LaneFacts,
+) -> Result<(), OutOfMemory> {
     let mut fact = RequestFact::default();
     for (index, item) in items.iter().enumerate() {
         if let Some(next) = items.get(index + 1) {
@@ -132,8 +161,9 @@ fn replay_lane(lane: &mut Lane, items: &[WorkItem], keys: &[i64], facts: &mut La
             item.input_token_len,
             item.core_timestamp_ns,
             &mut fact,
-        );
+        )?;
         facts.segments.extend_from_slice(&fact.hit_curve);
         facts.ends.push(facts.segments.len());
     }
+    Ok(())
 }

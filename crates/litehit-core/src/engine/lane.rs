@@ -2,7 +2,7 @@
 
 use crate::engine::LaneSpec;
 use crate::facts::RequestFact;
-use crate::hitcore::LiteHit;
+use crate::hitcore::{LiteHit, OutOfMemory};
 use crate::preprocess::NormalizeParams;
 use crate::projector::{Capacity, CapacityAxisAccumulator};
 
@@ -39,6 +39,20 @@ impl Lane {
         }
     }
 
+    /// Sets the core's memory horizon (see [`LiteHit::with_memory_horizon_blocks`]), converted
+    /// to blocks with this lane's `block_bytes`; infinite means none.
+    pub(crate) fn set_memory_horizon(&mut self, horizon: Capacity) {
+        let blocks = horizon.blocks(self.spec.block_bytes);
+        self.core = std::mem::take(&mut self.core).with_memory_horizon_blocks(blocks);
+    }
+
+    /// The memory horizon in blocks, if one is set: results at larger capacities (and the ∞
+    /// column) are lower bounds.
+    #[must_use]
+    pub fn memory_horizon_blocks(&self) -> Option<u64> {
+        self.core.memory_horizon_blocks()
+    }
+
     pub(crate) fn drop_capacity_curve(&mut self) {
         self.accumulator = None;
     }
@@ -53,23 +67,34 @@ impl Lane {
         self.core.prefetch(next_block_keys);
     }
 
-    /// Replays one normalized request and folds its fact into the counters.
+    /// Replays one normalized request and folds its fact into the counters. Out of memory,
+    /// no counter changes (the core's state may be one request ahead of the accumulator).
     pub(crate) fn replay(
         &mut self,
         block_keys: &[i64],
         input_token_len: u64,
         timestamp_ns: i64,
         fact: &mut RequestFact,
-    ) {
+    ) -> Result<(), OutOfMemory> {
         self.core
-            .process_request_into(block_keys, timestamp_ns, fact);
-        self.infinite_hit_blocks += crate::projector::project_infinite(fact);
+            .try_process_request_into(block_keys, timestamp_ns, fact)?;
         if let Some(accumulator) = &mut self.accumulator {
+            accumulator
+                .try_reserve_for(fact)
+                .map_err(|failed| OutOfMemory {
+                    unique_blocks: self.core.tracked_keys() as u64,
+                    needed_bytes: (self.core.memory_usage_bytes()
+                        + accumulator.memory_usage_bytes())
+                        as u64
+                        + failed.bytes,
+                })?;
             accumulator.add_fact(fact);
         }
+        self.infinite_hit_blocks += crate::projector::project_infinite(fact);
         self.requests += 1;
         self.input_tokens += input_token_len;
         self.request_blocks += block_keys.len() as u64;
+        Ok(())
     }
 
     pub(crate) fn advance_time(&mut self, now_ns: i64) {

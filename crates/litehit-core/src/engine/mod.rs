@@ -17,6 +17,7 @@ use std::fmt::Write as _;
 use crate::facts::{FactRow, RequestFact};
 use crate::formats::{EventKind, TraceEvent};
 use crate::preprocess::{NormalizeError, NormalizeParams, normalize_appended_keys};
+use crate::projector::Capacity;
 pub use lane::Lane;
 pub use policy::Policy;
 pub use route::RouteError;
@@ -98,6 +99,16 @@ pub enum EngineError {
     },
     #[error("lane {instance_id}: {reason}")]
     InvalidLane { instance_id: String, reason: String },
+    #[error(
+        "out of memory after {unique_blocks} unique blocks (about {} GiB needed; try --memory-horizon or a TTL)",
+        crate::display::significant_up(crate::display::bytes_to_gib(*needed_bytes), 2)
+    )]
+    OutOfMemory {
+        /// Keys the lane held when it could not grow.
+        unique_blocks: u64,
+        /// Roughly the heap bytes the lane would have needed.
+        needed_bytes: u64,
+    },
 }
 
 impl EngineError {
@@ -108,7 +119,7 @@ impl EngineError {
             Self::OutOfOrder { line_number, .. }
             | Self::Route { line_number, .. }
             | Self::InvalidRequest { line_number, .. } => Some(*line_number),
-            Self::InvalidLane { .. } => None,
+            Self::InvalidLane { .. } | Self::OutOfMemory { .. } => None,
         }
     }
 }
@@ -152,6 +163,8 @@ pub struct Engine {
     fact: RequestFact,
     derived_trace_id: String,
     capacity_curves: bool,
+    /// Applied to every lane, also those created later.
+    memory_horizon: Option<Capacity>,
 }
 
 impl Engine {
@@ -181,6 +194,7 @@ impl Engine {
             fact: RequestFact::default(),
             derived_trace_id: String::new(),
             capacity_curves: true,
+            memory_horizon: None,
         })
     }
 
@@ -194,6 +208,32 @@ impl Engine {
             lane.drop_capacity_curve();
         }
         self
+    }
+
+    /// Gives every lane a memory horizon (converted to blocks with its `block_bytes`;
+    /// infinite: none): keys deeper than it are forgotten, so memory is O(horizon). It only
+    /// decides which keys are forgotten, like a TTL; results at capacities up to the horizon
+    /// stay exact, above it they are lower bounds ([`Lane::memory_horizon_blocks`]).
+    #[must_use]
+    pub fn with_memory_horizon(mut self, horizon: Capacity) -> Self {
+        self.memory_horizon = Some(horizon);
+        for lane in &mut self.lanes {
+            lane.set_memory_horizon(horizon);
+        }
+        self
+    }
+
+    /// The memory horizon [`Self::with_memory_horizon`] set, if any.
+    #[must_use]
+    pub fn memory_horizon(&self) -> Option<Capacity> {
+        self.memory_horizon
+    }
+
+    /// Whether some lane has a memory horizon: results above it are lower bounds.
+    #[must_use]
+    pub fn has_memory_horizon(&self) -> bool {
+        self.memory_horizon
+            .is_some_and(|horizon| !matches!(horizon, Capacity::Infinite))
     }
 
     #[must_use]
@@ -279,8 +319,12 @@ impl Engine {
                 }
             }
         }
-        self.batch.replay(&mut self.lanes);
+        let replayed = self.batch.replay(&mut self.lanes);
         for emit in &self.batch.emits {
+            if emit.item_index >= self.batch.facts[emit.lane_index].replayed_items() {
+                // Out of memory: rows stop at the first request not replayed.
+                break;
+            }
             let lane = &self.lanes[emit.lane_index];
             self.fact.hit_curve.clear();
             self.fact
@@ -294,6 +338,12 @@ impl Engine {
                 block_size_tokens: lane.spec().block_size_tokens,
                 block_bytes: lane.spec().block_bytes,
                 fact: &self.fact,
+            });
+        }
+        if let Err(error) = replayed {
+            return Err(EngineError::OutOfMemory {
+                unique_blocks: error.unique_blocks,
+                needed_bytes: error.needed_bytes,
             });
         }
         failure.map_or(Ok(()), Err)
@@ -330,6 +380,9 @@ impl Engine {
                 self.config.trace_block_size_tokens,
                 self.capacity_curves,
             ));
+            if let (Some(horizon), Some(lane)) = (self.memory_horizon, self.lanes.last_mut()) {
+                lane.set_memory_horizon(horizon);
+            }
             self.batch.ensure_lanes(self.lanes.len());
             self.targets.clear();
             self.targets.push(index);

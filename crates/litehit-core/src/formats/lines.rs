@@ -186,8 +186,20 @@ impl<R: Read> TraceLines<R> {
             self.start = 0;
         }
         if self.buf.len() - self.end < MIN_READ_BYTES {
+            let grown = (2 * self.buf.len()).max(self.end + MIN_READ_BYTES);
+            // A line longer than memory is an error, not an abort.
             self.buf
-                .resize((2 * self.buf.len()).max(self.end + MIN_READ_BYTES), 0);
+                .try_reserve_exact(grown - self.buf.len())
+                .map_err(|_| {
+                    io::Error::new(
+                        io::ErrorKind::OutOfMemory,
+                        format!(
+                            "out of memory holding a {}-byte line",
+                            self.end - self.start
+                        ),
+                    )
+                })?;
+            self.buf.resize(grown, 0);
         }
         loop {
             match self.reader.read(&mut self.buf[self.end..]) {

@@ -14,6 +14,7 @@
 //! does it when the range gets too sparse.
 
 use super::key_table::Lookup;
+use super::{AllocFailed, try_reserve_exact};
 
 /// The id range may be this many times the keys (stored, plus the request's) and
 /// [`SLACK_IDS`] more (holes cost 4 bytes each), so while the table grows it costs about
@@ -46,31 +47,31 @@ impl DenseIdTable {
 
     /// Grows the array so every key of `keys` has a slot, and says whether the request may be
     /// replayed here: `false` for a negative key or one beyond the density limit (the table
-    /// is then left unchanged).
-    pub(crate) fn make_room_for(&mut self, keys: &[i64]) -> bool {
+    /// is then left unchanged). Fails, leaving it unchanged, when the memory is not there.
+    pub(crate) fn make_room_for(&mut self, keys: &[i64]) -> Result<bool, AllocFailed> {
         let (mut smallest, mut largest) = (0_i64, 0_i64);
         for &key in keys {
             smallest = smallest.min(key);
             largest = largest.max(key);
         }
         if smallest < 0 {
-            return false;
+            return Ok(false);
         }
         let Ok(needed) = usize::try_from(largest).map(|largest| largest + 1) else {
-            return false;
+            return Ok(false);
         };
         let len = self.positions_plus_one.len();
         if needed <= len {
-            return true;
+            return Ok(true);
         }
         let limit = MAX_IDS_PER_KEY * (self.placed_keys + keys.len()) + SLACK_IDS;
         if needed > limit {
-            return false;
+            return Ok(false);
         }
         let grown = needed.max(len + len / GROWTH_DIVISOR).min(limit);
-        self.positions_plus_one.reserve_exact(grown - len);
+        try_reserve_exact(&mut self.positions_plus_one, grown - len)?;
         self.positions_plus_one.resize(grown, ABSENT);
-        true
+        Ok(true)
     }
 
     /// Starts loading the slots where a request's runs of consecutive ids start (a hint; the
@@ -168,21 +169,27 @@ mod tests {
     #[test]
     fn room_is_made_only_for_dense_non_negative_ids() {
         let mut table = DenseIdTable::default();
-        assert!(table.make_room_for(&[0, 1, 2, 7]));
+        assert!(table.make_room_for(&[0, 1, 2, 7]).unwrap());
         assert!(table.positions_plus_one.len() >= 8);
-        assert!(!table.make_room_for(&[3, -1]), "negative keys do not fit");
-        assert!(!table.make_room_for(&[i64::MAX]), "hashed keys do not fit");
+        assert!(
+            !table.make_room_for(&[3, -1]).unwrap(),
+            "negative keys do not fit"
+        );
+        assert!(
+            !table.make_room_for(&[i64::MAX]).unwrap(),
+            "hashed keys do not fit"
+        );
         // With no key stored yet, the limit is the slack plus 4 ids per key of the request.
         let limit = SLACK_IDS + MAX_IDS_PER_KEY * 2;
         let before = table.positions_plus_one.len();
         let limit_key = i64::try_from(limit).unwrap();
-        assert!(!table.make_room_for(&[0, limit_key]));
+        assert!(!table.make_room_for(&[0, limit_key]).unwrap());
         assert_eq!(
             table.positions_plus_one.len(),
             before,
             "a refused request changes nothing"
         );
-        assert!(table.make_room_for(&[0, limit_key - 1]));
+        assert!(table.make_room_for(&[0, limit_key - 1]).unwrap());
         assert_eq!(
             table.positions_plus_one.len(),
             limit,
@@ -194,20 +201,20 @@ mod tests {
     fn the_limit_follows_the_keys_stored() {
         let mut table = DenseIdTable::default();
         let keys: Vec<i64> = (0..1000).collect();
-        assert!(table.make_room_for(&keys));
+        assert!(table.make_room_for(&keys).unwrap());
         for (position, &key) in keys.iter().enumerate() {
             table.set_position(usize::try_from(key).unwrap(), position);
         }
         assert_eq!(table.len(), 1000);
         let limit = i64::try_from(MAX_IDS_PER_KEY * (1000 + 1) + SLACK_IDS).unwrap();
-        assert!(!table.make_room_for(&[limit]));
-        assert!(table.make_room_for(&[limit - 1]));
+        assert!(!table.make_room_for(&[limit]).unwrap());
+        assert!(table.make_room_for(&[limit - 1]).unwrap());
     }
 
     #[test]
     fn positions_count_keys_once_and_retain_drops_them() {
         let mut table = DenseIdTable::default();
-        assert!(table.make_room_for(&[5, 6, 9]));
+        assert!(table.make_room_for(&[5, 6, 9]).unwrap());
         assert_eq!(table.lookup(6).position, None);
         table.set_position(6, 0);
         table.set_position(6, 3); // a repeat moves the key, it does not add one

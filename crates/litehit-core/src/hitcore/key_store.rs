@@ -9,6 +9,7 @@
 //! picks the shape once per request and runs phase 1 and phase 2 specialised for it through
 //! [`BlockLookups`], so the per-block loop has no branch on the shape.
 
+use super::AllocFailed;
 use super::dense_id_table::DenseIdTable;
 use super::key_table::{KeyTable, Lookup};
 
@@ -109,15 +110,18 @@ impl KeyStore {
     /// Makes room for a request's keys before it is replayed (nothing grows and no entry moves
     /// mid-request; the hashed index may only switch its home function, keeping every id), and
     /// leaves the dense-id array for good if the request does not fit it.
-    pub(crate) fn prepare_for(&mut self, keys: &[i64]) {
+    ///
+    /// Fails, leaving every key where it was, when the memory for that is not there.
+    pub(crate) fn prepare_for(&mut self, keys: &[i64]) -> Result<(), AllocFailed> {
         if let Self::DenseIds(table) = self
-            && !table.make_room_for(keys)
+            && !table.make_room_for(keys)?
         {
-            *self = Self::Hashed(KeyTable::from_placed(table.iter(), table.len()));
+            *self = Self::Hashed(KeyTable::from_placed(table.iter(), table.len())?);
         }
         if let Self::Hashed(table) = self {
-            table.reserve(keys.len());
+            table.reserve(keys.len())?;
         }
+        Ok(())
     }
 
     /// Hints that `keys` is the request after the one about to be replayed.

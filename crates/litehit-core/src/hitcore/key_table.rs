@@ -64,6 +64,8 @@
 //! phase 2's first insert consumes it; the rule does not rely on that.)
 
 /// Grow the index when its load would pass this.
+use super::{AllocFailed, try_reserve_exact, try_reserve_total};
+
 const MAX_LOAD: f64 = 0.80;
 /// Index capacity multiplier on growth once the index is large: rebuild work against bytes
 /// per key (module docs).
@@ -273,9 +275,12 @@ impl KeyTable {
 
     /// A table holding `placed` (`(key, position)` pairs, `count` of them), entries in that
     /// order: how the core takes over the keys of a [`super::dense_id_table::DenseIdTable`].
-    pub(crate) fn from_placed(placed: impl Iterator<Item = (i64, usize)>, count: usize) -> Self {
+    pub(crate) fn from_placed(
+        placed: impl Iterator<Item = (i64, usize)>,
+        count: usize,
+    ) -> Result<Self, AllocFailed> {
         let mut table = Self::default();
-        table.entries.reserve_exact(count.max(MIN_ENTRY_GROWTH));
+        try_reserve_exact(&mut table.entries, count.max(MIN_ENTRY_GROWTH))?;
         table.entries.extend(placed.map(|(key, position)| {
             let (low, high) = split_key(key);
             [low, high, encode_position(position)]
@@ -286,8 +291,9 @@ impl KeyTable {
             reason = "sizes"
         )]
         let capacity = ((table.len() as f64 / MAX_LOAD * GROWTH) as usize).max(MIN_CAPACITY);
+        try_reserve_exact(&mut table.index, capacity)?;
         table.rebuild_index(capacity, HashMode::FoldModulo);
-        table
+        Ok(table)
     }
 
     #[inline]
@@ -312,12 +318,14 @@ impl KeyTable {
     /// Makes room for `additional` more keys, so that the index never grows mid-request;
     /// call it as a request begins (it also forgets that an earlier request rebuilt the index,
     /// [`Self::search_slots_stale`]).
-    pub(crate) fn reserve(&mut self, additional: usize) {
+    ///
+    /// Fails, changing nothing a lookup sees, when the memory for that is not there.
+    pub(crate) fn reserve(&mut self, additional: usize) -> Result<(), AllocFailed> {
         self.search_slots_stale = false;
         let len = self.entries.len();
         if len + additional > self.entries.capacity() {
             let step = (len / ENTRY_GROWTH_DIVISOR).max(MIN_ENTRY_GROWTH);
-            self.entries.reserve_exact(step.max(additional));
+            try_reserve_exact(&mut self.entries, step.max(additional))?;
         }
         let needed = len + additional;
         if self.index.is_empty() || needed as f64 > self.index.len() as f64 * MAX_LOAD {
@@ -337,8 +345,12 @@ impl KeyTable {
                 reason = "sizes"
             )]
             let for_needed = (needed as f64 / MAX_LOAD) as usize + 1;
-            self.rebuild_index(grown.max(for_needed).max(MIN_CAPACITY), self.hash_mode);
+            let capacity = grown.max(for_needed).max(MIN_CAPACITY);
+            // Grown here, fallibly; the rebuild then only reuses the allocation.
+            try_reserve_total(&mut self.index, capacity)?;
+            self.rebuild_index(capacity, self.hash_mode);
         }
+        Ok(())
     }
 
     /// Starts loading what the lookups of a request's keys read first (a hint; no effect on
@@ -757,7 +769,7 @@ mod tests {
             if !conversation.is_multiple_of(4) {
                 continue;
             }
-            table.reserve(20);
+            table.reserve(20).unwrap();
             for id in ids {
                 upsert(&mut table, id, position);
                 position += 1;
@@ -778,7 +790,7 @@ mod tests {
     fn contiguous_dense_ids_keep_the_fold_hash() {
         let mut table = KeyTable::default();
         for id in 0..100_000_i64 {
-            table.reserve(1);
+            table.reserve(1).unwrap();
             upsert(&mut table, id, usize::try_from(id).unwrap());
         }
         assert_eq!(
@@ -802,7 +814,7 @@ mod tests {
         for keys in key_sets {
             let mut table = KeyTable::default();
             for (position, &key) in keys.iter().enumerate() {
-                table.reserve(1);
+                table.reserve(1).unwrap();
                 assert!(table.lookup(key).position.is_none());
                 upsert(&mut table, key, position);
             }
@@ -862,7 +874,7 @@ mod tests {
         let mut modes_seen = Vec::new();
         for keys in [&hashed, &dense, &folding_to_zero] {
             for &key in keys {
-                table.reserve(1);
+                table.reserve(1).unwrap();
                 upsert(&mut table, key, position);
                 model.insert(key, position);
                 position += 1;
@@ -898,7 +910,7 @@ mod tests {
         let chain: Vec<i64> = (0..50_u64)
             .map(|i| i64::from_ne_bytes(crate::workload::mix64(i).to_ne_bytes()))
             .collect();
-        table.reserve(chain.len() + 1);
+        table.reserve(chain.len() + 1).unwrap();
         upsert(&mut table, -5, 0);
         // One request adds the chain (head first, as the core's commit does).
         for (position, &key) in chain.iter().enumerate() {
@@ -924,7 +936,7 @@ mod tests {
     #[test]
     fn a_new_key_stays_unplaced_until_its_position_is_set() {
         let mut table = KeyTable::default();
-        table.reserve(2);
+        table.reserve(2).unwrap();
         let slot = table.lookup(42).slot;
         let id = table.find_or_insert_unplaced(slot, 42);
         assert_eq!(table.placed_position(id), None);
@@ -950,7 +962,7 @@ mod tests {
         assert_eq!(id_mask_for(4095), 0x0fff);
         assert_eq!(id_mask_for(u32::MAX as usize), u32::MAX);
         let mut table = KeyTable::default();
-        table.reserve(3000);
+        table.reserve(3000).unwrap();
         let keys: Vec<i64> = (0..3000_i64).map(|i| i * 0x1_0000_0001).collect();
         for (position, &key) in keys.iter().enumerate() {
             upsert(&mut table, key, position);
@@ -976,14 +988,14 @@ mod tests {
         let stored: Vec<i64> = (0..3000)
             .map(|_| i64::from_ne_bytes(rng.next_u64().to_ne_bytes()))
             .collect();
-        table.reserve(stored.len());
+        table.reserve(stored.len()).unwrap();
         for (position, &key) in stored.iter().enumerate() {
             upsert(&mut table, key, position);
         }
         let fresh: Vec<i64> = (0..500)
             .map(|_| i64::from_ne_bytes(rng.next_u64().to_ne_bytes()))
             .collect();
-        table.reserve(fresh.len());
+        table.reserve(fresh.len()).unwrap();
         let saved: Vec<usize> = fresh.iter().map(|&key| table.lookup(key).slot).collect();
         let stored_ids: Vec<usize> = stored.iter().map(|&key| table.lookup(key).slot).collect();
         let mode_before = table.hash_mode;
@@ -1007,7 +1019,7 @@ mod tests {
             assert_eq!(table.lookup(key).slot, id);
         }
         // The next request trusts its own saved slots again.
-        table.reserve(1);
+        table.reserve(1).unwrap();
         assert!(!table.search_slots_stale);
     }
 
@@ -1016,7 +1028,7 @@ mod tests {
         // Two new keys with the same home, both looked up before either is inserted (as in
         // phase 1), then inserted from their phase-1 slots (as in phase 2).
         let mut table = KeyTable::default();
-        table.reserve(2);
+        table.reserve(2).unwrap();
         let (first, second) = (7_i64, (1_i64 << 32) | 6); // both fold to 7
         let (first_slot, second_slot) = (table.lookup(first).slot, table.lookup(second).slot);
         assert_eq!(first_slot, second_slot);
@@ -1073,7 +1085,7 @@ mod tests {
             for step in steps {
                 match step {
                     Step::Upsert(keys) => {
-                        table.reserve(keys.len());
+                        table.reserve(keys.len()).unwrap();
                         for key in keys.into_iter().map(key_of) {
                             upsert(&mut table, key, next_position);
                             model.insert(key, next_position);
@@ -1103,7 +1115,7 @@ mod tests {
             let mut model = std::collections::HashMap::new();
             for position in 0..count {
                 let key = i64::from_ne_bytes((rng.next_u64() | 1 << 63).to_ne_bytes());
-                table.reserve(1);
+                table.reserve(1).unwrap();
                 upsert(&mut table, key, position);
                 model.insert(key, position);
             }
@@ -1116,7 +1128,7 @@ mod tests {
     #[test]
     fn negative_keys_roundtrip() {
         let mut table = KeyTable::default();
-        table.reserve(3);
+        table.reserve(3).unwrap();
         for (position, key) in [-1_i64, i64::MIN, -7_046_029_254_386_353_130]
             .into_iter()
             .enumerate()
@@ -1131,7 +1143,7 @@ mod tests {
     #[test]
     fn remap_drops_and_keeps() {
         let mut table = KeyTable::default();
-        table.reserve(1000);
+        table.reserve(1000).unwrap();
         for key in 0..1000_i64 {
             upsert(&mut table, key * 7919, usize::try_from(key).unwrap());
         }

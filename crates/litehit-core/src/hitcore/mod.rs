@@ -13,6 +13,14 @@
 //! committing the stored blocks first and then adding the new keys (head first, so in the
 //! hashed table chains are neighbouring entries); then dead positions are compacted when they
 //! dominate (REFERENCE §3).
+//!
+//! Memory: every growth that scales with the keys held (key table, key index, dense-id array,
+//! position bitset and its Fenwick tree, compaction's remap) is reserved fallibly, once per request before anything
+//! changes, so running out of memory is an [`OutOfMemory`] error with the state still that of
+//! the previous request, not an abort. An optional *memory horizon*
+//! ([`LiteHit::with_memory_horizon_blocks`]) bounds the keys held: like TTL expiry it only
+//! decides which keys are forgotten (a key deeper than the horizon counts as cold, and
+//! compaction drops it), never how a depth is evaluated; the core still takes no capacity.
 
 mod dense_id_table;
 mod hints;
@@ -43,6 +51,41 @@ pub const COMPACTION_SLACK_POSITIONS: usize = 4096;
 /// line-fill buffer at once and stall on the requests themselves.
 const NEW_KEY_SEARCH_LOOKAHEAD: usize = 16;
 
+/// A growth the allocator refused: about `bytes` were asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct AllocFailed {
+    pub(crate) bytes: usize,
+}
+
+/// `vec.try_reserve_exact(additional)`, saying how many bytes it asked for when it fails.
+pub(crate) fn try_reserve_exact<T>(vec: &mut Vec<T>, additional: usize) -> Result<(), AllocFailed> {
+    vec.try_reserve_exact(additional).map_err(|_| AllocFailed {
+        bytes: additional.saturating_mul(size_of::<T>()),
+    })
+}
+
+/// Makes `vec`'s capacity at least `total` elements (exactly that when it grows).
+pub(crate) fn try_reserve_total<T>(vec: &mut Vec<T>, total: usize) -> Result<(), AllocFailed> {
+    let additional = total.saturating_sub(vec.len());
+    try_reserve_exact(vec, additional)
+}
+
+/// The core could not grow: the request that needed it was not replayed, and the state is
+/// still that of the request before.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("out of memory after {unique_blocks} unique blocks (about {needed_bytes} bytes needed)")]
+pub struct OutOfMemory {
+    /// Keys held when the growth failed.
+    pub unique_blocks: u64,
+    /// The core's heap bytes plus the growth that failed: roughly what it would need.
+    pub needed_bytes: u64,
+}
+
+/// With a memory horizon of `H` blocks, keys are compacted away once the key table holds more
+/// than `H + H / HORIZON_SLACK_DIVISOR + COMPACTION_SLACK_POSITIONS` of them (about 1.125 ×
+/// the horizon); results never depend on it.
+const HORIZON_SLACK_DIVISOR: usize = 8;
+
 /// One lane's exact LRU replay state. Capacity-free by construction.
 #[derive(Debug, Clone, Default)]
 pub struct LiteHit {
@@ -57,6 +100,8 @@ pub struct LiteHit {
     scratch: RequestScratch,
     /// The first key of the next request, from [`Self::prefetch`].
     next_head_hint: Option<i64>,
+    /// Keys deeper than this in the recency order are forgotten (`None`: none are).
+    memory_horizon_blocks: Option<usize>,
 }
 
 /// Per-request buffers, reused so a request allocates nothing once warm.
@@ -88,6 +133,26 @@ impl LiteHit {
         }
     }
 
+    /// Sets a memory horizon of `horizon_blocks` (`None`: off, the default). A key deeper
+    /// than the horizon in the recency order is forgotten, as TTL forgets an expired one:
+    /// the core then holds O(horizon) keys instead of O(unique blocks). A block is a hit at
+    /// capacity `c <= horizon_blocks` exactly as without the horizon; above it the curve
+    /// stops at the horizon, so hits there are lower bounds. Only which keys are forgotten
+    /// depends on it: the core still takes no capacity for evaluation.
+    #[must_use]
+    pub fn with_memory_horizon_blocks(mut self, horizon_blocks: Option<u64>) -> Self {
+        self.memory_horizon_blocks =
+            horizon_blocks.map(|blocks| usize::try_from(blocks.max(1)).unwrap_or(usize::MAX));
+        self
+    }
+
+    /// The memory horizon in blocks, if one is set: hits at larger capacities are lower
+    /// bounds.
+    #[must_use]
+    pub fn memory_horizon_blocks(&self) -> Option<u64> {
+        self.memory_horizon_blocks.map(|blocks| blocks as u64)
+    }
+
     /// The TTL in nanoseconds (`0` = none).
     #[must_use]
     pub fn ttl_ns(&self) -> u64 {
@@ -95,6 +160,9 @@ impl LiteHit {
     }
 
     /// Replays one request and returns its capacity-free fact.
+    ///
+    /// # Panics
+    /// When memory runs out ([`Self::try_process_request_into`] returns that as an error).
     pub fn process_request(&mut self, block_keys: &[i64], now_ns: i64) -> RequestFact {
         let mut fact = RequestFact::default();
         self.process_request_into(block_keys, now_ns, &mut fact);
@@ -102,35 +170,57 @@ impl LiteHit {
     }
 
     /// [`Self::process_request`] writing into `fact`, reusing its allocation.
+    ///
+    /// # Panics
+    /// When memory runs out ([`Self::try_process_request_into`] returns that as an error).
     pub fn process_request_into(
         &mut self,
         block_keys: &[i64],
         now_ns: i64,
         fact: &mut RequestFact,
     ) {
+        if let Err(error) = self.try_process_request_into(block_keys, now_ns, fact) {
+            panic!("{error}");
+        }
+    }
+
+    /// [`Self::process_request_into`], returning an error instead when the core cannot grow:
+    /// that request is then not replayed (the state is the previous request's) and `fact`
+    /// is empty.
+    pub fn try_process_request_into(
+        &mut self,
+        block_keys: &[i64],
+        now_ns: i64,
+        fact: &mut RequestFact,
+    ) -> Result<(), OutOfMemory> {
+        fact.hit_curve.clear();
+        if !block_keys.is_empty() {
+            self.reserve_for(block_keys)
+                .map_err(|failed| self.out_of_memory(failed))?;
+        }
         let now_ns = self.clamp_timestamp(now_ns);
         if self.ttl_ns > 0 {
             self.advance_watermark(now_ns);
         }
-        fact.hit_curve.clear();
         if !block_keys.is_empty() {
-            self.keys.prepare_for(block_keys);
-            self.ranks.reserve(block_keys.len());
             if self.ttl_ns > 0 {
                 self.ttl.open_epoch(self.ranks.len(), now_ns);
             }
             let next_head = self.next_head_hint.take();
             // [`Self::prefetch`] already started this request's loads.
             let hinted = next_head.is_some() && next_head == block_keys.first().copied();
-            let dead_below = self.ttl.dead_below_position;
+            let forgotten = Forgotten {
+                dead_below: self.ttl.dead_below_position,
+                max_required: self.memory_horizon_blocks.map_or(u64::MAX, |h| h as u64),
+            };
             let (ranks, scratch) = (&mut self.ranks, &mut self.scratch);
             match &mut self.keys {
                 KeyStore::DenseIds(table) => {
-                    build_hit_curve(table, ranks, scratch, dead_below, block_keys, hinted, fact);
+                    build_hit_curve(table, ranks, scratch, forgotten, block_keys, hinted, fact);
                     commit(table, ranks, scratch, block_keys);
                 }
                 KeyStore::Hashed(table) => {
-                    build_hit_curve(table, ranks, scratch, dead_below, block_keys, hinted, fact);
+                    build_hit_curve(table, ranks, scratch, forgotten, block_keys, hinted, fact);
                     if let Some(next_head) = next_head {
                         // Its index slot has arrived by now; start its entry for the next
                         // request.
@@ -140,7 +230,26 @@ impl LiteHit {
                 }
             }
         }
-        self.compact_if_sparse();
+        self.compact_if_sparse()
+            .map_err(|failed| self.out_of_memory(failed))
+    }
+
+    /// Reserves everything one request can grow, before any state changes.
+    fn reserve_for(&mut self, block_keys: &[i64]) -> Result<(), AllocFailed> {
+        self.keys.prepare_for(block_keys)?;
+        self.ranks.reserve(block_keys.len())?;
+        let scratch = &mut self.scratch;
+        // `old_positions_plus_one` only holds the blocks phase 1 looks up (up to the first new
+        // key), so it is not reserved for the whole request: that would cost 8 bytes per block
+        // of the largest request for nothing; it grows at most like one request's keys.
+        try_reserve_total(&mut scratch.slots, block_keys.len())
+    }
+
+    fn out_of_memory(&self, failed: AllocFailed) -> OutOfMemory {
+        OutOfMemory {
+            unique_blocks: self.keys.len() as u64,
+            needed_bytes: (self.memory_usage_bytes() as u64).saturating_add(failed.bytes as u64),
+        }
     }
 
     /// Hints that `next_block_keys` is the request after the one about to be replayed: starts
@@ -176,8 +285,11 @@ impl LiteHit {
 
     /// Distinct keys that are currently resident at unlimited capacity (expired excluded).
     #[must_use]
+    /// With a memory horizon, at most the horizon.
     pub fn current_unique_blocks(&self) -> u64 {
-        self.live_markers() as u64
+        let live = self.live_markers();
+        self.memory_horizon_blocks
+            .map_or(live, |horizon| live.min(horizon)) as u64
     }
 
     /// Markers swept by the TTL watermark so far (a key that expires, returns and expires again
@@ -260,20 +372,45 @@ impl LiteHit {
         }
     }
 
-    /// Reclaims dead positions once they dominate; drops TTL-expired keys while at it.
+    /// Reclaims dead positions once they dominate, or keys past the memory horizon once they
+    /// add up; drops TTL-expired keys and those past the horizon while at it.
     #[inline]
-    fn compact_if_sparse(&mut self) {
+    fn compact_if_sparse(&mut self) -> Result<(), AllocFailed> {
         let positions = self.ranks.len();
-        if positions
-            > COMPACTION_POSITIONS_PER_LIVE_KEY * self.live_markers() + COMPACTION_SLACK_POSITIONS
+        let past_horizon = self.memory_horizon_blocks.is_some_and(|horizon| {
+            self.keys.len() > horizon + horizon / HORIZON_SLACK_DIVISOR + COMPACTION_SLACK_POSITIONS
+        });
+        if past_horizon
+            || positions
+                > COMPACTION_POSITIONS_PER_LIVE_KEY * self.live_markers()
+                    + COMPACTION_SLACK_POSITIONS
         {
-            self.compact();
+            self.compact()?;
         }
+        Ok(())
+    }
+
+    /// The first position compaction keeps: the TTL watermark, or the marker of the key at
+    /// the horizon's depth if that is higher.
+    fn first_kept_position(&mut self) -> usize {
+        let dead_below = self.ttl.dead_below_position;
+        let Some(horizon) = self.memory_horizon_blocks else {
+            return dead_below;
+        };
+        self.ranks.flush();
+        let live = self.live_markers();
+        if live <= horizon {
+            return dead_below;
+        }
+        self.ranks
+            .nth_set_position(self.ranks.set_count() - horizon)
+            .max(dead_below)
     }
 
     #[inline(never)]
-    fn compact(&mut self) {
-        let remap = self.ranks.compact(self.ttl.dead_below_position);
+    fn compact(&mut self) -> Result<(), AllocFailed> {
+        let first_kept = self.first_kept_position();
+        let remap = self.ranks.compact(first_kept)?;
         if remap.dropped_count == 0 {
             self.keys
                 .renumber_positions(|old| remap.new_position(old), |old| remap.prefetch(old));
@@ -283,9 +420,21 @@ impl LiteHit {
                 .retain_renumbered(|old| remap.keeps(old).then(|| remap.new_position(old)));
         }
         if self.ttl_ns > 0 {
-            self.ttl.remap(|old| remap.new_position(old));
+            // Epochs that began below the horizon's cut start at the first kept position.
+            self.ttl
+                .remap(|old| remap.new_position(old.max(first_kept)));
         }
+        Ok(())
     }
+}
+
+/// What phase 1 treats as cold although the key is stored.
+#[derive(Debug, Clone, Copy)]
+struct Forgotten {
+    /// Positions below the TTL watermark are expired.
+    dead_below: usize,
+    /// A depth past the memory horizon (`u64::MAX`: none) is forgotten.
+    max_required: u64,
 }
 
 /// Phase 1: the hit curve on the read-only pre-request snapshot. Stops looking keys up at the
@@ -301,11 +450,15 @@ fn build_hit_curve(
     keys: &mut impl BlockLookups,
     ranks: &RecencyRanks,
     scratch: &mut RequestScratch,
-    dead_below: usize,
+    forgotten: Forgotten,
     block_keys: &[i64],
     hinted: bool,
     fact: &mut RequestFact,
 ) {
+    let Forgotten {
+        dead_below,
+        max_required,
+    } = forgotten;
     if !hinted {
         keys.prefetch_request(block_keys);
     }
@@ -360,6 +513,9 @@ fn build_hit_curve(
             }
             _ => ranks.count_after(position) as u64 + 1,
         };
+        if required > max_required {
+            break; // past the memory horizon: forgotten, as if cold
+        }
         previous = Some((position, required));
         prefix_required = prefix_required.max(required);
         // Monotone guard: a no-op under the prefix contract, pessimistic otherwise.

@@ -12,6 +12,8 @@
 const BLOCK_BITS: usize = 512;
 const WORDS_PER_BLOCK: usize = BLOCK_BITS / 64;
 
+use super::{AllocFailed, try_reserve_exact, try_reserve_total};
+
 /// The bitset of live recency markers plus a Fenwick tree over block popcounts.
 ///
 /// Position `p` (0-based) is set iff it is the latest position of some tracked key. Positions
@@ -49,10 +51,11 @@ impl RecencyRanks {
     }
 
     /// Makes room for `additional` more positions so `push` never reallocates mid-request.
-    pub(crate) fn reserve(&mut self, additional: usize) {
+    /// Fails, changing nothing, when the memory is not there.
+    pub(crate) fn reserve(&mut self, additional: usize) -> Result<(), AllocFailed> {
         let needed_bits = self.len + additional;
         if needed_bits <= self.words.len() * 64 {
-            return;
+            return Ok(());
         }
         self.flush();
         let current_blocks = self.words.len() / WORDS_PER_BLOCK;
@@ -61,10 +64,30 @@ impl RecencyRanks {
         // wastes little.
         let new_blocks = needed_blocks.max(current_blocks + current_blocks / 4 + 16);
         // Exact: `resize` alone would double the capacity, and the spare half counts as memory.
-        self.words
-            .reserve_exact(new_blocks * WORDS_PER_BLOCK - self.words.len());
+        try_reserve_total(&mut self.block_tree, new_blocks + 1)?;
+        try_reserve_total(&mut self.words, new_blocks * WORDS_PER_BLOCK)?;
         self.words.resize(new_blocks * WORDS_PER_BLOCK, 0);
         self.rebuild_tree();
+        Ok(())
+    }
+
+    /// The position of the set marker with `count` set markers before it (`count <
+    /// set_count`, pending removals flushed). O(positions / 64): for compaction.
+    pub(crate) fn nth_set_position(&self, count: usize) -> usize {
+        debug_assert!(count < self.set_count && self.pending_removal.count == 0);
+        let mut remaining = count;
+        for (index, &word) in self.words.iter().enumerate() {
+            let ones = word.count_ones() as usize;
+            if remaining < ones {
+                let mut word = word;
+                for _ in 0..remaining {
+                    word &= word - 1; // clear the lowest set bit
+                }
+                return index * 64 + word.trailing_zeros() as usize;
+            }
+            remaining -= ones;
+        }
+        self.len
     }
 
     /// Number of set positions in `0..=position`.
@@ -161,9 +184,10 @@ impl RecencyRanks {
 
     /// Renumbers the set positions in `first_kept..len` to `0..kept` (order preserved) and
     /// drops every position below `first_kept`. `new_position` maps old → new for callers.
-    pub(crate) fn compact(&mut self, first_kept: usize) -> PositionRemap {
+    /// Fails, changing nothing, when the memory for the remap is not there.
+    pub(crate) fn compact(&mut self, first_kept: usize) -> Result<PositionRemap, AllocFailed> {
         self.flush();
-        let remap = PositionRemap::new(self, first_kept);
+        let remap = PositionRemap::new(self, first_kept)?;
         let kept = self.set_count - remap.dropped_count;
         let kept_blocks = (kept + 1).div_ceil(BLOCK_BITS).max(1);
         // Keep the allocation only if it is not much larger than needed.
@@ -181,7 +205,7 @@ impl RecencyRanks {
         self.len = kept;
         self.set_count = kept;
         self.rebuild_tree();
-        remap
+        Ok(remap)
     }
 
     /// Forgets every position but keeps the allocation for reuse.
@@ -248,8 +272,15 @@ pub(crate) struct PositionRemap {
 }
 
 impl PositionRemap {
-    fn new(ranks: &RecencyRanks, first_kept: usize) -> Self {
-        let mut set_before_block = Vec::with_capacity(ranks.words.len() / WORDS_PER_BLOCK + 1);
+    fn new(ranks: &RecencyRanks, first_kept: usize) -> Result<Self, AllocFailed> {
+        let mut set_before_block = Vec::new();
+        try_reserve_exact(
+            &mut set_before_block,
+            ranks.words.len() / WORDS_PER_BLOCK + 1,
+        )?;
+        let mut words = Vec::new();
+        try_reserve_exact(&mut words, ranks.words.len())?;
+        words.extend_from_slice(&ranks.words);
         let mut running = 0;
         for words in ranks.words.chunks_exact(WORDS_PER_BLOCK) {
             set_before_block.push(running);
@@ -258,12 +289,12 @@ impl PositionRemap {
         set_before_block.push(running);
         let mut remap = Self {
             set_before_block,
-            words: ranks.words.clone(),
+            words,
             first_kept,
             dropped_count: 0,
         };
         remap.dropped_count = remap.set_before(first_kept);
-        remap
+        Ok(remap)
     }
 
     /// Set positions in `0..end` of the old bitset.
@@ -319,7 +350,7 @@ mod tests {
         for step in 0..1500 {
             // Runs of 1..=70 positions: within a word, across words and across blocks.
             let run = next_random() % 70 + 1;
-            ranks.reserve(run);
+            ranks.reserve(run).unwrap();
             assert_eq!(ranks.push_run(run), bits.len());
             bits.resize(bits.len() + run, true);
             // About as many removals as a request's hits make, anywhere in the past.
@@ -349,14 +380,14 @@ mod tests {
     #[test]
     fn compaction_preserves_order_and_drops_prefix() {
         let mut ranks = RecencyRanks::default();
-        ranks.reserve(2000);
+        ranks.reserve(2000).unwrap();
         assert_eq!(ranks.push_run(2000), 0);
         for p in (0..2000).filter(|p| p % 3 != 0) {
             ranks.remove(p);
         }
         ranks.flush();
         // Survivors: multiples of 3; drop those below 600.
-        let remap = ranks.compact(600);
+        let remap = ranks.compact(600).unwrap();
         assert_eq!(remap.dropped_count, 200);
         assert_eq!(remap.new_position(600), 0);
         assert_eq!(remap.new_position(603), 1);
@@ -366,5 +397,19 @@ mod tests {
         assert_eq!(ranks.set_count(), 467);
         assert_eq!(ranks.count_after(0), 466);
         assert_eq!(ranks.count_after(466), 0);
+    }
+
+    #[test]
+    fn nth_set_position_counts_set_markers_across_words_and_blocks() {
+        let mut ranks = RecencyRanks::default();
+        ranks.reserve(3000).unwrap();
+        ranks.push_run(3000);
+        for p in (0..3000).filter(|p| p % 7 != 0) {
+            ranks.remove(p);
+        }
+        ranks.flush();
+        for count in [0, 1, 9, 10, 73, 200, 428] {
+            assert_eq!(ranks.nth_set_position(count), count * 7, "count {count}");
+        }
     }
 }

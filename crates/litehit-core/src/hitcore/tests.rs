@@ -532,3 +532,44 @@ proptest::proptest! {
         replay_shapes(&phases);
     }
 }
+
+#[test]
+fn a_memory_horizon_forgets_keys_deeper_than_it() {
+    // Key 1 returns at depth 3: a hit from capacity 3 on without a horizon, cold with a
+    // horizon of 2 (capacities 1 and 2 miss it either way).
+    let trace: [&[i64]; 4] = [&[1], &[2], &[3], &[1]];
+    let mut exact = LiteHit::new();
+    let mut bounded = LiteHit::new().with_memory_horizon_blocks(Some(2));
+    assert_eq!(bounded.memory_horizon_blocks(), Some(2));
+    let (mut exact_fact, mut bounded_fact) = (RequestFact::default(), RequestFact::default());
+    for (time, keys) in (1..).zip(trace) {
+        exact_fact = exact.process_request(keys, time);
+        bounded_fact = bounded.process_request(keys, time);
+    }
+    assert_eq!(pairs(&exact_fact), [[3, 1]]);
+    assert!(bounded_fact.hit_curve.is_empty());
+    for capacity in 0..=2 {
+        assert_eq!(
+            project_blocks(&bounded_fact, capacity),
+            project_blocks(&exact_fact, capacity)
+        );
+    }
+    assert_eq!(bounded.current_unique_blocks(), 2);
+    assert_eq!(exact.current_unique_blocks(), 3);
+}
+
+#[test]
+fn a_memory_horizon_bounds_the_keys_held() {
+    let horizon = 1_000_usize;
+    let mut core = LiteHit::new().with_memory_horizon_blocks(Some(horizon as u64));
+    let bound = horizon + horizon / HORIZON_SLACK_DIVISOR + COMPACTION_SLACK_POSITIONS;
+    for request in 0..400_i64 {
+        let keys: Vec<i64> = (0..100).map(|i| request * 100 + i).collect();
+        core.process_request(&keys, request + 1);
+        assert!(core.tracked_keys() <= bound, "{} keys", core.tracked_keys());
+    }
+    assert!(core.tracked_keys() <= bound);
+    // 40 000 unique keys went through; a re-access of the first is cold now.
+    let fact = core.process_request(&[0], 500);
+    assert!(fact.hit_curve.is_empty());
+}

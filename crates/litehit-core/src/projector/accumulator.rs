@@ -58,6 +58,22 @@ impl CapacityAxisAccumulator {
         self.fact_count += 1;
     }
 
+    /// Grows, fallibly, whatever [`Self::add_fact`] would grow for `fact`, so that a
+    /// following `add_fact(fact)` allocates nothing. On failure nothing changed, and the error
+    /// says about how many bytes the growth asked for.
+    pub fn try_reserve_for(&mut self, fact: &RequestFact) -> Result<(), GrowthFailed> {
+        let deepest = fact
+            .hit_curve
+            .last()
+            .map_or(0, |segment| segment.end_required_blocks());
+        let dense_end = deepest.min(MAX_DENSE_CAPACITY_BLOCKS - 1);
+        let needed = usize::try_from(dense_end).expect("dense capacities fit in usize") + 1;
+        if needed > self.slope_delta.len() {
+            self.try_grow_to(needed)?;
+        }
+        Ok(())
+    }
+
     /// Number of facts added.
     #[must_use]
     pub fn fact_count(&self) -> u64 {
@@ -199,15 +215,38 @@ impl CapacityAxisAccumulator {
     }
 
     /// Grows the dense array (geometrically) and rebuilds both trees in O(n).
+    ///
+    /// # Panics
+    /// When memory runs out ([`Self::try_reserve_for`] grows fallibly first).
     fn grow_to(&mut self, min_len: usize) {
+        if let Err(error) = self.try_grow_to(min_len) {
+            panic!("capacity accumulator: {error}");
+        }
+    }
+
+    /// [`Self::grow_to`], leaving everything unchanged when the memory is not there.
+    fn try_grow_to(&mut self, min_len: usize) -> Result<(), GrowthFailed> {
         let new_len = min_len
             .max(self.slope_delta.len() * 2)
             .max(BLOCK_CAPACITIES * 16)
             .next_multiple_of(BLOCK_CAPACITIES);
-        self.slope_delta.resize(new_len, 0);
         let block_count = new_len / BLOCK_CAPACITIES;
-        self.block_delta_tree = vec![0; block_count + 1];
-        self.block_weighted_tree = vec![0; block_count + 1];
+        let growth_bytes =
+            ((new_len - self.slope_delta.len() + 2 * (block_count + 1)) * size_of::<u64>()) as u64;
+        let mut block_delta_tree = Vec::new();
+        let mut block_weighted_tree = Vec::new();
+        self.slope_delta
+            .try_reserve_exact(new_len - self.slope_delta.len())
+            .and_then(|()| block_delta_tree.try_reserve_exact(block_count + 1))
+            .and_then(|()| block_weighted_tree.try_reserve_exact(block_count + 1))
+            .map_err(|_| GrowthFailed {
+                bytes: growth_bytes,
+            })?;
+        self.slope_delta.resize(new_len, 0);
+        block_delta_tree.resize(block_count + 1, 0);
+        block_weighted_tree.resize(block_count + 1, 0);
+        self.block_delta_tree = block_delta_tree;
+        self.block_weighted_tree = block_weighted_tree;
         for (block, cells) in self.slope_delta.chunks_exact(BLOCK_CAPACITIES).enumerate() {
             let base = (block * BLOCK_CAPACITIES) as u64;
             let mut delta_sum = 0_u64;
@@ -229,7 +268,15 @@ impl CapacityAxisAccumulator {
                     self.block_weighted_tree[parent].wrapping_add(self.block_weighted_tree[node]);
             }
         }
+        Ok(())
     }
+}
+
+/// The accumulator could not grow: about `bytes` were asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("out of memory growing by {bytes} bytes")]
+pub struct GrowthFailed {
+    pub bytes: u64,
 }
 
 #[cfg(test)]

@@ -127,6 +127,9 @@ pub struct IngestConfig {
     pub follow_file: bool,
     /// The HTTP endpoint's address, shown in the snapshot (`watch --listen`).
     pub listen: Option<std::net::SocketAddr>,
+    /// Every lane's memory horizon (`watch --memory-horizon`; `None`: exact at every
+    /// capacity): see `Engine::with_memory_horizon`.
+    pub memory_horizon: Option<Capacity>,
 }
 
 /// Makes the engine configuration for a detected trace format (see
@@ -169,6 +172,7 @@ impl IngestConfig {
             engine_for_format: None,
             follow_file: true,
             listen: None,
+            memory_horizon: None,
         }
     }
 }
@@ -176,7 +180,10 @@ impl IngestConfig {
 /// Starts the ingest thread. Fails only if the engine configuration is invalid or the spill
 /// file cannot be created; problems with the trace itself are shown, never fatal.
 pub fn spawn(config: IngestConfig) -> crate::Result<LiveHandle> {
-    let engine = Engine::new(config.engine.clone(), Policy::SkipAndCount)?;
+    let mut engine = Engine::new(config.engine.clone(), Policy::SkipAndCount)?;
+    if let Some(horizon) = config.memory_horizon {
+        engine = engine.with_memory_horizon(horizon);
+    }
     let spill = if config.retain_facts {
         FactsSpill::create(config.spill_dir.as_deref())
             .map_err(crate::LiveError::io("creating the facts spill file"))?

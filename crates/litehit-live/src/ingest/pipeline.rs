@@ -14,7 +14,7 @@
 //! had been appended to the followed file; [`Pipeline::process_batch`] also says which of its
 //! lines were rejected, and why, for the reply.
 
-use litehit_core::engine::{Engine, Policy};
+use litehit_core::engine::{Engine, EngineError, Policy};
 use litehit_core::formats::{
     LineOutcome, LineParser, ParseOptions, TraceEvent, TraceFormat, detect_format,
 };
@@ -155,6 +155,9 @@ impl Pipeline {
         let trace_block_size_tokens = config.trace_block_size_tokens;
         match Engine::new(config, Policy::SkipAndCount) {
             Ok(mut engine) => {
+                if let Some(horizon) = self.engine.memory_horizon() {
+                    engine = engine.with_memory_horizon(horizon);
+                }
                 engine.inherit_bad_lines(earlier);
                 self.engine = engine;
                 self.parse_options = ParseOptions {
@@ -209,6 +212,11 @@ impl Pipeline {
                     .process_event(&self.event, line_number, &mut |row| spill.push(&row));
                 if let Err(error) = result {
                     // Live runs skip and count; an error here still must not stop the monitor.
+                    // Out of memory, no later line is replayed: the numbers and facts so far
+                    // stay as they were, and every later line is counted with that reason.
+                    if matches!(error, EngineError::OutOfMemory { .. }) {
+                        self.engine_error = Some(error.to_string());
+                    }
                     self.engine.record_bad_line(line_number, error.to_string());
                 }
             }
