@@ -293,6 +293,30 @@ pub struct Tailer {
     rotation_grace: Duration,
     /// Standard input reached its end.
     input_ended: bool,
+    /// Where the file watcher saw the followed path renamed to, oldest first (see
+    /// [`RenameSink`]).
+    renamed_to: RenameSink,
+}
+
+/// The new names of the followed file, as the file watcher reports its renames: a generation
+/// renamed away before the tailer ever looked at the path (rotations faster than a check,
+/// a monitor starved of CPU) is found there, and read in turn.
+#[derive(Debug, Clone, Default)]
+pub struct RenameSink(std::sync::Arc<std::sync::Mutex<VecDeque<PathBuf>>>);
+
+impl RenameSink {
+    fn push(&self, path: PathBuf) {
+        if let Ok(mut queue) = self.0.lock() {
+            queue.push_back(path);
+        }
+    }
+
+    fn take(&self) -> Vec<PathBuf> {
+        self.0
+            .lock()
+            .map(|mut queue| queue.drain(..).collect())
+            .unwrap_or_default()
+    }
 }
 
 /// Default of [`Tailer::with_rotation_grace`]: logrotate's `create` makes the new file before
@@ -344,7 +368,13 @@ impl Tailer {
             lost_generations: 0,
             rotation_grace: ROTATION_GRACE,
             input_ended: false,
+            renamed_to: RenameSink::default(),
         }
+    }
+
+    /// Where a [`FileWatcher`] reports the followed file's renames.
+    pub fn rename_sink(&self) -> RenameSink {
+        self.renamed_to.clone()
     }
 
     /// A tailer for standard input (`kubectl logs -f … | litehit watch -`): read as it comes,
@@ -510,6 +540,9 @@ impl Tailer {
     }
 
     fn check_file(&mut self, path: &Path) -> io::Result<Option<TailNotice>> {
+        if self.current.is_some() {
+            self.queue_renamed_generations()?;
+        }
         let path_meta = match std::fs::metadata(path) {
             Ok(meta) => Some(meta),
             Err(err) if err.kind() == io::ErrorKind::NotFound => None,
@@ -558,6 +591,34 @@ impl Tailer {
             return Ok(None);
         }
         self.open_first(path)
+    }
+
+    /// Queues, in the order they were renamed, the generations the watcher saw renamed away
+    /// from the path that are neither being read nor queued: each was the file at the path
+    /// once, after the one being read (the current one's own rename is skipped by identity).
+    fn queue_renamed_generations(&mut self) -> io::Result<()> {
+        for renamed in self.renamed_to.take() {
+            let Ok(meta) = std::fs::metadata(&renamed) else {
+                continue; // gone again: nothing left to read
+            };
+            let identity = FileIdentity::of(&meta);
+            let known = identity.is_none()
+                || self
+                    .current
+                    .as_ref()
+                    .is_some_and(|generation| generation.identity == identity)
+                || self.queue.iter().any(|queued| queued.identity() == identity);
+            if !meta.is_file() || known {
+                continue;
+            }
+            if let Some(generation) = Generation::open(&renamed)?
+                && generation.identity == identity
+            {
+                self.current_renamed_away = true;
+                self.queue.push_back(Queued::Open(generation));
+            }
+        }
+        Ok(())
     }
 
     /// The first file (or one created after the path was missing).
@@ -1023,18 +1084,40 @@ impl std::fmt::Debug for FileWatcher {
 }
 
 impl FileWatcher {
-    /// Starts watching the directory of `path` (so creation, rename and deletion are seen).
-    /// Fails where notify cannot watch; the caller then polls.
-    pub fn start(path: &Path, wake: impl Fn() + Send + 'static) -> notify::Result<Self> {
+    /// Starts watching the directory of `path` (so creation, rename and deletion are seen);
+    /// the new names the file is renamed to go to `renames`. Fails where notify cannot watch;
+    /// the caller then polls.
+    pub fn start(
+        path: &Path,
+        renames: RenameSink,
+        wake: impl Fn() + Send + 'static,
+    ) -> notify::Result<Self> {
+        use notify::event::{EventKind, ModifyKind, RenameMode};
         let directory = litehit_core::facts::file::directory_of(path).to_path_buf();
         let file_name = path.file_name().map(std::ffi::OsStr::to_os_string);
-        Self::watch(
-            &directory,
-            move |event_path: &Path| {
-                event_path.file_name().map(std::ffi::OsStr::to_os_string) == file_name
-            },
-            wake,
-        )
+        let is_followed = move |event_path: &Path| {
+            event_path.file_name().map(std::ffi::OsStr::to_os_string) == file_name
+        };
+        let mut watcher =
+            notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+                let relevant = match &event {
+                    Ok(event) => {
+                        if event.kind == EventKind::Modify(ModifyKind::Name(RenameMode::Both))
+                            && let [from, to] = event.paths.as_slice()
+                            && is_followed(from)
+                        {
+                            renames.push(to.clone());
+                        }
+                        event.paths.iter().any(|path| is_followed(path))
+                    }
+                    Err(_) => true,
+                };
+                if relevant {
+                    wake();
+                }
+            })?;
+        notify::Watcher::watch(&mut watcher, &directory, notify::RecursiveMode::NonRecursive)?;
+        Ok(Self { _watcher: watcher })
     }
 
     /// Starts watching the directory `dir` for anything (a followed directory).

@@ -318,7 +318,7 @@ impl Ingest {
         let watcher = if self.config.directory.is_some() {
             FileWatcher::start_directory(&self.config.trace_path, wake)
         } else {
-            FileWatcher::start(&self.config.trace_path, wake)
+            FileWatcher::start(&self.config.trace_path, self.tailer.rename_sink(), wake)
         };
         if let Ok(watcher) = watcher {
             self.watcher = Some(watcher);
