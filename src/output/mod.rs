@@ -10,4 +10,5 @@ pub mod mrc;
 pub mod number_format;
 pub mod plot;
 pub mod query_jsonl;
+pub mod query_windows;
 pub mod summary;
