@@ -30,3 +30,4 @@ mod tiers;
 mod tui_render;
 mod watch_pty;
 mod watch_tail;
+mod windows;

@@ -205,3 +205,88 @@ fn a_hit_in_a_lower_tier_is_promoted_to_the_top() {
     }
     assert_eq!(served, [0, 1]);
 }
+
+/// `query --tiers` on a replayed generated trace: each summary's tier fields are the plain
+/// query's totals at the cumulative (exclusive) or own (inclusive) capacities, differenced.
+#[test]
+fn query_tier_fields_are_differences_of_plain_query_totals() {
+    use crate::common::cli_bin::{
+        FACTS, generate, ok, parse_query_output, run_in, standard_trace, u64s,
+    };
+    use litehit_core::workload::WorkloadConfig;
+
+    let dir = tempfile::tempdir().unwrap();
+    let requests = generate(
+        WorkloadConfig {
+            instance_ids: vec!["x".into(), "y".into()],
+            live_conversations: 50,
+            ..WorkloadConfig::default()
+        },
+        1500,
+    );
+    let trace = dir.path().join("trace.jsonl");
+    std::fs::write(&trace, standard_trace(&requests)).unwrap();
+    let out = dir.path().join("out");
+    let (trace, out) = (trace.to_str().unwrap(), out.to_str().unwrap());
+    ok(run_in(
+        None,
+        [
+            "replay",
+            trace,
+            "--trace-block-size",
+            "16",
+            "--out",
+            out,
+            "--quiet",
+        ],
+    ));
+    let facts = format!("{out}/{FACTS}");
+    let query = |extra: &[&str]| {
+        let mut args = vec!["query", &facts, "-", "--summary-only"];
+        args.extend(extra);
+        parse_query_output(&ok(run_in(None, &args)).stdout)
+    };
+    for (mode, cumulative) in [("exclusive", "3,43,443"), ("inclusive", "3,40,400")] {
+        let blocks = format!("--capacity-blocks={cumulative}");
+        let plain = query(&[&blocks]);
+        let tiered = query(&[
+            &blocks,
+            "--tiers",
+            "hbm=3b,dram=40b,ssd=400b",
+            "--tier-mode",
+            mode,
+        ]);
+        let mut summaries = plain.instance_summaries.clone();
+        summaries.push(plain.overall.clone());
+        let mut tiered_summaries = tiered.instance_summaries.clone();
+        tiered_summaries.push(tiered.overall.clone());
+        for (plain, tiered) in summaries.iter().zip(&tiered_summaries) {
+            let totals = u64s(&plain["total_hit_blocks"]);
+            let expected = vec![totals[0], totals[1] - totals[0], totals[2] - totals[1]];
+            assert_eq!(
+                u64s(&tiered["tier_hit_blocks"]),
+                expected,
+                "{mode}: {tiered}"
+            );
+            assert!(
+                totals[2] > totals[0],
+                "the tiers below the top serve something"
+            );
+            assert_eq!(tiered["tier_mode"], mode);
+            assert_eq!(
+                tiered["tier_names"],
+                serde_json::json!(["hbm", "dram", "ssd"])
+            );
+            // Everything before the tier fields is the plain query's line.
+            let plain_text = plain.to_string();
+            assert_eq!(tiered["hit_rates"], plain["hit_rates"], "{plain_text}");
+            let input = tiered["total_input_tokens"].as_u64().unwrap() as f64;
+            let served: u64 = u64s(&tiered["tier_hit_tokens"]).iter().sum();
+            let miss = tiered["miss_share"].as_f64().unwrap();
+            assert!(
+                (miss - (input - served as f64) / input).abs() < 1e-5,
+                "{tiered}"
+            );
+        }
+    }
+}
