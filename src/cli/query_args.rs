@@ -54,8 +54,8 @@ pub struct QueryArgs {
     pub span: SpanArgs,
 
     /// Instead of rows and summaries, write one line per time window and capacity (over all
-    /// instances): `600`, `10m`; windows start at the first accounted row's window of the
-    /// trace (window k covers trace time [k·W, (k+1)·W)); empty windows are left out
+    /// instances) for windows of this length (`600`, `10m`): window k covers trace time
+    /// [k·W, (k+1)·W) from the first request; empty windows are left out
     #[arg(long, value_name = "DURATION", conflicts_with_all = ["tiers", "summary_only"])]
     pub window: Option<String>,
 
@@ -68,9 +68,10 @@ pub struct QueryArgs {
 #[derive(Debug, Clone, Default, PartialEq, clap::Args)]
 pub struct TierArgs {
     /// Cache tiers, top first, comma-separated: sizes (`80GB,512GB,4TB`; binary units, TB =
-    /// 1024 GB; blocks as `1000b`; `inf`), optionally named (`hbm=80GB,dram=512GB`). Each
-    /// summary line then also gets `tier_mode`, `tier_names`, `tier_sizes`,
-    /// `tier_hit_blocks`, `tier_hit_tokens`, `tier_shares` and `miss_share`
+    /// 1024 GB; blocks as `1000b`; `inf`), optionally named (`hbm=80GB,dram=512GB`). `query`
+    /// adds `tier_mode`, `tier_names`, `tier_sizes`, `tier_hit_blocks`, `tier_hit_tokens`,
+    /// `tier_shares` and `miss_share` to each summary line; `mrc` adds a tier table (`tiers`
+    /// in --json)
     #[arg(long, value_name = "[NAME=]SIZE,...", value_delimiter = ',')]
     pub tiers: Vec<String>,
 

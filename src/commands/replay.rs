@@ -114,6 +114,8 @@ struct ReplayPlan {
     format: TraceFormat,
     engine: EngineConfig,
     worker_count: usize,
+    /// `--shard K/N`: only these instances are replayed.
+    shard: Option<litehit_core::engine::shard::Shard>,
 }
 
 pub fn run(args: &ReplayArgs) -> Result<()> {
@@ -209,6 +211,7 @@ fn resolve_plan(args: &ReplayArgs) -> Result<ReplayPlan> {
             format: plan.trace_format.unwrap_or(detected),
             engine: plan.engine,
             worker_count: worker_count(None),
+            shard: args.shard,
         });
     }
     if args.lane.any_lane_parameter() {
@@ -259,12 +262,16 @@ fn resolve_plan(args: &ReplayArgs) -> Result<ReplayPlan> {
         format,
         engine,
         worker_count: worker_count(pipeline_worker_count),
+        shard: args.shard,
     })
 }
 
 /// Replays the plan and publishes the facts; nothing is published on any error.
 fn replay_plan(plan: ReplayPlan, show_progress: bool) -> Result<(PipelineTotals, Engine, PathBuf)> {
     let mut engine = Engine::new(plan.engine.clone(), Policy::FailFast)?.without_capacity_curves();
+    if let Some(shard) = plan.shard {
+        engine = engine.with_shard(shard);
+    }
     let parser = LineParser::new(
         plan.format,
         ParseOptions {

@@ -7,6 +7,7 @@
 
 mod line_buffer;
 pub mod mrc;
+pub mod mrc_planner;
 pub mod number_format;
 pub mod plot;
 pub mod query_jsonl;

@@ -26,6 +26,7 @@ mod parity;
 mod publication;
 mod query;
 mod seed_example;
+mod shards;
 mod tiers;
 mod tui_render;
 mod watch_pty;
