@@ -232,3 +232,64 @@ fn windows_are_the_oracle_per_window_and_capacity_in_jsonl_and_csv() {
         assert_eq!(fields[6], line["total_hit_tokens"].to_string());
     }
 }
+
+#[test]
+fn mrc_with_a_warmup_and_tiers_agrees_with_query_and_says_its_span() {
+    let dir = tempfile::tempdir().unwrap();
+    let (requests, facts) = replayed_trace(dir.path());
+    let oracle = OracleRows::of(&requests, 16);
+    let first = requests.iter().map(|r| r.timestamp_ns).min().unwrap();
+    let last = requests.iter().map(|r| r.timestamp_ns).max().unwrap();
+    let warmup_end = first + (last - first) / 4;
+    let facts_arg = facts.to_str().unwrap();
+    let svg = dir.path().join("mrc.svg");
+    let mrc = ok(run_in(
+        None,
+        [
+            "mrc",
+            facts_arg,
+            "--json",
+            "--exclude-warmup",
+            "25%",
+            "--tiers",
+            "3b,37b",
+            "--svg",
+            svg.to_str().unwrap(),
+        ],
+    ));
+    let report: Value = serde_json::from_str(&mrc.stdout).unwrap();
+    assert_eq!(
+        report["accounted_span"]["from_ns"].as_i64(),
+        Some(warmup_end)
+    );
+    let (input, hits) = oracle.totals(warmup_end, i64::MAX);
+    assert_eq!(report["total"]["total_input_tokens"].as_u64(), Some(input));
+    // Tiers of 3 and 37 blocks reach 3 and 40 blocks, two of the oracle's capacities.
+    assert_eq!(
+        report["tiers"]["total"]["tier_hit_tokens"],
+        serde_json::json!([hits[1], hits[2] - hits[1]])
+    );
+    let queried = query(
+        &facts,
+        &[
+            "--summary-only",
+            "--exclude-warmup",
+            "25%",
+            "--tiers",
+            "3b,37b",
+        ],
+    );
+    let overall_line: Value = serde_json::from_str(queried.lines().last().unwrap()).unwrap();
+    assert_eq!(
+        overall_line["tier_hit_tokens"],
+        report["tiers"]["total"]["tier_hit_tokens"]
+    );
+    let subtitle = std::fs::read_to_string(&svg).unwrap();
+    assert!(subtitle.contains("trace time "), "the plot says its span");
+
+    let table = ok(run_in(None, ["mrc", facts_arg, "--from", "1s"])).stdout;
+    assert!(
+        table.starts_with("accounted: trace time 1 s – end\n"),
+        "{table}"
+    );
+}
