@@ -27,6 +27,7 @@ mod publication;
 mod query;
 mod seed_example;
 mod shards;
+mod sql;
 mod tiers;
 mod tui_render;
 mod watch_pty;
