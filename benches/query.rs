@@ -205,6 +205,26 @@ fn main() {
         summary_only, to_sink,
         "--summary-only sums what the rows sum"
     );
+    tiers_and_windows(&paths, rows, &written, &to_sink);
+    measure("mrc: curves + knees + report", rows, || {
+        let curves = MrcCurves::from_facts_files(&paths).expect("mrc");
+        let report = curves.report(1000);
+        assert_eq!(report.total.requests, rows_u64);
+        assert_eq!(report.total.total_input_tokens, written.input_tokens);
+        assert_eq!(
+            report.total.infinite_hit_tokens,
+            written.unlimited_hit_tokens
+        );
+    });
+}
+
+/// `query --tiers` and `query --window` at the same 16 slots as the plain query.
+fn tiers_and_windows(paths: &[PathBuf], rows: usize, written: &Written, to_sink: &QuerySummary) {
+    let slots = || QuerySlots {
+        capacity_gb: (0..15).map(|i| f64::from(i) * 64.0).chain([-1.0]).collect(),
+        capacity_blocks: Vec::new(),
+    };
+    let rows_u64 = u64::try_from(rows).expect("row count fits in u64");
     // `query --tiers 80GB,512GB,inf`: the tiers together serve every unlimited hit.
     let plan = QueryPlan {
         tiers: Some(TierPlan {
@@ -222,7 +242,7 @@ fn main() {
     let mut tiered = QuerySummary::default();
     measure("query, 16 slots, --tiers (3), sink", rows, || {
         (_, tiered) = query_facts_files_planned(
-            &paths,
+            paths,
             slots(),
             QueryOptions::default(),
             &plan,
@@ -242,7 +262,7 @@ fn main() {
     // `query --window 10ms` (the rows are 1 µs apart).
     measure("query, 16 slots, --window", rows, || {
         let windows = query_windows(
-            &paths,
+            paths,
             slots(),
             TimeRange::default(),
             1_000_000_000,
@@ -257,15 +277,5 @@ fn main() {
         });
         assert_eq!(requests, rows_u64, "--window: every row in one window");
         assert_eq!(unlimited, written.unlimited_hit_tokens, "--window: hits");
-    });
-    measure("mrc: curves + knees + report", rows, || {
-        let curves = MrcCurves::from_facts_files(&paths).expect("mrc");
-        let report = curves.report(1000);
-        assert_eq!(report.total.requests, rows_u64);
-        assert_eq!(report.total.total_input_tokens, written.input_tokens);
-        assert_eq!(
-            report.total.infinite_hit_tokens,
-            written.unlimited_hit_tokens
-        );
     });
 }

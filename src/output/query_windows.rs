@@ -50,8 +50,13 @@ pub fn parse_time_point(input: &str) -> Result<TimePoint, GrammarError> {
     {
         return Ok(point);
     }
-    if let Ok(value) = text.parse::<u64>()
-        && value >= ABSOLUTE_NS_THRESHOLD
+    // A plain integer (digits only) of at least 10^15 is absolute; one beyond i64 is refused.
+    if !text.is_empty()
+        && text.bytes().all(|byte| byte.is_ascii_digit())
+        && text
+            .parse::<u64>()
+            .ok()
+            .is_none_or(|value| value >= ABSOLUTE_NS_THRESHOLD)
     {
         return absolute(text).ok_or(GrammarError::TooLarge);
     }
