@@ -10,9 +10,15 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use litehit::output::mrc::MrcCurves;
-use litehit::output::query_jsonl::{QueryOptions, QuerySlots, QuerySummary, query_facts_files};
+use litehit::output::query_jsonl::{
+    QueryOptions, QueryPlan, QuerySlots, QuerySummary, TierPlan, TimeRange, query_facts_files,
+    query_facts_files_planned,
+};
+use litehit::output::query_windows::query_windows;
 use litehit_core::facts::file::{FACTS_HEADER, FactsReader, append_fact_row};
 use litehit_core::facts::{FactRecord, FactRow, RequestFact};
+use litehit_core::projector::Capacity;
+use litehit_core::projector::tiers::TierMode;
 
 #[expect(dead_code, reason = "the query bench reads nothing from ../shared")]
 mod common;
@@ -199,6 +205,7 @@ fn main() {
         summary_only, to_sink,
         "--summary-only sums what the rows sum"
     );
+    tiers_and_windows(&paths, rows, &written, &to_sink);
     measure("mrc: curves + knees + report", rows, || {
         let curves = MrcCurves::from_facts_files(&paths).expect("mrc");
         let report = curves.report(1000);
@@ -208,5 +215,67 @@ fn main() {
             report.total.infinite_hit_tokens,
             written.unlimited_hit_tokens
         );
+    });
+}
+
+/// `query --tiers` and `query --window` at the same 16 slots as the plain query.
+fn tiers_and_windows(paths: &[PathBuf], rows: usize, written: &Written, to_sink: &QuerySummary) {
+    let slots = || QuerySlots {
+        capacity_gb: (0..15).map(|i| f64::from(i) * 64.0).chain([-1.0]).collect(),
+        capacity_blocks: Vec::new(),
+    };
+    let rows_u64 = u64::try_from(rows).expect("row count fits in u64");
+    // `query --tiers 80GB,512GB,inf`: the tiers together serve every unlimited hit.
+    let plan = QueryPlan {
+        tiers: Some(TierPlan {
+            names: vec!["hbm".into(), "dram".into(), "pool".into()],
+            sizes_text: vec!["80GB".into(), "512GB".into(), "inf".into()],
+            capacities: vec![
+                Capacity::Gigabytes(80.0),
+                Capacity::Gigabytes(512.0),
+                Capacity::Infinite,
+            ],
+            mode: TierMode::Exclusive,
+        }),
+        time_range: TimeRange::default(),
+    };
+    let mut tiered = QuerySummary::default();
+    measure("query, 16 slots, --tiers (3), sink", rows, || {
+        (_, tiered) = query_facts_files_planned(
+            paths,
+            slots(),
+            QueryOptions::default(),
+            &plan,
+            std::io::sink(),
+        )
+        .expect("query");
+    });
+    assert_eq!(
+        tiered.overall.total_hit_tokens,
+        to_sink.overall.total_hit_tokens
+    );
+    assert_eq!(
+        tiered.overall.tier_hit_tokens.iter().sum::<u64>(),
+        written.unlimited_hit_tokens,
+        "--tiers: the tiers down to an unlimited one serve every hit"
+    );
+    // `query --window 10ms` (the rows are 1 µs apart).
+    measure("query, 16 slots, --window", rows, || {
+        let windows = query_windows(
+            paths,
+            slots(),
+            TimeRange::default(),
+            1_000_000_000,
+            10_000_000,
+        )
+        .expect("windows");
+        let (requests, unlimited) = windows.windows().fold((0, 0), |(r, u), (_, _, w)| {
+            (
+                r + w.requests,
+                u + w.hit_tokens.last().copied().unwrap_or(0),
+            )
+        });
+        assert_eq!(requests, rows_u64, "--window: every row in one window");
+        assert_eq!(unlimited, written.unlimited_hit_tokens, "--window: hits");
     });
 }

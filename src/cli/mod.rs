@@ -119,6 +119,18 @@ pub struct ReplayArgs {
     /// No progress bar and no summary on stderr
     #[arg(long, short)]
     pub quiet: bool,
+
+    /// Replay only the instances of shard K of N (0 ≤ K < N): those whose instance id's
+    /// FNV-1a 64-bit hash is K mod N. Lanes are independent, so N runs `--shard 0/N` …
+    /// `--shard N-1/N` read together (`query A --shard B …`, `mrc A B …`) give the totals of
+    /// one unsharded replay
+    #[arg(long, value_name = "K/N", value_parser = parse_shard)]
+    pub shard: Option<litehit_core::engine::shard::Shard>,
+}
+
+/// `--shard K/N`.
+fn parse_shard(text: &str) -> Result<litehit_core::engine::shard::Shard, String> {
+    litehit_core::engine::shard::Shard::parse(text).map_err(|error| error.to_string())
 }
 
 /// A `--memory-horizon`: a capacity as the slots take it (GB or blocks), or a byte size

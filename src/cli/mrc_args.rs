@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+use super::query_args::{SpanArgs, TierArgs};
+
 /// Default cap on points per curve in `--json` (exact breakpoints when there are fewer).
 pub const DEFAULT_MAX_CURVE_POINTS: usize = 1000;
 
@@ -11,7 +13,9 @@ pub const DEFAULT_MAX_CURVE_POINTS: usize = 1000;
 #[command(
     after_long_help = "The table lists, per instance and for the total: requests, input tokens, block \
 geometry, the hit rate with unlimited capacity, the smallest capacity reaching 50/90/95/99% of it \
-(GB with blocks in parentheses) and the saturation capacity (the smallest reaching it fully). \
+(GB with blocks in parentheses) and the saturation capacity (the smallest reaching it fully). With --from/--to/--exclude-warmup, only \
+the rows in that span of trace time are accounted, and the table (`accounted:`), --json \
+(`accounted_span`) and the plots' subtitle say which span. \
 GB = 2^30 bytes. The total gives every instance its own cache of the same size in bytes, as the \
 overall line of `litehit query` does.\n\nRows of one instance must share block_size_tokens and \
 block_bytes.\n\nExample:\n  litehit mrc out/litehit_facts.csv --png mrc.png"
@@ -44,6 +48,26 @@ pub struct MrcArgs {
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_CURVE_POINTS,
           value_parser = parse_curve_points)]
     pub max_curve_points: usize,
+
+    #[command(flatten)]
+    pub tier_args: TierArgs,
+
+    #[command(flatten)]
+    pub span: SpanArgs,
+}
+
+impl Default for MrcArgs {
+    fn default() -> Self {
+        Self {
+            facts: Vec::new(),
+            json: false,
+            png: None,
+            svg: None,
+            max_curve_points: DEFAULT_MAX_CURVE_POINTS,
+            tier_args: TierArgs::default(),
+            span: SpanArgs::default(),
+        }
+    }
 }
 
 /// `--max-curve-points`: a curve needs its two ends.

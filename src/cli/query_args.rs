@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use litehit_core::grammar::parse_block_count;
 
 /// Capacity query over a facts file: per-request hit blocks and rates plus summaries.
-#[derive(Debug, Clone, PartialEq, clap::Args)]
+#[derive(Debug, Clone, Default, PartialEq, clap::Args)]
 #[command(
     after_long_help = "Output (JSON Lines, byte-compatible with upstream's facts query): one line per \
 facts row with \"hit_blocks\" and \"hit_rates\" per slot, then one summary line per instance_id \
@@ -46,6 +46,76 @@ pub struct QueryArgs {
     /// follow those of FACTS and the summaries aggregate every file
     #[arg(long = "shard", value_name = "PATH")]
     pub shards: Vec<PathBuf>,
+
+    #[command(flatten)]
+    pub tier_args: TierArgs,
+
+    #[command(flatten)]
+    pub span: SpanArgs,
+
+    /// Instead of rows and summaries, write one line per time window and capacity (over all
+    /// instances) for windows of this length (`600`, `10m`): window k covers trace time
+    /// [k·W, (k+1)·W) from the first request; empty windows are left out
+    #[arg(long, value_name = "DURATION", conflicts_with_all = ["tiers", "summary_only"])]
+    pub window: Option<String>,
+
+    /// With --window: CSV with a header instead of JSON Lines
+    #[arg(long, requires = "window")]
+    pub csv: bool,
+}
+
+/// `--tiers` and `--tier-mode` (of `query` and `mrc`).
+#[derive(Debug, Clone, Default, PartialEq, clap::Args)]
+pub struct TierArgs {
+    /// Cache tiers, top first, comma-separated: sizes (`80GB,512GB,4TB`; binary units, TB =
+    /// 1024 GB; blocks as `1000b`; `inf`), optionally named (`hbm=80GB,dram=512GB`). `query`
+    /// adds `tier_mode`, `tier_names`, `tier_sizes`, `tier_hit_blocks`, `tier_hit_tokens`,
+    /// `tier_shares` and `miss_share` to each summary line; `mrc` adds a tier table (`tiers`
+    /// in --json)
+    #[arg(long, value_name = "[NAME=]SIZE,...", value_delimiter = ',')]
+    pub tiers: Vec<String>,
+
+    /// How the tiers relate: `exclusive` (an LRU hierarchy: evictions are demoted to the next
+    /// tier, hits promoted to the top; tier i serves H(C1+…+Ci) − H(C1+…+Ci−1)) or
+    /// `inclusive` (each tier an LRU of its own size; by size, tier i serves H(Ci) − H(Ci−1))
+    #[arg(long, value_enum, default_value_t = TierModeArg::Exclusive, requires = "tiers")]
+    pub tier_mode: TierModeArg,
+}
+
+/// `--from`, `--to` and `--exclude-warmup` (of `query` and `mrc`).
+#[derive(Debug, Clone, Default, PartialEq, clap::Args)]
+pub struct SpanArgs {
+    /// Account only rows from this time on: trace time, seconds since the first request
+    /// (`600`, `600s`, `10m`), or an absolute `timestamp_ns` (an integer of at least 10^15,
+    /// or with `ns`). The cache state is still built from the start of the trace
+    #[arg(long, value_name = "TIME")]
+    pub from: Option<String>,
+
+    /// Account only rows before this time (same spellings as --from)
+    #[arg(long, value_name = "TIME")]
+    pub to: Option<String>,
+
+    /// Leave the warm-up out of the accounting: a share of the trace's span (`20%`) or a
+    /// duration (`600s`, `10m`) from the first request; with --from, the later start wins
+    #[arg(long, value_name = "SHARE|DURATION")]
+    pub exclude_warmup: Option<String>,
+}
+
+/// `--tier-mode`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum TierModeArg {
+    #[default]
+    Exclusive,
+    Inclusive,
+}
+
+impl From<TierModeArg> for litehit_core::projector::tiers::TierMode {
+    fn from(mode: TierModeArg) -> Self {
+        match mode {
+            TierModeArg::Exclusive => Self::Exclusive,
+            TierModeArg::Inclusive => Self::Inclusive,
+        }
+    }
 }
 
 impl QueryArgs {
@@ -81,6 +151,42 @@ mod tests {
         Wrapper::try_parse_from(std::iter::once("query").chain(argv.iter().copied()))
             .unwrap()
             .args
+    }
+
+    #[test]
+    fn tiers_windows_and_time_flags() {
+        let args = parse(&[
+            "f.csv",
+            "-",
+            "1",
+            "--tiers",
+            "hbm=80GB,4TB",
+            "--tier-mode",
+            "inclusive",
+            "--from",
+            "10m",
+            "--exclude-warmup",
+            "20%",
+        ]);
+        assert_eq!(args.tier_args.tiers, ["hbm=80GB", "4TB"]);
+        assert_eq!(args.tier_args.tier_mode, TierModeArg::Inclusive);
+        assert_eq!(args.span.from.as_deref(), Some("10m"));
+        assert_eq!(args.span.exclude_warmup.as_deref(), Some("20%"));
+        assert_eq!(
+            parse(&["f.csv", "-", "1"]).tier_args.tier_mode,
+            TierModeArg::Exclusive
+        );
+        for refused in [
+            &["f.csv", "-", "1", "--tier-mode", "inclusive"][..],
+            &["f.csv", "-", "1", "--csv"],
+            &["f.csv", "-", "1", "--window", "10m", "--tiers", "1"],
+        ] {
+            assert!(
+                Wrapper::try_parse_from(std::iter::once("query").chain(refused.iter().copied()))
+                    .is_err(),
+                "{refused:?}"
+            );
+        }
     }
 
     #[test]

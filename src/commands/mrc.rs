@@ -7,8 +7,11 @@ use color_eyre::eyre::{WrapErr, bail, eyre};
 
 use super::{same_file, writes_over};
 use crate::cli::mrc_args::MrcArgs;
-use crate::output::mrc::{MrcCurves, render_table};
+use crate::output::mrc::{MrcBuilder, render_table};
+use crate::output::mrc_planner::{PlannedReport, SpanReport, render_tier_table, tier_report};
 use crate::output::plot::{PlotData, render_png, render_svg};
+use crate::output::query_jsonl::TimeRange;
+use crate::output::query_windows::{TimeSpec, trace_span};
 use litehit_core::facts::file::{is_standard_output, write_atomically};
 
 /// Builds the curves from the facts, prints the table (or JSON) and writes the plots.
@@ -56,8 +59,13 @@ pub fn run(args: &MrcArgs) -> color_eyre::Result<()> {
             output.display()
         );
     }
-    let curves =
-        MrcCurves::from_facts_files(&facts).wrap_err("building the miss-ratio curve failed")?;
+    let tiers = super::query::tier_plan(&args.tier_args)?;
+    let (range, span) = accounted_range(args, &facts)?;
+    let mut builder = MrcBuilder::new();
+    builder
+        .add_facts_files_in(&facts, range)
+        .wrap_err("building the miss-ratio curve failed")?;
+    let curves = builder.finish();
     if curves.instances.is_empty() {
         // No curve, no knee: a header-only file (e.g. a replay of a trace with only writes).
         bail!(
@@ -86,6 +94,10 @@ pub fn run(args: &MrcArgs) -> color_eyre::Result<()> {
         } else {
             names.join(", ")
         };
+        let source = match &span {
+            Some(span) => format!("{source} · {}", span.describe()),
+            None => source,
+        };
         let plot = PlotData::from_curves(&curves, &report, &source);
         if let Some(path) = &args.png {
             write_file(path, &render_png(&plot))?;
@@ -99,14 +111,66 @@ pub fn run(args: &MrcArgs) -> color_eyre::Result<()> {
     } else {
         Box::new(io::stdout().lock())
     };
-    if args.json {
-        serde_json::to_writer_pretty(&mut out, &report).wrap_err("writing the JSON report")?;
-        writeln!(out)?;
-    } else {
-        out.write_all(render_table(&report).as_bytes())?;
-    }
+    let tier_report = tiers.as_ref().map(|plan| tier_report(&curves, plan));
+    write_report(&mut out, args.json, &report, span, tier_report)?;
     out.flush()?;
     Ok(())
+}
+
+/// The table (with the span line and the tier table when asked) or the JSON report.
+fn write_report(
+    out: &mut dyn Write,
+    json: bool,
+    report: &crate::output::mrc::MrcReport,
+    span: Option<SpanReport>,
+    tier_report: Option<crate::output::mrc_planner::TierReport>,
+) -> color_eyre::Result<()> {
+    if json {
+        let planned = PlannedReport {
+            report,
+            accounted_span: span,
+            tiers: tier_report,
+        };
+        serde_json::to_writer_pretty(&mut *out, &planned).wrap_err("writing the JSON report")?;
+        writeln!(out)?;
+    } else {
+        if let Some(span) = &span {
+            writeln!(out, "accounted: {}", span.describe())?;
+        }
+        out.write_all(render_table(report).as_bytes())?;
+        if let Some(tier_report) = &tier_report {
+            writeln!(out)?;
+            out.write_all(render_tier_table(tier_report).as_bytes())?;
+        }
+    }
+    Ok(())
+}
+
+/// The rows `--from/--to/--exclude-warmup` account, and the span to report (`None` for the
+/// whole trace).
+fn accounted_range(
+    args: &MrcArgs,
+    facts: &[std::path::PathBuf],
+) -> color_eyre::Result<(TimeRange, Option<SpanReport>)> {
+    let spec = super::query::time_spec(&args.span)?;
+    if spec == TimeSpec::default() {
+        return Ok((TimeRange::default(), None));
+    }
+    if facts.iter().any(|path| path.as_os_str() == "-") && spec.needs_span() {
+        bail!(
+            "trace times (--from/--to in seconds, --exclude-warmup) read the facts twice; \
+             standard input cannot be: pass a file, or absolute times (ns)"
+        );
+    }
+    let (first_ns, last_ns) = if spec.needs_span() {
+        trace_span(facts)
+            .wrap_err("building the miss-ratio curve failed")?
+            .unwrap_or((0, 0))
+    } else {
+        (0, 0)
+    };
+    let range = spec.resolve(first_ns, last_ns);
+    Ok((range, SpanReport::new(range, first_ns)))
 }
 
 /// Writes a plot atomically, or to standard output through its handle.

@@ -5,10 +5,17 @@ use std::io;
 use color_eyre::eyre::{WrapErr, bail, eyre};
 
 use super::writes_over;
-use crate::cli::query_args::QueryArgs;
-use crate::output::query_jsonl::{QueryError, QueryOptions, QuerySlots, query_facts_files};
+use crate::cli::query_args::{QueryArgs, SpanArgs, TierArgs};
+use crate::output::query_jsonl::{
+    QueryError, QueryOptions, QueryPlan, QuerySlots, TierPlan, TimeRange, query_facts_files_planned,
+};
+use crate::output::query_windows::{
+    TimeSpec, parse_time_point, parse_warmup, query_windows, trace_span,
+};
 use litehit_core::facts::file::{is_standard_output, write_atomically};
-use litehit_core::grammar::{GrammarError, parse_capacity_gb};
+use litehit_core::grammar::{
+    GrammarError, parse_capacity_gb, parse_duration_seconds, parse_tier_size,
+};
 
 /// Runs the facts query: JSONL to OUT (atomically) or to stdout for `-`.
 pub fn run(args: &QueryArgs) -> color_eyre::Result<()> {
@@ -44,13 +51,66 @@ pub fn run(args: &QueryArgs) -> color_eyre::Result<()> {
             input.display()
         );
     }
+    let spec = time_spec(&args.span)?;
+    let window_ns = args
+        .window
+        .as_deref()
+        .map(|text| {
+            parse_duration_seconds(text)
+                .ok()
+                .map(|seconds| (seconds * 1e9).floor())
+                .filter(|ns| *ns >= 1.0 && *ns < 9.2e18)
+                .ok_or_else(|| eyre!("invalid --window: {text} (a duration such as 10m or 600s)"))
+        })
+        .transpose()?;
+    // Trace time needs the first (and, for a warm-up share, the last) request: a first pass.
+    let span = if spec.needs_span() || window_ns.is_some() {
+        if facts_paths.iter().any(|path| path.as_os_str() == "-") {
+            bail!(
+                "trace times (--from/--to in seconds, --exclude-warmup, --window) read the facts \
+                 twice; standard input cannot be: pass a file, or absolute times (ns)"
+            );
+        }
+        trace_span(&facts_paths).wrap_err("facts query failed")?
+    } else {
+        None
+    };
+    let (first_ns, last_ns) = span.unwrap_or((0, 0));
+    let time_range = if spec == TimeSpec::default() {
+        TimeRange::default()
+    } else {
+        spec.resolve(first_ns, last_ns)
+    };
+    if let Some(window_ns) = window_ns {
+        #[expect(clippy::cast_possible_truncation, reason = "checked below 2^63 above")]
+        let window_ns = window_ns as i64;
+        let windows = query_windows(&facts_paths, slots, time_range, first_ns, window_ns)
+            .wrap_err("facts query failed")?;
+        if to_stdout {
+            windows.write(first_ns, args.csv, &mut io::stdout().lock())?;
+        } else {
+            write_atomically(&args.out, |out| {
+                windows
+                    .write(first_ns, args.csv, &mut io::BufWriter::new(out))
+                    .map_err(QueryError::Write)
+            })
+            .map_err(|e: QueryError| eyre!(e))
+            .wrap_err("facts query failed")?;
+            println!("facts query done: {}", args.out.display());
+        }
+        return Ok(());
+    }
+    let plan = QueryPlan {
+        tiers: tier_plan(&args.tier_args)?,
+        time_range,
+    };
     if to_stdout {
-        query_facts_files(&facts_paths, slots, options, io::stdout())
+        query_facts_files_planned(&facts_paths, slots, options, &plan, io::stdout())
             .map(|_| ())
             .wrap_err("facts query failed")?;
     } else {
         write_atomically(&args.out, |out| {
-            query_facts_files(&facts_paths, slots, options, out).map(|_| ())
+            query_facts_files_planned(&facts_paths, slots, options, &plan, out).map(|_| ())
         })
         .map_err(|e: QueryError| eyre!(e))
         .wrap_err("facts query failed")?;
@@ -86,4 +146,58 @@ fn slots(args: &QueryArgs) -> color_eyre::Result<QuerySlots> {
         bail!("no capacity given: pass CAPACITY_GB values and/or --capacity-blocks");
     }
     Ok(slots)
+}
+
+/// `--from`, `--to` and `--exclude-warmup` as typed.
+pub(crate) fn time_spec(args: &SpanArgs) -> color_eyre::Result<TimeSpec> {
+    let point = |flag: &str, text: &Option<String>| {
+        text.as_deref()
+            .map(|text| parse_time_point(text).map_err(|error| eyre!("invalid {flag}: {error}")))
+            .transpose()
+    };
+    Ok(TimeSpec {
+        from: point("--from", &args.from)?,
+        to: point("--to", &args.to)?,
+        exclude_warmup: args
+            .exclude_warmup
+            .as_deref()
+            .map(|text| {
+                parse_warmup(text).map_err(|error| eyre!("invalid --exclude-warmup: {error}"))
+            })
+            .transpose()?,
+    })
+}
+
+/// `--tiers` and `--tier-mode`; `None` without `--tiers`.
+fn tier_plan_from(
+    tiers: &[String],
+    mode: litehit_core::projector::tiers::TierMode,
+) -> color_eyre::Result<Option<TierPlan>> {
+    if tiers.is_empty() {
+        return Ok(None);
+    }
+    let mut plan = TierPlan {
+        mode,
+        ..TierPlan::default()
+    };
+    for (index, tier) in tiers.iter().enumerate() {
+        let (name, size) = match tier.split_once('=') {
+            Some((name, size)) if !name.trim().is_empty() => (name.trim().to_owned(), size),
+            Some(_) => bail!("invalid --tiers: {tier:?}: a tier name before ="),
+            None => (format!("tier{}", index + 1), tier.as_str()),
+        };
+        if plan.names.contains(&name) {
+            bail!("invalid --tiers: tier name {name} given twice");
+        }
+        let capacity = parse_tier_size(size)
+            .map_err(|error| eyre!("invalid --tiers: tier {name}: {error}"))?;
+        plan.names.push(name);
+        plan.sizes_text.push(size.trim().to_owned());
+        plan.capacities.push(capacity);
+    }
+    Ok(Some(plan))
+}
+
+pub(crate) fn tier_plan(args: &TierArgs) -> color_eyre::Result<Option<TierPlan>> {
+    tier_plan_from(&args.tiers, args.tier_mode.into())
 }

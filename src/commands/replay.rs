@@ -115,6 +115,8 @@ struct ReplayPlan {
     format: TraceFormat,
     engine: EngineConfig,
     worker_count: usize,
+    /// `--shard K/N`: only these instances are replayed.
+    shard: Option<litehit_core::engine::shard::Shard>,
 }
 
 pub fn run(args: &ReplayArgs) -> Result<()> {
@@ -229,6 +231,7 @@ fn resolve_plan(args: &ReplayArgs) -> Result<ReplayPlan> {
             format: plan.trace_format.unwrap_or(detected),
             engine: plan.engine,
             worker_count: worker_count(None),
+            shard: args.shard,
         });
     }
     if args.lane.any_lane_parameter() {
@@ -279,6 +282,7 @@ fn resolve_plan(args: &ReplayArgs) -> Result<ReplayPlan> {
         format,
         engine,
         worker_count: worker_count(pipeline_worker_count),
+        shard: args.shard,
     })
 }
 
@@ -291,6 +295,9 @@ fn replay_plan(
     let mut engine = Engine::new(plan.engine.clone(), Policy::FailFast)?.without_capacity_curves();
     if let Some(horizon) = memory_horizon {
         engine = engine.with_memory_horizon(horizon);
+    }
+    if let Some(shard) = plan.shard {
+        engine = engine.with_shard(shard);
     }
     let parser = LineParser::new(
         plan.format,

@@ -7,7 +7,9 @@
 
 mod line_buffer;
 pub mod mrc;
+pub mod mrc_planner;
 pub mod number_format;
 pub mod plot;
 pub mod query_jsonl;
+pub mod query_windows;
 pub mod summary;

@@ -24,6 +24,7 @@ use unicode_width::UnicodeWidthStr as _;
 
 use serde::Serialize;
 
+use super::query_jsonl::TimeRange;
 use super::summary::ratio;
 use litehit_core::display::{self, Precision, bytes_to_gib};
 use litehit_core::facts::FactRecord;
@@ -184,10 +185,23 @@ impl MrcBuilder {
 
     /// Reads every file in order (shards of one run aggregate into the same instances).
     pub fn add_facts_files(&mut self, paths: &[PathBuf]) -> Result<(), MrcError> {
+        self.add_facts_files_in(paths, TimeRange::default())
+    }
+
+    /// [`Self::add_facts_files`], accounting only the rows whose timestamp is in `range`
+    /// (the facts already hold the cache state built from the start of the trace).
+    pub fn add_facts_files_in(
+        &mut self,
+        paths: &[PathBuf],
+        range: TimeRange,
+    ) -> Result<(), MrcError> {
         let mut record = FactRecord::default();
         for path in paths {
             let mut reader = FactsReader::open(path)?;
             while reader.next_record(&mut record)? {
+                if !range.contains(record.timestamp_ns) {
+                    continue;
+                }
                 self.add_record(&record).map_err(|mismatch| {
                     mixed_geometry(reader.path(), reader.line_number(), &record, mismatch)
                 })?;

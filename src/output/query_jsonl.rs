@@ -27,6 +27,7 @@ use super::number_format::{
 use super::summary::ratio;
 use litehit_core::facts::FactRecord;
 use litehit_core::facts::file::{FactsError, FactsReader};
+use litehit_core::projector::tiers::{TierBand, TierMode, project_tiers, tier_bands};
 use litehit_core::projector::{self, Capacity};
 
 /// Up to this many instances, an instance is looked up by a linear scan.
@@ -77,6 +78,56 @@ pub struct QueryOptions {
     pub summary_only: bool,
 }
 
+/// Cache tiers to split each summary's hits among (`query --tiers`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TierPlan {
+    /// Name of each tier, top first (`tier1`, `tier2`, … when none was typed).
+    pub names: Vec<String>,
+    /// Each tier's size as typed, echoed in `tier_sizes`.
+    pub sizes_text: Vec<String>,
+    pub capacities: Vec<Capacity>,
+    pub mode: TierMode,
+}
+
+/// Which rows the query accounts: timestamps in `[from_ns, to_ns)`. The facts already hold
+/// the cache state built from the start of the trace; only the accounting is restricted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimeRange {
+    pub from_ns: i64,
+    pub to_ns: i64,
+}
+
+impl Default for TimeRange {
+    fn default() -> Self {
+        Self {
+            from_ns: i64::MIN,
+            to_ns: i64::MAX,
+        }
+    }
+}
+
+impl TimeRange {
+    /// Whether a row at `timestamp_ns` is accounted (`to_ns == i64::MAX` includes it).
+    #[must_use]
+    pub fn contains(&self, timestamp_ns: i64) -> bool {
+        timestamp_ns >= self.from_ns && (timestamp_ns < self.to_ns || self.to_ns == i64::MAX)
+    }
+
+    /// Whether every row is accounted.
+    #[must_use]
+    pub fn is_everything(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
+/// What a query adds to upstream's: cache tiers and a time range (both off by default, and
+/// then the output is byte for byte upstream's).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct QueryPlan {
+    pub tiers: Option<TierPlan>,
+    pub time_range: TimeRange,
+}
+
 /// Cumulative integers of one summary line.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SlotTotals {
@@ -86,16 +137,39 @@ pub struct SlotTotals {
     pub total_hit_blocks: Vec<u64>,
     /// Per slot: Σ hit blocks × the row's `block_size_tokens`.
     pub total_hit_tokens: Vec<u64>,
+    /// Per tier (empty without `--tiers`): hit blocks the tier served.
+    pub tier_hit_blocks: Vec<u64>,
+    /// Per tier: Σ served blocks × the row's `block_size_tokens`.
+    pub tier_hit_tokens: Vec<u64>,
 }
 
 impl SlotTotals {
-    fn new(slot_count: usize) -> Self {
+    fn new(slot_count: usize, tier_count: usize) -> Self {
         Self {
             requests: 0,
             total_input_tokens: 0,
             total_hit_blocks: vec![0; slot_count],
             total_hit_tokens: vec![0; slot_count],
+            tier_hit_blocks: vec![0; tier_count],
+            tier_hit_tokens: vec![0; tier_count],
         }
+    }
+
+    /// Share of the input tokens each tier served, then the miss share (input tokens no tier
+    /// served); 0 when there are no input tokens.
+    #[must_use]
+    pub fn tier_shares(&self) -> (Vec<f64>, f64) {
+        let shares = self
+            .tier_hit_tokens
+            .iter()
+            .map(|&tokens| ratio(tokens, self.total_input_tokens))
+            .collect();
+        let served = self
+            .tier_hit_tokens
+            .iter()
+            .fold(0_u64, |sum, &tokens| sum.wrapping_add(tokens));
+        let missed = self.total_input_tokens.saturating_sub(served);
+        (shares, ratio(missed, self.total_input_tokens))
     }
 
     /// Cumulative token hit rate per slot (0 when there are no input tokens).
@@ -138,14 +212,25 @@ pub struct QueryTotals {
     instances: Vec<(String, SlotTotals)>,
     last_instance: Option<usize>,
     overall: SlotTotals,
+    tiers: Option<TierPlan>,
+    /// Per tier: the band of the capacity axis it serves, for `projected_block_bytes`.
+    tier_bands: Vec<TierBand>,
+    tier_hit_blocks: Vec<u64>,
 }
 
 impl QueryTotals {
     /// Totals over `slots`, all zero.
     #[must_use]
     pub fn new(slots: QuerySlots) -> Self {
+        Self::with_tiers(slots, None)
+    }
+
+    /// Totals over `slots`, all zero, that also split the hits among `tiers`.
+    #[must_use]
+    pub fn with_tiers(slots: QuerySlots, tiers: Option<TierPlan>) -> Self {
         let capacities = slots.capacities();
         let slot_count = capacities.len();
+        let tier_count = tiers.as_ref().map_or(0, |plan| plan.capacities.len());
         Self {
             slots,
             capacities,
@@ -155,7 +240,10 @@ impl QueryTotals {
             instance_index: HashMap::new(),
             instances: Vec::new(),
             last_instance: None,
-            overall: SlotTotals::new(slot_count),
+            overall: SlotTotals::new(slot_count, tier_count),
+            tiers,
+            tier_bands: Vec::new(),
+            tier_hit_blocks: vec![0; tier_count],
         }
     }
 
@@ -163,6 +251,12 @@ impl QueryTotals {
     #[must_use]
     pub fn slots(&self) -> &QuerySlots {
         &self.slots
+    }
+
+    /// The tiers, if any.
+    #[must_use]
+    pub fn tiers(&self) -> Option<&TierPlan> {
+        self.tiers.as_ref()
     }
 
     /// Projects `record` at every slot, adds it to its instance's totals and the overall
@@ -182,6 +276,15 @@ impl QueryTotals {
                 .iter_mut()
                 .zip(&mut totals.total_hit_tokens)
                 .zip(&self.hit_blocks)
+            {
+                *blocks = blocks.wrapping_add(hits);
+                *tokens = tokens.wrapping_add(hits.wrapping_mul(block_size_tokens));
+            }
+            for ((blocks, tokens), &hits) in totals
+                .tier_hit_blocks
+                .iter_mut()
+                .zip(&mut totals.tier_hit_tokens)
+                .zip(&self.tier_hit_blocks)
             {
                 *blocks = blocks.wrapping_add(hits);
                 *tokens = tokens.wrapping_add(hits.wrapping_mul(block_size_tokens));
@@ -209,7 +312,13 @@ impl QueryTotals {
             {
                 *capacity_blocks = capacity.blocks(record.block_bytes);
             }
+            if let Some(plan) = &self.tiers {
+                self.tier_bands = tier_bands(&plan.capacities, record.block_bytes, plan.mode);
+            }
             self.projected_block_bytes = Some(record.block_bytes);
+        }
+        if self.tiers.is_some() {
+            project_tiers(&record.fact, &self.tier_bands, &mut self.tier_hit_blocks);
         }
         for (hits, capacity_blocks) in self.hit_blocks.iter_mut().zip(&self.slot_capacity_blocks) {
             *hits = match *capacity_blocks {
@@ -238,7 +347,7 @@ impl QueryTotals {
             let index = self.instances.len();
             self.instances.push((
                 instance_id.to_owned(),
-                SlotTotals::new(self.capacities.len()),
+                SlotTotals::new(self.capacities.len(), self.tier_hit_blocks.len()),
             ));
             self.instance_index.insert(instance_id.to_owned(), index);
             index
@@ -252,11 +361,17 @@ impl QuerySummary {
     /// The summary lines: one per instance, then the overall one.
     #[must_use]
     pub fn to_jsonl(&self, slots: &QuerySlots) -> Vec<u8> {
+        self.to_jsonl_with_tiers(slots, None)
+    }
+
+    /// The summary lines, each with the tier fields after `hit_rates` when `tiers` is given.
+    #[must_use]
+    pub fn to_jsonl_with_tiers(&self, slots: &QuerySlots, tiers: Option<&TierPlan>) -> Vec<u8> {
         let mut out = Vec::new();
         for (instance_id, totals) in &self.per_instance {
-            append_summary_line(&mut out, Some(instance_id), totals, slots);
+            append_summary_line(&mut out, Some(instance_id), totals, slots, tiers);
         }
-        append_summary_line(&mut out, None, &self.overall, slots);
+        append_summary_line(&mut out, None, &self.overall, slots, tiers);
         out
     }
 }
@@ -497,6 +612,7 @@ fn append_summary_line(
     instance_id: Option<&str>,
     totals: &SlotTotals,
     slots: &QuerySlots,
+    tiers: Option<&TierPlan>,
 ) {
     let mut itoa = itoa::Buffer::new();
     out.extend_from_slice(b"{\"summary\":true,");
@@ -521,7 +637,42 @@ fn append_summary_line(
     append_u64_array(out, &totals.total_hit_tokens);
     out.extend_from_slice(b",\"hit_rates\":");
     append_g6_array(out, totals.hit_rates());
+    if let Some(tiers) = tiers {
+        append_tier_fields(out, totals, tiers);
+    }
     out.extend_from_slice(b"}\n");
+}
+
+/// `,"tier_mode":..,"tier_names":[..],"tier_sizes":[..],"tier_hit_blocks":[..],
+/// "tier_hit_tokens":[..],"tier_shares":[..],"miss_share":x`.
+fn append_tier_fields(out: &mut Vec<u8>, totals: &SlotTotals, tiers: &TierPlan) {
+    let strings = |out: &mut Vec<u8>, values: &[String]| {
+        out.push(b'[');
+        for (index, value) in values.iter().enumerate() {
+            if index > 0 {
+                out.push(b',');
+            }
+            append_json_string(out, value);
+        }
+        out.push(b']');
+    };
+    out.extend_from_slice(match tiers.mode {
+        TierMode::Exclusive => b",\"tier_mode\":\"exclusive\"",
+        TierMode::Inclusive => b",\"tier_mode\":\"inclusive\"",
+    });
+    out.extend_from_slice(b",\"tier_names\":");
+    strings(out, &tiers.names);
+    out.extend_from_slice(b",\"tier_sizes\":");
+    strings(out, &tiers.sizes_text);
+    out.extend_from_slice(b",\"tier_hit_blocks\":");
+    append_u64_array(out, &totals.tier_hit_blocks);
+    out.extend_from_slice(b",\"tier_hit_tokens\":");
+    append_u64_array(out, &totals.tier_hit_tokens);
+    let (shares, miss_share) = totals.tier_shares();
+    out.extend_from_slice(b",\"tier_shares\":");
+    append_g6_array(out, shares);
+    out.extend_from_slice(b",\"miss_share\":");
+    append_g6(out, miss_share);
 }
 
 /// Queries `facts_paths` in order (shards of one run: rows are written file by file, the
@@ -535,18 +686,33 @@ pub fn query_facts_files<W: Write + Send>(
     facts_paths: &[PathBuf],
     slots: QuerySlots,
     options: QueryOptions,
+    out: W,
+) -> Result<(W, QuerySummary), QueryError> {
+    query_facts_files_planned(facts_paths, slots, options, &QueryPlan::default(), out)
+}
+
+/// [`query_facts_files`] with cache tiers (tier fields in every summary) and a time range
+/// (rows outside it are neither written nor summed).
+pub fn query_facts_files_planned<W: Write + Send>(
+    facts_paths: &[PathBuf],
+    slots: QuerySlots,
+    options: QueryOptions,
+    plan: &QueryPlan,
     mut out: W,
 ) -> Result<(W, QuerySummary), QueryError> {
     let mut readers = facts_paths
         .iter()
         .map(|path| FactsReader::open(path))
         .collect::<Result<Vec<_>, _>>()?;
-    let mut totals = QueryTotals::new(slots);
+    let mut totals = QueryTotals::with_tiers(slots, plan.tiers.clone());
+    let range = plan.time_range;
     let mut record = FactRecord::default();
     if options.summary_only {
         for reader in &mut readers {
             while reader.next_record(&mut record)? {
-                totals.add_record(&record);
+                if range.contains(record.timestamp_ns) {
+                    totals.add_record(&record);
+                }
             }
         }
     } else {
@@ -569,6 +735,9 @@ pub fn query_facts_files<W: Write + Send>(
                 let mut batch = RowBatch::default();
                 for reader in &mut readers {
                     while reader.next_record(&mut record)? {
+                        if !range.contains(record.timestamp_ns) {
+                            continue;
+                        }
                         batch.push(&record, totals.add_record(&record));
                         if batch.rows.len() == BATCH_ROWS {
                             let next = empty_receiver.try_recv().unwrap_or_default();
@@ -595,8 +764,9 @@ pub fn query_facts_files<W: Write + Send>(
         read_result?;
     }
     let slots = totals.slots().clone();
+    let tiers = totals.tiers().cloned();
     let summary = totals.into_summary();
-    out.write_all(&summary.to_jsonl(&slots))
+    out.write_all(&summary.to_jsonl_with_tiers(&slots, tiers.as_ref()))
         .map_err(QueryError::Write)?;
     out.flush().map_err(QueryError::Write)?;
     Ok((out, summary))

@@ -232,6 +232,7 @@ fn a_facts_file_without_rows_is_an_error_not_an_empty_report() {
         png: Some(png.clone()),
         svg: None,
         max_curve_points: 10,
+        ..MrcArgs::default()
     })
     .unwrap_err();
     assert!(
@@ -312,6 +313,7 @@ fn png_and_svg_plots_are_real_images() {
         png: Some(png.clone()),
         svg: Some(svg.clone()),
         max_curve_points: 100,
+        ..MrcArgs::default()
     })
     .unwrap();
 
@@ -381,6 +383,7 @@ fn plots_of_cold_only_facts_do_not_fail() {
         png: Some(png.clone()),
         svg: None,
         max_curve_points: 10,
+        ..MrcArgs::default()
     })
     .unwrap();
     let image = decode_png(&fs::read(&png).unwrap());
@@ -399,6 +402,7 @@ fn the_same_facts_file_twice_is_refused() {
         png: None,
         svg: None,
         max_curve_points: 10,
+        ..MrcArgs::default()
     })
     .unwrap_err();
     assert!(error.to_string().contains("is given twice"), "{error}");
@@ -416,6 +420,7 @@ fn a_plot_never_overwrites_an_input_or_the_other_plot() {
         png,
         svg,
         max_curve_points: 10,
+        ..MrcArgs::default()
     };
     let error = run(&args(Some(plot.clone()), Some(plot.clone()))).unwrap_err();
     assert!(error.to_string().contains("the same file"), "{error}");
@@ -476,6 +481,7 @@ fn a_legend_of_many_instances_names_the_total_and_counts_the_rest() {
         png: None,
         svg: Some(svg.clone()),
         max_curve_points: 100,
+        ..MrcArgs::default()
     })
     .unwrap();
     let svg = fs::read_to_string(&svg).unwrap();

@@ -22,6 +22,7 @@ fn args(facts: &Path, out: &Path, capacity_gb: &[&str]) -> QueryArgs {
         capacity_blocks: Vec::new(),
         summary_only: false,
         shards: Vec::new(),
+        ..QueryArgs::default()
     }
 }
 

@@ -11,6 +11,7 @@
 //!
 //! | value | spellings |
 //! |---|---|
+//! | tier size | every capacity spelling, plus binary TB (1024 GB): `4TB`, `4TiB` |
 //! | capacity | binary GB: `40`, `0.5`, `40GB`, `40GiB`, `40g`, hex as C's `strtod` (`0x10`); blocks: `1000b`, `1000blocks`, `1000 blocks`; unlimited: `inf`, `infinite`, `infinity`, `∞`, any negative number (`-1`), as upstream |
 //! | byte size | `1048576`, `128KiB`, `1MiB`, `2GiB`, `1TiB` (binary; a `B` alone is bytes) |
 //! | block count | `1000`, `1000b`, `1000blocks` |
@@ -124,6 +125,26 @@ pub fn parse_capacity(input: &str) -> Result<Capacity> {
         CapacityText::Gigabytes(gb) if gb < 0.0 => Ok(Capacity::Infinite),
         CapacityText::Gigabytes(gb) if gb < MAX_TYPED_GB => Ok(Capacity::Gigabytes(gb)),
         CapacityText::Gigabytes(_) => Err(GrammarError::TooLarge),
+    }
+}
+
+/// A cache tier's size (`--tiers`): every spelling of [`parse_capacity`], plus binary TB
+/// (`4TB`, `4TiB`, `0.5 tb` = 1024 GB each), which only tier sizes take (a `query` GB
+/// argument keeps upstream's refusal of `12TB`).
+pub fn parse_tier_size(input: &str) -> Result<Capacity> {
+    let trimmed = input.trim_matches(is_c_space);
+    let lower = trimmed.to_ascii_lowercase();
+    let Some(digits) = ["tib", "tb"]
+        .iter()
+        .find_map(|suffix| lower.strip_suffix(suffix))
+    else {
+        return parse_capacity(input);
+    };
+    match capacity_text(digits.trim_end())? {
+        CapacityText::Gigabytes(tb) if tb >= 0.0 && !digits.contains('x') => {
+            parse_capacity(&format!("{}", tb * 1024.0))
+        }
+        _ => Err(expected(input, "a size such as 80GB, 4TB or 1000b")),
     }
 }
 
@@ -345,6 +366,32 @@ mod tests {
         );
         assert_eq!(parse_capacity("  "), Err(GrammarError::Empty));
         assert_eq!(parse_capacity("1e12"), Err(GrammarError::TooLarge));
+    }
+
+    #[test]
+    fn tier_sizes_add_binary_terabytes() {
+        let cases: &[(&str, std::result::Result<Capacity, ()>)] = &[
+            ("80GB", Ok(Capacity::Gigabytes(80.0))),
+            ("4TB", Ok(Capacity::Gigabytes(4096.0))),
+            (" 0.5 TiB ", Ok(Capacity::Gigabytes(512.0))),
+            ("1tb", Ok(Capacity::Gigabytes(1024.0))),
+            ("1000b", Ok(Capacity::Blocks(1000))),
+            ("inf", Ok(Capacity::Infinite)),
+            ("TB", Err(())),
+            ("-1TB", Err(())),
+            ("0x1tb", Err(())),
+            ("1bTB", Err(())),
+            ("16777216TB", Err(())),
+            ("4T", Err(())),
+        ];
+        for (input, expected) in cases {
+            assert_eq!(
+                parse_tier_size(input).map_err(|_| ()),
+                *expected,
+                "input {input:?}"
+            );
+        }
+        assert!(parse_capacity("4TB").is_err(), "only tier sizes take TB");
     }
 
     #[test]

@@ -607,7 +607,10 @@ impl Tailer {
                     .current
                     .as_ref()
                     .is_some_and(|generation| generation.identity == identity)
-                || self.queue.iter().any(|queued| queued.identity() == identity);
+                || self
+                    .queue
+                    .iter()
+                    .any(|queued| queued.identity() == identity);
             if !meta.is_file() || known {
                 continue;
             }
@@ -1116,7 +1119,11 @@ impl FileWatcher {
                     wake();
                 }
             })?;
-        notify::Watcher::watch(&mut watcher, &directory, notify::RecursiveMode::NonRecursive)?;
+        notify::Watcher::watch(
+            &mut watcher,
+            &directory,
+            notify::RecursiveMode::NonRecursive,
+        )?;
         Ok(Self { _watcher: watcher })
     }
 

@@ -11,6 +11,7 @@ mod lane;
 pub mod pipeline;
 pub mod policy;
 mod route;
+pub mod shard;
 
 use std::fmt::Write as _;
 
@@ -234,6 +235,14 @@ impl Engine {
     pub fn has_memory_horizon(&self) -> bool {
         self.memory_horizon
             .is_some_and(|horizon| !matches!(horizon, Capacity::Infinite))
+    }
+
+    /// Replays only the instances of `shard` (`replay --shard K/N`): rows for other
+    /// instances are read and order-checked but go to no lane.
+    #[must_use]
+    pub fn with_shard(mut self, shard: shard::Shard) -> Self {
+        self.router.set_shard(shard);
+        self
     }
 
     #[must_use]

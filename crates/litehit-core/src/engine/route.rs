@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 
+use crate::engine::shard::Shard;
 use crate::engine::{EngineConfig, LaneSet, LaneSpec, Routing};
 
 /// Why a row could not be routed.
@@ -28,6 +29,10 @@ pub(crate) struct Router {
     /// `Some` when lanes are created per instance seen.
     on_the_fly_template: Option<LaneSpec>,
     lane_count: usize,
+    /// `replay --shard`: only lanes of instances in this shard get rows.
+    shard: Option<Shard>,
+    /// Per lane: whether its instance is in `shard` (all true without one).
+    lane_in_shard: Vec<bool>,
 }
 
 /// What the engine must do for a row.
@@ -53,6 +58,16 @@ impl Router {
                 .collect(),
             on_the_fly_template,
             lane_count: specs.len(),
+            shard: None,
+            lane_in_shard: vec![true; specs.len()],
+        }
+    }
+
+    /// Routes rows only to lanes whose instance id is in `shard`; the others get none.
+    pub(crate) fn set_shard(&mut self, shard: Shard) {
+        self.shard = Some(shard);
+        for (instance_id, &index) in &self.lane_by_instance {
+            self.lane_in_shard[index] = shard.contains(instance_id);
         }
     }
 
@@ -61,11 +76,36 @@ impl Router {
         let index = self.lane_count;
         self.lane_by_instance.insert(instance_id.to_owned(), index);
         self.lane_count += 1;
+        self.lane_in_shard
+            .push(self.shard.is_none_or(|shard| shard.contains(instance_id)));
         index
     }
 
-    /// Resolves the lanes for a row with the given instance id into `targets`.
+    /// Resolves the lanes for a row with the given instance id into `targets` (none when
+    /// every lane it would go to is outside the shard).
     pub(crate) fn route(
+        &self,
+        instance_id: Option<&str>,
+        targets: &mut Vec<usize>,
+    ) -> Result<Route, RouteError> {
+        let route = self.route_all(instance_id, targets)?;
+        let Some(shard) = &self.shard else {
+            return Ok(route);
+        };
+        Ok(match route {
+            Route::Existing => {
+                targets.retain(|&index| self.lane_in_shard[index]);
+                Route::Existing
+            }
+            Route::NewLane(spec) if shard.contains(&spec.instance_id) => Route::NewLane(spec),
+            Route::NewLane(_) => {
+                targets.clear();
+                Route::Existing
+            }
+        })
+    }
+
+    fn route_all(
         &self,
         instance_id: Option<&str>,
         targets: &mut Vec<usize>,

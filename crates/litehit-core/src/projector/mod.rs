@@ -3,10 +3,12 @@
 //! This is the only module where a capacity meets a fact, and the only place bytes become
 //! blocks (`floor(capacity_bytes / block_bytes)`). Online slots, the facts query, the `mrc`
 //! report and the live monitor all call these functions; nothing else implements boundary
-//! logic. [`accumulator::CapacityAxisAccumulator`] answers cumulative hits at any capacity.
+//! logic. [`accumulator::CapacityAxisAccumulator`] answers cumulative hits at any capacity;
+//! [`tiers`] splits the hits among cache tiers.
 
 pub mod accumulator;
 pub mod sampling;
+pub mod tiers;
 
 use crate::facts::RequestFact;
 

@@ -1,0 +1,361 @@
+//! Trace time for `query` and `mrc`: `--from`/`--to`/`--exclude-warmup` resolved to a
+//! [`TimeRange`], and `query --window`, one line per window and capacity (JSONL or CSV).
+//!
+//! Trace time is seconds since the first request (the smallest `timestamp_ns` of all the
+//! facts files): `600`, `600s`, `10m`. A plain integer of at least 10^15, or an integer with
+//! `ns` (`1700000000000000000ns`), is an absolute `timestamp_ns` instead. The cache state is
+//! always the one built from the start (the facts already hold it); only the accounting is
+//! restricted. Hits come from `projector` only (through [`QueryTotals`]).
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::PathBuf;
+
+use super::number_format::append_g6;
+use super::query_jsonl::{QueryError, QuerySlots, QueryTotals, TimeRange};
+use super::summary::ratio;
+use litehit_core::facts::FactRecord;
+use litehit_core::facts::file::FactsReader;
+use litehit_core::grammar::{GrammarError, parse_duration_seconds};
+
+/// A plain integer at least this large is an absolute `timestamp_ns` (about 11.6 days after
+/// the Unix epoch; trace times are far smaller, epoch nanoseconds far larger).
+pub const ABSOLUTE_NS_THRESHOLD: u64 = 1_000_000_000_000_000;
+
+const NS_PER_SECOND: f64 = 1e9;
+
+/// A point in time as typed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum TimePoint {
+    /// Seconds since the first request.
+    TraceSeconds(f64),
+    /// An absolute `timestamp_ns`.
+    AbsoluteNs(i64),
+}
+
+/// How much of the start to leave out of the accounting.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Warmup {
+    /// A share of the trace's span (first to last request), `0.2` for `20%`.
+    Fraction(f64),
+    Seconds(f64),
+}
+
+/// `--from` / `--to`: trace seconds (`600`, `10m`) or absolute ns (see the module doc).
+pub fn parse_time_point(input: &str) -> Result<TimePoint, GrammarError> {
+    let text = input.trim();
+    let absolute = |digits: &str| digits.parse::<i64>().ok().map(TimePoint::AbsoluteNs);
+    if let Some(digits) = text.strip_suffix("ns")
+        && let Some(point) = absolute(digits.trim_end())
+    {
+        return Ok(point);
+    }
+    // A plain integer (digits only) of at least 10^15 is absolute; one beyond i64 is refused.
+    if !text.is_empty()
+        && text.bytes().all(|byte| byte.is_ascii_digit())
+        && text
+            .parse::<u64>()
+            .ok()
+            .is_none_or(|value| value >= ABSOLUTE_NS_THRESHOLD)
+    {
+        return absolute(text).ok_or(GrammarError::TooLarge);
+    }
+    parse_duration_seconds(text).map(TimePoint::TraceSeconds)
+}
+
+/// `--exclude-warmup`: a share of the span (`20%`) or a duration (`600s`, `10m`).
+pub fn parse_warmup(input: &str) -> Result<Warmup, GrammarError> {
+    let text = input.trim();
+    if let Some(percent) = text.strip_suffix('%') {
+        return match percent.trim_end().parse::<f64>() {
+            Ok(value) if (0.0..=100.0).contains(&value) => Ok(Warmup::Fraction(value / 100.0)),
+            _ => Err(GrammarError::Expected {
+                input: input.to_owned(),
+                expected: "a share from 0% to 100%, or a duration such as 600s",
+            }),
+        };
+    }
+    parse_duration_seconds(text).map(Warmup::Seconds)
+}
+
+/// What was typed for the accounted span.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct TimeSpec {
+    pub from: Option<TimePoint>,
+    pub to: Option<TimePoint>,
+    pub exclude_warmup: Option<Warmup>,
+}
+
+impl TimeSpec {
+    /// Whether resolving needs the trace's first and last timestamps.
+    #[must_use]
+    pub fn needs_span(&self) -> bool {
+        matches!(self.from, Some(TimePoint::TraceSeconds(_)))
+            || matches!(self.to, Some(TimePoint::TraceSeconds(_)))
+            || self.exclude_warmup.is_some()
+    }
+
+    /// The accounted range for a trace whose requests span `first_ns..=last_ns`: the later
+    /// of `--from` and the end of the warm-up, up to `--to`.
+    #[must_use]
+    pub fn resolve(&self, first_ns: i64, last_ns: i64) -> TimeRange {
+        let at = |point: TimePoint| match point {
+            TimePoint::AbsoluteNs(ns) => ns,
+            TimePoint::TraceSeconds(seconds) => offset_ns(first_ns, seconds * NS_PER_SECOND),
+        };
+        let mut range = TimeRange::default();
+        if let Some(from) = self.from {
+            range.from_ns = at(from);
+        }
+        if let Some(warmup) = self.exclude_warmup {
+            let warmup_ns = match warmup {
+                #[expect(clippy::cast_precision_loss, reason = "a span in ns, as a share")]
+                Warmup::Fraction(share) => (last_ns.saturating_sub(first_ns)) as f64 * share,
+                Warmup::Seconds(seconds) => seconds * NS_PER_SECOND,
+            };
+            range.from_ns = range.from_ns.max(offset_ns(first_ns, warmup_ns));
+        }
+        if let Some(to) = self.to {
+            range.to_ns = at(to);
+        }
+        range
+    }
+}
+
+/// `base_ns + offset_ns`, the offset floored, saturating.
+fn offset_ns(base_ns: i64, offset_ns: f64) -> i64 {
+    #[expect(
+        clippy::cast_possible_truncation,
+        reason = "floor, saturating at the i64 range"
+    )]
+    let offset = offset_ns.floor() as i64;
+    base_ns.saturating_add(offset)
+}
+
+/// The smallest and largest `timestamp_ns` over every row of `facts_paths` (`None` without
+/// rows): a first pass, before the query proper.
+pub fn trace_span(facts_paths: &[PathBuf]) -> Result<Option<(i64, i64)>, QueryError> {
+    let mut span: Option<(i64, i64)> = None;
+    let mut record = FactRecord::default();
+    for path in facts_paths {
+        let mut reader = FactsReader::open(path)?;
+        while reader.next_record(&mut record)? {
+            let t = record.timestamp_ns;
+            span = Some(span.map_or((t, t), |(first, last)| (first.min(t), last.max(t))));
+        }
+    }
+    Ok(span)
+}
+
+/// Per window: requests, input tokens, and hit tokens per slot.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WindowTotals {
+    pub requests: u64,
+    pub input_tokens: u64,
+    pub hit_tokens: Vec<u64>,
+}
+
+/// The windows of `query --window`, keyed by index: window `k` holds the accounted rows
+/// with `origin_ns + k·width_ns ≤ timestamp_ns < origin_ns + (k+1)·width_ns`.
+#[derive(Debug, Clone)]
+pub struct QueryWindows {
+    totals: QueryTotals,
+    range: TimeRange,
+    origin_ns: i64,
+    width_ns: i64,
+    windows: BTreeMap<i64, WindowTotals>,
+}
+
+impl QueryWindows {
+    /// Windows of `width_ns` (at least 1) from `origin_ns`, accounting only `range`.
+    #[must_use]
+    pub fn new(slots: QuerySlots, range: TimeRange, origin_ns: i64, width_ns: i64) -> Self {
+        Self {
+            totals: QueryTotals::new(slots),
+            range,
+            origin_ns,
+            width_ns: width_ns.max(1),
+            windows: BTreeMap::new(),
+        }
+    }
+
+    /// Projects `record` at every slot and adds it to its window (if it is in the range).
+    pub fn add_record(&mut self, record: &FactRecord) {
+        if !self.range.contains(record.timestamp_ns) {
+            return;
+        }
+        let index = (i128::from(record.timestamp_ns) - i128::from(self.origin_ns))
+            .div_euclid(i128::from(self.width_ns));
+        let index = i64::try_from(index).unwrap_or(i64::MAX);
+        let slot_count = self.totals.slots().len();
+        let hit_blocks = self.totals.add_record(record);
+        let window = self.windows.entry(index).or_insert_with(|| WindowTotals {
+            hit_tokens: vec![0; slot_count],
+            ..WindowTotals::default()
+        });
+        window.requests += 1;
+        window.input_tokens = window.input_tokens.wrapping_add(record.input_token_len);
+        for (tokens, &hits) in window.hit_tokens.iter_mut().zip(hit_blocks) {
+            *tokens = tokens.wrapping_add(hits.wrapping_mul(record.block_size_tokens));
+        }
+    }
+
+    /// Every non-empty window in time order, with its start and end in ns.
+    pub fn windows(&self) -> impl Iterator<Item = (i64, i64, &WindowTotals)> {
+        self.windows.iter().map(|(&index, totals)| {
+            let start = self
+                .origin_ns
+                .saturating_add(index.saturating_mul(self.width_ns));
+            (start, start.saturating_add(self.width_ns), totals)
+        })
+    }
+
+    /// One line per window and slot: JSONL, or CSV with a header. Times are seconds since
+    /// `trace_start_ns` (the first request).
+    pub fn write(
+        &self,
+        trace_start_ns: i64,
+        csv: bool,
+        out: &mut impl Write,
+    ) -> std::io::Result<()> {
+        let slots = self.totals.slots();
+        let mut line = Vec::with_capacity(256);
+        if csv {
+            out.write_all(
+                b"window_start_s,window_end_s,capacity_gb,capacity_blocks,requests,\
+                  input_tokens,hit_tokens,hit_rate\n",
+            )?;
+        }
+        let seconds = |ns: i64| {
+            #[expect(clippy::cast_precision_loss, reason = "seconds, for display")]
+            let s = (i128::from(ns) - i128::from(trace_start_ns)) as f64 / NS_PER_SECOND;
+            s
+        };
+        for (start_ns, end_ns, window) in self.windows() {
+            let capacities = slots
+                .capacity_gb
+                .iter()
+                .map(|&gb| (Some(gb), None))
+                .chain(slots.capacity_blocks.iter().map(|&b| (None, Some(b))));
+            for ((gb, blocks), &hit_tokens) in capacities.zip(&window.hit_tokens) {
+                line.clear();
+                let rate = ratio(hit_tokens, window.input_tokens);
+                if csv {
+                    append_g6(&mut line, seconds(start_ns));
+                    line.push(b',');
+                    append_g6(&mut line, seconds(end_ns));
+                    line.push(b',');
+                    if let Some(gb) = gb {
+                        append_g6(&mut line, gb);
+                    }
+                    line.push(b',');
+                    if let Some(blocks) = blocks {
+                        line.extend_from_slice(blocks.to_string().as_bytes());
+                    }
+                    line.extend_from_slice(
+                        format!(
+                            ",{},{},{},",
+                            window.requests, window.input_tokens, hit_tokens
+                        )
+                        .as_bytes(),
+                    );
+                    append_g6(&mut line, rate);
+                } else {
+                    line.extend_from_slice(b"{\"window_start_s\":");
+                    append_g6(&mut line, seconds(start_ns));
+                    line.extend_from_slice(b",\"window_end_s\":");
+                    append_g6(&mut line, seconds(end_ns));
+                    line.extend_from_slice(format!(",\"window_start_ns\":{start_ns}").as_bytes());
+                    if let Some(gb) = gb {
+                        line.extend_from_slice(b",\"capacity_gb\":");
+                        append_g6(&mut line, gb);
+                    }
+                    if let Some(blocks) = blocks {
+                        line.extend_from_slice(format!(",\"capacity_blocks\":{blocks}").as_bytes());
+                    }
+                    line.extend_from_slice(
+                        format!(
+                            ",\"requests\":{},\"total_input_tokens\":{},\"total_hit_tokens\":{},\
+                             \"hit_rate\":",
+                            window.requests, window.input_tokens, hit_tokens
+                        )
+                        .as_bytes(),
+                    );
+                    append_g6(&mut line, rate);
+                    line.push(b'}');
+                }
+                line.push(b'\n');
+                out.write_all(&line)?;
+            }
+        }
+        out.flush()
+    }
+}
+
+/// Reads `facts_paths` into windows (see [`QueryWindows`]).
+pub fn query_windows(
+    facts_paths: &[PathBuf],
+    slots: QuerySlots,
+    range: TimeRange,
+    origin_ns: i64,
+    width_ns: i64,
+) -> Result<QueryWindows, QueryError> {
+    let mut readers = facts_paths
+        .iter()
+        .map(|path| FactsReader::open(path))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut windows = QueryWindows::new(slots, range, origin_ns, width_ns);
+    let mut record = FactRecord::default();
+    for reader in &mut readers {
+        while reader.next_record(&mut record)? {
+            windows.add_record(&record);
+        }
+    }
+    Ok(windows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn time_points_are_trace_seconds_unless_absolute() {
+        assert_eq!(parse_time_point("600"), Ok(TimePoint::TraceSeconds(600.0)));
+        assert_eq!(parse_time_point("10m"), Ok(TimePoint::TraceSeconds(600.0)));
+        assert_eq!(parse_time_point("1.5s"), Ok(TimePoint::TraceSeconds(1.5)));
+        assert_eq!(
+            parse_time_point("1700000000000000000"),
+            Ok(TimePoint::AbsoluteNs(1_700_000_000_000_000_000))
+        );
+        assert_eq!(parse_time_point("25ns"), Ok(TimePoint::AbsoluteNs(25)));
+        assert_eq!(
+            parse_time_point("999999999999999"),
+            Ok(TimePoint::TraceSeconds(999_999_999_999_999.0))
+        );
+        assert!(parse_time_point("10x").is_err());
+        assert!(parse_time_point("99999999999999999999").is_err());
+    }
+
+    #[test]
+    fn warmup_is_a_share_or_a_duration() {
+        assert_eq!(parse_warmup("20%"), Ok(Warmup::Fraction(0.2)));
+        assert_eq!(parse_warmup("600s"), Ok(Warmup::Seconds(600.0)));
+        assert!(parse_warmup("120%").is_err());
+        assert!(parse_warmup("-5%").is_err());
+    }
+
+    #[test]
+    fn resolve_takes_the_later_start() {
+        let spec = TimeSpec {
+            from: Some(TimePoint::TraceSeconds(1.0)),
+            to: Some(TimePoint::AbsoluteNs(9_000_000_000)),
+            exclude_warmup: Some(Warmup::Fraction(0.5)),
+        };
+        assert!(spec.needs_span());
+        // Span 1 s .. 5 s: the warm-up ends at 3 s, after --from (2 s).
+        let range = spec.resolve(1_000_000_000, 5_000_000_000);
+        assert_eq!(range.from_ns, 3_000_000_000);
+        assert_eq!(range.to_ns, 9_000_000_000);
+        assert!(TimeSpec::default().resolve(0, 1).is_everything());
+    }
+}
