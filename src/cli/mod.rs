@@ -5,6 +5,7 @@
 
 pub mod mrc_args;
 pub mod query_args;
+pub mod trace_args;
 pub mod trace_format_arg;
 pub mod watch_args;
 
@@ -80,6 +81,8 @@ pub enum Command {
     Watch(watch_args::WatchArgs),
     /// Generate a realistic trace at a steady rate and watch it live (no input needed)
     Demo(watch_args::DemoArgs),
+    /// Tokenize an OpenAI request log into a standard block trace (chained block keys)
+    Trace(trace_args::TraceArgs),
 }
 
 /// `litehit replay CONFIG.json` (upstream config) or `litehit replay TRACE --out DIR`.

@@ -26,6 +26,7 @@ mod parity;
 mod publication;
 mod query;
 mod seed_example;
+mod tokenize;
 mod tui_render;
 mod watch_pty;
 mod watch_tail;
