@@ -490,3 +490,49 @@ fn tiktoken_counts_equal_published_reference_counts() {
     let row: Value = serde_json::from_str(fs::read_to_string(&out).unwrap().trim()).unwrap();
     assert_eq!(input_len(&row), 13);
 }
+
+/// `trace - --out -` in a pipe into `replay -`: the same trace bytes and the same facts bytes
+/// as through files.
+#[test]
+fn trace_through_pipes_gives_the_same_trace_and_facts_as_through_files() {
+    use crate::common::cli_bin::run_with_stdin;
+    let fixture = Fixture::new();
+    let system = words(0..7);
+    let mut lines = Vec::new();
+    for conversation in 0..6_u32 {
+        let user = words(10 + conversation..16 + conversation * 2);
+        lines.push(chat_line(
+            &format!("c{conversation}"),
+            &[("system", system.as_str()), ("user", user.as_str())],
+            &json!({"user": format!("tenant-{}", conversation % 2)}),
+        ));
+    }
+    let log = lines.join("\n");
+    fixture.trace(&log, &["--salt-field", "user"]);
+    let from_file = fs::read(fixture.path("trace.jsonl")).unwrap();
+    fixture.hits(&fixture.path("trace.jsonl"));
+    let facts_from_file = fs::read(fixture.path("replay/litehit_facts.csv")).unwrap();
+
+    let mut args = fixture.trace_args(Path::new("-"), Path::new("-"));
+    args.extend(["--salt-field".to_owned(), "user".to_owned()]);
+    let piped = ok(run_with_stdin(None, &args, log.into_bytes()));
+    assert_eq!(piped.stdout.as_bytes(), from_file);
+    let out = fixture.path("piped");
+    ok(run_with_stdin(
+        None,
+        [
+            "replay",
+            "-",
+            "--out",
+            out.to_str().unwrap(),
+            "--block-size",
+            "4",
+            "--quiet",
+        ],
+        piped.stdout.into_bytes(),
+    ));
+    assert_eq!(
+        fs::read(out.join("litehit_facts.csv")).unwrap(),
+        facts_from_file
+    );
+}
