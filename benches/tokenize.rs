@@ -18,6 +18,7 @@ use std::time::Instant;
 
 use litehit::cli::Cli;
 
+#[expect(dead_code, reason = "the tokenize bench reads nothing from ../shared")]
 mod common;
 use common::Mode;
 
