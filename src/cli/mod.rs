@@ -115,6 +115,11 @@ pub struct ReplayArgs {
     /// No progress bar and no summary on stderr
     #[arg(long, short)]
     pub quiet: bool,
+
+    /// With --tokenizer, CONFIG_OR_TRACE is an OpenAI request log, converted as `litehit
+    /// trace` converts it (block size: --block-size, default 16) and replayed
+    #[command(flatten)]
+    pub openai: trace_args::TokenizeFlags,
 }
 
 /// Trace and lane parameters for runs without a config file.

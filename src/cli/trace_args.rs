@@ -27,7 +27,7 @@ pub struct TraceArgs {
     pub out: PathBuf,
 
     /// Tokens per block: each full block gets a key, the partial tail none
-    #[arg(long, value_name = "TOKENS", default_value_t = 16,
+    #[arg(long, value_name = "TOKENS", default_value_t = crate::commands::trace::DEFAULT_BLOCK_SIZE,
           value_parser = clap::value_parser!(u64).range(1..))]
     pub block_size: u64,
 
@@ -39,22 +39,24 @@ pub struct TraceArgs {
     pub quiet: bool,
 }
 
-/// How request text becomes tokens, and where a log line keeps its fields.
+/// How request text becomes tokens, and where a log line keeps its fields; the defaults are
+/// `FieldPaths::default`'s.
 #[derive(Debug, Clone, PartialEq, clap::Args)]
 pub struct TokenizeFlags {
     /// A Hugging Face `tokenizer.json` (or its directory, whose `tokenizer_config.json`
     /// gives the chat template and BOS/EOS), or `tiktoken:o200k_base` / `tiktoken:cl100k_base`
+    /// (required by `trace`; with `replay`, it makes the input an OpenAI request log)
     #[arg(long, value_name = "PATH")]
-    pub tokenizer: String,
+    pub tokenizer: Option<String>,
 
     /// A Jinja chat template file, instead of `tokenizer_config.json`'s `chat_template`
     #[arg(long, value_name = "FILE")]
     pub chat_template: Option<PathBuf>,
 
     /// Add the tokenizer's special tokens (BOS): auto = as vLLM, not to chat prompts (the
-    /// template writes them), yes to completion prompts
-    #[arg(long, value_name = "WHEN", default_value = "auto", value_parser = parse_add_special)]
-    pub add_special_tokens: AddSpecialTokens,
+    /// template writes them), yes to completion prompts [default: auto]
+    #[arg(long, value_name = "WHEN", value_parser = parse_add_special)]
+    pub add_special_tokens: Option<AddSpecialTokens>,
 
     /// Render chat prompts without the assistant's generation prompt
     #[arg(long)]
@@ -70,30 +72,27 @@ pub struct TokenizeFlags {
     #[arg(long, value_name = "PATH")]
     pub body_field: Option<String>,
 
-    /// The request time (dotted path, a number in --time-unit)
-    #[arg(
-        long,
-        value_name = "PATH",
-        default_value = "timestamp",
-        conflicts_with = "line_time"
-    )]
-    pub time_field: String,
+    /// The request time (dotted path, a number in --time-unit) [default: timestamp]
+    #[arg(long, value_name = "PATH", conflicts_with = "line_time")]
+    pub time_field: Option<String>,
 
-    /// The unit of the time field: s, ms, us or ns
-    #[arg(long, value_name = "UNIT", default_value = "s", value_parser = parse_time_unit)]
-    pub time_unit: TimeUnit,
+    /// The unit of the time field: s, ms, us or ns [default: s]
+    #[arg(long, value_name = "UNIT", value_parser = parse_time_unit)]
+    pub time_unit: Option<TimeUnit>,
 
     /// No time field: each request's time is its line number, in nanoseconds
     #[arg(long)]
     pub line_time: bool,
 
-    /// The request id, written as `trace_id` (absent: `line-N`)
-    #[arg(long, value_name = "PATH", default_value = "request_id")]
-    pub id_field: String,
+    /// The request id, written as `trace_id` (absent in a line: `line-N`) [default:
+    /// request_id]
+    #[arg(long, value_name = "PATH")]
+    pub id_field: Option<String>,
 
-    /// The instance (pod, upstream, model), written as `instance_id` (absent: `instance`)
-    #[arg(long, value_name = "PATH", default_value = "model")]
-    pub instance_field: String,
+    /// The instance (pod, upstream, model), written as `instance_id` (absent in a line:
+    /// `instance`) [default: model]
+    #[arg(long, value_name = "PATH")]
+    pub instance_field: Option<String>,
 
     /// A salt (tenant, LoRA adapter) hashed into the first block's key, so that requests
     /// with different salts share no block; default: no salt
@@ -101,8 +100,9 @@ pub struct TokenizeFlags {
     pub salt_field: Option<String>,
 
     /// The engine's own prompt token count, compared with the tokenizer's in the summary
-    #[arg(long, value_name = "PATH", default_value = "usage.prompt_tokens")]
-    pub usage_field: String,
+    /// [default: usage.prompt_tokens]
+    #[arg(long, value_name = "PATH")]
+    pub usage_field: Option<String>,
 }
 
 fn parse_add_special(text: &str) -> Result<AddSpecialTokens, String> {

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use std::io::{BufReader, Write};
 use std::path::Path;
 
-use color_eyre::eyre::{Result, WrapErr as _};
+use color_eyre::eyre::{Result, WrapErr as _, bail};
 
 use crate::cli::trace_args::{TokenizeFlags, TraceArgs};
 use litehit_tokenize::record::FieldPaths;
@@ -14,6 +14,9 @@ use litehit_tokenize::template::{
 };
 use litehit_tokenize::tokenizer::TextTokenizer;
 use litehit_tokenize::{ConvertOptions, ConvertSummary, Converter};
+
+/// Tokens per block when none is given (vLLM's default).
+pub const DEFAULT_BLOCK_SIZE: u64 = 16;
 
 /// Read buffer of the log.
 const READ_BUFFER_BYTES: usize = 1 << 20;
@@ -52,7 +55,10 @@ pub fn convert_file(
 /// The tokenizer, chat template and field paths of the flags; every file is read and the
 /// template rendered once here, so a missing file or a broken template fails at start.
 pub fn build_converter(flags: &TokenizeFlags, block_size: u64) -> Result<Converter> {
-    let tokenizer = TextTokenizer::load(&flags.tokenizer)?;
+    let Some(spec) = &flags.tokenizer else {
+        bail!("--tokenizer is required: a tokenizer.json (or its directory), or tiktoken:NAME");
+    };
+    let tokenizer = TextTokenizer::load(spec)?;
     let config = match tokenizer.dir() {
         Some(dir) => TokenizerConfig::read(dir)?,
         None => TokenizerConfig::default(),
@@ -85,14 +91,19 @@ pub fn build_converter(flags: &TokenizeFlags, block_size: u64) -> Result<Convert
     } else {
         None
     };
+    let defaults = FieldPaths::default();
     let fields = FieldPaths {
         body: flags.body_field.clone(),
-        time: (!flags.line_time).then(|| flags.time_field.clone()),
-        time_unit: flags.time_unit,
-        request_id: flags.id_field.clone(),
-        instance: flags.instance_field.clone(),
+        time: if flags.line_time {
+            None
+        } else {
+            flags.time_field.clone().or(defaults.time)
+        },
+        time_unit: flags.time_unit.unwrap_or(defaults.time_unit),
+        request_id: flags.id_field.clone().unwrap_or(defaults.request_id),
+        instance: flags.instance_field.clone().unwrap_or(defaults.instance),
         salt: flags.salt_field.clone(),
-        usage: flags.usage_field.clone(),
+        usage: flags.usage_field.clone().unwrap_or(defaults.usage),
     };
     let block_size = usize::try_from(block_size).wrap_err("--block-size is too large")?;
     Ok(Converter::new(
@@ -101,7 +112,7 @@ pub fn build_converter(flags: &TokenizeFlags, block_size: u64) -> Result<Convert
         ConvertOptions {
             block_size,
             fields,
-            add_special_tokens: flags.add_special_tokens,
+            add_special_tokens: flags.add_special_tokens.unwrap_or_default(),
         },
     ))
 }

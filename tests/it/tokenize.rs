@@ -491,8 +491,8 @@ fn tiktoken_counts_equal_published_reference_counts() {
     assert_eq!(input_len(&row), 13);
 }
 
-/// `trace - --out -` in a pipe into `replay -`: the same trace bytes and the same facts bytes
-/// as through files.
+/// `trace - --out -` in a pipe into `replay -`, and `replay LOG --tokenizer ..`: the same
+/// trace bytes and the same facts bytes as through files.
 #[test]
 fn trace_through_pipes_gives_the_same_trace_and_facts_as_through_files() {
     use crate::common::cli_bin::run_with_stdin;
@@ -531,6 +531,18 @@ fn trace_through_pipes_gives_the_same_trace_and_facts_as_through_files() {
         ],
         piped.stdout.into_bytes(),
     ));
+    assert_eq!(
+        fs::read(out.join("litehit_facts.csv")).unwrap(),
+        facts_from_file
+    );
+
+    // `replay LOG --tokenizer ..` converts in process through the same code.
+    let log_path = fixture.path("log.jsonl");
+    let out = fixture.path("direct");
+    let mut args = fixture.trace_args(&log_path, &out);
+    args[0] = "replay".to_owned();
+    args.extend(["--salt-field".to_owned(), "user".to_owned()]);
+    ok(run_in(None, &args));
     assert_eq!(
         fs::read(out.join("litehit_facts.csv")).unwrap(),
         facts_from_file
