@@ -5,6 +5,7 @@
 
 pub mod mrc_args;
 pub mod query_args;
+pub mod trace_args;
 pub mod trace_format_arg;
 pub mod watch_args;
 
@@ -80,6 +81,8 @@ pub enum Command {
     Watch(watch_args::WatchArgs),
     /// Generate a realistic trace at a steady rate and watch it live (no input needed)
     Demo(watch_args::DemoArgs),
+    /// Tokenize an OpenAI request log into a standard block trace (chained block keys)
+    Trace(trace_args::TraceArgs),
 }
 
 /// `litehit replay CONFIG.json` (upstream config) or `litehit replay TRACE --out DIR`.
@@ -126,6 +129,11 @@ pub struct ReplayArgs {
     /// one unsharded replay
     #[arg(long, value_name = "K/N", value_parser = parse_shard)]
     pub shard: Option<litehit_core::engine::shard::Shard>,
+
+    /// With --tokenizer, CONFIG_OR_TRACE is an OpenAI request log, converted as `litehit
+    /// trace` converts it (block size: --block-size, default 16) and replayed
+    #[command(flatten)]
+    pub openai: trace_args::TokenizeFlags,
 }
 
 /// `--shard K/N`.

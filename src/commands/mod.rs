@@ -5,6 +5,7 @@ pub mod demo;
 pub mod mrc;
 pub mod query;
 pub mod replay;
+pub mod trace;
 pub mod watch;
 
 use color_eyre::eyre::{WrapErr as _, bail, eyre};
@@ -20,6 +21,7 @@ pub fn run(cli: Cli) -> color_eyre::Result<()> {
         Command::Mrc(args) => mrc::run(&args),
         Command::Watch(args) => watch::run(&args),
         Command::Demo(args) => demo::run(&args),
+        Command::Trace(args) => trace::run(&args),
     }
 }
 

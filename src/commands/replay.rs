@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-use color_eyre::eyre::{Result, bail, eyre};
+use color_eyre::eyre::{Result, WrapErr as _, bail, eyre};
 
 use crate::cli::ReplayArgs;
 use crate::output::summary::LaneSummary;
@@ -120,6 +120,9 @@ struct ReplayPlan {
 }
 
 pub fn run(args: &ReplayArgs) -> Result<()> {
+    if args.openai.tokenizer.is_some() {
+        return run_openai(args, &args.openai);
+    }
     let plan = resolve_plan(args)?;
     let started = Instant::now();
     let trace_path = plan.trace_path.clone();
@@ -173,6 +176,40 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// `replay LOG --tokenizer ..`: the log is converted by the code of `litehit trace` into a
+/// temporary standard trace, which is then replayed as any other.
+fn run_openai(args: &ReplayArgs, flags: &crate::cli::trace_args::TokenizeFlags) -> Result<()> {
+    let block_size = args
+        .lane
+        .block_size
+        .unwrap_or(super::trace::DEFAULT_BLOCK_SIZE);
+    let converter = super::trace::build_converter(flags, block_size)?;
+    let mut trace = tempfile::Builder::new()
+        .prefix(".litehit-openai-")
+        .suffix(".jsonl")
+        .tempfile()
+        .wrap_err("creating the temporary trace")?;
+    let trace_path = trace.path().to_path_buf();
+    let summary = {
+        let mut out = std::io::BufWriter::new(trace.as_file_mut());
+        let summary = super::trace::convert_file(&converter, &args.input, &mut out, &trace_path)?;
+        std::io::Write::flush(&mut out)?;
+        summary
+    };
+    if !args.quiet {
+        eprint!(
+            "{}",
+            super::trace::render_summary(&summary, block_size, &args.input)
+        );
+    }
+    let mut standard = args.clone();
+    standard.openai.tokenizer = None;
+    standard.input = trace_path;
+    standard.lane.format = Some(TraceFormat::Standard);
+    standard.lane.block_size = Some(block_size);
+    run(&standard).wrap_err_with(|| format!("replaying the trace of {}", args.input.display()))
 }
 
 /// For a time-order error in a trace whose timestamps are not nanoseconds (Mooncake ms,

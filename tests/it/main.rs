@@ -32,6 +32,7 @@ mod seed_example;
 mod shards;
 mod sql;
 mod tiers;
+mod tokenize;
 mod tui_render;
 mod watch_pty;
 mod watch_tail;

@@ -1,0 +1,206 @@
+//! `litehit trace` + `litehit replay` end to end, in process, on a generated multi-turn chat
+//! log: prompt tokens per second of the conversion (template + tokenize + hash + write) and of
+//! the replay of its output, for a WordLevel `tokenizer.json` and for tiktoken cl100k_base.
+//!
+//! `cargo bench --bench tokenize -- [--conversations N]`
+//!
+//! The log: N conversations (default 4000) of 8 turns, each turn re-sending the whole history
+//! (system prompt shared by all conversations of one of 8 apps, then user/assistant turns of
+//! 40–120 words), as chat-completions bodies with a ChatML template. Every run checks that the
+//! trace has one row per request and that the summary's token total equals the rows'
+//! `input_len` sum, and that the replay saw every row, or aborts.
+//!
+//! Smoke mode (`LITEHIT_BENCH_SMOKE=1` or `-- --smoke`, see `common/mod.rs`): 40 conversations.
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::time::Instant;
+
+use litehit::cli::Cli;
+
+#[expect(dead_code, reason = "the tokenize bench reads nothing from ../shared")]
+mod common;
+use common::Mode;
+
+const CHATML: &str = "{% for message in messages %}<|im_start|>{{ message['role'] }}\n\
+{{ message['content'] }}<|im_end|>\n{% endfor %}\
+{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}";
+
+const TURNS: usize = 8;
+const VOCAB_WORDS: u64 = 2000;
+
+/// A splitmix64 stream: seeded, no dependency.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn words(&mut self, count: u64) -> String {
+        let mut text = String::new();
+        for at in 0..count {
+            if at > 0 {
+                text.push(' ');
+            }
+            write!(text, "w{}", self.next() % VOCAB_WORDS).expect("writing to a String");
+        }
+        text
+    }
+}
+
+fn write_tokenizer(dir: &Path) {
+    let mut vocab = serde_json::Map::new();
+    let specials = ["<unk>", "<|im_start|>", "<|im_end|>"];
+    let mut id = 0_u64;
+    for token in specials.iter().chain(&["system", "user", "assistant"]) {
+        vocab.insert((*token).to_owned(), id.into());
+        id += 1;
+    }
+    for word in 0..VOCAB_WORDS {
+        vocab.insert(format!("w{word}"), (id + word).into());
+    }
+    let added: Vec<serde_json::Value> = specials
+        .iter()
+        .enumerate()
+        .map(|(id, content)| {
+            serde_json::json!({"id": id, "content": content, "single_word": false,
+                "lstrip": false, "rstrip": false, "normalized": false, "special": true})
+        })
+        .collect();
+    let tokenizer = serde_json::json!({
+        "version": "1.0", "truncation": null, "padding": null, "added_tokens": added,
+        "normalizer": null, "pre_tokenizer": {"type": "WhitespaceSplit"},
+        "post_processor": null, "decoder": null,
+        "model": {"type": "WordLevel", "vocab": vocab, "unk_token": "<unk>"}
+    });
+    std::fs::write(dir.join("tokenizer.json"), tokenizer.to_string()).expect("write tokenizer");
+    std::fs::write(dir.join("chat.jinja"), CHATML).expect("write template");
+}
+
+/// The chat log: returns the number of requests.
+fn write_log(path: &Path, conversations: usize) -> usize {
+    let mut rng = Rng(21);
+    let systems: Vec<String> = (0..8).map(|_| rng.words(300)).collect();
+    let mut out = String::new();
+    let mut requests = 0;
+    let mut timestamp_ns = 1_000_000_000_u64;
+    for conversation in 0..conversations {
+        let mut messages = vec![serde_json::json!({
+            "role": "system", "content": systems[conversation % systems.len()]
+        })];
+        for turn in 0..TURNS {
+            let words = 40 + rng.next() % 80;
+            messages.push(serde_json::json!({"role": "user", "content": rng.words(words)}));
+            timestamp_ns += 1_000;
+            let line = serde_json::json!({
+                "timestamp": timestamp_ns, "request_id": format!("c{conversation}-t{turn}"),
+                "body": {"model": "m", "messages": messages}
+            });
+            out.push_str(&line.to_string());
+            out.push('\n');
+            requests += 1;
+            let words = 40 + rng.next() % 80;
+            messages.push(serde_json::json!({"role": "assistant", "content": rng.words(words)}));
+        }
+    }
+    std::fs::write(path, out).expect("write log");
+    requests
+}
+
+fn run(args: &[&str]) {
+    let cli = Cli::parse_args_from(std::iter::once("litehit").chain(args.iter().copied()))
+        .expect("bench arguments parse");
+    litehit::commands::run(cli).expect("command succeeds");
+}
+
+fn main() {
+    let mode = Mode::from_env_and_args();
+    let args = common::bench_args();
+    let conversations = args
+        .iter()
+        .position(|arg| arg == "--conversations")
+        .and_then(|at| args.get(at + 1))
+        .map_or(mode.pick(4000, 40), |n| {
+            n.parse().expect("--conversations N")
+        });
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-data/tokenize");
+    std::fs::create_dir_all(&dir).expect("create target/bench-data/tokenize");
+    write_tokenizer(&dir);
+    let log = dir.join("chat_log.jsonl");
+    let requests = write_log(&log, conversations);
+    let log_bytes = std::fs::metadata(&log).expect("log").len();
+    println!(
+        "log: {conversations} conversations x {TURNS} turns = {requests} requests, {:.1} MB",
+        log_bytes as f64 / 1e6
+    );
+    let tokenizer_json = dir.join("tokenizer.json").display().to_string();
+    let template = dir.join("chat.jinja").display().to_string();
+    for (name, tokenizer) in [
+        ("wordlevel tokenizer.json", tokenizer_json.as_str()),
+        ("tiktoken cl100k_base", "tiktoken:cl100k_base"),
+    ] {
+        let trace = dir.join("trace.jsonl");
+        let facts = dir.join("facts");
+        let _ = std::fs::remove_file(&trace);
+        let _ = std::fs::remove_dir_all(&facts);
+        let log_arg = log.display().to_string();
+        let trace_arg = trace.display().to_string();
+        let started = Instant::now();
+        run(&[
+            "trace",
+            &log_arg,
+            "--out",
+            &trace_arg,
+            "--tokenizer",
+            tokenizer,
+            "--chat-template",
+            &template,
+            "--time-unit",
+            "ns",
+            "--block-size",
+            "16",
+            "--quiet",
+        ]);
+        let convert_seconds = started.elapsed().as_secs_f64();
+        let text = std::fs::read_to_string(&trace).expect("trace");
+        let (rows, tokens) = text.lines().fold((0_usize, 0_u64), |(rows, tokens), line| {
+            let row: serde_json::Value = serde_json::from_str(line).expect("a JSON row");
+            (
+                rows + 1,
+                tokens + row["input_len"].as_u64().expect("input_len"),
+            )
+        });
+        assert_eq!(rows, requests, "one row per request");
+        let started = Instant::now();
+        let facts_arg = facts.display().to_string();
+        run(&[
+            "replay",
+            &trace_arg,
+            "--out",
+            &facts_arg,
+            "--block-size",
+            "16",
+            "--quiet",
+        ]);
+        let replay_seconds = started.elapsed().as_secs_f64();
+        let facts_rows = std::fs::read_to_string(facts.join("litehit_facts.csv"))
+            .expect("facts")
+            .lines()
+            .count()
+            - 1;
+        assert_eq!(facts_rows, requests, "one fact per request");
+        let total = convert_seconds + replay_seconds;
+        println!(
+            "{name}: {tokens} prompt tokens; trace {convert_seconds:.3} s ({:.2} M tokens/s), \
+             replay {replay_seconds:.3} s ({:.2} M tokens/s), end to end {:.2} M tokens/s",
+            tokens as f64 / convert_seconds / 1e6,
+            tokens as f64 / replay_seconds / 1e6,
+            tokens as f64 / total / 1e6,
+        );
+    }
+}

@@ -1,0 +1,465 @@
+//! The loop: log lines → standard trace rows, in order, and the summary.
+//!
+//! Lines are parsed and templated one by one, then tokenized a batch at a time (the Hugging
+//! Face tokenizer runs a batch on its thread pool), then hashed and written in line order.
+//! Any bad line stops the conversion with its file, line and field.
+
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::blocks::{block_keys, root_seed};
+use crate::error::{Result, TokenizeError};
+use crate::record::{DEFAULT_INSTANCE, FieldPaths, as_text, field, find_body};
+use crate::template::ChatTemplate;
+use crate::tokenizer::TextTokenizer;
+
+/// Whether the tokenizer adds its special tokens (BOS) to the prompt text.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum AddSpecialTokens {
+    /// As vLLM does: not to a chat prompt (the template writes BOS), yes to a completion.
+    #[default]
+    Auto,
+    Always,
+    Never,
+}
+
+/// How a log becomes a trace.
+#[derive(Debug, Clone)]
+pub struct ConvertOptions {
+    /// Tokens per block (> 0).
+    pub block_size: usize,
+    pub fields: FieldPaths,
+    pub add_special_tokens: AddSpecialTokens,
+}
+
+/// What a conversion saw.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ConvertSummary {
+    pub requests: u64,
+    pub prompt_tokens: u64,
+    /// Full blocks written (keys).
+    pub blocks: u64,
+    /// Requests whose record carried the engine's prompt token count.
+    pub usage_compared: u64,
+    /// ... of which our count differs.
+    pub usage_differs: u64,
+    /// The first difference: line, our count, the engine's.
+    pub first_usage_difference: Option<(u64, u64, u64)>,
+}
+
+/// The tokenizer, the optional chat template and the options: converts any number of logs.
+#[derive(Debug)]
+pub struct Converter {
+    tokenizer: TextTokenizer,
+    template: Option<ChatTemplate>,
+    options: ConvertOptions,
+}
+
+/// Lines tokenized together.
+const BATCH_LINES: usize = 512;
+
+/// A parsed line waiting for its tokens.
+struct Pending {
+    line: u64,
+    timestamp_ns: i64,
+    trace_id: String,
+    instance_id: String,
+    seed: u64,
+    usage: Option<u64>,
+    prompt: Prompt,
+}
+
+enum Prompt {
+    /// Text to tokenize, with whether to add special tokens, and the field it came from.
+    Text(String, bool, &'static str),
+    Ids(Vec<u32>),
+}
+
+impl Converter {
+    pub fn new(
+        tokenizer: TextTokenizer,
+        template: Option<ChatTemplate>,
+        options: ConvertOptions,
+    ) -> Self {
+        Self {
+            tokenizer,
+            template,
+            options,
+        }
+    }
+
+    /// Converts the log `input` (named `path` in errors) into trace rows on `out` (named
+    /// `out_path`).
+    pub fn convert(
+        &self,
+        input: impl BufRead,
+        path: &Path,
+        out: &mut impl Write,
+        out_path: &Path,
+    ) -> Result<ConvertSummary> {
+        let mut summary = ConvertSummary::default();
+        let mut pending = Vec::with_capacity(BATCH_LINES);
+        let mut writer = RowWriter::default();
+        for (index, line) in input.lines().enumerate() {
+            let line_no = index as u64 + 1;
+            let text = line.map_err(|source| TokenizeError::Io {
+                path: path.to_path_buf(),
+                source,
+            })?;
+            if text.trim().is_empty() {
+                continue;
+            }
+            pending.push(self.parse_line(&text, path, line_no)?);
+            if pending.len() == BATCH_LINES {
+                self.flush(&mut pending, path, &mut writer, &mut summary)?;
+                writer.drain(out, out_path)?;
+            }
+        }
+        self.flush(&mut pending, path, &mut writer, &mut summary)?;
+        writer.drain(out, out_path)?;
+        out.flush().map_err(|source| TokenizeError::Io {
+            path: out_path.to_path_buf(),
+            source,
+        })?;
+        Ok(summary)
+    }
+
+    fn parse_line(&self, text: &str, path: &Path, line: u64) -> Result<Pending> {
+        let fields = &self.options.fields;
+        let record: Value = serde_json::from_str(text).map_err(|error| TokenizeError::Json {
+            path: path.to_path_buf(),
+            line,
+            message: error.to_string(),
+        })?;
+        let bad = |field: &str, message: String| TokenizeError::Field {
+            path: path.to_path_buf(),
+            line,
+            field: field.to_owned(),
+            message,
+        };
+        if !record.is_object() {
+            return Err(TokenizeError::Json {
+                path: path.to_path_buf(),
+                line,
+                message: "expected a JSON object".to_owned(),
+            });
+        }
+        let (body, body_path) = find_body(&record, fields.body.as_deref()).ok_or_else(|| {
+            bad(
+                fields.body.as_deref().unwrap_or("messages"),
+                "missing: expected a request body with messages, prompt or prompt_token_ids \
+                 (bare, or under body or request; --body-field names another place)"
+                    .to_owned(),
+            )
+        })?;
+        let timestamp_ns = match &fields.time {
+            None => i64::try_from(line).unwrap_or(i64::MAX),
+            Some(time) => {
+                let value = field(&record, body, time)
+                    .ok_or_else(|| bad(time, "missing (--time-field names the time)".to_owned()))?;
+                fields.time_unit.to_ns(value).ok_or_else(|| {
+                    bad(
+                        time,
+                        format!("expected a positive number of time units, found {value}"),
+                    )
+                })?
+            }
+        };
+        let trace_id = match field(&record, body, &fields.request_id) {
+            None => format!("line-{line}"),
+            Some(value) => as_text(value).ok_or_else(|| {
+                bad(
+                    &fields.request_id,
+                    format!("expected a string or number, found {value}"),
+                )
+            })?,
+        };
+        let instance_id = match field(&record, body, &fields.instance) {
+            None => DEFAULT_INSTANCE.to_owned(),
+            Some(value) => as_text(value)
+                .filter(|text| !text.is_empty())
+                .ok_or_else(|| {
+                    bad(
+                        &fields.instance,
+                        format!("expected a non-empty string, found {value}"),
+                    )
+                })?,
+        };
+        let seed = match &fields.salt {
+            None => 0,
+            Some(salt) => match field(&record, body, salt) {
+                None => root_seed(None),
+                Some(value) => root_seed(Some(&as_text(value).ok_or_else(|| {
+                    bad(salt, format!("expected a string or number, found {value}"))
+                })?)),
+            },
+        };
+        let usage = match field(&record, body, &fields.usage) {
+            None => None,
+            Some(value) => Some(value.as_u64().ok_or_else(|| {
+                bad(
+                    &fields.usage,
+                    format!("expected a non-negative integer, found {value}"),
+                )
+            })?),
+        };
+        let prompt = self.prompt_of(body, body_path, path, line)?;
+        Ok(Pending {
+            line,
+            timestamp_ns,
+            trace_id,
+            instance_id,
+            seed,
+            usage,
+            prompt,
+        })
+    }
+
+    /// The prompt of a request body: token ids, a completion's text, or rendered messages.
+    fn prompt_of(&self, body: &Value, body_path: &str, path: &Path, line: u64) -> Result<Prompt> {
+        let bad = |field: &str, message: String| TokenizeError::Field {
+            path: path.to_path_buf(),
+            line,
+            field: field.to_owned(),
+            message,
+        };
+        let in_body = |name: &str| {
+            if body_path.is_empty() {
+                name.to_owned()
+            } else {
+                format!("{body_path}.{name}")
+            }
+        };
+        let completion_special = self.options.add_special_tokens != AddSpecialTokens::Never;
+        let prompt = if let Some(ids) = body.get("prompt_token_ids") {
+            Prompt::Ids(token_ids(ids).ok_or_else(|| {
+                bad(
+                    &in_body("prompt_token_ids"),
+                    "expected an array of token ids (integers below 2^32)".to_owned(),
+                )
+            })?)
+        } else if let Some(messages) = body.get("messages") {
+            let Some(template) = &self.template else {
+                return Err(bad(
+                    &in_body("messages"),
+                    "a chat request needs a chat template: the tokenizer's \
+                     tokenizer_config.json has none; give --chat-template FILE"
+                        .to_owned(),
+                ));
+            };
+            if !messages.is_array() {
+                return Err(bad(
+                    &in_body("messages"),
+                    format!("expected an array of messages, found {messages}"),
+                ));
+            }
+            let text = template
+                .render(messages, body.get("tools").filter(|tools| !tools.is_null()))
+                .map_err(|message| {
+                    bad(&in_body("messages"), format!("chat template: {message}"))
+                })?;
+            Prompt::Text(
+                text,
+                self.options.add_special_tokens == AddSpecialTokens::Always,
+                "messages",
+            )
+        } else {
+            let prompt = body.get("prompt").unwrap_or(&Value::Null);
+            match prompt {
+                Value::String(text) => Prompt::Text(text.clone(), completion_special, "prompt"),
+                Value::Array(items) if items.len() == 1 && items[0].is_string() => Prompt::Text(
+                    items[0].as_str().unwrap_or_default().to_owned(),
+                    completion_special,
+                    "prompt",
+                ),
+                Value::Array(_) => Prompt::Ids(token_ids(prompt).ok_or_else(|| {
+                    bad(
+                        &in_body("prompt"),
+                        "expected a string, one string or token ids (batched prompts are \
+                         not supported)"
+                            .to_owned(),
+                    )
+                })?),
+                _ => {
+                    return Err(bad(
+                        &in_body("prompt"),
+                        format!("expected a string or token ids, found {prompt}"),
+                    ));
+                }
+            }
+        };
+        Ok(prompt)
+    }
+
+    /// Tokenizes, hashes and renders `pending`, in order.
+    fn flush(
+        &self,
+        pending: &mut Vec<Pending>,
+        path: &Path,
+        writer: &mut RowWriter,
+        summary: &mut ConvertSummary,
+    ) -> Result<()> {
+        let mut encoded = self.encode_texts(pending, path)?.into_iter();
+        for mut request in pending.drain(..) {
+            let tokens = match std::mem::replace(&mut request.prompt, Prompt::Ids(Vec::new())) {
+                Prompt::Ids(ids) => ids,
+                Prompt::Text(..) => encoded.next().unwrap_or_default(),
+            };
+            if tokens.is_empty() {
+                return Err(TokenizeError::Field {
+                    path: path.to_path_buf(),
+                    line: request.line,
+                    field: "prompt".to_owned(),
+                    message: "the prompt has no tokens (input_len must be > 0)".to_owned(),
+                });
+            }
+            let input_len = tokens.len() as u64;
+            writer.row(&request, &tokens, self.options.block_size);
+            summary.requests += 1;
+            summary.prompt_tokens += input_len;
+            summary.blocks += input_len / self.options.block_size as u64;
+            if let Some(engine_count) = request.usage {
+                summary.usage_compared += 1;
+                if engine_count != input_len {
+                    summary.usage_differs += 1;
+                    summary.first_usage_difference.get_or_insert((
+                        request.line,
+                        input_len,
+                        engine_count,
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The token ids of the text prompts in `pending`, in order. When a batch fails, each
+    /// is tried alone so the error names its line.
+    fn encode_texts(&self, pending: &[Pending], path: &Path) -> Result<Vec<Vec<u32>>> {
+        let mut out = Vec::new();
+        for add_special in [false, true] {
+            let texts: Vec<String> = pending
+                .iter()
+                .filter_map(|request| match &request.prompt {
+                    Prompt::Text(text, special, _) if *special == add_special => Some(text.clone()),
+                    _ => None,
+                })
+                .collect();
+            if texts.is_empty() {
+                continue;
+            }
+            let Ok(batch) = self.tokenizer.encode_batch(texts, add_special) else {
+                return Err(self.first_failing_text(pending, add_special, path));
+            };
+            out.push((add_special, batch.into_iter()));
+        }
+        // Back into line order.
+        let mut ordered = Vec::new();
+        for request in pending {
+            if let Prompt::Text(_, special, _) = &request.prompt {
+                let batch = out
+                    .iter_mut()
+                    .find(|(add_special, _)| add_special == special)
+                    .expect("every text's batch was encoded");
+                ordered.push(batch.1.next().unwrap_or_default());
+            }
+        }
+        Ok(ordered)
+    }
+}
+
+impl Converter {
+    /// The error of the first text of `pending` that fails to encode alone.
+    fn first_failing_text(
+        &self,
+        pending: &[Pending],
+        add_special: bool,
+        path: &Path,
+    ) -> TokenizeError {
+        for request in pending {
+            if let Prompt::Text(text, special, field) = &request.prompt
+                && *special == add_special
+                && let Err(message) = self.tokenizer.encode(text, add_special)
+            {
+                return TokenizeError::Field {
+                    path: path.to_path_buf(),
+                    line: request.line,
+                    field: (*field).to_owned(),
+                    message: format!("tokenizer: {message}"),
+                };
+            }
+        }
+        let line = pending.first().map_or(0, |request| request.line);
+        TokenizeError::Field {
+            path: path.to_path_buf(),
+            line,
+            field: "prompt".to_owned(),
+            message: "tokenizer: a batch from this line on failed, each text alone encodes"
+                .to_owned(),
+        }
+    }
+}
+
+/// `[1, 2, 3]` as token ids.
+fn token_ids(value: &Value) -> Option<Vec<u32>> {
+    value
+        .as_array()?
+        .iter()
+        .map(|id| id.as_u64().and_then(|id| u32::try_from(id).ok()))
+        .collect()
+}
+
+/// Renders rows into a buffer reused between batches.
+#[derive(Default)]
+struct RowWriter {
+    buffer: Vec<u8>,
+    keys: Vec<i64>,
+    scratch: Vec<u8>,
+}
+
+impl RowWriter {
+    fn row(&mut self, request: &Pending, tokens: &[u32], block_size: usize) {
+        self.keys.clear();
+        block_keys(
+            tokens,
+            block_size,
+            request.seed,
+            &mut self.scratch,
+            &mut self.keys,
+        );
+        let mut number = itoa::Buffer::new();
+        let out = &mut self.buffer;
+        out.extend_from_slice(b"{\"type\":\"request\",\"instance_id\":");
+        json_string(out, &request.instance_id);
+        out.extend_from_slice(b",\"trace_id\":");
+        json_string(out, &request.trace_id);
+        out.extend_from_slice(b",\"timestamp_ns\":");
+        out.extend_from_slice(number.format(request.timestamp_ns).as_bytes());
+        out.extend_from_slice(b",\"keys\":[");
+        for (at, key) in self.keys.iter().enumerate() {
+            if at > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(number.format(*key).as_bytes());
+        }
+        out.extend_from_slice(b"],\"input_len\":");
+        out.extend_from_slice(number.format(tokens.len()).as_bytes());
+        out.extend_from_slice(b"}\n");
+    }
+
+    fn drain(&mut self, out: &mut impl Write, out_path: &Path) -> Result<()> {
+        out.write_all(&self.buffer)
+            .map_err(|source| TokenizeError::Io {
+                path: PathBuf::from(out_path),
+                source,
+            })?;
+        self.buffer.clear();
+        Ok(())
+    }
+}
+
+fn json_string(out: &mut Vec<u8>, text: &str) {
+    serde_json::to_writer(&mut *out, text).expect("a string always serializes into a Vec");
+}

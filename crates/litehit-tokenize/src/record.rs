@@ -1,0 +1,185 @@
+//! One log line → the request it describes: where its body is, its time, id, instance,
+//! salt, the engine's own prompt token count, and its prompt.
+//!
+//! Field paths are dotted (`response.usage.prompt_tokens`) and looked up in the log record
+//! first, then in the request body, so a bare body and a wrapped record (`{"timestamp": ..,
+//! "body": {"model": .., "messages": [..]}}`) both work with the defaults.
+
+use serde_json::Value;
+
+/// Where each field of a line is. Every path is dotted; see [`FieldPaths::default`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct FieldPaths {
+    /// The request body inside the record; `None`: the record itself when it has `messages`,
+    /// `prompt` or `prompt_token_ids`, else `body`, else `request`.
+    pub body: Option<String>,
+    /// The request time; `None`: the 1-based line number, as nanoseconds (bare bodies carry
+    /// no time).
+    pub time: Option<String>,
+    /// What one unit of the time field is.
+    pub time_unit: TimeUnit,
+    /// The request id (`trace_id`); absent in a line: `line-N`.
+    pub request_id: String,
+    /// The instance (`instance_id`: pod, upstream, model); absent in a line: `instance`.
+    pub instance: String,
+    /// The salt (tenant, LoRA adapter), hashed into the root key; `None`: no salt.
+    pub salt: Option<String>,
+    /// The engine's prompt token count, compared with ours in the summary.
+    pub usage: String,
+}
+
+impl Default for FieldPaths {
+    fn default() -> Self {
+        Self {
+            body: None,
+            time: Some("timestamp".to_owned()),
+            time_unit: TimeUnit::Seconds,
+            request_id: "request_id".to_owned(),
+            instance: "model".to_owned(),
+            salt: None,
+            usage: "usage.prompt_tokens".to_owned(),
+        }
+    }
+}
+
+/// The instance of a line without the instance field (the converters' default).
+pub const DEFAULT_INSTANCE: &str = "instance";
+
+/// The unit of the time field's number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimeUnit {
+    Seconds,
+    Milliseconds,
+    Microseconds,
+    Nanoseconds,
+}
+
+impl TimeUnit {
+    /// `s`, `ms`, `us` or `ns`.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Some(match name {
+            "s" => Self::Seconds,
+            "ms" => Self::Milliseconds,
+            "us" => Self::Microseconds,
+            "ns" => Self::Nanoseconds,
+            _ => return None,
+        })
+    }
+
+    fn ns_per_unit(self) -> u64 {
+        match self {
+            Self::Seconds => 1_000_000_000,
+            Self::Milliseconds => 1_000_000,
+            Self::Microseconds => 1_000,
+            Self::Nanoseconds => 1,
+        }
+    }
+
+    /// `value` (an integer or a float) in nanoseconds; `None` when not a positive number
+    /// that fits `i64`.
+    pub fn to_ns(self, value: &Value) -> Option<i64> {
+        let per = self.ns_per_unit();
+        let ns = if let Some(whole) = value.as_u64() {
+            whole.checked_mul(per)?
+        } else {
+            let float = value.as_f64()? * per as f64;
+            if !(1.0..9.2e18).contains(&float) {
+                return None;
+            }
+            // Rounded to the nanosecond; the range was checked above.
+            #[expect(
+                clippy::cast_possible_truncation,
+                clippy::cast_sign_loss,
+                reason = "range checked"
+            )]
+            let ns = float.round() as u64;
+            ns
+        };
+        i64::try_from(ns).ok().filter(|ns| *ns > 0)
+    }
+}
+
+/// `path` (dotted) inside `value`.
+pub fn lookup<'a>(value: &'a Value, path: &str) -> Option<&'a Value> {
+    path.split('.')
+        .try_fold(value, |inner, step| inner.get(step))
+        .filter(|found| !found.is_null())
+}
+
+/// The request body of `record`, and the path it was found at (`""`: the record).
+pub fn find_body<'a>(
+    record: &'a Value,
+    body_path: Option<&'a str>,
+) -> Option<(&'a Value, &'a str)> {
+    if let Some(path) = body_path {
+        return lookup(record, path).map(|body| (body, path));
+    }
+    let is_body = |value: &Value| {
+        ["messages", "prompt", "prompt_token_ids"]
+            .iter()
+            .any(|field| value.get(field).is_some())
+    };
+    if is_body(record) {
+        return Some((record, ""));
+    }
+    ["body", "request"].into_iter().find_map(|path| {
+        record
+            .get(path)
+            .filter(|inner| is_body(inner))
+            .map(|inner| (inner, path))
+    })
+}
+
+/// `path` in the record, else in the body.
+pub fn field<'a>(record: &'a Value, body: &'a Value, path: &str) -> Option<&'a Value> {
+    lookup(record, path).or_else(|| lookup(body, path))
+}
+
+/// A string or number field as text (ids and salts are either).
+pub fn as_text(value: &Value) -> Option<String> {
+    match value {
+        Value::String(text) => Some(text.clone()),
+        Value::Number(number) => Some(number.to_string()),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn body_is_found_bare_or_wrapped() {
+        let bare = json!({"messages": []});
+        assert_eq!(find_body(&bare, None).unwrap().1, "");
+        let wrapped = json!({"timestamp": 1, "body": {"prompt": "x"}});
+        assert_eq!(find_body(&wrapped, None).unwrap().1, "body");
+        let custom = json!({"req": {"inner": {"prompt": "x"}}});
+        assert_eq!(
+            find_body(&custom, Some("req.inner")).unwrap().1,
+            "req.inner"
+        );
+        assert!(find_body(&json!({"other": 1}), None).is_none());
+    }
+
+    #[test]
+    fn fields_come_from_the_record_then_the_body() {
+        let record = json!({"model": "outer", "body": {"model": "inner", "user": "t1"}});
+        let body = &record["body"];
+        assert_eq!(field(&record, body, "model"), Some(&json!("outer")));
+        assert_eq!(field(&record, body, "user"), Some(&json!("t1")));
+        assert_eq!(field(&record, body, "body.user"), Some(&json!("t1")));
+        assert_eq!(field(&record, body, "absent"), None);
+    }
+
+    #[test]
+    fn time_units_convert_to_positive_ns() {
+        assert_eq!(TimeUnit::Seconds.to_ns(&json!(1.5)), Some(1_500_000_000));
+        assert_eq!(TimeUnit::Milliseconds.to_ns(&json!(3)), Some(3_000_000));
+        assert_eq!(TimeUnit::Nanoseconds.to_ns(&json!(0)), None);
+        assert_eq!(TimeUnit::Seconds.to_ns(&json!(-1)), None);
+        assert_eq!(TimeUnit::Seconds.to_ns(&json!("1")), None);
+        assert_eq!(TimeUnit::Seconds.to_ns(&json!(u64::MAX)), None);
+    }
+}

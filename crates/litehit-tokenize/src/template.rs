@@ -1,0 +1,285 @@
+//! The chat template: `messages` → the prompt text the serving engine tokenizes.
+//!
+//! Rendered with minijinja as `transformers` renders it: `trim_blocks` and `lstrip_blocks`,
+//! loop controls, Python string/dict methods (`minijinja-contrib`'s pycompat callback), and
+//! `raise_exception`. The context holds `messages`, `tools` (when the request has them),
+//! `add_generation_prompt`, `bos_token`/`eos_token` from `tokenizer_config.json`, and the
+//! `--template-kwarg`s.
+
+use std::path::Path;
+
+use serde_json::{Map, Value};
+
+use crate::error::{Result, TokenizeError};
+
+const TEMPLATE_NAME: &str = "chat_template";
+
+/// A compiled chat template and its fixed context.
+pub struct ChatTemplate {
+    env: minijinja::Environment<'static>,
+    /// Where it came from, for messages.
+    source_name: String,
+    /// bos/eos tokens, `add_generation_prompt` and the kwargs: merged under each request's.
+    base_context: Map<String, Value>,
+}
+
+impl std::fmt::Debug for ChatTemplate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChatTemplate")
+            .field("source_name", &self.source_name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a `tokenizer_config.json` says about chat.
+#[derive(Debug, Default)]
+pub struct TokenizerConfig {
+    pub chat_template: Option<String>,
+    pub bos_token: Option<String>,
+    pub eos_token: Option<String>,
+}
+
+impl TokenizerConfig {
+    /// Reads `dir/tokenizer_config.json`; a missing file is an empty config.
+    pub fn read(dir: &Path) -> Result<Self> {
+        let path = dir.join("tokenizer_config.json");
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(Self::default());
+            }
+            Err(source) => return Err(TokenizeError::Io { path, source }),
+        };
+        let bad = |message: String| TokenizeError::Template {
+            source_name: path.display().to_string(),
+            message,
+        };
+        let json: Value = serde_json::from_str(&text).map_err(|error| bad(error.to_string()))?;
+        let token = |field: &str| match json.get(field) {
+            Some(Value::String(text)) => Some(text.clone()),
+            Some(Value::Object(added)) => added
+                .get("content")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            _ => None,
+        };
+        // A string, or a list of named templates of which "default" is the chat one.
+        let chat_template = match json.get("chat_template") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(text)) => Some(text.clone()),
+            Some(Value::Array(named)) => Some(
+                named
+                    .iter()
+                    .find(|entry| entry.get("name").and_then(Value::as_str) == Some("default"))
+                    .and_then(|entry| entry.get("template").and_then(Value::as_str))
+                    .ok_or_else(|| {
+                        bad("field \"chat_template\": no template named \"default\"".to_owned())
+                    })?
+                    .to_owned(),
+            ),
+            Some(_) => {
+                return Err(bad(
+                    "field \"chat_template\": expected a string or a list of named templates"
+                        .to_owned(),
+                ));
+            }
+        };
+        Ok(Self {
+            chat_template,
+            bos_token: token("bos_token"),
+            eos_token: token("eos_token"),
+        })
+    }
+}
+
+/// How a template is rendered besides the messages.
+#[derive(Debug, Clone, Default)]
+pub struct TemplateOptions {
+    pub add_generation_prompt: bool,
+    /// `--template-kwarg NAME=VALUE`, in order.
+    pub kwargs: Vec<(String, Value)>,
+}
+
+/// Parses `NAME=VALUE`: the value as JSON (`false`, `3`, `"x"`), else as a bare string.
+pub fn parse_template_kwarg(text: &str) -> Result<(String, Value)> {
+    let Some((name, value)) = text.split_once('=') else {
+        return Err(TokenizeError::TemplateKwarg {
+            text: text.to_owned(),
+        });
+    };
+    if name.is_empty() {
+        return Err(TokenizeError::TemplateKwarg {
+            text: text.to_owned(),
+        });
+    }
+    let value = serde_json::from_str(value).unwrap_or_else(|_| Value::String(value.to_owned()));
+    Ok((name.to_owned(), value))
+}
+
+impl ChatTemplate {
+    /// Compiles `source` and renders a probe conversation, so a template that cannot render
+    /// fails here, at start, not on line 1834.
+    pub fn new(
+        source: String,
+        source_name: String,
+        config: &TokenizerConfig,
+        options: &TemplateOptions,
+    ) -> Result<Self> {
+        let mut env = minijinja::Environment::new();
+        env.set_trim_blocks(true);
+        env.set_lstrip_blocks(true);
+        env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+        env.add_function(
+            "raise_exception",
+            |message: String| -> std::result::Result<minijinja::Value, minijinja::Error> {
+                Err(minijinja::Error::new(
+                    minijinja::ErrorKind::InvalidOperation,
+                    message,
+                ))
+            },
+        );
+        env.add_template_owned(TEMPLATE_NAME, source)
+            .map_err(|error| TokenizeError::Template {
+                source_name: source_name.clone(),
+                message: describe(&error),
+            })?;
+        let mut base_context = Map::new();
+        for (field, token) in [
+            ("bos_token", &config.bos_token),
+            ("eos_token", &config.eos_token),
+        ] {
+            base_context.insert(
+                field.to_owned(),
+                Value::String(token.clone().unwrap_or_default()),
+            );
+        }
+        base_context.insert(
+            "add_generation_prompt".to_owned(),
+            Value::Bool(options.add_generation_prompt),
+        );
+        for (name, value) in &options.kwargs {
+            base_context.insert(name.clone(), value.clone());
+        }
+        let template = Self {
+            env,
+            source_name,
+            base_context,
+        };
+        let probe = serde_json::json!([{"role": "user", "content": "hello"}]);
+        template
+            .render(&probe, None)
+            .map_err(|message| TokenizeError::Template {
+                source_name: template.source_name.clone(),
+                message: format!("fails on a one-message probe conversation: {message}"),
+            })?;
+        Ok(template)
+    }
+
+    /// Renders one request's `messages` (and `tools`); the error is minijinja's message.
+    pub fn render(
+        &self,
+        messages: &Value,
+        tools: Option<&Value>,
+    ) -> std::result::Result<String, String> {
+        let mut context = self.base_context.clone();
+        context.insert("messages".to_owned(), messages.clone());
+        if let Some(tools) = tools {
+            context.insert("tools".to_owned(), tools.clone());
+        }
+        let template = self
+            .env
+            .get_template(TEMPLATE_NAME)
+            .map_err(|error| describe(&error))?;
+        template.render(&context).map_err(|error| describe(&error))
+    }
+}
+
+/// minijinja's message with its cause chain, on one line.
+fn describe(error: &minijinja::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CHATML: &str = "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}";
+
+    fn chatml(options: &TemplateOptions) -> ChatTemplate {
+        ChatTemplate::new(
+            CHATML.to_owned(),
+            "test".to_owned(),
+            &TokenizerConfig::default(),
+            options,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn renders_chatml_with_generation_prompt() {
+        let template = chatml(&TemplateOptions {
+            add_generation_prompt: true,
+            kwargs: Vec::new(),
+        });
+        let messages = serde_json::json!([{"role": "user", "content": "hi"}]);
+        assert_eq!(
+            template.render(&messages, None).unwrap(),
+            "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
+        );
+    }
+
+    #[test]
+    fn kwargs_and_python_methods_reach_the_template() {
+        let source = "{% if enable_thinking is defined and not enable_thinking %}<think></think>{% endif %}{{ messages[0].content.strip().upper() }}";
+        let options = TemplateOptions {
+            add_generation_prompt: false,
+            kwargs: vec![parse_template_kwarg("enable_thinking=false").unwrap()],
+        };
+        let template = ChatTemplate::new(
+            source.to_owned(),
+            "test".to_owned(),
+            &TokenizerConfig::default(),
+            &options,
+        )
+        .unwrap();
+        let messages = serde_json::json!([{"role": "user", "content": "  hi "}]);
+        assert_eq!(
+            template.render(&messages, None).unwrap(),
+            "<think></think>HI"
+        );
+    }
+
+    #[test]
+    fn template_that_raises_fails_at_start() {
+        let error = ChatTemplate::new(
+            "{{ raise_exception('no users here') }}".to_owned(),
+            "bad.jinja".to_owned(),
+            &TokenizerConfig::default(),
+            &TemplateOptions::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            error.starts_with("bad.jinja: chat template: fails on a one-message probe"),
+            "{error}"
+        );
+        assert!(error.contains("no users here"), "{error}");
+    }
+
+    #[test]
+    fn kwarg_needs_a_name_and_equals() {
+        assert!(parse_template_kwarg("enable_thinking").is_err());
+        assert!(parse_template_kwarg("=1").is_err());
+        assert_eq!(
+            parse_template_kwarg("mode=fast").unwrap(),
+            ("mode".to_owned(), Value::String("fast".to_owned()))
+        );
+    }
+}

@@ -1,0 +1,147 @@
+//! `litehit trace`: an OpenAI request log → a standard block trace, published atomically.
+//! The conversion is `litehit_tokenize`'s; this file resolves flags and reports.
+
+use std::fmt::Write as _;
+use std::io::{BufReader, Write};
+use std::path::Path;
+
+use color_eyre::eyre::{Result, WrapErr as _, bail};
+
+use crate::cli::trace_args::{TokenizeFlags, TraceArgs};
+use litehit_tokenize::record::FieldPaths;
+use litehit_tokenize::template::{
+    ChatTemplate, TemplateOptions, TokenizerConfig, parse_template_kwarg,
+};
+use litehit_tokenize::tokenizer::TextTokenizer;
+use litehit_tokenize::{ConvertOptions, ConvertSummary, Converter};
+
+/// Tokens per block when none is given (vLLM's default).
+pub const DEFAULT_BLOCK_SIZE: u64 = 16;
+
+/// Read buffer of the log.
+const READ_BUFFER_BYTES: usize = 1 << 20;
+
+pub fn run(args: &TraceArgs) -> Result<()> {
+    let converter = build_converter(&args.tokenize, args.block_size)?;
+    let summary = if args.out == Path::new("-") {
+        let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+        let summary = convert_file(&converter, &args.log, &mut out, &args.out)?;
+        out.flush()?;
+        summary
+    } else {
+        litehit_core::facts::file::write_atomically(&args.out, |out| {
+            convert_file(&converter, &args.log, out, &args.out)
+        })?
+    };
+    if !args.quiet {
+        eprint!("{}", render_summary(&summary, args.block_size, &args.out));
+    }
+    Ok(())
+}
+
+/// Converts the log at `log` into trace rows on `out`.
+pub fn convert_file(
+    converter: &Converter,
+    log: &Path,
+    out: &mut impl Write,
+    out_path: &Path,
+) -> Result<ConvertSummary> {
+    let reader = litehit_core::formats::open_trace(log)
+        .wrap_err_with(|| format!("opening {}", log.display()))?;
+    let reader = BufReader::with_capacity(READ_BUFFER_BYTES, reader);
+    Ok(converter.convert(reader, log, out, out_path)?)
+}
+
+/// The tokenizer, chat template and field paths of the flags; every file is read and the
+/// template rendered once here, so a missing file or a broken template fails at start.
+pub fn build_converter(flags: &TokenizeFlags, block_size: u64) -> Result<Converter> {
+    let Some(spec) = &flags.tokenizer else {
+        bail!("--tokenizer is required: a tokenizer.json (or its directory), or tiktoken:NAME");
+    };
+    let tokenizer = TextTokenizer::load(spec)?;
+    let config = match tokenizer.dir() {
+        Some(dir) => TokenizerConfig::read(dir)?,
+        None => TokenizerConfig::default(),
+    };
+    let kwargs = flags
+        .template_kwarg
+        .iter()
+        .map(|text| parse_template_kwarg(text))
+        .collect::<Result<Vec<_>, _>>()?;
+    let options = TemplateOptions {
+        add_generation_prompt: !flags.no_generation_prompt,
+        kwargs,
+    };
+    let template = if let Some(file) = &flags.chat_template {
+        let source = std::fs::read_to_string(file)
+            .wrap_err_with(|| format!("{}: cannot read the chat template", file.display()))?;
+        Some(ChatTemplate::new(
+            source,
+            file.display().to_string(),
+            &config,
+            &options,
+        )?)
+    } else if let (Some(source), Some(dir)) = (&config.chat_template, tokenizer.dir()) {
+        Some(ChatTemplate::new(
+            source.clone(),
+            dir.join("tokenizer_config.json").display().to_string(),
+            &config,
+            &options,
+        )?)
+    } else {
+        None
+    };
+    let defaults = FieldPaths::default();
+    let fields = FieldPaths {
+        body: flags.body_field.clone(),
+        time: if flags.line_time {
+            None
+        } else {
+            flags.time_field.clone().or(defaults.time)
+        },
+        time_unit: flags.time_unit.unwrap_or(defaults.time_unit),
+        request_id: flags.id_field.clone().unwrap_or(defaults.request_id),
+        instance: flags.instance_field.clone().unwrap_or(defaults.instance),
+        salt: flags.salt_field.clone(),
+        usage: flags.usage_field.clone().unwrap_or(defaults.usage),
+    };
+    let block_size = usize::try_from(block_size).wrap_err("--block-size is too large")?;
+    Ok(Converter::new(
+        tokenizer,
+        template,
+        ConvertOptions {
+            block_size,
+            fields,
+            add_special_tokens: flags.add_special_tokens.unwrap_or_default(),
+        },
+    ))
+}
+
+/// What stderr shows after a conversion.
+pub fn render_summary(summary: &ConvertSummary, block_size: u64, out: &Path) -> String {
+    let mut text = format!(
+        "litehit: {} requests, {} prompt tokens, {} full blocks of {block_size} tokens -> {}\n",
+        summary.requests,
+        summary.prompt_tokens,
+        summary.blocks,
+        out.display()
+    );
+    if summary.usage_compared > 0 {
+        write!(
+            text,
+            "litehit: usage.prompt_tokens: {} of {} prompts differ from the tokenizer's count",
+            summary.usage_differs, summary.usage_compared
+        )
+        .expect("writing to a String cannot fail");
+        if let Some((line, ours, engine)) = summary.first_usage_difference {
+            write!(
+                text,
+                " (the first: line {line}, tokenizer {ours}, engine {engine}; check the chat \
+                 template, its kwargs and --add-special-tokens)"
+            )
+            .expect("writing to a String cannot fail");
+        }
+        text.push('\n');
+    }
+    text
+}
