@@ -51,6 +51,7 @@ pub fn run(args: &WatchArgs) -> color_eyre::Result<()> {
             headless::write_final_line(&mut std::io::stdout().lock(), &stopped)?;
         }
         report_facts_at_end(&stopped.facts_write)?;
+        refuse_out_of_memory(&stopped)?;
         if let Some(path) = facts_at_end.filter(|_| stopped.facts_write == FactsWrite::Idle) {
             check_lines_used(&stopped, args.from_end)
                 .map_err(|error| eyre!("{error}; no facts written to {}", path.display()))?;
@@ -81,6 +82,7 @@ pub fn run(args: &WatchArgs) -> color_eyre::Result<()> {
         if facts_at_end.is_some() {
             report_facts_at_end(&last.facts_write)?;
         }
+        refuse_out_of_memory(&last)?;
         if let Some(path) = facts_at_end.filter(|_| last.facts_write == FactsWrite::Idle) {
             check_lines_used(&last, args.from_end)
                 .map_err(|error| eyre!("{error}; no facts written to {}", path.display()))?;
@@ -185,6 +187,15 @@ fn bind_metrics_listener(address: std::net::SocketAddr) -> color_eyre::Result<Ht
         );
     }
     Ok(HttpListener::bind(address)?)
+}
+
+/// A run whose engine ran out of memory ends with exit 1 and the message (the facts read so
+/// far were written first, if asked), as `replay` does.
+fn refuse_out_of_memory(last: &LiveSnapshot) -> color_eyre::Result<()> {
+    match &last.out_of_memory {
+        Some(message) => Err(eyre!("{message}")),
+        None => Ok(()),
+    }
 }
 
 /// `--facts-out`: where the facts went (stderr: stdout holds the JSON lines headless, the

@@ -218,6 +218,7 @@ impl Ingest {
                 (None, false) => FactsRetention::Off,
             },
             fatal: pipeline.spill.error.clone(),
+            out_of_memory: pipeline.out_of_memory.clone(),
         };
         // No receiver left means the UI is gone; the next command will be Shutdown.
         self.snapshots.send_replace(Arc::new(snapshot));

@@ -35,6 +35,8 @@ pub(super) struct Pipeline {
     /// The flags do not fit the format the trace turned out to have (e.g. `--block-size
     /// 256` on 512-token Mooncake keys): every line is bad, for this reason.
     engine_error: Option<String>,
+    /// Set when the engine ran out of memory (also the `engine_error`), for the exit status.
+    pub(super) out_of_memory: Option<String>,
     pub(super) parser: Option<LineParser>,
     parse_options: ParseOptions,
     pub(super) event: TraceEvent,
@@ -63,6 +65,7 @@ impl Pipeline {
             engine,
             engine_for_format: config.engine_for_format.clone(),
             engine_error: None,
+            out_of_memory: None,
             parser: config
                 .format
                 .map(|format| LineParser::new(format, parse_options)),
@@ -216,6 +219,7 @@ impl Pipeline {
                     // stay as they were, and every later line is counted with that reason.
                     if matches!(error, EngineError::OutOfMemory { .. }) {
                         self.engine_error = Some(error.to_string());
+                        self.out_of_memory = Some(error.to_string());
                     }
                     self.engine.record_bad_line(line_number, error.to_string());
                 }
