@@ -29,6 +29,7 @@ use super::summary::ratio;
 use litehit_core::display::{self, Precision, bytes_to_gib};
 use litehit_core::facts::FactRecord;
 use litehit_core::facts::file::{FactsError, FactsReader};
+use litehit_core::projector::accumulator::percent_of_rounded_up;
 use litehit_core::projector::sampling::{evenly_spaced, sample_curve};
 use litehit_core::projector::{self, CapacityAxisAccumulator};
 
@@ -106,10 +107,7 @@ impl InstanceCurve {
     /// The smallest capacity (blocks) reaching `percent`% of the unlimited-capacity hits.
     #[must_use]
     pub fn knee_capacity_blocks(&self, percent: u32) -> u64 {
-        let target = percent_of_rounded_up(self.hits.infinite_hit_blocks(), percent);
-        self.hits
-            .min_capacity_for_hit_blocks(target)
-            .unwrap_or_else(|| self.hits.saturation_capacity_blocks())
+        self.hits.knee_capacity_blocks(percent)
     }
 
     /// The curve point at `capacity_blocks`.
@@ -465,12 +463,6 @@ impl MrcCurves {
                 .collect(),
         }
     }
-}
-
-/// `ceil(value × percent / 100)` without overflow.
-fn percent_of_rounded_up(value: u64, percent: u32) -> u64 {
-    let scaled = (u128::from(value) * u128::from(percent)).div_ceil(100);
-    u64::try_from(scaled).unwrap_or(u64::MAX)
 }
 
 /// `litehit mrc --json`.

@@ -114,6 +114,16 @@ impl CapacityAxisAccumulator {
             .wrapping_sub(weighted_sum)
     }
 
+    /// The smallest capacity (blocks) whose cumulative hits reach `percent`% of the
+    /// unlimited-capacity hits (the target rounded up to a whole block): `mrc`'s knees, the
+    /// monitor's capacity-for-fraction. Never more than the saturation point.
+    #[must_use]
+    pub fn knee_capacity_blocks(&self, percent: u32) -> u64 {
+        let target = percent_of_rounded_up(self.infinite_hit_blocks(), percent);
+        self.min_capacity_for_hit_blocks(target)
+            .unwrap_or_else(|| self.saturation_capacity_blocks())
+    }
+
     /// The smallest capacity (blocks) whose cumulative hits reach `target_hit_blocks`, or
     /// `None` when even unlimited capacity falls short.
     #[must_use]
@@ -277,6 +287,13 @@ impl CapacityAxisAccumulator {
 #[error("out of memory growing by {bytes} bytes")]
 pub struct GrowthFailed {
     pub bytes: u64,
+}
+
+/// `ceil(value × percent / 100)` without overflow.
+#[must_use]
+pub fn percent_of_rounded_up(value: u64, percent: u32) -> u64 {
+    let scaled = (u128::from(value) * u128::from(percent)).div_ceil(100);
+    u64::try_from(scaled).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]

@@ -11,7 +11,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use litehit_core::engine::Lane;
-use litehit_core::projector::CapacityAxisAccumulator;
 
 use super::Ingest;
 use super::pipeline::Pipeline;
@@ -30,17 +29,6 @@ pub(super) fn live_hit_blocks(lane: &Lane, capacity: litehit_core::projector::Ca
         .expect("the live engine keeps capacity curves")
 }
 
-/// The smallest capacity (blocks) whose cumulative hits reach `percent`% of the
-/// unlimited-capacity hits, the target rounded up to a whole block (as `mrc`'s knees).
-fn capacity_for_percent(accumulator: &CapacityAxisAccumulator, percent: u32) -> u64 {
-    let scaled =
-        (u128::from(accumulator.infinite_hit_blocks()) * u128::from(percent)).div_ceil(100);
-    let target = u64::try_from(scaled).unwrap_or(u64::MAX);
-    accumulator
-        .min_capacity_for_hit_blocks(target)
-        .unwrap_or_else(|| accumulator.saturation_capacity_blocks())
-}
-
 impl Pipeline {
     fn capacity_for_fraction(lane: &Lane) -> Vec<FractionCapacity> {
         let accumulator = lane
@@ -50,7 +38,7 @@ impl Pipeline {
             .iter()
             .map(|&percent| FractionCapacity {
                 percent,
-                capacity_blocks: capacity_for_percent(accumulator, percent),
+                capacity_blocks: accumulator.knee_capacity_blocks(percent),
             })
             .collect()
     }
