@@ -82,6 +82,12 @@ pub struct WatchArgs {
     #[arg(long, conflicts_with = "facts_out")]
     pub no_facts: bool,
 
+    /// Where the facts rows wait for a facts write (a named file `.NAME.RANDOM.spill`,
+    /// removed when the monitor stops). Default: beside --facts-out (or litehit_facts.csv),
+    /// so the disk it takes is where the facts go; e.g. --spill-dir /tmp
+    #[arg(long, value_name = "DIR", conflicts_with = "no_facts")]
+    pub spill_dir: Option<PathBuf>,
+
     #[command(flatten)]
     pub lane: LaneFlags,
 

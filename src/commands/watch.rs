@@ -480,6 +480,7 @@ pub fn ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
     config.facts_at_end = args.facts_out.is_some();
     // Facts are kept (spilled) only when something can read them: --facts-out, or `s`.
     config.retain_facts = !args.no_facts && (!args.headless || args.facts_out.is_some());
+    config.spill_dir.clone_from(&args.spill_dir);
     if !args.headless {
         // Headless has no screen to refresh: --fps does not apply (nor is it checked).
         config.frame_period = frame_period(args.fps)?;

@@ -408,3 +408,36 @@ fn headless_ends_cleanly_when_its_reader_goes_away() {
     assert!(status.success(), "{status:?}");
     assert!(facts.exists(), "the facts are still written");
 }
+
+#[test]
+fn the_facts_spill_is_a_visible_file_beside_the_facts_and_goes_when_the_monitor_stops() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("trace.jsonl");
+    fs::write(&trace, rows(0, 50)).unwrap();
+    let out = dir.path().join("out");
+    fs::create_dir(&out).unwrap();
+    let facts = out.join("facts.csv");
+    let mut monitor = Monitor::start(&[trace.to_str().unwrap()], &facts);
+    let report = monitor.wait_for("the spill", |r| {
+        requests(r) == 50 && r["facts_spill_path"].is_string()
+    });
+    let spill = PathBuf::from(report["facts_spill_path"].as_str().unwrap());
+    assert_eq!(
+        spill.parent(),
+        Some(out.as_path()),
+        "beside the facts: {report}"
+    );
+    let name = spill.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(
+        name.starts_with(".facts.csv.") && spill.extension().is_some_and(|e| e == "spill"),
+        "{name}"
+    );
+    assert!(spill.exists(), "visible while the monitor runs");
+    assert!(monitor.stop().success());
+    assert!(!spill.exists(), "removed when the monitor stops");
+    let left: Vec<_> = fs::read_dir(&out)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name())
+        .collect();
+    assert_eq!(left, [std::ffi::OsString::from("facts.csv")]);
+}

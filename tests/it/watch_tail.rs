@@ -558,13 +558,19 @@ mod ingest {
             "{text}"
         );
         assert_eq!(snap.facts_rows, 50);
-        // The spill file (in this directory) has no name: a killed monitor leaves nothing.
+        // The spill is a visible, named file beside the facts (issue 18: what it takes on
+        // disk can be seen), and nothing else is left there.
         let mut names: Vec<String> = std::fs::read_dir(dir.path())
             .unwrap()
             .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
         names.sort();
-        assert_eq!(names, ["facts.csv", "trace.jsonl"]);
+        assert_eq!(names.len(), 3, "{names:?}");
+        assert!(
+            names[0].starts_with(".facts.csv.") && names[0].rsplit('.').next() == Some("spill"),
+            "{names:?}"
+        );
+        assert_eq!(names[1..], ["facts.csv", "trace.jsonl"]);
         // A second snapshot after more rows reads the spill from its start again.
         for t in 51..=60 {
             append(&path, &line("a", t, &[1, 2, t + 100]));

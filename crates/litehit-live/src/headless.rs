@@ -194,6 +194,8 @@ pub struct Report {
     pub facts_retention_error: Option<String>,
     /// Bytes of facts rows spilled to disk.
     pub facts_spill_bytes: u64,
+    /// The spill file (beside the facts destination, or in --spill-dir), while retaining.
+    pub facts_spill_path: Option<String>,
     pub facts_write: Option<String>,
     pub notice: Option<String>,
 }
@@ -443,6 +445,7 @@ impl Report {
                 FactsRetention::Retaining | FactsRetention::Off => None,
             },
             facts_spill_bytes: snap.memory.facts_on_disk_bytes,
+            facts_spill_path: snap.facts_spill_path.clone(),
             facts_write: match &snap.facts_write {
                 FactsWrite::Idle => None,
                 FactsWrite::Writing { path, .. } => Some(format!("writing {path}")),

@@ -405,6 +405,9 @@ pub struct LiveSnapshot {
     pub facts_retention: FactsRetention,
     /// A configuration or startup problem that stops ingestion (shown, never a crash).
     pub fatal: Option<String>,
+    /// Where the facts rows are spilled, while they are retained (a named file beside the
+    /// facts destination, or in `--spill-dir`).
+    pub facts_spill_path: Option<String>,
     /// The engine ran out of memory: nothing after that line was replayed (the run ends with
     /// exit 1 once the facts so far are written).
     pub out_of_memory: Option<String>,

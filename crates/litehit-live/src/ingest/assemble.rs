@@ -207,6 +207,7 @@ impl Ingest {
             },
             fatal: pipeline.spill.error.clone(),
             out_of_memory: pipeline.out_of_memory.clone(),
+            facts_spill_path: pipeline.spill.path().map(|path| path.display().to_string()),
         };
         // No receiver left means the UI is gone; the next command will be Shutdown.
         self.snapshots.send_replace(Arc::new(snapshot));

@@ -111,7 +111,8 @@ pub struct IngestConfig {
     pub window_ns: i64,
     /// Stop (state `Finished`) once the end of the file is reached.
     pub exit_at_eof: bool,
-    /// Directory of the facts spill file (default: the system temp directory).
+    /// Directory of the facts spill file (default: beside `facts_out`, so what it takes on
+    /// disk is where the facts go, visible to `ls` and `du`).
     pub spill_dir: Option<PathBuf>,
     /// Keep the facts rows (spilled to disk) for a facts write: only when something can read
     /// them (`--facts-out`, or the TUI's `s` without `--no-facts`). Off: rows are counted,
@@ -185,7 +186,12 @@ pub fn spawn(config: IngestConfig) -> crate::Result<LiveHandle> {
         engine = engine.with_memory_horizon(horizon);
     }
     let spill = if config.retain_facts {
-        FactsSpill::create(config.spill_dir.as_deref())
+        let beside = litehit_core::facts::file::directory_of(&config.facts_out);
+        let name = config
+            .facts_out
+            .file_name()
+            .map_or_else(|| "litehit_facts.csv".into(), |name| name.to_string_lossy());
+        FactsSpill::create(config.spill_dir.as_deref().unwrap_or(beside), &name)
             .map_err(crate::LiveError::io("creating the facts spill file"))?
     } else {
         FactsSpill::counting_only()

@@ -2,8 +2,10 @@
 //! read them.
 //!
 //! The pipeline hands each row to [`FactsSpill::push`], which formats it (with
-//! `facts::file::append_fact_row`) into a small buffer that goes to an unnamed temporary file
-//! once it holds [`SPILL_BUFFER_BYTES`], so the monitor's memory does not grow with the trace;
+//! `facts::file::append_fact_row`) into a small buffer that goes to the spill file once it
+//! holds [`SPILL_BUFFER_BYTES`]. The spill file is a visible, named file beside the facts
+//! destination (`.NAME.RANDOM.spill`, or in `--spill-dir`), removed when the monitor stops, so
+//! what it takes on disk can be seen with `ls` / `du` and is shown on every surface; so the monitor's memory does not grow with the trace;
 //! the writer later copies the file behind the header. Rows are retained only when a reader
 //! exists (`--facts-out`, or the TUI's `s` without `--no-facts`): otherwise no file is created
 //! and rows are only counted. A failed spill write stops retention for good, with the error
@@ -21,10 +23,11 @@ pub(super) const SPILL_BUFFER_BYTES: usize = 1 << 20;
 
 /// Formatted facts rows: a small buffer in memory, the rest in an unnamed-on-exit temp file.
 pub(super) struct FactsSpill {
-    /// Unnamed (unlinked at once), so even a killed monitor leaves nothing behind; the
-    /// snapshot writer reads it through a clone of the descriptor at explicit offsets.
-    /// `None` when rows are not retained (no reader, or retention stopped).
+    /// The spill file; the snapshot writer reads it through a clone of the descriptor at
+    /// explicit offsets. `None` when rows are not retained (no reader, or retention stopped).
     pub(super) file: Option<File>,
+    /// Its name, removed on drop (the monitor stops) or when retention stops.
+    path: Option<tempfile::TempPath>,
     pub(super) buffer: Vec<u8>,
     pub(super) on_disk_bytes: u64,
     /// Rows produced so far (retained or not).
@@ -34,17 +37,25 @@ pub(super) struct FactsSpill {
 }
 
 impl FactsSpill {
-    /// A spill that retains rows (in `dir`, or the system temp directory).
-    pub(super) fn create(dir: Option<&std::path::Path>) -> io::Result<Self> {
-        let file = match dir {
-            Some(dir) => tempfile::tempfile_in(dir)?,
-            None => tempfile::tempfile()?,
-        };
+    /// A spill that retains rows, in a new file `.{name}.RANDOM.spill` of `dir` (created
+    /// exclusively, readable by this user only).
+    pub(super) fn create(dir: &std::path::Path, name: &str) -> io::Result<Self> {
+        let (file, path) = tempfile::Builder::new()
+            .prefix(&format!(".{name}."))
+            .suffix(".spill")
+            .tempfile_in(dir)?
+            .into_parts();
         Ok(Self {
             file: Some(file),
+            path: Some(path),
             buffer: Vec::with_capacity(SPILL_BUFFER_BYTES + 4096),
             ..Self::counting_only()
         })
+    }
+
+    /// Where the spill file is, while rows are retained.
+    pub(super) fn path(&self) -> Option<&std::path::Path> {
+        self.path.as_deref()
     }
 
     /// A spill that keeps nothing: nothing can read the rows (`--headless` without
@@ -52,6 +63,7 @@ impl FactsSpill {
     pub(super) fn counting_only() -> Self {
         Self {
             file: None,
+            path: None,
             buffer: Vec::new(),
             on_disk_bytes: 0,
             rows: 0,
@@ -98,6 +110,7 @@ impl FactsSpill {
     fn stop(&mut self, error: String) {
         self.error = Some(error);
         self.file = None;
+        self.path = None; // the file's name goes with it
         self.buffer = Vec::new();
     }
 }
@@ -131,12 +144,15 @@ mod tests {
     #[test]
     fn a_failed_spill_write_stops_retention_and_frees_the_buffer() {
         let dir = tempfile::tempdir().unwrap();
-        let mut spill = FactsSpill::create(Some(dir.path())).unwrap();
+        let mut spill = FactsSpill::create(dir.path(), "facts.csv").unwrap();
+        let spill_path = spill.path().unwrap().to_owned();
+        assert!(spill_path.exists(), "a visible, named spill file");
         // A read-only descriptor: every write fails, as on a full disk.
         spill.file = Some(File::open(dir.path()).unwrap());
         spill.push(&fact().as_row());
         spill.flush();
         assert!(!spill.retaining());
+        assert!(!spill_path.exists(), "removed when retention stops");
         assert!(
             spill
                 .error
