@@ -7,11 +7,11 @@
 //! TTL: a fixed TTL × every capacity is exact in one replay.
 
 use crate::common::oracle::{OracleBank, OracleLru};
+use crate::common::traces::prefix_tree_trace;
 use litehit_core::facts::RequestFact;
 use litehit_core::hitcore::{
     COMPACTION_POSITIONS_PER_LIVE_KEY, COMPACTION_SLACK_POSITIONS, LiteHit,
 };
-use litehit_core::preprocess::apply_prefix_hash;
 use litehit_core::projector::{CapacityAxisAccumulator, project_blocks, project_infinite};
 use litehit_core::workload::{KeyStyle, Workload, WorkloadConfig};
 use proptest::prelude::*;
@@ -36,37 +36,6 @@ fn project(fact: &RequestFact, capacity: Option<usize>) -> u64 {
         || project_infinite(fact),
         |c| project_blocks(fact, c as u64),
     )
-}
-
-/// A random prefix tree: each request re-sends a prefix of an earlier request's raw blocks
-/// and appends new raw blocks from a small alphabet (so branches fork and re-converge in raw
-/// content), then is chained with the prefix hash.
-fn prefix_tree_trace() -> impl Strategy<Value = Vec<Vec<i64>>> {
-    prop::collection::vec(
-        (
-            any::<prop::sample::Index>(),
-            0..12_usize,
-            prop::collection::vec(0..4_i64, 0..7),
-        ),
-        1..60,
-    )
-    .prop_map(|steps| {
-        let mut raw_requests: Vec<Vec<i64>> = Vec::new();
-        for (base, keep, extension) in steps {
-            let mut raw = if raw_requests.is_empty() {
-                Vec::new()
-            } else {
-                let base = &raw_requests[base.index(raw_requests.len())];
-                base[..keep.min(base.len())].to_vec()
-            };
-            raw.extend(extension);
-            raw_requests.push(raw);
-        }
-        raw_requests
-            .iter()
-            .map(|raw| apply_prefix_hash(raw))
-            .collect()
-    })
 }
 
 /// The same prefix trees with dense ids instead of hashes (Mooncake-style: numbered in order

@@ -3,9 +3,9 @@
 //! are lower bounds; and the keys held stay near `H` however many unique blocks pass.
 
 use crate::common::oracle::OracleBank;
+use crate::common::traces::prefix_tree_trace;
 use litehit_core::facts::RequestFact;
 use litehit_core::hitcore::{COMPACTION_SLACK_POSITIONS, LiteHit};
-use litehit_core::preprocess::apply_prefix_hash;
 use litehit_core::projector::{project_blocks, project_infinite};
 use litehit_core::workload::{KeyStyle, Workload, WorkloadConfig};
 use proptest::prelude::*;
@@ -60,35 +60,6 @@ fn check_request(
         }
     }
     Ok(())
-}
-
-/// Random prefix trees chained with the prefix hash (as `core_props`).
-fn prefix_tree_trace() -> impl Strategy<Value = Vec<Vec<i64>>> {
-    prop::collection::vec(
-        (
-            any::<prop::sample::Index>(),
-            0..12_usize,
-            prop::collection::vec(0..4_i64, 0..7),
-        ),
-        1..60,
-    )
-    .prop_map(|steps| {
-        let mut raw_requests: Vec<Vec<i64>> = Vec::new();
-        for (base, keep, extension) in steps {
-            let mut raw = if raw_requests.is_empty() {
-                Vec::new()
-            } else {
-                let base = &raw_requests[base.index(raw_requests.len())];
-                base[..keep.min(base.len())].to_vec()
-            };
-            raw.extend(extension);
-            raw_requests.push(raw);
-        }
-        raw_requests
-            .iter()
-            .map(|raw| apply_prefix_hash(raw))
-            .collect()
-    })
 }
 
 fn check_trace(

@@ -10,11 +10,11 @@
 //!
 //! Neither simulator imports `hitcore` or the projector.
 
+use crate::common::traces::prefix_tree_trace;
 use std::collections::VecDeque;
 
 use crate::common::oracle::OracleLru;
 use litehit_core::hitcore::LiteHit;
-use litehit_core::preprocess::apply_prefix_hash;
 use litehit_core::projector::tiers::{
     TierMode, accumulated_tier_hit_blocks, project_tiers, tier_bands,
 };
@@ -87,36 +87,6 @@ fn inclusive_served(caches: &mut [OracleLru], sizes: &[Option<usize>], keys: &[i
         below = hits[i];
     }
     served
-}
-
-/// A random prefix tree (as in `core_props.rs`): each request re-sends a prefix of an earlier
-/// request's raw blocks and appends new ones from a small alphabet, then is prefix-hashed.
-fn prefix_tree_trace() -> impl Strategy<Value = Vec<Vec<i64>>> {
-    prop::collection::vec(
-        (
-            any::<prop::sample::Index>(),
-            0..12_usize,
-            prop::collection::vec(0..4_i64, 0..7),
-        ),
-        1..60,
-    )
-    .prop_map(|steps| {
-        let mut raw_requests: Vec<Vec<i64>> = Vec::new();
-        for (base, keep, extension) in steps {
-            let mut raw = if raw_requests.is_empty() {
-                Vec::new()
-            } else {
-                let base = &raw_requests[base.index(raw_requests.len())];
-                base[..keep.min(base.len())].to_vec()
-            };
-            raw.extend(extension);
-            raw_requests.push(raw);
-        }
-        raw_requests
-            .iter()
-            .map(|raw| apply_prefix_hash(raw))
-            .collect()
-    })
 }
 
 /// One to four tiers of 0 to 12 blocks, the last sometimes unlimited.

@@ -3,6 +3,7 @@
 
 pub mod cli_bin;
 pub mod oracle;
+pub mod traces;
 
 use std::path::{Path, PathBuf};
 
