@@ -636,8 +636,17 @@ impl Tailer {
         self.waiting_reported = false;
         let skip_history =
             !self.opened_before && !self.saw_missing && self.start_at == StartAt::End;
-        if skip_history && generation.known_len > 0 {
-            // Start after the last newline; a partial last line is skipped up to its end.
+        if skip_history {
+            self.skip_existing_content(&mut generation)?;
+        }
+        self.begin(generation);
+        Ok(Some(TailNotice::Opened))
+    }
+
+    /// `--from-end` on the first file: reading starts after its last newline (a partial last
+    /// line is skipped up to its end), with the first bytes kept as its fingerprint.
+    fn skip_existing_content(&mut self, generation: &mut Generation) -> io::Result<()> {
+        if generation.known_len > 0 {
             generation.read_offset = generation.known_len;
             let mut last = [0_u8; 1];
             read_at(&generation.file, &mut last, generation.known_len - 1)?;
@@ -653,8 +662,7 @@ impl Tailer {
         generation
             .file
             .seek(SeekFrom::Start(generation.read_offset))?;
-        self.begin(generation);
-        Ok(Some(TailNotice::Opened))
+        Ok(())
     }
 
     /// Makes `generation` the one read, from its read offset.
@@ -831,22 +839,11 @@ impl Tailer {
             };
             let first = !self.opened_before;
             self.waiting_reported = false;
+            let mut generation = generation;
             if first && self.start_at == StartAt::End {
-                let mut generation = generation;
-                self.skip_to_newline = generation.known_len > 0;
-                generation.read_offset = generation.known_len;
-                if generation.known_len > 0 {
-                    let mut last = [0_u8; 1];
-                    read_at(&generation.file, &mut last, generation.known_len - 1)?;
-                    self.skip_to_newline = last[0] != b'\n';
-                }
-                generation
-                    .file
-                    .seek(SeekFrom::Start(generation.read_offset))?;
-                self.begin(generation);
-            } else {
-                self.begin(generation);
+                self.skip_existing_content(&mut generation)?;
             }
+            self.begin(generation);
             return Ok(Some(if first {
                 TailNotice::Opened
             } else {
