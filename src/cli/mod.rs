@@ -116,7 +116,7 @@ pub struct ReplayArgs {
     /// 50000000b), so memory stays O(CAPACITY) instead of O(unique blocks). Every capacity up
     /// to it stays exact; facts and results above it are lower bounds. Default: off (exact at
     /// every capacity)
-    #[arg(long, value_name = "CAPACITY", value_parser = parse_memory_horizon)]
+    #[arg(long, value_name = "CAPACITY", value_parser = litehit_core::grammar::parse_memory_horizon)]
     pub memory_horizon: Option<litehit_core::projector::Capacity>,
 
     /// No progress bar and no summary on stderr
@@ -139,22 +139,6 @@ pub struct ReplayArgs {
 /// `--shard K/N`.
 fn parse_shard(text: &str) -> Result<litehit_core::engine::shard::Shard, String> {
     litehit_core::engine::shard::Shard::parse(text).map_err(|error| error.to_string())
-}
-
-/// A `--memory-horizon`: a capacity as the slots take it (GB or blocks), or a byte size
-/// (`20TiB`, `512GiB`), which is GB to the projector.
-pub fn parse_memory_horizon(
-    input: &str,
-) -> Result<litehit_core::projector::Capacity, litehit_core::grammar::GrammarError> {
-    parse_capacity(input).or_else(|error| {
-        parse_byte_size(input)
-            .map(|bytes| {
-                litehit_core::projector::Capacity::Gigabytes(litehit_core::display::bytes_to_gib(
-                    bytes,
-                ))
-            })
-            .map_err(|_| error)
-    })
 }
 
 /// Trace and lane parameters for runs without a config file.

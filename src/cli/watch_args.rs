@@ -124,7 +124,7 @@ pub struct WatchArgs {
     /// 50000000b), so memory stays O(CAPACITY) instead of O(unique blocks). Every capacity up
     /// to it stays exact; results above it (and ∞) are lower bounds. Default: off (exact at
     /// every capacity)
-    #[arg(long, value_name = "CAPACITY", value_parser = super::parse_memory_horizon)]
+    #[arg(long, value_name = "CAPACITY", value_parser = litehit_core::grammar::parse_memory_horizon)]
     pub memory_horizon: Option<Capacity>,
 
     /// With --listen: the largest body accepted, as sent and once decompressed (1048576,

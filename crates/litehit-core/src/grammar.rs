@@ -148,6 +148,16 @@ pub fn parse_tier_size(input: &str) -> Result<Capacity> {
     }
 }
 
+/// A `--memory-horizon`: a capacity as the slots take it (GB or blocks), or a byte size
+/// (`20TiB`, `512GiB`), which is binary GB to the projector.
+pub fn parse_memory_horizon(input: &str) -> Result<Capacity> {
+    parse_capacity(input).or_else(|error| {
+        parse_byte_size(input)
+            .map(|bytes| Capacity::Gigabytes(crate::display::bytes_to_gib(bytes)))
+            .map_err(|_| error)
+    })
+}
+
 /// One GB argument of `query`, read as upstream's `strtod` check reads it (nothing may
 /// follow the number, so `"1 "` is refused), plus the spellings [`parse_capacity`] takes
 /// for GB and unlimited, so that the output echoes what upstream's would: a negative
