@@ -9,12 +9,13 @@ use std::fmt::Write as _;
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
+use std::process::Child;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use crate::common::cli_bin::{
-    FactsLine, generate, litehit, read_facts, run_in, send_signal, standard_trace, write_file,
+    Announced, FactsLine, generate, litehit, read_facts, run_in, send_signal,
+    spawn_announcing_port, standard_trace, write_file,
 };
 use litehit_core::workload::WorkloadConfig;
 use serde_json::Value;
@@ -42,40 +43,17 @@ impl Monitor {
             .args(["watch", "--listen", "0", "--headless", "--interval", "0.2"])
             .arg("--facts-out")
             .arg(&facts)
-            .args(extra)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = command.spawn().expect("the litehit binary runs");
-        let (port_tx, port_rx) = mpsc::channel();
-        let stderr = child.stderr.take().expect("piped stderr");
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                eprintln!("watch: {line}");
-                if let Some(address) = line.strip_prefix("litehit: listening on http://") {
-                    let port = address
-                        .trim_end_matches("/v1/trace")
-                        .rsplit(':')
-                        .next()
-                        .and_then(|port| port.parse::<u16>().ok());
-                    let _ = port_tx.send(port);
-                }
-            }
-        });
-        let (stdout_tx, stdout) = mpsc::channel();
-        let out = child.stdout.take().expect("piped stdout");
-        std::thread::spawn(move || {
-            for line in BufReader::new(out).lines().map_while(Result::ok) {
-                let _ = stdout_tx.send(line);
-            }
-        });
-        let port = match port_rx.recv_timeout(WAIT) {
-            Ok(Some(port)) => port,
-            other => {
-                let _ = child.kill();
-                panic!("no `listening on` line with a port: {other:?}");
-            }
-        };
-        assert_ne!(port, 0, "the real port is printed, not 0");
+            .args(extra);
+        let Announced {
+            child,
+            port,
+            stdout,
+        } = spawn_announcing_port(
+            &mut command,
+            "litehit: listening on http://",
+            "/v1/trace",
+            WAIT,
+        );
         Self {
             child,
             port,

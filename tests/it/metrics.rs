@@ -6,15 +6,16 @@
 //! Servers bind 127.0.0.1 with port 0 (the monitor prints the port); every wait is bounded.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::io::{Read as _, Write as _};
 use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Child, Stdio};
+use std::process::Child;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use crate::common::cli_bin::{
-    generate, litehit, parse_query_output, run_in, standard_trace, write_file,
+    Announced, generate, litehit, parse_query_output, run_in, spawn_announcing_port,
+    standard_trace, write_file,
 };
 use litehit_core::workload::WorkloadConfig;
 use serde_json::Value;
@@ -116,7 +117,8 @@ struct Monitor {
 
 impl Monitor {
     fn start(trace: &Path, extra: &[&str]) -> Self {
-        let mut child = litehit()
+        let mut command = litehit();
+        command
             .arg("watch")
             .arg(trace)
             .args(["--headless", "--interval", "0.1", "--metrics-listen", "0"])
@@ -124,41 +126,17 @@ impl Monitor {
                 "--capacity-gb",
                 &format!("{CAPACITY_GB},{CAPACITY_BLOCKS}b"),
             ])
-            .args(extra)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("the litehit binary runs");
-        let (port_tx, port_rx) = mpsc::channel();
-        let stderr = child.stderr.take().expect("piped stderr");
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                eprintln!("watch: {line}");
-                if let Some(address) = line.strip_prefix("litehit: metrics on http://") {
-                    let port = address
-                        .trim_end_matches("/metrics")
-                        .rsplit(':')
-                        .next()
-                        .and_then(|port| port.parse::<u16>().ok());
-                    let _ = port_tx.send(port);
-                }
-            }
-        });
-        let (stdout_tx, stdout) = mpsc::channel();
-        let out = child.stdout.take().expect("piped stdout");
-        std::thread::spawn(move || {
-            for line in BufReader::new(out).lines().map_while(Result::ok) {
-                let _ = stdout_tx.send(line);
-            }
-        });
-        let port = match port_rx.recv_timeout(WAIT) {
-            Ok(Some(port)) => port,
-            other => {
-                let _ = child.kill();
-                panic!("no `metrics on` line with a port: {other:?}");
-            }
-        };
-        assert_ne!(port, 0, "the real port is printed, not 0");
+            .args(extra);
+        let Announced {
+            child,
+            port,
+            stdout,
+        } = spawn_announcing_port(
+            &mut command,
+            "litehit: metrics on http://",
+            "/metrics",
+            WAIT,
+        );
         Self {
             child,
             port,

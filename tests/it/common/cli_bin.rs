@@ -358,3 +358,63 @@ pub fn make_fifo(path: &Path) {
     let made = Command::new("mkfifo").arg(path).status().unwrap();
     assert!(made.success(), "mkfifo {}", path.display());
 }
+
+/// A spawned `litehit` server and what it prints: the port it announced on stderr, and its
+/// stdout lines as they come.
+pub struct Announced {
+    pub child: std::process::Child,
+    pub port: u16,
+    pub stdout: std::sync::mpsc::Receiver<String>,
+}
+
+/// Spawns `command` (stdout and stderr piped here), echoes its stderr and waits (at most
+/// `wait`) for the line `{prefix}ADDR:PORT{suffix}` it prints once its server listens, e.g.
+/// `litehit: listening on http://` … `/v1/trace`. Kills it and fails without one.
+pub fn spawn_announcing_port(
+    command: &mut Command,
+    prefix: &'static str,
+    suffix: &'static str,
+    wait: std::time::Duration,
+) -> Announced {
+    use std::io::{BufRead as _, BufReader};
+    let mut child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the litehit binary runs");
+    let (port_tx, port_rx) = std::sync::mpsc::channel();
+    let stderr = child.stderr.take().expect("piped stderr");
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            eprintln!("watch: {line}");
+            if let Some(address) = line.strip_prefix(prefix) {
+                let port = address
+                    .trim_end_matches(suffix)
+                    .rsplit(':')
+                    .next()
+                    .and_then(|port| port.parse::<u16>().ok());
+                let _ = port_tx.send(port);
+            }
+        }
+    });
+    let (stdout_tx, stdout) = std::sync::mpsc::channel();
+    let out = child.stdout.take().expect("piped stdout");
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            let _ = stdout_tx.send(line);
+        }
+    });
+    let port = match port_rx.recv_timeout(wait) {
+        Ok(Some(port)) => port,
+        other => {
+            let _ = child.kill();
+            panic!("no `{prefix}` line with a port: {other:?}");
+        }
+    };
+    assert_ne!(port, 0, "the real port is printed, not 0");
+    Announced {
+        child,
+        port,
+        stdout,
+    }
+}
