@@ -11,7 +11,7 @@ use crate::cli::watch_args::{FileOrder, WatchArgs};
 use crate::commands::detect_trace_format;
 use litehit_core::config::{ConfigFile, PlanSource};
 use litehit_core::engine::pipeline::LinesSeen;
-use litehit_core::formats::{Compression, read_magic};
+use litehit_core::formats::{Compression, peek_first_line, read_magic};
 use litehit_core::projector::Capacity;
 use litehit_live::LiveSnapshot;
 use litehit_live::headless::{self, HeadlessOptions};
@@ -291,27 +291,14 @@ fn format_known_now(
     Ok(None)
 }
 
-/// The first non-blank line of `path` if it is complete (ends in a newline), read from a
-/// plain file; `None` for a missing or empty file or a first line still being written.
+/// The first non-blank line of `path` if it is complete (ends in a newline), as the offline
+/// reader peeks it; `None` for a missing or empty file or a first line still being written.
 fn first_complete_line(path: &Path) -> Option<Vec<u8>> {
-    use std::io::{BufRead as _, Read as _};
     if !has_first_line(path) {
         return None;
     }
-    let file = std::fs::File::open(path).ok()?;
-    let mut reader = std::io::BufReader::new(file)
-        .take(u64::try_from(litehit_core::formats::MAX_PEEK_BYTES).unwrap_or(u64::MAX));
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        if reader.read_until(b'\n', &mut line).ok()? == 0 || line.last() != Some(&b'\n') {
-            return None;
-        }
-        let text = line.strip_prefix("\u{feff}".as_bytes()).unwrap_or(&line);
-        if text.iter().any(|byte| !byte.is_ascii_whitespace()) {
-            return Some(text.to_vec());
-        }
-    }
+    let peeked = peek_first_line(litehit_core::formats::open_trace(path).ok()?).ok()?;
+    peeked.first_line.filter(|_| peeked.first_line_complete)
 }
 
 /// Checks the source and tells its format if it can be told now ([`format_known_now`]); with

@@ -103,6 +103,8 @@ pub struct PeekedTrace {
     /// That line was cut at [`MAX_PEEK_BYTES`] without reaching its end: it is longer than
     /// the limit (or the trace is no text), so `first_line` is only its start.
     pub first_line_cut: bool,
+    /// That line ends in a newline (a growing file's first line may still be being written).
+    pub first_line_complete: bool,
     /// Every byte of the trace again, the peeked ones first.
     pub reader: Box<dyn Read + Send>,
 }
@@ -120,6 +122,7 @@ pub fn peek_first_line(reader: Box<dyn Read + Send>) -> io::Result<PeekedTrace> 
     let mut peeked = Vec::new();
     let mut first_line = None;
     let mut first_line_number = 0;
+    let mut first_line_complete = false;
     loop {
         first_line_number += 1;
         let line_start = peeked.len();
@@ -131,6 +134,7 @@ pub fn peek_first_line(reader: Box<dyn Read + Send>) -> io::Result<PeekedTrace> 
         let line = super::strip_bom(&peeked[line_start..]);
         if line.iter().any(|b| !b.is_ascii_whitespace()) {
             first_line = Some(line.trim_ascii_end().to_vec());
+            first_line_complete = peeked.ends_with(b"\n");
             break;
         }
         if read == 0 || peeked.len() > MAX_PEEK_BYTES {
@@ -142,6 +146,7 @@ pub fn peek_first_line(reader: Box<dyn Read + Send>) -> io::Result<PeekedTrace> 
         first_line,
         first_line_number,
         first_line_cut,
+        first_line_complete,
         reader: Box::new(io::Cursor::new(peeked).chain(buffered)),
     })
 }
