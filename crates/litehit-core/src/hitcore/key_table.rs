@@ -45,7 +45,7 @@
 //! if need be, to the next [`HashMode`] (fold → multiplicative mix → avalanche; never back,
 //! except by [`KeyTable::clear`]). A rebuild is bounded alike: past that many slots per entry
 //! plus one window's budget it stops and starts over with the next function. So between
-//! switches the 4096 searches of a window read at most 64 × 4096 slots plus one search's
+//! switches the 4096 searches of a window read at most 16 × 4096 slots plus one search's
 //! walk; a table switches at most twice in its life (plus the fold modes'
 //! one move to range homes at a growth), each time at the cost of one rebuild; and the last
 //! function, the `SplitMix64` finalizer, is no longer watched (it is fixed, not seeded: a key
