@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::cli_bin::{litehit, ok, run_in, run_with_stdin, send_signal};
+use crate::common::cli_bin::{litehit, ok, replay_to, run_with_stdin, send_signal};
 use serde_json::Value;
 
 /// `n` standard-format rows starting at request `first`, over four instances, with keys
@@ -49,16 +49,7 @@ fn replayed(dir: &Path, text: &str) -> Vec<u8> {
     let trace = dir.join("all.jsonl");
     fs::write(&trace, text).unwrap();
     let out = dir.join("replayed");
-    ok(run_in(
-        None,
-        [
-            "replay",
-            trace.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-            "--quiet",
-        ],
-    ));
+    ok(replay_to(&trace, &out, &["--quiet"]));
     fs::read(out.join("litehit_facts.csv")).unwrap()
 }
 

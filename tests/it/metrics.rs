@@ -14,7 +14,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use crate::common::cli_bin::{
-    Announced, generate, litehit, parse_query_output, run_in, spawn_announcing_port,
+    Announced, generate, litehit, parse_query_output, replay_to, run_in, spawn_announcing_port,
     standard_trace, write_file,
 };
 use litehit_core::workload::WorkloadConfig;
@@ -183,16 +183,7 @@ fn trace_text() -> String {
 /// Offline: `replay` the same lines, `query` the same capacities, `mrc --json` the knees.
 fn offline(dir: &Path, trace: &Path) -> (crate::common::cli_bin::QueryOutput, Value) {
     let out = dir.join("out");
-    let replay = run_in(
-        None,
-        [
-            "replay",
-            trace.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-            "--quiet",
-        ],
-    );
+    let replay = replay_to(trace, &out, &["--quiet"]);
     assert_eq!(replay.code, Some(0), "{}", replay.stderr);
     let facts = out.join("litehit_facts.csv");
     let blocks = CAPACITY_BLOCKS.to_string();

@@ -10,7 +10,7 @@ use std::fs;
 use std::path::Path;
 
 use crate::common::cli_bin::{
-    InstanceSpec, assert_mentions, config_json, failed, get_row, ok, read_facts, run_in,
+    InstanceSpec, assert_mentions, config_json, failed, get_row, ok, read_facts, replay_to, run_in,
     write_file, write_row,
 };
 use litehit_core::config::parse_config_str;
@@ -125,17 +125,7 @@ fn replay_of_repeated_keys_gives_the_facts_of_the_first() {
     ) + &get_row("i", "r2", 2, &[1, 2, 3], 48);
     let trace = write_file(dir.path(), "t.jsonl", &trace);
     let out = dir.path().join("out");
-    ok(run_in(
-        None,
-        [
-            "replay",
-            trace.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-            "--block-size",
-            "16",
-        ],
-    ));
+    ok(replay_to(&trace, &out, &["--block-size", "16"]));
     let rows = read_facts(&out.join("litehit_facts.csv"));
     assert_eq!(rows.len(), 2);
     assert_eq!(rows[1].hit_curve, "[[1,3]]", "{rows:?}");
@@ -354,32 +344,14 @@ fn a_first_line_past_the_detection_limit_says_so_with_its_line_number() {
     let trace = dir.path().join("long.jsonl");
     fs::write(&trace, &text).unwrap();
     let out = dir.path().join("out");
-    let run = run_in(
-        None,
-        [
-            "replay",
-            trace.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-        ],
-    );
+    let run = replay_to(&trace, &out, &[]);
     assert_mentions(
         failed(&run),
         &["long.jsonl: line 3 is longer than 64 MiB", "--format"],
     );
     assert!(!run.stderr.contains("EOF"), "{}", run.stderr);
     // With the format given, the line is read whole.
-    ok(run_in(
-        None,
-        [
-            "replay",
-            trace.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-            "--format",
-            "mooncake",
-        ],
-    ));
+    ok(replay_to(&trace, &out, &["--format", "mooncake"]));
     assert_eq!(read_facts(&out.join("litehit_facts.csv")).len(), 1);
 }
 
@@ -399,15 +371,7 @@ fn a_trace_without_reads_says_what_its_lines_were() {
     for (text, said) in cases {
         let trace = write_file(dir.path(), "writes.jsonl", &text);
         let out = dir.path().join("out");
-        let run = run_in(
-            None,
-            [
-                "replay",
-                trace.to_str().unwrap(),
-                "--out",
-                out.to_str().unwrap(),
-            ],
-        );
+        let run = replay_to(&trace, &out, &[]);
         assert_mentions(
             failed(&run),
             &[

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use crate::common::cli_bin::{failed, ok, run_in, write_file};
+use crate::common::cli_bin::{failed, ok, replay_to, run_in, write_file};
 
 /// Block size of these tests: small, so prompts of a few words span several blocks.
 const BLOCK: u64 = 4;
@@ -116,17 +116,10 @@ impl Fixture {
     fn hits(&self, trace: &Path) -> Vec<u64> {
         let out = self.path("replay");
         let _ = fs::remove_dir_all(&out);
-        ok(run_in(
-            None,
-            [
-                "replay",
-                trace.to_str().unwrap(),
-                "--out",
-                out.to_str().unwrap(),
-                "--block-size",
-                &BLOCK.to_string(),
-                "--quiet",
-            ],
+        ok(replay_to(
+            trace,
+            &out,
+            &["--block-size", &BLOCK.to_string(), "--quiet"],
         ));
         let facts = out.join("litehit_facts.csv");
         let run = ok(run_in(None, ["query", facts.to_str().unwrap(), "-", "-1"]));

@@ -8,7 +8,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use crate::common::cli_bin::{
-    FACTS, assert_mentions, failed, generate, get_row, litehit, make_fifo, ok, run_in,
+    FACTS, assert_mentions, failed, generate, get_row, litehit, make_fifo, ok, replay_to, run_in,
     run_with_stdin, send_signal, standard_trace, write_file,
 };
 
@@ -278,17 +278,7 @@ fn kvcm_events_of_other_types_are_skipped_with_a_warning() {
             "\n",
         ),
     );
-    let run = ok(run_in(
-        None,
-        [
-            "replay",
-            path_str(&log),
-            "--out",
-            path_str(&out),
-            "--block-size",
-            "64",
-        ],
-    ));
+    let run = ok(replay_to(&log, &out, &["--block-size", "64"]));
     assert_mentions(
         &run.stderr,
         &[
@@ -296,18 +286,10 @@ fn kvcm_events_of_other_types_are_skipped_with_a_warning() {
             "--trace-block-size 16",
         ],
     );
-    let run = ok(run_in(
-        None,
-        [
-            "replay",
-            path_str(&log),
-            "--out",
-            path_str(&out),
-            "--block-size",
-            "32",
-            "--trace-block-size",
-            "16",
-        ],
+    let run = ok(replay_to(
+        &log,
+        &out,
+        &["--block-size", "32", "--trace-block-size", "16"],
     ));
     assert!(
         !run.stderr.contains("do not say their block size"),

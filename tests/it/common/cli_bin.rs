@@ -103,6 +103,19 @@ where
     }
 }
 
+/// Runs `litehit replay TRACE --out OUT FLAGS…` and waits: the one spelling of a test's replay,
+/// so each test says only what it varies.
+pub fn replay_to(trace: &Path, out: &Path, flags: &[&str]) -> Run {
+    let mut args: Vec<&OsStr> = vec![
+        OsStr::new("replay"),
+        trace.as_os_str(),
+        OsStr::new("--out"),
+        out.as_os_str(),
+    ];
+    args.extend(flags.iter().map(OsStr::new));
+    run_in(None, args)
+}
+
 /// Runs `litehit ARGS` and asserts it succeeded (exit 0).
 pub fn run_ok<I, S>(args: I) -> Run
 where
