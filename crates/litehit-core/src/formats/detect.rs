@@ -13,49 +13,21 @@
 //! 5. anything else, or a line that is not a JSON object → `None`.
 
 use super::TraceFormat;
-use super::json::{self, Cursor, FieldSet};
+use super::json::{self, Cursor, field_set};
 
-#[derive(Debug, Clone, Copy)]
-enum Key {
-    Type,
-    TimestampNs,
-    Keys,
-    InstanceId,
-    TriggerTimeUs,
-    ChunkHashes,
-    HashIds,
-    Timestamp,
-    ChatId,
-    ParentChatId,
-    Turn,
-}
-
-const KEY_COUNT: usize = 11;
-
-impl FieldSet for Key {
-    fn classify(key: &[u8]) -> Option<Self> {
-        Some(match key {
-            b"type" => Self::Type,
-            b"timestamp_ns" => Self::TimestampNs,
-            b"keys" => Self::Keys,
-            b"instance_id" => Self::InstanceId,
-            b"trigger_time_us" => Self::TriggerTimeUs,
-            b"chunk_hashes" => Self::ChunkHashes,
-            b"hash_ids" => Self::HashIds,
-            b"timestamp" => Self::Timestamp,
-            b"chat_id" => Self::ChatId,
-            b"parent_chat_id" => Self::ParentChatId,
-            b"turn" => Self::Turn,
-            _ => return None,
-        })
-    }
-
-    fn index(self) -> usize {
-        self as usize
-    }
-
-    fn name(self) -> &'static str {
-        "detect"
+field_set! {
+    enum Key {
+        Type => b"type",
+        TimestampNs => b"timestamp_ns",
+        Keys => b"keys",
+        InstanceId => b"instance_id",
+        TriggerTimeUs => b"trigger_time_us",
+        ChunkHashes => b"chunk_hashes",
+        HashIds => b"hash_ids",
+        Timestamp => b"timestamp",
+        ChatId => b"chat_id",
+        ParentChatId => b"parent_chat_id",
+        Turn => b"turn",
     }
 }
 
@@ -69,7 +41,7 @@ enum TypeValue {
 
 /// The format of a trace whose first non-empty line is `first_non_empty_line`, if recognised.
 pub fn detect_format(first_non_empty_line: &[u8]) -> Option<TraceFormat> {
-    let mut seen = [false; KEY_COUNT];
+    let mut seen = [false; Key::COUNT];
     let mut type_value = TypeValue::Absent;
     let mut float_timestamp = false;
     let mut cur = Cursor::new(super::strip_bom(first_non_empty_line));

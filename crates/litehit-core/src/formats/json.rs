@@ -99,6 +99,53 @@ pub(crate) trait FieldSet: Copy {
     fn name(self) -> &'static str;
 }
 
+/// The JSON member name of a field, checked as UTF-8 when the field set is compiled.
+pub(crate) const fn field_name(key: &'static [u8]) -> &'static str {
+    match std::str::from_utf8(key) {
+        Ok(name) => name,
+        Err(_) => panic!("a field's JSON name is UTF-8"),
+    }
+}
+
+/// Declares a reader's field enum and its [`FieldSet`] from one list of `Variant => b"name"`
+/// pairs, so each member name is written once (classify and name cannot drift apart);
+/// `Enum::COUNT` sizes per-field arrays.
+macro_rules! field_set {
+    ($(#[$meta:meta])* $vis:vis enum $set:ident { $($variant:ident => $key:literal),+ $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        $vis enum $set {
+            $($variant),+
+        }
+
+        impl $set {
+            /// How many fields the set has.
+            #[allow(dead_code)]
+            $vis const COUNT: usize = [$(stringify!($variant)),+].len();
+        }
+
+        impl $crate::formats::json::FieldSet for $set {
+            fn classify(key: &[u8]) -> Option<Self> {
+                match key {
+                    $($key => Some(Self::$variant),)+
+                    _ => None,
+                }
+            }
+
+            fn index(self) -> usize {
+                self as usize
+            }
+
+            fn name(self) -> &'static str {
+                match self {
+                    $(Self::$variant => const { $crate::formats::json::field_name($key) },)+
+                }
+            }
+        }
+    };
+}
+pub(crate) use field_set;
+
 /// The most fields one [`FieldSet`] may have (one bit each in a `u64`).
 pub(crate) const MAX_FIELDS: usize = 64;
 
@@ -821,21 +868,9 @@ pub(crate) fn write_decimal(out: &mut String, mut value: u64) {
 mod tests {
     use super::*;
 
-    #[derive(Clone, Copy, Debug, PartialEq)]
-    enum Probe {
-        A,
-    }
-
-    impl FieldSet for Probe {
-        fn classify(key: &[u8]) -> Option<Self> {
-            (key == b"a").then_some(Probe::A)
-        }
-        fn index(self) -> usize {
-            self as usize
-        }
-
-        fn name(self) -> &'static str {
-            "a"
+    field_set! {
+        enum Probe {
+            A => b"a",
         }
     }
 

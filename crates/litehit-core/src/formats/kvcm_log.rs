@@ -12,56 +12,22 @@
 //! The line is parsed into the reader's own scratch event and swapped into the caller's only
 //! when it is an event, so a skipped or failed line leaves the caller's event as it was.
 
-use super::json::{self, Cursor, Fault, FieldSet};
+use super::json::{self, Cursor, Fault, field_set};
 use super::{EventKind, InstanceSlot, LineOutcome, TraceEvent, instance_buffer, reset_event};
 
 const NS_PER_US: i64 = 1_000;
 
-#[derive(Debug, Clone, Copy)]
-enum Field {
-    Type,
-    Source,
-    Id,
-    TriggerTimeUs,
-    Keys,
-    InputLen,
-    InputLength,
-    InputTokens,
-    Tokens,
-}
-
-impl FieldSet for Field {
-    fn classify(key: &[u8]) -> Option<Self> {
-        Some(match key {
-            b"type" => Self::Type,
-            b"source" => Self::Source,
-            b"id" => Self::Id,
-            b"trigger_time_us" => Self::TriggerTimeUs,
-            b"keys" => Self::Keys,
-            b"input_len" => Self::InputLen,
-            b"input_length" => Self::InputLength,
-            b"input_tokens" => Self::InputTokens,
-            b"tokens" => Self::Tokens,
-            _ => return None,
-        })
-    }
-
-    fn index(self) -> usize {
-        self as usize
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            Self::Type => "type",
-            Self::Source => "source",
-            Self::Id => "id",
-            Self::TriggerTimeUs => "trigger_time_us",
-            Self::Keys => "keys",
-            Self::InputLen => "input_len",
-            Self::InputLength => "input_length",
-            Self::InputTokens => "input_tokens",
-            Self::Tokens => "tokens",
-        }
+field_set! {
+    enum Field {
+        Type => b"type",
+        Source => b"source",
+        Id => b"id",
+        TriggerTimeUs => b"trigger_time_us",
+        Keys => b"keys",
+        InputLen => b"input_len",
+        InputLength => b"input_length",
+        InputTokens => b"input_tokens",
+        Tokens => b"tokens",
     }
 }
 

@@ -8,7 +8,7 @@
 //! `timestamp_ns = int(timestamp * 1e9)` as in the Bailian reader; the trace id is `request_id`
 //! (empty when absent); there is no instance id (`None`).
 
-use super::json::{self, Cursor, Fault, FieldSet};
+use super::json::{self, Cursor, Fault, field_set};
 use super::{InstanceSlot, LineOutcome, TraceEvent, keep_full_blocks, reset_event, seconds_to_ns};
 use crate::preprocess::prefix_hash_next;
 
@@ -74,39 +74,13 @@ fn reinterpret(value: u64) -> i64 {
     i64::from_ne_bytes(value.to_ne_bytes())
 }
 
-#[derive(Debug, Clone, Copy)]
-enum Field {
-    Timestamp,
-    RequestId,
-    ChunkSize,
-    SeqLen,
-    ChunkHashes,
-}
-
-impl FieldSet for Field {
-    fn classify(key: &[u8]) -> Option<Self> {
-        Some(match key {
-            b"timestamp" => Self::Timestamp,
-            b"request_id" => Self::RequestId,
-            b"chunk_size" => Self::ChunkSize,
-            b"seq_len" => Self::SeqLen,
-            b"chunk_hashes" => Self::ChunkHashes,
-            _ => return None,
-        })
-    }
-
-    fn index(self) -> usize {
-        self as usize
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            Self::Timestamp => "timestamp",
-            Self::RequestId => "request_id",
-            Self::ChunkSize => "chunk_size",
-            Self::SeqLen => "seq_len",
-            Self::ChunkHashes => "chunk_hashes",
-        }
+field_set! {
+    enum Field {
+        Timestamp => b"timestamp",
+        RequestId => b"request_id",
+        ChunkSize => b"chunk_size",
+        SeqLen => b"seq_len",
+        ChunkHashes => b"chunk_hashes",
     }
 }
 

@@ -15,75 +15,29 @@
 //! `write`/`request`. A field that appears twice is read from its first occurrence, as upstream's
 //! reader takes it; a later one is only checked as JSON.
 
-use super::json::{self, Cursor, Fault, FieldSet};
+use super::json::{self, Cursor, Fault, FieldSet, field_set};
 use super::{EventKind, InstanceSlot, LineOutcome, TraceEvent, instance_buffer, reset_event};
 
 /// The upstream message for typeless rows that look like the legacy dialog schema.
 const LEGACY_DIALOG_MESSAGE: &str = "legacy dialog-style trace without type is not supported; \
     convert it to optimizer schema with explicit get/write rows";
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Field {
-    Type,
-    InstanceId,
-    TraceId,
-    TimestampNs,
-    Keys,
-    InputLen,
-    QueryType,
-    SwSize,
-    LocationSpecNames,
-    BlockMask,
-    TtlUs,
-    TotalKeys,
-    OutputLen,
-    OutputLength,
-}
-
-const FIELD_COUNT: usize = 14;
-
-impl FieldSet for Field {
-    fn classify(key: &[u8]) -> Option<Self> {
-        Some(match key {
-            b"type" => Self::Type,
-            b"instance_id" => Self::InstanceId,
-            b"trace_id" => Self::TraceId,
-            b"timestamp_ns" => Self::TimestampNs,
-            b"keys" => Self::Keys,
-            b"input_len" => Self::InputLen,
-            b"query_type" => Self::QueryType,
-            b"sw_size" => Self::SwSize,
-            b"location_spec_names" => Self::LocationSpecNames,
-            b"block_mask" => Self::BlockMask,
-            b"ttl_us" => Self::TtlUs,
-            b"total_keys" => Self::TotalKeys,
-            b"output_len" => Self::OutputLen,
-            b"output_length" => Self::OutputLength,
-            _ => return None,
-        })
-    }
-
-    fn index(self) -> usize {
-        self as usize
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            Self::Type => "type",
-            Self::InstanceId => "instance_id",
-            Self::TraceId => "trace_id",
-            Self::TimestampNs => "timestamp_ns",
-            Self::Keys => "keys",
-            Self::InputLen => "input_len",
-            Self::QueryType => "query_type",
-            Self::SwSize => "sw_size",
-            Self::LocationSpecNames => "location_spec_names",
-            Self::BlockMask => "block_mask",
-            Self::TtlUs => "ttl_us",
-            Self::TotalKeys => "total_keys",
-            Self::OutputLen => "output_len",
-            Self::OutputLength => "output_length",
-        }
+field_set! {
+    enum Field {
+        Type => b"type",
+        InstanceId => b"instance_id",
+        TraceId => b"trace_id",
+        TimestampNs => b"timestamp_ns",
+        Keys => b"keys",
+        InputLen => b"input_len",
+        QueryType => b"query_type",
+        SwSize => b"sw_size",
+        LocationSpecNames => b"location_spec_names",
+        BlockMask => b"block_mask",
+        TtlUs => b"ttl_us",
+        TotalKeys => b"total_keys",
+        OutputLen => b"output_len",
+        OutputLength => b"output_length",
     }
 }
 
@@ -106,8 +60,8 @@ enum TypeState {
 /// What one line said, beyond what went straight into the event.
 struct LineState {
     row_type: TypeState,
-    seen: [bool; FIELD_COUNT],
-    faults: [Option<Fault>; FIELD_COUNT],
+    seen: [bool; Field::COUNT],
+    faults: [Option<Fault>; Field::COUNT],
     input_len: i64,
 }
 
@@ -126,7 +80,7 @@ impl StandardReader {
         reset_event(event, InstanceSlot::Keep);
         let mut state = LineState {
             row_type: TypeState::Missing,
-            seen: [false; FIELD_COUNT],
+            seen: [false; Field::COUNT],
             faults: std::array::from_fn(|_| None),
             input_len: 0,
         };
