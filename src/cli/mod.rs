@@ -3,6 +3,7 @@
 //!
 //! Every flag is documented where it is defined: the field doc is the `--help` text.
 
+pub mod generate_args;
 pub mod mrc_args;
 pub mod query_args;
 pub mod trace_args;
@@ -25,6 +26,16 @@ use litehit_core::grammar::{
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+
+    /// Read defaults from this TOML file (also `LITEHIT_CONFIG`) instead of
+    /// `$XDG_CONFIG_HOME/litehit/config.toml` (else `~/.config/litehit/config.toml`); flags
+    /// always win over it. See docs/CONFIG.md
+    #[arg(long, global = true, value_name = "PATH")]
+    pub config_file: Option<PathBuf>,
+
+    /// Read no defaults file (not even `--config-file` or `LITEHIT_CONFIG`)
+    #[arg(long, global = true, conflicts_with = "config_file")]
+    pub no_config_file: bool,
 }
 
 impl Cli {
@@ -83,6 +94,10 @@ pub enum Command {
     Demo(watch_args::DemoArgs),
     /// Tokenize an OpenAI request log into a standard block trace (chained block keys)
     Trace(trace_args::TraceArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) on stdout
+    Completions(generate_args::CompletionsArgs),
+    /// Write the man pages (one per subcommand), or print `litehit(1)` on stdout
+    Man(generate_args::ManArgs),
 }
 
 /// `litehit replay CONFIG.json` (upstream config) or `litehit replay TRACE --out DIR`.

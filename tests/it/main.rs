@@ -9,6 +9,7 @@ mod common;
 
 mod assets;
 mod cli;
+mod completions_man;
 mod config;
 mod core_props;
 mod digests;
