@@ -3,6 +3,7 @@
 //!
 //! Every flag is documented where it is defined: the field doc is the `--help` text.
 
+pub mod defaults_file;
 pub mod generate_args;
 pub mod mrc_args;
 pub mod query_args;
@@ -39,9 +40,9 @@ pub struct Cli {
 }
 
 impl Cli {
-    /// Parses the process's arguments ([`Self::parse_args_from`]).
-    pub fn parse_args() -> Result<Self, clap::Error> {
-        Self::parse_args_from(std::env::args_os())
+    /// Parses the process's arguments ([`Self::parse_matches_from`]).
+    pub fn parse_args() -> Result<(Self, clap::ArgMatches), clap::Error> {
+        Self::parse_matches_from(std::env::args_os())
     }
 
     /// Parses `args` (the program name first). clap takes `-1`, `-0.5` and `-1e3` for the
@@ -51,6 +52,16 @@ impl Cli {
     /// space, which [`parse_capacity_gb`] skips as `strtod` does. The same holds for the
     /// value after `--capacity-gb` (`watch`, `demo`: `--capacity-gb -inf`).
     pub fn parse_args_from<I, T>(args: I) -> Result<Self, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString>,
+    {
+        Self::parse_matches_from(args).map(|(cli, _)| cli)
+    }
+
+    /// As [`Self::parse_args_from`], also giving clap's matches: which flags were typed, for
+    /// [`defaults_file::Defaults::apply`].
+    pub fn parse_matches_from<I, T>(args: I) -> Result<(Self, clap::ArgMatches), clap::Error>
     where
         I: IntoIterator<Item = T>,
         T: Into<std::ffi::OsString>,
@@ -76,7 +87,11 @@ impl Cli {
                 }
             }
         }
-        Self::try_parse_from(args)
+        let mut command = <Self as clap::CommandFactory>::command();
+        let matches = command.try_get_matches_from_mut(args)?;
+        let cli = <Self as clap::FromArgMatches>::from_arg_matches(&matches)
+            .map_err(|error| error.format(&mut command))?;
+        Ok((cli, matches))
     }
 }
 

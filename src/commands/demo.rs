@@ -96,6 +96,10 @@ pub fn run(args: &DemoArgs) -> color_eyre::Result<()> {
             fps: args.fps,
             // The facts are of a generated trace: quitting loses nothing a seed cannot redo.
             facts_on_quit: FactsOnQuit::Discarded,
+            color: crate::cli::defaults_file::use_color(
+                args.color,
+                std::env::var_os("NO_COLOR").as_deref(),
+            ),
         };
         litehit_tui::run(&live, options)
             .map(|last| {

@@ -12,6 +12,7 @@ mod cli;
 mod completions_man;
 mod config;
 mod core_props;
+mod defaults_file;
 mod digests;
 mod error_rule;
 mod facts_file;
