@@ -77,6 +77,7 @@ pub fn run(args: &WatchArgs) -> color_eyre::Result<()> {
                 args.color,
                 std::env::var_os("NO_COLOR").as_deref(),
             ),
+            demo: None,
         };
         litehit_tui::run(&live, options)?;
         // The snapshot of the stopped ingest thread: it read an unterminated last line on

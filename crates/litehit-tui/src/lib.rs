@@ -22,12 +22,14 @@ use litehit_live::signals::{SecondSignal, StopSignals};
 use litehit_live::{Command, LiveHandle, LiveSnapshot};
 
 /// Front-end settings.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct TuiOptions {
     /// Redraws per second at most (keys are drawn at once regardless).
     pub fps: f64,
     /// What becomes of the facts rows on quit (whether `q` asks first).
     pub facts_on_quit: FactsOnQuit,
+    /// `litehit demo`: what the generated trace is (the title says it is a demo and this).
+    pub demo: Option<String>,
     /// Draw in colour (`false`: `--color never`, or `NO_COLOR` with `auto`). Without colour
     /// the screen keeps bold, reverse and dim, so the selection still shows.
     pub color: bool,
@@ -39,6 +41,7 @@ impl Default for TuiOptions {
             fps: 10.0,
             facts_on_quit: FactsOnQuit::default(),
             color: true,
+            demo: None,
         }
     }
 }
@@ -120,6 +123,7 @@ async fn event_loop(
     let mut snap = events.latest();
     let mut app = App::default();
     app.facts_on_quit = options.facts_on_quit;
+    app.demo = options.demo;
     app.observe(&snap);
     let mut dirty = true;
     loop {

@@ -68,7 +68,7 @@ pub fn draw(frame: &mut Frame, snap: &LiveSnapshot, view: &App) {
         Constraint::Length(status_height),
     ])
     .areas(area);
-    render_title(frame, title, snap);
+    render_title(frame, title, snap, view);
     if geometry_height > 0 {
         geometry::render(frame, geometry_area, snap, view);
     }
@@ -125,7 +125,7 @@ pub fn draw(frame: &mut Frame, snap: &LiveSnapshot, view: &App) {
     }
 }
 
-fn render_title(frame: &mut Frame, area: Rect, snap: &LiveSnapshot) {
+fn render_title(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
     let source = &snap.source;
     let (state, state_style) = match source.state {
         FollowState::Waiting => ("waiting for the file", Style::new().yellow()),
@@ -139,11 +139,14 @@ fn render_title(frame: &mut Frame, area: Rect, snap: &LiveSnapshot) {
         WakeSource::Events => "notify",
         WakeSource::Polling => "polling",
     };
+    // The demo says it is one, and what it generates, where `watch` names its trace.
+    let name = if view.demo.is_some() {
+        " litehit demo "
+    } else {
+        " litehit watch "
+    };
     let mut spans = vec![
-        Span::styled(
-            " litehit watch ",
-            Style::new().add_modifier(Modifier::BOLD).reversed(),
-        ),
+        Span::styled(name, Style::new().add_modifier(Modifier::BOLD).reversed()),
         Span::raw(" "),
         Span::styled(state, state_style),
         Span::raw(format!(" · {wake}")),
@@ -174,7 +177,8 @@ fn render_title(frame: &mut Frame, area: Rect, snap: &LiveSnapshot) {
     if room >= 8 {
         spans.push(Span::raw(" · "));
         let reading = source.reading.as_deref().unwrap_or(&source.path);
-        spans.push(Span::raw(format::fit(reading, room)));
+        let shown = view.demo.as_deref().unwrap_or(reading);
+        spans.push(Span::raw(format::fit(shown, room)));
     }
     frame.render_widget(Line::from(spans), area);
 }
