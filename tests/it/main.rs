@@ -36,6 +36,7 @@ mod sql;
 mod tiers;
 mod tokenize;
 mod tui_render;
+mod tui_targets;
 mod watch_pty;
 mod watch_tail;
 mod windows;
