@@ -1,6 +1,7 @@
 //! `litehit demo`: a generated trace appended at a steady rate to a temporary file, watched
 //! live. Works on a fresh machine with no input.
 
+use std::fmt::Write as _;
 use std::io::{Seek as _, Write as _};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -139,10 +140,11 @@ fn describe(args: &DemoArgs, block_size_tokens: u64) -> String {
         args.seed,
     );
     if let Some(limit) = args.requests {
-        text.push_str(&format!(
+        let _ = write!(
+            text,
             ", {} requests in all",
             litehit_core::display::count(limit)
-        ));
+        );
     }
     text
 }

@@ -192,7 +192,7 @@ proptest! {
 
 #[test]
 fn small_screens_keep_the_table_and_never_cut_a_number() {
-    let trace: Vec<Vec<i64>> = (0..40).map(|i| (0..(i % 7 + 1)).collect()).collect();
+    let trace: Vec<Vec<i64>> = (0..40).map(|i| (0..=(i % 7)).collect()).collect();
     let replayed = replay(&trace);
     let snap = snapshot(&[("a", 1 << 20, &replayed), ("b", 1 << 20, &replayed)]);
     let mut app = App::default();
@@ -275,10 +275,10 @@ fn the_live_snapshot_carries_the_knees_the_screen_shows() {
     };
     let mut config = litehit::commands::watch::ingest_config(&args).unwrap();
     config.frame_period = Duration::from_millis(10);
-    let live = litehit_live::ingest::spawn(config).unwrap();
+    let monitor = litehit_live::ingest::spawn(config).unwrap();
     let deadline = Instant::now() + Duration::from_secs(60);
     let snap = loop {
-        let snap = live.latest();
+        let snap = monitor.latest();
         let read: u64 = snap.lanes.iter().map(|lane| lane.requests).sum();
         if read == requests.len() as u64 {
             break snap;
@@ -290,7 +290,7 @@ fn the_live_snapshot_carries_the_knees_the_screen_shows() {
         );
         std::thread::sleep(Duration::from_millis(20));
     };
-    live.shutdown();
+    monitor.shutdown();
     let mut app = App::default();
     app.observe(&snap);
     for (index, lane) in snap.lanes.iter().enumerate() {

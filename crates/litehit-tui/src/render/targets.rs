@@ -162,10 +162,7 @@ mod tests {
         assert_eq!(capacity_text(0), "0 B");
         assert_eq!(capacity_text(512), "512 B");
         assert_eq!(capacity_text(10 << 30), "10 GiB");
-        // 12.3001 GiB must not read as 12.3 GiB: that would fall short of the target.
-        assert_eq!(
-            capacity_text((12.3001 * f64::from(1 << 30)) as u64),
-            "12.4 GiB"
-        );
+        // 12.3001 GiB (13,207,131,810 B) must not read as 12.3 GiB: that would fall short.
+        assert_eq!(capacity_text(13_207_131_810), "12.4 GiB");
     }
 }
