@@ -9,8 +9,8 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     litehit::commands::install_error_hooks();
-    let cli = match litehit::cli::Cli::parse_args() {
-        Ok(cli) => cli,
+    let (mut cli, matches) = match litehit::cli::Cli::parse_args() {
+        Ok(parsed) => parsed,
         Err(usage) => {
             // `--help` and `--version` print to stdout and succeed; anything else is a failure.
             let _ = usage.print();
@@ -21,7 +21,11 @@ fn main() -> ExitCode {
             };
         }
     };
-    match litehit::commands::run(cli) {
+    // The defaults file fills in the flags that were not typed (docs/CONFIG.md).
+    let result = litehit::cli::defaults_file::apply_defaults(&mut cli, &matches)
+        .map_err(color_eyre::Report::from)
+        .and_then(|()| litehit::commands::run(cli));
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) if litehit::commands::is_broken_pipe(&error) => ExitCode::SUCCESS,
         Err(error) => {

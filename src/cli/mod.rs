@@ -3,6 +3,8 @@
 //!
 //! Every flag is documented where it is defined: the field doc is the `--help` text.
 
+pub mod defaults_file;
+pub mod generate_args;
 pub mod mrc_args;
 pub mod query_args;
 pub mod trace_args;
@@ -25,12 +27,22 @@ use litehit_core::grammar::{
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+
+    /// Read defaults from this TOML file (also `LITEHIT_CONFIG`) instead of
+    /// `$XDG_CONFIG_HOME/litehit/config.toml` (else `~/.config/litehit/config.toml`); flags
+    /// always win over it. See docs/CONFIG.md
+    #[arg(long, global = true, value_name = "PATH")]
+    pub config_file: Option<PathBuf>,
+
+    /// Read no defaults file (not even `--config-file` or `LITEHIT_CONFIG`)
+    #[arg(long, global = true, conflicts_with = "config_file")]
+    pub no_config_file: bool,
 }
 
 impl Cli {
-    /// Parses the process's arguments ([`Self::parse_args_from`]).
-    pub fn parse_args() -> Result<Self, clap::Error> {
-        Self::parse_args_from(std::env::args_os())
+    /// Parses the process's arguments ([`Self::parse_matches_from`]).
+    pub fn parse_args() -> Result<(Self, clap::ArgMatches), clap::Error> {
+        Self::parse_matches_from(std::env::args_os())
     }
 
     /// Parses `args` (the program name first). clap takes `-1`, `-0.5` and `-1e3` for the
@@ -40,6 +52,16 @@ impl Cli {
     /// space, which [`parse_capacity_gb`] skips as `strtod` does. The same holds for the
     /// value after `--capacity-gb` (`watch`, `demo`: `--capacity-gb -inf`).
     pub fn parse_args_from<I, T>(args: I) -> Result<Self, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString>,
+    {
+        Self::parse_matches_from(args).map(|(cli, _)| cli)
+    }
+
+    /// As [`Self::parse_args_from`], also giving clap's matches: which flags were typed, for
+    /// [`defaults_file::Defaults::apply`].
+    pub fn parse_matches_from<I, T>(args: I) -> Result<(Self, clap::ArgMatches), clap::Error>
     where
         I: IntoIterator<Item = T>,
         T: Into<std::ffi::OsString>,
@@ -65,7 +87,11 @@ impl Cli {
                 }
             }
         }
-        Self::try_parse_from(args)
+        let mut command = <Self as clap::CommandFactory>::command();
+        let matches = command.try_get_matches_from_mut(args)?;
+        let cli = <Self as clap::FromArgMatches>::from_arg_matches(&matches)
+            .map_err(|error| error.format(&mut command))?;
+        Ok((cli, matches))
     }
 }
 
@@ -83,6 +109,10 @@ pub enum Command {
     Demo(watch_args::DemoArgs),
     /// Tokenize an OpenAI request log into a standard block trace (chained block keys)
     Trace(trace_args::TraceArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) on stdout
+    Completions(generate_args::CompletionsArgs),
+    /// Write the man pages (one per subcommand), or print `litehit(1)` on stdout
+    Man(generate_args::ManArgs),
 }
 
 /// `litehit replay CONFIG.json` (upstream config) or `litehit replay TRACE --out DIR`.

@@ -140,6 +140,22 @@ pub struct WatchArgs {
     /// server. Port 0 takes a free port; the address is printed on stderr
     #[arg(long, value_name = "[IP:]PORT", value_parser = parse_listen_address)]
     pub metrics_listen: Option<SocketAddr>,
+
+    /// Colours on the screen: auto (unless NO_COLOR is set), always or never. Default: the
+    /// defaults file's `color`, else auto
+    #[arg(long, value_enum, value_name = "WHEN")]
+    pub color: Option<ColorWhen>,
+}
+
+/// `--color WHEN` (and the defaults file's `color`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ColorWhen {
+    /// In colour unless NO_COLOR is set (the monitor always draws on a terminal)
+    Auto,
+    /// In colour, NO_COLOR or not
+    Always,
+    /// No colours (bold, reverse and dim still mark the selection)
+    Never,
 }
 
 /// `--listen`: `PORT` is loopback (`127.0.0.1:PORT`); anything else is a full `IP:PORT`
@@ -216,6 +232,11 @@ pub struct DemoArgs {
     /// Stop after this many requests (default: run until quit)
     #[arg(long, value_name = "N")]
     pub requests: Option<u64>,
+
+    /// Colours on the screen: auto (unless NO_COLOR is set), always or never. Default: the
+    /// defaults file's `color`, else auto
+    #[arg(long, value_enum, value_name = "WHEN")]
+    pub color: Option<ColorWhen>,
 }
 
 #[cfg(test)]

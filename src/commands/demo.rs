@@ -1,6 +1,7 @@
 //! `litehit demo`: a generated trace appended at a steady rate to a temporary file, watched
 //! live. Works on a fresh machine with no input.
 
+use std::fmt::Write as _;
 use std::io::{Seek as _, Write as _};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -48,6 +49,15 @@ pub fn run(args: &DemoArgs) -> color_eyre::Result<()> {
         ..WorkloadConfig::default()
     };
     let block_size_tokens = workload_config.block_size_tokens;
+    let what = describe(args, block_size_tokens);
+    // Said before the screen opens, so it stays on the terminal after `q` (and headless, the
+    // JSON lines on stdout stay clean).
+    let _ = writeln!(
+        std::io::stderr(),
+        "litehit demo: {what}, appended to {} (removed on exit); `litehit watch TRACE` follows \
+         your own",
+        trace.path().display()
+    );
     let plan = PlanSource::Flags(SingleInstanceFlags {
         block_size_tokens: Some(block_size_tokens),
         ..SingleInstanceFlags::default()
@@ -96,6 +106,11 @@ pub fn run(args: &DemoArgs) -> color_eyre::Result<()> {
             fps: args.fps,
             // The facts are of a generated trace: quitting loses nothing a seed cannot redo.
             facts_on_quit: FactsOnQuit::Discarded,
+            demo: Some(what),
+            color: crate::cli::defaults_file::use_color(
+                args.color,
+                std::env::var_os("NO_COLOR").as_deref(),
+            ),
         };
         litehit_tui::run(&live, options)
             .map(|last| {
@@ -111,6 +126,27 @@ pub fn run(args: &DemoArgs) -> color_eyre::Result<()> {
     // The writer only appends to a temp file; an error there has nothing left to report to.
     let _ = writer.join();
     result
+}
+
+/// What the demo generates, in a few words: the title line and the start-up message.
+fn describe(args: &DemoArgs, block_size_tokens: u64) -> String {
+    let instances = args.instances.max(1);
+    let mut text = format!(
+        "generated trace: {} request{}/s over {instances} instance{} (multi-turn chats \
+         sharing system prompts, {block_size_tokens}-token blocks, seed {})",
+        litehit_core::display::count(u64::from(args.rate)),
+        if args.rate == 1 { "" } else { "s" },
+        if instances == 1 { "" } else { "s" },
+        args.seed,
+    );
+    if let Some(limit) = args.requests {
+        let _ = write!(
+            text,
+            ", {} requests in all",
+            litehit_core::display::count(limit)
+        );
+    }
+    text
 }
 
 /// Appends `rate` requests per second of wall time until `stop` or `limit` requests.

@@ -1,7 +1,9 @@
 //! One file per subcommand, glue only: resolve arguments through `config`, run the `engine`
 //! or read facts, write through `facts::file` / `output`. No analysis logic lives here.
 
+pub mod completions;
 pub mod demo;
+pub mod man;
 pub mod mrc;
 pub mod query;
 pub mod replay;
@@ -22,6 +24,8 @@ pub fn run(cli: Cli) -> color_eyre::Result<()> {
         Command::Watch(args) => watch::run(&args),
         Command::Demo(args) => demo::run(&args),
         Command::Trace(args) => trace::run(&args),
+        Command::Completions(args) => completions::run(&args),
+        Command::Man(args) => man::run(&args),
     }
 }
 

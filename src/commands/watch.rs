@@ -73,6 +73,11 @@ pub fn run(args: &WatchArgs) -> color_eyre::Result<()> {
         let options = TuiOptions {
             fps: args.fps,
             facts_on_quit,
+            color: crate::cli::defaults_file::use_color(
+                args.color,
+                std::env::var_os("NO_COLOR").as_deref(),
+            ),
+            demo: None,
         };
         litehit_tui::run(&live, options)?;
         // The snapshot of the stopped ingest thread: it read an unterminated last line on

@@ -146,6 +146,7 @@ fn watch_slot(spelling: &str) -> Result<Capacity, String> {
     match Cli::parse_args_from(command_line) {
         Ok(Cli {
             command: Command::Watch(args),
+            ..
         }) => Ok(args.capacity_gb[0]),
         Ok(_) => unreachable!("watch parses as watch"),
         Err(error) => Err(error.to_string()),
@@ -225,6 +226,7 @@ fn replay_flag(flag: &str, spelling: &str) -> Result<(Option<u64>, Option<u64>),
     match Cli::parse_args_from(command_line) {
         Ok(Cli {
             command: Command::Replay(args),
+            ..
         }) => Ok((args.lane.block_bytes, args.lane.ttl_seconds)),
         Ok(_) => unreachable!("replay parses as replay"),
         Err(error) => Err(error.to_string()),

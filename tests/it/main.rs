@@ -9,8 +9,10 @@ mod common;
 
 mod assets;
 mod cli;
+mod completions_man;
 mod config;
 mod core_props;
+mod defaults_file;
 mod digests;
 mod error_rule;
 mod facts_file;
@@ -34,6 +36,7 @@ mod sql;
 mod tiers;
 mod tokenize;
 mod tui_render;
+mod tui_targets;
 mod watch_pty;
 mod watch_tail;
 mod windows;

@@ -370,9 +370,10 @@ fn long_instance_ids_that_share_a_prefix_stay_apart() {
     assert!(wide.contains("prefill-node-us-east-1a-000043"), "{wide}");
     // Little room: cut in the middle, the ends still tell them apart.
     let narrow = screen_at(60);
+    // The table's rows (the targets line above it names the selected instance too).
     let id_cells: Vec<&str> = narrow
         .lines()
-        .filter(|line| line.contains("prefill"))
+        .filter(|line| line.starts_with('│') && line.contains("prefill"))
         .collect();
     assert_eq!(id_cells.len(), 2, "{narrow}");
     assert!(

@@ -226,6 +226,20 @@ pub struct InstanceDto {
     pub ttl_expired_blocks: u64,
     /// One object per slot, aligned with the top-level `slots`.
     pub slot_results: Vec<SlotResultDto>,
+    /// The smallest capacity reaching 50, 90, 95 and 99 % of the ∞ bound's hits (exact,
+    /// from the accumulator; `mrc`'s knees), as in `/metrics`.
+    pub capacity_for_fraction: Vec<FractionDto>,
+}
+
+/// The smallest capacity whose hits reach `percent` % of the ∞ bound's.
+#[derive(Debug, Serialize)]
+pub struct FractionDto {
+    pub percent: u32,
+    /// Per instance only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capacity_blocks: Option<u64>,
+    /// Per instance: blocks × block bytes. Total: Σ over instances of each one's own.
+    pub capacity_bytes: u64,
 }
 
 /// One slot's figures for one instance (or the total).
@@ -253,6 +267,8 @@ pub struct TotalDto {
     pub unique_blocks: u64,
     pub unique_kv_bytes: u64,
     pub slot_results: Vec<SlotResultDto>,
+    /// Σ over instances of each one's capacity for 50, 90, 95 and 99 % of its ∞ hits.
+    pub capacity_for_fraction: Vec<FractionDto>,
 }
 
 #[derive(Debug, Serialize)]
@@ -287,6 +303,38 @@ pub struct MemoryDto {
 pub struct ErrorDto {
     pub line_number: u64,
     pub message: String,
+}
+
+/// `(percent, blocks, bytes)` of lane `index`'s capacity for each fraction of its ∞ hits.
+fn lane_fractions(snap: &LiveSnapshot, index: usize) -> Vec<(u32, u64, u64)> {
+    let block_bytes = snap.lanes.get(index).map_or(0, |lane| lane.block_bytes);
+    snap.capacity_for_fraction
+        .get(index)
+        .map(|fractions| {
+            fractions
+                .iter()
+                .map(|fraction| {
+                    let blocks = fraction.capacity_blocks;
+                    (fraction.percent, blocks, blocks.saturating_mul(block_bytes))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Σ over lanes of [`lane_fractions`]'s bytes, per percent.
+fn total_fractions(snap: &LiveSnapshot) -> Vec<FractionDto> {
+    crate::snapshot::CAPACITY_FRACTION_PERCENTS
+        .iter()
+        .map(|&percent| FractionDto {
+            percent,
+            capacity_blocks: None,
+            capacity_bytes: (0..snap.lanes.len())
+                .flat_map(|index| lane_fractions(snap, index))
+                .filter(|&(lane_percent, _, _)| lane_percent == percent)
+                .fold(0_u64, |sum, (_, _, bytes)| sum.saturating_add(bytes)),
+        })
+        .collect()
 }
 
 impl Report {
@@ -345,7 +393,16 @@ impl Report {
             instances: snap
                 .lanes
                 .iter()
-                .map(|lane| InstanceDto {
+                .enumerate()
+                .map(|(index, lane)| InstanceDto {
+                    capacity_for_fraction: lane_fractions(snap, index)
+                        .into_iter()
+                        .map(|(percent, blocks, bytes)| FractionDto {
+                            percent,
+                            capacity_blocks: Some(blocks),
+                            capacity_bytes: bytes,
+                        })
+                        .collect(),
                     instance_id: lane.instance_id.clone(),
                     requests: lane.requests,
                     input_tokens: lane.input_tokens,
@@ -407,6 +464,7 @@ impl Report {
                         hit_rate: totals.slot_hit_rate(i),
                     })
                     .collect(),
+                capacity_for_fraction: total_fractions(snap),
             },
             ingest: IngestDto {
                 requests_per_s: snap.rate.requests_per_s,

@@ -118,6 +118,8 @@ pub struct App {
     pub quitting: bool,
     /// Whether quitting may lose facts (and so asks first).
     pub facts_on_quit: FactsOnQuit,
+    /// `litehit demo`: what it generates, said in the title instead of the trace's path.
+    pub demo: Option<String>,
     /// Facts rows produced so far (from the last snapshot).
     facts_rows: u64,
     /// The most rows a finished `s` snapshot has held.

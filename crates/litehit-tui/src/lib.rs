@@ -22,12 +22,17 @@ use litehit_live::signals::{SecondSignal, StopSignals};
 use litehit_live::{Command, LiveHandle, LiveSnapshot};
 
 /// Front-end settings.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct TuiOptions {
     /// Redraws per second at most (keys are drawn at once regardless).
     pub fps: f64,
     /// What becomes of the facts rows on quit (whether `q` asks first).
     pub facts_on_quit: FactsOnQuit,
+    /// `litehit demo`: what the generated trace is (the title says it is a demo and this).
+    pub demo: Option<String>,
+    /// Draw in colour (`false`: `--color never`, or `NO_COLOR` with `auto`). Without colour
+    /// the screen keeps bold, reverse and dim, so the selection still shows.
+    pub color: bool,
 }
 
 impl Default for TuiOptions {
@@ -35,6 +40,8 @@ impl Default for TuiOptions {
         Self {
             fps: 10.0,
             facts_on_quit: FactsOnQuit::default(),
+            color: true,
+            demo: None,
         }
     }
 }
@@ -91,6 +98,9 @@ pub fn run(live: &LiveHandle, options: TuiOptions) -> Result<Arc<LiveSnapshot>, 
     // Ctrl-C is a key, not SIGINT.) The handlers stay for the rest of the process.
     let signals = StopSignals::install(SecondSignal::IsCaught)
         .map_err(io_error("listening for termination signals"))?;
+    // crossterm leaves colours out whenever NO_COLOR is set; the caller has decided already
+    // (`--color always` wins over NO_COLOR, `never` over a terminal that has colours).
+    crossterm::style::force_color_output(options.color);
     let mut terminal = ratatui::try_init().map_err(io_error("setting up the terminal"))?;
     let result = runtime.block_on(event_loop(&mut terminal, live, options, &signals));
     // Not `ratatui::restore()`: it reports a failure with `eprintln!`, which panics when the
@@ -113,6 +123,7 @@ async fn event_loop(
     let mut snap = events.latest();
     let mut app = App::default();
     app.facts_on_quit = options.facts_on_quit;
+    app.demo = options.demo;
     app.observe(&snap);
     let mut dirty = true;
     loop {

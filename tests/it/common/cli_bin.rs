@@ -33,6 +33,9 @@ pub fn facts_temps(dir: &Path) -> Vec<PathBuf> {
 pub const FACTS_HEADER: &str =
     "trace_id,instance_id,timestamp_ns,input_token_len,block_size_tokens,block_bytes,hit_curve";
 
+/// An `XDG_CONFIG_HOME` that holds no defaults file.
+pub const NO_CONFIG_HOME: &str = "/nonexistent/litehit-tests-config-home";
+
 /// What one run of the binary did.
 #[derive(Debug)]
 pub struct Run {
@@ -41,11 +44,14 @@ pub struct Run {
     pub stderr: String,
 }
 
-/// A `litehit` command with a fixed environment (no colours, fixed help width).
+/// A `litehit` command with a fixed environment (no colours, fixed help width, no defaults
+/// file: the user's own `~/.config/litehit/config.toml` is never read).
 pub fn litehit() -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_litehit"));
     command
         .env("COLUMNS", "100")
+        .env("XDG_CONFIG_HOME", NO_CONFIG_HOME)
+        .env_remove("LITEHIT_CONFIG")
         .env("NO_COLOR", "1")
         .env_remove("RUST_BACKTRACE")
         .env_remove("RUST_LIB_BACKTRACE")

@@ -3,6 +3,7 @@
 //! ```text
 //! litehit watch trace.jsonl · following · notify · backlog 0 B            <- title (1 line)
 //! geometry mooncake · 512 tok/block · 64.00 MiB/block · 16 blocks/GiB     <- geometry.rs
+//! to reach 90/95/99 % of ∞ · i1: 12.4 GiB · 20.2 GiB · 51 GiB │ Σ all: …   <- targets.rs
 //! ┌ instances ─────────────────────────────────────────────────────────────┐
 //! │ instance   requests  input tok  10 GiB  40 GiB     ∞   unique  KV bytes │ <- instances.rs
 //! │ total …                                                               │
@@ -17,7 +18,9 @@
 //!  ? help · a add slot · … · q quit (always)                                  <- status.rs
 //! ```
 //! Small screens drop the charts, then the gauges, then table columns (compact mode keeps
-//! the title, the table and the status line); nothing panics at any size. Overlays
+//! the title, the table and the status line); the targets line stays on screens of 30 rows
+//! and more, and on shorter ones only while the whole table fits beside it; nothing panics
+//! at any size. Overlays
 //! (`help.rs`, `slot_editor.rs`, `confirm_quit.rs`) are drawn last, centered.
 
 pub mod confirm_quit;
@@ -29,6 +32,7 @@ pub mod help;
 pub mod instances;
 pub mod slot_editor;
 pub mod status;
+pub mod targets;
 pub mod timeline;
 
 use ratatui::Frame;
@@ -45,6 +49,9 @@ use litehit_live::tail::WakeSource;
 const GAUGES_HEIGHT: u16 = gauges::LINES + 2;
 /// Screens shorter than this leave out the geometry line.
 const MIN_GEOMETRY_SCREEN_HEIGHT: u16 = 16;
+/// Screens at least this tall always show the capacity-for-target line; shorter ones only
+/// when the whole instance table fits beside it (table > targets > gauges > charts).
+const TARGETS_ALWAYS_SCREEN_HEIGHT: u16 = 30;
 /// Below this (borders and axis included: 6 plot rows), charts are not worth drawing; their
 /// rows go to the table, which matters more (hints > totals > table > gauges > charts).
 const MIN_CHART_HEIGHT: u16 = 10;
@@ -61,22 +68,34 @@ pub fn draw(frame: &mut Frame, snap: &LiveSnapshot, view: &App) {
     let geometry_height = u16::from(area.height >= MIN_GEOMETRY_SCREEN_HEIGHT);
     // The key hints always; a notice on a line of its own above them.
     let status_height = 1 + u16::from(status::has_notice(snap) && area.height >= 6);
-    let [title, geometry_area, body, status_area] = Layout::vertical([
+    let table_rows =
+        u16::try_from(snap.lanes.len() + usize::from(snap.lanes.len() > 1)).unwrap_or(u16::MAX);
+    let table_height = table_rows.max(1).saturating_add(3);
+    // The capacity-for-target line, unless it would cost the table a row.
+    let body_without_targets = area
+        .height
+        .saturating_sub(1 + geometry_height + status_height);
+    let targets_height = u16::from(
+        geometry_height > 0
+            && (area.height >= TARGETS_ALWAYS_SCREEN_HEIGHT || body_without_targets > table_height),
+    );
+    let [title, geometry_area, targets_area, body, status_area] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Length(geometry_height),
+        Constraint::Length(targets_height),
         Constraint::Min(0),
         Constraint::Length(status_height),
     ])
     .areas(area);
-    render_title(frame, title, snap);
+    render_title(frame, title, snap, view);
     if geometry_height > 0 {
         geometry::render(frame, geometry_area, snap, view);
     }
+    if targets_height > 0 {
+        targets::render(frame, targets_area, snap, view);
+    }
     status::render(frame, status_area, snap, view);
 
-    let table_rows =
-        u16::try_from(snap.lanes.len() + usize::from(snap.lanes.len() > 1)).unwrap_or(u16::MAX);
-    let table_height = table_rows.max(1).saturating_add(3);
     let wide_enough = body.width >= 60;
     let room_for_gauges = wide_enough && body.height >= table_height.min(6) + GAUGES_HEIGHT;
     if room_for_gauges {
@@ -125,7 +144,7 @@ pub fn draw(frame: &mut Frame, snap: &LiveSnapshot, view: &App) {
     }
 }
 
-fn render_title(frame: &mut Frame, area: Rect, snap: &LiveSnapshot) {
+fn render_title(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
     let source = &snap.source;
     let (state, state_style) = match source.state {
         FollowState::Waiting => ("waiting for the file", Style::new().yellow()),
@@ -139,11 +158,14 @@ fn render_title(frame: &mut Frame, area: Rect, snap: &LiveSnapshot) {
         WakeSource::Events => "notify",
         WakeSource::Polling => "polling",
     };
+    // The demo says it is one, and what it generates, where `watch` names its trace.
+    let name = if view.demo.is_some() {
+        " litehit demo "
+    } else {
+        " litehit watch "
+    };
     let mut spans = vec![
-        Span::styled(
-            " litehit watch ",
-            Style::new().add_modifier(Modifier::BOLD).reversed(),
-        ),
+        Span::styled(name, Style::new().add_modifier(Modifier::BOLD).reversed()),
         Span::raw(" "),
         Span::styled(state, state_style),
         Span::raw(format!(" · {wake}")),
@@ -174,7 +196,8 @@ fn render_title(frame: &mut Frame, area: Rect, snap: &LiveSnapshot) {
     if room >= 8 {
         spans.push(Span::raw(" · "));
         let reading = source.reading.as_deref().unwrap_or(&source.path);
-        spans.push(Span::raw(format::fit(reading, room)));
+        let shown = view.demo.as_deref().unwrap_or(reading);
+        spans.push(Span::raw(format::fit(shown, room)));
     }
     frame.render_widget(Line::from(spans), area);
 }

@@ -1,0 +1,168 @@
+//! The capacity-for-target line: the smallest capacity whose hits reach 90, 95 and 99 % of
+//! the ∞ bound's, for the selected instance and for every instance together (Σ of each
+//! instance's own), the live counterpart of `litehit mrc`'s knees:
+//!
+//! ```text
+//!  to reach 90/95/99 % of ∞ · instance-0: 12.3 GiB · 20.1 GiB · 51 GiB │ Σ all: 36.9 GiB · …
+//! ```
+//!
+//! The capacities are the ingest thread's (`LiveSnapshot::capacity_for_fraction`, exact from
+//! each lane's accumulator); this file only multiplies blocks by the lane's block bytes and
+//! formats, rounding up (a capacity shown must reach its target).
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::{Style, Stylize as _};
+use ratatui::text::{Line, Span};
+
+use super::format;
+use crate::app::App;
+use litehit_core::display;
+use litehit_live::LiveSnapshot;
+
+/// The targets shown, in percent of the ∞ bound's hits (a subset of
+/// `litehit_live::snapshot::CAPACITY_FRACTION_PERCENTS`).
+pub const SHOWN_PERCENTS: [u32; 3] = [90, 95, 99];
+
+/// Significant digits of a capacity (rounded up).
+const DIGITS: i32 = 3;
+
+pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
+    let width = usize::from(area.width);
+    let parts = parts(snap, view);
+    let label = " to reach 90/95/99 % of ∞";
+    let mut spans = vec![Span::styled(label, Style::new().bold())];
+    let mut used = label.chars().count();
+    for (index, (who, values)) in parts.iter().enumerate() {
+        let separator = if index == 0 { " · " } else { " │ " };
+        let part = format!("{who}: {values}");
+        let part_width = separator.chars().count() + display_width(&part);
+        // Whole parts only: a number is shown entire or not at all.
+        if used + part_width > width {
+            break;
+        }
+        used += part_width;
+        spans.push(Span::raw(separator));
+        spans.push(Span::raw(part));
+    }
+    if spans.len() == 1 {
+        // Narrow: the first part's values under a short label (whose they are is the
+        // table's selection), or nothing rather than a cut number.
+        let short = " 90/95/99 % of ∞:";
+        spans = vec![Span::styled(short, Style::new().bold())];
+        if let Some((_, values)) = parts.first()
+            && short.chars().count() + 1 + display_width(values) <= width
+        {
+            spans.push(Span::raw(format!(" {values}")));
+        }
+    }
+    frame.render_widget(Line::from(spans).dim(), area);
+}
+
+fn display_width(text: &str) -> usize {
+    use unicode_width::UnicodeWidthStr as _;
+    text.width()
+}
+
+/// `("instance-0", "12.3 GiB · 20.1 GiB · 51 GiB")` for the selected instance (its id cut to
+/// fit 24 columns), then `("Σ all", …)` when there are several; only the totals on the
+/// totals row.
+pub fn parts(snap: &LiveSnapshot, view: &App) -> Vec<(String, String)> {
+    let mut parts = Vec::new();
+    let selected = view
+        .selected_lane()
+        .filter(|&index| index < snap.lanes.len());
+    if let Some(index) = selected {
+        let lane = &snap.lanes[index];
+        let id = format::fit_middle_columns(&lane.instance_id, 24);
+        let values = lane_bytes(snap, index).map_or_else(
+            || no_values(lane.infinite_hit_blocks),
+            |bytes| {
+                bytes
+                    .iter()
+                    .map(|&bytes| capacity_text(bytes))
+                    .collect::<Vec<_>>()
+                    .join(" · ")
+            },
+        );
+        parts.push((id, values));
+    }
+    if snap.lanes.len() > 1 || selected.is_none() {
+        parts.push(("Σ all".to_owned(), totals_text(snap)));
+    }
+    parts
+}
+
+/// What stands for the values of a lane without any: before its first hit every capacity
+/// reaches 0 % of nothing; a snapshot without knees (none published yet) shows `-`.
+fn no_values(infinite_hit_blocks: u64) -> String {
+    if infinite_hit_blocks == 0 {
+        "no hits yet".to_owned()
+    } else {
+        "-".to_owned()
+    }
+}
+
+/// The bytes reaching each of [`SHOWN_PERCENTS`] for lane `index`; `None` before its first
+/// hit or without knees in the snapshot.
+pub fn lane_bytes(snap: &LiveSnapshot, index: usize) -> Option<Vec<u64>> {
+    let lane = snap.lanes.get(index)?;
+    if lane.infinite_hit_blocks == 0 {
+        return None;
+    }
+    let fractions = snap.capacity_for_fraction.get(index)?;
+    SHOWN_PERCENTS
+        .iter()
+        .map(|&percent| {
+            fractions
+                .iter()
+                .find(|fraction| fraction.percent == percent)
+                .map(|fraction| fraction.capacity_blocks.saturating_mul(lane.block_bytes))
+        })
+        .collect()
+}
+
+/// Σ over instances of each one's own capacity for each target (each instance its own
+/// cache, so every one reaches the target: the fleet's tokens then reach it too).
+fn totals_text(snap: &LiveSnapshot) -> String {
+    let mut sums = [0_u64; SHOWN_PERCENTS.len()];
+    let mut any = false;
+    for index in 0..snap.lanes.len() {
+        if let Some(bytes) = lane_bytes(snap, index) {
+            any = true;
+            for (sum, bytes) in sums.iter_mut().zip(bytes) {
+                *sum = sum.saturating_add(bytes);
+            }
+        }
+    }
+    if !any {
+        let infinite = snap.lanes.iter().map(|lane| lane.infinite_hit_blocks).sum();
+        return no_values(infinite);
+    }
+    sums.iter()
+        .map(|&bytes| capacity_text(bytes))
+        .collect::<Vec<_>>()
+        .join(" · ")
+}
+
+/// A capacity in binary units, 3 significant digits rounded up (`12.4 GiB`, `512 B`).
+pub fn capacity_text(bytes: u64) -> String {
+    match display::scale_bytes(bytes as f64) {
+        (_, "B") => format!("{bytes} B"),
+        (scaled, unit) => format!("{} {unit}", display::significant_up(scaled, DIGITS)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capacities_round_up_in_binary_units() {
+        assert_eq!(capacity_text(0), "0 B");
+        assert_eq!(capacity_text(512), "512 B");
+        assert_eq!(capacity_text(10 << 30), "10 GiB");
+        // 12.3001 GiB (13,207,131,810 B) must not read as 12.3 GiB: that would fall short.
+        assert_eq!(capacity_text(13_207_131_810), "12.4 GiB");
+    }
+}

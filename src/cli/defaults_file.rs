@@ -1,0 +1,462 @@
+//! The defaults file: `$XDG_CONFIG_HOME/litehit/config.toml` (else
+//! `~/.config/litehit/config.toml`), or `--config-file PATH` / `LITEHIT_CONFIG`, none with
+//! `--no-config-file`. It holds defaults for flags (docs/CONFIG.md): a key is a flag's long
+//! name without `--`, its value is read by the flag's own parser (`litehit_core::grammar`, or
+//! the same clap value enum), and a flag typed on the command line always wins.
+//!
+//! Nothing here is an analysis parameter that a trace config describes better: with a trace
+//! config (`watch --config`, `replay CONFIG.json`) its own slots and lane parameters win over
+//! the file's. A bad value or an unknown key is an error naming the file, line and key.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use clap::ValueEnum as _;
+use clap::parser::ValueSource;
+use toml::Spanned;
+
+use super::watch_args::{ColorWhen, parse_listen_address};
+use super::{Cli, Command};
+use litehit_core::grammar::{
+    parse_byte_size, parse_capacity, parse_duration_seconds, parse_memory_horizon,
+};
+use litehit_core::projector::Capacity;
+
+/// The environment variable naming a defaults file (like `--config-file`).
+pub const ENV_CONFIG_FILE: &str = "LITEHIT_CONFIG";
+
+/// Every key the file knows: (key, the commands it applies to, what it sets).
+pub const KEYS: &[(&str, &str, &str)] = &[
+    (
+        "block-bytes",
+        "replay, watch",
+        "KV-cache bytes per block (1048576, 1MiB)",
+    ),
+    (
+        "capacity-gb",
+        "watch, demo",
+        "capacity slots: \"10,40,80\" or [10, 40, \"1000b\"]",
+    ),
+    (
+        "color",
+        "watch, demo",
+        "\"auto\" (colour unless NO_COLOR is set), \"always\", \"never\"",
+    ),
+    ("fps", "watch, demo", "screen refreshes per second at most"),
+    ("interval", "watch", "seconds between --headless JSON lines"),
+    (
+        "kv-bytes-per-token",
+        "replay, watch",
+        "KV-cache bytes per token (128KiB)",
+    ),
+    (
+        "listen",
+        "watch",
+        "take trace lines over HTTP: PORT (loopback) or IP:PORT",
+    ),
+    (
+        "max-body",
+        "watch",
+        "with listen: the largest body accepted (64MiB)",
+    ),
+    (
+        "memory-horizon",
+        "replay, watch",
+        "forget keys deeper than this capacity (20TiB)",
+    ),
+    (
+        "metrics-listen",
+        "watch",
+        "serve GET /metrics: PORT (loopback) or IP:PORT",
+    ),
+    (
+        "rotation-grace",
+        "watch",
+        "seconds a rotated-away file must stay quiet",
+    ),
+    (
+        "window-seconds",
+        "watch",
+        "width of the hit-rate-over-time windows",
+    ),
+];
+
+/// Why the defaults file cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum DefaultsError {
+    #[error("cannot read the defaults file {}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// `path:line: key: message` (the key is left out for a syntax error).
+    #[error("{}:{line}: {}{message}", path.display(), key.as_ref().map(|key| format!("{key}: ")).unwrap_or_default())]
+    Value {
+        path: PathBuf,
+        line: usize,
+        key: Option<String>,
+        message: String,
+    },
+}
+
+/// The values read from a defaults file (each `None` when the file leaves it out).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Defaults {
+    /// The file they came from.
+    pub path: PathBuf,
+    pub block_bytes: Option<u64>,
+    pub capacity_gb: Option<Vec<Capacity>>,
+    pub color: Option<ColorWhen>,
+    pub fps: Option<f64>,
+    pub interval: Option<f64>,
+    pub kv_bytes_per_token: Option<u64>,
+    pub listen: Option<SocketAddr>,
+    pub max_body: Option<u64>,
+    pub memory_horizon: Option<Capacity>,
+    pub metrics_listen: Option<SocketAddr>,
+    pub rotation_grace: Option<f64>,
+    pub window_seconds: Option<f64>,
+}
+
+/// Where the defaults file is, if one is to be read: `--config-file`, else `LITEHIT_CONFIG`
+/// (both must exist), else the standard place (read only if it exists); none with
+/// `--no-config-file`. The second value says whether a missing file is an error.
+#[must_use]
+pub fn location(cli: &Cli) -> Option<(PathBuf, bool)> {
+    if cli.no_config_file {
+        return None;
+    }
+    if let Some(path) = &cli.config_file {
+        return Some((path.clone(), true));
+    }
+    if let Some(path) = std::env::var_os(ENV_CONFIG_FILE).filter(|path| !path.is_empty()) {
+        return Some((PathBuf::from(path), true));
+    }
+    standard_path().map(|path| (path, false))
+}
+
+/// `$XDG_CONFIG_HOME/litehit/config.toml` (an absolute `XDG_CONFIG_HOME` only, as the XDG
+/// base directory spec says), else `$HOME/.config/litehit/config.toml`.
+#[must_use]
+pub fn standard_path() -> Option<PathBuf> {
+    let config_home = std::env::var_os("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .filter(|path| path.is_absolute())
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|home| !home.is_empty())
+                .map(|home| PathBuf::from(home).join(".config"))
+        })?;
+    Some(config_home.join("litehit").join("config.toml"))
+}
+
+/// Reads the defaults file for `cli` (none: every value `None`).
+pub fn load(cli: &Cli) -> Result<Defaults, DefaultsError> {
+    let Some((path, must_exist)) = location(cli) else {
+        return Ok(Defaults::default());
+    };
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(error) if !must_exist && error.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(Defaults::default());
+        }
+        Err(source) => return Err(DefaultsError::Read { path, source }),
+    };
+    parse(&path, &text)
+}
+
+/// Reads the text of the defaults file at `path`.
+pub fn parse(path: &Path, text: &str) -> Result<Defaults, DefaultsError> {
+    let line_of = |offset: usize| text[..offset.min(text.len())].matches('\n').count() + 1;
+    let table: BTreeMap<Spanned<String>, Spanned<toml::Value>> =
+        toml::from_str(text).map_err(|error| DefaultsError::Value {
+            path: path.to_owned(),
+            line: error.span().map_or(1, |span| line_of(span.start)),
+            key: None,
+            message: error.message().trim_end().to_owned(),
+        })?;
+    let mut defaults = Defaults {
+        path: path.to_owned(),
+        ..Defaults::default()
+    };
+    for (key, value) in &table {
+        let fail = |message: String| DefaultsError::Value {
+            path: path.to_owned(),
+            line: line_of(key.span().start),
+            key: Some(key.get_ref().clone()),
+            message,
+        };
+        defaults.set(key.get_ref(), value.get_ref()).map_err(fail)?;
+    }
+    if defaults.block_bytes.is_some() && defaults.kv_bytes_per_token.is_some() {
+        let key = table
+            .keys()
+            .find(|key| key.get_ref() == "kv-bytes-per-token")
+            .expect("the key was read");
+        return Err(DefaultsError::Value {
+            path: path.to_owned(),
+            line: line_of(key.span().start),
+            key: Some(key.get_ref().clone()),
+            message: "give block-bytes or kv-bytes-per-token, not both (block bytes = this × \
+                      block size)"
+                .to_owned(),
+        });
+    }
+    Ok(defaults)
+}
+
+/// A scalar value as the text a flag would have been given.
+fn scalar_text(value: &toml::Value) -> Result<String, String> {
+    match value {
+        toml::Value::String(text) => Ok(text.clone()),
+        toml::Value::Integer(number) => Ok(number.to_string()),
+        toml::Value::Float(number) => Ok(number.to_string()),
+        other => Err(format!(
+            "expected a string or a number, found {}",
+            other.type_str()
+        )),
+    }
+}
+
+impl Defaults {
+    fn set(&mut self, key: &str, value: &toml::Value) -> Result<(), String> {
+        let text = || scalar_text(value);
+        let message = |error: litehit_core::grammar::GrammarError| error.to_string();
+        match key {
+            "block-bytes" => self.block_bytes = Some(parse_byte_size(&text()?).map_err(message)?),
+            "kv-bytes-per-token" => {
+                self.kv_bytes_per_token = Some(parse_byte_size(&text()?).map_err(message)?);
+            }
+            "capacity-gb" => {
+                // A list, or one comma-separated string as the flag takes.
+                let pieces: Vec<String> = match value {
+                    toml::Value::Array(items) => {
+                        items.iter().map(scalar_text).collect::<Result<_, _>>()?
+                    }
+                    _ => text()?.split(',').map(str::to_owned).collect(),
+                };
+                let slots = pieces
+                    .iter()
+                    .map(|piece| parse_capacity(piece).map_err(message))
+                    .collect::<Result<Vec<_>, _>>()?;
+                self.capacity_gb = Some(slots);
+            }
+            "color" => {
+                let text = text()?;
+                self.color = Some(ColorWhen::from_str(&text, false).map_err(|_| {
+                    format!("expected \"auto\", \"always\" or \"never\", found {text:?}")
+                })?);
+            }
+            "fps" => {
+                // As clap reads `--fps` (a number); `watch` and `demo` check its range.
+                let text = text()?;
+                self.fps = Some(text.trim().parse::<f64>().map_err(|_| {
+                    format!("expected a number of refreshes per second, found {text:?}")
+                })?);
+            }
+            "interval" => self.interval = Some(parse_duration_seconds(&text()?).map_err(message)?),
+            "rotation-grace" => {
+                self.rotation_grace = Some(parse_duration_seconds(&text()?).map_err(message)?);
+            }
+            "window-seconds" => {
+                self.window_seconds = Some(parse_duration_seconds(&text()?).map_err(message)?);
+            }
+            "listen" => self.listen = Some(parse_listen_address(&text()?)?),
+            "metrics-listen" => self.metrics_listen = Some(parse_listen_address(&text()?)?),
+            "max-body" => self.max_body = Some(parse_byte_size(&text()?).map_err(message)?),
+            "memory-horizon" => {
+                self.memory_horizon = Some(parse_memory_horizon(&text()?).map_err(message)?);
+            }
+            _ => {
+                let known: Vec<&str> = KEYS.iter().map(|(key, _, _)| *key).collect();
+                return Err(format!(
+                    "unknown key; the known keys are: {}",
+                    known.join(", ")
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Fills in every flag of `cli`'s command that was not typed (`matches` says which were)
+    /// from these defaults.
+    pub fn apply(&self, cli: &mut Cli, matches: &clap::ArgMatches) {
+        let Some((_, sub)) = matches.subcommand() else {
+            return;
+        };
+        let typed = |id: &str| {
+            sub.try_get_raw(id).is_ok_and(|raw| raw.is_some())
+                && sub.value_source(id) == Some(ValueSource::CommandLine)
+        };
+        let fill = |target: &mut f64, id: &str, value: Option<f64>| {
+            if let Some(value) = value.filter(|_| !typed(id)) {
+                *target = value;
+            }
+        };
+        match &mut cli.command {
+            Command::Watch(args) => {
+                if args.config.is_none() {
+                    self.fill_lane_bytes(&mut args.lane, &typed);
+                    if !typed("capacity_gb")
+                        && let Some(slots) = &self.capacity_gb
+                    {
+                        args.capacity_gb.clone_from(slots);
+                    }
+                }
+                fill(&mut args.fps, "fps", self.fps);
+                fill(&mut args.interval, "interval", self.interval);
+                fill(
+                    &mut args.window_seconds,
+                    "window_seconds",
+                    self.window_seconds,
+                );
+                fill(
+                    &mut args.rotation_grace,
+                    "rotation_grace",
+                    self.rotation_grace,
+                );
+                if !typed("listen") && self.listen.is_some() {
+                    args.listen = self.listen;
+                }
+                if !typed("metrics_listen") && self.metrics_listen.is_some() {
+                    args.metrics_listen = self.metrics_listen;
+                }
+                if let Some(max_body) = self.max_body.filter(|_| !typed("max_body")) {
+                    args.max_body = max_body;
+                }
+                if !typed("memory_horizon") && self.memory_horizon.is_some() {
+                    args.memory_horizon = self.memory_horizon;
+                }
+                if !typed("color") && self.color.is_some() {
+                    args.color = self.color;
+                }
+            }
+            Command::Demo(args) => {
+                if !typed("capacity_gb")
+                    && let Some(slots) = &self.capacity_gb
+                {
+                    args.capacity_gb.clone_from(slots);
+                }
+                fill(&mut args.fps, "fps", self.fps);
+                if !typed("color") && self.color.is_some() {
+                    args.color = self.color;
+                }
+            }
+            Command::Replay(args) => {
+                // Lane parameters only for a trace (`--out`): a config file has its own.
+                if args.out.is_some() {
+                    self.fill_lane_bytes(&mut args.lane, &typed);
+                }
+                if !typed("memory_horizon") && self.memory_horizon.is_some() {
+                    args.memory_horizon = self.memory_horizon;
+                }
+            }
+            Command::Query(_)
+            | Command::Mrc(_)
+            | Command::Trace(_)
+            | Command::Completions(_)
+            | Command::Man(_) => {}
+        }
+    }
+
+    /// `block-bytes` or `kv-bytes-per-token`, unless either flag was typed (they conflict).
+    fn fill_lane_bytes(&self, lane: &mut super::LaneFlags, typed: &dyn Fn(&str) -> bool) {
+        if typed("block_bytes") || typed("kv_bytes_per_token") {
+            return;
+        }
+        if self.block_bytes.is_some() {
+            lane.block_bytes = self.block_bytes;
+        }
+        if self.kv_bytes_per_token.is_some() {
+            lane.kv_bytes_per_token = self.kv_bytes_per_token;
+        }
+    }
+}
+
+/// Reads the defaults file `cli` names (or the standard one) and fills in what was not
+/// typed (`matches`).
+pub fn apply_defaults(cli: &mut Cli, matches: &clap::ArgMatches) -> Result<(), DefaultsError> {
+    load(cli)?.apply(cli, matches);
+    Ok(())
+}
+
+/// Whether the screen is drawn in colour: `always` and `never` as said; `auto` (and nothing
+/// said) in colour unless `NO_COLOR` is set to a non-empty value (<https://no-color.org>).
+#[must_use]
+pub fn use_color(when: Option<ColorWhen>, no_color: Option<&std::ffi::OsStr>) -> bool {
+    match when.unwrap_or(ColorWhen::Auto) {
+        ColorWhen::Always => true,
+        ColorWhen::Never => false,
+        ColorWhen::Auto => no_color.is_none_or(std::ffi::OsStr::is_empty),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory as _;
+
+    #[test]
+    fn every_key_is_a_flag_of_each_command_it_names() {
+        let command = Cli::command();
+        for (key, commands, _) in KEYS {
+            for name in commands.split(", ") {
+                let sub = command
+                    .find_subcommand(name)
+                    .unwrap_or_else(|| panic!("{name}"));
+                assert!(
+                    sub.get_arguments().any(|arg| arg.get_long() == Some(*key)),
+                    "{key} is a flag of {name}"
+                );
+            }
+        }
+        let mut sorted: Vec<&str> = KEYS.iter().map(|(key, _, _)| *key).collect();
+        sorted.sort_unstable();
+        assert_eq!(
+            sorted,
+            KEYS.iter().map(|(key, _, _)| *key).collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn every_key_is_read() {
+        for (key, _, _) in KEYS {
+            let value = match *key {
+                "color" => "\"never\"",
+                "listen" | "metrics-listen" => "\"9464\"",
+                "capacity-gb" => "[10, \"1000b\"]",
+                _ => "\"1\"",
+            };
+            let parsed = parse(Path::new("c.toml"), &format!("{key} = {value}\n"));
+            assert!(parsed.is_ok(), "{key}: {parsed:?}");
+            assert_ne!(
+                parsed.unwrap(),
+                Defaults {
+                    path: "c.toml".into(),
+                    ..Defaults::default()
+                },
+                "{key} is kept"
+            );
+        }
+    }
+
+    #[test]
+    fn no_color_wins_over_auto_only() {
+        let set = Some(std::ffi::OsStr::new("1"));
+        let empty = Some(std::ffi::OsStr::new(""));
+        assert!(use_color(None, None));
+        assert!(use_color(Some(ColorWhen::Auto), empty));
+        assert!(!use_color(None, set));
+        assert!(!use_color(Some(ColorWhen::Auto), set));
+        assert!(use_color(Some(ColorWhen::Always), set));
+        assert!(!use_color(Some(ColorWhen::Never), None));
+    }
+
+    #[test]
+    fn a_syntax_error_names_file_and_line() {
+        let error = parse(Path::new("/x/c.toml"), "fps = 10\nlisten = \n").unwrap_err();
+        assert!(error.to_string().starts_with("/x/c.toml:2: "), "{error}");
+    }
+}
