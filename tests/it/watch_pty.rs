@@ -57,6 +57,11 @@ impl Tmux {
                 &WIDTH.to_string(),
                 "-y",
                 &HEIGHT.to_string(),
+                // A developer's own defaults file must not change what the test sees.
+                "-e",
+                "XDG_CONFIG_HOME=/nonexistent/litehit-test-config",
+                "-e",
+                "LITEHIT_CONFIG=",
             ])
             .arg(command)
             .status()
