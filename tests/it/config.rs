@@ -98,6 +98,7 @@ fn upstream_example_resolves_to_one_lane_of_16384_bytes() {
                 trace_block_size_tokens: 4,
                 lanes: LaneSet::Configured(vec![lane("i1", 4, 16_384, 0, false)]),
                 routing: Routing::ByInstance,
+                pool: None,
             },
             pipeline_worker_count: None,
             capacity_gb: vec![1.0],
@@ -838,6 +839,7 @@ fn without_flags_lanes_are_created_on_the_fly_with_documented_defaults() {
                 false
             )),
             routing: Routing::ByInstance,
+            pool: None,
         }
     );
     assert_eq!(
