@@ -10,7 +10,7 @@ use crate::output::query_jsonl::{
     QueryError, QueryOptions, QueryPlan, QuerySlots, TierPlan, TimeRange, query_facts_files_planned,
 };
 use crate::output::query_windows::{
-    TimeSpec, parse_time_point, parse_warmup, query_windows, trace_span,
+    TimeSpec, parse_time_point, parse_warmup, query_windows_with_pool, trace_span,
 };
 use litehit_core::facts::file::{is_standard_output, write_atomically};
 use litehit_core::grammar::{
@@ -84,8 +84,15 @@ pub fn run(args: &QueryArgs) -> color_eyre::Result<()> {
     if let Some(window_ns) = window_ns {
         #[expect(clippy::cast_possible_truncation, reason = "checked below 2^63 above")]
         let window_ns = window_ns as i64;
-        let windows = query_windows(&facts_paths, slots, time_range, first_ns, window_ns)
-            .wrap_err("facts query failed")?;
+        let windows = query_windows_with_pool(
+            &facts_paths,
+            slots,
+            time_range,
+            first_ns,
+            window_ns,
+            Some(args.pool.rule()),
+        )
+        .wrap_err("facts query failed")?;
         if to_stdout {
             windows.write(first_ns, args.csv, &mut io::stdout().lock())?;
         } else {
@@ -103,6 +110,7 @@ pub fn run(args: &QueryArgs) -> color_eyre::Result<()> {
     let plan = QueryPlan {
         tiers: tier_plan(&args.tier_args)?,
         time_range,
+        pool: Some(args.pool.rule()),
     };
     if to_stdout {
         query_facts_files_planned(&facts_paths, slots, options, &plan, io::stdout())
