@@ -1060,6 +1060,7 @@ fn flags_and_the_equivalent_config_file_resolve_to_the_same_engine() {
         instance: Some("kimi-k3.tp8".to_owned()),
         trace_block_size_tokens: Some(256),
         format: Some(TraceFormat::Standard),
+        pool: None,
     };
     let from_flags = resolve_single_instance(&flags).unwrap();
     let from_file = parse(&with(
@@ -1129,6 +1130,7 @@ proptest! {
             instance: Some(instance.clone()),
             trace_block_size_tokens: Some(trace_block_size),
             format: None,
+            pool: None,
         };
         let from_flags = resolve_single_instance(&flags).unwrap();
         let config = equivalent_config(

@@ -26,6 +26,7 @@ mod memory;
 mod metrics;
 mod mrc;
 mod parity;
+mod pool;
 mod publication;
 mod query;
 mod seed_example;

@@ -189,21 +189,21 @@ impl Engine {
             }
         };
         let mut lanes = Vec::with_capacity(specs.len() + 1);
+        let mut pool_lane = None;
+        if let Some(name) = &config.pool {
+            // Lane 0, so the instances' lanes are one slice after it (`instance_lanes`).
+            let spec = pool_spec(&config, name)?;
+            let mut lane = Lane::new(spec, config.trace_block_size_tokens, true);
+            lane.mark_pool();
+            pool_lane = Some(0);
+            lanes.push(lane);
+        }
         for spec in specs {
             check_lane(&spec, config.trace_block_size_tokens)?;
             lanes.push(Lane::new(spec, config.trace_block_size_tokens, true));
         }
-        let mut router = Router::new(&config);
-        let mut pool_lane = None;
-        if let Some(name) = &config.pool {
-            let spec = pool_spec(&config, name)?;
-            let mut lane = Lane::new(spec, config.trace_block_size_tokens, true);
-            lane.mark_pool();
-            pool_lane = Some(router.add_pool_lane(name));
-            lanes.push(lane);
-        }
         Ok(Self {
-            router,
+            router: Router::new(&config),
             config,
             policy,
             lanes,
@@ -219,10 +219,16 @@ impl Engine {
         })
     }
 
-    /// The shared pool lane ([`EngineConfig::pool`]), if the engine has one.
+    /// The shared pool lane ([`EngineConfig::pool`]), if the engine has one (lane 0).
     #[must_use]
     pub fn pool_lane(&self) -> Option<&Lane> {
         self.pool_lane.map(|index| &self.lanes[index])
+    }
+
+    /// The instances' own lanes: every lane but the shared pool's, in creation order.
+    #[must_use]
+    pub fn instance_lanes(&self) -> &[Lane] {
+        &self.lanes[usize::from(self.pool_lane.is_some())..]
     }
 
     /// Stops feeding the per-lane capacity-axis accumulators (they cost 8 bytes per block of
@@ -281,7 +287,8 @@ impl Engine {
         self.policy
     }
 
-    /// Lanes in creation order (config order, then first appearance).
+    /// Lanes in creation order (the shared pool lane first, if any; then config order, then
+    /// first appearance).
     #[must_use]
     pub fn lanes(&self) -> &[Lane] {
         &self.lanes

@@ -57,28 +57,21 @@ impl Router {
             LaneSet::Configured(specs) => (specs.as_slice(), None),
             LaneSet::OnTheFly(template) => (&[][..], Some(template.clone())),
         };
+        // The shared pool lane, if any, is lane 0: the instances' lanes follow it.
+        let offset = usize::from(config.pool.is_some());
         Self {
             routing: config.routing.clone(),
             lane_by_instance: specs
                 .iter()
                 .enumerate()
-                .map(|(index, spec)| (spec.instance_id.clone(), index))
+                .map(|(index, spec)| (spec.instance_id.clone(), offset + index))
                 .collect(),
             on_the_fly_template,
-            lane_count: specs.len(),
+            lane_count: offset + specs.len(),
             shard: None,
-            lane_in_shard: vec![true; specs.len()],
-            pool: None,
+            lane_in_shard: vec![true; offset + specs.len()],
+            pool: config.pool.clone().map(|name| (name, 0)),
         }
-    }
-
-    /// Records the shared pool lane, created next; returns its index.
-    pub(crate) fn add_pool_lane(&mut self, name: &str) -> usize {
-        let index = self.lane_count;
-        self.lane_count += 1;
-        self.lane_in_shard.push(true);
-        self.pool = Some((name.to_owned(), index));
-        index
     }
 
     /// Routes rows only to lanes whose instance id is in `shard`; the others get none.
@@ -130,17 +123,16 @@ impl Router {
     ) -> Result<Route, RouteError> {
         targets.clear();
         match &self.routing {
-            Routing::Fanout => targets.extend(
-                (0..self.lane_count)
-                    .filter(|&index| self.pool.as_ref().is_none_or(|(_, pool)| *pool != index)),
-            ),
+            Routing::Fanout => targets.extend(self.first_instance_lane()..self.lane_count),
             Routing::Override(id) => return self.lane_or_new(id, targets),
             Routing::ByInstance => match (instance_id, &self.on_the_fly_template) {
                 (Some(id), _) => return self.lane_or_new(id, targets),
                 (None, Some(template)) => {
                     return self.lane_or_new(&template.instance_id.clone(), targets);
                 }
-                (None, None) if self.instance_lane_count() == 1 => targets.push(0),
+                (None, None) if self.instance_lane_count() == 1 => {
+                    targets.push(self.first_instance_lane());
+                }
                 (None, None) => {
                     return Err(RouteError::AmbiguousInstance {
                         lane_count: self.instance_lane_count(),
@@ -151,9 +143,14 @@ impl Router {
         Ok(Route::Existing)
     }
 
+    /// The index of the first instance lane (1 after the pool lane, else 0).
+    fn first_instance_lane(&self) -> usize {
+        usize::from(self.pool.is_some())
+    }
+
     /// Lanes of instances (the pool lane is none).
     fn instance_lane_count(&self) -> usize {
-        self.lane_count - usize::from(self.pool.is_some())
+        self.lane_count - self.first_instance_lane()
     }
 
     fn lane_or_new(
