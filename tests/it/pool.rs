@@ -638,3 +638,63 @@ fn watch_on_a_growing_file_gives_the_replays_pool_numbers() {
         hit_tokens(pool_rows.iter().copied(), None)
     );
 }
+
+#[test]
+fn the_fleet_table_shows_the_pool_below_the_total_and_leaves_it_out() {
+    use litehit_live::LiveSnapshot;
+    use litehit_live::snapshot::{LaneSnapshot, Slot};
+    let lane = |id: &str, requests: u64, input_tokens: u64, hits: u64| LaneSnapshot {
+        instance_id: id.to_owned(),
+        block_size_tokens: 16,
+        block_bytes: 1 << 20,
+        requests,
+        input_tokens,
+        slot_hit_blocks: vec![hits],
+        infinite_hit_blocks: hits * 2,
+        ..LaneSnapshot::default()
+    };
+    let snap = LiveSnapshot {
+        slots: vec![Slot {
+            id: 1,
+            capacity: Capacity::Gigabytes(1.0),
+        }],
+        lanes: vec![
+            lane("engine-a", 10, 1600, 20),
+            lane("engine-b", 30, 1600, 30),
+        ],
+        // 50 hit blocks × 16 tokens of 3200: the pool at 2 × 1 GiB.
+        pool: Some(lane("pool", 40, 3200, 100)),
+        ..LiveSnapshot::default()
+    };
+    let mut app = litehit_tui::app::App::default();
+    app.observe(&snap);
+    let mut terminal = ratatui::Terminal::new(ratatui::backend::TestBackend::new(120, 40)).unwrap();
+    terminal
+        .draw(|frame| litehit_tui::render::draw(frame, &snap, &app))
+        .unwrap();
+    let screen: Vec<String> = terminal
+        .backend()
+        .buffer()
+        .content()
+        .chunks(120)
+        .map(|row| row.iter().map(ratatui::buffer::Cell::symbol).collect())
+        .collect();
+    let row_of = |name: &str| {
+        screen
+            .iter()
+            .position(|line| line.contains(name))
+            .unwrap_or_else(|| panic!("no {name} row:\n{}", screen.join("\n")))
+    };
+    let total = row_of("total");
+    let pool = row_of("pool (shared)");
+    assert_eq!(pool, total + 1, "{}", screen.join("\n"));
+    // The total is the instances' 40 requests and (20 + 30) × 16 / 3200 = 25.0 %; the pool
+    // row shows its own 40 and 100 × 16 / 3200 = 50.0 %.
+    assert!(screen[total].contains("25.0"), "{}", screen[total]);
+    assert!(screen[pool].contains("50.0"), "{}", screen[pool]);
+    assert!(
+        screen
+            .iter()
+            .any(|line| line.contains("shared pool at 2 × slot"))
+    );
+}

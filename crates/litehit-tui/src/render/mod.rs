@@ -74,8 +74,10 @@ pub fn draw(frame: &mut Frame, snap: &LiveSnapshot, view: &App) {
     }
     status::render(frame, status_area, snap, view);
 
-    let table_rows =
-        u16::try_from(snap.lanes.len() + usize::from(snap.lanes.len() > 1)).unwrap_or(u16::MAX);
+    let table_rows = u16::try_from(
+        snap.lanes.len() + usize::from(snap.lanes.len() > 1) + usize::from(snap.pool.is_some()),
+    )
+    .unwrap_or(u16::MAX);
     let table_height = table_rows.max(1).saturating_add(3);
     let wide_enough = body.width >= 60;
     let room_for_gauges = wide_enough && body.height >= table_height.min(6) + GAUGES_HEIGHT;
