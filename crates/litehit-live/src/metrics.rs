@@ -369,6 +369,36 @@ mod tests {
     }
 
     #[test]
+    fn the_pool_is_one_more_instance_named_by_pool_info() {
+        let lane = |id: &str, requests: u64| LaneSnapshot {
+            instance_id: id.to_owned(),
+            block_size_tokens: 10,
+            block_bytes: 1000,
+            requests,
+            slot_hit_blocks: vec![requests],
+            ..LaneSnapshot::default()
+        };
+        let mut snap = LiveSnapshot {
+            slots: vec![Slot {
+                id: 1,
+                capacity: Capacity::Gigabytes(40.0),
+            }],
+            lanes: vec![lane("a", 3), lane("b", 4)],
+            ..LiveSnapshot::default()
+        };
+        assert!(!encode(&snap).unwrap().contains(POOL_INFO_METRIC));
+        snap.pool = Some(lane("pool", 7));
+        let text = encode(&snap).unwrap();
+        for line in [
+            "litehit_requests_total{instance=\"pool\"} 7\n",
+            "litehit_hit_tokens_total{instance=\"pool\",capacity=\"40GiB\"} 70\n",
+            "litehit_pool_info{instance=\"pool\",shared_by=\"2\"} 1\n",
+        ] {
+            assert!(text.contains(line), "{line:?} missing from:\n{text}");
+        }
+    }
+
+    #[test]
     fn a_snapshot_becomes_series_per_instance_and_slot() {
         let snap = LiveSnapshot {
             slots: vec![
