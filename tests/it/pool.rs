@@ -72,9 +72,9 @@ fn events(trace: &[Vec<i64>], owners: &[usize]) -> Vec<TraceEvent> {
             kind: EventKind::Read,
             instance_id: Some(format!("i{}", owners[index % owners.len()])),
             trace_id: format!("t{index}"),
-            timestamp_ns: index as i64,
+            timestamp_ns: i64::try_from(index).unwrap(),
             keys: keys.clone(),
-            input_token_len: keys.len() as i64,
+            input_token_len: i64::try_from(keys.len()).unwrap(),
         })
         .collect()
 }
@@ -301,7 +301,7 @@ fn check_pool_line(summaries: &[Value], rows: &[FactRecord], pool: &str) {
     assert_eq!(u64s(&overall["total_hit_tokens"]), expected_instances);
     let capacities: Vec<i64> = per_instance
         .iter()
-        .map(|blocks| blocks.map_or(-1, |b| (b * n) as i64))
+        .map(|blocks| blocks.map_or(-1, |b| (b * n).cast_signed()))
         .collect();
     let shown: Vec<i64> = line["pool_capacity_blocks"]
         .as_array()
@@ -349,34 +349,6 @@ fn replay_pool_equals_an_override_replay_and_query_compares_it_at_n_times_c() {
         .partition(|row| row.instance_id == "pool");
     assert_eq!(pool_rows, override_rows);
     assert_eq!(instance_rows, read_facts(&plain));
-
-    // The config key gives the same facts as the flag.
-    let keyed = write_file(
-        dir.path(),
-        "keyed.json",
-        &config_json(
-            &trace.display().to_string(),
-            &dir.path().join("keyed").display().to_string(),
-            TRACE_BLOCK_SIZE,
-            &(0..3)
-                .map(|i| InstanceSpec {
-                    instance_id: ["engine-0", "engine-1", "engine-2"][i],
-                    block_size: TRACE_BLOCK_SIZE,
-                    block_bytes: BLOCK_BYTES,
-                })
-                .collect::<Vec<_>>(),
-            r#""pool_instance_id":"pool","#,
-        ),
-    );
-    ok(run_in(
-        None,
-        ["replay", &keyed.display().to_string(), "--quiet"],
-    ));
-    let mut keyed_rows = read_facts(&dir.path().join("keyed").join(FACTS));
-    let mut flag_rows = read_facts(&pooled);
-    keyed_rows.sort_by(|a, b| (&a.trace_id, &a.instance_id).cmp(&(&b.trace_id, &b.instance_id)));
-    flag_rows.sort_by(|a, b| (&a.trace_id, &a.instance_id).cmp(&(&b.trace_id, &b.instance_id)));
-    assert_eq!(keyed_rows, flag_rows);
 
     // query: the pool line against the projector; recognised by the default name and by
     // `--pool NAME` alike.
@@ -435,6 +407,39 @@ fn replay_pool_equals_an_override_replay_and_query_compares_it_at_n_times_c() {
         "{}",
         missing.stderr
     );
+}
+
+#[test]
+fn the_config_key_gives_the_facts_of_the_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = fleet_trace(dir.path(), 600);
+    let pooled = replay(&trace, &dir.path().join("pooled"), &["--pool"]);
+    let keyed = write_file(
+        dir.path(),
+        "keyed.json",
+        &config_json(
+            &trace.display().to_string(),
+            &dir.path().join("keyed").display().to_string(),
+            TRACE_BLOCK_SIZE,
+            &(0..3)
+                .map(|i| InstanceSpec {
+                    instance_id: ["engine-0", "engine-1", "engine-2"][i],
+                    block_size: TRACE_BLOCK_SIZE,
+                    block_bytes: BLOCK_BYTES,
+                })
+                .collect::<Vec<_>>(),
+            r#""pool_instance_id":"pool","#,
+        ),
+    );
+    ok(run_in(
+        None,
+        ["replay", &keyed.display().to_string(), "--quiet"],
+    ));
+    let mut keyed_rows = read_facts(&dir.path().join("keyed").join(FACTS));
+    let mut flag_rows = read_facts(&pooled);
+    keyed_rows.sort_by(|a, b| (&a.trace_id, &a.instance_id).cmp(&(&b.trace_id, &b.instance_id)));
+    flag_rows.sort_by(|a, b| (&a.trace_id, &a.instance_id).cmp(&(&b.trace_id, &b.instance_id)));
+    assert_eq!(keyed_rows, flag_rows);
 }
 
 #[test]

@@ -593,10 +593,11 @@ fn pool_spec(config: &EngineConfig, name: &str) -> Result<LaneSpec, EngineError>
         LaneSet::OnTheFly(template) => template,
         LaneSet::Configured(specs) => {
             if specs.iter().any(|spec| spec.instance_id == name) {
-                return Err(invalid(format!(
+                return Err(invalid(
                     "the pool name equals a configured instance id; choose another pool name \
                      (--pool NAME or pool_instance_id)"
-                )));
+                        .to_owned(),
+                ));
             }
             let Some(first) = specs.first() else {
                 return Err(invalid("no instances to pool".into()));
