@@ -46,6 +46,7 @@ fn engine_config() -> EngineConfig {
             enable_prefix_hash: false,
         }),
         routing: Routing::ByInstance,
+        pool: None,
     }
 }
 

@@ -69,6 +69,7 @@ fn engine_config(format: TraceFormat) -> EngineConfig {
             enable_prefix_hash: false,
         }),
         routing: Routing::ByInstance,
+        pool: None,
     }
 }
 

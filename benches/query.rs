@@ -238,6 +238,7 @@ fn tiers_and_windows(paths: &[PathBuf], rows: usize, written: &Written, to_sink:
             mode: TierMode::Exclusive,
         }),
         time_range: TimeRange::default(),
+        pool: None,
     };
     let mut tiered = QuerySummary::default();
     measure("query, 16 slots, --tiers (3), sink", rows, || {

@@ -213,7 +213,26 @@ pub struct LaneFlags {
     /// still carry an `instance_id`, as upstream requires)
     #[arg(long, value_name = "ID")]
     pub instance: Option<String>,
+
+    /// Add one more lane, NAME (default `pool`), that every row also feeds: one LRU cache
+    /// shared by all instances (a Mooncake/LMCache-style pool, or what a perfectly
+    /// cache-aware router would see). Its facts rows carry NAME as instance id; `query` and
+    /// `mrc` then compare it at N × C with the N instances at C each. Written `--pool` or
+    /// `--pool=NAME`; an instance already named NAME is an error. Wins over a config's
+    /// `pool_instance_id`. Not with `replay --shard`
+    #[arg(
+        long,
+        value_name = "NAME",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = DEFAULT_POOL_NAME
+    )]
+    pub pool: Option<String>,
 }
+
+/// The pool lane's name when `--pool` is given without one (and the one `query` and `mrc`
+/// look for by default).
+pub const DEFAULT_POOL_NAME: &str = litehit_core::engine::DEFAULT_POOL_NAME;
 
 impl LaneFlags {
     /// The plain (non-clap) form `config` resolves; `detected_format` fills in `--format`.
@@ -231,6 +250,7 @@ impl LaneFlags {
             instance: self.instance.clone(),
             trace_block_size_tokens: self.trace_block_size,
             format: self.format.or(detected_format),
+            pool: self.pool.clone(),
         }
     }
 
@@ -246,6 +266,7 @@ impl LaneFlags {
             ttl_seconds,
             prefix_hash,
             instance,
+            pool: _, // also applies to a config file's lanes
         } = self;
         block_size.is_some()
             || trace_block_size.is_some()

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use super::query_args::{SpanArgs, TierArgs};
+use super::query_args::{PoolArg, SpanArgs, TierArgs};
 
 /// Default cap on points per curve in `--json` (exact breakpoints when there are fewer).
 pub const DEFAULT_MAX_CURVE_POINTS: usize = 1000;
@@ -54,6 +54,9 @@ pub struct MrcArgs {
 
     #[command(flatten)]
     pub span: SpanArgs,
+
+    #[command(flatten)]
+    pub pool: PoolArg,
 }
 
 impl Default for MrcArgs {
@@ -66,6 +69,7 @@ impl Default for MrcArgs {
             max_curve_points: DEFAULT_MAX_CURVE_POINTS,
             tier_args: TierArgs::default(),
             span: SpanArgs::default(),
+            pool: PoolArg::default(),
         }
     }
 }

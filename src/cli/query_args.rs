@@ -62,6 +62,27 @@ pub struct QueryArgs {
     /// With --window: CSV with a header instead of JSON Lines
     #[arg(long, requires = "window")]
     pub csv: bool,
+
+    #[command(flatten)]
+    pub pool: PoolArg,
+}
+
+/// `--pool NAME` of `query` and `mrc`: which instance is the shared pool lane.
+#[derive(Debug, Clone, Default, PartialEq, Eq, clap::Args)]
+pub struct PoolArg {
+    /// The instance id of the shared pool lane (`replay --pool`; default: `pool`, when the
+    /// facts have such an instance). Its rows are compared at N × C with the N other
+    /// instances at C each, and left out of the overall totals
+    #[arg(long = "pool", value_name = "NAME")]
+    pub name: Option<String>,
+}
+
+impl PoolArg {
+    /// The recognition rule (see `PoolRule`).
+    #[must_use]
+    pub fn rule(&self) -> crate::output::query_jsonl::PoolRule {
+        crate::output::query_jsonl::PoolRule::from_flag(self.name.as_deref())
+    }
 }
 
 /// `--tiers` and `--tier-mode` (of `query` and `mrc`).

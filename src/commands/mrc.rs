@@ -61,11 +61,13 @@ pub fn run(args: &MrcArgs) -> color_eyre::Result<()> {
     }
     let tiers = super::query::tier_plan(&args.tier_args)?;
     let (range, span) = accounted_range(args, &facts)?;
-    let mut builder = MrcBuilder::new();
+    let mut builder = MrcBuilder::new().with_pool(args.pool.rule());
     builder
         .add_facts_files_in(&facts, range)
         .wrap_err("building the miss-ratio curve failed")?;
-    let curves = builder.finish();
+    let curves = builder
+        .try_finish()
+        .wrap_err("building the miss-ratio curve failed")?;
     if curves.instances.is_empty() {
         // No curve, no knee: a header-only file (e.g. a replay of a trace with only writes).
         bail!(

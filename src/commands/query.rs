@@ -10,7 +10,7 @@ use crate::output::query_jsonl::{
     QueryError, QueryOptions, QueryPlan, QuerySlots, TierPlan, TimeRange, query_facts_files_planned,
 };
 use crate::output::query_windows::{
-    TimeSpec, parse_time_point, parse_warmup, query_windows, trace_span,
+    TimeSpec, parse_time_point, parse_warmup, query_windows_with_pool, trace_span,
 };
 use litehit_core::facts::file::{is_standard_output, write_atomically};
 use litehit_core::grammar::{
@@ -84,25 +84,12 @@ pub fn run(args: &QueryArgs) -> color_eyre::Result<()> {
     if let Some(window_ns) = window_ns {
         #[expect(clippy::cast_possible_truncation, reason = "checked below 2^63 above")]
         let window_ns = window_ns as i64;
-        let windows = query_windows(&facts_paths, slots, time_range, first_ns, window_ns)
-            .wrap_err("facts query failed")?;
-        if to_stdout {
-            windows.write(first_ns, args.csv, &mut io::stdout().lock())?;
-        } else {
-            write_atomically(&args.out, |out| {
-                windows
-                    .write(first_ns, args.csv, &mut io::BufWriter::new(out))
-                    .map_err(QueryError::Write)
-            })
-            .map_err(|e: QueryError| eyre!(e))
-            .wrap_err("facts query failed")?;
-            println!("facts query done: {}", args.out.display());
-        }
-        return Ok(());
+        return write_windows(args, &facts_paths, slots, (time_range, first_ns, window_ns));
     }
     let plan = QueryPlan {
         tiers: tier_plan(&args.tier_args)?,
         time_range,
+        pool: Some(args.pool.rule()),
     };
     if to_stdout {
         query_facts_files_planned(&facts_paths, slots, options, &plan, io::stdout())
@@ -111,6 +98,39 @@ pub fn run(args: &QueryArgs) -> color_eyre::Result<()> {
     } else {
         write_atomically(&args.out, |out| {
             query_facts_files_planned(&facts_paths, slots, options, &plan, out).map(|_| ())
+        })
+        .map_err(|e: QueryError| eyre!(e))
+        .wrap_err("facts query failed")?;
+        println!("facts query done: {}", args.out.display());
+    }
+    Ok(())
+}
+
+/// `query --window`: one line per window and slot, to OUT (atomically) or stdout; the
+/// pool lane's rows (`--pool`) are left out, as in the overall line.
+fn write_windows(
+    args: &QueryArgs,
+    facts_paths: &[std::path::PathBuf],
+    slots: QuerySlots,
+    (time_range, first_ns, window_ns): (TimeRange, i64, i64),
+) -> color_eyre::Result<()> {
+    let to_stdout = is_standard_output(&args.out);
+    let windows = query_windows_with_pool(
+        facts_paths,
+        slots,
+        time_range,
+        first_ns,
+        window_ns,
+        Some(args.pool.rule()),
+    )
+    .wrap_err("facts query failed")?;
+    if to_stdout {
+        windows.write(first_ns, args.csv, &mut io::stdout().lock())?;
+    } else {
+        write_atomically(&args.out, |out| {
+            windows
+                .write(first_ns, args.csv, &mut io::BufWriter::new(out))
+                .map_err(QueryError::Write)
         })
         .map_err(|e: QueryError| eyre!(e))
         .wrap_err("facts query failed")?;

@@ -277,17 +277,19 @@ fn resolve_plan(args: &ReplayArgs) -> Result<ReplayPlan> {
              with a config file the file sets them"
         );
     }
-    let config_file = config::ConfigFile::read(&args.input).map_err(|error| {
-        if args.input.extension().is_none_or(|e| e != "json") && args.input.is_file() {
-            // Most likely a trace: say how to replay one first, then why it is no config.
-            eyre!(
-                "to replay a trace without a config file, add --out DIR (read as a config: \
+    let config_file = config::ConfigFile::read(&args.input)
+        .map_err(|error| {
+            if args.input.extension().is_none_or(|e| e != "json") && args.input.is_file() {
+                // Most likely a trace: say how to replay one first, then why it is no config.
+                eyre!(
+                    "to replay a trace without a config file, add --out DIR (read as a config: \
                  {error})"
-            )
-        } else {
-            eyre!("{error}")
-        }
-    })?;
+                )
+            } else {
+                eyre!("{error}")
+            }
+        })?
+        .with_pool(args.lane.pool.clone());
     let ReplayConfig {
         trace_path,
         output_dir,
@@ -334,6 +336,9 @@ fn replay_plan(
         engine = engine.with_memory_horizon(horizon);
     }
     if let Some(shard) = plan.shard {
+        if let Some(pool) = &plan.engine.pool {
+            bail!("{}", pool_with_shard(pool, shard));
+        }
         engine = engine.with_shard(shard);
     }
     let parser = LineParser::new(
@@ -414,6 +419,21 @@ fn replay_plan(
     writer.write_bytes(&rows.into_inner())?;
     let facts_path = writer.commit()?;
     Ok((totals, engine, facts_path))
+}
+
+/// Why `--pool` and `--shard` are refused together: the pool is fed by every row, so it
+/// belongs to no one shard; giving it to shard 0 would make that task replay the whole fleet's
+/// traffic once more (and its facts depend on which task ran it). The exact, simple way out is
+/// one more task: `--instance NAME` routes every row to one lane called NAME, which is the
+/// pool lane row for row.
+fn pool_with_shard(pool: &str, shard: litehit_core::engine::shard::Shard) -> String {
+    format!(
+        "--pool {pool:?} cannot be combined with --shard {}/{}: the shared pool is fed by every \
+         row, so no shard holds it. Replay the shards without --pool, and the pool as one more \
+         task: `litehit replay TRACE --out DIR --instance {pool}` (every row in one lane named \
+         {pool}, the pool lane's facts row for row); `query`/`mrc` read all the files together",
+        shard.index, shard.count
+    )
 }
 
 fn progress_bar(trace_path: &Path) -> indicatif::ProgressBar {

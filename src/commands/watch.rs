@@ -359,8 +359,9 @@ fn follow_options(
 /// the config's capacity slots.
 fn plan_source(args: &WatchArgs) -> color_eyre::Result<(PlanSource, PathBuf, Vec<f64>)> {
     let source = if let Some(path) = &args.config {
-        let file =
-            ConfigFile::read(path).wrap_err_with(|| format!("loading {}", path.display()))?;
+        let file = ConfigFile::read(path)
+            .wrap_err_with(|| format!("loading {}", path.display()))?
+            .with_pool(args.lane.pool.clone());
         let config = file.config();
         super::warn_unknown_config_keys(path, &config.unknown_keys);
         let trace = args

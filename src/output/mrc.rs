@@ -24,7 +24,7 @@ use unicode_width::UnicodeWidthStr as _;
 
 use serde::Serialize;
 
-use super::query_jsonl::TimeRange;
+use super::query_jsonl::{PoolRule, TimeRange};
 use super::summary::ratio;
 use litehit_core::display::{self, Precision, bytes_to_gib};
 use litehit_core::facts::FactRecord;
@@ -41,6 +41,11 @@ pub const KNEE_PERCENTS: [u32; 4] = [50, 90, 95, 99];
 pub enum MrcError {
     #[error(transparent)]
     Facts(#[from] FactsError),
+    #[error(
+        "--pool {name}: no facts rows of instance {name} (replay with --pool to add the shared \
+         pool lane)"
+    )]
+    NoPool { name: String },
     #[error(
         "{}: facts line {line}: instance {instance_id:?} mixes block geometry: expected \
          block_size_tokens {expected_block_size_tokens} and block_bytes {expected_block_bytes} \
@@ -153,12 +158,22 @@ pub struct MrcBuilder {
     instances: Vec<InstanceCurve>,
     index: HashMap<String, usize>,
     last_instance: Option<usize>,
+    /// The shared pool lane's recognition rule (`--pool`), if any.
+    pool: Option<PoolRule>,
 }
 
 impl MrcBuilder {
     #[must_use]
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Recognises the shared pool lane by `rule` (see [`PoolRule`]): [`Self::finish`] moves
+    /// its curve out of the instances into [`MrcCurves::pool`].
+    #[must_use]
+    pub fn with_pool(mut self, rule: PoolRule) -> Self {
+        self.pool = Some(rule);
+        self
     }
 
     /// Adds one record; an instance must keep the block geometry of its first row.
@@ -211,9 +226,27 @@ impl MrcBuilder {
     /// The curves, instances in byte order of `instance_id`.
     #[must_use]
     pub fn finish(self) -> MrcCurves {
+        self.try_finish()
+            .unwrap_or_else(|_| unreachable!("only a named pool can be missing"))
+    }
+
+    /// [`Self::finish`]; fails when `--pool NAME` named a pool that has no rows.
+    pub fn try_finish(self) -> Result<MrcCurves, MrcError> {
         let mut instances = self.instances;
         instances.sort_unstable_by(|a, b| a.instance_id.cmp(&b.instance_id));
-        MrcCurves { instances }
+        let pool = match &self.pool {
+            Some(rule) => match instances.iter().position(|i| i.instance_id == rule.name) {
+                Some(index) => Some(instances.remove(index)),
+                None if rule.explicit => {
+                    return Err(MrcError::NoPool {
+                        name: rule.name.clone(),
+                    });
+                }
+                None => None,
+            },
+            None => None,
+        };
+        Ok(MrcCurves { instances, pool })
     }
 
     fn instance_slot(&mut self, record: &FactRecord) -> usize {
@@ -255,8 +288,10 @@ fn mixed_geometry(
 /// Exact curves of every instance of one or more facts files.
 #[derive(Debug, Clone, Default)]
 pub struct MrcCurves {
-    /// In byte order of `instance_id`.
+    /// In byte order of `instance_id` (the shared pool lane is not among them).
     pub instances: Vec<InstanceCurve>,
+    /// The shared pool lane (`replay --pool`), one cache for every instance's rows.
+    pub pool: Option<InstanceCurve>,
 }
 
 impl MrcCurves {
@@ -372,31 +407,7 @@ impl MrcCurves {
         let instances = self
             .instances
             .iter()
-            .map(|curve| {
-                let infinite_hit_blocks = curve.hits.infinite_hit_blocks();
-                let infinite_hit_tokens = infinite_hit_blocks.wrapping_mul(curve.block_size_tokens);
-                let infinite_hit_rate = ratio(infinite_hit_tokens, curve.total_input_tokens);
-                InstanceReport {
-                    instance_id: curve.instance_id.clone(),
-                    requests: curve.requests,
-                    total_input_tokens: curve.total_input_tokens,
-                    block_size_tokens: curve.block_size_tokens,
-                    block_bytes: curve.block_bytes,
-                    infinite_hit_blocks,
-                    infinite_hit_tokens,
-                    infinite_hit_rate,
-                    saturation: curve.point(curve.hits.saturation_capacity_blocks()),
-                    knees: KNEE_PERCENTS
-                        .iter()
-                        .map(|&percent| Knee {
-                            percent,
-                            target_hit_rate: infinite_hit_rate * f64::from(percent) / 100.0,
-                            point: curve.point(curve.knee_capacity_blocks(percent)),
-                        })
-                        .collect(),
-                    curve: curve.curve(max_curve_points),
-                }
-            })
+            .map(|curve| single_report(curve, max_curve_points))
             .collect();
         let infinite_hit_tokens = self.total_infinite_hit_tokens();
         let infinite_hit_rate = ratio(infinite_hit_tokens, self.total_input_tokens());
@@ -418,11 +429,100 @@ impl MrcCurves {
                 .collect(),
             curve: self.total_curve(saturation_bytes, max_curve_points),
         };
+        let pool = self
+            .pool
+            .as_ref()
+            .map(|pool| self.pool_report(pool, &total, max_curve_points));
         MrcReport {
             knee_percents: KNEE_PERCENTS.to_vec(),
             instances,
             total,
+            pool,
         }
+    }
+
+    /// The pool's own curve (x: its capacity, which is the fleet's total capacity) and, at
+    /// each point of the total's curve (every instance with C) and its knees, the pool at
+    /// the same total capacity N × C (when the pool and the instances share `block_bytes`).
+    fn pool_report(
+        &self,
+        pool: &InstanceCurve,
+        total: &TotalReport,
+        max_curve_points: usize,
+    ) -> PoolReport {
+        let instances = self.instances.len() as u64;
+        let shared = self
+            .shared_block_bytes()
+            .filter(|&block_bytes| block_bytes == pool.block_bytes);
+        let at = |point: &TotalPoint| {
+            let per_instance_capacity_blocks = point.capacity_blocks?;
+            shared?;
+            let pool_point = pool.point(
+                projector::pooled_capacity_blocks(
+                    projector::Capacity::Blocks(per_instance_capacity_blocks),
+                    pool.block_bytes,
+                    instances,
+                )
+                .unwrap_or(u64::MAX),
+            );
+            Some(PoolPoint {
+                per_instance_capacity_blocks,
+                per_instance_capacity_gb: point.capacity_gb,
+                total_capacity_blocks: pool_point.capacity_blocks,
+                total_capacity_bytes: pool_point.capacity_bytes,
+                total_capacity_gb: pool_point.capacity_gb,
+                per_instance_hit_tokens: point.hit_tokens,
+                per_instance_hit_rate: point.hit_rate,
+                pool_hit_tokens: pool_point.hit_tokens,
+                pool_hit_rate: pool_point.hit_rate,
+            })
+        };
+        let comparison = shared.map(|_| PoolComparison {
+            knees: total
+                .knees
+                .iter()
+                .filter_map(|knee| {
+                    at(&knee.point).map(|point| PoolKnee {
+                        percent: knee.percent,
+                        point,
+                    })
+                })
+                .collect(),
+            curve: total.curve.points.iter().filter_map(at).collect(),
+        });
+        PoolReport {
+            instance_id: pool.instance_id.clone(),
+            instances,
+            own: single_report(pool, max_curve_points),
+            comparison,
+        }
+    }
+}
+
+/// One curve's report (an instance, or the pool on its own).
+fn single_report(curve: &InstanceCurve, max_curve_points: usize) -> InstanceReport {
+    let infinite_hit_blocks = curve.hits.infinite_hit_blocks();
+    let infinite_hit_tokens = infinite_hit_blocks.wrapping_mul(curve.block_size_tokens);
+    let infinite_hit_rate = ratio(infinite_hit_tokens, curve.total_input_tokens);
+    InstanceReport {
+        instance_id: curve.instance_id.clone(),
+        requests: curve.requests,
+        total_input_tokens: curve.total_input_tokens,
+        block_size_tokens: curve.block_size_tokens,
+        block_bytes: curve.block_bytes,
+        infinite_hit_blocks,
+        infinite_hit_tokens,
+        infinite_hit_rate,
+        saturation: curve.point(curve.hits.saturation_capacity_blocks()),
+        knees: KNEE_PERCENTS
+            .iter()
+            .map(|&percent| Knee {
+                percent,
+                target_hit_rate: infinite_hit_rate * f64::from(percent) / 100.0,
+                point: curve.point(curve.knee_capacity_blocks(percent)),
+            })
+            .collect(),
+        curve: curve.curve(max_curve_points),
     }
 }
 
@@ -472,6 +572,51 @@ pub struct MrcReport {
     /// In byte order of `instance_id`.
     pub instances: Vec<InstanceReport>,
     pub total: TotalReport,
+    /// Only when the facts have a shared pool lane (`replay --pool`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pool: Option<PoolReport>,
+}
+
+/// The shared pool lane: its own curve (capacity = the pool's, i.e. the fleet's total) and
+/// the comparison with the instances' own caches at the same total capacity.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PoolReport {
+    pub instance_id: String,
+    /// N: the instances the pool is shared by.
+    pub instances: u64,
+    /// The pool as one more curve, x = its (total) capacity.
+    pub own: InstanceReport,
+    /// `None` when the pool and the instances do not share one `block_bytes`.
+    pub comparison: Option<PoolComparison>,
+}
+
+/// The pool at N × C beside N caches of C each, at the total curve's knees and points.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PoolComparison {
+    pub knees: Vec<PoolKnee>,
+    pub curve: Vec<PoolPoint>,
+}
+
+/// At the total's p% knee C.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct PoolKnee {
+    pub percent: u32,
+    #[serde(flatten)]
+    pub point: PoolPoint,
+}
+
+/// One total capacity: N caches of C blocks each, or one pool of N × C blocks.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct PoolPoint {
+    pub per_instance_capacity_blocks: u64,
+    pub per_instance_capacity_gb: f64,
+    pub total_capacity_blocks: u64,
+    pub total_capacity_bytes: u64,
+    pub total_capacity_gb: f64,
+    pub per_instance_hit_tokens: u64,
+    pub per_instance_hit_rate: f64,
+    pub pool_hit_tokens: u64,
+    pub pool_hit_rate: f64,
 }
 
 /// One instance: totals, the unlimited-capacity ceiling, knees, saturation and the curve.
@@ -646,12 +791,81 @@ pub fn render_table(report: &MrcReport) -> String {
         out.push_str(line.trim_end());
         out.push('\n');
     }
+    if let Some(pool) = &report.pool {
+        out.push_str(&render_pool_lines(pool));
+    }
     out.push_str(concat!(
         "\nCumulative token hit rate of an exact LRU prefix cache. A p% knee is the smallest\n",
         "capacity reaching p% of the ∞-capacity hit rate; saturation is the smallest reaching all\n",
         "of it. GB = 2^30 bytes, (n) = blocks. total: every instance with its own cache of that\n",
         "size, as in the overall line of `litehit query`.\n",
     ));
+    out
+}
+
+/// The pool's own line and, at the total's knees, the pool at N × C beside N caches of C.
+fn render_pool_lines(pool: &PoolReport) -> String {
+    let own = &pool.own;
+    let hits = own.infinite_hit_rate > 0.0;
+    let knees: Vec<String> = own
+        .knees
+        .iter()
+        .map(|k| {
+            format!(
+                "{}% {}",
+                k.percent,
+                knee_cell(hits, k.point.capacity_gb, Some(k.point.capacity_blocks))
+            )
+        })
+        .collect();
+    let mut out = format!(
+        "\n{} (shared by {} instances): {} requests, ∞ hit rate {}; pool size for {}\n",
+        own.instance_id,
+        pool.instances,
+        own.requests,
+        format_percent(own.infinite_hit_rate),
+        knees.join(", "),
+    );
+    let Some(comparison) = &pool.comparison else {
+        out.push_str("(no N × C comparison: the pool and the instances differ in block bytes)\n");
+        return out;
+    };
+    let mut rows = vec![[
+        "at total knee".to_owned(),
+        "per instance C".to_owned(),
+        "total N × C".to_owned(),
+        "N caches of C".to_owned(),
+        "pool of N × C".to_owned(),
+    ]];
+    for knee in &comparison.knees {
+        let point = &knee.point;
+        rows.push([
+            format!("{}%", knee.percent),
+            format_capacity(
+                point.per_instance_capacity_gb,
+                Some(point.per_instance_capacity_blocks),
+            ),
+            format_capacity(point.total_capacity_gb, Some(point.total_capacity_blocks)),
+            format_percent(point.per_instance_hit_rate),
+            format_percent(point.pool_hit_rate),
+        ]);
+    }
+    let widths: Vec<usize> = (0..5)
+        .map(|column| {
+            rows.iter()
+                .map(|row| row[column].width())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    for row in &rows {
+        let mut line = String::from(" ");
+        for (cell, width) in row.iter().zip(&widths) {
+            let _ = write!(line, "  {}{cell}", " ".repeat(width - cell.width()));
+        }
+        out.push_str(&line);
+        out.push('\n');
+    }
     out
 }
 

@@ -126,6 +126,45 @@ impl TimeRange {
 pub struct QueryPlan {
     pub tiers: Option<TierPlan>,
     pub time_range: TimeRange,
+    /// Which instance is the shared pool lane (`replay --pool`), if any.
+    pub pool: Option<PoolRule>,
+}
+
+/// How the shared pool lane is recognised in facts: by its instance id. `--pool NAME` names
+/// it (and a query without such rows is an error); without it, an instance named
+/// [`litehit_core::engine::DEFAULT_POOL_NAME`] is the pool when it is there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PoolRule {
+    pub name: String,
+    /// Given as `--pool NAME`: rows of it must exist.
+    pub explicit: bool,
+}
+
+impl PoolRule {
+    /// `--pool NAME` if given, else the default name, looked for quietly.
+    #[must_use]
+    pub fn from_flag(name: Option<&str>) -> Self {
+        Self {
+            name: name
+                .unwrap_or(litehit_core::engine::DEFAULT_POOL_NAME)
+                .to_owned(),
+            explicit: name.is_some(),
+        }
+    }
+}
+
+/// The shared pool at the fleet's total capacity, beside the instances' own caches: with N
+/// instances (every instance id but the pool's), slot C compares the pool at N × C with the
+/// N caches of C each (the overall line, which leaves the pool out).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PoolSummary {
+    pub name: String,
+    /// N: the instances besides the pool.
+    pub instances: u64,
+    /// Per slot: the pool's capacity in blocks, N × the slot's blocks; `None` = unlimited.
+    pub pool_capacity_blocks: Vec<Option<u64>>,
+    /// The pool's requests, input tokens and hits at `pool_capacity_blocks` (no tiers).
+    pub pool: SlotTotals,
 }
 
 /// Cumulative integers of one summary line.
@@ -186,7 +225,10 @@ impl SlotTotals {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct QuerySummary {
     pub per_instance: Vec<(String, SlotTotals)>,
+    /// Every row, or with a pool lane every row but the pool's (the instances' own caches).
     pub overall: SlotTotals,
+    /// The pool at N × C, when the facts have a pool lane.
+    pub pool: Option<PoolSummary>,
 }
 
 /// The query failed: a facts file could not be read, or the output could not be written.
@@ -196,6 +238,20 @@ pub enum QueryError {
     Facts(#[from] FactsError),
     #[error("write to output log failed")]
     Write(#[source] io::Error),
+    #[error(
+        "--pool {name}: no facts rows of instance {name} (replay with --pool to add the \
+         shared pool lane)"
+    )]
+    NoPool { name: String },
+    #[error(
+        "pool {name}: its rows have several block geometries ({first} and {other} bytes per \
+         block); one shared pool holds blocks of one size"
+    )]
+    PoolGeometry {
+        name: String,
+        first: u64,
+        other: u64,
+    },
 }
 
 /// Projection at every slot plus the running totals, without any output.
@@ -216,8 +272,22 @@ pub struct QueryTotals {
     /// Per tier: the band of the capacity axis it serves, for `projected_block_bytes`.
     tier_bands: Vec<TierBand>,
     tier_hit_blocks: Vec<u64>,
+    pool: Option<PoolTotals>,
 }
 
+/// The pool lane's facts on the capacity axis: N is known only at the end, and the
+/// accumulator answers N × C then, exactly, for every row seen.
+#[derive(Debug, Clone)]
+struct PoolTotals {
+    rule: PoolRule,
+    accumulator: projector::CapacityAxisAccumulator,
+    requests: u64,
+    input_tokens: u64,
+    /// `(block_size_tokens, block_bytes)` of the pool's rows, once one was seen.
+    geometry: Option<(u64, u64)>,
+    /// A second `block_bytes` among the pool's rows (an error at the end).
+    other_block_bytes: Option<u64>,
+}
 impl QueryTotals {
     /// Totals over `slots`, all zero.
     #[must_use]
@@ -244,7 +314,30 @@ impl QueryTotals {
             tiers,
             tier_bands: Vec::new(),
             tier_hit_blocks: vec![0; tier_count],
+            pool: None,
         }
+    }
+
+    /// Also compares the pool lane `rule` names, if its rows are there (see [`PoolSummary`]).
+    #[must_use]
+    pub fn with_pool(mut self, rule: Option<PoolRule>) -> Self {
+        self.pool = rule.map(|rule| PoolTotals {
+            rule,
+            accumulator: projector::CapacityAxisAccumulator::new(),
+            requests: 0,
+            input_tokens: 0,
+            geometry: None,
+            other_block_bytes: None,
+        });
+        self
+    }
+
+    /// Whether `instance_id` is the pool lane's.
+    #[must_use]
+    pub fn is_pool(&self, instance_id: &str) -> bool {
+        self.pool
+            .as_ref()
+            .is_some_and(|pool| pool.rule.name == instance_id)
     }
 
     /// The slots, in output order.
@@ -265,7 +358,13 @@ impl QueryTotals {
         self.project(record);
         let instance = self.instance_slot(&record.instance_id);
         let block_size_tokens = record.block_size_tokens;
-        for totals in [&mut self.instances[instance].1, &mut self.overall] {
+        let is_pool = self.is_pool(&record.instance_id);
+        if is_pool && let Some(pool) = &mut self.pool {
+            pool.add(record);
+        }
+        // The pool is not one more instance: the overall line is the instances' own caches.
+        let overall = (!is_pool).then_some(&mut self.overall);
+        for totals in std::iter::once(&mut self.instances[instance].1).chain(overall) {
             totals.requests += 1;
             // Unchecked (wrapping) u64 sums, as upstream.
             totals.total_input_tokens = totals
@@ -293,7 +392,20 @@ impl QueryTotals {
         &self.hit_blocks
     }
 
-    /// The totals, instances in byte order of `instance_id`.
+    /// The totals, instances in byte order of `instance_id`. Fails only for a pool named
+    /// by `--pool` that has no rows, or whose rows have several block sizes.
+    pub fn try_into_summary(self) -> Result<QuerySummary, QueryError> {
+        let pool = match &self.pool {
+            Some(pool) => pool.summary(&self.capacities, self.instances.len())?,
+            None => None,
+        };
+        let mut summary = self.into_summary();
+        summary.pool = pool;
+        Ok(summary)
+    }
+
+    /// The totals, instances in byte order of `instance_id` (no pool comparison: see
+    /// [`Self::try_into_summary`]).
     #[must_use]
     pub fn into_summary(self) -> QuerySummary {
         let mut per_instance = self.instances;
@@ -301,6 +413,7 @@ impl QueryTotals {
         QuerySummary {
             per_instance,
             overall: self.overall,
+            pool: None,
         }
     }
 
@@ -357,6 +470,74 @@ impl QueryTotals {
     }
 }
 
+impl PoolTotals {
+    fn add(&mut self, record: &FactRecord) {
+        match self.geometry {
+            None => self.geometry = Some((record.block_size_tokens, record.block_bytes)),
+            Some((_, block_bytes)) if block_bytes != record.block_bytes => {
+                self.other_block_bytes.get_or_insert(record.block_bytes);
+            }
+            Some(_) => {}
+        }
+        self.accumulator.add_fact(&record.fact);
+        self.requests += 1;
+        self.input_tokens = self.input_tokens.wrapping_add(record.input_token_len);
+    }
+
+    /// The comparison at `capacities`, with `instance_count` instance ids seen (the pool's
+    /// among them, if it was there); `None` when the pool has no rows and was not named.
+    fn summary(
+        &self,
+        capacities: &[Capacity],
+        instance_count: usize,
+    ) -> Result<Option<PoolSummary>, QueryError> {
+        let name = &self.rule.name;
+        let Some((block_size_tokens, block_bytes)) = self.geometry else {
+            return if self.rule.explicit {
+                Err(QueryError::NoPool { name: name.clone() })
+            } else {
+                Ok(None)
+            };
+        };
+        if let Some(other) = self.other_block_bytes {
+            return Err(QueryError::PoolGeometry {
+                name: name.clone(),
+                first: block_bytes,
+                other,
+            });
+        }
+        let instances = instance_count as u64 - 1;
+        let pool_capacity_blocks: Vec<Option<u64>> = capacities
+            .iter()
+            .map(|&capacity| projector::pooled_capacity_blocks(capacity, block_bytes, instances))
+            .collect();
+        let total_hit_blocks: Vec<u64> = pool_capacity_blocks
+            .iter()
+            .map(|capacity| match *capacity {
+                Some(blocks) => self.accumulator.hit_blocks_at(blocks),
+                None => self.accumulator.infinite_hit_blocks(),
+            })
+            .collect();
+        let total_hit_tokens = total_hit_blocks
+            .iter()
+            .map(|&blocks| blocks.wrapping_mul(block_size_tokens))
+            .collect();
+        Ok(Some(PoolSummary {
+            name: name.clone(),
+            instances,
+            pool_capacity_blocks,
+            pool: SlotTotals {
+                requests: self.requests,
+                total_input_tokens: self.input_tokens,
+                total_hit_blocks,
+                total_hit_tokens,
+                tier_hit_blocks: Vec::new(),
+                tier_hit_tokens: Vec::new(),
+            },
+        }))
+    }
+}
+
 impl QuerySummary {
     /// The summary lines: one per instance, then the overall one.
     #[must_use]
@@ -372,6 +553,9 @@ impl QuerySummary {
             append_summary_line(&mut out, Some(instance_id), totals, slots, tiers);
         }
         append_summary_line(&mut out, None, &self.overall, slots, tiers);
+        if let Some(pool) = &self.pool {
+            append_pool_line(&mut out, pool, &self.overall, slots);
+        }
         out
     }
 }
@@ -643,6 +827,55 @@ fn append_summary_line(
     out.extend_from_slice(b"}\n");
 }
 
+/// The pool comparison line, after the overall one (only with a pool lane):
+/// `{"summary":true,"pool":NAME,"instances":N,"requests":..,"total_input_tokens":..,
+/// "capacity_gb":[..],("capacity_blocks":[..],)"pool_capacity_blocks":[N × C, -1 = unlimited],
+/// "pool_total_hit_blocks":[..],"pool_total_hit_tokens":[..],"pool_hit_rates":[..],
+/// "per_instance_total_hit_tokens":[..],"per_instance_hit_rates":[..]}`.
+fn append_pool_line(
+    out: &mut Vec<u8>,
+    pool: &PoolSummary,
+    instances: &SlotTotals,
+    slots: &QuerySlots,
+) {
+    let mut itoa = itoa::Buffer::new();
+    out.extend_from_slice(b"{\"summary\":true,\"pool\":");
+    append_json_string(out, &pool.name);
+    out.extend_from_slice(b",\"instances\":");
+    out.extend_from_slice(itoa.format(pool.instances).as_bytes());
+    out.extend_from_slice(b",\"requests\":");
+    out.extend_from_slice(itoa.format(pool.pool.requests).as_bytes());
+    out.extend_from_slice(b",\"total_input_tokens\":");
+    out.extend_from_slice(itoa.format(pool.pool.total_input_tokens).as_bytes());
+    out.extend_from_slice(b",\"capacity_gb\":");
+    append_g6_array(out, slots.capacity_gb.iter().copied());
+    if !slots.capacity_blocks.is_empty() {
+        out.extend_from_slice(b",\"capacity_blocks\":");
+        append_u64_array(out, &slots.capacity_blocks);
+    }
+    out.extend_from_slice(b",\"pool_capacity_blocks\":[");
+    for (index, capacity) in pool.pool_capacity_blocks.iter().enumerate() {
+        if index > 0 {
+            out.push(b',');
+        }
+        match capacity {
+            Some(blocks) => out.extend_from_slice(itoa.format(*blocks).as_bytes()),
+            None => out.extend_from_slice(b"-1"),
+        }
+    }
+    out.extend_from_slice(b"],\"pool_total_hit_blocks\":");
+    append_u64_array(out, &pool.pool.total_hit_blocks);
+    out.extend_from_slice(b",\"pool_total_hit_tokens\":");
+    append_u64_array(out, &pool.pool.total_hit_tokens);
+    out.extend_from_slice(b",\"pool_hit_rates\":");
+    append_g6_array(out, pool.pool.hit_rates());
+    out.extend_from_slice(b",\"per_instance_total_hit_tokens\":");
+    append_u64_array(out, &instances.total_hit_tokens);
+    out.extend_from_slice(b",\"per_instance_hit_rates\":");
+    append_g6_array(out, instances.hit_rates());
+    out.extend_from_slice(b"}\n");
+}
+
 /// `,"tier_mode":..,"tier_names":[..],"tier_sizes":[..],"tier_hit_blocks":[..],
 /// "tier_hit_tokens":[..],"tier_shares":[..],"miss_share":x`.
 fn append_tier_fields(out: &mut Vec<u8>, totals: &SlotTotals, tiers: &TierPlan) {
@@ -704,7 +937,8 @@ pub fn query_facts_files_planned<W: Write + Send>(
         .iter()
         .map(|path| FactsReader::open(path))
         .collect::<Result<Vec<_>, _>>()?;
-    let mut totals = QueryTotals::with_tiers(slots, plan.tiers.clone());
+    let mut totals =
+        QueryTotals::with_tiers(slots, plan.tiers.clone()).with_pool(plan.pool.clone());
     let range = plan.time_range;
     let mut record = FactRecord::default();
     if options.summary_only {
@@ -765,7 +999,7 @@ pub fn query_facts_files_planned<W: Write + Send>(
     }
     let slots = totals.slots().clone();
     let tiers = totals.tiers().cloned();
-    let summary = totals.into_summary();
+    let summary = totals.try_into_summary()?;
     out.write_all(&summary.to_jsonl_with_tiers(&slots, tiers.as_ref()))
         .map_err(QueryError::Write)?;
     out.flush().map_err(QueryError::Write)?;

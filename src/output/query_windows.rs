@@ -12,7 +12,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use super::number_format::append_g6;
-use super::query_jsonl::{QueryError, QuerySlots, QueryTotals, TimeRange};
+use super::query_jsonl::{PoolRule, QueryError, QuerySlots, QueryTotals, TimeRange};
 use super::summary::ratio;
 use litehit_core::facts::FactRecord;
 use litehit_core::facts::file::FactsReader;
@@ -170,8 +170,21 @@ impl QueryWindows {
     /// Windows of `width_ns` (at least 1) from `origin_ns`, accounting only `range`.
     #[must_use]
     pub fn new(slots: QuerySlots, range: TimeRange, origin_ns: i64, width_ns: i64) -> Self {
+        Self::with_pool(slots, range, origin_ns, width_ns, None)
+    }
+
+    /// [`Self::new`], leaving out the rows of the shared pool lane `pool` names: a window
+    /// sums the instances' own caches, as the overall summary does.
+    #[must_use]
+    pub fn with_pool(
+        slots: QuerySlots,
+        range: TimeRange,
+        origin_ns: i64,
+        width_ns: i64,
+        pool: Option<PoolRule>,
+    ) -> Self {
         Self {
-            totals: QueryTotals::new(slots),
+            totals: QueryTotals::new(slots).with_pool(pool),
             range,
             origin_ns,
             width_ns: width_ns.max(1),
@@ -181,7 +194,7 @@ impl QueryWindows {
 
     /// Projects `record` at every slot and adds it to its window (if it is in the range).
     pub fn add_record(&mut self, record: &FactRecord) {
-        if !self.range.contains(record.timestamp_ns) {
+        if !self.range.contains(record.timestamp_ns) || self.totals.is_pool(&record.instance_id) {
             return;
         }
         let index = (i128::from(record.timestamp_ns) - i128::from(self.origin_ns))
@@ -300,11 +313,23 @@ pub fn query_windows(
     origin_ns: i64,
     width_ns: i64,
 ) -> Result<QueryWindows, QueryError> {
+    query_windows_with_pool(facts_paths, slots, range, origin_ns, width_ns, None)
+}
+
+/// [`query_windows`] leaving out the rows of the pool lane `pool` recognises.
+pub fn query_windows_with_pool(
+    facts_paths: &[PathBuf],
+    slots: QuerySlots,
+    range: TimeRange,
+    origin_ns: i64,
+    width_ns: i64,
+    pool: Option<PoolRule>,
+) -> Result<QueryWindows, QueryError> {
     let mut readers = facts_paths
         .iter()
         .map(|path| FactsReader::open(path))
         .collect::<Result<Vec<_>, _>>()?;
-    let mut windows = QueryWindows::new(slots, range, origin_ns, width_ns);
+    let mut windows = QueryWindows::with_pool(slots, range, origin_ns, width_ns, pool);
     let mut record = FactRecord::default();
     for reader in &mut readers {
         while reader.next_record(&mut record)? {

@@ -23,6 +23,8 @@ pub struct LaneSummary {
     /// `block_bytes` at query time.
     pub block_size_tokens: u64,
     pub block_bytes: u64,
+    /// The shared pool lane (`--pool`): printed after `total`, which leaves it out.
+    pub pool: bool,
 }
 
 impl LaneSummary {
@@ -38,6 +40,7 @@ impl LaneSummary {
             core_memory_bytes: lane.core().memory_usage_bytes(),
             block_size_tokens: lane.spec().block_size_tokens,
             block_bytes: lane.spec().block_bytes,
+            pool: lane.is_pool(),
         }
     }
 
@@ -61,6 +64,9 @@ pub fn human_bytes(bytes: u64) -> String {
     display::bytes(bytes, Precision::Decimals(1))
 }
 
+/// After the pool lane's name in the table: it is one cache for all instances.
+const SHARED: &str = " (shared)";
+
 /// The table printed on stderr after `litehit replay`.
 #[must_use]
 pub fn render_replay_summary(
@@ -76,11 +82,11 @@ pub fn render_replay_summary(
     // characters: a CJK character takes two.
     let id_width = lanes
         .iter()
-        .map(|lane| lane.instance_id.width())
+        .map(|lane| lane.instance_id.width() + if lane.pool { SHARED.width() } else { 0 })
         .max()
         .unwrap_or(0)
         .max(20);
-    let padded = |id: &str| format!("{id}{}", " ".repeat(id_width - id.width()));
+    let padded = |id: &str| format!("{id}{}", " ".repeat(id_width.saturating_sub(id.width())));
     let _ = writeln!(
         out,
         "{} {:>9} {:>12} {:>11} {:>8} {:>10}",
@@ -91,24 +97,31 @@ pub fn render_replay_summary(
         "∞ hit",
         "core mem"
     );
-    let total = (lanes.len() > 1).then(|| LaneSummary {
+    let instances: Vec<&LaneSummary> = lanes.iter().filter(|lane| !lane.pool).collect();
+    let total = (instances.len() > 1).then(|| LaneSummary {
         // Every instance with its own cache, as `query`'s overall line: sums, and the
-        // token-weighted ∞ hit rate.
+        // token-weighted ∞ hit rate. The shared pool is not an instance of its own.
         instance_id: "total".to_owned(),
-        requests: lanes.iter().map(|lane| lane.requests).sum(),
-        request_blocks: lanes.iter().map(|lane| lane.request_blocks).sum(),
-        input_tokens: lanes.iter().map(|lane| lane.input_tokens).sum(),
-        unique_blocks: lanes.iter().map(|lane| lane.unique_blocks).sum(),
-        infinite_hit_tokens: lanes.iter().map(|lane| lane.infinite_hit_tokens).sum(),
-        core_memory_bytes: lanes.iter().map(|lane| lane.core_memory_bytes).sum(),
+        requests: instances.iter().map(|lane| lane.requests).sum(),
+        request_blocks: instances.iter().map(|lane| lane.request_blocks).sum(),
+        input_tokens: instances.iter().map(|lane| lane.input_tokens).sum(),
+        unique_blocks: instances.iter().map(|lane| lane.unique_blocks).sum(),
+        infinite_hit_tokens: instances.iter().map(|lane| lane.infinite_hit_tokens).sum(),
+        core_memory_bytes: instances.iter().map(|lane| lane.core_memory_bytes).sum(),
         block_size_tokens: 0,
         block_bytes: 0,
+        pool: false,
     });
-    for lane in lanes.iter().chain(&total) {
+    let pools = lanes.iter().filter(|lane| lane.pool);
+    for lane in instances.into_iter().chain(&total).chain(pools) {
         let _ = writeln!(
             out,
             "{} {:>9} {:>12} {:>11} {:>7.2}% {:>10}",
-            padded(&lane.instance_id),
+            padded(&if lane.pool {
+                format!("{}{SHARED}", lane.instance_id)
+            } else {
+                lane.instance_id.clone()
+            }),
             lane.requests,
             lane.request_blocks,
             lane.unique_blocks,
@@ -180,6 +193,7 @@ mod tests {
             core_memory_bytes: 2048,
             block_size_tokens: 4,
             block_bytes: 1024,
+            pool: false,
         };
         let text = render_replay_summary(
             &[lane],
@@ -203,6 +217,7 @@ mod tests {
             core_memory_bytes: 999 << 30,
             block_size_tokens: 512,
             block_bytes: 64 << 20,
+            pool: false,
         };
         let text = render_replay_summary(
             std::slice::from_ref(&wide),

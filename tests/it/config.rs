@@ -98,6 +98,7 @@ fn upstream_example_resolves_to_one_lane_of_16384_bytes() {
                 trace_block_size_tokens: 4,
                 lanes: LaneSet::Configured(vec![lane("i1", 4, 16_384, 0, false)]),
                 routing: Routing::ByInstance,
+                pool: None,
             },
             pipeline_worker_count: None,
             capacity_gb: vec![1.0],
@@ -838,6 +839,7 @@ fn without_flags_lanes_are_created_on_the_fly_with_documented_defaults() {
                 false
             )),
             routing: Routing::ByInstance,
+            pool: None,
         }
     );
     assert_eq!(
@@ -1058,6 +1060,7 @@ fn flags_and_the_equivalent_config_file_resolve_to_the_same_engine() {
         instance: Some("kimi-k3.tp8".to_owned()),
         trace_block_size_tokens: Some(256),
         format: Some(TraceFormat::Standard),
+        pool: None,
     };
     let from_flags = resolve_single_instance(&flags).unwrap();
     let from_file = parse(&with(
@@ -1127,6 +1130,7 @@ proptest! {
             instance: Some(instance.clone()),
             trace_block_size_tokens: Some(trace_block_size),
             format: None,
+            pool: None,
         };
         let from_flags = resolve_single_instance(&flags).unwrap();
         let config = equivalent_config(

@@ -28,6 +28,7 @@ mod memory;
 mod metrics;
 mod mrc;
 mod parity;
+mod pool;
 mod publication;
 mod query;
 mod seed_example;

@@ -17,7 +17,9 @@ use crate::signals::{SecondSignal, StopSignals};
 const SIGNAL_POLL: Duration = Duration::from_millis(20);
 
 use super::LiveHandle;
-use super::snapshot::{FactsRetention, FactsWrite, FollowState, LiveSnapshot, Totals};
+use super::snapshot::{
+    FactsRetention, FactsWrite, FollowState, LaneSnapshot, LiveSnapshot, Totals,
+};
 use litehit_core::projector::Capacity;
 
 /// Headless settings.
@@ -211,6 +213,13 @@ pub struct SlotDto {
 #[derive(Debug, Serialize)]
 pub struct InstanceDto {
     pub instance_id: String,
+    /// `"pool"` for the shared pool lane (`watch --pool`), last in `instances` and not in
+    /// `total`; absent for an instance.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kind: Option<&'static str>,
+    /// For the pool: N, the instances it is shared by; its slots are at N × each slot.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shared_by: Option<u64>,
     pub requests: u64,
     pub input_tokens: u64,
     pub block_size_tokens: u64,
@@ -240,6 +249,58 @@ pub struct FractionDto {
     pub capacity_blocks: Option<u64>,
     /// Per instance: blocks × block bytes. Total: Σ over instances of each one's own.
     pub capacity_bytes: u64,
+}
+
+impl InstanceDto {
+    /// One lane's figures; `shared_by` = `Some(N)` for the pool lane, whose slots are at N ×
+    /// each slot's blocks.
+    fn of(
+        lane: &LaneSnapshot,
+        snap: &LiveSnapshot,
+        labels: &[String],
+        shared_by: Option<u64>,
+    ) -> Self {
+        let slot_count = snap.slots.len();
+        InstanceDto {
+            instance_id: lane.instance_id.clone(),
+            kind: shared_by.map(|_| "pool"),
+            shared_by,
+            requests: lane.requests,
+            input_tokens: lane.input_tokens,
+            block_size_tokens: lane.block_size_tokens,
+            block_bytes: lane.block_bytes,
+            hit_tokens: (0..slot_count).map(|i| lane.slot_hit_tokens(i)).collect(),
+            hit_rates: (0..slot_count).map(|i| lane.slot_hit_rate(i)).collect(),
+            infinite_hit_tokens: lane.infinite_hit_tokens(),
+            infinite_hit_rate: lane.infinite_hit_rate(),
+            unique_blocks: lane.unique_blocks,
+            unique_kv_bytes: lane.unique_kv_bytes(),
+            ttl_expired_blocks: lane.ttl_expired_blocks,
+            // The caller fills it where the accumulator's knees are known (not for the pool).
+            capacity_for_fraction: Vec::new(),
+            slot_results: snap
+                .slots
+                .iter()
+                .zip(labels)
+                .enumerate()
+                .map(|(i, (slot, label))| {
+                    let blocks = litehit_core::projector::pooled_capacity_blocks(
+                        slot.capacity,
+                        lane.block_bytes,
+                        shared_by.unwrap_or(1),
+                    );
+                    SlotResultDto {
+                        label: label.clone(),
+                        capacity_bytes: blocks
+                            .map(|blocks| blocks.saturating_mul(lane.block_bytes)),
+                        capacity_blocks: blocks,
+                        hit_tokens: lane.slot_hit_tokens(i),
+                        hit_rate: lane.slot_hit_rate(i),
+                    }
+                })
+                .collect(),
+        }
+    }
 }
 
 /// One slot's figures for one instance (or the total).
@@ -403,36 +464,11 @@ impl Report {
                             capacity_bytes: bytes,
                         })
                         .collect(),
-                    instance_id: lane.instance_id.clone(),
-                    requests: lane.requests,
-                    input_tokens: lane.input_tokens,
-                    block_size_tokens: lane.block_size_tokens,
-                    block_bytes: lane.block_bytes,
-                    hit_tokens: (0..slot_count).map(|i| lane.slot_hit_tokens(i)).collect(),
-                    hit_rates: (0..slot_count).map(|i| lane.slot_hit_rate(i)).collect(),
-                    infinite_hit_tokens: lane.infinite_hit_tokens(),
-                    infinite_hit_rate: lane.infinite_hit_rate(),
-                    unique_blocks: lane.unique_blocks,
-                    unique_kv_bytes: lane.unique_kv_bytes(),
-                    ttl_expired_blocks: lane.ttl_expired_blocks,
-                    slot_results: snap
-                        .slots
-                        .iter()
-                        .zip(&labels)
-                        .enumerate()
-                        .map(|(i, (slot, label))| {
-                            let blocks = slot.capacity.blocks(lane.block_bytes);
-                            SlotResultDto {
-                                label: label.clone(),
-                                capacity_bytes: blocks
-                                    .map(|blocks| blocks.saturating_mul(lane.block_bytes)),
-                                capacity_blocks: blocks,
-                                hit_tokens: lane.slot_hit_tokens(i),
-                                hit_rate: lane.slot_hit_rate(i),
-                            }
-                        })
-                        .collect(),
+                    ..InstanceDto::of(lane, snap, &labels, None)
                 })
+                .chain(snap.pool.as_ref().map(|pool| {
+                    InstanceDto::of(pool, snap, &labels, Some(snap.lanes.len() as u64))
+                }))
                 .collect(),
             total: TotalDto {
                 requests: totals.requests,
@@ -562,6 +598,17 @@ pub fn summary_text(snap: &LiveSnapshot) -> String {
             "total",
             &|i| totals.slot_hit_rate(i),
             totals.infinite_hit_rate(),
+        );
+    }
+    if let Some(pool) = &snap.pool {
+        row(
+            &format!(
+                "{} (shared, {} × each slot)",
+                pool.instance_id,
+                snap.lanes.len()
+            ),
+            &|i| pool.slot_hit_rate(i),
+            pool.infinite_hit_rate(),
         );
     }
     text

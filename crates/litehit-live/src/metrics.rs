@@ -21,6 +21,7 @@
 //! litehit_facts_retention_stopped                       gauge    1 after a failed spill write
 //! litehit_ingest_lag_bytes                              gauge
 //! litehit_build_info{version}                           info
+//! litehit_pool_info{instance,shared_by}                 info     only with watch --pool
 //! ```
 
 use std::borrow::Cow;
@@ -61,6 +62,10 @@ pub const METRIC_NAMES: [&str; 12] = [
     "litehit_ingest_lag_bytes",
     "litehit_build_info",
 ];
+
+/// The info metric naming the shared pool lane, exported only with `watch --pool` (so not in
+/// [`METRIC_NAMES`], which every scrape has).
+pub const POOL_INFO_METRIC: &str = "litehit_pool_info";
 
 /// The `capacity` label of a slot: its unit in its spelling (`40GiB`, `0.5GiB`, `5000blocks`);
 /// `None` for an unlimited slot, which is the `inf` series.
@@ -158,8 +163,10 @@ fn gauge(encoder: &mut DescriptorEncoder, name: &str, help: &str, value: u64) ->
 
 #[expect(clippy::too_many_lines, reason = "one block per metric family")]
 fn encode_snapshot(snap: &LiveSnapshot, mut encoder: DescriptorEncoder) -> fmt::Result {
-    let instances: Vec<Cow<'_, str>> = snap
-        .lanes
+    // The instances, then the shared pool lane (`watch --pool`) as one more `instance`, which
+    // `litehit_pool_info` names.
+    let lanes: Vec<&crate::snapshot::LaneSnapshot> = snap.lanes.iter().chain(&snap.pool).collect();
+    let instances: Vec<Cow<'_, str>> = lanes
         .iter()
         .map(|lane| escaped(&lane.instance_id))
         .collect();
@@ -179,7 +186,7 @@ fn encode_snapshot(snap: &LiveSnapshot, mut encoder: DescriptorEncoder) -> fmt::
         None,
         MetricType::Counter,
     )?;
-    for (lane, instance) in snap.lanes.iter().zip(&instances) {
+    for (lane, instance) in lanes.iter().zip(&instances) {
         let labels = [("instance", instance.as_ref())];
         ConstCounter::new(lane.requests).encode(family.encode_family(&labels)?)?;
     }
@@ -190,7 +197,7 @@ fn encode_snapshot(snap: &LiveSnapshot, mut encoder: DescriptorEncoder) -> fmt::
         None,
         MetricType::Counter,
     )?;
-    for (lane, instance) in snap.lanes.iter().zip(&instances) {
+    for (lane, instance) in lanes.iter().zip(&instances) {
         let labels = [("instance", instance.as_ref())];
         ConstCounter::new(lane.input_tokens).encode(family.encode_family(&labels)?)?;
     }
@@ -202,7 +209,7 @@ fn encode_snapshot(snap: &LiveSnapshot, mut encoder: DescriptorEncoder) -> fmt::
         None,
         MetricType::Counter,
     )?;
-    for (lane, instance) in snap.lanes.iter().zip(&instances) {
+    for (lane, instance) in lanes.iter().zip(&instances) {
         for (index, label) in &slot_labels {
             let labels = [
                 ("instance", instance.as_ref()),
@@ -231,7 +238,7 @@ fn encode_snapshot(snap: &LiveSnapshot, mut encoder: DescriptorEncoder) -> fmt::
         None,
         MetricType::Counter,
     )?;
-    for (lane, instance) in snap.lanes.iter().zip(&instances) {
+    for (lane, instance) in lanes.iter().zip(&instances) {
         let labels = [("instance", instance.as_ref())];
         ConstCounter::new(lane.ttl_expired_blocks).encode(family.encode_family(&labels)?)?;
     }
@@ -242,7 +249,7 @@ fn encode_snapshot(snap: &LiveSnapshot, mut encoder: DescriptorEncoder) -> fmt::
         None,
         MetricType::Gauge,
     )?;
-    for (lane, instance) in snap.lanes.iter().zip(&instances) {
+    for (lane, instance) in lanes.iter().zip(&instances) {
         let labels = [("instance", instance.as_ref())];
         ConstGauge::new(lane.unique_blocks).encode(family.encode_family(&labels)?)?;
     }
@@ -309,6 +316,23 @@ fn encode_snapshot(snap: &LiveSnapshot, mut encoder: DescriptorEncoder) -> fmt::
         snap.source.backlog_bytes,
     )?;
 
+    if let (Some(_), Some(pool)) = (&snap.pool, instances.last()) {
+        let shared_by = snap.lanes.len().to_string();
+        let metric = encoder.encode_descriptor(
+            "litehit_pool",
+            "The instance that is the shared pool lane (watch --pool): one cache fed by every \
+             instance's rows; its capacity=\"C\" series are the pool at shared_by × C, the \
+             total capacity of the instances' caches of C each",
+            None,
+            MetricType::Info,
+        )?;
+        let mut metric = metric;
+        metric.encode_info(&[
+            ("instance", pool.as_ref()),
+            ("shared_by", shared_by.as_str()),
+        ])?;
+    }
+
     let metric = encoder.encode_descriptor(
         "litehit_build",
         "The litehit version",
@@ -342,6 +366,36 @@ mod tests {
         assert_eq!(capacity_label(Capacity::Infinite), None);
         assert_eq!(fraction_label(50), "0.5");
         assert_eq!(fraction_label(99), "0.99");
+    }
+
+    #[test]
+    fn the_pool_is_one_more_instance_named_by_pool_info() {
+        let lane = |id: &str, requests: u64| LaneSnapshot {
+            instance_id: id.to_owned(),
+            block_size_tokens: 10,
+            block_bytes: 1000,
+            requests,
+            slot_hit_blocks: vec![requests],
+            ..LaneSnapshot::default()
+        };
+        let mut snap = LiveSnapshot {
+            slots: vec![Slot {
+                id: 1,
+                capacity: Capacity::Gigabytes(40.0),
+            }],
+            lanes: vec![lane("a", 3), lane("b", 4)],
+            ..LiveSnapshot::default()
+        };
+        assert!(!encode(&snap).unwrap().contains(POOL_INFO_METRIC));
+        snap.pool = Some(lane("pool", 7));
+        let text = encode(&snap).unwrap();
+        for line in [
+            "litehit_requests_total{instance=\"pool\"} 7\n",
+            "litehit_hit_tokens_total{instance=\"pool\",capacity=\"40GiB\"} 70\n",
+            "litehit_pool_info{instance=\"pool\",shared_by=\"2\"} 1\n",
+        ] {
+            assert!(text.contains(line), "{line:?} missing from:\n{text}");
+        }
     }
 
     #[test]

@@ -386,8 +386,13 @@ pub struct LiveSnapshot {
     /// The HTTP ingest endpoint, with `--listen`.
     pub http: Option<HttpStatus>,
     pub slots: Vec<Slot>,
-    /// Lanes in order of first appearance.
+    /// Lanes in order of first appearance (the instances; not the shared pool).
     pub lanes: Vec<LaneSnapshot>,
+    /// The shared pool lane (`watch --pool`): one cache fed by every instance's rows. Its
+    /// `slot_hit_blocks` are at N × each slot's blocks (N = `lanes.len()`), the same total
+    /// capacity as the `total` of N caches of the slot each. Not in `lanes`, the totals or
+    /// the timeline.
+    pub pool: Option<LaneSnapshot>,
     /// Per lane (aligned with `lanes`): the smallest capacity reaching each of
     /// [`CAPACITY_FRACTION_PERCENTS`] of its ∞ bound's hits, exact from the accumulator (as
     /// `mrc`'s knees), in that order.

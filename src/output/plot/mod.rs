@@ -49,6 +49,8 @@ const PALETTE: [Rgb; 10] = [
     Rgb(0xba, 0xb0, 0xac),
 ];
 const TOTAL_COLOR: Rgb = Rgb(0x22, 0x22, 0x22);
+/// The shared pool's line (`replay --pool`), beside the total.
+const POOL_COLOR: Rgb = Rgb(0xd6, 0x27, 0x28);
 const TEXT_COLOR: Rgb = Rgb(0x22, 0x22, 0x22);
 const MUTED_TEXT_COLOR: Rgb = Rgb(0x66, 0x66, 0x66);
 const GRID_COLOR: Rgb = Rgb(0xe6, 0xe6, 0xe6);
@@ -150,6 +152,9 @@ impl PlotData {
         if curves.instances.len() > 1 {
             series.push(total_series(curves, report, &sample_bytes));
         }
+        if let Some(pool) = pool_series(curves, report, &sample_bytes) {
+            series.push(pool);
+        }
         let instance_count = curves.instances.len();
         Self {
             title: "LRU prefix-cache hit rate vs cache capacity".into(),
@@ -189,6 +194,54 @@ fn total_series(curves: &MrcCurves, report: &MrcReport, sample_bytes: &[u64]) ->
             .collect(),
         is_total: true,
     }
+}
+
+/// The shared pool lane at the same total capacity as the total line: at a per-instance size
+/// C (the x axis), the pool of N × C (only when the pool and the instances share
+/// `block_bytes`, as in a `replay --pool`).
+fn pool_series(curves: &MrcCurves, report: &MrcReport, sample_bytes: &[u64]) -> Option<PlotSeries> {
+    let (pool, pool_report) = (curves.pool.as_ref()?, report.pool.as_ref()?);
+    let comparison = pool_report.comparison.as_ref()?;
+    let block_bytes = pool.block_bytes;
+    let instances = pool_report.instances;
+    Some(PlotSeries {
+        label: shorten(&format!("{} (shared, N × C)", pool.instance_id)),
+        color: POOL_COLOR,
+        points: sample_bytes
+            .iter()
+            .map(|&bytes| {
+                let per_instance =
+                    litehit_core::projector::capacity_blocks_for_bytes(bytes, block_bytes);
+                let blocks = litehit_core::projector::pooled_capacity_blocks(
+                    litehit_core::projector::Capacity::Blocks(per_instance),
+                    block_bytes,
+                    instances,
+                )
+                .unwrap_or(u64::MAX);
+                let hit_tokens = pool
+                    .hits
+                    .hit_blocks_at(blocks)
+                    .wrapping_mul(pool.block_size_tokens);
+                (
+                    bytes_to_gib(bytes),
+                    percent(hit_tokens, pool.total_input_tokens),
+                )
+            })
+            .collect(),
+        ceiling_percent: pool_report.own.infinite_hit_rate * 100.0,
+        knees: comparison
+            .knees
+            .iter()
+            .map(|k| {
+                (
+                    k.percent,
+                    k.point.per_instance_capacity_gb,
+                    k.point.pool_hit_rate * 100.0,
+                )
+            })
+            .collect(),
+        is_total: true,
+    })
 }
 
 /// One capacity (bytes) per horizontal pixel of the plot area, from 0 to `x_max_gb` (the one

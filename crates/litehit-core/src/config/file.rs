@@ -83,6 +83,7 @@ const TOP_LEVEL_KEYS: &[&str] = &[
     "fanout_all_instances",
     "pipeline_worker_count",
     "trace_format",
+    "pool_instance_id",
 ];
 const GROUP_KEYS: &[&str] = &[
     "name",
@@ -178,6 +179,8 @@ struct RawConfig<'a> {
     fanout_all_instances: bool,
     pipeline_worker_count: Option<i32>,
     trace_format: Option<TraceFormat>,
+    /// Our extension key `pool_instance_id`: the shared pool lane's name.
+    pool_instance_id: Option<&'a str>,
     /// The format the trace was found in, when known: the block size default when the config
     /// names neither `trace_format` nor `block_size`.
     detected_format: Option<TraceFormat>,
@@ -239,6 +242,7 @@ impl<'a> RawConfig<'a> {
                 .string("trace_format")?
                 .map(|name| parse_trace_format(&root.field("trace_format"), name))
                 .transpose()?,
+            pool_instance_id: root.string("pool_instance_id")?,
             detected_format: None,
         })
     }
@@ -248,6 +252,12 @@ impl<'a> RawConfig<'a> {
         let output_dir = non_empty_path("output_result_path", self.output_result_path)?;
         let raw_groups = non_empty_array("instance_groups", self.instance_groups)?;
         let raw_instances = non_empty_array("instances", self.instances)?;
+        if self.pool_instance_id == Some("") {
+            return Err(ConfigError::Invalid {
+                field: "pool_instance_id".to_owned(),
+                reason: "must not be empty (it names the shared pool lane)".to_owned(),
+            });
+        }
 
         let groups = resolve_groups(&raw_groups)?;
         let trace_block_size_tokens = self.block_size.unwrap_or_else(|| {
@@ -284,6 +294,7 @@ impl<'a> RawConfig<'a> {
                 trace_block_size_tokens,
                 lanes: LaneSet::Configured(lanes),
                 routing,
+                pool: self.pool_instance_id.map(str::to_owned),
             },
             pipeline_worker_count: self.pipeline_worker_count.map(|count| {
                 usize::try_from(count.max(1).unsigned_abs()).expect("a u32 fits in usize")

@@ -88,6 +88,10 @@ pub fn resolve_single_instance(flags: &SingleInstanceFlags) -> Result<SingleInst
             trace_block_size_tokens,
             lanes,
             routing,
+            pool: match flags.pool.as_deref() {
+                Some("") => return Err(flag_error("--pool", "must not be empty")),
+                pool => pool.map(str::to_owned),
+            },
         },
     })
 }

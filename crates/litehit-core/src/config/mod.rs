@@ -145,6 +145,8 @@ pub struct SingleInstanceFlags {
     pub trace_block_size_tokens: Option<u64>,
     /// `--format`: the trace format, if known (it picks the default block size).
     pub format: Option<TraceFormat>,
+    /// `--pool [NAME]`: add the shared pool lane under this name.
+    pub pool: Option<String>,
 }
 
 /// What [`SingleInstanceFlags`] resolve to.
@@ -265,6 +267,7 @@ mod tests {
             trace_block_size_tokens: 16,
             lanes: LaneSet::Configured(vec![spec("a")]),
             routing: Routing::ByInstance,
+            pool: None,
         };
         assert_eq!(
             default_lane_for_rows_without_instance(&engine).unwrap(),
@@ -278,6 +281,7 @@ mod tests {
             trace_block_size_tokens: 16,
             lanes: LaneSet::Configured(vec![spec("a"), spec("b")]),
             routing: Routing::ByInstance,
+            pool: None,
         };
         let message = default_lane_for_rows_without_instance(&engine)
             .unwrap_err()
@@ -302,6 +306,7 @@ mod tests {
             trace_block_size_tokens: 16,
             lanes: LaneSet::OnTheFly(spec(DEFAULT_LANE_ID)),
             routing: Routing::ByInstance,
+            pool: None,
         };
         assert_eq!(
             default_lane_for_rows_without_instance(&engine).unwrap(),

@@ -22,6 +22,8 @@ pub struct ConfigFile {
     json: serde_json::Value,
     /// The config as written: resolved with no format known.
     as_written: ReplayConfig,
+    /// `--pool NAME` given with the config: wins over its `pool_instance_id`.
+    pool_override: Option<String>,
 }
 
 impl ConfigFile {
@@ -41,7 +43,19 @@ impl ConfigFile {
             path: path.to_owned(),
             json,
             as_written,
+            pool_override: None,
         })
+    }
+
+    /// Adds the shared pool lane `name` (`--pool`), in place of the config's
+    /// `pool_instance_id` if it has one.
+    #[must_use]
+    pub fn with_pool(mut self, name: Option<String>) -> Self {
+        if let Some(name) = name {
+            self.as_written.engine.pool = Some(name.clone());
+            self.pool_override = Some(name);
+        }
+        self
     }
 
     /// Where the config was read from.
@@ -62,10 +76,15 @@ impl ConfigFile {
         if format.is_none() || self.as_written.trace_format.is_some() {
             return Ok(self.as_written.clone());
         }
-        resolve_config_value(&self.json, format).map_err(|error| ConfigError::File {
-            path: self.path.clone(),
-            error: Box::new(error),
-        })
+        let mut config =
+            resolve_config_value(&self.json, format).map_err(|error| ConfigError::File {
+                path: self.path.clone(),
+                error: Box::new(error),
+            })?;
+        if let Some(name) = &self.pool_override {
+            config.engine.pool = Some(name.clone());
+        }
+        Ok(config)
     }
 }
 

@@ -18,6 +18,8 @@ pub struct Lane {
     requests: u64,
     input_tokens: u64,
     request_blocks: u64,
+    /// The shared pool lane ([`crate::engine::EngineConfig::pool`]).
+    pool: bool,
 }
 
 impl Lane {
@@ -36,7 +38,19 @@ impl Lane {
             requests: 0,
             input_tokens: 0,
             request_blocks: 0,
+            pool: false,
         }
+    }
+
+    pub(crate) fn mark_pool(&mut self) {
+        self.pool = true;
+    }
+
+    /// Whether this is the shared pool lane, fed by every row (not an instance of its own:
+    /// fleet totals leave it out).
+    #[must_use]
+    pub fn is_pool(&self) -> bool {
+        self.pool
     }
 
     /// Sets the core's memory horizon (see [`LiteHit::with_memory_horizon_blocks`]), converted

@@ -24,6 +24,10 @@ pub use policy::Policy;
 pub use route::RouteError;
 use route::{Route, Router};
 
+/// The shared pool lane's name when none is given (`--pool`), and the instance id `query` and
+/// `mrc` recognise as the pool by default.
+pub const DEFAULT_POOL_NAME: &str = "pool";
+
 /// One lane's analysis parameters (one `LiteHit` core per lane).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LaneSpec {
@@ -67,6 +71,10 @@ pub struct EngineConfig {
     pub trace_block_size_tokens: u64,
     pub lanes: LaneSet,
     pub routing: Routing,
+    /// `--pool [NAME]` / config key `pool_instance_id`: one more lane, named so, that every
+    /// read row also feeds — one LRU shared by all instances. Its facts are ordinary rows with
+    /// this name as instance id, each right after the row's own lanes' rows.
+    pub pool: Option<String>,
 }
 
 /// Why a row (or the engine setup) was rejected. Every row error names the line and trace id.
@@ -166,6 +174,8 @@ pub struct Engine {
     capacity_curves: bool,
     /// Applied to every lane, also those created later.
     memory_horizon: Option<Capacity>,
+    /// The index of the shared pool lane ([`EngineConfig::pool`]), if any.
+    pool_lane: Option<usize>,
 }
 
 impl Engine {
@@ -178,7 +188,16 @@ impl Engine {
                 Vec::new()
             }
         };
-        let mut lanes = Vec::with_capacity(specs.len());
+        let mut lanes = Vec::with_capacity(specs.len() + 1);
+        let mut pool_lane = None;
+        if let Some(name) = &config.pool {
+            // Lane 0, so the instances' lanes are one slice after it (`instance_lanes`).
+            let spec = pool_spec(&config, name)?;
+            let mut lane = Lane::new(spec, config.trace_block_size_tokens, true);
+            lane.mark_pool();
+            pool_lane = Some(0);
+            lanes.push(lane);
+        }
         for spec in specs {
             check_lane(&spec, config.trace_block_size_tokens)?;
             lanes.push(Lane::new(spec, config.trace_block_size_tokens, true));
@@ -196,7 +215,20 @@ impl Engine {
             derived_trace_id: String::new(),
             capacity_curves: true,
             memory_horizon: None,
+            pool_lane,
         })
+    }
+
+    /// The shared pool lane ([`EngineConfig::pool`]), if the engine has one (lane 0).
+    #[must_use]
+    pub fn pool_lane(&self) -> Option<&Lane> {
+        self.pool_lane.map(|index| &self.lanes[index])
+    }
+
+    /// The instances' own lanes: every lane but the shared pool's, in creation order.
+    #[must_use]
+    pub fn instance_lanes(&self) -> &[Lane] {
+        &self.lanes[usize::from(self.pool_lane.is_some())..]
     }
 
     /// Stops feeding the per-lane capacity-axis accumulators (they cost 8 bytes per block of
@@ -255,7 +287,8 @@ impl Engine {
         self.policy
     }
 
-    /// Lanes in creation order (config order, then first appearance).
+    /// Lanes in creation order (the shared pool lane first, if any; then config order, then
+    /// first appearance).
     #[must_use]
     pub fn lanes(&self) -> &[Lane] {
         &self.lanes
@@ -396,6 +429,10 @@ impl Engine {
             self.targets.clear();
             self.targets.push(index);
         }
+        if let Some(pool) = self.pool_lane {
+            // Every read row also feeds the shared pool, after the row's own lanes.
+            self.targets.push(pool);
+        }
         // Normalize once per distinct parameter set, all before queueing any work: the length
         // contract is lane-independent, so a row that fails fails for every target.
         let keys_start = self.batch.keys.len();
@@ -530,6 +567,59 @@ fn check_lane(spec: &LaneSpec, trace_block_size_tokens: u64) -> Result<(), Engin
         return Err(invalid("block_bytes must be positive".into()));
     }
     Ok(())
+}
+
+/// The pool lane's parameters: the lanes' own (on-the-fly template, or the configured lanes,
+/// which must then all agree: one cache holds blocks of one size) under the pool's name,
+/// which no configured or override instance may have.
+fn pool_spec(config: &EngineConfig, name: &str) -> Result<LaneSpec, EngineError> {
+    let invalid = |reason: String| EngineError::InvalidLane {
+        instance_id: name.to_owned(),
+        reason,
+    };
+    if name.is_empty() || name.contains(['\n', '\r']) {
+        return Err(invalid(
+            "the pool name must be non-empty and on one line".into(),
+        ));
+    }
+    if let Routing::Override(id) = &config.routing
+        && id == name
+    {
+        return Err(invalid(format!(
+            "the pool name equals the override instance id {id:?}; choose another --pool name"
+        )));
+    }
+    let template = match &config.lanes {
+        LaneSet::OnTheFly(template) => template,
+        LaneSet::Configured(specs) => {
+            if specs.iter().any(|spec| spec.instance_id == name) {
+                return Err(invalid(
+                    "the pool name equals a configured instance id; choose another pool name \
+                     (--pool NAME or pool_instance_id)"
+                        .to_owned(),
+                ));
+            }
+            let Some(first) = specs.first() else {
+                return Err(invalid("no instances to pool".into()));
+            };
+            let same = |spec: &LaneSpec| LaneSpec {
+                instance_id: String::new(),
+                ..spec.clone()
+            };
+            if let Some(other) = specs.iter().find(|spec| same(spec) != same(first)) {
+                return Err(invalid(format!(
+                    "instances {:?} and {:?} differ in block_size, block bytes, TTL or prefix \
+                     hash; one shared pool holds blocks of one kind",
+                    first.instance_id, other.instance_id
+                )));
+            }
+            first
+        }
+    };
+    Ok(LaneSpec {
+        instance_id: name.to_owned(),
+        ..template.clone()
+    })
 }
 
 /// The batch size above which lanes replay on their own threads (for tests).

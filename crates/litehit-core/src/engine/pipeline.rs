@@ -398,6 +398,7 @@ mod tests {
             trace_block_size_tokens: 16,
             lanes: LaneSet::OnTheFly(spec),
             routing: Routing::ByInstance,
+            pool: None,
         };
         Engine::new(config, Policy::FailFast).unwrap()
     }

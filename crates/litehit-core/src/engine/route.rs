@@ -19,6 +19,11 @@ pub enum RouteError {
          override_instance_id (or --instance) to pick one, or fanout_all_instances to replay every row on all"
     )]
     AmbiguousInstance { lane_count: usize },
+    #[error(
+        "instance[{instance_id}] has the shared pool's name: choose another pool name (--pool NAME \
+         or pool_instance_id)"
+    )]
+    PoolNameTaken { instance_id: String },
 }
 
 /// Maps instance ids to lane indexes and adds lanes on the fly.
@@ -33,6 +38,9 @@ pub(crate) struct Router {
     shard: Option<Shard>,
     /// Per lane: whether its instance is in `shard` (all true without one).
     lane_in_shard: Vec<bool>,
+    /// The shared pool lane: its name (no row may carry it) and index (fanout skips it; the
+    /// engine adds it to every row's targets itself).
+    pool: Option<(String, usize)>,
 }
 
 /// What the engine must do for a row.
@@ -49,17 +57,20 @@ impl Router {
             LaneSet::Configured(specs) => (specs.as_slice(), None),
             LaneSet::OnTheFly(template) => (&[][..], Some(template.clone())),
         };
+        // The shared pool lane, if any, is lane 0: the instances' lanes follow it.
+        let offset = usize::from(config.pool.is_some());
         Self {
             routing: config.routing.clone(),
             lane_by_instance: specs
                 .iter()
                 .enumerate()
-                .map(|(index, spec)| (spec.instance_id.clone(), index))
+                .map(|(index, spec)| (spec.instance_id.clone(), offset + index))
                 .collect(),
             on_the_fly_template,
-            lane_count: specs.len(),
+            lane_count: offset + specs.len(),
             shard: None,
-            lane_in_shard: vec![true; specs.len()],
+            lane_in_shard: vec![true; offset + specs.len()],
+            pool: config.pool.clone().map(|name| (name, 0)),
         }
     }
 
@@ -112,17 +123,19 @@ impl Router {
     ) -> Result<Route, RouteError> {
         targets.clear();
         match &self.routing {
-            Routing::Fanout => targets.extend(0..self.lane_count),
+            Routing::Fanout => targets.extend(self.first_instance_lane()..self.lane_count),
             Routing::Override(id) => return self.lane_or_new(id, targets),
             Routing::ByInstance => match (instance_id, &self.on_the_fly_template) {
                 (Some(id), _) => return self.lane_or_new(id, targets),
                 (None, Some(template)) => {
                     return self.lane_or_new(&template.instance_id.clone(), targets);
                 }
-                (None, None) if self.lane_count == 1 => targets.push(0),
+                (None, None) if self.instance_lane_count() == 1 => {
+                    targets.push(self.first_instance_lane());
+                }
                 (None, None) => {
                     return Err(RouteError::AmbiguousInstance {
-                        lane_count: self.lane_count,
+                        lane_count: self.instance_lane_count(),
                     });
                 }
             },
@@ -130,11 +143,30 @@ impl Router {
         Ok(Route::Existing)
     }
 
+    /// The index of the first instance lane (1 after the pool lane, else 0).
+    fn first_instance_lane(&self) -> usize {
+        usize::from(self.pool.is_some())
+    }
+
+    /// Lanes of instances (the pool lane is none).
+    fn instance_lane_count(&self) -> usize {
+        self.lane_count - self.first_instance_lane()
+    }
+
     fn lane_or_new(
         &self,
         instance_id: &str,
         targets: &mut Vec<usize>,
     ) -> Result<Route, RouteError> {
+        if self
+            .pool
+            .as_ref()
+            .is_some_and(|(name, _)| name == instance_id)
+        {
+            return Err(RouteError::PoolNameTaken {
+                instance_id: instance_id.to_owned(),
+            });
+        }
         if let Some(&index) = self.lane_by_instance.get(instance_id) {
             targets.push(index);
             return Ok(Route::Existing);

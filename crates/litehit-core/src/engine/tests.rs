@@ -53,6 +53,7 @@ fn configured(
         trace_block_size_tokens,
         lanes: LaneSet::Configured(specs),
         routing,
+        pool: None,
     }
 }
 
@@ -285,6 +286,7 @@ fn skip_and_count_keeps_going_and_clamps_time() {
         trace_block_size_tokens: 4,
         lanes: LaneSet::OnTheFly(template),
         routing: Routing::ByInstance,
+        pool: None,
     };
     let mut engine = Engine::new(config, Policy::SkipAndCount).unwrap();
     let rows = run(

@@ -125,6 +125,16 @@ impl Capacity {
     }
 }
 
+/// The shared pool's capacity beside `instances` caches of `capacity` each (`--pool`): the
+/// blocks they hold together, `instances × capacity.blocks(block_bytes)` (saturating), so the
+/// pool and the fleet compare at the same number of cache blocks; `None` = unlimited.
+#[must_use]
+pub fn pooled_capacity_blocks(capacity: Capacity, block_bytes: u64, instances: u64) -> Option<u64> {
+    capacity
+        .blocks(block_bytes)
+        .map(|blocks| blocks.saturating_mul(instances))
+}
+
 /// Prefix-hit blocks of `fact` at `capacity` for a lane with `block_bytes` per block.
 #[must_use]
 pub fn project(fact: &RequestFact, capacity: Capacity, block_bytes: u64) -> u64 {

@@ -44,6 +44,12 @@ impl Pipeline {
     }
 
     fn lane_snapshot(&self, lane: &Lane) -> LaneSnapshot {
+        self.lane_snapshot_at(lane, 1)
+    }
+
+    /// [`Self::lane_snapshot`] with each slot at `instances` × its blocks: the shared pool
+    /// at the same total capacity as the `instances` caches of the slot each.
+    fn lane_snapshot_at(&self, lane: &Lane, instances: u64) -> LaneSnapshot {
         let spec = lane.spec();
         let accumulator = lane
             .accumulator()
@@ -79,7 +85,16 @@ impl Pipeline {
             slot_hit_blocks: self
                 .slots
                 .iter()
-                .map(|slot| live_hit_blocks(lane, slot.capacity))
+                .map(|slot| {
+                    match litehit_core::projector::pooled_capacity_blocks(
+                        slot.capacity,
+                        spec.block_bytes,
+                        instances,
+                    ) {
+                        Some(blocks) => accumulator.hit_blocks_at(blocks),
+                        None => lane.infinite_hit_blocks(),
+                    }
+                })
                 .collect(),
             infinite_hit_blocks: lane.infinite_hit_blocks(),
             saturation_capacity_blocks: saturation,
@@ -95,7 +110,7 @@ impl Ingest {
     #[expect(clippy::too_many_lines, reason = "one line per field of the snapshot")]
     pub(super) fn publish(&mut self, now: Instant) {
         let pipeline = &self.pipeline;
-        let lanes = pipeline.engine.lanes();
+        let lanes = pipeline.engine.instance_lanes();
         let engine_stats = pipeline.engine.stats();
         let requests: u64 = lanes.iter().map(Lane::requests).sum();
         let blocks: u64 = lanes.iter().map(Lane::request_blocks).sum();
@@ -127,12 +142,20 @@ impl Ingest {
             .iter()
             .map(|lane| pipeline.lane_snapshot(lane))
             .collect();
+        // The shared pool lane (`--pool`) is beside the instances, not one of them: the
+        // totals and the timeline leave it out, the memory gauges count it.
+        let pool = pipeline
+            .engine
+            .pool_lane()
+            .map(|lane| pipeline.lane_snapshot_at(lane, lanes.len() as u64));
         let core_bytes: u64 = lane_snapshots
             .iter()
+            .chain(&pool)
             .map(|lane| lane.core_memory_bytes)
             .sum();
         let accumulator_bytes: u64 = lane_snapshots
             .iter()
+            .chain(&pool)
             .map(|lane| lane.accumulator_memory_bytes)
             .sum();
         let monitor_bytes = self.tailer.memory_usage_bytes()
@@ -175,6 +198,7 @@ impl Ingest {
             slots: pipeline.slots.clone(),
             timeline: pipeline.timeline.snapshot(lanes, &pipeline.slots),
             lanes: lane_snapshots,
+            pool,
             capacity_for_fraction: lanes.iter().map(Pipeline::capacity_for_fraction).collect(),
             memory: MemoryGauge {
                 core_bytes,

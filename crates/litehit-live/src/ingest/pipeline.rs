@@ -208,7 +208,7 @@ impl Pipeline {
                         last.max(self.event.timestamp_ns)
                     });
                 self.timeline
-                    .before_event(clamped_ns, self.engine.lanes(), &self.slots);
+                    .before_event(clamped_ns, self.engine.instance_lanes(), &self.slots);
                 let spill = &mut self.spill;
                 let result = self
                     .engine

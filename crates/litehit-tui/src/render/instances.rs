@@ -62,6 +62,9 @@ impl RowValues {
 
 pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
     let rows = row_values(snap);
+    // The shared pool (`watch --pool`): pinned below the totals, outside the order and the
+    // selection, and not in the totals.
+    let pool_row = pool_row_values(snap);
     let lane_count = snap.lanes.len();
     let order = displayed_order(view, lane_count, rows.len());
     let pinned_totals = order.last() == Some(&lane_count) && lane_count > 1;
@@ -70,6 +73,7 @@ pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
     // keep the selected one in view.
     let row_room = usize::from(area.height.saturating_sub(3))
         .saturating_sub(usize::from(pinned_totals))
+        .saturating_sub(usize::from(pool_row.is_some()))
         .max(1);
     let selected_position = order[..listed_lanes]
         .iter()
@@ -77,6 +81,10 @@ pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
         .unwrap_or(if pinned_totals { listed_lanes } else { 0 });
     let shown = visible_rows(listed_lanes, row_room, selected_position);
     let mut notes = sort_and_filter_notes(snap, view, listed_lanes);
+    if pool_row.is_some() {
+        // The pool's slots are the fleet's total capacity, beside the totals row.
+        let _ = write!(notes, "· shared pool at {lane_count} × slot ");
+    }
     let all_columns = columns(snap, view, &rows);
     let slot_columns = |columns: &[Column]| {
         columns
@@ -137,14 +145,21 @@ pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
         .copied()
         .chain(pinned_totals.then_some(lane_count))
         .collect();
-    let table_rows = visible.iter().map(|&index| {
-        table_row(
-            &rows[index],
-            &columns,
-            index == view.selected_row,
-            index == lane_count,
-        )
-    });
+    let table_rows = visible
+        .iter()
+        .map(|&index| {
+            table_row(
+                &rows[index],
+                &columns,
+                index == view.selected_row,
+                index == lane_count,
+            )
+        })
+        .chain(
+            pool_row
+                .iter()
+                .map(|pool| table_row(pool, &columns, false, false).italic()),
+        );
     let widths: Vec<Constraint> = columns
         .iter()
         .map(|column| Constraint::Length(column.width))
@@ -278,6 +293,27 @@ fn row_values(snap: &LiveSnapshot) -> Vec<RowValues> {
     rows
 }
 
+/// The shared pool's row, `NAME (shared)`, at N × each slot (N = the instances): the same
+/// total capacity as the totals row's N caches of the slot each.
+fn pool_row_values(snap: &LiveSnapshot) -> Option<RowValues> {
+    let pool = snap.pool.as_ref()?;
+    let slot_count = snap.slots.len();
+    Some(RowValues {
+        instance: format!("{}{POOL_SUFFIX}", pool.instance_id),
+        requests: pool.requests,
+        input_tokens: pool.input_tokens,
+        slot_rates: (0..slot_count)
+            .map(|index| pool.slot_hit_rate(index))
+            .collect(),
+        infinite_rate: pool.infinite_hit_rate(),
+        unique_blocks: pool.unique_blocks,
+        kv_bytes: pool.unique_kv_bytes(),
+    })
+}
+
+/// After the pool's name in the fleet table.
+const POOL_SUFFIX: &str = " (shared)";
+
 /// Display width of `text` in terminal columns (a CJK character takes two).
 fn text_width(text: &str) -> usize {
     UnicodeWidthStr::width(text)
@@ -288,6 +324,11 @@ fn columns(snap: &LiveSnapshot, view: &App, rows: &[RowValues]) -> Vec<Column> {
         .lanes
         .iter()
         .map(|lane| text_width(&lane.instance_id))
+        .chain(
+            snap.pool
+                .iter()
+                .map(|pool| text_width(&pool.instance_id) + text_width(POOL_SUFFIX)),
+        )
         .max()
         .unwrap_or(0);
     let instance_width = u16::try_from(longest_instance + 2)

@@ -68,8 +68,10 @@ pub fn draw(frame: &mut Frame, snap: &LiveSnapshot, view: &App) {
     let geometry_height = u16::from(area.height >= MIN_GEOMETRY_SCREEN_HEIGHT);
     // The key hints always; a notice on a line of its own above them.
     let status_height = 1 + u16::from(status::has_notice(snap) && area.height >= 6);
-    let table_rows =
-        u16::try_from(snap.lanes.len() + usize::from(snap.lanes.len() > 1)).unwrap_or(u16::MAX);
+    let table_rows = u16::try_from(
+        snap.lanes.len() + usize::from(snap.lanes.len() > 1) + usize::from(snap.pool.is_some()),
+    )
+    .unwrap_or(u16::MAX);
     let table_height = table_rows.max(1).saturating_add(3);
     // The capacity-for-target line, unless it would cost the table a row.
     let body_without_targets = area
