@@ -97,6 +97,7 @@ fn lane(
 fn timeline(lanes: usize) -> Timeline {
     Timeline {
         window_ns: 10_000_000_000,
+        origin_ns: Some(1_000_000_000_000),
         windows: (0..12)
             .map(|i| Window {
                 start_ns: 1_000_000_000_000 + i * 10_000_000_000,
