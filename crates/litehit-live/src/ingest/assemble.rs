@@ -71,14 +71,17 @@ impl Pipeline {
             .unwrap_or(0);
         let curve = sample_at(
             accumulator,
-            log_spaced(curve_end_blocks(saturation, largest_slot), CURVE_SAMPLES_PER_DOUBLING),
+            log_spaced(
+                curve_end_blocks(saturation, largest_slot),
+                CURVE_SAMPLES_PER_DOUBLING,
+            ),
         )
-            .into_iter()
-            .map(|(capacity_blocks, hit_blocks)| CurvePoint {
-                capacity_blocks,
-                hit_blocks,
-            })
-            .collect();
+        .into_iter()
+        .map(|(capacity_blocks, hit_blocks)| CurvePoint {
+            capacity_blocks,
+            hit_blocks,
+        })
+        .collect();
         LaneSnapshot {
             instance_id: spec.instance_id.clone(),
             block_size_tokens: spec.block_size_tokens,

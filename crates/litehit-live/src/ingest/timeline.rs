@@ -114,10 +114,7 @@ impl TimelineBuilder {
             let start_ns = window.start_ns.div_euclid(wide_ns).saturating_mul(wide_ns);
             match merged.back_mut() {
                 Some(last) if last.start_ns == start_ns => add_window(last, &window),
-                _ => merged.push_back(Window {
-                    start_ns,
-                    ..window
-                }),
+                _ => merged.push_back(Window { start_ns, ..window }),
             }
         }
         self.closed = merged;

@@ -52,7 +52,10 @@ pub fn capacity_x(bytes: f64) -> f64 {
 /// title: the selected lane's, or on the totals row one per colour, the first in the table's
 /// order (sorted, filtered), the title saying how many of how many are drawn.
 fn drawn_lanes(snap: &LiveSnapshot, view: &App) -> (Vec<usize>, Vec<String>) {
-    if let Some(index) = view.selected_lane().filter(|&index| index < snap.lanes.len()) {
+    if let Some(index) = view
+        .selected_lane()
+        .filter(|&index| index < snap.lanes.len())
+    {
         let id = &snap.lanes[index].instance_id;
         return (
             vec![index],
@@ -108,7 +111,11 @@ pub struct CurveLayout {
 }
 
 fn rate_percent(lane: &LaneSnapshot, hit_blocks: u64) -> f64 {
-    ratio(hit_blocks.saturating_mul(lane.block_size_tokens), lane.input_tokens).unwrap_or(0.0)
+    ratio(
+        hit_blocks.saturating_mul(lane.block_size_tokens),
+        lane.input_tokens,
+    )
+    .unwrap_or(0.0)
         * 100.0
 }
 
@@ -304,19 +311,39 @@ fn draw(buf: &mut Buffer, area: Rect, layout: &CurveLayout, snap: &LiveSnapshot,
     for (position, &index) in layout.lanes.iter().enumerate() {
         draw_curve(buf, plot, &snap.lanes[index], lane_color(position));
     }
-    draw_knees(buf, plot, &layout.knees);
-    draw_slot_labels(buf, plot, layout, snap, view);
+    // What the legend must not hide: the knees, the slot labels and where each slot's
+    // marker meets the curve (the slot's rate).
+    let mut keep = draw_knees(buf, plot, &layout.knees);
+    keep.extend(draw_slot_labels(buf, plot, layout, snap, view));
+    for &(index, x) in &layout.slots {
+        for &lane_index in &layout.lanes {
+            let lane = &snap.lanes[lane_index];
+            let rate = lane.slot_hit_rate(index).unwrap_or(0.0) * 100.0;
+            if let Some(row) = plot.row(rate) {
+                keep.push((plot.column_clamped(x), row));
+            }
+        }
+    }
     if several {
         draw_lane_tags(buf, plot, layout, snap);
     }
     let entries = legend(layout, snap, view);
-    if !plot::draw_legend(buf, plot, &entries) {
-        // No room for a box: the slots, compactly, on the bottom border.
+    if !plot::draw_legend(buf, plot, &entries, &keep) {
+        // No room for a box: the legend, compactly, on the bottom border.
         let mut x = area.x + 2;
         let row = area.bottom() - 1;
-        for &(index, _) in &layout.slots {
-            let text = format!("┊{}", format::capacity(snap.slots[index].capacity));
-            let style = Style::new().fg(plot::slot_color(index));
+        let compact = layout
+            .slots
+            .iter()
+            .map(|&(index, _)| {
+                (
+                    format!("┊{}", format::capacity(snap.slots[index].capacity)),
+                    Style::new().fg(plot::slot_color(index)),
+                )
+            })
+            .chain([("╌∞".to_owned(), Style::new())])
+            .chain((!layout.knees.is_empty()).then(|| ("◆knees".to_owned(), Style::new().bold())));
+        for (text, style) in compact {
             if usize::from(x) + text.chars().count() + 2 > usize::from(area.right()) {
                 break;
             }
@@ -352,8 +379,8 @@ fn draw_curve(buf: &mut Buffer, plot: &Plot, lane: &LaneSnapshot, color: Color) 
         .render(plot.area, buf);
 }
 
-/// `◆` at each knee, with its percentage beside it where that is free.
-fn draw_knees(buf: &mut Buffer, plot: &Plot, knees: &[(usize, u32, f64, f64)]) {
+/// `◆` at each knee, with its percentage beside it where that is free; returns the cells.
+fn draw_knees(buf: &mut Buffer, plot: &Plot, knees: &[(usize, u32, f64, f64)]) -> Vec<(u16, u16)> {
     let mut cells: Vec<(u16, u16)> = Vec::new();
     for &(_, _, x, y) in knees {
         let column = plot.column_clamped(x);
@@ -378,17 +405,20 @@ fn draw_knees(buf: &mut Buffer, plot: &Plot, knees: &[(usize, u32, f64, f64)]) {
         plot::put(buf, from, row, &label, Style::new().dim(), None);
         taken.push((row, from, from + width));
     }
+    cells.extend(taken.iter().map(|&(row, _, to)| (to - 1, row)));
+    cells
 }
 
 /// Each slot's label at the top of its marker (the selected one reversed), on the first of
-/// the top rows where it does not cover another label.
+/// the top rows where it does not cover another label; returns the cells they start at.
 fn draw_slot_labels(
     buf: &mut Buffer,
     plot: &Plot,
     layout: &CurveLayout,
     snap: &LiveSnapshot,
     view: &App,
-) {
+) -> Vec<(u16, u16)> {
+    let mut cells = Vec::new();
     let rows = plot.area.height.min(3);
     let mut taken: Vec<(u16, u16, u16)> = Vec::new();
     let mut slots = layout.slots.clone();
@@ -415,7 +445,9 @@ fn draw_slot_labels(
         }
         plot::put(buf, from, row, &label, style, Some(plot.area));
         taken.push((row, from, from + width));
+        cells.extend([(from, row), (from + width - 1, row)]);
     }
+    cells
 }
 
 /// Each drawn lane's legend number at the right end of its curve.
@@ -479,7 +511,7 @@ fn legend(layout: &CurveLayout, snap: &LiveSnapshot, view: &App) -> Vec<LegendEn
     if !layout.knees.is_empty() {
         entries.push(LegendEntry {
             symbol: "◆".to_owned(),
-            label: "knees 50 90 95 99% of ∞".to_owned(),
+            label: "50/90/95/99% knees".to_owned(),
             style: Style::new().bold(),
             emphasis: false,
         });

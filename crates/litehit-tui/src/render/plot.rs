@@ -200,9 +200,15 @@ pub fn draw_axes(
     for x in area.x..area.right() {
         put(buf, x, axis_row, "─", style, None);
     }
-    // y labels: a row holds at most one; skip one that would touch the previous.
-    let mut last_row: Option<u16> = None;
-    for (value, label) in y_ticks {
+    // y labels: the bottom and the top first, then the others where they touch no label
+    // shown (a row apart at least).
+    let mut order: Vec<&(f64, String)> = y_ticks.iter().collect();
+    if order.len() > 2 {
+        let top = order.remove(order.len() - 1);
+        order.insert(1, top);
+    }
+    let mut shown: Vec<u16> = Vec::new();
+    for (value, label) in order {
         let Some(row) = plot.row(*value) else {
             continue;
         };
@@ -212,13 +218,13 @@ pub fn draw_axes(
         } else {
             row
         };
-        if last_row.is_some_and(|last| last.abs_diff(row) < 2) && *value > plot.y_bounds[0] {
+        if shown.iter().any(|&other| other.abs_diff(row) < 2) {
             continue;
         }
         let width = u16::try_from(label.width()).unwrap_or(u16::MAX);
         let x = axis_x.saturating_sub(width);
         put(buf, x, row, label, style, None);
-        last_row = Some(row);
+        shown.push(row);
     }
     // x labels.
     let label_row = axis_row + 1;
@@ -273,9 +279,15 @@ pub struct LegendEntry {
 }
 
 /// Draws a bordered legend box in the corner of the plot where it hides the least of what is
-/// drawn there, after clearing its area (nothing shows through). Returns `false`, drawing
-/// nothing, when it would take more than about half the plot.
-pub fn draw_legend(buf: &mut Buffer, plot: &Plot, entries: &[LegendEntry]) -> bool {
+/// drawn there and none of the `keep` cells (the knees), after clearing its area (nothing
+/// shows through). Returns `false`, drawing nothing, when it would take more than about half
+/// the plot or every corner would hide a kept cell.
+pub fn draw_legend(
+    buf: &mut Buffer,
+    plot: &Plot,
+    entries: &[LegendEntry],
+    keep: &[(u16, u16)],
+) -> bool {
     if entries.is_empty() {
         return true;
     }
@@ -302,7 +314,15 @@ pub fn draw_legend(buf: &mut Buffer, plot: &Plot, entries: &[LegendEntry]) -> bo
             .filter(|&cell| buf[cell].symbol() != " ")
             .count()
     };
-    let Some(&(x, y)) = corners.iter().min_by_key(|corner| drawn(corner)) else {
+    let hides_kept = |&(x, y): &(u16, u16)| {
+        keep.iter()
+            .any(|&(kx, ky)| (x..x + width).contains(&kx) && (y..y + height).contains(&ky))
+    };
+    let Some(&(x, y)) = corners
+        .iter()
+        .filter(|corner| !hides_kept(corner))
+        .min_by_key(|corner| drawn(corner))
+    else {
         return false;
     };
     let rect = Rect {
@@ -322,7 +342,8 @@ pub fn draw_legend(buf: &mut Buffer, plot: &Plot, entries: &[LegendEntry]) -> bo
         } else {
             Style::new()
         };
-        put(buf, after + 1, row, &entry.label, label_style, Some(rect.inner(ratatui::layout::Margin::new(1, 1))));
+        let inside = rect.inner(ratatui::layout::Margin::new(1, 1));
+        put(buf, after + 1, row, &entry.label, label_style, Some(inside));
     }
     true
 }
@@ -348,10 +369,20 @@ mod tests {
         assert_eq!(plot.row(5.0), Some(2));
         assert_eq!(plot.row(0.0), Some(11));
         assert_eq!(plot.column_clamped(-3.0), 10);
-        // Every canvas dot of a point lands in the cell `column` / `row` name.
-        let canvas_dot = |x: f64| ((x - 0.0) * (80.0 - 1.0) / 10.0_f64).round() as u16;
-        for x in [0.3, 2.7, 5.0, 9.9] {
-            assert_eq!(plot.column(x), Some(10 + canvas_dot(x) / 2));
+        // A point lands in the cell `column` / `row` name, as the braille canvas paints it.
+        let mut context = ratatui::widgets::canvas::Context::new(
+            40,
+            10,
+            plot.x_bounds,
+            plot.y_bounds,
+            ratatui::symbols::Marker::Braille,
+        );
+        let painter = ratatui::widgets::canvas::Painter::from(&mut context);
+        for (x, y) in [(0.3, 4.9), (2.7, 0.2), (5.0, 2.5), (9.9, 1.1), (7.77, 3.33)] {
+            let (dot_x, dot_y) = painter.get_point(x, y).expect("inside");
+            let (dot_x, dot_y) = (u16::try_from(dot_x).unwrap(), u16::try_from(dot_y).unwrap());
+            assert_eq!(plot.column(x), Some(10 + dot_x / 2), "x {x}");
+            assert_eq!(plot.row(y), Some(2 + dot_y / 4), "y {y}");
         }
     }
 

@@ -57,16 +57,13 @@ pub struct TimelineLayout {
 #[must_use]
 pub fn chart_window_ns(timeline: &Timeline, choice: Option<Duration>, columns: u16) -> i64 {
     let collected = timeline.window_ns.max(1);
-    let factor = match choice {
-        Some(wanted) => {
-            let wanted = i64::try_from(wanted.as_nanos()).unwrap_or(i64::MAX);
-            (wanted + collected / 2) / collected
-        }
-        None => {
-            let windows = span_ns(timeline).div_euclid(collected) + 1;
-            let target = i64::from(columns / 2).max(4);
-            (windows + target - 1) / target
-        }
+    let factor = if let Some(wanted) = choice {
+        let wanted = i64::try_from(wanted.as_nanos()).unwrap_or(i64::MAX);
+        (wanted + collected / 2) / collected
+    } else {
+        let windows = span_ns(timeline).div_euclid(collected) + 1;
+        let target = i64::from(columns / 2).max(4);
+        (windows + target - 1) / target
     };
     collected.saturating_mul(factor.max(1))
 }
@@ -179,9 +176,14 @@ pub fn layout(area: Rect, snap: &LiveSnapshot, view: &App) -> Option<TimelineLay
         x_bounds: [0.0, x_max],
         ..probe
     };
-    let x_ticks = (0..)
+    #[expect(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        reason = "a whole number of ticks"
+    )]
+    let tick_count = (x_max / step as f64).round() as u64 + 1;
+    let x_ticks = (0..tick_count)
         .map(|i| i * step)
-        .take_while(|&t| t as f64 <= x_max + 1e-9)
         .map(|t| {
             let label = if t == 0 {
                 "0".to_owned()
@@ -346,7 +348,7 @@ fn draw(buf: &mut Buffer, area: Rect, layout: &TimelineLayout, snap: &LiveSnapsh
             emphasis: slot.is_some() && slot == Some(view.selected_slot),
         })
         .collect();
-    if !plot::draw_legend(buf, plot, &entries) {
+    if !plot::draw_legend(buf, plot, &entries, &[]) {
         let mut x = area.x + 2;
         let row = area.bottom() - 1;
         for entry in &entries {
