@@ -577,3 +577,81 @@ fn tiny_and_empty_charts_do_not_panic() {
         draw_timeline(&snap, &app, Rect::new(0, 0, width / 2, height / 2));
     }
 }
+
+/// The ingest thread keeps the whole trace on the timeline: when it outgrows the windows kept,
+/// pairs are merged (the width doubles) and every window's figures still sum to the totals.
+#[test]
+fn the_timeline_keeps_the_whole_trace_in_merged_windows() {
+    use litehit_core::config::{SingleInstanceFlags, resolve_single_instance};
+    use litehit_live::Command;
+    use litehit_live::ingest::{IngestConfig, spawn};
+    use std::fmt::Write as _;
+    use std::time::{Duration, Instant};
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("trace.jsonl");
+    // 1000 requests one second apart from 5000 s of trace time, in 1 s windows.
+    let first_ns: i64 = 5_000_000_000_000;
+    let mut text = String::new();
+    for i in 0..1000_i64 {
+        let keys: Vec<String> = (0..(1 + i % 6))
+            .map(|k| (k + (i % 3) * 10).to_string())
+            .collect();
+        writeln!(
+            text,
+            "{{\"type\":\"get\",\"instance_id\":\"a\",\"timestamp_ns\":{},\"keys\":[{}],\"input_len\":{}}}",
+            first_ns + i * 1_000_000_000,
+            keys.join(","),
+            keys.len() * 4
+        )
+        .unwrap();
+    }
+    std::fs::write(&path, text).unwrap();
+    let flags = SingleInstanceFlags {
+        block_size_tokens: Some(4),
+        block_bytes: Some(1024),
+        ..SingleInstanceFlags::default()
+    };
+    let engine = resolve_single_instance(&flags).unwrap().engine;
+    let mut config = IngestConfig::new(&path, engine);
+    config.slots = vec![Capacity::Blocks(3), Capacity::Infinite];
+    config.window_ns = 1_000_000_000;
+    config.frame_period = Duration::from_millis(10);
+    config.spill_dir = Some(dir.path().to_path_buf());
+    config.facts_out = dir.path().join("facts.csv");
+    let live = spawn(config).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let snap = loop {
+        let snap = live.latest();
+        if snap.lanes.iter().map(|l| l.requests).sum::<u64>() == 1000 {
+            break snap;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting for 1000 requests"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    live.send(Command::Shutdown);
+    let timeline = &snap.timeline;
+    assert_eq!(timeline.origin_ns, Some(first_ns));
+    let first = timeline.windows.first().unwrap();
+    assert!(first.start_ns <= first_ns && first_ns < first.start_ns + timeline.window_ns);
+    let factor = timeline.window_ns / 1_000_000_000;
+    assert!(factor > 1 && factor.count_ones() == 1, "window {factor} s");
+    assert!(
+        timeline.windows.len() <= 480,
+        "{} windows",
+        timeline.windows.len()
+    );
+    let lane = &snap.lanes[0];
+    let sum = |f: &dyn Fn(&LaneWindow) -> u64| -> u64 {
+        timeline.windows.iter().map(|w| f(&w.lanes[0])).sum()
+    };
+    assert_eq!(sum(&|w| w.input_tokens), lane.input_tokens);
+    assert_eq!(sum(&|w| w.infinite_hit_tokens), lane.infinite_hit_tokens());
+    assert_eq!(
+        sum(&|w| w.slot_hit_tokens[0].unwrap()),
+        lane.slot_hit_tokens(0)
+    );
+}
