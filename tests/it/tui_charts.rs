@@ -594,7 +594,7 @@ fn the_timeline_keeps_the_whole_trace_in_merged_windows() {
     let first_ns: i64 = 5_000_000_000_000;
     let mut text = String::new();
     for i in 0..1000_i64 {
-        let keys: Vec<String> = (0..(1 + i % 6))
+        let keys: Vec<String> = (0..=(i % 6))
             .map(|k| (k + (i % 3) * 10).to_string())
             .collect();
         writeln!(
