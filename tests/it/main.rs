@@ -36,6 +36,7 @@ mod shards;
 mod sql;
 mod tiers;
 mod tokenize;
+mod tui_charts;
 mod tui_render;
 mod tui_targets;
 mod watch_pty;

@@ -196,8 +196,11 @@ impl Window {
 /// Hit rates over trace time.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Timeline {
-    /// Window width in trace nanoseconds.
+    /// Window width in trace nanoseconds: `--window-seconds`, doubled each time the trace
+    /// outgrows the windows kept (pairs of windows are merged, so the whole trace stays).
     pub window_ns: i64,
+    /// The trace time of the first event (the chart's zero), `None` before it.
+    pub origin_ns: Option<i64>,
     /// Oldest first; the last one may be open.
     pub windows: Vec<Window>,
 }

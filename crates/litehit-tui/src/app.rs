@@ -101,9 +101,21 @@ pub const KEY_HELP: &[(&str, &str)] = &[
     ("o / O", "sort by the next column / reverse it"),
     ("/", "filter instances by id (Esc clears)"),
     ("s", "write every fact so far to the facts file"),
-    ("p", "pause / resume ingestion"),
+    ("p · w", "pause / resume · next timeline window"),
     ("q / Ctrl-C", "quit (asks first if facts would be lost)"),
     ("Esc / Enter", "close / confirm a dialog"),
+];
+
+/// The timeline's window widths `w` cycles through: `None` chooses one from the trace's
+/// span (about one window per two columns), the others are fixed (at least the collected
+/// windows' own width).
+pub const TIMELINE_WINDOWS: [Option<std::time::Duration>; 6] = [
+    None,
+    Some(std::time::Duration::from_secs(10)),
+    Some(std::time::Duration::from_secs(60)),
+    Some(std::time::Duration::from_secs(5 * 60)),
+    Some(std::time::Duration::from_secs(15 * 60)),
+    Some(std::time::Duration::from_secs(60 * 60)),
 ];
 
 /// The monitor's view state.
@@ -129,6 +141,8 @@ pub struct App {
     pub sort_descending: bool,
     /// Shows only instances whose id contains this (case-insensitive); empty shows all.
     pub filter: String,
+    /// Index into [`TIMELINE_WINDOWS`]: the timeline's window width (`w` cycles it).
+    pub timeline_window: usize,
     lane_keys: Vec<LaneKeys>,
     slot_ids: Vec<SlotId>,
     /// The capacities of those slots (a capacity shown already is not added twice).
@@ -402,6 +416,9 @@ impl App {
             }
             KeyCode::Char('O') => self.sort_descending = !self.sort_descending,
             KeyCode::Char('/') => self.mode = Mode::Filter,
+            KeyCode::Char('w') => {
+                self.timeline_window = (self.timeline_window + 1) % TIMELINE_WINDOWS.len();
+            }
             _ => {}
         }
         None

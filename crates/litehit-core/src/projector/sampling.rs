@@ -19,6 +19,41 @@ pub fn evenly_spaced(last: u64, count: usize) -> impl Iterator<Item = u64> {
     })
 }
 
+/// `0, 1, …, last` spaced evenly on a log axis: `per_doubling` capacities per doubling
+/// (rounded to whole blocks, without duplicates), `last` included: the capacities a chart
+/// with a log capacity axis (the live monitor's) reads a curve at, so small capacities are
+/// as finely sampled as large ones.
+pub fn log_spaced(last: u64, per_doubling: u32) -> impl Iterator<Item = u64> {
+    let per_doubling = f64::from(per_doubling.max(1));
+    let mut previous: Option<u64> = None;
+    let mut step = 0_u32;
+    std::iter::from_fn(move || {
+        loop {
+            if previous == Some(last) {
+                return None;
+            }
+            let value = if previous.is_none() {
+                0
+            } else {
+                let exponent = f64::from(step) / per_doubling;
+                step += 1;
+                #[expect(
+                    clippy::cast_possible_truncation,
+                    clippy::cast_sign_loss,
+                    reason = "a capacity in blocks, clamped to `last`"
+                )]
+                let value = exponent.exp2().round() as u64;
+                value.min(last)
+            };
+            if previous.is_some_and(|p| value <= p) {
+                continue;
+            }
+            previous = Some(value);
+            return Some(value);
+        }
+    })
+}
+
 /// A curve as `(capacity_blocks, hit_blocks)` points.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SampledCurve {
@@ -73,6 +108,19 @@ mod tests {
             evenly_spaced(u64::MAX, 2).collect::<Vec<_>>(),
             [0, u64::MAX]
         );
+    }
+
+    #[test]
+    fn log_spaced_doubles_evenly_and_ends_at_last() {
+        assert_eq!(log_spaced(8, 1).collect::<Vec<_>>(), [0, 1, 2, 4, 8]);
+        assert_eq!(log_spaced(0, 4).collect::<Vec<_>>(), [0]);
+        assert_eq!(log_spaced(5, 1).collect::<Vec<_>>(), [0, 1, 2, 4, 5]);
+        let fine: Vec<u64> = log_spaced(1 << 20, 8).collect();
+        assert_eq!(fine.last(), Some(&(1 << 20)));
+        assert!(fine.windows(2).all(|w| w[0] < w[1]));
+        // 8 per doubling: 2^19..2^20 holds 8 samples (the last one included).
+        assert_eq!(fine.iter().filter(|&&c| c > 1 << 19).count(), 8);
+        assert_eq!(log_spaced(u64::MAX, 1).count(), 66);
     }
 
     #[test]

@@ -3,10 +3,11 @@
 //! The only place a [`LiveSnapshot`] is built. Every hit number is read from the engine, its
 //! lanes and their capacity-axis accumulators (a slot added late is exact since the start of
 //! the trace), and the hit-vs-capacity curve is the accumulator sampled at
-//! [`CURVE_SAMPLES`] capacities; the rest is the tailer's lag, the rate meter, the memory
-//! gauges and the facts writer's status. Readers (TUI, headless) then only format it.
+//! [`CURVE_SAMPLES_PER_DOUBLING`] capacities per doubling, up to [`curve_end_blocks`]; the
+//! rest is the tailer's lag, the rate meter, the memory gauges and the facts writer's status.
+//! Readers (TUI, headless) then only format it.
 
-use litehit_core::projector::sampling::{evenly_spaced, sample_at};
+use litehit_core::projector::sampling::{log_spaced, sample_at};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -19,8 +20,21 @@ use crate::snapshot::{
     HttpStatus, InputHealth, LaneSnapshot, LineErrorView, LiveSnapshot, MemoryGauge, SourceStatus,
 };
 
-/// Samples of the hits-vs-capacity curve per lane.
-const CURVE_SAMPLES: usize = 160;
+/// Samples of the hits-vs-capacity curve per doubling of capacity (the chart's capacity axis
+/// is logarithmic).
+const CURVE_SAMPLES_PER_DOUBLING: u32 = 12;
+
+/// Where a lane's sampled curve ends: the power of two at or above a little past both its
+/// saturation point and its largest slot (a slot far past saturation counts as 64 times the
+/// saturation point: the curve is flat there). It only ever doubles as the trace grows, so
+/// the chart's capacity axis, which ends there, does not jump with every frame.
+fn curve_end_blocks(saturation_blocks: u64, largest_slot_blocks: u64) -> u64 {
+    let past_saturation = saturation_blocks.saturating_add(saturation_blocks / 16);
+    let wanted = past_saturation
+        .max(largest_slot_blocks.min(saturation_blocks.saturating_mul(64)))
+        .max(2);
+    wanted.checked_next_power_of_two().unwrap_or(u64::MAX)
+}
 
 /// Cumulative hit blocks of a live lane at any capacity (the live engine always keeps the
 /// capacity-axis accumulators, so every capacity has an answer).
@@ -61,17 +75,19 @@ impl Pipeline {
             .filter_map(|slot| slot.capacity.blocks(spec.block_bytes))
             .max()
             .unwrap_or(0);
-        let x_max = saturation
-            .max(largest_slot)
-            .saturating_add(saturation / 20)
-            .max(1);
-        let curve = sample_at(accumulator, evenly_spaced(x_max, CURVE_SAMPLES + 1))
-            .into_iter()
-            .map(|(capacity_blocks, hit_blocks)| CurvePoint {
-                capacity_blocks,
-                hit_blocks,
-            })
-            .collect();
+        let curve = sample_at(
+            accumulator,
+            log_spaced(
+                curve_end_blocks(saturation, largest_slot),
+                CURVE_SAMPLES_PER_DOUBLING,
+            ),
+        )
+        .into_iter()
+        .map(|(capacity_blocks, hit_blocks)| CurvePoint {
+            capacity_blocks,
+            hit_blocks,
+        })
+        .collect();
         LaneSnapshot {
             instance_id: spec.instance_id.clone(),
             block_size_tokens: spec.block_size_tokens,

@@ -3,7 +3,9 @@
 //! Holds no counters of its own: when an event opens a new window it marks every lane's
 //! cumulative answers (input tokens, hit blocks per slot and at infinity, from the engine's
 //! capacity-axis accumulators), and a window's figures are now minus that mark. So a window
-//! is as exact as the totals, and only the last [`MAX_WINDOWS`] closed windows are kept. A
+//! is as exact as the totals. About [`MAX_WINDOWS`] closed windows are kept: when the trace
+//! outgrows them, neighbouring pairs are merged into windows twice as wide (sums of the same
+//! integers, so still exact), and the chart always covers the trace from its first event. A
 //! slot added mid-window has no figure for the windows before it (`None`, never a guess).
 
 use std::collections::VecDeque;
@@ -61,6 +63,8 @@ impl LaneMark {
 #[derive(Debug, Default)]
 pub(super) struct TimelineBuilder {
     window_ns: i64,
+    /// The first event's trace time.
+    origin_ns: Option<i64>,
     /// Index and start marks of the open window.
     open: Option<(i64, Vec<LaneMark>)>,
     closed: VecDeque<Window>,
@@ -77,19 +81,46 @@ impl TimelineBuilder {
 
     /// Called before an event at `timestamp_ns` (already clamped) is processed.
     pub(super) fn before_event(&mut self, timestamp_ns: i64, lanes: &[Lane], slots: &[Slot]) {
+        self.origin_ns.get_or_insert(timestamp_ns);
         let index = timestamp_ns.div_euclid(self.window_ns.max(1));
         match &self.open {
             Some((open_index, _)) if *open_index == index => {}
             _ => {
                 if let Some(window) = self.current(lanes, slots, false) {
-                    if self.closed.len() == MAX_WINDOWS {
-                        self.closed.pop_front();
-                    }
                     self.closed.push_back(window);
                 }
                 let marks = lanes.iter().map(|lane| LaneMark::of(lane, slots)).collect();
                 self.open = Some((index, marks));
+                // Merging needs the open window to start a double-width one (an even index).
+                // An odd one waits for the next window; only if that never comes (a window
+                // limit of twice the kept count) are the oldest windows dropped.
+                if self.closed.len() >= MAX_WINDOWS && index.rem_euclid(2) == 0 {
+                    self.merge_pairs();
+                }
+                while self.closed.len() > 2 * MAX_WINDOWS {
+                    self.closed.pop_front();
+                }
             }
+        }
+    }
+
+    /// Doubles the window width: each pair of closed windows inside one double-width window
+    /// becomes one (its figures the sums), and the open window, which starts at an even index,
+    /// is the start of the next one.
+    fn merge_pairs(&mut self) {
+        let wide_ns = self.window_ns.saturating_mul(2);
+        let mut merged: VecDeque<Window> = VecDeque::with_capacity(self.closed.len() / 2 + 1);
+        for window in self.closed.drain(..) {
+            let start_ns = window.start_ns.div_euclid(wide_ns).saturating_mul(wide_ns);
+            match merged.back_mut() {
+                Some(last) if last.start_ns == start_ns => add_window(last, &window),
+                _ => merged.push_back(Window { start_ns, ..window }),
+            }
+        }
+        self.closed = merged;
+        self.window_ns = wide_ns;
+        if let Some((index, _)) = &mut self.open {
+            *index = index.div_euclid(2);
         }
     }
 
@@ -154,6 +185,7 @@ impl TimelineBuilder {
         windows.extend(self.current(lanes, slots, true));
         Timeline {
             window_ns: self.window_ns,
+            origin_ns: self.origin_ns,
             windows,
         }
     }
@@ -173,5 +205,22 @@ impl TimelineBuilder {
                         .sum::<usize>()
             })
             .sum()
+    }
+}
+
+/// Adds `later`'s figures to `into` (a lane born in `later` is appended; a slot without a
+/// figure in either has none in the sum).
+fn add_window(into: &mut Window, later: &Window) {
+    for (index, lane) in later.lanes.iter().enumerate() {
+        match into.lanes.get_mut(index) {
+            Some(sum) => {
+                sum.input_tokens += lane.input_tokens;
+                sum.infinite_hit_tokens += lane.infinite_hit_tokens;
+                for (total, add) in sum.slot_hit_tokens.iter_mut().zip(&lane.slot_hit_tokens) {
+                    *total = total.zip(*add).map(|(a, b)| a + b);
+                }
+            }
+            None => into.lanes.push(lane.clone()),
+        }
     }
 }

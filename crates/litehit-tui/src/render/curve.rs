@@ -1,17 +1,31 @@
-//! Cumulative token hit rate vs capacity (GiB) for the selected instance, slots marked as
-//! vertical lines (the selected slot highlighted). On the totals row, every instance's curve
-//! (as many as there are colours, the first in the table's order; the title says how many).
+//! Cumulative token hit rate vs capacity for the selected instance, on a log capacity axis
+//! (binary units), so slots an order of magnitude apart get columns of their own:
+//!
+//! * each slot a labelled vertical marker `┊` in its own colour (the selected one reversed);
+//! * the ∞ ceiling as a horizontal `╌` line;
+//! * the 50/90/95/99 % knees as `◆`: the smallest capacity whose hits reach that share of
+//!   the ∞ bound's, exact from the accumulator (`LiveSnapshot::capacity_for_fraction`, the
+//!   same knee search as `mrc`), drawn at that capacity and that share of the ∞ rate;
+//! * y auto-scaled to the data (a round top a little above the ∞ rate), its scale on the axis;
+//! * the x range ends at the sampled curve's end, a power of two of blocks that only ever
+//!   doubles as the trace grows, and starts 12 doublings lower (or lower still, to show the
+//!   smallest slot and the 50 % knee), so it does not jump from frame to frame.
+//!
+//! On the totals row, every instance's curve (as many as there are colours, the first in the
+//! table's order; the title says how many are drawn), each tagged with its legend number.
 
 use ratatui::Frame;
-use ratatui::layout::{Constraint, Rect};
-use ratatui::style::{Color, Style, Stylize as _};
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Modifier, Style, Stylize as _};
 use ratatui::symbols::Marker;
-use ratatui::text::Line;
-use ratatui::widgets::{Axis, Block, Chart, Dataset, GraphType, LegendPosition, Paragraph};
+use ratatui::widgets::canvas::{Canvas, Line as CanvasLine};
+use ratatui::widgets::{Block, Paragraph, Widget as _};
 
 use super::format;
+use super::plot::{self, LegendEntry, Plot};
 use crate::app::App;
-use litehit_core::projector::Capacity;
+use litehit_core::display::{self, Precision};
 use litehit_live::LiveSnapshot;
 use litehit_live::snapshot::{LaneSnapshot, ratio};
 
@@ -25,14 +39,30 @@ pub const LANE_COLORS: [Color; 6] = [
     Color::Red,
 ];
 
-/// The lanes whose curves are drawn and the panel's title: the selected lane's, or on the
-/// totals row one per colour, the first in the table's order (sorted, filtered), the title
-/// saying how many of how many.
-fn drawn_lanes<'a>(snap: &'a LiveSnapshot, view: &App) -> (Vec<&'a LaneSnapshot>, String) {
-    if let Some(lane) = view.selected_lane().and_then(|index| snap.lanes.get(index)) {
+/// Doublings of capacity the axis shows below its end (at least).
+pub const AXIS_DOUBLINGS: i32 = 12;
+
+/// The x coordinate of `bytes` on the chart: the axis is `log2` of the capacity in bytes.
+#[must_use]
+pub fn capacity_x(bytes: f64) -> f64 {
+    bytes.max(f64::MIN_POSITIVE).log2()
+}
+
+/// The lanes whose curves are drawn (indices into the snapshot's lanes) and the panel's
+/// title: the selected lane's, or on the totals row one per colour, the first in the table's
+/// order (sorted, filtered), the title saying how many of how many are drawn.
+fn drawn_lanes(snap: &LiveSnapshot, view: &App) -> (Vec<usize>, Vec<String>) {
+    if let Some(index) = view
+        .selected_lane()
+        .filter(|&index| index < snap.lanes.len())
+    {
+        let id = &snap.lanes[index].instance_id;
         return (
-            vec![lane],
-            format!(" hit rate vs capacity · {} ", lane.instance_id),
+            vec![index],
+            vec![
+                format!(" hit rate vs capacity · {id} "),
+                format!(" hit rate · {id} "),
+            ],
         );
     }
     let order: Vec<usize> = if view.observed_lane_count() == snap.lanes.len() {
@@ -40,121 +70,451 @@ fn drawn_lanes<'a>(snap: &'a LiveSnapshot, view: &App) -> (Vec<&'a LaneSnapshot>
     } else {
         (0..snap.lanes.len()).collect()
     };
-    let lanes: Vec<&LaneSnapshot> = order
-        .iter()
-        .filter_map(|&index| snap.lanes.get(index))
+    let lanes: Vec<usize> = order
+        .into_iter()
+        .filter(|&index| index < snap.lanes.len())
         .take(LANE_COLORS.len())
         .collect();
+    let (drawn, all) = (lanes.len(), snap.lanes.len());
     let title = if snap.lanes.is_empty() {
-        " hit rate vs capacity ".to_owned()
-    } else if lanes.len() < snap.lanes.len() {
-        format!(
-            " hit rate vs capacity · {} of {} instances, table order ",
-            lanes.len(),
-            snap.lanes.len()
-        )
+        vec![" hit rate vs capacity ".to_owned()]
+    } else if drawn < all {
+        vec![
+            format!(" hit rate vs capacity · {drawn} of {all} drawn (table order) "),
+            format!(" hit rate · {drawn} of {all} drawn "),
+            format!(" {drawn} of {all} drawn "),
+        ]
     } else {
-        format!(
-            " hit rate vs capacity · every instance ({}) ",
-            snap.lanes.len()
-        )
+        vec![
+            format!(" hit rate vs capacity · every instance ({all} drawn) "),
+            format!(" hit rate · all {all} drawn "),
+        ]
     };
     (lanes, title)
 }
 
-pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
-    let (lanes, title) = drawn_lanes(snap, view);
-    let block = Block::bordered().title(title);
-    if lanes.iter().all(|lane| lane.requests == 0) {
-        frame.render_widget(Paragraph::new("no requests yet").dim().block(block), area);
-        return;
-    }
+/// Where everything of the chart goes, for drawing and for tests.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CurveLayout {
+    /// The plot area; x is [`capacity_x`] of bytes, y the hit rate in percent.
+    pub plot: Plot,
+    /// Indices of the lanes drawn.
+    pub lanes: Vec<usize>,
+    pub y_ticks: Vec<(f64, String)>,
+    pub x_ticks: Vec<(f64, String)>,
+    /// `(slot index, x)` of every finite slot, at the first drawn lane's block size.
+    pub slots: Vec<(usize, f64)>,
+    /// `(lane index, percent, x, y)` of the knees (one lane drawn only).
+    pub knees: Vec<(usize, u32, f64, f64)>,
+    /// `(lane index, ∞ rate in percent)`.
+    pub ceilings: Vec<(usize, f64)>,
+}
 
-    // Series: (hit rate %) against capacity in GiB, each lane with its own block_bytes.
-    let series: Vec<Vec<(f64, f64)>> = lanes
+fn rate_percent(lane: &LaneSnapshot, hit_blocks: u64) -> f64 {
+    ratio(
+        hit_blocks.saturating_mul(lane.block_size_tokens),
+        lane.input_tokens,
+    )
+    .unwrap_or(0.0)
+        * 100.0
+}
+
+fn bytes_of(blocks: u64, block_bytes: u64) -> f64 {
+    blocks as f64 * block_bytes as f64
+}
+
+/// The largest power of two at or below `value` (> 0).
+fn pow2_floor(value: f64) -> f64 {
+    value.log2().floor().exp2()
+}
+
+/// The chart's layout in `area` (the panel, borders included); `None` when nothing can be
+/// drawn (no requests yet, or too small).
+#[must_use]
+pub fn layout(area: Rect, snap: &LiveSnapshot, view: &App) -> Option<CurveLayout> {
+    let (lanes, _) = drawn_lanes(snap, view);
+    if lanes.iter().all(|&index| snap.lanes[index].requests == 0) {
+        return None;
+    }
+    let first = &snap.lanes[lanes[0]];
+    let ceilings: Vec<(usize, f64)> = lanes
         .iter()
-        .map(|lane| {
-            lane.curve
-                .iter()
-                .map(|point| {
-                    let rate = ratio(point.hit_blocks * lane.block_size_tokens, lane.input_tokens)
-                        .unwrap_or(0.0);
-                    (
-                        format::blocks_to_gb(point.capacity_blocks, lane.block_bytes),
-                        rate * 100.0,
-                    )
-                })
-                .collect()
+        .map(|&index| {
+            let lane = &snap.lanes[index];
+            (index, rate_percent(lane, lane.infinite_hit_blocks))
         })
         .collect();
-    let marker_lane = lanes[0];
-    let slot_x: Vec<(usize, f64)> = snap
+    let slots: Vec<(usize, f64)> = snap
         .slots
         .iter()
         .enumerate()
-        .filter_map(|(index, slot)| match slot.capacity {
-            Capacity::Gigabytes(gb) => Some((index, gb)),
-            Capacity::Blocks(blocks) => {
-                Some((index, format::blocks_to_gb(blocks, marker_lane.block_bytes)))
-            }
-            Capacity::Infinite => None,
+        .filter_map(|(index, slot)| {
+            let blocks = slot.capacity.blocks(first.block_bytes)?;
+            Some((index, capacity_x(bytes_of(blocks, first.block_bytes))))
         })
         .collect();
-    let x_max = series
-        .iter()
-        .flatten()
-        .map(|&(x, _)| x)
-        .chain(slot_x.iter().map(|&(_, x)| x * 1.05))
-        .fold(0.0_f64, f64::max)
-        .max(1e-9);
-    // A round axis end, so the labels read 50 GiB / 100 GiB rather than 85.233 / 170.467.
-    let x_max = format::nice_ceiling(x_max);
-    let markers: Vec<[(f64, f64); 2]> = slot_x
-        .iter()
-        .map(|&(_, x)| [(x, 0.0), (x, 100.0)])
-        .collect();
+    let knees: Vec<(usize, u32, f64, f64)> = if lanes.len() == 1 {
+        let ceiling = ceilings[0].1;
+        snap.capacity_for_fraction
+            .get(lanes[0])
+            .into_iter()
+            .flatten()
+            .filter(|_| first.infinite_hit_blocks > 0)
+            .map(|knee| {
+                (
+                    lanes[0],
+                    knee.percent,
+                    capacity_x(bytes_of(knee.capacity_blocks, first.block_bytes)),
+                    ceiling * f64::from(knee.percent) / 100.0,
+                )
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
 
-    let mut datasets = Vec::new();
-    for ((index, _), marker) in slot_x.iter().zip(&markers) {
-        let style = if *index == view.selected_slot {
-            Style::new().yellow()
+    // x: from the curves' end down AXIS_DOUBLINGS doublings, or lower for the smallest slot
+    // and the 50 % knee; never below one block.
+    let hi = lanes
+        .iter()
+        .map(|&index| {
+            let lane = &snap.lanes[index];
+            let end = lane.curve.last().map_or(0, |point| point.capacity_blocks);
+            bytes_of(end.max(2), lane.block_bytes)
+        })
+        .fold(0.0_f64, f64::max)
+        .max(2.0);
+    let one_block = lanes
+        .iter()
+        .map(|&index| snap.lanes[index].block_bytes.max(1) as f64)
+        .fold(f64::INFINITY, f64::min);
+    let mut lo = hi / f64::from(AXIS_DOUBLINGS).exp2();
+    for &(_, x) in &slots {
+        if x.exp2() >= one_block {
+            lo = lo.min(x.exp2() / 2.0);
+        }
+    }
+    for &(_, percent, x, _) in &knees {
+        if percent == 50 && x.exp2() >= one_block {
+            lo = lo.min(x.exp2() / 2.0);
+        }
+    }
+    let mut lo = pow2_floor(lo).max(one_block);
+    if lo * 2.0 >= hi {
+        lo = hi / 4.0;
+    }
+    let x_bounds = [capacity_x(lo), capacity_x(hi)];
+
+    let data_max = ceilings.iter().map(|&(_, rate)| rate).fold(0.0, f64::max);
+    let (y_top, y_ticks) = plot::percent_axis(data_max);
+    let inner = Block::bordered().inner(area);
+    let plot = Plot::inside(inner, plot::label_width(&y_ticks), x_bounds, [0.0, y_top])?;
+    let x_ticks = capacity_ticks(&plot);
+    Some(CurveLayout {
+        plot,
+        lanes,
+        y_ticks,
+        x_ticks,
+        slots,
+        knees,
+        ceilings,
+    })
+}
+
+/// Ticks at powers of two of bytes (`1 GiB`, `16 GiB`, `1 TiB`): every `step`-th doubling
+/// for the smallest step whose labels fit the plot's width side by side.
+fn capacity_ticks(plot: &Plot) -> Vec<(f64, String)> {
+    let [lo, hi] = plot.x_bounds;
+    #[expect(
+        clippy::cast_possible_truncation,
+        reason = "byte exponents, well inside i32"
+    )]
+    let (first, last) = (lo.ceil() as i32, hi.floor() as i32);
+    let ticks = |step: i32| -> Vec<(f64, String)> {
+        (first..=last)
+            .filter(|exponent| exponent.rem_euclid(step) == 0)
+            .map(|exponent| {
+                let value = f64::from(exponent);
+                let label = if (0..64).contains(&exponent) {
+                    display::bytes(1_u64 << exponent, Precision::Significant(3))
+                } else {
+                    format!("2^{exponent} B")
+                };
+                (value, label)
+            })
+            .collect()
+    };
+    for step in [1, 2, 5, 10, 20] {
+        let candidate = ticks(step);
+        let needed: usize = candidate.iter().map(|(_, label)| label.len() + 2).sum();
+        if needed <= usize::from(plot.area.width) {
+            return candidate;
+        }
+    }
+    ticks(40)
+}
+
+pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
+    let (_, titles) = drawn_lanes(snap, view);
+    let block = Block::bordered().title(plot::title(&titles, area.width));
+    let Some(layout) = layout(area, snap, view) else {
+        let text = if snap.lanes.iter().any(|lane| lane.requests > 0) {
+            ""
         } else {
-            Style::new().dark_gray()
+            "no requests yet"
         };
-        datasets.push(
-            Dataset::default()
-                .marker(Marker::Braille)
-                .graph_type(GraphType::Line)
-                .style(style)
-                .data(marker),
+        frame.render_widget(Paragraph::new(text).dim().block(block), area);
+        return;
+    };
+    let buf = frame.buffer_mut();
+    block.render(area, buf);
+    draw(buf, area, &layout, snap, view);
+}
+
+fn lane_color(position: usize) -> Color {
+    LANE_COLORS[position % LANE_COLORS.len()]
+}
+
+fn draw(buf: &mut Buffer, area: Rect, layout: &CurveLayout, snap: &LiveSnapshot, view: &App) {
+    let plot = &layout.plot;
+    let several = layout.lanes.len() > 1;
+    plot::draw_axes(
+        buf,
+        plot,
+        &layout.y_ticks,
+        &layout.x_ticks,
+        Style::new().dark_gray(),
+    );
+    // ∞ ceilings, then slot markers, under the curves.
+    for (position, &(_, rate)) in layout.ceilings.iter().enumerate() {
+        if let Some(row) = plot.row(rate) {
+            let style = Style::new().fg(if several {
+                lane_color(position)
+            } else {
+                Color::Reset
+            });
+            for x in plot.area.x..plot.area.right() {
+                plot::put(buf, x, row, "╌", style, None);
+            }
+            plot::put(buf, plot.area.right() - 1, row, "∞", style.bold(), None);
+        }
+    }
+    for &(index, x) in &layout.slots {
+        let column = plot.column_clamped(x);
+        let style = Style::new().fg(plot::slot_color(index));
+        for y in plot.area.y..plot.area.bottom() {
+            if plot::is_blank(buf, column, y, 1, plot.area) {
+                plot::put(buf, column, y, "┊", style, None);
+            }
+        }
+    }
+    for (position, &index) in layout.lanes.iter().enumerate() {
+        draw_curve(buf, plot, &snap.lanes[index], lane_color(position));
+    }
+    // What the legend must not hide: the knees, the slot labels and where each slot's
+    // marker meets the curve (the slot's rate).
+    let mut keep = draw_knees(buf, plot, &layout.knees);
+    keep.extend(draw_slot_labels(buf, plot, layout, snap, view));
+    for &(index, x) in &layout.slots {
+        for &lane_index in &layout.lanes {
+            let lane = &snap.lanes[lane_index];
+            let rate = lane.slot_hit_rate(index).unwrap_or(0.0) * 100.0;
+            if let Some(row) = plot.row(rate) {
+                keep.push((plot.column_clamped(x), row));
+            }
+        }
+    }
+    if several {
+        draw_lane_tags(buf, plot, layout, snap);
+    }
+    let entries = legend(layout, snap, view);
+    if !plot::draw_legend(buf, plot, &entries, &keep) {
+        // No room for a box: the legend, compactly, on the bottom border.
+        let mut x = area.x + 2;
+        let row = area.bottom() - 1;
+        let compact = layout
+            .slots
+            .iter()
+            .map(|&(index, _)| {
+                (
+                    format!("┊{}", format::capacity(snap.slots[index].capacity)),
+                    Style::new().fg(plot::slot_color(index)),
+                )
+            })
+            .chain([("╌∞".to_owned(), Style::new())])
+            .chain((!layout.knees.is_empty()).then(|| ("◆knees".to_owned(), Style::new().bold())));
+        for (text, style) in compact {
+            if usize::from(x) + text.chars().count() + 2 > usize::from(area.right()) {
+                break;
+            }
+            x = plot::put(buf, x, row, &text, style, Some(area)) + 1;
+        }
+    }
+}
+
+/// One lane's curve in braille, through its samples (capacity 0 is off a log axis).
+fn draw_curve(buf: &mut Buffer, plot: &Plot, lane: &LaneSnapshot, color: Color) {
+    let points: Vec<(f64, f64)> = lane
+        .curve
+        .iter()
+        .filter(|point| point.capacity_blocks > 0)
+        .map(|point| {
+            (
+                capacity_x(bytes_of(point.capacity_blocks, lane.block_bytes)),
+                rate_percent(lane, point.hit_blocks),
+            )
+        })
+        .collect();
+    Canvas::default()
+        .marker(Marker::Braille)
+        .x_bounds(plot.x_bounds)
+        .y_bounds(plot.y_bounds)
+        .paint(|ctx| {
+            for pair in points.windows(2) {
+                ctx.draw(&CanvasLine::new(
+                    pair[0].0, pair[0].1, pair[1].0, pair[1].1, color,
+                ));
+            }
+        })
+        .render(plot.area, buf);
+}
+
+/// `◆` at each knee, with its percentage beside it where that is free; returns the cells.
+fn draw_knees(buf: &mut Buffer, plot: &Plot, knees: &[(usize, u32, f64, f64)]) -> Vec<(u16, u16)> {
+    let mut cells: Vec<(u16, u16)> = Vec::new();
+    for &(_, _, x, y) in knees {
+        let column = plot.column_clamped(x);
+        let row = plot.row(y).unwrap_or(plot.area.bottom() - 1);
+        cells.push((column, row));
+        plot::put(buf, column, row, "◆", Style::new().bold(), None);
+    }
+    let mut taken: Vec<(u16, u16, u16)> = Vec::new(); // (row, from, to)
+    for (&(_, percent, _, _), &(column, row)) in knees.iter().zip(&cells) {
+        let label = percent.to_string();
+        let width = 2;
+        let from = column + 1;
+        let clashes = cells
+            .iter()
+            .any(|&(c, r)| r == row && (from..from + width).contains(&c))
+            || taken
+                .iter()
+                .any(|&(r, a, b)| r == row && from < b && a < from + width);
+        if clashes || from + width > plot.area.right() {
+            continue;
+        }
+        plot::put(buf, from, row, &label, Style::new().dim(), None);
+        taken.push((row, from, from + width));
+    }
+    cells.extend(taken.iter().map(|&(row, _, to)| (to - 1, row)));
+    cells
+}
+
+/// Each slot's label at the top of its marker (the selected one reversed), on the first of
+/// the top rows where it does not cover another label; returns the cells they start at.
+fn draw_slot_labels(
+    buf: &mut Buffer,
+    plot: &Plot,
+    layout: &CurveLayout,
+    snap: &LiveSnapshot,
+    view: &App,
+) -> Vec<(u16, u16)> {
+    let mut cells = Vec::new();
+    let rows = plot.area.height.min(3);
+    let mut taken: Vec<(u16, u16, u16)> = Vec::new();
+    let mut slots = layout.slots.clone();
+    slots.sort_by(|a, b| a.1.total_cmp(&b.1));
+    for (index, x) in slots {
+        let label = format::capacity(snap.slots[index].capacity);
+        let width = u16::try_from(label.chars().count()).unwrap_or(u16::MAX);
+        let column = plot.column_clamped(x);
+        let from = if column + 1 + width <= plot.area.right() {
+            column + 1
+        } else {
+            column.saturating_sub(width).max(plot.area.x)
+        };
+        let Some(row) = (plot.area.y..plot.area.y + rows).find(|&row| {
+            !taken
+                .iter()
+                .any(|&(r, a, b)| r == row && from <= b && a <= from + width)
+        }) else {
+            continue;
+        };
+        let mut style = Style::new().fg(plot::slot_color(index));
+        if index == view.selected_slot {
+            style = style.add_modifier(Modifier::REVERSED | Modifier::BOLD);
+        }
+        plot::put(buf, from, row, &label, style, Some(plot.area));
+        taken.push((row, from, from + width));
+        cells.extend([(from, row), (from + width - 1, row)]);
+    }
+    cells
+}
+
+/// Each drawn lane's legend number at the right end of its curve.
+fn draw_lane_tags(buf: &mut Buffer, plot: &Plot, layout: &CurveLayout, snap: &LiveSnapshot) {
+    let column = plot.area.right() - 2;
+    for (position, &index) in layout.lanes.iter().enumerate() {
+        let lane = &snap.lanes[index];
+        let Some(last) = lane.curve.last() else {
+            continue;
+        };
+        let row = plot
+            .row(rate_percent(lane, last.hit_blocks))
+            .unwrap_or(plot.area.y);
+        let row = row.saturating_sub(1).max(plot.area.y);
+        plot::put(
+            buf,
+            column,
+            row,
+            &(position + 1).to_string(),
+            Style::new().fg(lane_color(position)).bold(),
+            Some(plot.area),
         );
     }
-    for (lane_index, (lane, points)) in lanes.iter().zip(&series).enumerate() {
-        let mut dataset = Dataset::default()
-            .marker(Marker::Braille)
-            .graph_type(GraphType::Line)
-            .style(Style::new().fg(LANE_COLORS[lane_index % LANE_COLORS.len()]))
-            .data(points);
-        if lanes.len() > 1 {
-            dataset = dataset.name(lane.instance_id.clone());
+}
+
+fn legend(layout: &CurveLayout, snap: &LiveSnapshot, view: &App) -> Vec<LegendEntry> {
+    let several = layout.lanes.len() > 1;
+    let mut entries = Vec::new();
+    if several {
+        for (position, &index) in layout.lanes.iter().enumerate() {
+            entries.push(LegendEntry {
+                symbol: format!("{}⠒", position + 1),
+                label: format::fit_middle_columns(&snap.lanes[index].instance_id, 18),
+                style: Style::new().fg(lane_color(position)),
+                emphasis: false,
+            });
         }
-        datasets.push(dataset);
     }
-    let x_labels = vec![
-        Line::from("0"),
-        Line::from(format::axis_gb(x_max / 2.0)),
-        Line::from(format::axis_gb(x_max)),
-    ];
-    let chart = Chart::new(datasets)
-        .block(block)
-        .legend_position(Some(LegendPosition::BottomRight))
-        .hidden_legend_constraints((Constraint::Ratio(1, 2), Constraint::Ratio(1, 2)))
-        .x_axis(
-            Axis::default()
-                .bounds([0.0, x_max])
-                .labels(x_labels)
-                .style(Style::new().dark_gray()),
-        )
-        .y_axis(super::hit_rate_axis());
-    frame.render_widget(chart, area);
+    let lane = (!several).then(|| &snap.lanes[layout.lanes[0]]);
+    entries.push(LegendEntry {
+        symbol: "╌".to_owned(),
+        label: match lane {
+            Some(lane) => format!("∞ {}", format::percent(lane.infinite_hit_rate())),
+            None => "∞ each instance's ceiling".to_owned(),
+        },
+        style: Style::new(),
+        emphasis: false,
+    });
+    for &(index, _) in &layout.slots {
+        let mut label = format::capacity(snap.slots[index].capacity);
+        if let Some(lane) = lane {
+            label = format!("{label} {}", format::percent(lane.slot_hit_rate(index)));
+        }
+        entries.push(LegendEntry {
+            symbol: "┊".to_owned(),
+            label,
+            style: Style::new().fg(plot::slot_color(index)),
+            emphasis: index == view.selected_slot,
+        });
+    }
+    if !layout.knees.is_empty() {
+        entries.push(LegendEntry {
+            symbol: "◆".to_owned(),
+            label: "50/90/95/99% knees".to_owned(),
+            style: Style::new().bold(),
+            emphasis: false,
+        });
+    }
+    entries
 }

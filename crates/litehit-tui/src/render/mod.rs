@@ -30,6 +30,7 @@ pub mod gauges;
 pub mod geometry;
 pub mod help;
 pub mod instances;
+pub mod plot;
 pub mod slot_editor;
 pub mod status;
 pub mod targets;
@@ -205,18 +206,6 @@ fn render_title(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) 
 }
 
 /// A centered rectangle of at most `width` × `height` inside `area`.
-/// The 0–100 % hit-rate axis both charts share.
-fn hit_rate_axis() -> ratatui::widgets::Axis<'static> {
-    ratatui::widgets::Axis::default()
-        .bounds([0.0, 100.0])
-        .labels(vec![
-            Line::from("0%"),
-            Line::from("50%"),
-            Line::from("100%"),
-        ])
-        .style(Style::new().dark_gray())
-}
-
 pub fn centered(area: Rect, width: u16, height: u16) -> Rect {
     let width = width.min(area.width);
     let height = height.min(area.height);

@@ -58,6 +58,7 @@ const HINTS: &[(&str, u8)] = &[
     ("/ filter", 7),
     ("s snapshot", 2),
     ("p pause", 9),
+    ("w window", 10),
     ("q quit", 1),
 ];
 
@@ -168,7 +169,7 @@ mod tests {
         assert_eq!(
             full,
             " ? help · a add slot · d delete · ←→ slot · ↑↓ instance · o sort · / filter · \
-             s snapshot · p pause · q quit"
+             s snapshot · p pause · w window · q quit"
         );
         for width in [20, 40, 60, 80] {
             let line = hints(width);

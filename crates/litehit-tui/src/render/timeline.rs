@@ -1,104 +1,362 @@
-//! Token hit rate per window of *trace* time (the window width is in the title), one line per
-//! slot (the selected slot highlighted) plus the ∞ bound, for the selected instance or, on the
-//! totals row, for every instance together. A slot added late starts at the first window it
-//! saw whole; the table's cumulative numbers are retroactive, these windows are not.
+//! Token hit rate per window of *trace* time, one line per slot in the slot's colour (the
+//! selected slot drawn last, on top) plus the ∞ bound, for the selected instance (named in
+//! the title) or, on the totals row, for every instance together.
+//!
+//! x is trace time since the trace's first request. The collected windows
+//! (`--window-seconds`, doubled whenever the trace outgrows the windows kept) are summed into
+//! wider ones for the chart — Σ hit tokens / Σ input tokens, exact — whose width is chosen
+//! from the trace's span (about one per two columns) or set with `w`
+//! ([`crate::app::TIMELINE_WINDOWS`]); so a long trace reads as a line, not a block of spikes.
+//! y is auto-scaled to the data. A slot added late starts at the first window it saw whole;
+//! the table's cumulative numbers are retroactive, these windows are not.
+
+use std::time::Duration;
 
 use ratatui::Frame;
-use ratatui::layout::{Constraint, Rect};
-use ratatui::style::{Style, Stylize as _};
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Style, Stylize as _};
 use ratatui::symbols::Marker;
-use ratatui::text::Line;
-use ratatui::widgets::{Axis, Block, Chart, Dataset, GraphType, LegendPosition, Paragraph};
+use ratatui::widgets::canvas::{Canvas, Line as CanvasLine};
+use ratatui::widgets::{Block, Paragraph, Widget as _};
 
 use super::format;
-use crate::app::App;
+use super::plot::{self, LegendEntry, Plot};
+use crate::app::{App, TIMELINE_WINDOWS};
 use litehit_live::LiveSnapshot;
 use litehit_live::snapshot::{Timeline, ratio};
 
-pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
-    let timeline = &snap.timeline;
-    let lane = view.selected_lane();
-    let title = match u64::try_from(timeline.window_ns) {
-        Ok(window_ns) if window_ns > 0 => format!(
-            " hit rate per {} of trace time ",
-            format::duration(std::time::Duration::from_nanos(window_ns))
-        ),
-        _ => " hit rate over trace time ".to_owned(),
-    };
-    let block = Block::bordered().title(title);
-    let Some(first) = timeline.windows.first() else {
-        frame.render_widget(Paragraph::new("no windows yet").dim().block(block), area);
-        return;
-    };
-    let origin_ns = first.start_ns;
-    let infinite = series(timeline, origin_ns, lane, None);
-    let slots: Vec<Vec<(f64, f64)>> = (0..snap.slots.len())
-        .map(|index| series(timeline, origin_ns, lane, Some(index)))
-        .collect();
-    let x_max = timeline
-        .windows
-        .last()
-        .map_or(0.0, |last| (last.start_ns - origin_ns) as f64 / 1e9)
-        .max(1e-9);
+/// Tick steps of the time axis, in seconds.
+const TIME_STEPS: [u64; 17] = [
+    1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21_600, 43_200, 86_400,
+];
 
-    let mut datasets = vec![
-        Dataset::default()
-            .name("∞")
-            .marker(Marker::Braille)
-            .graph_type(GraphType::Line)
-            .style(Style::new().dark_gray())
-            .data(&infinite),
-    ];
-    for (index, points) in slots.iter().enumerate() {
-        let selected = index == view.selected_slot;
-        if !selected && slots.len() > 4 {
-            continue; // keep the chart legible: the selected slot and ∞ only
-        }
-        let style = if selected {
-            Style::new().yellow()
-        } else {
-            Style::new().blue()
-        };
-        datasets.push(
-            Dataset::default()
-                .name(format::capacity(snap.slots[index].capacity))
-                .marker(Marker::Braille)
-                .graph_type(GraphType::Line)
-                .style(style)
-                .data(points),
-        );
-    }
-    let chart = Chart::new(datasets)
-        .block(block)
-        .legend_position(Some(LegendPosition::BottomRight))
-        .hidden_legend_constraints((Constraint::Ratio(1, 2), Constraint::Ratio(1, 2)))
-        .x_axis(
-            Axis::default()
-                .bounds([0.0, x_max])
-                .labels(vec![
-                    Line::from("0 s"),
-                    Line::from(format!("{} s", format::trim_float(x_max))),
-                ])
-                .style(Style::new().dark_gray()),
-        )
-        .y_axis(super::hit_rate_axis());
-    frame.render_widget(chart, area);
+/// One line of the chart.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Series {
+    /// `None` = the ∞ bound, else the slot's index.
+    pub slot: Option<usize>,
+    /// `(seconds since the first request, hit rate %)` per chart window with a figure.
+    pub points: Vec<(f64, f64)>,
 }
 
-/// `(seconds since the first window, hit rate %)` for windows that have input and the slot.
-fn series(
+/// Where everything of the chart goes, for drawing and for tests.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TimelineLayout {
+    pub plot: Plot,
+    /// The chart's window width (a whole number of collected windows).
+    pub window_ns: i64,
+    /// Whether it was chosen from the span (`w` not pressed, or cycled back).
+    pub auto: bool,
+    pub series: Vec<Series>,
+    pub y_ticks: Vec<(f64, String)>,
+    pub x_ticks: Vec<(f64, String)>,
+}
+
+/// The chart windows' width for `choice` over `timeline` with `columns` plot columns.
+#[must_use]
+pub fn chart_window_ns(timeline: &Timeline, choice: Option<Duration>, columns: u16) -> i64 {
+    let collected = timeline.window_ns.max(1);
+    let factor = if let Some(wanted) = choice {
+        let wanted = i64::try_from(wanted.as_nanos()).unwrap_or(i64::MAX);
+        (wanted + collected / 2) / collected
+    } else {
+        let windows = span_ns(timeline).div_euclid(collected) + 1;
+        let target = i64::from(columns / 2).max(4);
+        (windows + target - 1) / target
+    };
+    collected.saturating_mul(factor.max(1))
+}
+
+/// The trace time from the first request to the end of the last window.
+fn span_ns(timeline: &Timeline) -> i64 {
+    let Some(last) = timeline.windows.last() else {
+        return 0;
+    };
+    let origin = origin_ns(timeline);
+    (last.start_ns + timeline.window_ns - origin).max(0)
+}
+
+fn origin_ns(timeline: &Timeline) -> i64 {
+    timeline
+        .origin_ns
+        .or_else(|| timeline.windows.first().map(|w| w.start_ns))
+        .unwrap_or(0)
+}
+
+/// `(seconds since the first request, hit rate %)` of `lane` (every lane when `None`) at
+/// `slot` (`None` = ∞), the collected windows summed into chart windows of `window_ns`
+/// (aligned on the first collected window). A chart window without the slot for all of its
+/// windows has no point.
+#[must_use]
+pub fn series(
     timeline: &Timeline,
-    origin_ns: i64,
+    window_ns: i64,
     lane: Option<usize>,
     slot: Option<usize>,
 ) -> Vec<(f64, f64)> {
-    timeline
-        .windows
-        .iter()
-        .filter_map(|window| {
-            let (hits, input) = window.hit_tokens(lane, slot)?;
+    let origin = origin_ns(timeline);
+    let Some(first) = timeline.windows.first() else {
+        return Vec::new();
+    };
+    let base = first.start_ns;
+    let window_ns = window_ns.max(1);
+    // (chart window index, hits, input, complete)
+    let mut sums: Vec<(i64, u64, u64, bool)> = Vec::new();
+    for window in &timeline.windows {
+        let index = (window.start_ns - base).div_euclid(window_ns);
+        let figure = window.hit_tokens(lane, slot);
+        match sums.last_mut() {
+            Some(last) if last.0 == index => {
+                if let Some((hits, input)) = figure {
+                    last.1 += hits;
+                    last.2 += input;
+                } else {
+                    last.3 = false;
+                }
+            }
+            _ => {
+                let (hits, input) = figure.unwrap_or((0, 0));
+                sums.push((index, hits, input, figure.is_some()));
+            }
+        }
+    }
+    sums.into_iter()
+        .filter(|&(_, _, _, complete)| complete)
+        .filter_map(|(index, hits, input, _)| {
             let rate = ratio(hits, input)?;
-            Some(((window.start_ns - origin_ns) as f64 / 1e9, rate * 100.0))
+            let start = base + index * window_ns;
+            let seconds = ((start - origin).max(0)) as f64 / 1e9;
+            Some((seconds, rate * 100.0))
         })
         .collect()
+}
+
+/// The chart's layout in `area` (the panel, borders included); `None` without windows or
+/// room.
+#[must_use]
+pub fn layout(area: Rect, snap: &LiveSnapshot, view: &App) -> Option<TimelineLayout> {
+    let timeline = &snap.timeline;
+    timeline.windows.first()?;
+    let inner = Block::bordered().inner(area);
+    // A first plot for its width (the y labels' width is known once the data is).
+    let provisional = Plot::inside(inner, 4, [0.0, 1.0], [0.0, 1.0])?;
+    let choice = TIMELINE_WINDOWS
+        .get(view.timeline_window)
+        .copied()
+        .flatten();
+    let window_ns = chart_window_ns(timeline, choice, provisional.area.width);
+    let lane = view.selected_lane();
+    let mut series_list = vec![Series {
+        slot: None,
+        points: series(timeline, window_ns, lane, None),
+    }];
+    let mut order: Vec<usize> = (0..snap.slots.len())
+        .filter(|&index| index != view.selected_slot)
+        .collect();
+    if view.selected_slot < snap.slots.len() {
+        order.push(view.selected_slot); // drawn last, on top
+    }
+    for index in order {
+        series_list.push(Series {
+            slot: Some(index),
+            points: series(timeline, window_ns, lane, Some(index)),
+        });
+    }
+    let data_max = series_list
+        .iter()
+        .flat_map(|s| s.points.iter().map(|&(_, y)| y))
+        .fold(0.0, f64::max);
+    let (y_top, y_ticks) = plot::percent_axis(data_max);
+    let span_s = span_ns(timeline) as f64 / 1e9;
+    let probe = Plot::inside(inner, plot::label_width(&y_ticks), [0.0, 1.0], [0.0, y_top])?;
+    let step = time_step(span_s, probe.area.width);
+    let x_max = ((span_s / step as f64).ceil().max(1.0)) * step as f64;
+    let plot = Plot {
+        x_bounds: [0.0, x_max],
+        ..probe
+    };
+    #[expect(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        reason = "a whole number of ticks"
+    )]
+    let tick_count = (x_max / step as f64).round() as u64 + 1;
+    let x_ticks = (0..tick_count)
+        .map(|i| i * step)
+        .map(|t| {
+            let label = if t == 0 {
+                "0".to_owned()
+            } else {
+                format::duration(Duration::from_secs(t))
+            };
+            (t as f64, label)
+        })
+        .collect();
+    Some(TimelineLayout {
+        plot,
+        window_ns,
+        auto: choice.is_none(),
+        series: series_list,
+        y_ticks,
+        x_ticks,
+    })
+}
+
+/// The smallest time step whose tick labels fit `columns` side by side.
+fn time_step(span_s: f64, columns: u16) -> u64 {
+    for step in TIME_STEPS {
+        let ticks = (span_s / step as f64).ceil().max(1.0) + 1.0;
+        // "10m00s" and a gap: 8 columns a tick.
+        if ticks * 8.0 <= f64::from(columns) {
+            return step;
+        }
+    }
+    let mut step = 86_400;
+    while (span_s / step as f64) * 8.0 > f64::from(columns) {
+        step *= 2;
+    }
+    step
+}
+
+fn title(snap: &LiveSnapshot, view: &App, layout: Option<&TimelineLayout>, width: u16) -> String {
+    let whose = match view.selected_lane().and_then(|index| snap.lanes.get(index)) {
+        Some(lane) => format!(" · {}", lane.instance_id),
+        None if snap.lanes.len() > 1 => " · every instance".to_owned(),
+        None => String::new(),
+    };
+    let window = layout.and_then(|layout| {
+        let ns = u64::try_from(layout.window_ns).ok().filter(|&ns| ns > 0)?;
+        Some((format::duration(Duration::from_nanos(ns)), layout.auto))
+    });
+    let candidates = match window {
+        Some((window, auto)) => {
+            let auto = if auto { " (auto)" } else { "" };
+            vec![
+                format!(" hit rate per {window}{auto} of trace time{whose} "),
+                format!(" hit rate per {window}{auto}{whose} "),
+                format!(" per {window}{whose} "),
+            ]
+        }
+        None => vec![
+            format!(" hit rate over trace time{whose} "),
+            format!(" hit rate{whose} "),
+        ],
+    };
+    plot::title(&candidates, width)
+}
+
+pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
+    let layout = layout(area, snap, view);
+    let block = Block::bordered().title(title(snap, view, layout.as_ref(), area.width));
+    let Some(layout) = layout else {
+        let text = if snap.timeline.windows.is_empty() {
+            "no windows yet"
+        } else {
+            ""
+        };
+        frame.render_widget(Paragraph::new(text).dim().block(block), area);
+        return;
+    };
+    let buf = frame.buffer_mut();
+    block.render(area, buf);
+    draw(buf, area, &layout, snap, view);
+}
+
+fn series_style(slot: Option<usize>) -> Style {
+    match slot {
+        Some(index) => Style::new().fg(plot::slot_color(index)),
+        None => Style::new().fg(Color::Gray),
+    }
+}
+
+fn series_label(snap: &LiveSnapshot, slot: Option<usize>) -> String {
+    match slot {
+        Some(index) => format::capacity(snap.slots[index].capacity),
+        None => "∞".to_owned(),
+    }
+}
+
+fn draw(buf: &mut Buffer, area: Rect, layout: &TimelineLayout, snap: &LiveSnapshot, view: &App) {
+    let plot = &layout.plot;
+    plot::draw_axes(
+        buf,
+        plot,
+        &layout.y_ticks,
+        &layout.x_ticks,
+        Style::new().dark_gray(),
+    );
+    for series in &layout.series {
+        let color = series_style(series.slot).fg.unwrap_or(Color::Reset);
+        let points = &series.points;
+        Canvas::default()
+            .marker(Marker::Braille)
+            .x_bounds(plot.x_bounds)
+            .y_bounds(plot.y_bounds)
+            .paint(|ctx| {
+                if points.len() == 1 {
+                    ctx.draw(&CanvasLine::new(
+                        points[0].0,
+                        points[0].1,
+                        points[0].0,
+                        points[0].1,
+                        color,
+                    ));
+                }
+                for pair in points.windows(2) {
+                    ctx.draw(&CanvasLine::new(
+                        pair[0].0, pair[0].1, pair[1].0, pair[1].1, color,
+                    ));
+                }
+            })
+            .render(plot.area, buf);
+    }
+    // Each line's label at its last point, where free (tells lines apart without colour).
+    let mut taken: Vec<(u16, u16, u16)> = Vec::new();
+    for series in layout.series.iter().rev() {
+        let Some(&(x, y)) = series.points.last() else {
+            continue;
+        };
+        let label = series_label(snap, series.slot);
+        let width = u16::try_from(label.chars().count()).unwrap_or(u16::MAX);
+        let column = plot.column_clamped(x);
+        let from = (column + 1).min(plot.area.right().saturating_sub(width));
+        let Some(row) = plot.row(y) else {
+            continue;
+        };
+        let row = row.saturating_sub(1).max(plot.area.y);
+        if taken
+            .iter()
+            .any(|&(r, a, b)| r == row && from <= b && a <= from + width)
+        {
+            continue;
+        }
+        let mut style = series_style(series.slot).bold();
+        if series.slot == Some(view.selected_slot) {
+            style = style.reversed();
+        }
+        plot::put(buf, from, row, &label, style, Some(plot.area));
+        taken.push((row, from, from + width));
+    }
+    // ∞ first, then the slots in the table's order.
+    let entries: Vec<LegendEntry> = std::iter::once(None)
+        .chain((0..snap.slots.len()).map(Some))
+        .map(|slot| LegendEntry {
+            symbol: "⠒".to_owned(),
+            label: series_label(snap, slot),
+            style: series_style(slot),
+            emphasis: slot.is_some() && slot == Some(view.selected_slot),
+        })
+        .collect();
+    if !plot::draw_legend(buf, plot, &entries, &[]) {
+        let mut x = area.x + 2;
+        let row = area.bottom() - 1;
+        for entry in &entries {
+            let text = format!("⠒{}", entry.label);
+            if usize::from(x) + text.chars().count() + 2 > usize::from(area.right()) {
+                break;
+            }
+            x = plot::put(buf, x, row, &text, entry.style, Some(area)) + 1;
+        }
+    }
 }
