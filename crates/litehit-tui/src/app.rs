@@ -3,9 +3,12 @@
 //! [`App`] holds what the user is looking at (mode, selected slot and instance) and what it
 //! last learned from a snapshot (slot ids, lane count) so that selections stay valid.
 
-use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use std::collections::VecDeque;
+use std::time::Duration;
 
-use litehit_core::grammar::parse_capacity;
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEvent, MouseEventKind};
+
+use litehit_core::grammar::{parse_byte_size, parse_capacity};
 use litehit_core::projector::Capacity;
 use litehit_live::snapshot::FactsWrite;
 use litehit_live::{Command, LiveSnapshot, SlotId};
@@ -23,6 +26,10 @@ pub enum Mode {
     ConfirmQuit,
     /// Typing the instance filter (`/`); the table follows each key.
     Filter,
+    /// Typing the KV bytes per block to assume (`b`), as `--block-bytes` takes it.
+    BlockBytes(SlotEditor),
+    /// The log of recent notices (`!`), scrolled this many entries from the newest.
+    Notices { scroll: usize },
 }
 
 /// The column the instance table is sorted by (`o` cycles, `O` reverses).
@@ -54,6 +61,33 @@ impl SortBy {
 
 /// Rows PgUp / PgDn move by.
 pub const PAGE_ROWS: usize = 10;
+/// Rows one mouse wheel step moves by.
+pub const WHEEL_ROWS: usize = 3;
+/// Notices the log keeps (the oldest go first).
+pub const NOTICE_LOG_LEN: usize = 100;
+/// Refreshes per second `+` / `-` stay within (the bounds `--fps` is clamped to).
+pub const FPS_BOUNDS: (f64, f64) = (0.5, 120.0);
+/// The default refresh rate (`--fps`).
+pub const DEFAULT_FPS: f64 = 10.0;
+
+/// One entry of the notice log (`!`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoggedNotice {
+    /// Monitor uptime when it was raised.
+    pub at: Duration,
+    pub text: String,
+    /// A problem (error, failed write) rather than news.
+    pub problem: bool,
+}
+
+/// Where the table's rows were drawn last (the mouse selects by it); filled by the render.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TableRowsOnScreen {
+    /// The columns the table spans.
+    pub x: std::ops::Range<u16>,
+    /// Screen line → `selected_row` value.
+    pub rows: Vec<(u16, usize)>,
+}
 
 /// What a lane is sorted and filtered by, from the last snapshot.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -91,6 +125,7 @@ pub struct SlotEditor {
 pub const KEY_HELP: &[(&str, &str)] = &[
     ("?", "show / hide this help"),
     ("a", "add a slot (40, 0.5 = GiB; 1000b = blocks)"),
+    ("b", "assume other KV bytes per block (1MiB)"),
     ("d / Del", "delete the selected slot"),
     ("← → / h l", "select a slot"),
     ("↑ ↓ / k j", "select an instance (curve, timeline)"),
@@ -102,12 +137,18 @@ pub const KEY_HELP: &[(&str, &str)] = &[
     ("/", "filter instances by id (Esc clears)"),
     ("s", "write every fact so far to the facts file"),
     ("p", "pause / resume ingestion"),
+    ("+ / -", "refresh twice / half as often"),
+    ("!", "recent notices, with their times"),
+    ("mouse", "click selects a row · wheel scrolls"),
     ("q / Ctrl-C", "quit (asks first if facts would be lost)"),
     ("Esc / Enter", "close / confirm a dialog"),
 ];
 
+/// Lines the help holds at most (keys and the words on the screen), a bound for scrolling.
+pub const HELP_LINES: usize = 64;
+
 /// The monitor's view state.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct App {
     pub mode: Mode,
     /// Index into the snapshot's slots.
@@ -134,11 +175,49 @@ pub struct App {
     lane_count: usize,
     /// Select the next slot that appears (the one just added).
     select_new_slot: bool,
+    /// The distinct KV bytes per block of the lanes (a GB slot's block count depends on it).
+    lane_block_bytes: Vec<u64>,
+    /// Refreshes per second (`+` / `-`; `--fps` at start).
+    pub fps: f64,
+    /// Lines of the help scrolled off its top (↑↓ while it is open).
+    pub help_scroll: usize,
+    /// Recent notices, oldest first (`!` shows them).
+    pub notice_log: VecDeque<LoggedNotice>,
+    /// Where the table rows were drawn (set by the render, read by the mouse).
+    pub table_rows_on_screen: std::cell::RefCell<TableRowsOnScreen>,
+}
+
+impl Default for App {
+    fn default() -> Self {
+        Self {
+            mode: Mode::default(),
+            selected_slot: 0,
+            selected_row: 0,
+            quitting: false,
+            facts_on_quit: FactsOnQuit::default(),
+            facts_rows: 0,
+            saved_rows: 0,
+            sort_by: SortBy::default(),
+            sort_descending: false,
+            filter: String::new(),
+            lane_keys: Vec::new(),
+            slot_ids: Vec::new(),
+            slot_capacities: Vec::new(),
+            lane_count: 0,
+            select_new_slot: false,
+            lane_block_bytes: Vec::new(),
+            fps: DEFAULT_FPS,
+            help_scroll: 0,
+            notice_log: VecDeque::new(),
+            table_rows_on_screen: std::cell::RefCell::default(),
+        }
+    }
 }
 
 impl App {
     /// Learns the slots and lanes of a new snapshot and keeps the selections valid.
     pub fn observe(&mut self, snap: &LiveSnapshot) {
+        self.log_notices(snap);
         let ids: Vec<SlotId> = snap.slots.iter().map(|slot| slot.id).collect();
         let selected_id = self.slot_ids.get(self.selected_slot).copied();
         if self.select_new_slot {
@@ -168,6 +247,15 @@ impl App {
                 unique_blocks: lane.unique_blocks,
             })
             .collect();
+        let mut block_bytes: Vec<u64> = snap
+            .lanes
+            .iter()
+            .map(|lane| lane.block_bytes)
+            .filter(|&block_bytes| block_bytes > 0)
+            .collect();
+        block_bytes.sort_unstable();
+        block_bytes.dedup();
+        self.lane_block_bytes = block_bytes;
         self.facts_rows = snap.facts_rows;
         if let FactsWrite::Done { rows, .. } = snap.facts_write {
             self.saved_rows = self.saved_rows.max(rows);
@@ -191,6 +279,129 @@ impl App {
     /// Lanes in the last snapshot observed.
     pub fn observed_lane_count(&self) -> usize {
         self.lane_keys.len()
+    }
+
+    /// Adds the snapshot's notices to the log when they are new.
+    fn log_notices(&mut self, snap: &LiveSnapshot) {
+        for notice in crate::render::status::loggable_notices(snap) {
+            let at = snap.uptime.saturating_sub(notice.age.unwrap_or_default());
+            // The same event in the next snapshot: same text, same moment (an age-less
+            // notice, a problem still current, is one entry while it lasts).
+            let known = self.notice_log.iter().rev().take(8).any(|logged| {
+                logged.text == notice.text
+                    && (notice.age.is_none() || logged.at.abs_diff(at) <= Duration::from_secs(2))
+            });
+            if known {
+                continue;
+            }
+            if self.notice_log.len() == NOTICE_LOG_LEN {
+                self.notice_log.pop_front();
+            }
+            self.notice_log.push_back(LoggedNotice {
+                at,
+                text: notice.text,
+                problem: notice.problem,
+            });
+        }
+    }
+
+    /// The period between two frames at the current refresh rate.
+    pub fn frame_period(&self) -> Duration {
+        Duration::from_secs_f64(1.0 / self.fps.clamp(FPS_BOUNDS.0, FPS_BOUNDS.1))
+    }
+
+    /// `+` (factor 2) / `-` (factor ½): the refresh rate, within [`FPS_BOUNDS`].
+    fn change_refresh(&mut self, factor: f64) -> Option<Command> {
+        let fps = (self.fps * factor).clamp(FPS_BOUNDS.0, FPS_BOUNDS.1);
+        if (fps - self.fps).abs() < f64::EPSILON {
+            return None; // at a bound already
+        }
+        self.fps = fps;
+        Some(Command::SetFramePeriod(self.frame_period()))
+    }
+
+    /// Why `capacity` (typed as `input`) is no new slot, if it is not.
+    fn refuse_slot(&self, input: &str, capacity: Capacity) -> Option<String> {
+        let typed = input.trim();
+        if typed.starts_with('-') {
+            return Some(format!(
+                "{typed:?}: negative capacities are refused (for unlimited see the ∞ column)"
+            ));
+        }
+        match capacity {
+            Capacity::Infinite => {
+                return Some("∞ is always shown (the last column)".to_owned());
+            }
+            Capacity::Gigabytes(gb) if gb == 0.0 => {
+                return Some("0 GiB holds no block: type a size above 0".to_owned());
+            }
+            Capacity::Blocks(0) => {
+                return Some("0 blocks hold nothing: type a count above 0".to_owned());
+            }
+            Capacity::Gigabytes(_) | Capacity::Blocks(_) => {}
+        }
+        // Compared as block counts where every lane's block bytes are known: `1e-12` GB is
+        // the same 0 blocks as any other size under one block.
+        let counts = |capacity: Capacity| -> Vec<Option<u64>> {
+            self.lane_block_bytes
+                .iter()
+                .map(|&block_bytes| capacity.blocks(block_bytes))
+                .collect()
+        };
+        if !self.lane_block_bytes.is_empty() && counts(capacity).iter().all(|&count| count == Some(0))
+        {
+            let block = self.lane_block_bytes.iter().max().copied().unwrap_or(0);
+            return Some(format!(
+                "{typed:?} is 0 blocks of {}: it holds nothing",
+                crate::render::format::bytes(block)
+            ));
+        }
+        let same = |existing: Capacity| {
+            existing == capacity
+                || (!self.lane_block_bytes.is_empty() && counts(existing) == counts(capacity))
+        };
+        if let Some(&existing) = self.slot_capacities.iter().find(|&&existing| same(existing)) {
+            return Some(if existing == capacity {
+                format!("{typed:?} is a slot already")
+            } else {
+                format!(
+                    "{typed:?} is the same block count as the slot {} already",
+                    crate::render::format::capacity(existing)
+                )
+            });
+        }
+        None
+    }
+
+    /// A mouse event: a click on a table row selects it, the wheel moves the selection.
+    pub fn handle_mouse(&mut self, mouse: MouseEvent) {
+        if self.mode != Mode::Normal {
+            return;
+        }
+        match mouse.kind {
+            MouseEventKind::ScrollDown => self.move_selection(WHEEL_ROWS.cast_signed()),
+            MouseEventKind::ScrollUp => self.move_selection(-WHEEL_ROWS.cast_signed()),
+            MouseEventKind::Down(crossterm::event::MouseButton::Left) => {
+                let hit = {
+                    let on_screen = self.table_rows_on_screen.borrow();
+                    on_screen
+                        .x
+                        .contains(&mouse.column)
+                        .then(|| {
+                            on_screen
+                                .rows
+                                .iter()
+                                .find(|&&(y, _)| y == mouse.row)
+                                .map(|&(_, row)| row)
+                        })
+                        .flatten()
+                };
+                if let Some(row) = hit {
+                    self.selected_row = row;
+                }
+            }
+            _ => {}
+        }
     }
 
     /// The lanes the table lists, in its order: filtered by [`Self::filter`], sorted by
@@ -322,10 +533,22 @@ impl App {
             }
             Mode::Help => {
                 match key.code {
-                    KeyCode::Char('?') | KeyCode::Esc | KeyCode::Enter => self.mode = Mode::Normal,
+                    KeyCode::Char('?') | KeyCode::Esc | KeyCode::Enter => {
+                        self.mode = Mode::Normal;
+                        self.help_scroll = 0;
+                    }
                     KeyCode::Char('q') => return self.ask_to_quit(),
+                    KeyCode::Down | KeyCode::Char('j') => self.help_scroll += 1,
+                    KeyCode::Up | KeyCode::Char('k') => {
+                        self.help_scroll = self.help_scroll.saturating_sub(1);
+                    }
+                    KeyCode::PageDown => self.help_scroll += PAGE_ROWS,
+                    KeyCode::PageUp => self.help_scroll = self.help_scroll.saturating_sub(PAGE_ROWS),
+                    KeyCode::Home | KeyCode::Char('g') => self.help_scroll = 0,
                     _ => {}
                 }
+                // The render clamps it to the lines that are off screen.
+                self.help_scroll = self.help_scroll.min(HELP_LINES);
                 None
             }
             Mode::SlotEditor(editor) => match key.code {
@@ -333,19 +556,51 @@ impl App {
                     self.mode = Mode::Normal;
                     None
                 }
-                KeyCode::Enter => match parse_capacity(&editor.input) {
-                    Ok(Capacity::Infinite) => {
-                        editor.error = Some("∞ is always shown (the last column)".to_owned());
+                KeyCode::Enter => {
+                    let input = editor.input.clone();
+                    match parse_capacity(&input) {
+                        Ok(capacity) => {
+                            if let Some(reason) = self.refuse_slot(&input, capacity) {
+                                self.set_editor_error(reason);
+                                None
+                            } else {
+                                self.mode = Mode::Normal;
+                                self.select_new_slot = true;
+                                Some(Command::AddSlot(capacity))
+                            }
+                        }
+                        Err(message) => {
+                            editor.error = Some(message.to_string());
+                            None
+                        }
+                    }
+                }
+                KeyCode::Backspace => {
+                    editor.input.pop();
+                    editor.error = None;
+                    None
+                }
+                KeyCode::Char(ch) if !ch.is_control() && editor.input.chars().count() < 24 => {
+                    editor.input.push(ch);
+                    editor.error = None;
+                    None
+                }
+                _ => None,
+            },
+            Mode::BlockBytes(editor) => match key.code {
+                KeyCode::Esc => {
+                    self.mode = Mode::Normal;
+                    None
+                }
+                KeyCode::Enter => match parse_byte_size(&editor.input) {
+                    Ok(0) => {
+                        editor.error =
+                            Some("0 bytes per block: every GB slot would be 0 blocks".to_owned());
                         None
                     }
-                    Ok(capacity) if self.slot_capacities.contains(&capacity) => {
-                        editor.error = Some(format!("{:?} is a slot already", editor.input.trim()));
-                        None
-                    }
-                    Ok(capacity) => {
+                    Ok(block_bytes) => {
                         self.mode = Mode::Normal;
-                        self.select_new_slot = true;
-                        Some(Command::AddSlot(capacity))
+                        Some(Command::SetBlockBytes(block_bytes))
                     }
                     Err(message) => {
                         editor.error = Some(message.to_string());
@@ -364,7 +619,32 @@ impl App {
                 }
                 _ => None,
             },
+            Mode::Notices { scroll } => {
+                let last = self.notice_log.len().saturating_sub(1);
+                match key.code {
+                    KeyCode::Char('!' | 'q') | KeyCode::Esc | KeyCode::Enter => {
+                        if key.code == KeyCode::Char('q') {
+                            return self.ask_to_quit();
+                        }
+                        self.mode = Mode::Normal;
+                    }
+                    KeyCode::Up | KeyCode::Char('k') => *scroll = (*scroll + 1).min(last),
+                    KeyCode::Down | KeyCode::Char('j') => *scroll = scroll.saturating_sub(1),
+                    KeyCode::PageUp => *scroll = (*scroll + PAGE_ROWS).min(last),
+                    KeyCode::PageDown => *scroll = scroll.saturating_sub(PAGE_ROWS),
+                    KeyCode::Home | KeyCode::Char('g') => *scroll = last,
+                    KeyCode::End | KeyCode::Char('G') => *scroll = 0,
+                    _ => {}
+                }
+                None
+            }
             Mode::Normal => self.handle_normal_key(key.code),
+        }
+    }
+
+    fn set_editor_error(&mut self, reason: String) {
+        if let Mode::SlotEditor(editor) = &mut self.mode {
+            editor.error = Some(reason);
         }
     }
 
@@ -400,6 +680,10 @@ impl App {
             }
             KeyCode::Char('O') => self.sort_descending = !self.sort_descending,
             KeyCode::Char('/') => self.mode = Mode::Filter,
+            KeyCode::Char('b') => self.mode = Mode::BlockBytes(SlotEditor::default()),
+            KeyCode::Char('!') => self.mode = Mode::Notices { scroll: 0 },
+            KeyCode::Char('+' | '=') => return self.change_refresh(2.0),
+            KeyCode::Char('-') => return self.change_refresh(0.5),
             _ => {}
         }
         None

@@ -125,6 +125,24 @@ impl Capacity {
     }
 }
 
+impl Capacity {
+    /// The order capacity slots are listed in once the block bytes are known (one value for
+    /// every lane): by block count, a GB slot and a block slot of the same count GB first,
+    /// ∞ last; without it, [`Self::display_order`].
+    #[must_use]
+    pub fn order_at(&self, other: &Self, block_bytes: Option<u64>) -> std::cmp::Ordering {
+        let Some(block_bytes) = block_bytes else {
+            return self.display_order(other);
+        };
+        let blocks = |capacity: &Self| capacity.blocks(block_bytes).unwrap_or(u64::MAX);
+        let infinite = |capacity: &Self| matches!(capacity, Self::Infinite);
+        infinite(self)
+            .cmp(&infinite(other))
+            .then_with(|| blocks(self).cmp(&blocks(other)))
+            .then_with(|| self.display_order(other))
+    }
+}
+
 /// Prefix-hit blocks of `fact` at `capacity` for a lane with `block_bytes` per block.
 #[must_use]
 pub fn project(fact: &RequestFact, capacity: Capacity, block_bytes: u64) -> u64 {

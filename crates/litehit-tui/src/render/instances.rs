@@ -61,6 +61,7 @@ impl RowValues {
 }
 
 pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
+    view.table_rows_on_screen.take(); // filled again below once the rows are drawn
     let rows = row_values(snap);
     let lane_count = snap.lanes.len();
     let order = displayed_order(view, lane_count, rows.len());
@@ -137,6 +138,11 @@ pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
         .copied()
         .chain(pinned_totals.then_some(lane_count))
         .collect();
+    // For the mouse: the header takes the first line, each row one after it.
+    *view.table_rows_on_screen.borrow_mut() = crate::app::TableRowsOnScreen {
+        x: inner.x..inner.x + inner.width,
+        rows: (inner.y + 1..inner.y + inner.height).zip(visible.iter().copied()).collect(),
+    };
     let table_rows = visible.iter().map(|&index| {
         table_row(
             &rows[index],

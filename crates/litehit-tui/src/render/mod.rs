@@ -27,6 +27,7 @@ pub mod gauges;
 pub mod geometry;
 pub mod help;
 pub mod instances;
+pub mod notices;
 pub mod slot_editor;
 pub mod status;
 pub mod timeline;
@@ -68,7 +69,7 @@ pub fn draw(frame: &mut Frame, snap: &LiveSnapshot, view: &App) {
         Constraint::Length(status_height),
     ])
     .areas(area);
-    render_title(frame, title, snap);
+    render_title(frame, title, snap, view);
     if geometry_height > 0 {
         geometry::render(frame, geometry_area, snap, view);
     }
@@ -120,12 +121,13 @@ pub fn draw(frame: &mut Frame, snap: &LiveSnapshot, view: &App) {
         // The filter being typed shows in the table's title.
         Mode::Normal | Mode::Filter => {}
         Mode::Help => help::render(frame, area, snap, view),
-        Mode::SlotEditor(_) => slot_editor::render(frame, area, snap, view),
+        Mode::SlotEditor(_) | Mode::BlockBytes(_) => slot_editor::render(frame, area, snap, view),
+        Mode::Notices { .. } => notices::render(frame, area, snap, view),
         Mode::ConfirmQuit => confirm_quit::render(frame, area, snap, view),
     }
 }
 
-fn render_title(frame: &mut Frame, area: Rect, snap: &LiveSnapshot) {
+fn render_title(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
     let source = &snap.source;
     let (state, state_style) = match source.state {
         FollowState::Waiting => ("waiting for the file", Style::new().yellow()),
@@ -146,7 +148,7 @@ fn render_title(frame: &mut Frame, area: Rect, snap: &LiveSnapshot) {
         ),
         Span::raw(" "),
         Span::styled(state, state_style),
-        Span::raw(format!(" · {wake}")),
+        Span::raw(format!(" · {wake} · {} fps", format::short_float(view.fps))),
     ];
     if source.backlog_bytes > 0 {
         spans.push(Span::raw(format!(
