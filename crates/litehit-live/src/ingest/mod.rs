@@ -260,6 +260,8 @@ struct Ingest {
     wake: WakeSource,
     /// A notify event arrived since the last read.
     woken: bool,
+    /// A wait for events timed out since the last read (the next read is a poll's).
+    polled: bool,
     missed_events: u32,
     paused: bool,
     finished: bool,
@@ -311,6 +313,7 @@ impl Ingest {
             watcher: None,
             wake: WakeSource::Polling,
             woken: false,
+            polled: false,
             missed_events: 0,
             paused: false,
             finished: false,
@@ -409,7 +412,7 @@ impl Ingest {
                         return;
                     }
                 }
-                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Timeout) => self.polled = true,
                 Err(RecvTimeoutError::Disconnected) => {
                     self.finish();
                     return;
@@ -437,7 +440,14 @@ impl Ingest {
 
     fn handle(&mut self, event: IngestEvent) -> Flow {
         match event {
-            IngestEvent::FileChanged => self.woken = true,
+            IngestEvent::FileChanged => {
+                self.woken = true;
+                // Events arrive: notify works (again), whatever polling found before.
+                self.missed_events = 0;
+                if self.watcher.is_some() {
+                    self.wake = WakeSource::Events;
+                }
+            }
             IngestEvent::HttpBatch(batch) => self.read_batch(batch),
             IngestEvent::FactsWritten(result) => {
                 self.writing_facts = false;
@@ -541,7 +551,10 @@ impl Ingest {
         let caught_up = self.caught_up();
         if chunk {
             self.dirty = true;
+            // Only growth found by a poll (a wait that no event ended) counts: a read right
+            // after another finds a busy writer's next lines before their event arrives.
             if !self.woken
+                && self.polled
                 && !self.tailer.is_draining() // appends to a renamed file raise no event
                 && caught_up
                 && self.wake == WakeSource::Events
@@ -556,6 +569,7 @@ impl Ingest {
                 self.missed_events = 0;
             }
             self.woken = false;
+            self.polled = false;
         }
         let input_over = self.tailer.input_ended() && !chunk;
         if (self.config.exit_at_eof && caught_up && !chunk && !self.tailer.switch_pending())
@@ -640,6 +654,11 @@ impl Ingest {
     fn note(&mut self, notice: TailNotice) {
         self.last_notice = Some((notice, Instant::now()));
         self.dirty = true;
+        if notice == TailNotice::Opened && self.watcher.is_none() {
+            // The file's directory may not have existed at start (notify could not watch
+            // it then): now that the file is there, watch it rather than poll for good.
+            self.start_watcher();
+        }
     }
 
     fn fail_read(&mut self, err: &io::Error) {

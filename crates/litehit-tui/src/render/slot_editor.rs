@@ -19,7 +19,7 @@ pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
             editor,
             " add capacity slot ",
             " size: ",
-            vec![Line::from(" GiB: 40, 0.5, 2gb · blocks: 1000b · Enter add · Esc cancel").dim()],
+            vec![Line::from(" GiB: 40, 0.5 · blocks: 1000b · Enter adds · Esc cancels").dim()],
         ),
         Mode::BlockBytes(editor) => {
             let now = match snap.lanes.first() {
@@ -65,9 +65,13 @@ fn dialog(
             Style::new().red(),
         )));
     }
-    let height = u16::try_from(lines.len())
-        .unwrap_or(u16::MAX)
-        .saturating_add(2);
+    // Lines wrap inside the border: a long refusal takes the lines it needs.
+    let inner_width = usize::from(area.width.min(64).saturating_sub(2)).max(1);
+    let wrapped: usize = lines
+        .iter()
+        .map(|line| line.width().div_ceil(inner_width).max(1))
+        .sum();
+    let height = u16::try_from(wrapped).unwrap_or(u16::MAX).saturating_add(2);
     let popup = centered(area, 64, height);
     frame.render_widget(Clear, popup);
     frame.render_widget(
