@@ -33,6 +33,7 @@ mod shards;
 mod sql;
 mod tiers;
 mod tokenize;
+mod tui_interaction;
 mod tui_render;
 mod watch_pty;
 mod watch_tail;

@@ -710,6 +710,7 @@ mod tests {
     use super::*;
     use litehit_core::projector::Capacity;
     use litehit_live::snapshot::{LaneSnapshot, Slot};
+    use litehit_live::tail::TailNotice;
 
     fn press(code: KeyCode) -> KeyEvent {
         KeyEvent::new(code, KeyModifiers::NONE)
@@ -1123,5 +1124,196 @@ mod tests {
         app.handle_key(press(KeyCode::Esc));
         assert_eq!(app.filter, "");
         assert_eq!(app.lane_order().len(), 12);
+    }
+    /// One lane with `block_bytes` per block and these slots (capacity, id).
+    fn with_geometry(block_bytes: u64, slots: &[Capacity]) -> LiveSnapshot {
+        LiveSnapshot {
+            slots: slots
+                .iter()
+                .zip(1..)
+                .map(|(&capacity, id)| Slot { id, capacity })
+                .collect(),
+            lanes: vec![LaneSnapshot {
+                block_bytes,
+                block_size_tokens: 16,
+                ..LaneSnapshot::default()
+            }],
+            ..LiveSnapshot::default()
+        }
+    }
+
+    fn try_slot(app: &mut App, text: &str) -> Option<Command> {
+        app.mode = Mode::Normal;
+        app.handle_key(press(KeyCode::Char('a')));
+        type_text(app, text);
+        app.handle_key(press(KeyCode::Enter))
+    }
+
+    #[test]
+    fn the_slot_dialog_refuses_zero_negative_and_sizes_of_an_existing_block_count() {
+        let mut app = App::default();
+        // 64 MiB blocks: 10 GiB = 160 blocks.
+        app.observe(&with_geometry(64 << 20, &[Capacity::Gigabytes(10.0)]));
+        for (text, reason) in [
+            ("0", "0 GiB holds no block"),
+            ("0b", "0 blocks hold nothing"),
+            ("-5", "negative capacities are refused"),
+            ("inf", "∞ is always shown"),
+            ("1e-12", "is 0 blocks of 64.00 MiB"),
+            ("160b", "the same block count as the slot 10 GiB"),
+            ("10.00000001", "the same block count as the slot 10 GiB"),
+            ("10 GiB", "is a slot already"),
+        ] {
+            assert_eq!(try_slot(&mut app, text), None, "{text} is refused");
+            let shown = editor_error(&app);
+            assert!(shown.contains(reason), "{text}: {shown}");
+            assert!(!shown.contains("∞ is always") || text == "inf", "{text}: {shown}");
+        }
+        assert_eq!(
+            try_slot(&mut app, "161b"),
+            Some(Command::AddSlot(Capacity::Blocks(161)))
+        );
+        // With other block bytes, 160 blocks is another capacity than 10 GiB.
+        app.observe(&with_geometry(1 << 20, &[Capacity::Gigabytes(10.0)]));
+        assert_eq!(
+            try_slot(&mut app, "160b"),
+            Some(Command::AddSlot(Capacity::Blocks(160)))
+        );
+    }
+
+    #[test]
+    fn b_takes_block_bytes_as_the_flag_does_and_refuses_zero() {
+        let mut app = App::default();
+        app.handle_key(press(KeyCode::Char('b')));
+        assert!(matches!(app.mode, Mode::BlockBytes(_)));
+        // Normal-mode keys are text here.
+        assert!(type_text(&mut app, "0").is_empty());
+        assert_eq!(app.handle_key(press(KeyCode::Enter)), None);
+        let Mode::BlockBytes(editor) = &app.mode else {
+            panic!("the dialog stays open")
+        };
+        assert!(editor.error.as_deref().unwrap().contains("0 bytes per block"));
+        app.handle_key(press(KeyCode::Backspace));
+        type_text(&mut app, "x");
+        app.handle_key(press(KeyCode::Enter));
+        let Mode::BlockBytes(editor) = &app.mode else {
+            panic!("the dialog stays open")
+        };
+        assert!(editor.error.as_deref().unwrap().contains("whole number of bytes"));
+        app.handle_key(press(KeyCode::Backspace));
+        type_text(&mut app, "128KiB");
+        assert_eq!(
+            app.handle_key(press(KeyCode::Enter)),
+            Some(Command::SetBlockBytes(128 << 10))
+        );
+        assert_eq!(app.mode, Mode::Normal);
+        app.handle_key(press(KeyCode::Char('b')));
+        app.handle_key(press(KeyCode::Esc));
+        assert_eq!(app.mode, Mode::Normal, "Esc cancels");
+    }
+
+    #[test]
+    fn plus_and_minus_double_and_halve_the_refresh_rate_within_bounds() {
+        let mut app = App::default();
+        assert_eq!(app.fps, DEFAULT_FPS);
+        assert_eq!(
+            app.handle_key(press(KeyCode::Char('+'))),
+            Some(Command::SetFramePeriod(Duration::from_millis(50)))
+        );
+        assert_eq!(app.fps, 20.0);
+        app.handle_key(press(KeyCode::Char('-')));
+        app.handle_key(press(KeyCode::Char('-')));
+        assert_eq!(app.fps, 5.0);
+        assert_eq!(app.frame_period(), Duration::from_millis(200));
+        for _ in 0..10 {
+            app.handle_key(press(KeyCode::Char('-')));
+        }
+        assert_eq!(app.fps, FPS_BOUNDS.0);
+        assert_eq!(app.handle_key(press(KeyCode::Char('-'))), None, "at the bound");
+        for _ in 0..20 {
+            app.handle_key(press(KeyCode::Char('=')));
+        }
+        assert_eq!(app.fps, FPS_BOUNDS.1);
+        assert_eq!(app.handle_key(press(KeyCode::Char('+'))), None, "at the bound");
+    }
+
+    fn noticed(uptime_s: u64, notice: TailNotice, age_s: u64) -> LiveSnapshot {
+        let mut snap = snapshot(&[1], 1);
+        snap.uptime = Duration::from_secs(uptime_s);
+        snap.source.last_notice = Some((notice, Duration::from_secs(age_s)));
+        snap
+    }
+
+    #[test]
+    fn notices_go_to_the_log_once_with_the_time_they_were_raised() {
+        let mut app = App::default();
+        app.observe(&noticed(1, TailNotice::Waiting, 1));
+        app.observe(&noticed(2, TailNotice::Waiting, 2)); // the same, a second older
+        app.observe(&noticed(50, TailNotice::Opened, 5)); // faded on screen, kept here
+        app.observe(&noticed(90, TailNotice::Truncated, 0));
+        let logged: Vec<(u64, &str)> = app
+            .notice_log
+            .iter()
+            .map(|notice| (notice.at.as_secs(), notice.text.as_str()))
+            .collect();
+        assert_eq!(logged.len(), 3, "{logged:?}");
+        assert_eq!(logged[0].0, 0);
+        assert!(logged[0].1.starts_with("waiting"));
+        assert_eq!(logged[1].0, 45);
+        assert!(logged[1].1.starts_with("opened"));
+        assert_eq!(logged[2].0, 90);
+        // `!` opens it and scrolls within it; Esc closes it.
+        app.handle_key(press(KeyCode::Char('!')));
+        assert_eq!(app.mode, Mode::Notices { scroll: 0 });
+        for _ in 0..5 {
+            app.handle_key(press(KeyCode::Up));
+        }
+        assert_eq!(app.mode, Mode::Notices { scroll: 2 }, "clamped at the oldest");
+        app.handle_key(press(KeyCode::End));
+        assert_eq!(app.mode, Mode::Notices { scroll: 0 });
+        app.handle_key(press(KeyCode::Esc));
+        assert_eq!(app.mode, Mode::Normal);
+        // The log is bounded.
+        for second in 0..2 * NOTICE_LOG_LEN as u64 {
+            app.observe(&noticed(1000 + 10 * second, TailNotice::Replaced, 0));
+        }
+        assert_eq!(app.notice_log.len(), NOTICE_LOG_LEN);
+    }
+
+    fn mouse(kind: MouseEventKind, column: u16, row: u16) -> MouseEvent {
+        MouseEvent {
+            kind,
+            column,
+            row,
+            modifiers: KeyModifiers::NONE,
+        }
+    }
+
+    #[test]
+    fn a_click_selects_the_row_drawn_there_and_the_wheel_moves_the_selection() {
+        let mut app = App::default();
+        app.observe(&fleet(&[1; 12], &[0; 12]));
+        *app.table_rows_on_screen.borrow_mut() = TableRowsOnScreen {
+            x: 1..79,
+            rows: vec![(4, 0), (5, 1), (6, 2), (7, 12)],
+        };
+        let left = MouseEventKind::Down(crossterm::event::MouseButton::Left);
+        app.handle_mouse(mouse(left, 10, 6));
+        assert_eq!(app.selected_row, 2);
+        app.handle_mouse(mouse(left, 10, 7));
+        assert_eq!(app.selected_lane(), None, "the totals row");
+        app.handle_mouse(mouse(left, 79, 5));
+        assert_eq!(app.selected_row, 12, "outside the table: nothing");
+        app.handle_mouse(mouse(left, 10, 9));
+        assert_eq!(app.selected_row, 12, "below the rows: nothing");
+        app.handle_mouse(mouse(MouseEventKind::ScrollUp, 0, 0));
+        assert_eq!(app.selected_row, 12 - WHEEL_ROWS);
+        app.handle_mouse(mouse(MouseEventKind::ScrollDown, 0, 0));
+        app.handle_mouse(mouse(MouseEventKind::ScrollDown, 0, 0));
+        assert_eq!(app.selected_row, 12, "clamped at the totals row");
+        // Not while a dialog is open.
+        app.handle_key(press(KeyCode::Char('?')));
+        app.handle_mouse(mouse(left, 10, 4));
+        assert_eq!(app.selected_row, 12);
     }
 }
