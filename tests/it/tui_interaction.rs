@@ -253,7 +253,10 @@ fn a_click_on_a_drawn_row_selects_that_instance() {
             lines.join("\n")
         );
         // The pinned totals row is clickable too.
-        let total = lines.iter().position(|line| line.contains("│  total")).unwrap();
+        let total = lines
+            .iter()
+            .position(|line| line.contains("│  total"))
+            .unwrap();
         app.handle_mouse(MouseEvent {
             kind: MouseEventKind::Down(MouseButton::Left),
             column: 5,
@@ -299,13 +302,20 @@ fn dialogs_show_their_refusals_whole_at_60_by_20() {
     assert!(text.contains("now 2.00 MiB per block"), "{text}");
     assert!(text.contains("0 bytes per block"), "{text}");
     key(&mut app, KeyCode::Esc);
-    assert_eq!(key(&mut app, KeyCode::Char('+')), Some(Command::SetFramePeriod(Duration::from_millis(50))));
+    assert_eq!(
+        key(&mut app, KeyCode::Char('+')),
+        Some(Command::SetFramePeriod(Duration::from_millis(50)))
+    );
     let title = &screen(&snap, &app, 80, 24)[0];
     assert!(title.contains("20 fps"), "{title}");
 }
 
 /// A live ingest thread reading `trace` to its end, with these flags.
-fn live_run(trace: &std::path::Path, block_bytes: &str, dir: &std::path::Path) -> litehit_live::LiveHandle {
+fn live_run(
+    trace: &std::path::Path,
+    block_bytes: &str,
+    dir: &std::path::Path,
+) -> litehit_live::LiveHandle {
     let trace = trace.display().to_string();
     let cli = <litehit::cli::Cli as clap::Parser>::parse_from([
         "litehit",
@@ -329,7 +339,11 @@ fn live_run(trace: &std::path::Path, block_bytes: &str, dir: &std::path::Path) -
     litehit_live::ingest::spawn(config).unwrap()
 }
 
-fn wait_for(live: &litehit_live::LiveHandle, what: &str, done: impl Fn(&LiveSnapshot) -> bool) -> std::sync::Arc<LiveSnapshot> {
+fn wait_for(
+    live: &litehit_live::LiveHandle,
+    what: &str,
+    done: impl Fn(&LiveSnapshot) -> bool,
+) -> std::sync::Arc<LiveSnapshot> {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let snap = live.latest();
@@ -386,7 +400,11 @@ fn a_block_bytes_change_re_projects_as_a_run_started_with_them() {
     let fresh = live_run(&trace, "2048", dir.path());
     let expected = wait_for(&fresh, "at the end", finished);
 
-    assert_eq!(by_slot(&after), by_slot(&expected), "the same as a run at 2048 B");
+    assert_eq!(
+        by_slot(&after),
+        by_slot(&expected),
+        "the same as a run at 2048 B"
+    );
     assert_ne!(by_slot(&before), by_slot(&after), "the GB slots moved");
     assert!(after.lanes.iter().all(|lane| lane.block_bytes == 2048));
     // Blocks and the ∞ bound do not depend on block bytes.
@@ -397,10 +415,19 @@ fn a_block_bytes_change_re_projects_as_a_run_started_with_them() {
     // Sorted by block count: at 1 KiB/block 700b lies between 0.0001 GB (104 blocks) and
     // 0.001 GB (1048); at 2 KiB/block 0.001 GB is 524 blocks, below 700b.
     let order = |snap: &LiveSnapshot| -> Vec<String> {
-        snap.slots.iter().map(|slot| format!("{:?}", slot.capacity)).collect()
+        snap.slots
+            .iter()
+            .map(|slot| format!("{:?}", slot.capacity))
+            .collect()
     };
-    assert_eq!(order(&before), ["Gigabytes(0.0001)", "Blocks(700)", "Gigabytes(0.001)"]);
-    assert_eq!(order(&after), ["Gigabytes(0.0001)", "Gigabytes(0.001)", "Blocks(700)"]);
+    assert_eq!(
+        order(&before),
+        ["Gigabytes(0.0001)", "Blocks(700)", "Gigabytes(0.001)"]
+    );
+    assert_eq!(
+        order(&after),
+        ["Gigabytes(0.0001)", "Gigabytes(0.001)", "Blocks(700)"]
+    );
     assert_eq!(order(&after), order(&expected));
     changed.send(Command::Shutdown);
     fresh.send(Command::Shutdown);

@@ -515,6 +515,18 @@ fn quit_writes_facts_out_without_asking_and_they_equal_replay() {
     let screen = tmux.wait_for("the filtered table", |s| s.contains("/i2: 1 of 2"));
     assert!(row(&screen, "i2").is_some(), "{screen}");
     assert!(row(&screen, "i1").is_none(), "filtered out: {screen}");
+    // Live refresh rate and block bytes: the title and the geometry line follow; the facts
+    // keep the block bytes the run started with (compared with replay's below).
+    tmux.keys(&["+"]);
+    tmux.wait_for("the faster refresh", |s| s.contains("· 20 fps"));
+    tmux.keys(&["b"]);
+    tmux.keys(&["2KiB", "Enter"]);
+    tmux.wait_for("the new geometry", |s| s.contains("2.00 KiB/block"));
+    // The notice log holds the file's opening after it faded from the status line.
+    tmux.keys(&["!"]);
+    tmux.wait_for("the notice log", |s| s.contains("notices, newest first"));
+    tmux.keys(&["Escape"]);
+    tmux.wait_for("the log closed", |s| !s.contains("notices, newest first"));
     // --facts-out: quitting loses nothing, so `q` does not ask.
     tmux.keys(&["q"]);
     let screen = tmux.wait_for("the exit", |s| s.contains("EXITED"));

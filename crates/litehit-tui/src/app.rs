@@ -348,7 +348,8 @@ impl App {
                 .map(|&block_bytes| capacity.blocks(block_bytes))
                 .collect()
         };
-        if !self.lane_block_bytes.is_empty() && counts(capacity).iter().all(|&count| count == Some(0))
+        if !self.lane_block_bytes.is_empty()
+            && counts(capacity).iter().all(|&count| count == Some(0))
         {
             let block = self.lane_block_bytes.iter().max().copied().unwrap_or(0);
             return Some(format!(
@@ -360,7 +361,11 @@ impl App {
             existing == capacity
                 || (!self.lane_block_bytes.is_empty() && counts(existing) == counts(capacity))
         };
-        if let Some(&existing) = self.slot_capacities.iter().find(|&&existing| same(existing)) {
+        if let Some(&existing) = self
+            .slot_capacities
+            .iter()
+            .find(|&&existing| same(existing))
+        {
             return Some(if existing == capacity {
                 format!("{typed:?} is a slot already")
             } else {
@@ -543,7 +548,9 @@ impl App {
                         self.help_scroll = self.help_scroll.saturating_sub(1);
                     }
                     KeyCode::PageDown => self.help_scroll += PAGE_ROWS,
-                    KeyCode::PageUp => self.help_scroll = self.help_scroll.saturating_sub(PAGE_ROWS),
+                    KeyCode::PageUp => {
+                        self.help_scroll = self.help_scroll.saturating_sub(PAGE_ROWS)
+                    }
                     KeyCode::Home | KeyCode::Char('g') => self.help_scroll = 0,
                     _ => {}
                 }
@@ -911,7 +918,7 @@ mod tests {
     fn help_lists_every_normal_key() {
         let keys = [
             "?", "a", "d", "s", "p", "q", "Ctrl-C", "Esc", "Enter", "←", "↑", "PgUp", "PgDn", "g",
-            "G", "o", "O", "/",
+            "G", "o", "O", "/", "b", "+", "-", "!", "mouse",
         ];
         for key in keys {
             assert!(
@@ -1167,7 +1174,10 @@ mod tests {
             assert_eq!(try_slot(&mut app, text), None, "{text} is refused");
             let shown = editor_error(&app);
             assert!(shown.contains(reason), "{text}: {shown}");
-            assert!(!shown.contains("∞ is always") || text == "inf", "{text}: {shown}");
+            assert!(
+                !shown.contains("∞ is always") || text == "inf",
+                "{text}: {shown}"
+            );
         }
         assert_eq!(
             try_slot(&mut app, "161b"),
@@ -1192,14 +1202,26 @@ mod tests {
         let Mode::BlockBytes(editor) = &app.mode else {
             panic!("the dialog stays open")
         };
-        assert!(editor.error.as_deref().unwrap().contains("0 bytes per block"));
+        assert!(
+            editor
+                .error
+                .as_deref()
+                .unwrap()
+                .contains("0 bytes per block")
+        );
         app.handle_key(press(KeyCode::Backspace));
         type_text(&mut app, "x");
         app.handle_key(press(KeyCode::Enter));
         let Mode::BlockBytes(editor) = &app.mode else {
             panic!("the dialog stays open")
         };
-        assert!(editor.error.as_deref().unwrap().contains("whole number of bytes"));
+        assert!(
+            editor
+                .error
+                .as_deref()
+                .unwrap()
+                .contains("whole number of bytes")
+        );
         app.handle_key(press(KeyCode::Backspace));
         type_text(&mut app, "128KiB");
         assert_eq!(
@@ -1229,12 +1251,20 @@ mod tests {
             app.handle_key(press(KeyCode::Char('-')));
         }
         assert_eq!(app.fps, FPS_BOUNDS.0);
-        assert_eq!(app.handle_key(press(KeyCode::Char('-'))), None, "at the bound");
+        assert_eq!(
+            app.handle_key(press(KeyCode::Char('-'))),
+            None,
+            "at the bound"
+        );
         for _ in 0..20 {
             app.handle_key(press(KeyCode::Char('=')));
         }
         assert_eq!(app.fps, FPS_BOUNDS.1);
-        assert_eq!(app.handle_key(press(KeyCode::Char('+'))), None, "at the bound");
+        assert_eq!(
+            app.handle_key(press(KeyCode::Char('+'))),
+            None,
+            "at the bound"
+        );
     }
 
     fn noticed(uptime_s: u64, notice: TailNotice, age_s: u64) -> LiveSnapshot {
@@ -1268,7 +1298,11 @@ mod tests {
         for _ in 0..5 {
             app.handle_key(press(KeyCode::Up));
         }
-        assert_eq!(app.mode, Mode::Notices { scroll: 2 }, "clamped at the oldest");
+        assert_eq!(
+            app.mode,
+            Mode::Notices { scroll: 2 },
+            "clamped at the oldest"
+        );
         app.handle_key(press(KeyCode::End));
         assert_eq!(app.mode, Mode::Notices { scroll: 0 });
         app.handle_key(press(KeyCode::Esc));

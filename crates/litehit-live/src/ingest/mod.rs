@@ -647,7 +647,10 @@ impl Ingest {
                 .capacity
                 .order_at(&slots[b].capacity, Some(block_bytes))
         });
-        pipeline.slots = order.iter().map(|&index| pipeline.slots[index].clone()).collect();
+        pipeline.slots = order
+            .iter()
+            .map(|&index| pipeline.slots[index].clone())
+            .collect();
         pipeline.timeline.reorder_slots(&order);
     }
 

@@ -210,8 +210,7 @@ impl Pipeline {
                     .map_or(self.event.timestamp_ns, |last| {
                         last.max(self.event.timestamp_ns)
                     });
-                self.timeline
-                    .before_event(
+                self.timeline.before_event(
                     clamped_ns,
                     self.engine.lanes(),
                     &self.slots,

@@ -47,8 +47,7 @@ impl LaneMark {
                 .zip(&self.slot_hit_blocks)
                 .map(|(slot, start)| {
                     start.map(|start| {
-                        (live_hit_blocks(lane, slot.capacity, assumed) - start)
-                            * block_size_tokens
+                        (live_hit_blocks(lane, slot.capacity, assumed) - start) * block_size_tokens
                     })
                 })
                 .collect(),
@@ -207,7 +206,12 @@ impl TimelineBuilder {
         }
     }
 
-    pub(super) fn snapshot(&self, lanes: &[Lane], slots: &[Slot], assumed: Option<u64>) -> Timeline {
+    pub(super) fn snapshot(
+        &self,
+        lanes: &[Lane],
+        slots: &[Slot],
+        assumed: Option<u64>,
+    ) -> Timeline {
         let mut windows: Vec<Window> = self.closed.iter().cloned().collect();
         windows.extend(self.current(lanes, slots, true, assumed));
         Timeline {

@@ -54,9 +54,12 @@ fn fit(parts: &[Part], width: usize) -> Vec<(String, Style)> {
         let widths: Vec<usize> = parts
             .iter()
             .zip(chosen)
-            .filter_map(|(part, form)| form.map(|form| unicode_width::UnicodeWidthStr::width(part.forms[form].as_str())))
+            .filter_map(|(part, form)| {
+                form.map(|form| unicode_width::UnicodeWidthStr::width(part.forms[form].as_str()))
+            })
             .collect();
-        widths.iter().sum::<usize>() + widths.len().saturating_sub(1) * unicode_width::UnicodeWidthStr::width(SEPARATOR)
+        widths.iter().sum::<usize>()
+            + widths.len().saturating_sub(1) * unicode_width::UnicodeWidthStr::width(SEPARATOR)
     };
     let mut by_rank: Vec<usize> = (0..parts.len()).collect();
     by_rank.sort_by_key(|&index| std::cmp::Reverse(parts[index].rank));
@@ -98,8 +101,14 @@ pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, _view: &App) {
     let width = usize::from(area.width.saturating_sub(2));
     let totals = snap.totals();
     let mut unique = vec![
-        part(0, &[format!("{} blocks", format::count(totals.unique_blocks))]),
-        part(1, &[format!("KV {}", format::bytes(totals.unique_kv_bytes))]),
+        part(
+            0,
+            &[format!("{} blocks", format::count(totals.unique_blocks))],
+        ),
+        part(
+            1,
+            &[format!("KV {}", format::bytes(totals.unique_kv_bytes))],
+        ),
     ];
     if snap.has_ttl() {
         let expired = format::count(snap.lanes.iter().map(|lane| lane.ttl_expired_blocks).sum());
@@ -163,7 +172,10 @@ pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, _view: &App) {
     ];
     if let Some(eta) = source.catch_up_eta {
         let eta = format::duration(eta);
-        ingest.push(part(2, &[format!("~{eta} to catch up"), format!("~{eta} left")]));
+        ingest.push(part(
+            2,
+            &[format!("~{eta} to catch up"), format!("~{eta} left")],
+        ));
     }
 
     let health = &snap.health;
@@ -257,14 +269,20 @@ mod tests {
     use super::*;
 
     fn texts(parts: &[Part], width: usize) -> Vec<String> {
-        fit(parts, width).into_iter().map(|(text, _)| text).collect()
+        fit(parts, width)
+            .into_iter()
+            .map(|(text, _)| text)
+            .collect()
     }
 
     #[test]
     fn parts_shorten_then_go_by_rank_and_rank_zero_stays_whole() {
         let parts = [
             part(0, &["12 blocks".to_owned()]),
-            part(2, &["accumulator 1.0 MiB".to_owned(), "acc 1.0 MiB".to_owned()]),
+            part(
+                2,
+                &["accumulator 1.0 MiB".to_owned(), "acc 1.0 MiB".to_owned()],
+            ),
             part(1, &["core 3.0 MiB".to_owned()]),
         ];
         assert_eq!(
@@ -272,7 +290,10 @@ mod tests {
             ["12 blocks", "accumulator 1.0 MiB", "core 3.0 MiB"]
         );
         // 9 + 3 + 11 + 3 + 12 = 38: the highest rank is shortened first.
-        assert_eq!(texts(&parts, 38), ["12 blocks", "acc 1.0 MiB", "core 3.0 MiB"]);
+        assert_eq!(
+            texts(&parts, 38),
+            ["12 blocks", "acc 1.0 MiB", "core 3.0 MiB"]
+        );
         assert_eq!(texts(&parts, 37), ["12 blocks", "core 3.0 MiB"]);
         assert_eq!(texts(&parts, 9), ["12 blocks"]);
         assert_eq!(texts(&parts, 3), ["12 blocks"], "rank 0 is never cut");

@@ -9,9 +9,9 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Clear, Paragraph, Wrap};
 
 use super::centered;
-use crate::app::{App, KEY_HELP};
 #[cfg(test)]
 use crate::app::HELP_LINES;
+use crate::app::{App, KEY_HELP};
 use litehit_live::LiveSnapshot;
 
 /// What the words and signs on the screen mean, one short line each.
@@ -98,7 +98,9 @@ mod tests {
         view.handle_key(KeyEvent::new(KeyCode::Char('?'), KeyModifiers::NONE));
         let first = drawn(&view);
         assert!(
-            first.iter().any(|line| line.contains("↑↓ PgUp PgDn scroll")),
+            first
+                .iter()
+                .any(|line| line.contains("↑↓ PgUp PgDn scroll")),
             "says how to scroll:\n{}",
             first.join("\n")
         );

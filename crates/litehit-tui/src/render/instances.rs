@@ -141,7 +141,9 @@ pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
     // For the mouse: the header takes the first line, each row one after it.
     *view.table_rows_on_screen.borrow_mut() = crate::app::TableRowsOnScreen {
         x: inner.x..inner.x + inner.width,
-        rows: (inner.y + 1..inner.y + inner.height).zip(visible.iter().copied()).collect(),
+        rows: (inner.y + 1..inner.y + inner.height)
+            .zip(visible.iter().copied())
+            .collect(),
     };
     let table_rows = visible.iter().map(|&index| {
         table_row(

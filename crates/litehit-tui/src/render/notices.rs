@@ -35,14 +35,21 @@ pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
                     Style::new()
                 };
                 Line::from(vec![
-                    Span::styled(format!(" {:>7} ", format::duration(notice.at)), Style::new().dim()),
+                    Span::styled(
+                        format!(" {:>7} ", format::duration(notice.at)),
+                        Style::new().dim(),
+                    ),
                     Span::styled(notice.text.clone(), style),
                 ])
             })
             .collect()
     };
     let position = if count > room {
-        format!(" {}–{} of {count} · ↑↓ PgUp PgDn ", scroll + 1, (scroll + room).min(count))
+        format!(
+            " {}–{} of {count} · ↑↓ PgUp PgDn ",
+            scroll + 1,
+            (scroll + room).min(count)
+        )
     } else {
         format!(" {count} ")
     };
@@ -51,7 +58,9 @@ pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
     frame.render_widget(
         Paragraph::new(lines).wrap(Wrap { trim: false }).block(
             Block::bordered()
-                .title(format!(" notices, newest first · uptime {now} · ! or Esc closes "))
+                .title(format!(
+                    " notices, newest first · uptime {now} · ! or Esc closes "
+                ))
                 .title_bottom(position),
         ),
         popup,

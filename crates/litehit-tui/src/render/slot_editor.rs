@@ -23,7 +23,12 @@ pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
         ),
         Mode::BlockBytes(editor) => {
             let now = match snap.lanes.first() {
-                Some(lane) if snap.lanes.iter().all(|other| other.block_bytes == lane.block_bytes) => {
+                Some(lane)
+                    if snap
+                        .lanes
+                        .iter()
+                        .all(|other| other.block_bytes == lane.block_bytes) =>
+                {
                     format!(" now {} per block", format::bytes(lane.block_bytes))
                 }
                 Some(_) => " now: lanes differ; the new value is for every lane".to_owned(),

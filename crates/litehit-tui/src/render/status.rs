@@ -136,9 +136,7 @@ fn message(snap: &LiveSnapshot) -> Option<(String, Style)> {
 }
 
 fn is_current(notice: &Notice) -> bool {
-    notice
-        .age
-        .is_none_or(|age| age.as_secs() < NOTICE_SECONDS)
+    notice.age.is_none_or(|age| age.as_secs() < NOTICE_SECONDS)
 }
 
 fn problem(snap: &LiveSnapshot) -> Option<Notice> {
