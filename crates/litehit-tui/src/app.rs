@@ -332,7 +332,7 @@ impl App {
             Capacity::Infinite => {
                 return Some("∞ is always shown (the last column)".to_owned());
             }
-            Capacity::Gigabytes(gb) if gb == 0.0 => {
+            Capacity::Gigabytes(0.0) => {
                 return Some("0 GiB holds no block: type a size above 0".to_owned());
             }
             Capacity::Blocks(0) => {
@@ -536,28 +536,7 @@ impl App {
                 self.move_selection(0);
                 None
             }
-            Mode::Help => {
-                match key.code {
-                    KeyCode::Char('?') | KeyCode::Esc | KeyCode::Enter => {
-                        self.mode = Mode::Normal;
-                        self.help_scroll = 0;
-                    }
-                    KeyCode::Char('q') => return self.ask_to_quit(),
-                    KeyCode::Down | KeyCode::Char('j') => self.help_scroll += 1,
-                    KeyCode::Up | KeyCode::Char('k') => {
-                        self.help_scroll = self.help_scroll.saturating_sub(1);
-                    }
-                    KeyCode::PageDown => self.help_scroll += PAGE_ROWS,
-                    KeyCode::PageUp => {
-                        self.help_scroll = self.help_scroll.saturating_sub(PAGE_ROWS)
-                    }
-                    KeyCode::Home | KeyCode::Char('g') => self.help_scroll = 0,
-                    _ => {}
-                }
-                // The render clamps it to the lines that are off screen.
-                self.help_scroll = self.help_scroll.min(HELP_LINES);
-                None
-            }
+            Mode::Help => self.handle_help_key(key.code),
             Mode::SlotEditor(editor) => match key.code {
                 KeyCode::Esc => {
                     self.mode = Mode::Normal;
@@ -594,59 +573,92 @@ impl App {
                 }
                 _ => None,
             },
-            Mode::BlockBytes(editor) => match key.code {
-                KeyCode::Esc => {
-                    self.mode = Mode::Normal;
-                    None
-                }
-                KeyCode::Enter => match parse_byte_size(&editor.input) {
-                    Ok(0) => {
-                        editor.error =
-                            Some("0 bytes per block: every GB slot would be 0 blocks".to_owned());
-                        None
-                    }
-                    Ok(block_bytes) => {
-                        self.mode = Mode::Normal;
-                        Some(Command::SetBlockBytes(block_bytes))
-                    }
-                    Err(message) => {
-                        editor.error = Some(message.to_string());
-                        None
-                    }
-                },
-                KeyCode::Backspace => {
-                    editor.input.pop();
-                    editor.error = None;
-                    None
-                }
-                KeyCode::Char(ch) if !ch.is_control() && editor.input.chars().count() < 24 => {
-                    editor.input.push(ch);
-                    editor.error = None;
-                    None
-                }
-                _ => None,
-            },
-            Mode::Notices { scroll } => {
-                let last = self.notice_log.len().saturating_sub(1);
-                match key.code {
-                    KeyCode::Char('!' | 'q') | KeyCode::Esc | KeyCode::Enter => {
-                        if key.code == KeyCode::Char('q') {
-                            return self.ask_to_quit();
-                        }
-                        self.mode = Mode::Normal;
-                    }
-                    KeyCode::Up | KeyCode::Char('k') => *scroll = (*scroll + 1).min(last),
-                    KeyCode::Down | KeyCode::Char('j') => *scroll = scroll.saturating_sub(1),
-                    KeyCode::PageUp => *scroll = (*scroll + PAGE_ROWS).min(last),
-                    KeyCode::PageDown => *scroll = scroll.saturating_sub(PAGE_ROWS),
-                    KeyCode::Home | KeyCode::Char('g') => *scroll = last,
-                    KeyCode::End | KeyCode::Char('G') => *scroll = 0,
-                    _ => {}
-                }
-                None
-            }
+            Mode::BlockBytes(_) => self.handle_block_bytes_key(key.code),
+            Mode::Notices { .. } => self.handle_notices_key(key.code),
             Mode::Normal => self.handle_normal_key(key.code),
         }
+    }
+
+    fn handle_help_key(&mut self, code: KeyCode) -> Option<Command> {
+        match code {
+            KeyCode::Char('?') | KeyCode::Esc | KeyCode::Enter => {
+                self.mode = Mode::Normal;
+                self.help_scroll = 0;
+            }
+            KeyCode::Char('q') => return self.ask_to_quit(),
+            KeyCode::Down | KeyCode::Char('j') => self.help_scroll += 1,
+            KeyCode::Up | KeyCode::Char('k') => {
+                self.help_scroll = self.help_scroll.saturating_sub(1);
+            }
+            KeyCode::PageDown => self.help_scroll += PAGE_ROWS,
+            KeyCode::PageUp => {
+                self.help_scroll = self.help_scroll.saturating_sub(PAGE_ROWS);
+            }
+            KeyCode::Home | KeyCode::Char('g') => self.help_scroll = 0,
+            _ => {}
+        }
+        // The render clamps it to the lines that are off screen.
+        self.help_scroll = self.help_scroll.min(HELP_LINES);
+        None
+    }
+
+    fn handle_block_bytes_key(&mut self, code: KeyCode) -> Option<Command> {
+        let Mode::BlockBytes(editor) = &mut self.mode else {
+            return None;
+        };
+        match code {
+            KeyCode::Esc => {
+                self.mode = Mode::Normal;
+                None
+            }
+            KeyCode::Enter => match parse_byte_size(&editor.input) {
+                Ok(0) => {
+                    editor.error =
+                        Some("0 bytes per block: every GB slot would be 0 blocks".to_owned());
+                    None
+                }
+                Ok(block_bytes) => {
+                    self.mode = Mode::Normal;
+                    Some(Command::SetBlockBytes(block_bytes))
+                }
+                Err(message) => {
+                    editor.error = Some(message.to_string());
+                    None
+                }
+            },
+            KeyCode::Backspace => {
+                editor.input.pop();
+                editor.error = None;
+                None
+            }
+            KeyCode::Char(ch) if !ch.is_control() && editor.input.chars().count() < 24 => {
+                editor.input.push(ch);
+                editor.error = None;
+                None
+            }
+            _ => None,
+        }
+    }
+
+    fn handle_notices_key(&mut self, code: KeyCode) -> Option<Command> {
+        let last = self.notice_log.len().saturating_sub(1);
+        if matches!(code, KeyCode::Char('q')) {
+            return self.ask_to_quit();
+        }
+        let Mode::Notices { scroll } = &mut self.mode else {
+            return None;
+        };
+        match code {
+            KeyCode::Char('!') | KeyCode::Esc | KeyCode::Enter => self.mode = Mode::Normal,
+            KeyCode::Up | KeyCode::Char('k') => *scroll = (*scroll + 1).min(last),
+            KeyCode::Down | KeyCode::Char('j') => *scroll = scroll.saturating_sub(1),
+            KeyCode::PageUp => *scroll = (*scroll + PAGE_ROWS).min(last),
+            KeyCode::PageDown => *scroll = scroll.saturating_sub(PAGE_ROWS),
+            KeyCode::Home | KeyCode::Char('g') => *scroll = last,
+            KeyCode::End | KeyCode::Char('G') => *scroll = 0,
+            _ => {}
+        }
+        None
     }
 
     fn set_editor_error(&mut self, reason: String) {
@@ -1235,6 +1247,7 @@ mod tests {
     }
 
     #[test]
+    #[expect(clippy::float_cmp, reason = "powers of two times 10, exact")]
     fn plus_and_minus_double_and_halve_the_refresh_rate_within_bounds() {
         let mut app = App::default();
         assert_eq!(app.fps, DEFAULT_FPS);

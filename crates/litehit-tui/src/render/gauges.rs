@@ -121,49 +121,10 @@ pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, _view: &App) {
         ));
     }
 
-    let memory = &snap.memory;
-    let bytes = format::bytes;
-    let memory_parts = [
-        part(0, &[format!("{} in RAM", bytes(memory.resident_bytes()))]),
-        part(1, &[format!("core {}", bytes(memory.core_bytes))]),
-        part(
-            2,
-            &[
-                format!("accumulator {}", bytes(memory.accumulator_bytes)),
-                format!("acc {}", bytes(memory.accumulator_bytes)),
-            ],
-        ),
-        part(
-            4,
-            &[
-                format!("facts buffer {}", bytes(memory.facts_buffer_bytes)),
-                format!("buffer {}", bytes(memory.facts_buffer_bytes)),
-            ],
-        ),
-        part(
-            3,
-            &[
-                format!("monitor {}", bytes(memory.monitor_bytes)),
-                format!("mon {}", bytes(memory.monitor_bytes)),
-            ],
-        ),
-    ];
-    let spilled = bytes(memory.facts_on_disk_bytes);
-    let facts_parts = [
-        part(0, &[format!("{} rows", format::count(snap.facts_rows))]),
-        part(
-            1,
-            &[
-                format!("{spilled} spilled to a temporary file on disk"),
-                format!("{spilled} spilled to disk"),
-                format!("{spilled} spilled"),
-            ],
-        ),
-    ];
-
+    let (memory_parts, facts_parts) = memory_and_facts_parts(snap);
     let rate = &snap.rate;
     let source = &snap.source;
-    let lag = bytes(source.backlog_bytes);
+    let lag = format::bytes(source.backlog_bytes);
     let mut ingest = vec![
         part(0, &[format::per_second(rate.requests_per_s, "req")]),
         part(3, &[format::per_second(rate.blocks_per_s, "blocks")]),
@@ -207,6 +168,51 @@ pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, _view: &App) {
         Paragraph::new(lines).block(Block::bordered().title(" gauges ")),
         area,
     );
+}
+
+/// The `memory` and `facts` gauges.
+fn memory_and_facts_parts(snap: &LiveSnapshot) -> (Vec<Part>, Vec<Part>) {
+    let memory = &snap.memory;
+    let bytes = format::bytes;
+    let memory_parts = vec![
+        part(0, &[format!("{} in RAM", bytes(memory.resident_bytes()))]),
+        part(1, &[format!("core {}", bytes(memory.core_bytes))]),
+        part(
+            2,
+            &[
+                format!("accumulator {}", bytes(memory.accumulator_bytes)),
+                format!("acc {}", bytes(memory.accumulator_bytes)),
+            ],
+        ),
+        part(
+            4,
+            &[
+                format!("facts buffer {}", bytes(memory.facts_buffer_bytes)),
+                format!("buffer {}", bytes(memory.facts_buffer_bytes)),
+            ],
+        ),
+        part(
+            3,
+            &[
+                format!("monitor {}", bytes(memory.monitor_bytes)),
+                format!("mon {}", bytes(memory.monitor_bytes)),
+            ],
+        ),
+    ];
+    let spilled = bytes(memory.facts_on_disk_bytes);
+    let facts_parts = vec![
+        part(0, &[format!("{} rows", format::count(snap.facts_rows))]),
+        part(
+            1,
+            &[
+                format!("{spilled} spilled to a temporary file on disk"),
+                format!("{spilled} spilled to disk"),
+                format!("{spilled} spilled"),
+            ],
+        ),
+    ];
+
+    (memory_parts, facts_parts)
 }
 
 /// The `input` gauge: bad lines (red once there are any), clamped timestamps and write

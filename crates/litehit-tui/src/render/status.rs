@@ -130,8 +130,8 @@ pub fn loggable_notices(snap: &LiveSnapshot) -> Vec<Notice> {
 
 fn message(snap: &LiveSnapshot) -> Option<(String, Style)> {
     problem(snap)
-        .or_else(|| facts_notice(snap).filter(|notice| is_current(notice)))
-        .or_else(|| file_notice(snap).filter(|notice| is_current(notice)))
+        .or_else(|| facts_notice(snap).filter(is_current))
+        .or_else(|| file_notice(snap).filter(is_current))
         .map(|notice| (notice.line(), notice.style))
 }
 
