@@ -253,8 +253,8 @@ fn watch_shows_exact_rates_late_slots_and_snapshots_facts() {
     let (_, rates) = row(&screen, "i1").unwrap();
     assert_eq!(
         rates,
-        ["59.26%", "51.85%", "51.85%", "59.26%"],
-        "1 GB, 2 b, 3 b, ∞"
+        ["51.85%", "51.85%", "59.26%", "59.26%"],
+        "2 b, 3 b, 1 GB (1048576 blocks of 1 KiB), ∞: by block count"
     );
 
     // A generated workload on two instances, appended in ragged pieces (partial lines).
@@ -280,10 +280,11 @@ fn watch_shows_exact_rates_late_slots_and_snapshots_facts() {
         piece = piece % 7 + 1;
     }
     let all = format!("{DESIGN_DOC_TRACE}{generated}");
+    // In the table's order: by block count.
     let capacities = [
-        Capacity::Gigabytes(1.0),
         Capacity::Blocks(2),
         Capacity::Blocks(3),
+        Capacity::Gigabytes(1.0),
         Capacity::Infinite,
     ];
     let expected = replay(&all, &capacities);
