@@ -203,6 +203,8 @@ fn the_notice_log_lists_every_notice_with_its_time() {
     snap.uptime = Duration::from_secs(600);
     snap.source.last_notice = Some((TailNotice::Opened, Duration::from_secs(535)));
     app.observe(&snap);
+    snap.assumed_block_bytes = Some(1 << 20);
+    app.observe(&snap);
     key(&mut app, KeyCode::Char('!'));
     for (width, height) in SIZES {
         let lines = screen(&snap, &app, width, height);
@@ -219,6 +221,12 @@ fn the_notice_log_lists_every_notice_with_its_time() {
         assert!(
             lines.iter().any(|line| line.contains("write events seen")),
             "the write events are said in the log:\n{text}"
+        );
+        assert!(
+            lines
+                .iter()
+                .any(|line| line.contains("assuming 1.00 MiB per block")),
+            "the block-bytes change is in the log:\n{text}"
         );
         assert!(lines.last().unwrap().contains("q quit"), "{text}");
     }

@@ -125,6 +125,16 @@ pub fn loggable_notices(snap: &LiveSnapshot) -> Vec<Notice> {
     notices.extend(facts_notice(snap));
     notices.extend(file_notice(snap));
     notices.extend(write_events_notice(snap));
+    notices.extend(snap.assumed_block_bytes.map(|block_bytes| {
+        Notice::new(
+            format!(
+                "assuming {} per block (b): GB slots re-projected, facts rows keep theirs",
+                format::bytes(block_bytes)
+            ),
+            Style::new(),
+            false,
+        )
+    }));
     notices
 }
 
