@@ -168,6 +168,33 @@ mod tests {
     use super::*;
 
     #[test]
+    fn with_known_block_bytes_slots_are_listed_by_block_count() {
+        let mut slots = [
+            Capacity::Infinite,
+            Capacity::Blocks(1000),
+            Capacity::Gigabytes(1.0), // 1024 blocks of 1 MiB, 512 of 2 MiB
+            Capacity::Blocks(1024),
+            Capacity::Blocks(600),
+        ];
+        slots.sort_by(|a, b| a.order_at(b, Some(1 << 20)));
+        assert_eq!(
+            slots,
+            [
+                Capacity::Blocks(600),
+                Capacity::Blocks(1000),
+                Capacity::Gigabytes(1.0), // the same count: GB first
+                Capacity::Blocks(1024),
+                Capacity::Infinite,
+            ]
+        );
+        slots.sort_by(|a, b| a.order_at(b, Some(2 << 20)));
+        assert_eq!(slots[0], Capacity::Gigabytes(1.0));
+        slots.sort_by(|a, b| a.order_at(b, None));
+        assert_eq!(slots[0], Capacity::Gigabytes(1.0), "unknown: GB first");
+        assert_eq!(slots[1], Capacity::Blocks(600));
+    }
+
+    #[test]
     fn slots_are_listed_by_size_gb_before_blocks() {
         let mut slots = [
             Capacity::Blocks(1000),
