@@ -37,6 +37,7 @@ mod sql;
 mod tiers;
 mod tokenize;
 mod tui_charts;
+mod tui_interaction;
 mod tui_render;
 mod tui_targets;
 mod watch_pty;

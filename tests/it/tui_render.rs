@@ -269,6 +269,12 @@ fn help_overlay_fits_60x20() {
     app.observe(&snap);
     key(&mut app, KeyCode::Char('?'));
     let screen = screen_text(&snap, &app, 60, 20);
+    assert!(screen.contains("↑↓ PgUp PgDn scroll"), "{screen}");
+    // What the screen's words mean is below the keys: scrolled to, it is whole.
+    for _ in 0..3 {
+        key(&mut app, KeyCode::PageDown);
+    }
+    let screen = screen_text(&snap, &app, 60, 20);
     assert!(screen.contains("notify/polling"), "{screen}");
     insta::assert_snapshot!(draw(&snap, &app, 60, 20).backend());
 }

@@ -258,8 +258,8 @@ fn watch_shows_exact_rates_late_slots_and_snapshots_facts() {
     let (_, rates) = row(&screen, "i1").unwrap();
     assert_eq!(
         rates,
-        ["59.26%", "51.85%", "51.85%", "59.26%"],
-        "1 GB, 2 b, 3 b, ∞"
+        ["51.85%", "51.85%", "59.26%", "59.26%"],
+        "2 b, 3 b, 1 GB (1048576 blocks of 1 KiB), ∞: by block count"
     );
 
     // A generated workload on two instances, appended in ragged pieces (partial lines).
@@ -285,10 +285,11 @@ fn watch_shows_exact_rates_late_slots_and_snapshots_facts() {
         piece = piece % 7 + 1;
     }
     let all = format!("{DESIGN_DOC_TRACE}{generated}");
+    // In the table's order: by block count.
     let capacities = [
-        Capacity::Gigabytes(1.0),
         Capacity::Blocks(2),
         Capacity::Blocks(3),
+        Capacity::Gigabytes(1.0),
         Capacity::Infinite,
     ];
     let expected = replay(&all, &capacities);
@@ -520,6 +521,18 @@ fn quit_writes_facts_out_without_asking_and_they_equal_replay() {
     let screen = tmux.wait_for("the filtered table", |s| s.contains("/i2: 1 of 2"));
     assert!(row(&screen, "i2").is_some(), "{screen}");
     assert!(row(&screen, "i1").is_none(), "filtered out: {screen}");
+    // Live refresh rate and block bytes: the title and the geometry line follow; the facts
+    // keep the block bytes the run started with (compared with replay's below).
+    tmux.keys(&["+"]);
+    tmux.wait_for("the faster refresh", |s| s.contains("· 20 fps"));
+    tmux.keys(&["b"]);
+    tmux.keys(&["2KiB", "Enter"]);
+    tmux.wait_for("the new geometry", |s| s.contains("2.00 KiB/block"));
+    // The notice log holds the file's opening after it faded from the status line.
+    tmux.keys(&["!"]);
+    tmux.wait_for("the notice log", |s| s.contains("notices, newest first"));
+    tmux.keys(&["Escape"]);
+    tmux.wait_for("the log closed", |s| !s.contains("notices, newest first"));
     // --facts-out: quitting loses nothing, so `q` does not ask.
     tmux.keys(&["q"]);
     let screen = tmux.wait_for("the exit", |s| s.contains("EXITED"));

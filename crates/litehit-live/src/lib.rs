@@ -55,6 +55,13 @@ pub enum Command {
     WriteFacts,
     /// Finish (state `Finished`) once the end of the file is reached, as `--exit-at-eof`.
     StopAtEof,
+    /// Assume this many KV bytes per block in every lane from now on (the monitor's `b`):
+    /// GB slots, KV bytes and the geometry re-project at once from the accumulators (which
+    /// are in blocks), with no replay; the facts rows keep the block bytes the run started
+    /// with, and timeline windows before the change have no figure for GB slots.
+    SetBlockBytes(u64),
+    /// Publish snapshots at most once per this period (the monitor's `+` / `-`).
+    SetFramePeriod(std::time::Duration),
     /// Stop ingesting and end the thread.
     Shutdown,
 }

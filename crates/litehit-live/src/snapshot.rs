@@ -419,6 +419,9 @@ pub struct LiveSnapshot {
     /// The engine ran out of memory: nothing after that line was replayed (the run ends with
     /// exit 1 once the facts so far are written).
     pub out_of_memory: Option<String>,
+    /// KV bytes per block set live (`b`), replacing every lane's in the projections; the
+    /// lanes' `block_bytes` already hold it.
+    pub assumed_block_bytes: Option<u64>,
 }
 
 impl LiveSnapshot {

@@ -3,9 +3,12 @@
 //! [`App`] holds what the user is looking at (mode, selected slot and instance) and what it
 //! last learned from a snapshot (slot ids, lane count) so that selections stay valid.
 
-use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use std::collections::VecDeque;
+use std::time::Duration;
 
-use litehit_core::grammar::parse_capacity;
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEvent, MouseEventKind};
+
+use litehit_core::grammar::{parse_byte_size, parse_capacity};
 use litehit_core::projector::Capacity;
 use litehit_live::snapshot::FactsWrite;
 use litehit_live::{Command, LiveSnapshot, SlotId};
@@ -23,6 +26,10 @@ pub enum Mode {
     ConfirmQuit,
     /// Typing the instance filter (`/`); the table follows each key.
     Filter,
+    /// Typing the KV bytes per block to assume (`b`), as `--block-bytes` takes it.
+    BlockBytes(SlotEditor),
+    /// The log of recent notices (`!`), scrolled this many entries from the newest.
+    Notices { scroll: usize },
 }
 
 /// The column the instance table is sorted by (`o` cycles, `O` reverses).
@@ -54,6 +61,33 @@ impl SortBy {
 
 /// Rows PgUp / PgDn move by.
 pub const PAGE_ROWS: usize = 10;
+/// Rows one mouse wheel step moves by.
+pub const WHEEL_ROWS: usize = 3;
+/// Notices the log keeps (the oldest go first).
+pub const NOTICE_LOG_LEN: usize = 100;
+/// Refreshes per second `+` / `-` stay within (the bounds `--fps` is clamped to).
+pub const FPS_BOUNDS: (f64, f64) = (0.5, 120.0);
+/// The default refresh rate (`--fps`).
+pub const DEFAULT_FPS: f64 = 10.0;
+
+/// One entry of the notice log (`!`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoggedNotice {
+    /// Monitor uptime when it was raised.
+    pub at: Duration,
+    pub text: String,
+    /// A problem (error, failed write) rather than news.
+    pub problem: bool,
+}
+
+/// Where the table's rows were drawn last (the mouse selects by it); filled by the render.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TableRowsOnScreen {
+    /// The columns the table spans.
+    pub x: std::ops::Range<u16>,
+    /// Screen line → `selected_row` value.
+    pub rows: Vec<(u16, usize)>,
+}
 
 /// What a lane is sorted and filtered by, from the last snapshot.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -91,6 +125,7 @@ pub struct SlotEditor {
 pub const KEY_HELP: &[(&str, &str)] = &[
     ("?", "show / hide this help"),
     ("a", "add a slot (40, 0.5 = GiB; 1000b = blocks)"),
+    ("b", "assume other KV bytes per block (1MiB)"),
     ("d / Del", "delete the selected slot"),
     ("← → / h l", "select a slot"),
     ("↑ ↓ / k j", "select an instance (curve, timeline)"),
@@ -101,7 +136,11 @@ pub const KEY_HELP: &[(&str, &str)] = &[
     ("o / O", "sort by the next column / reverse it"),
     ("/", "filter instances by id (Esc clears)"),
     ("s", "write every fact so far to the facts file"),
-    ("p · w", "pause / resume · next timeline window"),
+    ("p", "pause / resume ingestion"),
+    ("w", "next timeline window (auto: fits the span)"),
+    ("+ / -", "refresh twice / half as often"),
+    ("!", "recent notices, with their times"),
+    ("mouse", "click selects a row · wheel scrolls"),
     ("q / Ctrl-C", "quit (asks first if facts would be lost)"),
     ("Esc / Enter", "close / confirm a dialog"),
 ];
@@ -118,8 +157,11 @@ pub const TIMELINE_WINDOWS: [Option<std::time::Duration>; 6] = [
     Some(std::time::Duration::from_secs(60 * 60)),
 ];
 
+/// Lines the help holds at most (keys and the words on the screen), a bound for scrolling.
+pub const HELP_LINES: usize = 64;
+
 /// The monitor's view state.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct App {
     pub mode: Mode,
     /// Index into the snapshot's slots.
@@ -150,11 +192,51 @@ pub struct App {
     lane_count: usize,
     /// Select the next slot that appears (the one just added).
     select_new_slot: bool,
+    /// The distinct KV bytes per block of the lanes (a GB slot's block count depends on it).
+    lane_block_bytes: Vec<u64>,
+    /// Refreshes per second (`+` / `-`; `--fps` at start).
+    pub fps: f64,
+    /// Lines of the help scrolled off its top (↑↓ while it is open).
+    pub help_scroll: usize,
+    /// Recent notices, oldest first (`!` shows them).
+    pub notice_log: VecDeque<LoggedNotice>,
+    /// Where the table rows were drawn (set by the render, read by the mouse).
+    pub table_rows_on_screen: std::cell::RefCell<TableRowsOnScreen>,
+}
+
+impl Default for App {
+    fn default() -> Self {
+        Self {
+            mode: Mode::default(),
+            selected_slot: 0,
+            selected_row: 0,
+            quitting: false,
+            facts_on_quit: FactsOnQuit::default(),
+            demo: None,
+            facts_rows: 0,
+            saved_rows: 0,
+            sort_by: SortBy::default(),
+            sort_descending: false,
+            filter: String::new(),
+            timeline_window: 0,
+            lane_keys: Vec::new(),
+            slot_ids: Vec::new(),
+            slot_capacities: Vec::new(),
+            lane_count: 0,
+            select_new_slot: false,
+            lane_block_bytes: Vec::new(),
+            fps: DEFAULT_FPS,
+            help_scroll: 0,
+            notice_log: VecDeque::new(),
+            table_rows_on_screen: std::cell::RefCell::default(),
+        }
+    }
 }
 
 impl App {
     /// Learns the slots and lanes of a new snapshot and keeps the selections valid.
     pub fn observe(&mut self, snap: &LiveSnapshot) {
+        self.log_notices(snap);
         let ids: Vec<SlotId> = snap.slots.iter().map(|slot| slot.id).collect();
         let selected_id = self.slot_ids.get(self.selected_slot).copied();
         if self.select_new_slot {
@@ -184,6 +266,15 @@ impl App {
                 unique_blocks: lane.unique_blocks,
             })
             .collect();
+        let mut block_bytes: Vec<u64> = snap
+            .lanes
+            .iter()
+            .map(|lane| lane.block_bytes)
+            .filter(|&block_bytes| block_bytes > 0)
+            .collect();
+        block_bytes.sort_unstable();
+        block_bytes.dedup();
+        self.lane_block_bytes = block_bytes;
         self.facts_rows = snap.facts_rows;
         if let FactsWrite::Done { rows, .. } = snap.facts_write {
             self.saved_rows = self.saved_rows.max(rows);
@@ -207,6 +298,134 @@ impl App {
     /// Lanes in the last snapshot observed.
     pub fn observed_lane_count(&self) -> usize {
         self.lane_keys.len()
+    }
+
+    /// Adds the snapshot's notices to the log when they are new.
+    fn log_notices(&mut self, snap: &LiveSnapshot) {
+        for notice in crate::render::status::loggable_notices(snap) {
+            let at = snap.uptime.saturating_sub(notice.age.unwrap_or_default());
+            // The same event in the next snapshot: same text, same moment (an age-less
+            // notice, a problem still current, is one entry while it lasts).
+            let known = self.notice_log.iter().rev().take(8).any(|logged| {
+                logged.text == notice.text
+                    && (notice.age.is_none() || logged.at.abs_diff(at) <= Duration::from_secs(2))
+            });
+            if known {
+                continue;
+            }
+            if self.notice_log.len() == NOTICE_LOG_LEN {
+                self.notice_log.pop_front();
+            }
+            self.notice_log.push_back(LoggedNotice {
+                at,
+                text: notice.text,
+                problem: notice.problem,
+            });
+        }
+    }
+
+    /// The period between two frames at the current refresh rate.
+    pub fn frame_period(&self) -> Duration {
+        Duration::from_secs_f64(1.0 / self.fps.clamp(FPS_BOUNDS.0, FPS_BOUNDS.1))
+    }
+
+    /// `+` (factor 2) / `-` (factor ½): the refresh rate, within [`FPS_BOUNDS`].
+    fn change_refresh(&mut self, factor: f64) -> Option<Command> {
+        let fps = (self.fps * factor).clamp(FPS_BOUNDS.0, FPS_BOUNDS.1);
+        if (fps - self.fps).abs() < f64::EPSILON {
+            return None; // at a bound already
+        }
+        self.fps = fps;
+        Some(Command::SetFramePeriod(self.frame_period()))
+    }
+
+    /// Why `capacity` (typed as `input`) is no new slot, if it is not.
+    fn refuse_slot(&self, input: &str, capacity: Capacity) -> Option<String> {
+        let typed = input.trim();
+        if typed.starts_with('-') {
+            return Some(format!(
+                "{typed:?}: negative capacities are refused (for unlimited see the ∞ column)"
+            ));
+        }
+        match capacity {
+            Capacity::Infinite => {
+                return Some("∞ is always shown (the last column)".to_owned());
+            }
+            Capacity::Gigabytes(0.0) => {
+                return Some("0 GiB holds no block: type a size above 0".to_owned());
+            }
+            Capacity::Blocks(0) => {
+                return Some("0 blocks hold nothing: type a count above 0".to_owned());
+            }
+            Capacity::Gigabytes(_) | Capacity::Blocks(_) => {}
+        }
+        // Compared as block counts where every lane's block bytes are known: `1e-12` GB is
+        // the same 0 blocks as any other size under one block.
+        let counts = |capacity: Capacity| -> Vec<Option<u64>> {
+            self.lane_block_bytes
+                .iter()
+                .map(|&block_bytes| capacity.blocks(block_bytes))
+                .collect()
+        };
+        if !self.lane_block_bytes.is_empty()
+            && counts(capacity).iter().all(|&count| count == Some(0))
+        {
+            let block = self.lane_block_bytes.iter().max().copied().unwrap_or(0);
+            return Some(format!(
+                "{typed:?} is 0 blocks of {}: it holds nothing",
+                crate::render::format::bytes(block)
+            ));
+        }
+        let same = |existing: Capacity| {
+            existing == capacity
+                || (!self.lane_block_bytes.is_empty() && counts(existing) == counts(capacity))
+        };
+        if let Some(&existing) = self
+            .slot_capacities
+            .iter()
+            .find(|&&existing| same(existing))
+        {
+            return Some(if existing == capacity {
+                format!("{typed:?} is a slot already")
+            } else {
+                format!(
+                    "{typed:?} is the same block count as the slot {} already",
+                    crate::render::format::capacity(existing)
+                )
+            });
+        }
+        None
+    }
+
+    /// A mouse event: a click on a table row selects it, the wheel moves the selection.
+    pub fn handle_mouse(&mut self, mouse: MouseEvent) {
+        if self.mode != Mode::Normal {
+            return;
+        }
+        match mouse.kind {
+            MouseEventKind::ScrollDown => self.move_selection(WHEEL_ROWS.cast_signed()),
+            MouseEventKind::ScrollUp => self.move_selection(-WHEEL_ROWS.cast_signed()),
+            MouseEventKind::Down(crossterm::event::MouseButton::Left) => {
+                let hit = {
+                    let on_screen = self.table_rows_on_screen.borrow();
+                    on_screen
+                        .x
+                        .contains(&mouse.column)
+                        .then(|| {
+                            on_screen
+                                .rows
+                                .iter()
+                                .find(|&&(y, _)| y == mouse.row)
+                                .map(|&(_, row)| row)
+                        })
+                        .flatten()
+                };
+                if let Some(row) = hit {
+                    self.selected_row = row;
+                }
+            }
+            _ => {}
+        }
     }
 
     /// The lanes the table lists, in its order: filtered by [`Self::filter`], sorted by
@@ -336,38 +555,31 @@ impl App {
                 self.move_selection(0);
                 None
             }
-            Mode::Help => {
-                match key.code {
-                    KeyCode::Char('?') | KeyCode::Esc | KeyCode::Enter => self.mode = Mode::Normal,
-                    KeyCode::Char('q') => return self.ask_to_quit(),
-                    _ => {}
-                }
-                None
-            }
+            Mode::Help => self.handle_help_key(key.code),
             Mode::SlotEditor(editor) => match key.code {
                 KeyCode::Esc => {
                     self.mode = Mode::Normal;
                     None
                 }
-                KeyCode::Enter => match parse_capacity(&editor.input) {
-                    Ok(Capacity::Infinite) => {
-                        editor.error = Some("∞ is always shown (the last column)".to_owned());
-                        None
+                KeyCode::Enter => {
+                    let input = editor.input.clone();
+                    match parse_capacity(&input) {
+                        Ok(capacity) => {
+                            if let Some(reason) = self.refuse_slot(&input, capacity) {
+                                self.set_editor_error(reason);
+                                None
+                            } else {
+                                self.mode = Mode::Normal;
+                                self.select_new_slot = true;
+                                Some(Command::AddSlot(capacity))
+                            }
+                        }
+                        Err(message) => {
+                            editor.error = Some(message.to_string());
+                            None
+                        }
                     }
-                    Ok(capacity) if self.slot_capacities.contains(&capacity) => {
-                        editor.error = Some(format!("{:?} is a slot already", editor.input.trim()));
-                        None
-                    }
-                    Ok(capacity) => {
-                        self.mode = Mode::Normal;
-                        self.select_new_slot = true;
-                        Some(Command::AddSlot(capacity))
-                    }
-                    Err(message) => {
-                        editor.error = Some(message.to_string());
-                        None
-                    }
-                },
+                }
                 KeyCode::Backspace => {
                     editor.input.pop();
                     editor.error = None;
@@ -380,7 +592,97 @@ impl App {
                 }
                 _ => None,
             },
+            Mode::BlockBytes(_) => self.handle_block_bytes_key(key.code),
+            Mode::Notices { .. } => self.handle_notices_key(key.code),
             Mode::Normal => self.handle_normal_key(key.code),
+        }
+    }
+
+    fn handle_help_key(&mut self, code: KeyCode) -> Option<Command> {
+        match code {
+            KeyCode::Char('?') | KeyCode::Esc | KeyCode::Enter => {
+                self.mode = Mode::Normal;
+                self.help_scroll = 0;
+            }
+            KeyCode::Char('q') => return self.ask_to_quit(),
+            KeyCode::Down | KeyCode::Char('j') => self.help_scroll += 1,
+            KeyCode::Up | KeyCode::Char('k') => {
+                self.help_scroll = self.help_scroll.saturating_sub(1);
+            }
+            KeyCode::PageDown => self.help_scroll += PAGE_ROWS,
+            KeyCode::PageUp => {
+                self.help_scroll = self.help_scroll.saturating_sub(PAGE_ROWS);
+            }
+            KeyCode::Home | KeyCode::Char('g') => self.help_scroll = 0,
+            _ => {}
+        }
+        // The render clamps it to the lines that are off screen.
+        self.help_scroll = self.help_scroll.min(HELP_LINES);
+        None
+    }
+
+    fn handle_block_bytes_key(&mut self, code: KeyCode) -> Option<Command> {
+        let Mode::BlockBytes(editor) = &mut self.mode else {
+            return None;
+        };
+        match code {
+            KeyCode::Esc => {
+                self.mode = Mode::Normal;
+                None
+            }
+            KeyCode::Enter => match parse_byte_size(&editor.input) {
+                Ok(0) => {
+                    editor.error =
+                        Some("0 bytes per block: every GB slot would be 0 blocks".to_owned());
+                    None
+                }
+                Ok(block_bytes) => {
+                    self.mode = Mode::Normal;
+                    Some(Command::SetBlockBytes(block_bytes))
+                }
+                Err(message) => {
+                    editor.error = Some(message.to_string());
+                    None
+                }
+            },
+            KeyCode::Backspace => {
+                editor.input.pop();
+                editor.error = None;
+                None
+            }
+            KeyCode::Char(ch) if !ch.is_control() && editor.input.chars().count() < 24 => {
+                editor.input.push(ch);
+                editor.error = None;
+                None
+            }
+            _ => None,
+        }
+    }
+
+    fn handle_notices_key(&mut self, code: KeyCode) -> Option<Command> {
+        let last = self.notice_log.len().saturating_sub(1);
+        if matches!(code, KeyCode::Char('q')) {
+            return self.ask_to_quit();
+        }
+        let Mode::Notices { scroll } = &mut self.mode else {
+            return None;
+        };
+        match code {
+            KeyCode::Char('!') | KeyCode::Esc | KeyCode::Enter => self.mode = Mode::Normal,
+            KeyCode::Up | KeyCode::Char('k') => *scroll = (*scroll + 1).min(last),
+            KeyCode::Down | KeyCode::Char('j') => *scroll = scroll.saturating_sub(1),
+            KeyCode::PageUp => *scroll = (*scroll + PAGE_ROWS).min(last),
+            KeyCode::PageDown => *scroll = scroll.saturating_sub(PAGE_ROWS),
+            KeyCode::Home | KeyCode::Char('g') => *scroll = last,
+            KeyCode::End | KeyCode::Char('G') => *scroll = 0,
+            _ => {}
+        }
+        None
+    }
+
+    fn set_editor_error(&mut self, reason: String) {
+        if let Mode::SlotEditor(editor) = &mut self.mode {
+            editor.error = Some(reason);
         }
     }
 
@@ -419,6 +721,10 @@ impl App {
             KeyCode::Char('w') => {
                 self.timeline_window = (self.timeline_window + 1) % TIMELINE_WINDOWS.len();
             }
+            KeyCode::Char('b') => self.mode = Mode::BlockBytes(SlotEditor::default()),
+            KeyCode::Char('!') => self.mode = Mode::Notices { scroll: 0 },
+            KeyCode::Char('+' | '=') => return self.change_refresh(2.0),
+            KeyCode::Char('-') => return self.change_refresh(0.5),
             _ => {}
         }
         None
@@ -445,6 +751,7 @@ mod tests {
     use super::*;
     use litehit_core::projector::Capacity;
     use litehit_live::snapshot::{LaneSnapshot, Slot};
+    use litehit_live::tail::TailNotice;
 
     fn press(code: KeyCode) -> KeyEvent {
         KeyEvent::new(code, KeyModifiers::NONE)
@@ -645,7 +952,7 @@ mod tests {
     fn help_lists_every_normal_key() {
         let keys = [
             "?", "a", "d", "s", "p", "q", "Ctrl-C", "Esc", "Enter", "←", "↑", "PgUp", "PgDn", "g",
-            "G", "o", "O", "/",
+            "G", "o", "O", "/", "b", "+", "-", "!", "mouse",
         ];
         for key in keys {
             assert!(
@@ -858,5 +1165,224 @@ mod tests {
         app.handle_key(press(KeyCode::Esc));
         assert_eq!(app.filter, "");
         assert_eq!(app.lane_order().len(), 12);
+    }
+    /// One lane with `block_bytes` per block and these slots (capacity, id).
+    fn with_geometry(block_bytes: u64, slots: &[Capacity]) -> LiveSnapshot {
+        LiveSnapshot {
+            slots: slots
+                .iter()
+                .zip(1..)
+                .map(|(&capacity, id)| Slot { id, capacity })
+                .collect(),
+            lanes: vec![LaneSnapshot {
+                block_bytes,
+                block_size_tokens: 16,
+                ..LaneSnapshot::default()
+            }],
+            ..LiveSnapshot::default()
+        }
+    }
+
+    fn try_slot(app: &mut App, text: &str) -> Option<Command> {
+        app.mode = Mode::Normal;
+        app.handle_key(press(KeyCode::Char('a')));
+        type_text(app, text);
+        app.handle_key(press(KeyCode::Enter))
+    }
+
+    #[test]
+    fn the_slot_dialog_refuses_zero_negative_and_sizes_of_an_existing_block_count() {
+        let mut app = App::default();
+        // 64 MiB blocks: 10 GiB = 160 blocks.
+        app.observe(&with_geometry(64 << 20, &[Capacity::Gigabytes(10.0)]));
+        for (text, reason) in [
+            ("0", "0 GiB holds no block"),
+            ("0b", "0 blocks hold nothing"),
+            ("-5", "negative capacities are refused"),
+            ("inf", "∞ is always shown"),
+            ("1e-12", "is 0 blocks of 64.00 MiB"),
+            ("160b", "the same block count as the slot 10 GiB"),
+            ("10.00000001", "the same block count as the slot 10 GiB"),
+            ("10 GiB", "is a slot already"),
+        ] {
+            assert_eq!(try_slot(&mut app, text), None, "{text} is refused");
+            let shown = editor_error(&app);
+            assert!(shown.contains(reason), "{text}: {shown}");
+            assert!(
+                !shown.contains("∞ is always") || text == "inf",
+                "{text}: {shown}"
+            );
+        }
+        assert_eq!(
+            try_slot(&mut app, "161b"),
+            Some(Command::AddSlot(Capacity::Blocks(161)))
+        );
+        // With other block bytes, 160 blocks is another capacity than 10 GiB.
+        app.observe(&with_geometry(1 << 20, &[Capacity::Gigabytes(10.0)]));
+        assert_eq!(
+            try_slot(&mut app, "160b"),
+            Some(Command::AddSlot(Capacity::Blocks(160)))
+        );
+    }
+
+    #[test]
+    fn b_takes_block_bytes_as_the_flag_does_and_refuses_zero() {
+        let mut app = App::default();
+        app.handle_key(press(KeyCode::Char('b')));
+        assert!(matches!(app.mode, Mode::BlockBytes(_)));
+        // Normal-mode keys are text here.
+        assert!(type_text(&mut app, "0").is_empty());
+        assert_eq!(app.handle_key(press(KeyCode::Enter)), None);
+        let Mode::BlockBytes(editor) = &app.mode else {
+            panic!("the dialog stays open")
+        };
+        assert!(
+            editor
+                .error
+                .as_deref()
+                .unwrap()
+                .contains("0 bytes per block")
+        );
+        app.handle_key(press(KeyCode::Backspace));
+        type_text(&mut app, "x");
+        app.handle_key(press(KeyCode::Enter));
+        let Mode::BlockBytes(editor) = &app.mode else {
+            panic!("the dialog stays open")
+        };
+        assert!(
+            editor
+                .error
+                .as_deref()
+                .unwrap()
+                .contains("whole number of bytes")
+        );
+        app.handle_key(press(KeyCode::Backspace));
+        type_text(&mut app, "128KiB");
+        assert_eq!(
+            app.handle_key(press(KeyCode::Enter)),
+            Some(Command::SetBlockBytes(128 << 10))
+        );
+        assert_eq!(app.mode, Mode::Normal);
+        app.handle_key(press(KeyCode::Char('b')));
+        app.handle_key(press(KeyCode::Esc));
+        assert_eq!(app.mode, Mode::Normal, "Esc cancels");
+    }
+
+    #[test]
+    #[expect(clippy::float_cmp, reason = "powers of two times 10, exact")]
+    fn plus_and_minus_double_and_halve_the_refresh_rate_within_bounds() {
+        let mut app = App::default();
+        assert_eq!(app.fps, DEFAULT_FPS);
+        assert_eq!(
+            app.handle_key(press(KeyCode::Char('+'))),
+            Some(Command::SetFramePeriod(Duration::from_millis(50)))
+        );
+        assert_eq!(app.fps, 20.0);
+        app.handle_key(press(KeyCode::Char('-')));
+        app.handle_key(press(KeyCode::Char('-')));
+        assert_eq!(app.fps, 5.0);
+        assert_eq!(app.frame_period(), Duration::from_millis(200));
+        for _ in 0..10 {
+            app.handle_key(press(KeyCode::Char('-')));
+        }
+        assert_eq!(app.fps, FPS_BOUNDS.0);
+        assert_eq!(
+            app.handle_key(press(KeyCode::Char('-'))),
+            None,
+            "at the bound"
+        );
+        for _ in 0..20 {
+            app.handle_key(press(KeyCode::Char('=')));
+        }
+        assert_eq!(app.fps, FPS_BOUNDS.1);
+        assert_eq!(
+            app.handle_key(press(KeyCode::Char('+'))),
+            None,
+            "at the bound"
+        );
+    }
+
+    fn noticed(uptime_s: u64, notice: TailNotice, age_s: u64) -> LiveSnapshot {
+        let mut snap = snapshot(&[1], 1);
+        snap.uptime = Duration::from_secs(uptime_s);
+        snap.source.last_notice = Some((notice, Duration::from_secs(age_s)));
+        snap
+    }
+
+    #[test]
+    fn notices_go_to_the_log_once_with_the_time_they_were_raised() {
+        let mut app = App::default();
+        app.observe(&noticed(1, TailNotice::Waiting, 1));
+        app.observe(&noticed(2, TailNotice::Waiting, 2)); // the same, a second older
+        app.observe(&noticed(50, TailNotice::Opened, 5)); // faded on screen, kept here
+        app.observe(&noticed(90, TailNotice::Truncated, 0));
+        let logged: Vec<(u64, &str)> = app
+            .notice_log
+            .iter()
+            .map(|notice| (notice.at.as_secs(), notice.text.as_str()))
+            .collect();
+        assert_eq!(logged.len(), 3, "{logged:?}");
+        assert_eq!(logged[0].0, 0);
+        assert!(logged[0].1.starts_with("waiting"));
+        assert_eq!(logged[1].0, 45);
+        assert!(logged[1].1.starts_with("opened"));
+        assert_eq!(logged[2].0, 90);
+        // `!` opens it and scrolls within it; Esc closes it.
+        app.handle_key(press(KeyCode::Char('!')));
+        assert_eq!(app.mode, Mode::Notices { scroll: 0 });
+        for _ in 0..5 {
+            app.handle_key(press(KeyCode::Up));
+        }
+        assert_eq!(
+            app.mode,
+            Mode::Notices { scroll: 2 },
+            "clamped at the oldest"
+        );
+        app.handle_key(press(KeyCode::End));
+        assert_eq!(app.mode, Mode::Notices { scroll: 0 });
+        app.handle_key(press(KeyCode::Esc));
+        assert_eq!(app.mode, Mode::Normal);
+        // The log is bounded.
+        for second in 0..2 * NOTICE_LOG_LEN as u64 {
+            app.observe(&noticed(1000 + 10 * second, TailNotice::Replaced, 0));
+        }
+        assert_eq!(app.notice_log.len(), NOTICE_LOG_LEN);
+    }
+
+    fn mouse(kind: MouseEventKind, column: u16, row: u16) -> MouseEvent {
+        MouseEvent {
+            kind,
+            column,
+            row,
+            modifiers: KeyModifiers::NONE,
+        }
+    }
+
+    #[test]
+    fn a_click_selects_the_row_drawn_there_and_the_wheel_moves_the_selection() {
+        let mut app = App::default();
+        app.observe(&fleet(&[1; 12], &[0; 12]));
+        *app.table_rows_on_screen.borrow_mut() = TableRowsOnScreen {
+            x: 1..79,
+            rows: vec![(4, 0), (5, 1), (6, 2), (7, 12)],
+        };
+        let left = MouseEventKind::Down(crossterm::event::MouseButton::Left);
+        app.handle_mouse(mouse(left, 10, 6));
+        assert_eq!(app.selected_row, 2);
+        app.handle_mouse(mouse(left, 10, 7));
+        assert_eq!(app.selected_lane(), None, "the totals row");
+        app.handle_mouse(mouse(left, 79, 5));
+        assert_eq!(app.selected_row, 12, "outside the table: nothing");
+        app.handle_mouse(mouse(left, 10, 9));
+        assert_eq!(app.selected_row, 12, "below the rows: nothing");
+        app.handle_mouse(mouse(MouseEventKind::ScrollUp, 0, 0));
+        assert_eq!(app.selected_row, 12 - WHEEL_ROWS);
+        app.handle_mouse(mouse(MouseEventKind::ScrollDown, 0, 0));
+        app.handle_mouse(mouse(MouseEventKind::ScrollDown, 0, 0));
+        assert_eq!(app.selected_row, 12, "clamped at the totals row");
+        // Not while a dialog is open.
+        app.handle_key(press(KeyCode::Char('?')));
+        app.handle_mouse(mouse(left, 10, 4));
+        assert_eq!(app.selected_row, 12);
     }
 }

@@ -1,11 +1,13 @@
 //! The UI's inputs as one stream: terminal events (keys, resizes), new snapshots and the
 //! frame tick. Only key presses count (`KeyEventKind::Press`; releases and repeats on
-//! terminals that report them are dropped here).
+//! terminals that report them are dropped here), and of the mouse only clicks and the wheel.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use crossterm::event::{Event as TerminalEvent, EventStream, KeyEvent, KeyEventKind};
+use crossterm::event::{
+    Event as TerminalEvent, EventStream, KeyEvent, KeyEventKind, MouseEvent, MouseEventKind,
+};
 use futures_core::Stream as _;
 use tokio::sync::watch;
 use tokio::time::{Interval, MissedTickBehavior};
@@ -17,6 +19,8 @@ use litehit_live::LiveSnapshot;
 pub enum Event {
     /// A key press: handle it and redraw at once.
     Key(KeyEvent),
+    /// A mouse click or wheel step: handle it and redraw at once.
+    Mouse(MouseEvent),
     /// The terminal changed size: redraw at once.
     Resize,
     /// The ingest thread published a new snapshot: redraw at the next tick.
@@ -54,6 +58,13 @@ impl EventSource {
         }
     }
 
+    /// Ticks once per `frame_period` from now on (`+` / `-`).
+    pub fn set_frame_period(&mut self, frame_period: Duration) {
+        let mut ticker = tokio::time::interval(frame_period);
+        ticker.set_missed_tick_behavior(MissedTickBehavior::Skip);
+        self.ticker = ticker;
+    }
+
     /// The latest snapshot (without waiting).
     pub fn latest(&mut self) -> Arc<LiveSnapshot> {
         Arc::clone(&self.snapshots.borrow_and_update())
@@ -66,6 +77,11 @@ impl EventSource {
                 terminal = next_terminal_event(&mut self.terminal) => match terminal {
                     Some(Ok(TerminalEvent::Key(key))) if key.kind == KeyEventKind::Press => return Ok(Event::Key(key)),
                     Some(Ok(TerminalEvent::Resize(..))) => return Ok(Event::Resize),
+                    // Moves and drags are dropped here: only clicks and the wheel act.
+                    Some(Ok(TerminalEvent::Mouse(mouse))) if matches!(
+                        mouse.kind,
+                        MouseEventKind::Down(_) | MouseEventKind::ScrollDown | MouseEventKind::ScrollUp
+                    ) => return Ok(Event::Mouse(mouse)),
                     Some(Ok(_)) => {}
                     Some(Err(err)) => return Err(err),
                     None => return Ok(Event::InputClosed),

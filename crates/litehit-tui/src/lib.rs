@@ -12,7 +12,6 @@ pub mod event;
 pub mod render;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use ratatui::DefaultTerminal;
 
@@ -102,7 +101,16 @@ pub fn run(live: &LiveHandle, options: TuiOptions) -> Result<Arc<LiveSnapshot>, 
     // (`--color always` wins over NO_COLOR, `never` over a terminal that has colours).
     crossterm::style::force_color_output(options.color);
     let mut terminal = ratatui::try_init().map_err(io_error("setting up the terminal"))?;
+    // Clicks select a row, the wheel scrolls the table. Released on every way out: below on
+    // return, and by a panic hook that runs before ratatui's (which restores the rest).
+    let mouse = crossterm::execute!(std::io::stdout(), crossterm::event::EnableMouseCapture);
+    if mouse.is_ok() {
+        release_mouse_on_panic();
+    }
     let result = runtime.block_on(event_loop(&mut terminal, live, options, &signals));
+    if mouse.is_ok() {
+        let _ = crossterm::execute!(std::io::stdout(), crossterm::event::DisableMouseCapture);
+    }
     // Not `ratatui::restore()`: it reports a failure with `eprintln!`, which panics when the
     // terminal is gone (SIGHUP), and then nothing is cleaned up. For the same reason a
     // terminal that cannot be restored is not dropped: its drop would `eprintln!` too.
@@ -112,18 +120,28 @@ pub fn run(live: &LiveHandle, options: TuiOptions) -> Result<Arc<LiveSnapshot>, 
     result
 }
 
+/// Chains a panic hook that turns mouse capture off before the previous hook (ratatui's,
+/// which restores the screen) runs: a shell after a panic gets no mouse escape codes.
+fn release_mouse_on_panic() {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let _ = crossterm::execute!(std::io::stdout(), crossterm::event::DisableMouseCapture);
+        previous(info);
+    }));
+}
+
 async fn event_loop(
     terminal: &mut DefaultTerminal,
     live: &LiveHandle,
     options: TuiOptions,
     signals: &StopSignals,
 ) -> Result<Arc<LiveSnapshot>, TuiError> {
-    let period = Duration::from_secs_f64(1.0 / options.fps.clamp(0.5, 120.0));
-    let mut events = EventSource::new(live.snapshots(), period);
-    let mut snap = events.latest();
     let mut app = App::default();
+    app.fps = options.fps;
     app.facts_on_quit = options.facts_on_quit;
     app.demo = options.demo;
+    let mut events = EventSource::new(live.snapshots(), app.frame_period());
+    let mut snap = events.latest();
     app.observe(&snap);
     let mut dirty = true;
     loop {
@@ -138,12 +156,19 @@ async fn event_loop(
         {
             Event::Key(key) => {
                 if let Some(command) = app.handle_key(key) {
+                    if let Command::SetFramePeriod(period) = command {
+                        events.set_frame_period(period);
+                    }
                     live.send(command);
                 }
                 if app.quitting {
                     live.send(Command::Shutdown);
                     return Ok(snap);
                 }
+                true
+            }
+            Event::Mouse(mouse) => {
+                app.handle_mouse(mouse);
                 true
             }
             Event::Resize => true,

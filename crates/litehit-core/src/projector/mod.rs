@@ -135,6 +135,24 @@ pub fn pooled_capacity_blocks(capacity: Capacity, block_bytes: u64, instances: u
         .map(|blocks| blocks.saturating_mul(instances))
 }
 
+impl Capacity {
+    /// The order capacity slots are listed in once the block bytes are known (one value for
+    /// every lane): by block count, a GB slot and a block slot of the same count GB first,
+    /// ∞ last; without it, [`Self::display_order`].
+    #[must_use]
+    pub fn order_at(&self, other: &Self, block_bytes: Option<u64>) -> std::cmp::Ordering {
+        let Some(block_bytes) = block_bytes else {
+            return self.display_order(other);
+        };
+        let blocks = |capacity: &Self| capacity.blocks(block_bytes).unwrap_or(u64::MAX);
+        let infinite = |capacity: &Self| matches!(capacity, Self::Infinite);
+        infinite(self)
+            .cmp(&infinite(other))
+            .then_with(|| blocks(self).cmp(&blocks(other)))
+            .then_with(|| self.display_order(other))
+    }
+}
+
 /// Prefix-hit blocks of `fact` at `capacity` for a lane with `block_bytes` per block.
 #[must_use]
 pub fn project(fact: &RequestFact, capacity: Capacity, block_bytes: u64) -> u64 {
@@ -158,6 +176,33 @@ impl std::fmt::Display for Capacity {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn with_known_block_bytes_slots_are_listed_by_block_count() {
+        let mut slots = [
+            Capacity::Infinite,
+            Capacity::Blocks(1000),
+            Capacity::Gigabytes(1.0), // 1024 blocks of 1 MiB, 512 of 2 MiB
+            Capacity::Blocks(1024),
+            Capacity::Blocks(600),
+        ];
+        slots.sort_by(|a, b| a.order_at(b, Some(1 << 20)));
+        assert_eq!(
+            slots,
+            [
+                Capacity::Blocks(600),
+                Capacity::Blocks(1000),
+                Capacity::Gigabytes(1.0), // the same count: GB first
+                Capacity::Blocks(1024),
+                Capacity::Infinite,
+            ]
+        );
+        slots.sort_by(|a, b| a.order_at(b, Some(2 << 20)));
+        assert_eq!(slots[0], Capacity::Gigabytes(1.0));
+        slots.sort_by(|a, b| a.order_at(b, None));
+        assert_eq!(slots[0], Capacity::Gigabytes(1.0), "unknown: GB first");
+        assert_eq!(slots[1], Capacity::Blocks(600));
+    }
 
     #[test]
     fn slots_are_listed_by_size_gb_before_blocks() {

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use litehit_core::engine::Lane;
+use litehit_core::projector::Capacity;
 
 use super::Ingest;
 use super::pipeline::Pipeline;
@@ -37,10 +38,24 @@ fn curve_end_blocks(saturation_blocks: u64, largest_slot_blocks: u64) -> u64 {
 }
 
 /// Cumulative hit blocks of a live lane at any capacity (the live engine always keeps the
-/// capacity-axis accumulators, so every capacity has an answer).
-pub(super) fn live_hit_blocks(lane: &Lane, capacity: litehit_core::projector::Capacity) -> u64 {
-    lane.hit_blocks_at(capacity)
+/// capacity-axis accumulators, so every capacity has an answer), a GB capacity converted to
+/// blocks by the projector with `assumed_block_bytes` when set (`b`), else the lane's own.
+pub(super) fn live_hit_blocks(
+    lane: &Lane,
+    capacity: Capacity,
+    assumed_block_bytes: Option<u64>,
+) -> u64 {
+    let in_blocks = match capacity.blocks(block_bytes_of(lane, assumed_block_bytes)) {
+        Some(blocks) => Capacity::Blocks(blocks),
+        None => Capacity::Infinite,
+    };
+    lane.hit_blocks_at(in_blocks)
         .expect("the live engine keeps capacity curves")
+}
+
+/// The KV bytes per block a lane is projected with: the live assumption, else its own.
+pub(super) fn block_bytes_of(lane: &Lane, assumed_block_bytes: Option<u64>) -> u64 {
+    assumed_block_bytes.unwrap_or(lane.spec().block_bytes)
 }
 
 impl Pipeline {
@@ -65,6 +80,7 @@ impl Pipeline {
     /// at the same total capacity as the `instances` caches of the slot each.
     fn lane_snapshot_at(&self, lane: &Lane, instances: u64) -> LaneSnapshot {
         let spec = lane.spec();
+        let block_bytes = block_bytes_of(lane, self.assumed_block_bytes);
         let accumulator = lane
             .accumulator()
             .expect("the live engine keeps capacity curves");
@@ -72,7 +88,7 @@ impl Pipeline {
         let largest_slot = self
             .slots
             .iter()
-            .filter_map(|slot| slot.capacity.blocks(spec.block_bytes))
+            .filter_map(|slot| slot.capacity.blocks(block_bytes))
             .max()
             .unwrap_or(0);
         let curve = sample_at(
@@ -91,7 +107,7 @@ impl Pipeline {
         LaneSnapshot {
             instance_id: spec.instance_id.clone(),
             block_size_tokens: spec.block_size_tokens,
-            block_bytes: spec.block_bytes,
+            block_bytes,
             ttl_ns: spec.ttl_ns,
             requests: lane.requests(),
             input_tokens: lane.input_tokens(),
@@ -104,7 +120,7 @@ impl Pipeline {
                 .map(|slot| {
                     match litehit_core::projector::pooled_capacity_blocks(
                         slot.capacity,
-                        spec.block_bytes,
+                        block_bytes,
                         instances,
                     ) {
                         Some(blocks) => accumulator.hit_blocks_at(blocks),
@@ -212,7 +228,11 @@ impl Ingest {
                 ..pipeline.http.clone()
             }),
             slots: pipeline.slots.clone(),
-            timeline: pipeline.timeline.snapshot(lanes, &pipeline.slots),
+            timeline: pipeline.timeline.snapshot(
+                lanes,
+                &pipeline.slots,
+                pipeline.assumed_block_bytes,
+            ),
             lanes: lane_snapshots,
             pool,
             capacity_for_fraction: lanes.iter().map(Pipeline::capacity_for_fraction).collect(),
@@ -248,6 +268,7 @@ impl Ingest {
             fatal: pipeline.spill.error.clone(),
             out_of_memory: pipeline.out_of_memory.clone(),
             facts_spill_path: pipeline.spill.path().map(|path| path.display().to_string()),
+            assumed_block_bytes: pipeline.assumed_block_bytes,
         };
         // No receiver left means the UI is gone; the next command will be Shutdown.
         self.snapshots.send_replace(Arc::new(snapshot));

@@ -59,7 +59,7 @@ fn tailer_for(config: &IngestConfig) -> Tailer {
     tailer.with_rotation_grace(config.rotation_grace)
 }
 use crate::{Command, IngestEvent, LiveHandle, SlotId};
-use litehit_core::engine::{Engine, EngineConfig, Policy};
+use litehit_core::engine::{Engine, EngineConfig, LaneSet, Policy};
 use litehit_core::formats::TraceFormat;
 use litehit_core::projector::Capacity;
 use pipeline::Pipeline;
@@ -214,6 +214,31 @@ pub fn spawn(config: IngestConfig) -> crate::Result<LiveHandle> {
     Ok(LiveHandle::new(events_tx, snapshot_rx, Some(thread)))
 }
 
+/// The block bytes slots are ordered by (see [`Capacity::order_at`]): `assumed`, else the one
+/// value every lane has (or, before any lane exists, every configured lane or the template).
+fn ordering_block_bytes(
+    assumed: Option<u64>,
+    engine: &Engine,
+    config: &EngineConfig,
+) -> Option<u64> {
+    if assumed.is_some() {
+        return assumed;
+    }
+    let mut values: Vec<u64> = engine
+        .lanes()
+        .iter()
+        .map(|lane| lane.spec().block_bytes)
+        .collect();
+    if values.is_empty() {
+        values = match &config.lanes {
+            LaneSet::Configured(specs) => specs.iter().map(|spec| spec.block_bytes).collect(),
+            LaneSet::OnTheFly(spec) => vec![spec.block_bytes],
+        };
+    }
+    let first = *values.first()?;
+    values.iter().all(|&value| value == first).then_some(first)
+}
+
 /// Whether the thread goes on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Flow {
@@ -235,6 +260,8 @@ struct Ingest {
     wake: WakeSource,
     /// A notify event arrived since the last read.
     woken: bool,
+    /// A wait for events timed out since the last read (the next read is a poll's).
+    polled: bool,
     missed_events: u32,
     paused: bool,
     finished: bool,
@@ -271,7 +298,8 @@ impl Ingest {
             .zip(1..)
             .map(|(&capacity, id)| Slot { id, capacity })
             .collect();
-        slots.sort_by(|a, b| a.capacity.display_order(&b.capacity));
+        let order_bytes = ordering_block_bytes(None, &engine, &config.engine);
+        slots.sort_by(|a, b| a.capacity.order_at(&b.capacity, order_bytes));
         let next_slot_id = slots.len() as u64 + 1;
         let pipeline = Pipeline::new(&config, engine, spill, slots);
         let mut ingest = Self {
@@ -285,6 +313,7 @@ impl Ingest {
             watcher: None,
             wake: WakeSource::Polling,
             woken: false,
+            polled: false,
             missed_events: 0,
             paused: false,
             finished: false,
@@ -383,7 +412,7 @@ impl Ingest {
                         return;
                     }
                 }
-                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Timeout) => self.polled = true,
                 Err(RecvTimeoutError::Disconnected) => {
                     self.finish();
                     return;
@@ -411,7 +440,14 @@ impl Ingest {
 
     fn handle(&mut self, event: IngestEvent) -> Flow {
         match event {
-            IngestEvent::FileChanged => self.woken = true,
+            IngestEvent::FileChanged => {
+                self.woken = true;
+                // Events arrive: notify works (again), whatever polling found before.
+                self.missed_events = 0;
+                if self.watcher.is_some() {
+                    self.wake = WakeSource::Events;
+                }
+            }
             IngestEvent::HttpBatch(batch) => self.read_batch(batch),
             IngestEvent::FactsWritten(result) => {
                 self.writing_facts = false;
@@ -426,10 +462,10 @@ impl Ingest {
                         let id = self.next_slot_id;
                         self.next_slot_id += 1;
                         // Slots stay listed by size, whatever order they were added in.
-                        let index = self
-                            .pipeline
-                            .slots
-                            .partition_point(|slot| slot.capacity.display_order(&capacity).is_le());
+                        let order_bytes = self.ordering_block_bytes();
+                        let index = self.pipeline.slots.partition_point(|slot| {
+                            slot.capacity.order_at(&capacity, order_bytes).is_le()
+                        });
                         self.pipeline.slots.insert(index, Slot { id, capacity });
                         self.pipeline.timeline.add_slot(index);
                     }
@@ -450,6 +486,10 @@ impl Ingest {
                         }
                     }
                     Command::WriteFacts => self.write_facts(),
+                    Command::SetBlockBytes(block_bytes) => self.set_block_bytes(block_bytes),
+                    Command::SetFramePeriod(period) => {
+                        self.config.frame_period = period.max(Duration::from_millis(1));
+                    }
                     Command::StopAtEof => self.config.exit_at_eof = true,
                 }
                 // A command is answered at once, not at the next frame.
@@ -511,7 +551,10 @@ impl Ingest {
         let caught_up = self.caught_up();
         if chunk {
             self.dirty = true;
+            // Only growth found by a poll (a wait that no event ended) counts: a read right
+            // after another finds a busy writer's next lines before their event arrives.
             if !self.woken
+                && self.polled
                 && !self.tailer.is_draining() // appends to a renamed file raise no event
                 && caught_up
                 && self.wake == WakeSource::Events
@@ -526,6 +569,7 @@ impl Ingest {
                 self.missed_events = 0;
             }
             self.woken = false;
+            self.polled = false;
         }
         let input_over = self.tailer.input_ended() && !chunk;
         if (self.config.exit_at_eof && caught_up && !chunk && !self.tailer.switch_pending())
@@ -569,9 +613,55 @@ impl Ingest {
         self.generation_seen = self.tailer.generation();
     }
 
+    /// The block bytes slots are ordered by: the live assumption, else the one every lane
+    /// (or the lane template) has; `None` when lanes differ.
+    fn ordering_block_bytes(&self) -> Option<u64> {
+        ordering_block_bytes(
+            self.pipeline.assumed_block_bytes,
+            &self.pipeline.engine,
+            &self.config.engine,
+        )
+    }
+
+    /// `b`: every lane is projected with `block_bytes` from now on. GB slots re-project from
+    /// the accumulators (in blocks) at once; their timeline figures so far are dropped, and the
+    /// slots re-sorted by their new block counts.
+    fn set_block_bytes(&mut self, block_bytes: u64) {
+        if block_bytes == 0 {
+            return; // refused by the dialog; 0 would make every GB slot 0 blocks
+        }
+        let pipeline = &mut self.pipeline;
+        pipeline.assumed_block_bytes = Some(block_bytes);
+        let gb_slots: Vec<usize> = pipeline
+            .slots
+            .iter()
+            .enumerate()
+            .filter(|(_, slot)| matches!(slot.capacity, Capacity::Gigabytes(_)))
+            .map(|(index, _)| index)
+            .collect();
+        pipeline.timeline.forget_slots(&gb_slots);
+        let mut order: Vec<usize> = (0..pipeline.slots.len()).collect();
+        let slots = &pipeline.slots;
+        order.sort_by(|&a, &b| {
+            slots[a]
+                .capacity
+                .order_at(&slots[b].capacity, Some(block_bytes))
+        });
+        pipeline.slots = order
+            .iter()
+            .map(|&index| pipeline.slots[index].clone())
+            .collect();
+        pipeline.timeline.reorder_slots(&order);
+    }
+
     fn note(&mut self, notice: TailNotice) {
         self.last_notice = Some((notice, Instant::now()));
         self.dirty = true;
+        if notice == TailNotice::Opened && self.watcher.is_none() {
+            // The file's directory may not have existed at start (notify could not watch
+            // it then): now that the file is there, watch it rather than poll for good.
+            self.start_watcher();
+        }
     }
 
     fn fail_read(&mut self, err: &io::Error) {

@@ -43,6 +43,8 @@ pub(super) struct Pipeline {
     /// Number of the next line in the current file generation.
     pub(super) line_number: u64,
     pub(super) slots: Vec<Slot>,
+    /// KV bytes per block set live (`b`) for every lane's projections; `None`: each lane's.
+    pub(super) assumed_block_bytes: Option<u64>,
     pub(super) spill: FactsSpill,
     pub(super) timeline: TimelineBuilder,
     pub(super) consumed_bytes_total: u64,
@@ -73,6 +75,7 @@ impl Pipeline {
             event: TraceEvent::default(),
             line_number: 1,
             slots,
+            assumed_block_bytes: None,
             spill,
             timeline: TimelineBuilder::new(config.window_ns.max(1)),
             consumed_bytes_total: 0,
@@ -207,8 +210,12 @@ impl Pipeline {
                     .map_or(self.event.timestamp_ns, |last| {
                         last.max(self.event.timestamp_ns)
                     });
-                self.timeline
-                    .before_event(clamped_ns, self.engine.instance_lanes(), &self.slots);
+                self.timeline.before_event(
+                    clamped_ns,
+                    self.engine.instance_lanes(),
+                    &self.slots,
+                    self.assumed_block_bytes,
+                );
                 let spill = &mut self.spill;
                 let result = self
                     .engine

@@ -28,19 +28,19 @@ struct LaneMark {
 }
 
 impl LaneMark {
-    fn of(lane: &Lane, slots: &[Slot]) -> Self {
+    fn of(lane: &Lane, slots: &[Slot], assumed: Option<u64>) -> Self {
         Self {
             input_tokens: lane.input_tokens(),
             infinite_hit_blocks: lane.infinite_hit_blocks(),
             slot_hit_blocks: slots
                 .iter()
-                .map(|slot| Some(live_hit_blocks(lane, slot.capacity)))
+                .map(|slot| Some(live_hit_blocks(lane, slot.capacity, assumed)))
                 .collect(),
         }
     }
 
     /// The window so far: now minus this mark.
-    fn window(&self, lane: &Lane, slots: &[Slot]) -> LaneWindow {
+    fn window(&self, lane: &Lane, slots: &[Slot], assumed: Option<u64>) -> LaneWindow {
         let block_size_tokens = lane.spec().block_size_tokens;
         LaneWindow {
             input_tokens: lane.input_tokens() - self.input_tokens,
@@ -49,7 +49,7 @@ impl LaneMark {
                 .zip(&self.slot_hit_blocks)
                 .map(|(slot, start)| {
                     start.map(|start| {
-                        (live_hit_blocks(lane, slot.capacity) - start) * block_size_tokens
+                        (live_hit_blocks(lane, slot.capacity, assumed) - start) * block_size_tokens
                     })
                 })
                 .collect(),
@@ -80,16 +80,25 @@ impl TimelineBuilder {
     }
 
     /// Called before an event at `timestamp_ns` (already clamped) is processed.
-    pub(super) fn before_event(&mut self, timestamp_ns: i64, lanes: &[Lane], slots: &[Slot]) {
+    pub(super) fn before_event(
+        &mut self,
+        timestamp_ns: i64,
+        lanes: &[Lane],
+        slots: &[Slot],
+        assumed: Option<u64>,
+    ) {
         self.origin_ns.get_or_insert(timestamp_ns);
         let index = timestamp_ns.div_euclid(self.window_ns.max(1));
         match &self.open {
             Some((open_index, _)) if *open_index == index => {}
             _ => {
-                if let Some(window) = self.current(lanes, slots, false) {
+                if let Some(window) = self.current(lanes, slots, false, assumed) {
                     self.closed.push_back(window);
                 }
-                let marks = lanes.iter().map(|lane| LaneMark::of(lane, slots)).collect();
+                let marks = lanes
+                    .iter()
+                    .map(|lane| LaneMark::of(lane, slots, assumed))
+                    .collect();
                 self.open = Some((index, marks));
                 // Merging needs the open window to start a double-width one (an even index).
                 // An odd one waits for the next window; only if that never comes (a window
@@ -125,7 +134,13 @@ impl TimelineBuilder {
     }
 
     /// The open window so far (marks of lanes born inside it are zero).
-    fn current(&self, lanes: &[Lane], slots: &[Slot], open: bool) -> Option<Window> {
+    fn current(
+        &self,
+        lanes: &[Lane],
+        slots: &[Slot],
+        open: bool,
+        assumed: Option<u64>,
+    ) -> Option<Window> {
         let (index, marks) = self.open.as_ref()?;
         let born_inside = LaneMark {
             slot_hit_blocks: vec![Some(0); slots.len()],
@@ -140,7 +155,7 @@ impl TimelineBuilder {
                     marks
                         .get(lane_index)
                         .unwrap_or(&born_inside)
-                        .window(lane, slots)
+                        .window(lane, slots, assumed)
                 })
                 .collect(),
             open,
@@ -180,9 +195,56 @@ impl TimelineBuilder {
         }
     }
 
-    pub(super) fn snapshot(&self, lanes: &[Lane], slots: &[Slot]) -> Timeline {
+    /// The block bytes assumption changed: the slots at `indices` (the GB ones) mean other
+    /// block counts now, so no window so far has a figure for them (`None`, never a mix).
+    pub(super) fn forget_slots(&mut self, indices: &[usize]) {
+        if let Some((_, marks)) = &mut self.open {
+            for mark in marks {
+                for &index in indices {
+                    if let Some(figure) = mark.slot_hit_blocks.get_mut(index) {
+                        *figure = None;
+                    }
+                }
+            }
+        }
+        for window in &mut self.closed {
+            for lane in &mut window.lanes {
+                for &index in indices {
+                    if let Some(figure) = lane.slot_hit_tokens.get_mut(index) {
+                        *figure = None;
+                    }
+                }
+            }
+        }
+    }
+
+    /// The slots were re-ordered: new slot `i` is old slot `order[i]`.
+    pub(super) fn reorder_slots(&mut self, order: &[usize]) {
+        fn permute<T: Copy>(values: &mut Vec<T>, order: &[usize]) {
+            if order.iter().all(|&index| index < values.len()) {
+                *values = order.iter().map(|&index| values[index]).collect();
+            }
+        }
+        if let Some((_, marks)) = &mut self.open {
+            for mark in marks {
+                permute(&mut mark.slot_hit_blocks, order);
+            }
+        }
+        for window in &mut self.closed {
+            for lane in &mut window.lanes {
+                permute(&mut lane.slot_hit_tokens, order);
+            }
+        }
+    }
+
+    pub(super) fn snapshot(
+        &self,
+        lanes: &[Lane],
+        slots: &[Slot],
+        assumed: Option<u64>,
+    ) -> Timeline {
         let mut windows: Vec<Window> = self.closed.iter().cloned().collect();
-        windows.extend(self.current(lanes, slots, true));
+        windows.extend(self.current(lanes, slots, true, assumed));
         Timeline {
             window_ns: self.window_ns,
             origin_ns: self.origin_ns,

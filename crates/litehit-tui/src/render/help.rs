@@ -1,5 +1,6 @@
 //! The help overlay: every key, from [`crate::app::KEY_HELP`], and what the numbers on the
-//! screen mean ([`NUMBER_HELP`]); it fits a 60×20 screen whole.
+//! screen mean ([`NUMBER_HELP`]); where it does not fit (60×20) it scrolls (↑↓ PgUp PgDn),
+//! and its bottom border says how.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -8,6 +9,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Clear, Paragraph, Wrap};
 
 use super::centered;
+#[cfg(test)]
+use crate::app::HELP_LINES;
 use crate::app::{App, KEY_HELP};
 use litehit_live::LiveSnapshot;
 
@@ -19,12 +22,15 @@ pub const NUMBER_HELP: &[(&str, &str)] = &[
     ("accumulator", "reuse distances kept: late slots are exact"),
     ("spilled", "facts rows on disk until `s` writes them"),
     ("notify/polling", "file growth seen by events / by polling"),
+    ("fps", "screen refreshes per second (+ / -)"),
+    ("geometry", "tokens & bytes per block: GiB → blocks"),
+    ("assumed", "block bytes set with b (facts keep theirs)"),
 ];
 
 /// Width of the key / term column.
 const TERM_WIDTH: usize = 14;
 
-pub fn render(frame: &mut Frame, area: Rect, _snap: &LiveSnapshot, _view: &App) {
+pub fn render(frame: &mut Frame, area: Rect, _snap: &LiveSnapshot, view: &App) {
     let entry = |term: &str, what: &'static str, style: Style| {
         Line::from(vec![
             Span::styled(format!("{term:>TERM_WIDTH$}  "), style),
@@ -40,17 +46,30 @@ pub fn render(frame: &mut Frame, area: Rect, _snap: &LiveSnapshot, _view: &App) 
             .iter()
             .map(|(term, what)| entry(term, what, Style::new().bold().cyan())),
     );
-    let height = u16::try_from(lines.len())
-        .unwrap_or(u16::MAX)
-        .saturating_add(2);
+    let total = lines.len();
+    let height = u16::try_from(total).unwrap_or(u16::MAX).saturating_add(2);
     let popup = centered(area, 64, height);
+    let room = usize::from(popup.height.saturating_sub(2));
+    let scroll = view.help_scroll.min(total.saturating_sub(room));
+    let bottom = if room < total {
+        format!(
+            " lines {}–{} of {total} · ↑↓ PgUp PgDn scroll ",
+            scroll + 1,
+            (scroll + room).min(total)
+        )
+    } else {
+        " keys, then what the numbers mean ".to_owned()
+    };
     frame.render_widget(Clear, popup);
     frame.render_widget(
-        Paragraph::new(lines).wrap(Wrap { trim: false }).block(
-            Block::bordered()
-                .title(" help · ? or Esc to close ")
-                .title_bottom(" keys, then what the numbers mean "),
-        ),
+        Paragraph::new(lines)
+            .wrap(Wrap { trim: false })
+            .scroll((u16::try_from(scroll).unwrap_or(u16::MAX), 0))
+            .block(
+                Block::bordered()
+                    .title(" help · ? or Esc to close ")
+                    .title_bottom(bottom),
+            ),
         popup,
     );
 }
@@ -61,23 +80,35 @@ mod tests {
     use ratatui::Terminal;
     use ratatui::backend::TestBackend;
 
-    #[test]
-    fn the_whole_help_fits_at_60_by_20() {
+    fn drawn(view: &App) -> Vec<String> {
         let mut terminal = Terminal::new(TestBackend::new(60, 20)).expect("test backend");
         terminal
-            .draw(|frame| {
-                render(
-                    frame,
-                    frame.area(),
-                    &LiveSnapshot::default(),
-                    &App::default(),
-                );
-            })
+            .draw(|frame| render(frame, frame.area(), &LiveSnapshot::default(), view))
             .expect("drawn");
         let buffer = terminal.backend().buffer();
-        let text: Vec<String> = (0..20)
+        (0..20)
             .map(|y| (0..60).map(|x| buffer[(x, y)].symbol()).collect())
-            .collect();
+            .collect()
+    }
+
+    #[test]
+    fn the_whole_help_scrolls_into_view_at_60_by_20() {
+        use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+        let mut view = App::default();
+        view.handle_key(KeyEvent::new(KeyCode::Char('?'), KeyModifiers::NONE));
+        let first = drawn(&view);
+        assert!(
+            first
+                .iter()
+                .any(|line| line.contains("↑↓ PgUp PgDn scroll")),
+            "says how to scroll:\n{}",
+            first.join("\n")
+        );
+        let mut text = first;
+        for _ in 0..HELP_LINES {
+            view.handle_key(KeyEvent::new(KeyCode::Down, KeyModifiers::NONE));
+            text.extend(drawn(&view));
+        }
         let screen = text.join("\n");
         // Every entry on a line of its own (none wrapped, none cut), and the bottom border.
         for (term, what) in KEY_HELP.iter().chain(NUMBER_HELP) {

@@ -60,7 +60,23 @@ impl RowValues {
     }
 }
 
+/// The column headers, bold, the selected slot's reversed.
+fn header_row(columns: &[Column], view: &App) -> Row<'static> {
+    Row::new(columns.iter().map(|column| {
+        let cell = Cell::from(Text::from(column.header.clone()).right_aligned());
+        match column.kind {
+            ColumnKind::Slot(index) if index == view.selected_slot => {
+                cell.style(Style::new().reversed())
+            }
+            ColumnKind::Instance => Cell::from(column.header.clone()),
+            _ => cell,
+        }
+    }))
+    .style(Style::new().add_modifier(Modifier::BOLD))
+}
+
 pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
+    view.table_rows_on_screen.take(); // filled again below once the rows are drawn
     let rows = row_values(snap);
     // The shared pool (`watch --pool`): pinned below the totals, outside the order and the
     // selection, and not in the totals.
@@ -122,17 +138,7 @@ pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
     if inner.width == 0 || inner.height == 0 {
         return;
     }
-    let header = Row::new(columns.iter().map(|column| {
-        let cell = Cell::from(Text::from(column.header.clone()).right_aligned());
-        match column.kind {
-            ColumnKind::Slot(index) if index == view.selected_slot => {
-                cell.style(Style::new().reversed())
-            }
-            ColumnKind::Instance => Cell::from(column.header.clone()),
-            _ => cell,
-        }
-    }))
-    .style(Style::new().add_modifier(Modifier::BOLD));
+    let header = header_row(&columns, view);
 
     if rows.is_empty() {
         let waiting = Row::new([Cell::from("no requests yet")]).dim();
@@ -145,6 +151,13 @@ pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
         .copied()
         .chain(pinned_totals.then_some(lane_count))
         .collect();
+    // For the mouse: the header takes the first line, each row one after it.
+    *view.table_rows_on_screen.borrow_mut() = crate::app::TableRowsOnScreen {
+        x: inner.x..inner.x + inner.width,
+        rows: (inner.y + 1..inner.y + inner.height)
+            .zip(visible.iter().copied())
+            .collect(),
+    };
     let table_rows = visible
         .iter()
         .map(|&index| {

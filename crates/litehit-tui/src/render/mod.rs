@@ -30,6 +30,7 @@ pub mod gauges;
 pub mod geometry;
 pub mod help;
 pub mod instances;
+pub mod notices;
 pub mod plot;
 pub mod slot_editor;
 pub mod status;
@@ -142,7 +143,8 @@ pub fn draw(frame: &mut Frame, snap: &LiveSnapshot, view: &App) {
         // The filter being typed shows in the table's title.
         Mode::Normal | Mode::Filter => {}
         Mode::Help => help::render(frame, area, snap, view),
-        Mode::SlotEditor(_) => slot_editor::render(frame, area, snap, view),
+        Mode::SlotEditor(_) | Mode::BlockBytes(_) => slot_editor::render(frame, area, snap, view),
+        Mode::Notices { .. } => notices::render(frame, area, snap, view),
         Mode::ConfirmQuit => confirm_quit::render(frame, area, snap, view),
     }
 }
@@ -171,7 +173,7 @@ fn render_title(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) 
         Span::styled(name, Style::new().add_modifier(Modifier::BOLD).reversed()),
         Span::raw(" "),
         Span::styled(state, state_style),
-        Span::raw(format!(" · {wake}")),
+        Span::raw(format!(" · {wake} · {} fps", format::short_float(view.fps))),
     ];
     if source.backlog_bytes > 0 {
         spans.push(Span::raw(format!(

@@ -2,6 +2,8 @@
 //! problem, a read error, the facts snapshot or the last file event (truncated, replaced,
 //! created) while one is current.
 
+use std::time::Duration;
+
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
@@ -58,7 +60,10 @@ const HINTS: &[(&str, u8)] = &[
     ("/ filter", 7),
     ("s snapshot", 2),
     ("p pause", 9),
-    ("w window", 10),
+    ("w window", 11),
+    ("b bytes", 12),
+    ("+- fps", 13),
+    ("! log", 10),
     ("q quit", 1),
 ];
 
@@ -82,81 +87,159 @@ pub fn hints(width: usize) -> String {
     line(&kept)
 }
 
-fn message(snap: &LiveSnapshot) -> Option<(String, Style)> {
-    if let Some(fatal) = &snap.fatal {
-        return Some((format!(" error: {fatal}"), Style::new().white().on_red()));
+/// A notice of the status line (and the `!` log).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Notice {
+    /// Without its age.
+    pub text: String,
+    /// How long ago it happened, for notices that fade.
+    pub age: Option<Duration>,
+    pub style: Style,
+    /// A problem rather than news.
+    pub problem: bool,
+}
+
+impl Notice {
+    fn new(text: String, style: Style, problem: bool) -> Self {
+        Self {
+            text,
+            age: None,
+            style,
+            problem,
+        }
     }
-    if let Some(error) = &snap.source.read_error {
-        return Some((
-            format!(" cannot read {}: {error} (retrying)", snap.source.path),
-            Style::new().red(),
+
+    /// As the status line shows it: with its age, if it has one.
+    fn line(&self) -> String {
+        match self.age {
+            Some(age) => format!(" {} ({} ago)", self.text, format::duration(age)),
+            None => format!(" {}", self.text),
+        }
+    }
+}
+
+/// Every notice the snapshot holds, current or faded, for the log (`!`): the status line
+/// shows only the first current one.
+pub fn loggable_notices(snap: &LiveSnapshot) -> Vec<Notice> {
+    let mut notices: Vec<Notice> = Vec::new();
+    notices.extend(problem(snap));
+    notices.extend(facts_notice(snap));
+    notices.extend(file_notice(snap));
+    notices.extend(write_events_notice(snap));
+    notices.extend(snap.assumed_block_bytes.map(|block_bytes| {
+        Notice::new(
+            format!(
+                "assuming {} per block (b): GB slots re-projected, facts rows keep theirs",
+                format::bytes(block_bytes)
+            ),
+            Style::new(),
+            false,
+        )
+    }));
+    notices
+}
+
+fn message(snap: &LiveSnapshot) -> Option<(String, Style)> {
+    problem(snap)
+        .or_else(|| facts_notice(snap).filter(is_current))
+        .or_else(|| file_notice(snap).filter(is_current))
+        .map(|notice| (notice.line(), notice.style))
+}
+
+fn is_current(notice: &Notice) -> bool {
+    notice.age.is_none_or(|age| age.as_secs() < NOTICE_SECONDS)
+}
+
+fn problem(snap: &LiveSnapshot) -> Option<Notice> {
+    if let Some(fatal) = &snap.fatal {
+        return Some(Notice::new(
+            format!("error: {fatal}"),
+            Style::new().white().on_red(),
+            true,
         ));
     }
+    snap.source.read_error.as_ref().map(|error| {
+        Notice::new(
+            format!("cannot read {}: {error} (retrying)", snap.source.path),
+            Style::new().red(),
+            true,
+        )
+    })
+}
+
+fn facts_notice(snap: &LiveSnapshot) -> Option<Notice> {
     match &snap.facts_write {
-        FactsWrite::Writing { path, rows } => {
-            return Some((
-                format!(" writing {} facts rows to {path}…", format::count(*rows)),
-                Style::new().cyan(),
-            ));
-        }
-        FactsWrite::Failed { path, message } => {
-            return Some((
-                format!(" facts snapshot to {path} failed: {message}"),
-                Style::new().red(),
-            ));
-        }
-        FactsWrite::Done { path, rows, bytes }
-            if snap.facts_write_age.as_secs() < NOTICE_SECONDS =>
-        {
-            return Some((
+        FactsWrite::Writing { path, rows } => Some(Notice::new(
+            format!("writing {} facts rows to {path}…", format::count(*rows)),
+            Style::new().cyan(),
+            false,
+        )),
+        FactsWrite::Failed { path, message } => Some(Notice::new(
+            format!("facts snapshot to {path} failed: {message}"),
+            Style::new().red(),
+            true,
+        )),
+        // A write done a while ago gives way to newer notices (rotation, truncation).
+        FactsWrite::Done { path, rows, bytes } => Some(Notice {
+            age: Some(snap.facts_write_age),
+            ..Notice::new(
                 format!(
-                    " wrote {} facts rows ({}) to {path}",
+                    "wrote {} facts rows ({}) to {path}",
                     format::count(*rows),
                     format::bytes(*bytes)
                 ),
                 Style::new().green(),
-            ));
+                false,
+            )
+        }),
+        FactsWrite::Idle => None,
+    }
+}
+
+fn file_notice(snap: &LiveSnapshot) -> Option<Notice> {
+    let (notice, age) = snap.source.last_notice?;
+    let text = match notice {
+        TailNotice::Waiting => "waiting for the trace file to appear".to_owned(),
+        TailNotice::Opened => format!("opened {}", snap.source.path),
+        TailNotice::Truncated => "file truncated: reading the new content, totals kept".to_owned(),
+        TailNotice::Replaced => {
+            "file replaced (rotated): reading the new file, totals kept".to_owned()
         }
-        // A write done a while ago gives way to newer notices (rotation, truncation).
-        FactsWrite::Done { .. } | FactsWrite::Idle => {}
-    }
-    if let Some((notice, age)) = snap
-        .source
-        .last_notice
-        .filter(|(_, age)| age.as_secs() < NOTICE_SECONDS)
-    {
-        let text = match notice {
-            TailNotice::Waiting => "waiting for the trace file to appear".to_owned(),
-            TailNotice::Opened => format!("opened {}", snap.source.path),
-            TailNotice::Truncated => {
-                "file truncated: reading the new content, totals kept".to_owned()
-            }
-            TailNotice::Replaced => {
-                "file replaced (rotated): reading the new file, totals kept".to_owned()
-            }
-            TailNotice::Deleted => {
-                "file renamed or deleted: still following it until a new one appears, totals kept"
-                    .to_owned()
-            }
-            TailNotice::RecoveredFromCopy => {
-                "file truncated: reading its unread rest from the copy beside it, totals kept"
-                    .to_owned()
-            }
-            TailNotice::NotRegular => {
-                "not a regular file at the path (FIFO, device?): not followed, waiting".to_owned()
-            }
-            TailNotice::InputEnded => "input ended: everything it sent was read".to_owned(),
-            TailNotice::Lost => format!(
-                "a queued file was deleted before it was read: {} lost so far",
-                format::bytes(snap.source.lost_bytes)
-            ),
-        };
-        return Some((
-            format!(" {text} ({} ago)", format::duration(age)),
-            Style::new().yellow(),
-        ));
-    }
-    None
+        TailNotice::Deleted => {
+            "file renamed or deleted: still following it until a new one appears, totals kept"
+                .to_owned()
+        }
+        TailNotice::RecoveredFromCopy => {
+            "file truncated: reading its unread rest from the copy beside it, totals kept"
+                .to_owned()
+        }
+        TailNotice::NotRegular => {
+            "not a regular file at the path (FIFO, device?): not followed, waiting".to_owned()
+        }
+        TailNotice::InputEnded => "input ended: everything it sent was read".to_owned(),
+        TailNotice::Lost => format!(
+            "a queued file was deleted before it was read: {} lost so far",
+            format::bytes(snap.source.lost_bytes)
+        ),
+    };
+    Some(Notice {
+        age: Some(age),
+        ..Notice::new(text, Style::new().yellow(), notice == TailNotice::Lost)
+    })
+}
+
+/// Write events (KVCM `StartWriteCache` / `FinishWriteCache`, standard `write` rows) are no
+/// lookups: they are counted in the input gauge and said once in the log.
+fn write_events_notice(snap: &LiveSnapshot) -> Option<Notice> {
+    (snap.health.write_events > 0).then(|| {
+        Notice::new(
+            "write events seen: counted in the input gauge, not replayed (writes are no \
+             lookups, as upstream)"
+                .to_owned(),
+            Style::new(),
+            false,
+        )
+    })
 }
 
 #[cfg(test)]
@@ -169,7 +252,7 @@ mod tests {
         assert_eq!(
             full,
             " ? help · a add slot · d delete · ←→ slot · ↑↓ instance · o sort · / filter · \
-             s snapshot · p pause · w window · q quit"
+             s snapshot · p pause · w window · b bytes · +- fps · ! log · q quit"
         );
         for width in [20, 40, 60, 80] {
             let line = hints(width);
