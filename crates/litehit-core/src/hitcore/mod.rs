@@ -236,7 +236,7 @@ impl LiteHit {
 
     /// Reserves everything one request can grow, before any state changes.
     fn reserve_for(&mut self, block_keys: &[i64]) -> Result<(), AllocFailed> {
-        self.keys.prepare_for(block_keys)?;
+        self.keys.prepare_for(block_keys, self.horizon_key_limit())?;
         self.ranks.reserve(block_keys.len())?;
         let scratch = &mut self.scratch;
         // `old_positions_plus_one` only holds the blocks phase 1 looks up (up to the first new
@@ -377,9 +377,9 @@ impl LiteHit {
     #[inline]
     fn compact_if_sparse(&mut self) -> Result<(), AllocFailed> {
         let positions = self.ranks.len();
-        let past_horizon = self.memory_horizon_blocks.is_some_and(|horizon| {
-            self.keys.len() > horizon + horizon / HORIZON_SLACK_DIVISOR + COMPACTION_SLACK_POSITIONS
-        });
+        let past_horizon = self
+            .horizon_key_limit()
+            .is_some_and(|limit| self.keys.len() > limit);
         if past_horizon
             || positions
                 > COMPACTION_POSITIONS_PER_LIVE_KEY * self.live_markers()
@@ -388,6 +388,16 @@ impl LiteHit {
             self.compact()?;
         }
         Ok(())
+    }
+
+    /// With a memory horizon, the most keys held between requests: past it, compaction
+    /// drops the keys deeper than the horizon.
+    fn horizon_key_limit(&self) -> Option<usize> {
+        self.memory_horizon_blocks.map(|horizon| {
+            horizon
+                .saturating_add(horizon / HORIZON_SLACK_DIVISOR)
+                .saturating_add(COMPACTION_SLACK_POSITIONS)
+        })
     }
 
     /// The first position compaction keeps: the TTL watermark, or the marker of the key at

@@ -86,6 +86,7 @@ impl Pipeline {
             curve,
             core_memory_bytes: lane.core().memory_usage_bytes() as u64,
             accumulator_memory_bytes: accumulator.memory_usage_bytes() as u64,
+            memory_horizon_blocks: lane.memory_horizon_blocks(),
         }
     }
 }
@@ -208,6 +209,10 @@ impl Ingest {
             fatal: pipeline.spill.error.clone(),
             out_of_memory: pipeline.out_of_memory.clone(),
             facts_spill_path: pipeline.spill.path().map(|path| path.display().to_string()),
+            memory_horizon: pipeline
+                .engine
+                .memory_horizon()
+                .filter(|_| pipeline.engine.has_memory_horizon()),
         };
         // No receiver left means the UI is gone; the next command will be Shutdown.
         self.snapshots.send_replace(Arc::new(snapshot));

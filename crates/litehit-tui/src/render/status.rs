@@ -81,6 +81,18 @@ pub fn hints(width: usize) -> String {
     line(&kept)
 }
 
+/// After a facts snapshot under a memory horizon: its curves stop at the horizon, so what
+/// `query` / `mrc` read from it above the horizon (and at ∞) are lower bounds.
+fn horizon_note(snap: &LiveSnapshot) -> String {
+    match snap.memory_horizon {
+        Some(horizon) => format!(
+            "; memory horizon {}: hits above it (and at ∞) are lower bounds",
+            format::memory_horizon(horizon)
+        ),
+        None => String::new(),
+    }
+}
+
 fn message(snap: &LiveSnapshot) -> Option<(String, Style)> {
     if let Some(fatal) = &snap.fatal {
         return Some((format!(" error: {fatal}"), Style::new().white().on_red()));
@@ -109,9 +121,10 @@ fn message(snap: &LiveSnapshot) -> Option<(String, Style)> {
         {
             return Some((
                 format!(
-                    " wrote {} facts rows ({}) to {path}",
+                    " wrote {} facts rows ({}) to {path}{}",
                     format::count(*rows),
-                    format::bytes(*bytes)
+                    format::bytes(*bytes),
+                    horizon_note(snap),
                 ),
                 Style::new().green(),
             ));

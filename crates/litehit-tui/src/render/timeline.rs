@@ -43,7 +43,7 @@ pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
 
     let mut datasets = vec![
         Dataset::default()
-            .name("∞")
+            .name(format::infinite_label(snap.memory_horizon))
             .marker(Marker::Braille)
             .graph_type(GraphType::Line)
             .style(Style::new().dark_gray())
