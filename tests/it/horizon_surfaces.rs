@@ -80,8 +80,7 @@ fn snapshot(horizon: Option<Capacity>) -> LiveSnapshot {
             slot_hit_blocks: vec![2_000],
             infinite_hit_blocks: 5_000,
             unique_blocks: 9_000,
-            memory_horizon_blocks: horizon
-                .and_then(|horizon| horizon.blocks(block_bytes)),
+            memory_horizon_blocks: horizon.and_then(|horizon| horizon.blocks(block_bytes)),
             ..LaneSnapshot::default()
         }],
         timeline: Timeline {
@@ -245,7 +244,10 @@ fn headless_lines_carry_the_horizon_and_mark_the_lower_bounds() {
     // The facts written say what their readers get above the horizon.
     let note = "memory horizon 300 blocks: hits at larger capacities and ∞ are lower bounds";
     let written = last["facts_write"].as_str().unwrap_or_default();
-    assert!(written.starts_with("wrote ") && written.contains(note), "{last}");
+    assert!(
+        written.starts_with("wrote ") && written.contains(note),
+        "{last}"
+    );
     assert!(stderr.contains(note), "{stderr}");
     assert!(facts.exists());
 }
@@ -346,14 +348,10 @@ fn watch_out_of_memory_stops_cleanly_and_never_aborts() {
     let trace = dir.path().join("trace.jsonl");
     std::fs::write(&trace, crate::memory::many_unique_blocks_trace()).unwrap();
     let mut out_of_memory_runs = 0;
+    // From about where the monitor starts to past what the whole trace needs (a debug build
+    // needs ~45 MB of address space to start, the 2 M keys ~40 MB more).
     for limit_kib in [
-        200_000_u64,
-        240_000,
-        280_000,
-        320_000,
-        360_000,
-        400_000,
-        450_000,
+        55_000_u64, 60_000, 65_000, 70_000, 75_000, 80_000, 90_000, 110_000, 150_000,
     ] {
         let out = dir.path().join(format!("out-{limit_kib}"));
         std::fs::create_dir(&out).unwrap();
@@ -382,7 +380,11 @@ fn watch_out_of_memory_stops_cleanly_and_never_aborts() {
             .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
             .filter(|name| name.ends_with(".tmp") || name.ends_with(".spill"))
             .collect();
-        assert_eq!(left, Vec::<String>::new(), "limit {limit_kib} KiB: files left");
+        assert_eq!(
+            left,
+            Vec::<String>::new(),
+            "limit {limit_kib} KiB: files left"
+        );
         assert_eq!(facts_temps(&out), Vec::<std::path::PathBuf>::new());
         if code == Some(1) && stderr.contains("out of memory after ") {
             assert!(
@@ -405,7 +407,10 @@ fn watch_out_of_memory_stops_cleanly_and_never_aborts() {
         } else if code == Some(1) {
             // A limit so low the monitor cannot start (a thread, the runtime): an error
             // message, not an abort.
-            assert!(!stderr.trim().is_empty(), "limit {limit_kib} KiB: exit 1, no message");
+            assert!(
+                !stderr.trim().is_empty(),
+                "limit {limit_kib} KiB: exit 1, no message"
+            );
         }
     }
     assert!(

@@ -490,7 +490,9 @@ impl Report {
             facts_write: match &snap.facts_write {
                 FactsWrite::Idle => None,
                 FactsWrite::Writing { path, .. } => Some(format!("writing {path}")),
-                FactsWrite::Done { path, .. } => Some(format!("wrote {path}{}", horizon_note(snap))),
+                FactsWrite::Done { path, .. } => {
+                    Some(format!("wrote {path}{}", horizon_note(snap)))
+                }
                 FactsWrite::Failed { path, message } => Some(format!("failed {path}: {message}")),
             },
             notice: snap
@@ -517,7 +519,11 @@ pub fn horizon_note(snap: &LiveSnapshot) -> String {
     format!(
         " (memory horizon {} {}: hits at larger capacities and ∞ are lower bounds)",
         litehit_core::display::count(horizon_blocks),
-        if horizon_blocks == 1 { "block" } else { "blocks" }
+        if horizon_blocks == 1 {
+            "block"
+        } else {
+            "blocks"
+        }
     )
 }
 

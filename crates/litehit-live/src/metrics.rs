@@ -228,7 +228,11 @@ fn encode_snapshot(snap: &LiveSnapshot, mut encoder: DescriptorEncoder) -> fmt::
                 LOWER_BOUND_LABEL,
             ];
             // The third label only on a lower bound.
-            let labels = &labels[..if lane.is_lower_bound(capacity_blocks) { 3 } else { 2 }];
+            let labels = &labels[..if lane.is_lower_bound(capacity_blocks) {
+                3
+            } else {
+                2
+            }];
             ConstCounter::new(hits).encode(family.encode_family(&labels)?)?;
         }
     }
@@ -499,7 +503,13 @@ mod tests {
         ] {
             assert!(text.contains(line), "{line:?} missing from:\n{text}");
         }
-        assert!(!text.contains("horizon_blocks{instance=\"exact\"}"), "{text}");
-        assert!(text.contains("are lower bounds and carry the label"), "{text}");
+        assert!(
+            !text.contains("horizon_blocks{instance=\"exact\"}"),
+            "{text}"
+        );
+        assert!(
+            text.contains("are lower bounds and carry the label"),
+            "{text}"
+        );
     }
 }

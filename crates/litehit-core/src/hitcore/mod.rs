@@ -57,11 +57,32 @@ pub(crate) struct AllocFailed {
     pub(crate) bytes: usize,
 }
 
-/// `vec.try_reserve_exact(additional)`, saying how many bytes it asked for when it fails.
+/// What a growth must leave free: the run's clean out-of-memory stop (the facts write, the
+/// last report, the message) needs a little memory of its own, so a growth that would leave
+/// less than this fails as if it had not fitted, before any state changes.
+pub const GROWTH_HEADROOM_BYTES: usize = 8 << 20;
+
+/// Whether [`GROWTH_HEADROOM_BYTES`] could still be allocated (a probe, freed at once).
+#[must_use]
+pub fn headroom_left() -> bool {
+    let mut probe: Vec<u8> = Vec::new();
+    probe.try_reserve_exact(GROWTH_HEADROOM_BYTES).is_ok()
+}
+
+/// `vec.try_reserve_exact(additional)`, saying how many bytes it asked for when it fails; a
+/// growth that leaves less than [`GROWTH_HEADROOM_BYTES`] free fails too.
 pub(crate) fn try_reserve_exact<T>(vec: &mut Vec<T>, additional: usize) -> Result<(), AllocFailed> {
-    vec.try_reserve_exact(additional).map_err(|_| AllocFailed {
-        bytes: additional.saturating_mul(size_of::<T>()),
-    })
+    let failed = || AllocFailed {
+        bytes: additional
+            .saturating_mul(size_of::<T>())
+            .saturating_add(GROWTH_HEADROOM_BYTES),
+    };
+    let capacity = vec.capacity();
+    vec.try_reserve_exact(additional).map_err(|_| failed())?;
+    if vec.capacity() != capacity && !headroom_left() {
+        return Err(failed());
+    }
+    Ok(())
 }
 
 /// Makes `vec`'s capacity at least `total` elements (exactly that when it grows).
@@ -236,7 +257,8 @@ impl LiteHit {
 
     /// Reserves everything one request can grow, before any state changes.
     fn reserve_for(&mut self, block_keys: &[i64]) -> Result<(), AllocFailed> {
-        self.keys.prepare_for(block_keys, self.horizon_key_limit())?;
+        self.keys
+            .prepare_for(block_keys, self.horizon_key_limit())?;
         self.ranks.reserve(block_keys.len())?;
         let scratch = &mut self.scratch;
         // `old_positions_plus_one` only holds the blocks phase 1 looks up (up to the first new

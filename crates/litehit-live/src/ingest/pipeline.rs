@@ -242,7 +242,11 @@ impl Pipeline {
                 // Room for the event's facts row first: out of memory, it is not replayed.
                 let row_bytes = row_bytes_bound(
                     self.event.trace_id.len().max(64),
-                    self.event.instance_id.as_ref().map_or(0, String::len).max(256),
+                    self.event
+                        .instance_id
+                        .as_ref()
+                        .map_or(0, String::len)
+                        .max(256),
                     self.event.keys.len(),
                 );
                 if let Err(bytes) = self.spill.reserve_row(row_bytes) {

@@ -75,9 +75,9 @@ pub fn capacity(capacity: Capacity) -> String {
 /// (`50000000 b`).
 pub fn memory_horizon(horizon: Capacity) -> String {
     match horizon {
-        Capacity::Gigabytes(gb) => bytes(
-            litehit_core::projector::capacity_bytes_for_gb(gb).unwrap_or(u64::MAX),
-        ),
+        Capacity::Gigabytes(gb) => {
+            bytes(litehit_core::projector::capacity_bytes_for_gb(gb).unwrap_or(u64::MAX))
+        }
         Capacity::Blocks(blocks) => format!("{blocks} b"),
         Capacity::Infinite => "∞".to_owned(),
     }
