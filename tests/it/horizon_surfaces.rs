@@ -378,7 +378,11 @@ fn watch_out_of_memory_stops_cleanly_and_never_aborts() {
         let left: Vec<_> = std::fs::read_dir(&out)
             .unwrap()
             .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
-            .filter(|name| name.ends_with(".tmp") || name.ends_with(".spill"))
+            .filter(|name| {
+                Path::new(name).extension().is_some_and(|extension| {
+                    extension.eq_ignore_ascii_case("tmp") || extension.eq_ignore_ascii_case("spill")
+                })
+            })
             .collect();
         assert_eq!(
             left,

@@ -154,7 +154,10 @@ impl Pipeline {
             .iter()
             .map(|lane| {
                 lane.core().memory_usage_bytes()
-                    + lane.accumulator().map_or(0, |a| a.memory_usage_bytes())
+                    + lane.accumulator().map_or(
+                        0,
+                        litehit_core::projector::CapacityAxisAccumulator::memory_usage_bytes,
+                    )
             })
             .sum::<usize>()
             + self.spill.buffer.capacity();
