@@ -50,7 +50,7 @@ pub fn run(args: &WatchArgs) -> color_eyre::Result<()> {
             // One more line, so the last one says truly how the facts write went.
             headless::write_final_line(&mut std::io::stdout().lock(), &stopped)?;
         }
-        report_facts_at_end(&stopped.facts_write)?;
+        report_facts_at_end(&stopped)?;
         refuse_out_of_memory(&stopped)?;
         if let Some(path) = facts_at_end.filter(|_| stopped.facts_write == FactsWrite::Idle) {
             check_lines_used(&stopped, args.from_end)
@@ -85,7 +85,7 @@ pub fn run(args: &WatchArgs) -> color_eyre::Result<()> {
         let last = live.shutdown();
         print_summary(&last);
         if facts_at_end.is_some() {
-            report_facts_at_end(&last.facts_write)?;
+            report_facts_at_end(&last)?;
         }
         refuse_out_of_memory(&last)?;
         if let Some(path) = facts_at_end.filter(|_| last.facts_write == FactsWrite::Idle) {
@@ -205,10 +205,13 @@ fn refuse_out_of_memory(last: &LiveSnapshot) -> color_eyre::Result<()> {
 
 /// `--facts-out`: where the facts went (stderr: stdout holds the JSON lines headless, the
 /// summary in the TUI), or the error (exit 1).
-fn report_facts_at_end(facts_write: &FactsWrite) -> color_eyre::Result<()> {
-    match facts_write {
+fn report_facts_at_end(last: &LiveSnapshot) -> color_eyre::Result<()> {
+    match &last.facts_write {
         FactsWrite::Done { path, rows, .. } => {
-            eprintln!("litehit: facts written to {path} ({rows} rows)");
+            eprintln!(
+                "litehit: facts written to {path} ({rows} rows){}",
+                headless::horizon_note(last)
+            );
             Ok(())
         }
         FactsWrite::Failed { path, message } => {

@@ -22,6 +22,7 @@ mod formats_fuzz;
 mod fuzz_corpus;
 mod grammar_entry_points;
 mod horizon;
+mod horizon_surfaces;
 mod http_ingest;
 mod key_shapes;
 mod memory;

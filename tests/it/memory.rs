@@ -9,7 +9,7 @@ use crate::common::cli_bin::facts_temps;
 
 /// 2,000 requests of 1,000 fresh random keys: 2 M unique blocks, a few tens of MB of core
 /// state.
-fn many_unique_blocks_trace() -> String {
+pub(crate) fn many_unique_blocks_trace() -> String {
     let mut state = 0x9e37_79b9_7f4a_7c15_u64;
     let mut text = String::new();
     for request in 0..2_000_u64 {

@@ -91,6 +91,7 @@ fn lane(
             .collect(),
         core_memory_bytes: 3 << 20,
         accumulator_memory_bytes: 1 << 20,
+        memory_horizon_blocks: None,
     }
 }
 

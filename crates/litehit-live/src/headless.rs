@@ -177,6 +177,9 @@ pub struct Report {
     pub lost_bytes: u64,
     pub lost_files: u64,
     pub slots: Vec<SlotDto>,
+    /// `--memory-horizon` as given (`null`: none, exact at every capacity): results above
+    /// it, and the ∞ bound, are lower bounds (each instance has it in blocks and bytes).
+    pub memory_horizon: Option<SlotDto>,
     pub instances: Vec<InstanceDto>,
     /// Σ over instances (each projected with its own block_bytes).
     pub total: TotalDto,
@@ -210,6 +213,27 @@ pub struct SlotDto {
     pub capacity_blocks: Option<u64>,
 }
 
+impl SlotDto {
+    /// A capacity as typed: GB (`-1` for unlimited) or blocks.
+    #[must_use]
+    pub fn of(capacity: Capacity) -> Self {
+        match capacity {
+            Capacity::Gigabytes(gb) => Self {
+                capacity_gb: Some(gb),
+                capacity_blocks: None,
+            },
+            Capacity::Blocks(blocks) => Self {
+                capacity_gb: None,
+                capacity_blocks: Some(blocks),
+            },
+            Capacity::Infinite => Self {
+                capacity_gb: Some(-1.0),
+                capacity_blocks: None,
+            },
+        }
+    }
+}
+
 #[derive(Debug, Serialize)]
 pub struct InstanceDto {
     pub instance_id: String,
@@ -230,6 +254,11 @@ pub struct InstanceDto {
     pub hit_rates: Vec<Option<f64>>,
     pub infinite_hit_tokens: u64,
     pub infinite_hit_rate: Option<f64>,
+    /// Whether `infinite_hit_*` is only a lower bound (under a memory horizon: hits of a
+    /// cache of the horizon's size).
+    pub infinite_is_lower_bound: bool,
+    /// This instance's memory horizon (`null`: none).
+    pub memory_horizon: Option<HorizonDto>,
     pub unique_blocks: u64,
     pub unique_kv_bytes: u64,
     pub ttl_expired_blocks: u64,
@@ -273,6 +302,11 @@ impl InstanceDto {
             hit_rates: (0..slot_count).map(|i| lane.slot_hit_rate(i)).collect(),
             infinite_hit_tokens: lane.infinite_hit_tokens(),
             infinite_hit_rate: lane.infinite_hit_rate(),
+            infinite_is_lower_bound: lane.is_lower_bound(None),
+            memory_horizon: lane.memory_horizon_blocks.map(|blocks| HorizonDto {
+                blocks,
+                bytes: blocks.saturating_mul(lane.block_bytes),
+            }),
             unique_blocks: lane.unique_blocks,
             unique_kv_bytes: lane.unique_kv_bytes(),
             ttl_expired_blocks: lane.ttl_expired_blocks,
@@ -296,6 +330,7 @@ impl InstanceDto {
                         capacity_blocks: blocks,
                         hit_tokens: lane.slot_hit_tokens(i),
                         hit_rate: lane.slot_hit_rate(i),
+                        lower_bound: lane.is_lower_bound(blocks),
                     }
                 })
                 .collect(),
@@ -315,6 +350,18 @@ pub struct SlotResultDto {
     pub capacity_blocks: Option<u64>,
     pub hit_tokens: u64,
     pub hit_rate: Option<f64>,
+    /// Whether `hit_*` is only a lower bound: the capacity (or `inf`) lies above the memory
+    /// horizon (of some instance, in the total).
+    pub lower_bound: bool,
+}
+
+/// One instance's memory horizon.
+#[derive(Debug, Serialize)]
+pub struct HorizonDto {
+    /// Keys deeper than this in the recency order are forgotten.
+    pub blocks: u64,
+    /// `blocks × block_bytes`.
+    pub bytes: u64,
 }
 
 #[derive(Debug, Serialize)]
@@ -325,6 +372,8 @@ pub struct TotalDto {
     pub hit_rates: Vec<Option<f64>>,
     pub infinite_hit_tokens: u64,
     pub infinite_hit_rate: Option<f64>,
+    /// Whether `infinite_hit_*` is only a lower bound (some instance has a memory horizon).
+    pub infinite_is_lower_bound: bool,
     pub unique_blocks: u64,
     pub unique_kv_bytes: u64,
     pub slot_results: Vec<SlotResultDto>,
@@ -436,21 +485,9 @@ impl Report {
             slots: snap
                 .slots
                 .iter()
-                .map(|slot| match slot.capacity {
-                    Capacity::Gigabytes(gb) => SlotDto {
-                        capacity_gb: Some(gb),
-                        capacity_blocks: None,
-                    },
-                    Capacity::Blocks(blocks) => SlotDto {
-                        capacity_gb: None,
-                        capacity_blocks: Some(blocks),
-                    },
-                    Capacity::Infinite => SlotDto {
-                        capacity_gb: Some(-1.0),
-                        capacity_blocks: None,
-                    },
-                })
+                .map(|slot| SlotDto::of(slot.capacity))
                 .collect(),
+            memory_horizon: snap.memory_horizon.map(SlotDto::of),
             instances: snap
                 .lanes
                 .iter()
@@ -477,6 +514,7 @@ impl Report {
                 hit_tokens: totals.slot_hit_tokens.clone(),
                 infinite_hit_tokens: totals.infinite_hit_tokens,
                 infinite_hit_rate: totals.infinite_hit_rate(),
+                infinite_is_lower_bound: snap.infinite_is_lower_bound(),
                 unique_blocks: totals.unique_blocks,
                 unique_kv_bytes: totals.unique_kv_bytes,
                 slot_results: snap
@@ -498,6 +536,9 @@ impl Report {
                         },
                         hit_tokens: totals.slot_hit_tokens.get(i).copied().unwrap_or(0),
                         hit_rate: totals.slot_hit_rate(i),
+                        lower_bound: snap.lanes.iter().any(|lane| {
+                            lane.is_lower_bound(slot.capacity.blocks(lane.block_bytes))
+                        }),
                     })
                     .collect(),
                 capacity_for_fraction: total_fractions(snap),
@@ -543,7 +584,9 @@ impl Report {
             facts_write: match &snap.facts_write {
                 FactsWrite::Idle => None,
                 FactsWrite::Writing { path, .. } => Some(format!("writing {path}")),
-                FactsWrite::Done { path, .. } => Some(format!("wrote {path}")),
+                FactsWrite::Done { path, .. } => {
+                    Some(format!("wrote {path}{}", horizon_note(snap)))
+                }
                 FactsWrite::Failed { path, message } => Some(format!("failed {path}: {message}")),
             },
             notice: snap
@@ -553,6 +596,29 @@ impl Report {
                 .or_else(|| snap.fatal.clone()),
         }
     }
+}
+
+/// After a facts write under a memory horizon: the facts' curves stop at the horizon, so what
+/// `query` and `mrc` read from them above it (and at ∞) are lower bounds.
+#[must_use]
+pub fn horizon_note(snap: &LiveSnapshot) -> String {
+    let Some(horizon_blocks) = snap
+        .lanes
+        .iter()
+        .filter_map(|lane| lane.memory_horizon_blocks)
+        .max()
+    else {
+        return String::new();
+    };
+    format!(
+        " (memory horizon {} {}: hits at larger capacities and ∞ are lower bounds)",
+        litehit_core::display::count(horizon_blocks),
+        if horizon_blocks == 1 {
+            "block"
+        } else {
+            "blocks"
+        }
+    )
 }
 
 /// A few plain lines for the terminal after the TUI closes.
@@ -610,6 +676,10 @@ pub fn summary_text(snap: &LiveSnapshot) -> String {
             &|i| pool.slot_hit_rate(i),
             pool.infinite_hit_rate(),
         );
+    }
+    let note = horizon_note(snap);
+    if !note.is_empty() {
+        let _ = writeln!(text, "  ∞ is a lower bound{note}");
     }
     text
 }

@@ -349,18 +349,16 @@ async fn read_batch(
         return Err(too_large());
     }
     let limit = usize::try_from(max).unwrap_or(usize::MAX);
-    let body = match Limited::new(request.into_body(), limit).collect().await {
-        Ok(collected) => collected.to_bytes(),
-        Err(error) if error.downcast_ref::<LengthLimitError>().is_some() => {
-            return Err(too_large());
-        }
-        Err(error) => {
-            return Err(Refusal::new(
+    let body = read_body(request.into_body(), limit, declared)
+        .await
+        .map_err(|error| match error {
+            BodyError::TooLarge => too_large(),
+            BodyError::OutOfMemory(bytes) => out_of_memory(state, bytes),
+            BodyError::Read(message) => Refusal::new(
                 StatusCode::BAD_REQUEST,
-                format!("reading the body failed: {error}"),
-            ));
-        }
-    };
+                format!("reading the body failed: {message}"),
+            ),
+        })?;
     let body = if gzip && !body.is_empty() {
         tokio::task::spawn_blocking(move || gunzip(&body, max))
             .await
@@ -369,9 +367,13 @@ async fn read_batch(
                     StatusCode::INTERNAL_SERVER_ERROR,
                     format!("decompressing the body failed: {error}"),
                 )
-            })??
+            })?
+            .map_err(|error| match error {
+                GunzipError::Refused(refusal) => refusal,
+                GunzipError::OutOfMemory(bytes) => out_of_memory(state, bytes),
+            })?
     } else {
-        Vec::from(body)
+        body
     };
     let (reply, answer) = oneshot::channel();
     let stopping = || {
@@ -417,24 +419,103 @@ fn is_gzip(request: &Request<Incoming>) -> std::result::Result<bool, Refusal> {
     }
 }
 
-/// Decompresses a gzip body (several members are read as one stream, as `gzip -c a b`
-/// writes them), refusing one that grows past `max_bytes`.
-fn gunzip(body: &[u8], max_bytes: u64) -> std::result::Result<Vec<u8>, Refusal> {
-    let mut lines = Vec::new();
-    flate2::read::MultiGzDecoder::new(body)
-        .take(max_bytes.saturating_add(1))
-        .read_to_end(&mut lines)
-        .map_err(|error| {
-            Refusal::new(
-                StatusCode::BAD_REQUEST,
-                format!("the body is not valid gzip: {error}"),
-            )
+/// Why a body could not be read.
+enum BodyError {
+    /// Over `--max-body`.
+    TooLarge,
+    /// Holding it needed this many more bytes than memory had.
+    OutOfMemory(usize),
+    Read(String),
+}
+
+/// Reads a body of at most `limit` bytes into one buffer that grows fallibly (a body
+/// larger than memory is an error that stops the run cleanly, never an abort).
+async fn read_body(
+    body: Incoming,
+    limit: usize,
+    declared: Option<u64>,
+) -> std::result::Result<Vec<u8>, BodyError> {
+    let mut body = Limited::new(body, limit);
+    let mut bytes: Vec<u8> = Vec::new();
+    // The declared length (already checked against the limit) is reserved at once.
+    let declared = declared.and_then(|length| usize::try_from(length).ok());
+    if let Some(length) = declared {
+        bytes
+            .try_reserve_exact(length)
+            .map_err(|_| BodyError::OutOfMemory(length))?;
+    }
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|error| {
+            if error.downcast_ref::<LengthLimitError>().is_some() {
+                BodyError::TooLarge
+            } else {
+                BodyError::Read(error.to_string())
+            }
         })?;
+        if let Ok(data) = frame.into_data() {
+            bytes
+                .try_reserve(data.len())
+                .map_err(|_| BodyError::OutOfMemory(bytes.len().saturating_add(data.len())))?;
+            bytes.extend_from_slice(&data);
+        }
+    }
+    Ok(bytes)
+}
+
+/// The reply to a body that memory could not hold; the run stops, out of memory (the ingest
+/// thread says so on every surface and the command exits 1).
+fn out_of_memory(state: &State, bytes: usize) -> Refusal {
+    let _ = state.events.send(IngestEvent::OutOfMemory { bytes });
+    Refusal::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        format!("out of memory holding a {bytes}-byte body; the monitor stops"),
+    )
+}
+
+/// Why a gzip body could not be decompressed.
+enum GunzipError {
+    Refused(Refusal),
+    /// The decompressed lines needed this many bytes more than memory had.
+    OutOfMemory(usize),
+}
+
+/// Decompresses a gzip body (several members are read as one stream, as `gzip -c a b`
+/// writes them), refusing one that grows past `max_bytes`; the output grows fallibly.
+fn gunzip(body: &[u8], max_bytes: u64) -> std::result::Result<Vec<u8>, GunzipError> {
+    const STEP: usize = 64 * 1024;
+    let mut lines = Vec::new();
+    let mut decoder = flate2::read::MultiGzDecoder::new(body).take(max_bytes.saturating_add(1));
+    loop {
+        if lines.capacity() - lines.len() < STEP {
+            lines
+                .try_reserve(STEP)
+                .map_err(|_| GunzipError::OutOfMemory(lines.len().saturating_add(STEP)))?;
+        }
+        let start = lines.len();
+        lines.resize(lines.capacity(), 0);
+        let read = match decoder.read(&mut lines[start..]) {
+            Ok(read) => read,
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {
+                lines.truncate(start);
+                continue;
+            }
+            Err(error) => {
+                return Err(GunzipError::Refused(Refusal::new(
+                    StatusCode::BAD_REQUEST,
+                    format!("the body is not valid gzip: {error}"),
+                )));
+            }
+        };
+        lines.truncate(start + read);
+        if read == 0 {
+            break; // a read into at least `STEP` bytes of room gave none: the end
+        }
+    }
     if lines.len() as u64 > max_bytes {
-        return Err(Refusal::new(
+        return Err(GunzipError::Refused(Refusal::new(
             StatusCode::PAYLOAD_TOO_LARGE,
             format!("the body decompresses to more than {max_bytes} bytes (--max-body)"),
-        ));
+        )));
     }
     Ok(lines)
 }
@@ -504,14 +585,18 @@ mod tests {
 
     #[test]
     fn gunzip_refuses_garbage_and_bombs() {
-        let garbage = gunzip(b"not gzip at all", 100).err().unwrap();
+        let refused = |body: &[u8], max| match gunzip(body, max) {
+            Err(GunzipError::Refused(refusal)) => refusal,
+            _ => panic!("refused expected"),
+        };
+        let garbage = refused(b"not gzip at all", 100);
         assert_eq!(garbage.status, StatusCode::BAD_REQUEST);
         assert!(
             garbage.message.contains("not valid gzip"),
             "{}",
             garbage.message
         );
-        let bomb = gunzip(&gzip(&[b'x'; 1000]), 999).err().unwrap();
+        let bomb = refused(&gzip(&[b'x'; 1000]), 999);
         assert_eq!(bomb.status, StatusCode::PAYLOAD_TOO_LARGE);
         assert_eq!(gunzip(&gzip(&[b'x'; 1000]), 1000).ok().unwrap().len(), 1000);
     }

@@ -78,6 +78,9 @@ pub enum IngestEvent {
     /// A body posted to the HTTP endpoint, read through the same pipeline as file lines and
     /// answered on its reply channel.
     HttpBatch(http::HttpBatch),
+    /// The HTTP endpoint could not hold a posted body (`bytes` more were needed): the run
+    /// stops, out of memory, as when the engine cannot grow.
+    OutOfMemory { bytes: usize },
 }
 
 /// Sends commands to the ingest thread from any thread.

@@ -12,6 +12,7 @@
 //! litehit_requests_total{instance}                      counter
 //! litehit_input_tokens_total{instance}                  counter
 //! litehit_hit_tokens_total{instance,capacity}           counter  capacity="40GiB" | "5000blocks" | "inf"
+//!                                                                (+ lower_bound="true" above a memory horizon)
 //! litehit_bad_lines_total                               counter
 //! litehit_ttl_expired_blocks_total{instance}            counter
 //! litehit_unique_blocks{instance}                       gauge
@@ -20,6 +21,8 @@
 //! litehit_facts_spill_bytes                             gauge
 //! litehit_facts_retention_stopped                       gauge    1 after a failed spill write
 //! litehit_ingest_lag_bytes                              gauge
+//! litehit_memory_horizon_blocks{instance}               gauge    with --memory-horizon only
+//! litehit_memory_horizon_bytes{instance}                gauge    with --memory-horizon only
 //! litehit_build_info{version}                           info
 //! litehit_pool_info{instance,shared_by}                 info     only with watch --pool
 //! ```
@@ -48,7 +51,7 @@ pub const INFINITE_CAPACITY_LABEL: &str = "inf";
 
 /// Every metric name exported, as it appears in samples (counters with `_total`, the info
 /// metric with `_info`).
-pub const METRIC_NAMES: [&str; 12] = [
+pub const METRIC_NAMES: [&str; 14] = [
     "litehit_requests_total",
     "litehit_input_tokens_total",
     "litehit_hit_tokens_total",
@@ -60,12 +63,18 @@ pub const METRIC_NAMES: [&str; 12] = [
     "litehit_facts_spill_bytes",
     "litehit_facts_retention_stopped",
     "litehit_ingest_lag_bytes",
+    "litehit_memory_horizon_blocks",
+    "litehit_memory_horizon_bytes",
     "litehit_build_info",
 ];
 
 /// The info metric naming the shared pool lane, exported only with `watch --pool` (so not in
 /// [`METRIC_NAMES`], which every scrape has).
 pub const POOL_INFO_METRIC: &str = "litehit_pool_info";
+
+/// The label (and its one value) a `litehit_hit_tokens_total` series carries when it is only
+/// a lower bound: its capacity, or `inf`, lies above the instance's memory horizon.
+pub const LOWER_BOUND_LABEL: (&str, &str) = ("lower_bound", "true");
 
 /// The `capacity` label of a slot: its unit in its spelling (`40GiB`, `0.5GiB`, `5000blocks`);
 /// `None` for an unlimited slot, which is the `inf` series.
@@ -205,24 +214,44 @@ fn encode_snapshot(snap: &LiveSnapshot, mut encoder: DescriptorEncoder) -> fmt::
     let mut family = encoder.encode_descriptor(
         "litehit_hit_tokens",
         "Prefix-cache hit tokens of an exact LRU cache of this capacity per instance \
-         (capacity inf: unlimited, the upper bound)",
+         (capacity inf: unlimited, the upper bound); under --memory-horizon, series above \
+         litehit_memory_horizon_bytes (inf included) are lower bounds and carry the label \
+         lower_bound=true",
         None,
         MetricType::Counter,
     )?;
-    for (lane, instance) in lanes.iter().zip(&instances) {
-        for (index, label) in &slot_labels {
+    for (position, (lane, instance)) in lanes.iter().zip(&instances).enumerate() {
+        // The pool's slots are at N × each slot's blocks (the N instances' caches together).
+        let shared_by = if position == snap.lanes.len() {
+            snap.lanes.len() as u64
+        } else {
+            1
+        };
+        let series = slot_labels
+            .iter()
+            .map(|(index, label)| {
+                let capacity = litehit_core::projector::pooled_capacity_blocks(
+                    snap.slots[*index].capacity,
+                    lane.block_bytes,
+                    shared_by,
+                );
+                (label.as_str(), capacity, lane.slot_hit_tokens(*index))
+            })
+            .chain([(INFINITE_CAPACITY_LABEL, None, lane.infinite_hit_tokens())]);
+        for (label, capacity_blocks, hits) in series {
             let labels = [
                 ("instance", instance.as_ref()),
-                ("capacity", label.as_str()),
+                ("capacity", label),
+                LOWER_BOUND_LABEL,
             ];
-            ConstCounter::new(lane.slot_hit_tokens(*index))
-                .encode(family.encode_family(&labels)?)?;
+            // The third label only on a lower bound.
+            let labels = &labels[..if lane.is_lower_bound(capacity_blocks) {
+                3
+            } else {
+                2
+            }];
+            ConstCounter::new(hits).encode(family.encode_family(&labels)?)?;
         }
-        let labels = [
-            ("instance", instance.as_ref()),
-            ("capacity", INFINITE_CAPACITY_LABEL),
-        ];
-        ConstCounter::new(lane.infinite_hit_tokens()).encode(family.encode_family(&labels)?)?;
     }
 
     counter(
@@ -333,6 +362,8 @@ fn encode_snapshot(snap: &LiveSnapshot, mut encoder: DescriptorEncoder) -> fmt::
         ])?;
     }
 
+    encode_horizon(&mut encoder, snap, &instances)?;
+
     let metric = encoder.encode_descriptor(
         "litehit_build",
         "The litehit version",
@@ -341,6 +372,42 @@ fn encode_snapshot(snap: &LiveSnapshot, mut encoder: DescriptorEncoder) -> fmt::
     )?;
     let mut metric = metric;
     metric.encode_info(&[("version", env!("CARGO_PKG_VERSION"))])?;
+    Ok(())
+}
+
+/// `litehit_memory_horizon_{blocks,bytes}{instance}`, for the instances with a horizon.
+fn encode_horizon(
+    encoder: &mut DescriptorEncoder,
+    snap: &LiveSnapshot,
+    instances: &[Cow<'_, str>],
+) -> fmt::Result {
+    for (name, help, bytes) in [
+        (
+            "litehit_memory_horizon_blocks",
+            "The memory horizon (--memory-horizon) in blocks, per instance: keys deeper in the \
+             recency order are forgotten, so hits at larger capacities are lower bounds",
+            false,
+        ),
+        (
+            "litehit_memory_horizon_bytes",
+            "The memory horizon (--memory-horizon) in bytes (blocks × block bytes), per \
+             instance: hits at larger capacities are lower bounds",
+            true,
+        ),
+    ] {
+        let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
+        for (lane, instance) in snap.lanes.iter().zip(instances) {
+            let value = if bytes {
+                lane.memory_horizon_bytes()
+            } else {
+                lane.memory_horizon_blocks
+            };
+            if let Some(value) = value {
+                let labels = [("instance", instance.as_ref())];
+                ConstGauge::new(value).encode(family.encode_family(&labels)?)?;
+            }
+        }
+    }
     Ok(())
 }
 
@@ -446,11 +513,67 @@ mod tests {
         // The unlimited slot is the `inf` series, not a second one.
         assert_eq!(text.matches("capacity=\"inf\"").count(), 1, "{text}");
         assert!(text.ends_with("# EOF\n"), "{text}");
-        for name in METRIC_NAMES {
+        // Without a horizon, its gauges have no series (the next test has them).
+        for name in METRIC_NAMES
+            .into_iter()
+            .filter(|name| !name.starts_with("litehit_memory_horizon"))
+        {
             assert!(
                 text.lines().any(|line| line.starts_with(name)),
                 "{name} missing"
             );
         }
+    }
+
+    #[test]
+    fn under_a_horizon_the_series_above_it_say_they_are_lower_bounds() {
+        let capacities = [Capacity::Blocks(3), Capacity::Blocks(7), Capacity::Infinite];
+        let snap = LiveSnapshot {
+            slots: capacities
+                .iter()
+                .zip(1..)
+                .map(|(&capacity, id)| Slot { id, capacity })
+                .collect(),
+            lanes: vec![
+                LaneSnapshot {
+                    instance_id: "h".to_owned(),
+                    block_size_tokens: 10,
+                    block_bytes: 1000,
+                    slot_hit_blocks: vec![1, 2, 2],
+                    infinite_hit_blocks: 2,
+                    memory_horizon_blocks: Some(5),
+                    ..LaneSnapshot::default()
+                },
+                LaneSnapshot {
+                    instance_id: "exact".to_owned(),
+                    block_size_tokens: 10,
+                    block_bytes: 1000,
+                    slot_hit_blocks: vec![1, 2, 3],
+                    infinite_hit_blocks: 3,
+                    ..LaneSnapshot::default()
+                },
+            ],
+            memory_horizon: Some(Capacity::Blocks(5)),
+            ..LiveSnapshot::default()
+        };
+        let text = encode(&snap).unwrap();
+        for line in [
+            "litehit_hit_tokens_total{instance=\"h\",capacity=\"3blocks\"} 10\n",
+            "litehit_hit_tokens_total{instance=\"h\",capacity=\"7blocks\",lower_bound=\"true\"} 20\n",
+            "litehit_hit_tokens_total{instance=\"h\",capacity=\"inf\",lower_bound=\"true\"} 20\n",
+            "litehit_hit_tokens_total{instance=\"exact\",capacity=\"inf\"} 30\n",
+            "litehit_memory_horizon_blocks{instance=\"h\"} 5\n",
+            "litehit_memory_horizon_bytes{instance=\"h\"} 5000\n",
+        ] {
+            assert!(text.contains(line), "{line:?} missing from:\n{text}");
+        }
+        assert!(
+            !text.contains("horizon_blocks{instance=\"exact\"}"),
+            "{text}"
+        );
+        assert!(
+            text.contains("are lower bounds and carry the label"),
+            "{text}"
+        );
     }
 }

@@ -70,6 +70,9 @@ pub struct LaneSnapshot {
     pub curve: Vec<CurvePoint>,
     pub core_memory_bytes: u64,
     pub accumulator_memory_bytes: u64,
+    /// The lane's memory horizon in blocks (`watch --memory-horizon`), if one is set: hits at
+    /// larger capacities, and the ∞ bound, are lower bounds (keys deeper are forgotten).
+    pub memory_horizon_blocks: Option<u64>,
 }
 
 impl LaneSnapshot {
@@ -95,6 +98,21 @@ impl LaneSnapshot {
     #[must_use]
     pub fn infinite_hit_rate(&self) -> Option<f64> {
         ratio(self.infinite_hit_tokens(), self.input_tokens)
+    }
+
+    /// Whether the hits at `capacity_blocks` (`None`: ∞) are only a lower bound: the lane has
+    /// a memory horizon and the capacity lies above it.
+    #[must_use]
+    pub fn is_lower_bound(&self, capacity_blocks: Option<u64>) -> bool {
+        self.memory_horizon_blocks
+            .is_some_and(|horizon| capacity_blocks.is_none_or(|capacity| capacity > horizon))
+    }
+
+    /// The memory horizon in bytes (`horizon blocks × block_bytes`), if one is set.
+    #[must_use]
+    pub fn memory_horizon_bytes(&self) -> Option<u64> {
+        self.memory_horizon_blocks
+            .map(|blocks| blocks.saturating_mul(self.block_bytes))
     }
 
     /// KV bytes the unique blocks would need (`unique × block_bytes`).
@@ -422,6 +440,9 @@ pub struct LiveSnapshot {
     /// KV bytes per block set live (`b`), replacing every lane's in the projections; the
     /// lanes' `block_bytes` already hold it.
     pub assumed_block_bytes: Option<u64>,
+    /// The memory horizon every lane was given (`--memory-horizon`; never `Infinite`):
+    /// results above it, and the ∞ bound, are lower bounds. `None`: exact at every capacity.
+    pub memory_horizon: Option<Capacity>,
 }
 
 impl LiveSnapshot {
@@ -429,6 +450,12 @@ impl LiveSnapshot {
     #[must_use]
     pub fn totals(&self) -> Totals {
         Totals::of(&self.lanes, self.slots.len())
+    }
+
+    /// Whether the ∞ bound (of some lane) is only a lower bound, under a memory horizon.
+    #[must_use]
+    pub fn infinite_is_lower_bound(&self) -> bool {
+        self.memory_horizon.is_some() || self.lanes.iter().any(|lane| lane.is_lower_bound(None))
     }
 
     /// Any lane has a TTL.

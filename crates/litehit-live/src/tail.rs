@@ -1166,7 +1166,17 @@ fn stdin_non_blocking() -> io::Result<File> {
 fn fill_buffer(file: &mut File, buffer: &mut Vec<u8>) -> io::Result<(u64, bool)> {
     let start = buffer.len();
     if buffer.capacity() - start < READ_CHUNK_BYTES / 2 {
-        buffer.reserve(READ_CHUNK_BYTES);
+        // A partial line longer than memory is an error (the ingest thread stops cleanly on
+        // `OutOfMemory`), not an abort.
+        buffer.try_reserve(READ_CHUNK_BYTES).map_err(|_| {
+            io::Error::new(
+                io::ErrorKind::OutOfMemory,
+                format!(
+                    "out of memory growing the read buffer past {} bytes",
+                    start.saturating_add(READ_CHUNK_BYTES)
+                ),
+            )
+        })?;
     }
     buffer.resize(buffer.capacity(), 0);
     let mut filled = start;

@@ -111,15 +111,22 @@ impl KeyStore {
     /// mid-request; the hashed index may only switch its home function, keeping every id), and
     /// leaves the dense-id array for good if the request does not fit it.
     ///
+    /// `key_limit`: the most keys held between requests, when the core compacts down to a
+    /// bound (see [`KeyTable::reserve`]).
+    ///
     /// Fails, leaving every key where it was, when the memory for that is not there.
-    pub(crate) fn prepare_for(&mut self, keys: &[i64]) -> Result<(), AllocFailed> {
+    pub(crate) fn prepare_for(
+        &mut self,
+        keys: &[i64],
+        key_limit: Option<usize>,
+    ) -> Result<(), AllocFailed> {
         if let Self::DenseIds(table) = self
             && !table.make_room_for(keys)?
         {
             *self = Self::Hashed(KeyTable::from_placed(table.iter(), table.len())?);
         }
         if let Self::Hashed(table) = self {
-            table.reserve(keys.len())?;
+            table.reserve(keys.len(), key_limit)?;
         }
         Ok(())
     }

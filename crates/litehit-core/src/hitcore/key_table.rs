@@ -173,6 +173,10 @@ pub(crate) struct KeyTable {
     /// Index slots read by searches and rebuilds since the table was made or cleared, but
     /// for the current search window's ([`Self::probe_count`] adds them).
     probes: u64,
+    /// The most keys the table holds between two requests, when the core compacts it down
+    /// at a bound (a memory horizon): the index then never grows past what that many keys
+    /// plus a request need ([`Self::index_slots_cap`]). `None`: the table grows freely.
+    key_limit: Option<usize>,
 }
 
 /// Where a key lives (or would be inserted) and its stored position.
@@ -323,11 +327,24 @@ impl KeyTable {
     /// [`Self::search_slots_stale`]).
     ///
     /// Fails, changing nothing a lookup sees, when the memory for that is not there.
-    pub(crate) fn reserve(&mut self, additional: usize) -> Result<(), AllocFailed> {
+    ///
+    /// `key_limit` is the most keys the table holds between requests (the core compacts it
+    /// down there: a memory horizon), `None` when it grows freely: the index and the entries
+    /// then never grow past that plus this request, so a bounded table does not keep a
+    /// growth margin it will never use.
+    pub(crate) fn reserve(
+        &mut self,
+        additional: usize,
+        key_limit: Option<usize>,
+    ) -> Result<(), AllocFailed> {
         self.search_slots_stale = false;
+        self.key_limit = key_limit;
         let len = self.entries.len();
         if len + additional > self.entries.capacity() {
-            let step = (len / ENTRY_GROWTH_DIVISOR).max(MIN_ENTRY_GROWTH);
+            let mut step = (len / ENTRY_GROWTH_DIVISOR).max(MIN_ENTRY_GROWTH);
+            if let Some(limit) = key_limit {
+                step = step.min(limit.saturating_sub(len));
+            }
             try_reserve_exact(&mut self.entries, step.max(additional))?;
         }
         let needed = len + additional;
@@ -348,6 +365,7 @@ impl KeyTable {
                 reason = "sizes"
             )]
             let for_needed = (needed as f64 / MAX_LOAD) as usize + 1;
+            let grown = grown.min(self.index_slots_cap(additional));
             let capacity = grown.max(for_needed).max(MIN_CAPACITY);
             // Grown here, fallibly; the rebuild then only reuses the allocation.
             try_reserve_total(&mut self.index, capacity)?;
@@ -611,8 +629,28 @@ impl KeyTable {
             clippy::cast_sign_loss,
             reason = "sizes"
         )]
-        let capacity = ((self.len() as f64 / MAX_LOAD * GROWTH) as usize).max(MIN_CAPACITY);
-        self.rebuild_index(capacity, self.hash_mode);
+        let grown = ((self.len() as f64 / MAX_LOAD * GROWTH) as usize)
+            .min(self.index_slots_cap(MIN_ENTRY_GROWTH));
+        #[expect(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            reason = "sizes"
+        )]
+        let for_len = (self.len() as f64 / MAX_LOAD) as usize + 1;
+        self.rebuild_index(grown.max(for_len).max(MIN_CAPACITY), self.hash_mode);
+    }
+
+    /// The most index slots worth having: enough for [`Self::key_limit`] keys plus a request
+    /// of `additional` at [`MAX_LOAD`] (`usize::MAX` when the table grows freely).
+    fn index_slots_cap(&self, additional: usize) -> usize {
+        #[expect(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            reason = "sizes"
+        )]
+        self.key_limit.map_or(usize::MAX, |limit| {
+            (limit.saturating_add(additional) as f64 / MAX_LOAD) as usize + 1
+        })
     }
 
     /// What depends on the index capacity: the id field's width, the fastmod multiplier, and
@@ -772,7 +810,7 @@ mod tests {
             if !conversation.is_multiple_of(4) {
                 continue;
             }
-            table.reserve(20).unwrap();
+            table.reserve(20, None).unwrap();
             for id in ids {
                 upsert(&mut table, id, position);
                 position += 1;
@@ -793,7 +831,7 @@ mod tests {
     fn contiguous_dense_ids_keep_the_fold_hash() {
         let mut table = KeyTable::default();
         for id in 0..100_000_i64 {
-            table.reserve(1).unwrap();
+            table.reserve(1, None).unwrap();
             upsert(&mut table, id, usize::try_from(id).unwrap());
         }
         assert_eq!(
@@ -817,7 +855,7 @@ mod tests {
         for keys in key_sets {
             let mut table = KeyTable::default();
             for (position, &key) in keys.iter().enumerate() {
-                table.reserve(1).unwrap();
+                table.reserve(1, None).unwrap();
                 assert!(table.lookup(key).position.is_none());
                 upsert(&mut table, key, position);
             }
@@ -877,7 +915,7 @@ mod tests {
         let mut modes_seen = Vec::new();
         for keys in [&hashed, &dense, &folding_to_zero] {
             for &key in keys {
-                table.reserve(1).unwrap();
+                table.reserve(1, None).unwrap();
                 upsert(&mut table, key, position);
                 model.insert(key, position);
                 position += 1;
@@ -913,7 +951,7 @@ mod tests {
         let chain: Vec<i64> = (0..50_u64)
             .map(|i| i64::from_ne_bytes(crate::workload::mix64(i).to_ne_bytes()))
             .collect();
-        table.reserve(chain.len() + 1).unwrap();
+        table.reserve(chain.len() + 1, None).unwrap();
         upsert(&mut table, -5, 0);
         // One request adds the chain (head first, as the core's commit does).
         for (position, &key) in chain.iter().enumerate() {
@@ -939,7 +977,7 @@ mod tests {
     #[test]
     fn a_new_key_stays_unplaced_until_its_position_is_set() {
         let mut table = KeyTable::default();
-        table.reserve(2).unwrap();
+        table.reserve(2, None).unwrap();
         let slot = table.lookup(42).slot;
         let id = table.find_or_insert_unplaced(slot, 42);
         assert_eq!(table.placed_position(id), None);
@@ -965,7 +1003,7 @@ mod tests {
         assert_eq!(id_mask_for(4095), 0x0fff);
         assert_eq!(id_mask_for(u32::MAX as usize), u32::MAX);
         let mut table = KeyTable::default();
-        table.reserve(3000).unwrap();
+        table.reserve(3000, None).unwrap();
         let keys: Vec<i64> = (0..3000_i64).map(|i| i * 0x1_0000_0001).collect();
         for (position, &key) in keys.iter().enumerate() {
             upsert(&mut table, key, position);
@@ -991,14 +1029,14 @@ mod tests {
         let stored: Vec<i64> = (0..3000)
             .map(|_| i64::from_ne_bytes(rng.next_u64().to_ne_bytes()))
             .collect();
-        table.reserve(stored.len()).unwrap();
+        table.reserve(stored.len(), None).unwrap();
         for (position, &key) in stored.iter().enumerate() {
             upsert(&mut table, key, position);
         }
         let fresh: Vec<i64> = (0..500)
             .map(|_| i64::from_ne_bytes(rng.next_u64().to_ne_bytes()))
             .collect();
-        table.reserve(fresh.len()).unwrap();
+        table.reserve(fresh.len(), None).unwrap();
         let saved: Vec<usize> = fresh.iter().map(|&key| table.lookup(key).slot).collect();
         let stored_ids: Vec<usize> = stored.iter().map(|&key| table.lookup(key).slot).collect();
         let mode_before = table.hash_mode;
@@ -1022,7 +1060,7 @@ mod tests {
             assert_eq!(table.lookup(key).slot, id);
         }
         // The next request trusts its own saved slots again.
-        table.reserve(1).unwrap();
+        table.reserve(1, None).unwrap();
         assert!(!table.search_slots_stale);
     }
 
@@ -1031,7 +1069,7 @@ mod tests {
         // Two new keys with the same home, both looked up before either is inserted (as in
         // phase 1), then inserted from their phase-1 slots (as in phase 2).
         let mut table = KeyTable::default();
-        table.reserve(2).unwrap();
+        table.reserve(2, None).unwrap();
         let (first, second) = (7_i64, (1_i64 << 32) | 6); // both fold to 7
         let (first_slot, second_slot) = (table.lookup(first).slot, table.lookup(second).slot);
         assert_eq!(first_slot, second_slot);
@@ -1088,7 +1126,7 @@ mod tests {
             for step in steps {
                 match step {
                     Step::Upsert(keys) => {
-                        table.reserve(keys.len()).unwrap();
+                        table.reserve(keys.len(), None).unwrap();
                         for key in keys.into_iter().map(key_of) {
                             upsert(&mut table, key, next_position);
                             model.insert(key, next_position);
@@ -1118,7 +1156,7 @@ mod tests {
             let mut model = std::collections::HashMap::new();
             for position in 0..count {
                 let key = i64::from_ne_bytes((rng.next_u64() | 1 << 63).to_ne_bytes());
-                table.reserve(1).unwrap();
+                table.reserve(1, None).unwrap();
                 upsert(&mut table, key, position);
                 model.insert(key, position);
             }
@@ -1131,7 +1169,7 @@ mod tests {
     #[test]
     fn negative_keys_roundtrip() {
         let mut table = KeyTable::default();
-        table.reserve(3).unwrap();
+        table.reserve(3, None).unwrap();
         for (position, key) in [-1_i64, i64::MIN, -7_046_029_254_386_353_130]
             .into_iter()
             .enumerate()
@@ -1146,7 +1184,7 @@ mod tests {
     #[test]
     fn remap_drops_and_keeps() {
         let mut table = KeyTable::default();
-        table.reserve(1000).unwrap();
+        table.reserve(1000, None).unwrap();
         for key in 0..1000_i64 {
             upsert(&mut table, key * 7919, usize::try_from(key).unwrap());
         }

@@ -57,11 +57,32 @@ pub(crate) struct AllocFailed {
     pub(crate) bytes: usize,
 }
 
-/// `vec.try_reserve_exact(additional)`, saying how many bytes it asked for when it fails.
+/// What a growth must leave free: the run's clean out-of-memory stop (the facts write, the
+/// last report, the message) needs a little memory of its own, so a growth that would leave
+/// less than this fails as if it had not fitted, before any state changes.
+pub const GROWTH_HEADROOM_BYTES: usize = 8 << 20;
+
+/// Whether [`GROWTH_HEADROOM_BYTES`] could still be allocated (a probe, freed at once).
+#[must_use]
+pub fn headroom_left() -> bool {
+    let mut probe: Vec<u8> = Vec::new();
+    probe.try_reserve_exact(GROWTH_HEADROOM_BYTES).is_ok()
+}
+
+/// `vec.try_reserve_exact(additional)`, saying how many bytes it asked for when it fails; a
+/// growth that leaves less than [`GROWTH_HEADROOM_BYTES`] free fails too.
 pub(crate) fn try_reserve_exact<T>(vec: &mut Vec<T>, additional: usize) -> Result<(), AllocFailed> {
-    vec.try_reserve_exact(additional).map_err(|_| AllocFailed {
-        bytes: additional.saturating_mul(size_of::<T>()),
-    })
+    let failed = || AllocFailed {
+        bytes: additional
+            .saturating_mul(size_of::<T>())
+            .saturating_add(GROWTH_HEADROOM_BYTES),
+    };
+    let capacity = vec.capacity();
+    vec.try_reserve_exact(additional).map_err(|_| failed())?;
+    if vec.capacity() != capacity && !headroom_left() {
+        return Err(failed());
+    }
+    Ok(())
 }
 
 /// Makes `vec`'s capacity at least `total` elements (exactly that when it grows).
@@ -236,7 +257,8 @@ impl LiteHit {
 
     /// Reserves everything one request can grow, before any state changes.
     fn reserve_for(&mut self, block_keys: &[i64]) -> Result<(), AllocFailed> {
-        self.keys.prepare_for(block_keys)?;
+        self.keys
+            .prepare_for(block_keys, self.horizon_key_limit())?;
         self.ranks.reserve(block_keys.len())?;
         let scratch = &mut self.scratch;
         // `old_positions_plus_one` only holds the blocks phase 1 looks up (up to the first new
@@ -377,9 +399,9 @@ impl LiteHit {
     #[inline]
     fn compact_if_sparse(&mut self) -> Result<(), AllocFailed> {
         let positions = self.ranks.len();
-        let past_horizon = self.memory_horizon_blocks.is_some_and(|horizon| {
-            self.keys.len() > horizon + horizon / HORIZON_SLACK_DIVISOR + COMPACTION_SLACK_POSITIONS
-        });
+        let past_horizon = self
+            .horizon_key_limit()
+            .is_some_and(|limit| self.keys.len() > limit);
         if past_horizon
             || positions
                 > COMPACTION_POSITIONS_PER_LIVE_KEY * self.live_markers()
@@ -388,6 +410,16 @@ impl LiteHit {
             self.compact()?;
         }
         Ok(())
+    }
+
+    /// With a memory horizon, the most keys held between requests: past it, compaction
+    /// drops the keys deeper than the horizon.
+    fn horizon_key_limit(&self) -> Option<usize> {
+        self.memory_horizon_blocks.map(|horizon| {
+            horizon
+                .saturating_add(horizon / HORIZON_SLACK_DIVISOR)
+                .saturating_add(COMPACTION_SLACK_POSITIONS)
+        })
     }
 
     /// The first position compaction keeps: the TTL watermark, or the marker of the key at

@@ -252,6 +252,12 @@ impl CapacityAxisAccumulator {
             .map_err(|_| GrowthFailed {
                 bytes: growth_bytes,
             })?;
+        // Leave room for the run's clean stop (see `hitcore::GROWTH_HEADROOM_BYTES`).
+        if !crate::hitcore::headroom_left() {
+            return Err(GrowthFailed {
+                bytes: growth_bytes + crate::hitcore::GROWTH_HEADROOM_BYTES as u64,
+            });
+        }
         self.slope_delta.resize(new_len, 0);
         block_delta_tree.resize(block_count + 1, 0);
         block_weighted_tree.resize(block_count + 1, 0);

@@ -133,6 +133,7 @@ impl Pipeline {
             curve,
             core_memory_bytes: lane.core().memory_usage_bytes() as u64,
             accumulator_memory_bytes: accumulator.memory_usage_bytes() as u64,
+            memory_horizon_blocks: lane.memory_horizon_blocks(),
         }
     }
 }
@@ -269,6 +270,10 @@ impl Ingest {
             out_of_memory: pipeline.out_of_memory.clone(),
             facts_spill_path: pipeline.spill.path().map(|path| path.display().to_string()),
             assumed_block_bytes: pipeline.assumed_block_bytes,
+            memory_horizon: pipeline
+                .engine
+                .memory_horizon()
+                .filter(|_| pipeline.engine.has_memory_horizon()),
         };
         // No receiver left means the UI is gone; the next command will be Shutdown.
         self.snapshots.send_replace(Arc::new(snapshot));

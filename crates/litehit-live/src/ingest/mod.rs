@@ -424,7 +424,10 @@ impl Ingest {
     fn finish(&mut self) {
         // Quitting with everything read but an unterminated last line: read it as `replay`
         // (and `--exit-at-eof`) do, so the totals agree with theirs.
-        if !self.paused && self.tailer.pending_partial_bytes() > 0 {
+        if !self.paused
+            && self.pipeline.out_of_memory.is_none()
+            && self.tailer.pending_partial_bytes() > 0
+        {
             // One last read first: a writer may just be finishing that line.
             self.step();
             if self.caught_up() {
@@ -449,6 +452,10 @@ impl Ingest {
                 }
             }
             IngestEvent::HttpBatch(batch) => self.read_batch(batch),
+            IngestEvent::OutOfMemory { bytes } => {
+                self.pipeline.run_out_of_memory(bytes);
+                self.stop_if_out_of_memory();
+            }
             IngestEvent::FactsWritten(result) => {
                 self.writing_facts = false;
                 self.facts_write = result;
@@ -513,6 +520,7 @@ impl Ingest {
             self.dirty = true;
             Ok(self.pipeline.process_batch(&batch.body))
         };
+        self.stop_if_out_of_memory();
         // The client may have hung up: its rows are read all the same.
         let _ = batch.reply.send(reply);
     }
@@ -541,11 +549,23 @@ impl Ingest {
                 }
                 had_bytes || notice.is_some()
             }
+            Err(err) if err.kind() == io::ErrorKind::OutOfMemory => {
+                // A partial line longer than memory: the run stops as when the engine
+                // cannot grow.
+                let pending = self.tailer.pending_partial_bytes();
+                self.pipeline
+                    .run_out_of_memory(pending.max(crate::tail::READ_CHUNK_BYTES));
+                self.stop_if_out_of_memory();
+                return false;
+            }
             Err(err) => {
                 self.fail_read(&err);
                 return false;
             }
         };
+        if self.stop_if_out_of_memory() {
+            return false;
+        }
         self.sync_generation();
         let backlog = self.tailer.backlog_bytes();
         let caught_up = self.caught_up();
@@ -592,6 +612,22 @@ impl Ingest {
             self.dirty = true;
         }
         chunk
+    }
+
+    /// Out of memory (the engine, or a buffer that grows with the input, could not grow):
+    /// nothing more is read and the run is over (`Finished`: headless prints its last line
+    /// and stops, `--facts-out` gets the facts read so far, the command exits 1 with the
+    /// message). Returns whether it stopped.
+    fn stop_if_out_of_memory(&mut self) -> bool {
+        if self.pipeline.out_of_memory.is_none() {
+            return false;
+        }
+        if !self.finished {
+            self.finished = true;
+            self.pipeline.spill.flush();
+            self.dirty = true;
+        }
+        true
     }
 
     /// Everything the file holds has been read, but for an unterminated last line.

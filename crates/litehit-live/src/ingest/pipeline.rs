@@ -20,7 +20,7 @@ use litehit_core::formats::{
 };
 
 use super::assemble::strip_line_prefix;
-use super::spill::FactsSpill;
+use super::spill::{FactsSpill, row_bytes_bound};
 use super::timeline::TimelineBuilder;
 use super::{EngineForFormat, IngestConfig};
 use crate::http::{BatchReport, RejectedLine};
@@ -140,6 +140,39 @@ impl Pipeline {
         report
     }
 
+    /// Stops replaying, out of memory: a buffer that grows with the input (the read buffer,
+    /// the facts spill's, a posted body) could not grow by `extra_bytes`. The message is the
+    /// engine's own (`out of memory after N unique blocks (about X GiB needed; …)`); every
+    /// later line is counted as bad with it, and the ingest thread stops the run.
+    pub(super) fn run_out_of_memory(&mut self, extra_bytes: usize) {
+        if self.out_of_memory.is_some() {
+            return;
+        }
+        let lanes = self.engine.lanes();
+        let unique_blocks = lanes
+            .iter()
+            .map(|lane| lane.core().current_unique_blocks())
+            .sum();
+        let held: usize = lanes
+            .iter()
+            .map(|lane| {
+                lane.core().memory_usage_bytes()
+                    + lane.accumulator().map_or(
+                        0,
+                        litehit_core::projector::CapacityAxisAccumulator::memory_usage_bytes,
+                    )
+            })
+            .sum::<usize>()
+            + self.spill.buffer.capacity();
+        let message = EngineError::OutOfMemory {
+            unique_blocks,
+            needed_bytes: held.saturating_add(extra_bytes) as u64,
+        }
+        .to_string();
+        self.engine_error = Some(message.clone());
+        self.out_of_memory = Some(message);
+    }
+
     /// Switches to the engine made for the detected `format` (its native block size), before
     /// any event reached the engine; lines before the first detectable one stay counted as
     /// bad.
@@ -216,10 +249,29 @@ impl Pipeline {
                     &self.slots,
                     self.assumed_block_bytes,
                 );
+                // Room for the event's facts row first: out of memory, it is not replayed.
+                let row_bytes = row_bytes_bound(
+                    self.event.trace_id.len().max(64),
+                    self.event
+                        .instance_id
+                        .as_ref()
+                        .map_or(0, String::len)
+                        .max(256),
+                    self.event.keys.len(),
+                );
+                if let Err(bytes) = self.spill.reserve_row(row_bytes) {
+                    self.run_out_of_memory(bytes);
+                    let reason = self.out_of_memory.clone().unwrap_or_default();
+                    self.engine.record_bad_line(line_number, reason);
+                    return;
+                }
                 let spill = &mut self.spill;
                 let result = self
                     .engine
                     .process_event(&self.event, line_number, &mut |row| spill.push(&row));
+                if let Some(bytes) = self.spill.out_of_memory {
+                    self.run_out_of_memory(bytes);
+                }
                 if let Err(error) = result {
                     // Live runs skip and count; an error here still must not stop the monitor.
                     // Out of memory, no later line is replayed: the numbers and facts so far

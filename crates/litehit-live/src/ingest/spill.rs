@@ -34,6 +34,20 @@ pub(super) struct FactsSpill {
     pub(super) rows: u64,
     /// Why retention stopped (a failed spill write).
     pub(super) error: Option<String>,
+    /// Bytes a row needed that the buffer could not grow by (the run then stops, out of
+    /// memory, as when the engine cannot grow).
+    pub(super) out_of_memory: Option<usize>,
+}
+
+/// At most the bytes [`append_fact_row`] writes for a row with these string lengths and
+/// curve segments (strings quoted with every character doubled, numbers of 20 digits).
+pub(super) fn row_bytes_bound(trace_id: usize, instance_id: usize, segments: usize) -> usize {
+    const NUMBERS: usize = 4 * 21;
+    const FRAME: usize = 2 + 2 + 2 + 3 + 2 + 1;
+    (trace_id + instance_id)
+        .saturating_mul(2)
+        .saturating_add(NUMBERS + FRAME)
+        .saturating_add(segments.saturating_mul(2 * 20 + 4))
 }
 
 impl FactsSpill {
@@ -68,6 +82,7 @@ impl FactsSpill {
             on_disk_bytes: 0,
             rows: 0,
             error: None,
+            out_of_memory: None,
         }
     }
 
@@ -76,10 +91,30 @@ impl FactsSpill {
         self.file.is_some()
     }
 
-    /// Counts a row, and keeps it while retaining (spilling a full buffer).
+    /// Makes room in the buffer for a row of at most `bytes` (see [`row_bytes_bound`]) before
+    /// the event that makes it is replayed; `Err(bytes)` when memory for it is not there.
+    pub(super) fn reserve_row(&mut self, bytes: usize) -> Result<(), usize> {
+        if !self.retaining() {
+            return Ok(());
+        }
+        self.buffer.try_reserve(bytes).map_err(|_| bytes)
+    }
+
+    /// Counts a row, and keeps it while retaining (spilling a full buffer). A row the buffer
+    /// cannot grow for (more than [`Self::reserve_row`] made room for, as a row fanned out
+    /// to several instances) is not kept: [`Self::out_of_memory`] says so and the run stops.
     pub(super) fn push(&mut self, row: &FactRow<'_>) {
         self.rows += 1;
-        if !self.retaining() {
+        if !self.retaining() || self.out_of_memory.is_some() {
+            return;
+        }
+        let bound = row_bytes_bound(
+            row.trace_id.len(),
+            row.instance_id.len(),
+            row.fact.hit_curve.len(),
+        );
+        if self.buffer.try_reserve(bound).is_err() {
+            self.out_of_memory = Some(bound);
             return;
         }
         append_fact_row(&mut self.buffer, row);
@@ -126,6 +161,32 @@ mod tests {
             instance_id: "i".to_owned(),
             ..FactRecord::default()
         }
+    }
+
+    #[test]
+    fn the_row_bound_holds_for_the_widest_rows() {
+        use litehit_core::facts::HitCurveSegment;
+        let record = FactRecord {
+            trace_id: "\"".repeat(7),
+            instance_id: ",x\"".to_owned(),
+            timestamp_ns: i64::MIN,
+            input_token_len: u64::MAX,
+            block_size_tokens: u64::MAX,
+            block_bytes: u64::MAX,
+            fact: litehit_core::facts::RequestFact {
+                hit_curve: vec![
+                    HitCurveSegment {
+                        start_required_blocks: u64::MAX,
+                        run_length: u64::MAX,
+                    };
+                    5
+                ],
+            },
+        };
+        let mut out = Vec::new();
+        append_fact_row(&mut out, &record.as_row());
+        let bound = row_bytes_bound(7, 3, 5);
+        assert!(out.len() <= bound, "{} > {bound}", out.len());
     }
 
     #[test]

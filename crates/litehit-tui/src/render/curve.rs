@@ -490,8 +490,15 @@ fn legend(layout: &CurveLayout, snap: &LiveSnapshot, view: &App) -> Vec<LegendEn
     entries.push(LegendEntry {
         symbol: "╌".to_owned(),
         label: match lane {
-            Some(lane) => format!("∞ {}", format::percent(lane.infinite_hit_rate())),
-            None => "∞ each instance's ceiling".to_owned(),
+            Some(lane) => format!(
+                "{} {}",
+                format::infinite_label(snap.memory_horizon),
+                format::percent(lane.infinite_hit_rate())
+            ),
+            None => format!(
+                "{} each instance's ceiling",
+                format::infinite_label(snap.memory_horizon)
+            ),
         },
         style: Style::new(),
         emphasis: false,

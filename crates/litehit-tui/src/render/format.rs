@@ -71,6 +71,30 @@ pub fn capacity(capacity: Capacity) -> String {
     }
 }
 
+/// A memory horizon as it was given, in binary bytes (`20.00 TiB`) or blocks
+/// (`50000000 b`).
+pub fn memory_horizon(horizon: Capacity) -> String {
+    match horizon {
+        Capacity::Gigabytes(gb) => {
+            bytes(litehit_core::projector::capacity_bytes_for_gb(gb).unwrap_or(u64::MAX))
+        }
+        Capacity::Blocks(blocks) => format!("{blocks} b"),
+        Capacity::Infinite => "∞".to_owned(),
+    }
+}
+
+/// The ∞ column's header and legend: `∞`, or under a memory horizon `≤ 20.00 TiB` /
+/// `≤ 50000000 b`: the "unlimited" hits are then those of a cache of the horizon's size, a
+/// lower bound of the unlimited ones.
+pub fn infinite_label(memory_horizon: Option<Capacity>) -> String {
+    match memory_horizon {
+        Some(horizon @ (Capacity::Gigabytes(_) | Capacity::Blocks(_))) => {
+            format!("≤ {}", self::memory_horizon(horizon))
+        }
+        Some(Capacity::Infinite) | None => "∞".to_owned(),
+    }
+}
+
 /// Binary gigabytes of `blocks` at `block_bytes` per block (for chart axes).
 pub fn blocks_to_gb(blocks: u64, block_bytes: u64) -> f64 {
     blocks as f64 * block_bytes as f64 / BYTES_PER_GIB as f64
@@ -137,6 +161,15 @@ mod tests {
         assert_eq!(axis_gb(0.0002), "2.00e-4 GiB");
         assert_eq!(capacity(Capacity::Gigabytes(1e-7)), "1.00e-7 GiB");
         assert_eq!(capacity(Capacity::Blocks(1000)), "1000 b");
+        assert_eq!(infinite_label(None), "∞");
+        assert_eq!(
+            infinite_label(Some(Capacity::Gigabytes(20.0 * 1024.0))),
+            "≤ 20.00 TiB"
+        );
+        assert_eq!(
+            infinite_label(Some(Capacity::Blocks(50_000_000))),
+            "≤ 50000000 b"
+        );
         assert_eq!(per_second(1_200_000.0, "blocks"), "1.20M blocks/s");
         assert_eq!(duration(Duration::from_secs(185)), "3m05s");
         assert_eq!(fit("abcdef", 4), "abc…");

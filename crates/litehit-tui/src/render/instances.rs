@@ -241,7 +241,7 @@ fn sort_and_filter_notes(snap: &LiveSnapshot, view: &App, listed_lanes: usize) -
                 .slots
                 .get(view.selected_slot)
                 .map_or_else(|| "slot".to_owned(), |slot| format::capacity(slot.capacity)),
-            SortBy::Infinite => "∞".to_owned(),
+            SortBy::Infinite => format::infinite_label(snap.memory_horizon),
             SortBy::UniqueBlocks => "unique blk".to_owned(),
         };
         let arrow = if view.sort_descending { "↓" } else { "↑" };
@@ -386,7 +386,8 @@ fn columns(snap: &LiveSnapshot, view: &App, rows: &[RowValues]) -> Vec<Column> {
     }
     columns.extend([
         Column {
-            header: "∞".to_owned(),
+            // `≤ H` under a memory horizon: the ∞ bound is then a lower bound.
+            header: format::infinite_label(snap.memory_horizon),
             width: 7,
             drop_rank: 20,
             kind: ColumnKind::Infinite,

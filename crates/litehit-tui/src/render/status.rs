@@ -87,6 +87,18 @@ pub fn hints(width: usize) -> String {
     line(&kept)
 }
 
+/// After a facts snapshot under a memory horizon: its curves stop at the horizon, so what
+/// `query` / `mrc` read from it above the horizon (and at ∞) are lower bounds.
+fn horizon_note(snap: &LiveSnapshot) -> String {
+    match snap.memory_horizon {
+        Some(horizon) => format!(
+            "; memory horizon {}: hits above it (and at ∞) are lower bounds",
+            format::memory_horizon(horizon)
+        ),
+        None => String::new(),
+    }
+}
+
 /// A notice of the status line (and the `!` log).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Notice {
@@ -184,9 +196,10 @@ fn facts_notice(snap: &LiveSnapshot) -> Option<Notice> {
             age: Some(snap.facts_write_age),
             ..Notice::new(
                 format!(
-                    "wrote {} facts rows ({}) to {path}",
+                    "wrote {} facts rows ({}) to {path}{}",
                     format::count(*rows),
-                    format::bytes(*bytes)
+                    format::bytes(*bytes),
+                    horizon_note(snap),
                 ),
                 Style::new().green(),
                 false,

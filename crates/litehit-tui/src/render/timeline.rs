@@ -273,7 +273,7 @@ fn series_style(slot: Option<usize>) -> Style {
 fn series_label(snap: &LiveSnapshot, slot: Option<usize>) -> String {
     match slot {
         Some(index) => format::capacity(snap.slots[index].capacity),
-        None => "∞".to_owned(),
+        None => format::infinite_label(snap.memory_horizon),
     }
 }
 

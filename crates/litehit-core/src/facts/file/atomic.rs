@@ -35,6 +35,20 @@ use super::{FACTS_HEADER, FactsError, Result};
 /// Write buffer of an atomic file: large, so the kernel sees few big writes.
 const WRITE_BUFFER_BYTES: usize = 1 << 20;
 
+/// `file` behind a [`WRITE_BUFFER_BYTES`] buffer, or unbuffered when memory for the buffer
+/// is not there (a facts write as the monitor runs out of memory must not abort): the buffer
+/// is tried fallibly first.
+fn buffered(file: File) -> BufWriter<File> {
+    let mut probe: Vec<u8> = Vec::new();
+    let capacity = if probe.try_reserve_exact(WRITE_BUFFER_BYTES).is_ok() {
+        WRITE_BUFFER_BYTES
+    } else {
+        0
+    };
+    drop(probe);
+    BufWriter::with_capacity(capacity, file)
+}
+
 /// How many temp names [`create_temp_file`] tries before giving up (each taken name is
 /// someone else's file: a random 64-bit name is taken by chance practically never).
 const MAX_TEMP_ATTEMPTS: usize = 16;
@@ -307,7 +321,7 @@ impl AtomicFile {
                 final_path: final_path.to_path_buf(),
                 temp_path: None,
                 lock: None,
-                writer: Some(BufWriter::with_capacity(WRITE_BUFFER_BYTES, file)),
+                writer: Some(buffered(file)),
                 published: false,
             });
         }
@@ -346,7 +360,7 @@ impl AtomicFile {
             final_path: regular,
             temp_path: Some(temp_path),
             lock: Some(lock),
-            writer: Some(BufWriter::with_capacity(WRITE_BUFFER_BYTES, file)),
+            writer: Some(buffered(file)),
             published: false,
         })
     }
