@@ -64,14 +64,15 @@ pub struct QueryArgs {
     pub csv: bool,
 }
 
-/// `--tiers` and `--tier-mode` (of `query` and `mrc`).
+/// `--tiers` and `--tier-mode` (of `query`, `mrc` and `watch`).
 #[derive(Debug, Clone, Default, PartialEq, clap::Args)]
 pub struct TierArgs {
     /// Cache tiers, top first, comma-separated: sizes (`80GB,512GB,4TB`; binary units, TB =
     /// 1024 GB; blocks as `1000b`; `inf`), optionally named (`hbm=80GB,dram=512GB`). `query`
     /// adds `tier_mode`, `tier_names`, `tier_sizes`, `tier_hit_blocks`, `tier_hit_tokens`,
     /// `tier_shares` and `miss_share` to each summary line; `mrc` adds a tier table (`tiers`
-    /// in --json)
+    /// in --json); `watch` shows a tiers panel, `tiers` in each --headless instance and
+    /// total, and `litehit_tier_hit_tokens_total` in /metrics
     #[arg(long, value_name = "[NAME=]SIZE,...", value_delimiter = ',')]
     pub tiers: Vec<String>,
 

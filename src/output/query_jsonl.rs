@@ -78,16 +78,9 @@ pub struct QueryOptions {
     pub summary_only: bool,
 }
 
-/// Cache tiers to split each summary's hits among (`query --tiers`).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct TierPlan {
-    /// Name of each tier, top first (`tier1`, `tier2`, … when none was typed).
-    pub names: Vec<String>,
-    /// Each tier's size as typed, echoed in `tier_sizes`.
-    pub sizes_text: Vec<String>,
-    pub capacities: Vec<Capacity>,
-    pub mode: TierMode,
-}
+/// Cache tiers to split each summary's hits among (`query --tiers`); the same plan `watch
+/// --tiers` shows live.
+pub use litehit_core::projector::tiers::TierPlan;
 
 /// Which rows the query accounts: timestamps in `[from_ns, to_ns)`. The facts already hold
 /// the cache state built from the start of the trace; only the accounting is restricted.

@@ -36,4 +36,5 @@ mod tokenize;
 mod tui_render;
 mod watch_pty;
 mod watch_tail;
+mod watch_tiers;
 mod windows;

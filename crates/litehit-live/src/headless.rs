@@ -17,8 +17,9 @@ use crate::signals::{SecondSignal, StopSignals};
 const SIGNAL_POLL: Duration = Duration::from_millis(20);
 
 use super::LiveHandle;
-use super::snapshot::{FactsRetention, FactsWrite, FollowState, LiveSnapshot, Totals};
+use super::snapshot::{FactsRetention, FactsWrite, FollowState, LiveSnapshot, Totals, tier_shares};
 use litehit_core::projector::Capacity;
+use litehit_core::projector::tiers::TierPlan;
 
 /// Headless settings.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -175,6 +176,9 @@ pub struct Report {
     pub lost_bytes: u64,
     pub lost_files: u64,
     pub slots: Vec<SlotDto>,
+    /// `watch --tiers`: how the tiers relate (`exclusive` or `inclusive`); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tier_mode: Option<&'static str>,
     pub instances: Vec<InstanceDto>,
     /// Σ over instances (each projected with its own block_bytes).
     pub total: TotalDto,
@@ -226,6 +230,24 @@ pub struct InstanceDto {
     pub ttl_expired_blocks: u64,
     /// One object per slot, aligned with the top-level `slots`.
     pub slot_results: Vec<SlotResultDto>,
+    /// `watch --tiers`: one object per tier, top first (absent without tiers).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tiers: Option<Vec<TierResultDto>>,
+    /// `watch --tiers`: the share of the input tokens no tier served.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub miss_share: Option<Option<f64>>,
+}
+
+/// One cache tier's figures for one instance (or the total), as `query --tiers` gives them.
+#[derive(Debug, Serialize)]
+pub struct TierResultDto {
+    pub name: String,
+    /// The size as typed (`80GB`, `4TB`, `1000b`).
+    pub size: String,
+    /// Hit tokens this tier served.
+    pub hit_tokens: u64,
+    /// Their share of the input tokens (`null` before the first request).
+    pub share: Option<f64>,
 }
 
 /// One slot's figures for one instance (or the total).
@@ -253,6 +275,35 @@ pub struct TotalDto {
     pub unique_blocks: u64,
     pub unique_kv_bytes: u64,
     pub slot_results: Vec<SlotResultDto>,
+    /// `watch --tiers`: one object per tier, Σ over instances (absent without tiers).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tiers: Option<Vec<TierResultDto>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub miss_share: Option<Option<f64>>,
+}
+
+/// The tier objects and the miss share of `tier_hit_tokens` over `input_tokens`; `None`
+/// without tiers.
+type TierFields = (Option<Vec<TierResultDto>>, Option<Option<f64>>);
+
+fn tier_fields(snap: &LiveSnapshot, tier_hit_tokens: &[u64], input_tokens: u64) -> TierFields {
+    let Some(plan) = &snap.tiers else {
+        return (None, None);
+    };
+    let (shares, miss_share) = tier_shares(tier_hit_tokens, input_tokens);
+    let tiers = plan
+        .names
+        .iter()
+        .zip(&plan.sizes_text)
+        .enumerate()
+        .map(|(index, (name, size))| TierResultDto {
+            name: name.clone(),
+            size: size.clone(),
+            hit_tokens: tier_hit_tokens.get(index).copied().unwrap_or(0),
+            share: shares.get(index).copied().flatten(),
+        })
+        .collect();
+    (Some(tiers), Some(miss_share))
 }
 
 #[derive(Debug, Serialize)]
@@ -304,6 +355,8 @@ impl Report {
                     .unwrap_or_else(|| crate::metrics::INFINITE_CAPACITY_LABEL.to_owned())
             })
             .collect();
+        let (total_tiers, total_miss_share) =
+            tier_fields(snap, &totals.tier_hit_tokens, totals.input_tokens);
         Self {
             schema: SCHEMA,
             time: rfc3339_utc(std::time::SystemTime::now()),
@@ -342,39 +395,46 @@ impl Report {
                     },
                 })
                 .collect(),
+            tier_mode: snap.tiers.as_ref().map(TierPlan::mode_name),
             instances: snap
                 .lanes
                 .iter()
-                .map(|lane| InstanceDto {
-                    instance_id: lane.instance_id.clone(),
-                    requests: lane.requests,
-                    input_tokens: lane.input_tokens,
-                    block_size_tokens: lane.block_size_tokens,
-                    block_bytes: lane.block_bytes,
-                    hit_tokens: (0..slot_count).map(|i| lane.slot_hit_tokens(i)).collect(),
-                    hit_rates: (0..slot_count).map(|i| lane.slot_hit_rate(i)).collect(),
-                    infinite_hit_tokens: lane.infinite_hit_tokens(),
-                    infinite_hit_rate: lane.infinite_hit_rate(),
-                    unique_blocks: lane.unique_blocks,
-                    unique_kv_bytes: lane.unique_kv_bytes(),
-                    ttl_expired_blocks: lane.ttl_expired_blocks,
-                    slot_results: snap
-                        .slots
-                        .iter()
-                        .zip(&labels)
-                        .enumerate()
-                        .map(|(i, (slot, label))| {
-                            let blocks = slot.capacity.blocks(lane.block_bytes);
-                            SlotResultDto {
-                                label: label.clone(),
-                                capacity_bytes: blocks
-                                    .map(|blocks| blocks.saturating_mul(lane.block_bytes)),
-                                capacity_blocks: blocks,
-                                hit_tokens: lane.slot_hit_tokens(i),
-                                hit_rate: lane.slot_hit_rate(i),
-                            }
-                        })
-                        .collect(),
+                .map(|lane| {
+                    let (tiers, miss_share) =
+                        tier_fields(snap, &lane.tier_hit_tokens(), lane.input_tokens);
+                    InstanceDto {
+                        instance_id: lane.instance_id.clone(),
+                        requests: lane.requests,
+                        input_tokens: lane.input_tokens,
+                        block_size_tokens: lane.block_size_tokens,
+                        block_bytes: lane.block_bytes,
+                        hit_tokens: (0..slot_count).map(|i| lane.slot_hit_tokens(i)).collect(),
+                        hit_rates: (0..slot_count).map(|i| lane.slot_hit_rate(i)).collect(),
+                        infinite_hit_tokens: lane.infinite_hit_tokens(),
+                        infinite_hit_rate: lane.infinite_hit_rate(),
+                        unique_blocks: lane.unique_blocks,
+                        unique_kv_bytes: lane.unique_kv_bytes(),
+                        ttl_expired_blocks: lane.ttl_expired_blocks,
+                        slot_results: snap
+                            .slots
+                            .iter()
+                            .zip(&labels)
+                            .enumerate()
+                            .map(|(i, (slot, label))| {
+                                let blocks = slot.capacity.blocks(lane.block_bytes);
+                                SlotResultDto {
+                                    label: label.clone(),
+                                    capacity_bytes: blocks
+                                        .map(|blocks| blocks.saturating_mul(lane.block_bytes)),
+                                    capacity_blocks: blocks,
+                                    hit_tokens: lane.slot_hit_tokens(i),
+                                    hit_rate: lane.slot_hit_rate(i),
+                                }
+                            })
+                            .collect(),
+                        tiers,
+                        miss_share,
+                    }
                 })
                 .collect(),
             total: TotalDto {
@@ -407,6 +467,8 @@ impl Report {
                         hit_rate: totals.slot_hit_rate(i),
                     })
                     .collect(),
+                tiers: total_tiers,
+                miss_share: total_miss_share,
             },
             ingest: IngestDto {
                 requests_per_s: snap.rate.requests_per_s,

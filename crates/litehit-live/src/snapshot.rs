@@ -9,6 +9,7 @@
 use std::time::Duration;
 
 use litehit_core::projector::Capacity;
+use litehit_core::projector::tiers::TierPlan;
 
 use super::tail::{TailNotice, WakeSource};
 
@@ -70,6 +71,9 @@ pub struct LaneSnapshot {
     pub curve: Vec<CurvePoint>,
     pub core_memory_bytes: u64,
     pub accumulator_memory_bytes: u64,
+    /// Cumulative hit blocks each tier served (`watch --tiers`), aligned with
+    /// [`LiveSnapshot::tiers`]; empty without tiers.
+    pub tier_hit_blocks: Vec<u64>,
 }
 
 impl LaneSnapshot {
@@ -97,6 +101,15 @@ impl LaneSnapshot {
         ratio(self.infinite_hit_tokens(), self.input_tokens)
     }
 
+    /// Cumulative hit tokens each tier served.
+    #[must_use]
+    pub fn tier_hit_tokens(&self) -> Vec<u64> {
+        self.tier_hit_blocks
+            .iter()
+            .map(|&blocks| blocks * self.block_size_tokens)
+            .collect()
+    }
+
     /// KV bytes the unique blocks would need (`unique × block_bytes`).
     #[must_use]
     pub fn unique_kv_bytes(&self) -> u64 {
@@ -113,6 +126,23 @@ pub struct Totals {
     pub infinite_hit_tokens: u64,
     pub unique_blocks: u64,
     pub unique_kv_bytes: u64,
+    /// Hit tokens each tier served, Σ over lanes (each with its own tier bands).
+    pub tier_hit_tokens: Vec<u64>,
+}
+
+/// Each tier's share of `input_tokens` (what it served), then the miss share (what no tier
+/// served); `None` before the first input token.
+#[must_use]
+pub fn tier_shares(tier_hit_tokens: &[u64], input_tokens: u64) -> (Vec<Option<f64>>, Option<f64>) {
+    let shares = tier_hit_tokens
+        .iter()
+        .map(|&tokens| ratio(tokens, input_tokens))
+        .collect();
+    let served = tier_hit_tokens.iter().sum::<u64>();
+    (
+        shares,
+        ratio(input_tokens.saturating_sub(served), input_tokens),
+    )
 }
 
 impl Totals {
@@ -134,6 +164,13 @@ impl Totals {
             totals.unique_kv_bytes = totals
                 .unique_kv_bytes
                 .saturating_add(lane.unique_kv_bytes());
+            let lane_tiers = lane.tier_hit_tokens();
+            if totals.tier_hit_tokens.len() < lane_tiers.len() {
+                totals.tier_hit_tokens.resize(lane_tiers.len(), 0);
+            }
+            for (sum, tokens) in totals.tier_hit_tokens.iter_mut().zip(lane_tiers) {
+                *sum += tokens;
+            }
         }
         totals
     }
@@ -386,6 +423,8 @@ pub struct LiveSnapshot {
     /// The HTTP ingest endpoint, with `--listen`.
     pub http: Option<HttpStatus>,
     pub slots: Vec<Slot>,
+    /// The cache tiers each lane's hits are split among (`watch --tiers`).
+    pub tiers: Option<TierPlan>,
     /// Lanes in order of first appearance.
     pub lanes: Vec<LaneSnapshot>,
     /// Per lane (aligned with `lanes`): the smallest capacity reaching each of

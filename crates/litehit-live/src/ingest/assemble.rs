@@ -7,6 +7,7 @@
 //! gauges and the facts writer's status. Readers (TUI, headless) then only format it.
 
 use litehit_core::projector::sampling::{evenly_spaced, sample_at};
+use litehit_core::projector::tiers::accumulated_tier_hit_blocks;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -86,6 +87,10 @@ impl Pipeline {
             curve,
             core_memory_bytes: lane.core().memory_usage_bytes() as u64,
             accumulator_memory_bytes: accumulator.memory_usage_bytes() as u64,
+            // The same bands as `query --tiers`, over the lane's whole history.
+            tier_hit_blocks: self.tiers.as_ref().map_or_else(Vec::new, |plan| {
+                accumulated_tier_hit_blocks(accumulator, &plan.bands(spec.block_bytes))
+            }),
         }
     }
 }
@@ -173,6 +178,7 @@ impl Ingest {
                 ..pipeline.http.clone()
             }),
             slots: pipeline.slots.clone(),
+            tiers: pipeline.tiers.clone(),
             timeline: pipeline.timeline.snapshot(lanes, &pipeline.slots),
             lanes: lane_snapshots,
             capacity_for_fraction: lanes.iter().map(Pipeline::capacity_for_fraction).collect(),

@@ -43,6 +43,7 @@ pub(super) struct Pipeline {
     /// Number of the next line in the current file generation.
     pub(super) line_number: u64,
     pub(super) slots: Vec<Slot>,
+    pub(super) tiers: Option<litehit_core::projector::tiers::TierPlan>,
     pub(super) spill: FactsSpill,
     pub(super) timeline: TimelineBuilder,
     pub(super) consumed_bytes_total: u64,
@@ -73,6 +74,7 @@ impl Pipeline {
             event: TraceEvent::default(),
             line_number: 1,
             slots,
+            tiers: config.tiers.clone(),
             spill,
             timeline: TimelineBuilder::new(config.window_ns.max(1)),
             consumed_bytes_total: 0,
