@@ -33,7 +33,7 @@ pub fn run(args: &QueryArgs) -> color_eyre::Result<()> {
     let options = QueryOptions {
         summary_only: args.summary_only,
     };
-    let facts_paths = args.facts_paths();
+    let facts_paths = super::expand_facts_globs(&args.facts_paths())?;
     super::refuse_repeated_facts(&facts_paths)?;
     facts_paths
         .iter()

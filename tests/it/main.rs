@@ -14,6 +14,7 @@ mod core_props;
 mod digests;
 mod error_rule;
 mod facts_file;
+mod facts_globs;
 mod follow;
 mod formats;
 mod formats_fuzz;
