@@ -264,6 +264,7 @@ fn tiers_and_windows(paths: &[PathBuf], rows: usize, written: &Written, to_sink:
         let windows = query_windows(
             paths,
             slots(),
+            None,
             TimeRange::default(),
             1_000_000_000,
             10_000_000,

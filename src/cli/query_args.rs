@@ -55,8 +55,10 @@ pub struct QueryArgs {
 
     /// Instead of rows and summaries, write one line per time window and capacity (over all
     /// instances) for windows of this length (`600`, `10m`): window k covers trace time
-    /// [k·W, (k+1)·W) from the first request; empty windows are left out
-    #[arg(long, value_name = "DURATION", conflicts_with_all = ["tiers", "summary_only"])]
+    /// [k·W, (k+1)·W) from the first request; empty windows are left out. With --tiers, one
+    /// line per window and tier instead (`tier_hit_tokens`, `tier_share`, and the window's
+    /// `miss_share`); no capacities are taken then
+    #[arg(long, value_name = "DURATION", conflicts_with = "summary_only")]
     pub window: Option<String>,
 
     /// With --window: CSV with a header instead of JSON Lines
@@ -180,7 +182,7 @@ mod tests {
         for refused in [
             &["f.csv", "-", "1", "--tier-mode", "inclusive"][..],
             &["f.csv", "-", "1", "--csv"],
-            &["f.csv", "-", "1", "--window", "10m", "--tiers", "1"],
+            &["f.csv", "-", "1", "--window", "10m", "--summary-only"],
         ] {
             assert!(
                 Wrapper::try_parse_from(std::iter::once("query").chain(refused.iter().copied()))

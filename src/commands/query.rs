@@ -29,7 +29,20 @@ pub fn run(args: &QueryArgs) -> color_eyre::Result<()> {
             args.out.display()
         );
     }
-    let slots = slots(args)?;
+    let tiers = tier_plan(&args.tier_args)?;
+    // `--window --tiers` writes one line per window and tier: no capacity is needed.
+    let tiered_windows = args.window.is_some() && tiers.is_some();
+    let slots = if tiered_windows {
+        if !args.capacity_gb.is_empty() || !args.capacity_blocks.is_empty() {
+            bail!(
+                "--window with --tiers writes one line per window and tier, not per capacity: \
+                 leave out the capacities (or run a second query for them)"
+            );
+        }
+        QuerySlots::default()
+    } else {
+        slots(args)?
+    };
     let options = QueryOptions {
         summary_only: args.summary_only,
     };
@@ -84,7 +97,7 @@ pub fn run(args: &QueryArgs) -> color_eyre::Result<()> {
     if let Some(window_ns) = window_ns {
         #[expect(clippy::cast_possible_truncation, reason = "checked below 2^63 above")]
         let window_ns = window_ns as i64;
-        let windows = query_windows(&facts_paths, slots, time_range, first_ns, window_ns)
+        let windows = query_windows(&facts_paths, slots, tiers, time_range, first_ns, window_ns)
             .wrap_err("facts query failed")?;
         if to_stdout {
             windows.write(first_ns, args.csv, &mut io::stdout().lock())?;
@@ -100,10 +113,7 @@ pub fn run(args: &QueryArgs) -> color_eyre::Result<()> {
         }
         return Ok(());
     }
-    let plan = QueryPlan {
-        tiers: tier_plan(&args.tier_args)?,
-        time_range,
-    };
+    let plan = QueryPlan { tiers, time_range };
     if to_stdout {
         query_facts_files_planned(&facts_paths, slots, options, &plan, io::stdout())
             .map(|_| ())

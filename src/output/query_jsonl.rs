@@ -286,6 +286,18 @@ impl QueryTotals {
         &self.hit_blocks
     }
 
+    /// Hit blocks per slot for the record last added.
+    #[must_use]
+    pub fn last_hit_blocks(&self) -> &[u64] {
+        &self.hit_blocks
+    }
+
+    /// Hit blocks each tier served for the record last added (empty without tiers).
+    #[must_use]
+    pub fn last_tier_hit_blocks(&self) -> &[u64] {
+        &self.tier_hit_blocks
+    }
+
     /// The totals, instances in byte order of `instance_id`.
     #[must_use]
     pub fn into_summary(self) -> QuerySummary {

@@ -39,3 +39,4 @@ mod watch_pty;
 mod watch_tail;
 mod watch_tiers;
 mod windows;
+mod windows_tiers;
