@@ -32,6 +32,7 @@ mod query;
 mod seed_example;
 mod shards;
 mod sql;
+mod sql_spark;
 mod tiers;
 mod tokenize;
 mod tui_render;
