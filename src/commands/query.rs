@@ -30,19 +30,7 @@ pub fn run(args: &QueryArgs) -> color_eyre::Result<()> {
         );
     }
     let tiers = tier_plan(&args.tier_args)?;
-    // `--window --tiers` writes one line per window and tier: no capacity is needed.
-    let tiered_windows = args.window.is_some() && tiers.is_some();
-    let slots = if tiered_windows {
-        if !args.capacity_gb.is_empty() || !args.capacity_blocks.is_empty() {
-            bail!(
-                "--window with --tiers writes one line per window and tier, not per capacity: \
-                 leave out the capacities (or run a second query for them)"
-            );
-        }
-        QuerySlots::default()
-    } else {
-        slots(args)?
-    };
+    let slots = slots_for(args, tiers.is_some())?;
     let options = QueryOptions {
         summary_only: args.summary_only,
     };
@@ -127,6 +115,21 @@ pub fn run(args: &QueryArgs) -> color_eyre::Result<()> {
         println!("facts query done: {}", args.out.display());
     }
     Ok(())
+}
+
+/// The slots of the query; none for `--window --tiers`, which writes one line per window and
+/// tier (and refuses capacities, which it would not use).
+fn slots_for(args: &QueryArgs, tiered: bool) -> color_eyre::Result<QuerySlots> {
+    if !(tiered && args.window.is_some()) {
+        return slots(args);
+    }
+    if !args.capacity_gb.is_empty() || !args.capacity_blocks.is_empty() {
+        bail!(
+            "--window with --tiers writes one line per window and tier, not per capacity: \
+             leave out the capacities (or run a second query for them)"
+        );
+    }
+    Ok(QuerySlots::default())
 }
 
 /// The GB slots (in argument order) and the block slots.

@@ -286,6 +286,13 @@ impl QueryTotals {
         &self.hit_blocks
     }
 
+    /// Projects `record` at every slot (and tier) without adding it to any total (what
+    /// `--window` needs: it keeps its own sums per window); returns its hit blocks per slot.
+    pub fn project_record(&mut self, record: &FactRecord) -> &[u64] {
+        self.project(record);
+        &self.hit_blocks
+    }
+
     /// Hit blocks per slot for the record last added.
     #[must_use]
     pub fn last_hit_blocks(&self) -> &[u64] {

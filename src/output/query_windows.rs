@@ -206,12 +206,22 @@ impl QueryWindows {
         let index = i64::try_from(index).unwrap_or(i64::MAX);
         let slot_count = self.totals.slots().len();
         let tier_count = self.totals.tiers().map_or(0, |plan| plan.names.len());
-        self.totals.add_record(record);
-        let window = self.windows.entry(index).or_insert_with(|| WindowTotals {
-            hit_tokens: vec![0; slot_count],
-            tier_hit_tokens: vec![0; tier_count],
-            ..WindowTotals::default()
-        });
+        // Only the projection: the windows keep their own sums (no per-instance totals).
+        self.totals.project_record(record);
+        // Rows come in time order, so their window is nearly always the last one.
+        let window = if let Some(last) = self
+            .windows
+            .last_entry()
+            .filter(|last| *last.key() == index)
+        {
+            last.into_mut()
+        } else {
+            self.windows.entry(index).or_insert_with(|| WindowTotals {
+                hit_tokens: vec![0; slot_count],
+                tier_hit_tokens: vec![0; tier_count],
+                ..WindowTotals::default()
+            })
+        };
         window.requests += 1;
         window.input_tokens = window.input_tokens.wrapping_add(record.input_token_len);
         let block_size_tokens = record.block_size_tokens;

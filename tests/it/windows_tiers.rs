@@ -187,6 +187,10 @@ fn a_warmup_or_a_span_with_tiers_accounts_only_its_rows_of_a_hierarchy_built_fro
     for mode in ["exclusive", "inclusive"] {
         let oracle = TierOracle::of(&requests, mode);
         // 30 % of the span: floor(span × 0.3) ns after the first request.
+        #[expect(
+            clippy::cast_possible_truncation,
+            reason = "a floored ns offset in range"
+        )]
         let warmup_end = first + ((last - first) as f64 * 0.3).floor() as i64;
         for (extra, from, to) in [
             (vec!["--exclude-warmup", "30%"], warmup_end, i64::MAX),

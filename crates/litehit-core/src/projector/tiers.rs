@@ -162,9 +162,18 @@ pub fn tier_bands(tiers: &[Capacity], block_bytes: u64, mode: TierMode) -> Vec<T
 /// Hit blocks of `fact` served by each tier: `hit_blocks[i]` for `bands[i]`. The misses are
 /// the request's blocks minus the sum.
 pub fn project_tiers(fact: &RequestFact, bands: &[TierBand], hit_blocks: &mut [u64]) {
+    // A band's lower edge is usually the previous band's upper one (always for exclusive
+    // tiers): that projection is reused instead of walking the curve again.
+    let mut previous: Option<(Reach, u64)> = None;
     for (hits, band) in hit_blocks.iter_mut().zip(bands) {
+        let below = match previous {
+            Some((reach, projected)) if reach == band.below => projected,
+            _ => band.below.project(fact),
+        };
+        let upper = band.upper.project(fact);
         // `upper ≥ below` by construction, and projections are monotone in the reach.
-        *hits = band.upper.project(fact) - band.below.project(fact);
+        *hits = upper - below;
+        previous = Some((band.upper, upper));
     }
 }
 
