@@ -4,7 +4,8 @@
 //! `-- --smoke`, see `common/mod.rs`). Prints one line per measurement. Every measurement
 //! checks its answer against what the generator knows it wrote (rows, input tokens, hit
 //! tokens at unlimited capacity), the three queries must give the same summary, and the one
-//! written to a file must hold a line per row plus the summary lines.
+//! written to a file must hold a line per row plus the summary lines. `--tiers`, `--window`
+//! and the two together are measured at the same 16 slots (windows with tiers take none).
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -265,6 +266,7 @@ fn tiers_and_windows(paths: &[PathBuf], rows: usize, written: &Written, to_sink:
         let windows = query_windows(
             paths,
             slots(),
+            None,
             TimeRange::default(),
             1_000_000_000,
             10_000_000,
@@ -278,5 +280,28 @@ fn tiers_and_windows(paths: &[PathBuf], rows: usize, written: &Written, to_sink:
         });
         assert_eq!(requests, rows_u64, "--window: every row in one window");
         assert_eq!(unlimited, written.unlimited_hit_tokens, "--window: hits");
+    });
+    // `query --window 10ms --tiers 80GB,512GB,inf`: one line per window and tier.
+    measure("query, --window --tiers (3)", rows, || {
+        let windows = query_windows(
+            paths,
+            QuerySlots::default(),
+            plan.tiers.clone(),
+            TimeRange::default(),
+            1_000_000_000,
+            10_000_000,
+        )
+        .expect("windows");
+        let (requests, served) = windows.windows().fold((0, 0), |(r, s), (_, _, w)| {
+            (r + w.requests, s + w.tier_hit_tokens.iter().sum::<u64>())
+        });
+        assert_eq!(
+            requests, rows_u64,
+            "--window --tiers: every row in one window"
+        );
+        assert_eq!(
+            served, written.unlimited_hit_tokens,
+            "--window --tiers: the tiers down to an unlimited one serve every hit"
+        );
     });
 }

@@ -22,8 +22,9 @@ block_bytes.\n\nExample:\n  litehit mrc out/litehit_facts.csv --png mrc.png"
 )]
 pub struct MrcArgs {
     /// Facts CSV files (`.gz` / `.zst` too; `-` is standard input; a directory means the
-    /// `litehit_facts.csv` in it); several files (e.g. replay shards) are aggregated per
-    /// instance
+    /// `litehit_facts.csv` in it; a quoted glob such as 'shards/*/litehit_facts.csv' means
+    /// every file it matches, in name order); several files (e.g. replay shards) are
+    /// aggregated per instance
     #[arg(value_name = "FACTS", required = true)]
     pub facts: Vec<PathBuf>,
 

@@ -18,7 +18,8 @@ litehit query out/litehit_facts.csv query.jsonl 0 25 50 100 -1"
 pub struct QueryArgs {
     /// Facts CSV (`litehit_facts.csv`, from `litehit replay` or upstream `lite_hit_main`;
     /// `.gz` / `.zst` are read too, `-` is standard input, a directory means the
-    /// `litehit_facts.csv` in it)
+    /// `litehit_facts.csv` in it; a quoted glob such as 'shards/*/litehit_facts.csv' means
+    /// every file it matches, in name order, as if each were a --shard)
     #[arg(value_name = "FACTS")]
     pub facts: PathBuf,
 
@@ -55,8 +56,10 @@ pub struct QueryArgs {
 
     /// Instead of rows and summaries, write one line per time window and capacity (over all
     /// instances) for windows of this length (`600`, `10m`): window k covers trace time
-    /// [k·W, (k+1)·W) from the first request; empty windows are left out
-    #[arg(long, value_name = "DURATION", conflicts_with_all = ["tiers", "summary_only"])]
+    /// [k·W, (k+1)·W) from the first request; empty windows are left out. With --tiers, one
+    /// line per window and tier instead (`tier_hit_tokens`, `tier_share`, and the window's
+    /// `miss_share`); no capacities are taken then
+    #[arg(long, value_name = "DURATION", conflicts_with = "summary_only")]
     pub window: Option<String>,
 
     /// With --window: CSV with a header instead of JSON Lines
@@ -85,14 +88,15 @@ impl PoolArg {
     }
 }
 
-/// `--tiers` and `--tier-mode` (of `query` and `mrc`).
+/// `--tiers` and `--tier-mode` (of `query`, `mrc` and `watch`).
 #[derive(Debug, Clone, Default, PartialEq, clap::Args)]
 pub struct TierArgs {
     /// Cache tiers, top first, comma-separated: sizes (`80GB,512GB,4TB`; binary units, TB =
     /// 1024 GB; blocks as `1000b`; `inf`), optionally named (`hbm=80GB,dram=512GB`). `query`
     /// adds `tier_mode`, `tier_names`, `tier_sizes`, `tier_hit_blocks`, `tier_hit_tokens`,
     /// `tier_shares` and `miss_share` to each summary line; `mrc` adds a tier table (`tiers`
-    /// in --json)
+    /// in --json); `watch` shows a tiers panel, `tiers` in each --headless instance and
+    /// total, and `litehit_tier_hit_tokens_total` in /metrics
     #[arg(long, value_name = "[NAME=]SIZE,...", value_delimiter = ',')]
     pub tiers: Vec<String>,
 
@@ -200,7 +204,7 @@ mod tests {
         for refused in [
             &["f.csv", "-", "1", "--tier-mode", "inclusive"][..],
             &["f.csv", "-", "1", "--csv"],
-            &["f.csv", "-", "1", "--window", "10m", "--tiers", "1"],
+            &["f.csv", "-", "1", "--window", "10m", "--summary-only"],
         ] {
             assert!(
                 Wrapper::try_parse_from(std::iter::once("query").chain(refused.iter().copied()))

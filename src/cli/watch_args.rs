@@ -91,6 +91,9 @@ pub struct WatchArgs {
     #[command(flatten)]
     pub lane: LaneFlags,
 
+    #[command(flatten)]
+    pub tier_args: super::query_args::TierArgs,
+
     /// No TUI: print one JSON line per --interval on stdout with the same numbers
     #[arg(long)]
     pub headless: bool,

@@ -22,6 +22,7 @@ pub fn run(args: &MrcArgs) -> color_eyre::Result<()> {
         .iter()
         .map(|path| litehit_core::facts::file::facts_input_path(path))
         .collect();
+    let facts = super::expand_facts_globs(&facts)?;
     super::refuse_repeated_facts(&facts)?;
     facts
         .iter()

@@ -29,11 +29,12 @@ pub fn run(args: &QueryArgs) -> color_eyre::Result<()> {
             args.out.display()
         );
     }
-    let slots = slots(args)?;
+    let tiers = tier_plan(&args.tier_args)?;
+    let slots = slots_for(args, tiers.is_some())?;
     let options = QueryOptions {
         summary_only: args.summary_only,
     };
-    let facts_paths = args.facts_paths();
+    let facts_paths = super::expand_facts_globs(&args.facts_paths())?;
     super::refuse_repeated_facts(&facts_paths)?;
     facts_paths
         .iter()
@@ -84,10 +85,15 @@ pub fn run(args: &QueryArgs) -> color_eyre::Result<()> {
     if let Some(window_ns) = window_ns {
         #[expect(clippy::cast_possible_truncation, reason = "checked below 2^63 above")]
         let window_ns = window_ns as i64;
-        return write_windows(args, &facts_paths, slots, (time_range, first_ns, window_ns));
+        return write_windows(
+            args,
+            &facts_paths,
+            (slots, tiers),
+            (time_range, first_ns, window_ns),
+        );
     }
     let plan = QueryPlan {
-        tiers: tier_plan(&args.tier_args)?,
+        tiers,
         time_range,
         pool: Some(args.pool.rule()),
     };
@@ -106,18 +112,19 @@ pub fn run(args: &QueryArgs) -> color_eyre::Result<()> {
     Ok(())
 }
 
-/// `query --window`: one line per window and slot, to OUT (atomically) or stdout; the
+/// `query --window`: one line per window and slot (or tier, with `--tiers`), to OUT (atomically) or stdout; the
 /// pool lane's rows (`--pool`) are left out, as in the overall line.
 fn write_windows(
     args: &QueryArgs,
     facts_paths: &[std::path::PathBuf],
-    slots: QuerySlots,
+    (slots, tiers): (QuerySlots, Option<TierPlan>),
     (time_range, first_ns, window_ns): (TimeRange, i64, i64),
 ) -> color_eyre::Result<()> {
     let to_stdout = is_standard_output(&args.out);
     let windows = query_windows_with_pool(
         facts_paths,
         slots,
+        tiers,
         time_range,
         first_ns,
         window_ns,
@@ -137,6 +144,21 @@ fn write_windows(
         println!("facts query done: {}", args.out.display());
     }
     Ok(())
+}
+
+/// The slots of the query; none for `--window --tiers`, which writes one line per window and
+/// tier (and refuses capacities, which it would not use).
+fn slots_for(args: &QueryArgs, tiered: bool) -> color_eyre::Result<QuerySlots> {
+    if !(tiered && args.window.is_some()) {
+        return slots(args);
+    }
+    if !args.capacity_gb.is_empty() || !args.capacity_blocks.is_empty() {
+        bail!(
+            "--window with --tiers writes one line per window and tier, not per capacity: \
+             leave out the capacities (or run a second query for them)"
+        );
+    }
+    Ok(QuerySlots::default())
 }
 
 /// The GB slots (in argument order) and the block slots.

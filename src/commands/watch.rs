@@ -468,6 +468,8 @@ pub fn ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
     config.facts_out = litehit_core::facts::file::facts_snapshot_path(&facts_out);
     config.follow_file = follow_file;
     config.memory_horizon = args.memory_horizon;
+    // The same grammar and tier bands as `query --tiers`.
+    config.tiers = super::query::tier_plan(&args.tier_args)?;
     check_facts_out(
         &config.facts_out,
         follow_file.then_some(&*config.trace_path),

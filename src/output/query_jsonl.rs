@@ -78,16 +78,9 @@ pub struct QueryOptions {
     pub summary_only: bool,
 }
 
-/// Cache tiers to split each summary's hits among (`query --tiers`).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct TierPlan {
-    /// Name of each tier, top first (`tier1`, `tier2`, … when none was typed).
-    pub names: Vec<String>,
-    /// Each tier's size as typed, echoed in `tier_sizes`.
-    pub sizes_text: Vec<String>,
-    pub capacities: Vec<Capacity>,
-    pub mode: TierMode,
-}
+/// Cache tiers to split each summary's hits among (`query --tiers`); the same plan `watch
+/// --tiers` shows live.
+pub use litehit_core::projector::tiers::TierPlan;
 
 /// Which rows the query accounts: timestamps in `[from_ns, to_ns)`. The facts already hold
 /// the cache state built from the start of the trace; only the accounting is restricted.
@@ -390,6 +383,25 @@ impl QueryTotals {
             }
         }
         &self.hit_blocks
+    }
+
+    /// Projects `record` at every slot (and tier) without adding it to any total (what
+    /// `--window` needs: it keeps its own sums per window); returns its hit blocks per slot.
+    pub fn project_record(&mut self, record: &FactRecord) -> &[u64] {
+        self.project(record);
+        &self.hit_blocks
+    }
+
+    /// Hit blocks per slot for the record last added.
+    #[must_use]
+    pub fn last_hit_blocks(&self) -> &[u64] {
+        &self.hit_blocks
+    }
+
+    /// Hit blocks each tier served for the record last added (empty without tiers).
+    #[must_use]
+    pub fn last_tier_hit_blocks(&self) -> &[u64] {
+        &self.tier_hit_blocks
     }
 
     /// The totals, instances in byte order of `instance_id`. Fails only for a pool named

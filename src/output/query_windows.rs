@@ -1,5 +1,7 @@
 //! Trace time for `query` and `mrc`: `--from`/`--to`/`--exclude-warmup` resolved to a
-//! [`TimeRange`], and `query --window`, one line per window and capacity (JSONL or CSV).
+//! [`TimeRange`], and `query --window`, one line per window and capacity (JSONL or CSV) —
+//! or, with `--tiers`, one line per window and tier: the hit tokens the tier served in the
+//! window, their share of the window's input tokens, and the window's miss share.
 //!
 //! Trace time is seconds since the first request (the smallest `timestamp_ns` of all the
 //! facts files): `600`, `600s`, `10m`. A plain integer of at least 10^15, or an integer with
@@ -11,8 +13,8 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;
 
-use super::number_format::append_g6;
-use super::query_jsonl::{PoolRule, QueryError, QuerySlots, QueryTotals, TimeRange};
+use super::number_format::{append_g6, append_json_string};
+use super::query_jsonl::{PoolRule, QueryError, QuerySlots, QueryTotals, TierPlan, TimeRange};
 use super::summary::ratio;
 use litehit_core::facts::FactRecord;
 use litehit_core::facts::file::FactsReader;
@@ -153,6 +155,8 @@ pub struct WindowTotals {
     pub requests: u64,
     pub input_tokens: u64,
     pub hit_tokens: Vec<u64>,
+    /// Per tier (with `--tiers`): hit tokens the tier served in the window.
+    pub tier_hit_tokens: Vec<u64>,
 }
 
 /// The windows of `query --window`, keyed by index: window `k` holds the accounted rows
@@ -170,21 +174,24 @@ impl QueryWindows {
     /// Windows of `width_ns` (at least 1) from `origin_ns`, accounting only `range`.
     #[must_use]
     pub fn new(slots: QuerySlots, range: TimeRange, origin_ns: i64, width_ns: i64) -> Self {
-        Self::with_pool(slots, range, origin_ns, width_ns, None)
+        Self::with_tiers_and_pool(slots, None, None, range, origin_ns, width_ns)
     }
 
-    /// [`Self::new`], leaving out the rows of the shared pool lane `pool` names: a window
-    /// sums the instances' own caches, as the overall summary does.
+    /// [`Self::new`], each window also split among `tiers` (then [`Self::write`] writes one
+    /// line per window and tier instead of per capacity), leaving out the rows of the shared
+    /// pool lane `pool` names: a window sums the instances' own caches, as the overall
+    /// summary does.
     #[must_use]
-    pub fn with_pool(
+    pub fn with_tiers_and_pool(
         slots: QuerySlots,
+        tiers: Option<TierPlan>,
+        pool: Option<PoolRule>,
         range: TimeRange,
         origin_ns: i64,
         width_ns: i64,
-        pool: Option<PoolRule>,
     ) -> Self {
         Self {
-            totals: QueryTotals::new(slots).with_pool(pool),
+            totals: QueryTotals::with_tiers(slots, tiers).with_pool(pool),
             range,
             origin_ns,
             width_ns: width_ns.max(1),
@@ -201,16 +208,36 @@ impl QueryWindows {
             .div_euclid(i128::from(self.width_ns));
         let index = i64::try_from(index).unwrap_or(i64::MAX);
         let slot_count = self.totals.slots().len();
-        let hit_blocks = self.totals.add_record(record);
-        let window = self.windows.entry(index).or_insert_with(|| WindowTotals {
-            hit_tokens: vec![0; slot_count],
-            ..WindowTotals::default()
-        });
+        let tier_count = self.totals.tiers().map_or(0, |plan| plan.names.len());
+        // Only the projection: the windows keep their own sums (no per-instance totals).
+        self.totals.project_record(record);
+        // Rows come in time order, so their window is nearly always the last one.
+        let window = if let Some(last) = self
+            .windows
+            .last_entry()
+            .filter(|last| *last.key() == index)
+        {
+            last.into_mut()
+        } else {
+            self.windows.entry(index).or_insert_with(|| WindowTotals {
+                hit_tokens: vec![0; slot_count],
+                tier_hit_tokens: vec![0; tier_count],
+                ..WindowTotals::default()
+            })
+        };
         window.requests += 1;
         window.input_tokens = window.input_tokens.wrapping_add(record.input_token_len);
-        for (tokens, &hits) in window.hit_tokens.iter_mut().zip(hit_blocks) {
-            *tokens = tokens.wrapping_add(hits.wrapping_mul(record.block_size_tokens));
-        }
+        let block_size_tokens = record.block_size_tokens;
+        let add = |sums: &mut [u64], blocks: &[u64]| {
+            for (tokens, &hits) in sums.iter_mut().zip(blocks) {
+                *tokens = tokens.wrapping_add(hits.wrapping_mul(block_size_tokens));
+            }
+        };
+        add(&mut window.hit_tokens, self.totals.last_hit_blocks());
+        add(
+            &mut window.tier_hit_tokens,
+            self.totals.last_tier_hit_blocks(),
+        );
     }
 
     /// Every non-empty window in time order, with its start and end in ns.
@@ -231,6 +258,9 @@ impl QueryWindows {
         csv: bool,
         out: &mut impl Write,
     ) -> std::io::Result<()> {
+        if let Some(tiers) = self.totals.tiers() {
+            return self.write_tiers(tiers, trace_start_ns, csv, out);
+        }
         let slots = self.totals.slots();
         let mut line = Vec::with_capacity(256);
         if csv {
@@ -305,21 +335,122 @@ impl QueryWindows {
     }
 }
 
+impl QueryWindows {
+    /// One line per window and tier (`--window` with `--tiers`): JSONL, or CSV with a header.
+    fn write_tiers(
+        &self,
+        tiers: &TierPlan,
+        trace_start_ns: i64,
+        csv: bool,
+        out: &mut impl Write,
+    ) -> std::io::Result<()> {
+        let mut line = Vec::with_capacity(256);
+        if csv {
+            out.write_all(
+                b"window_start_s,window_end_s,tier_mode,tier,tier_size,requests,input_tokens,\
+                  tier_hit_tokens,tier_share,miss_share\n",
+            )?;
+        }
+        let seconds = |ns: i64| {
+            #[expect(clippy::cast_precision_loss, reason = "seconds, for display")]
+            let s = (i128::from(ns) - i128::from(trace_start_ns)) as f64 / NS_PER_SECOND;
+            s
+        };
+        for (start_ns, end_ns, window) in self.windows() {
+            let served = window
+                .tier_hit_tokens
+                .iter()
+                .fold(0_u64, |sum, &tokens| sum.wrapping_add(tokens));
+            let miss_share = ratio(
+                window.input_tokens.saturating_sub(served),
+                window.input_tokens,
+            );
+            for ((name, size), &tokens) in tiers
+                .names
+                .iter()
+                .zip(&tiers.sizes_text)
+                .zip(&window.tier_hit_tokens)
+            {
+                line.clear();
+                let share = ratio(tokens, window.input_tokens);
+                if csv {
+                    append_g6(&mut line, seconds(start_ns));
+                    line.push(b',');
+                    append_g6(&mut line, seconds(end_ns));
+                    line.extend_from_slice(
+                        format!(
+                            ",{},{},{},{},{},{},",
+                            tiers.mode_name(),
+                            csv_field(name),
+                            csv_field(size),
+                            window.requests,
+                            window.input_tokens,
+                            tokens
+                        )
+                        .as_bytes(),
+                    );
+                    append_g6(&mut line, share);
+                    line.push(b',');
+                    append_g6(&mut line, miss_share);
+                } else {
+                    line.extend_from_slice(b"{\"window_start_s\":");
+                    append_g6(&mut line, seconds(start_ns));
+                    line.extend_from_slice(b",\"window_end_s\":");
+                    append_g6(&mut line, seconds(end_ns));
+                    line.extend_from_slice(format!(",\"window_start_ns\":{start_ns}").as_bytes());
+                    line.extend_from_slice(
+                        format!(",\"tier_mode\":\"{}\",\"tier\":", tiers.mode_name()).as_bytes(),
+                    );
+                    append_json_string(&mut line, name);
+                    line.extend_from_slice(b",\"tier_size\":");
+                    append_json_string(&mut line, size);
+                    line.extend_from_slice(
+                        format!(
+                            ",\"requests\":{},\"total_input_tokens\":{},\"tier_hit_tokens\":{},\
+                             \"tier_share\":",
+                            window.requests, window.input_tokens, tokens
+                        )
+                        .as_bytes(),
+                    );
+                    append_g6(&mut line, share);
+                    line.extend_from_slice(b",\"miss_share\":");
+                    append_g6(&mut line, miss_share);
+                    line.push(b'}');
+                }
+                line.push(b'\n');
+                out.write_all(&line)?;
+            }
+        }
+        out.flush()
+    }
+}
+
+/// A CSV field: quoted (with `""` for `"`) when it holds a comma, a quote or a line break.
+fn csv_field(text: &str) -> String {
+    if text.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", text.replace('"', "\"\""))
+    } else {
+        text.to_owned()
+    }
+}
+
 /// Reads `facts_paths` into windows (see [`QueryWindows`]).
 pub fn query_windows(
     facts_paths: &[PathBuf],
     slots: QuerySlots,
+    tiers: Option<TierPlan>,
     range: TimeRange,
     origin_ns: i64,
     width_ns: i64,
 ) -> Result<QueryWindows, QueryError> {
-    query_windows_with_pool(facts_paths, slots, range, origin_ns, width_ns, None)
+    query_windows_with_pool(facts_paths, slots, tiers, range, origin_ns, width_ns, None)
 }
 
 /// [`query_windows`] leaving out the rows of the pool lane `pool` recognises.
 pub fn query_windows_with_pool(
     facts_paths: &[PathBuf],
     slots: QuerySlots,
+    tiers: Option<TierPlan>,
     range: TimeRange,
     origin_ns: i64,
     width_ns: i64,
@@ -329,7 +460,8 @@ pub fn query_windows_with_pool(
         .iter()
         .map(|path| FactsReader::open(path))
         .collect::<Result<Vec<_>, _>>()?;
-    let mut windows = QueryWindows::with_pool(slots, range, origin_ns, width_ns, pool);
+    let mut windows =
+        QueryWindows::with_tiers_and_pool(slots, tiers, pool, range, origin_ns, width_ns);
     let mut record = FactRecord::default();
     for reader in &mut readers {
         while reader.next_record(&mut record)? {

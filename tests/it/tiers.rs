@@ -22,14 +22,14 @@ use litehit_core::projector::{Capacity, CapacityAxisAccumulator};
 use proptest::prelude::*;
 
 /// An LRU hierarchy: `tiers[0]` is the top; each list runs from most to least recent.
-struct ExclusiveHierarchy {
+pub(crate) struct ExclusiveHierarchy {
     /// `None` = unlimited.
     sizes: Vec<Option<usize>>,
     tiers: Vec<VecDeque<i64>>,
 }
 
 impl ExclusiveHierarchy {
-    fn new(sizes: &[Option<usize>]) -> Self {
+    pub(crate) fn new(sizes: &[Option<usize>]) -> Self {
         Self {
             sizes: sizes.to_vec(),
             tiers: vec![VecDeque::new(); sizes.len()],
@@ -41,7 +41,7 @@ impl ExclusiveHierarchy {
     }
 
     /// Hit blocks served by each tier, then the request is committed tail-first.
-    fn process_request(&mut self, keys: &[i64]) -> Vec<u64> {
+    pub(crate) fn process_request(&mut self, keys: &[i64]) -> Vec<u64> {
         let mut served = vec![0; self.tiers.len()];
         for &key in keys {
             match self.tier_of(key) {
@@ -72,7 +72,11 @@ impl ExclusiveHierarchy {
 }
 
 /// Inclusive tiers from independent LRUs: served by tier i = hits(Ci) − hits(next smaller).
-fn inclusive_served(caches: &mut [OracleLru], sizes: &[Option<usize>], keys: &[i64]) -> Vec<u64> {
+pub(crate) fn inclusive_served(
+    caches: &mut [OracleLru],
+    sizes: &[Option<usize>],
+    keys: &[i64],
+) -> Vec<u64> {
     let hits: Vec<u64> = caches
         .iter_mut()
         .map(|cache| cache.process_request(keys, 0))

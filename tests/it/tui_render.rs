@@ -25,7 +25,7 @@ fn draw(snap: &LiveSnapshot, app: &App, width: u16, height: u16) -> Terminal<Tes
 }
 
 /// The drawn screen as text, one line per row.
-fn screen_text(snap: &LiveSnapshot, app: &App, width: u16, height: u16) -> String {
+pub(crate) fn screen_text(snap: &LiveSnapshot, app: &App, width: u16, height: u16) -> String {
     draw(snap, app, width, height)
         .backend()
         .buffer()
@@ -92,6 +92,7 @@ fn lane(
         core_memory_bytes: 3 << 20,
         accumulator_memory_bytes: 1 << 20,
         memory_horizon_blocks: None,
+        tier_hit_blocks: Vec::new(),
     }
 }
 
@@ -168,7 +169,7 @@ fn one_instance() -> LiveSnapshot {
     )])
 }
 
-fn several_instances() -> LiveSnapshot {
+pub(crate) fn several_instances() -> LiveSnapshot {
     running(vec![
         lane(
             "prefill-a",

@@ -18,9 +18,10 @@ const SIGNAL_POLL: Duration = Duration::from_millis(20);
 
 use super::LiveHandle;
 use super::snapshot::{
-    FactsRetention, FactsWrite, FollowState, LaneSnapshot, LiveSnapshot, Totals,
+    FactsRetention, FactsWrite, FollowState, LaneSnapshot, LiveSnapshot, Totals, tier_shares,
 };
 use litehit_core::projector::Capacity;
+use litehit_core::projector::tiers::TierPlan;
 
 /// Headless settings.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -180,6 +181,9 @@ pub struct Report {
     /// `--memory-horizon` as given (`null`: none, exact at every capacity): results above
     /// it, and the ∞ bound, are lower bounds (each instance has it in blocks and bytes).
     pub memory_horizon: Option<SlotDto>,
+    /// `watch --tiers`: how the tiers relate (`exclusive` or `inclusive`); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tier_mode: Option<&'static str>,
     pub instances: Vec<InstanceDto>,
     /// Σ over instances (each projected with its own block_bytes).
     pub total: TotalDto,
@@ -264,6 +268,12 @@ pub struct InstanceDto {
     pub ttl_expired_blocks: u64,
     /// One object per slot, aligned with the top-level `slots`.
     pub slot_results: Vec<SlotResultDto>,
+    /// `watch --tiers`: one object per tier, top first (absent without tiers).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tiers: Option<Vec<TierResultDto>>,
+    /// `watch --tiers`: the share of the input tokens no tier served.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub miss_share: Option<Option<f64>>,
     /// The smallest capacity reaching 50, 90, 95 and 99 % of the ∞ bound's hits (exact,
     /// from the accumulator; `mrc`'s knees), as in `/metrics`.
     pub capacity_for_fraction: Vec<FractionDto>,
@@ -290,6 +300,12 @@ impl InstanceDto {
         shared_by: Option<u64>,
     ) -> Self {
         let slot_count = snap.slots.len();
+        // The pool's tiers would be at N × each tier: left out rather than mislabelled.
+        let (tiers, miss_share) = if shared_by.is_some() {
+            (None, None)
+        } else {
+            tier_fields(snap, &lane.tier_hit_tokens(), lane.input_tokens)
+        };
         InstanceDto {
             instance_id: lane.instance_id.clone(),
             kind: shared_by.map(|_| "pool"),
@@ -334,8 +350,22 @@ impl InstanceDto {
                     }
                 })
                 .collect(),
+            tiers,
+            miss_share,
         }
     }
+}
+
+/// One cache tier's figures for one instance (or the total), as `query --tiers` gives them.
+#[derive(Debug, Serialize)]
+pub struct TierResultDto {
+    pub name: String,
+    /// The size as typed (`80GB`, `4TB`, `1000b`).
+    pub size: String,
+    /// Hit tokens this tier served.
+    pub hit_tokens: u64,
+    /// Their share of the input tokens (`null` before the first request).
+    pub share: Option<f64>,
 }
 
 /// One slot's figures for one instance (or the total).
@@ -379,6 +409,35 @@ pub struct TotalDto {
     pub slot_results: Vec<SlotResultDto>,
     /// Σ over instances of each one's capacity for 50, 90, 95 and 99 % of its ∞ hits.
     pub capacity_for_fraction: Vec<FractionDto>,
+    /// `watch --tiers`: one object per tier, Σ over instances (absent without tiers).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tiers: Option<Vec<TierResultDto>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub miss_share: Option<Option<f64>>,
+}
+
+/// The tier objects and the miss share of `tier_hit_tokens` over `input_tokens`; `None`
+/// without tiers.
+type TierFields = (Option<Vec<TierResultDto>>, Option<Option<f64>>);
+
+fn tier_fields(snap: &LiveSnapshot, tier_hit_tokens: &[u64], input_tokens: u64) -> TierFields {
+    let Some(plan) = &snap.tiers else {
+        return (None, None);
+    };
+    let (shares, miss_share) = tier_shares(tier_hit_tokens, input_tokens);
+    let tiers = plan
+        .names
+        .iter()
+        .zip(&plan.sizes_text)
+        .enumerate()
+        .map(|(index, (name, size))| TierResultDto {
+            name: name.clone(),
+            size: size.clone(),
+            hit_tokens: tier_hit_tokens.get(index).copied().unwrap_or(0),
+            share: shares.get(index).copied().flatten(),
+        })
+        .collect();
+    (Some(tiers), Some(miss_share))
 }
 
 #[derive(Debug, Serialize)]
@@ -462,6 +521,8 @@ impl Report {
                     .unwrap_or_else(|| crate::metrics::INFINITE_CAPACITY_LABEL.to_owned())
             })
             .collect();
+        let (total_tiers, total_miss_share) =
+            tier_fields(snap, &totals.tier_hit_tokens, totals.input_tokens);
         Self {
             schema: SCHEMA,
             time: rfc3339_utc(std::time::SystemTime::now()),
@@ -488,6 +549,7 @@ impl Report {
                 .map(|slot| SlotDto::of(slot.capacity))
                 .collect(),
             memory_horizon: snap.memory_horizon.map(SlotDto::of),
+            tier_mode: snap.tiers.as_ref().map(TierPlan::mode_name),
             instances: snap
                 .lanes
                 .iter()
@@ -542,6 +604,8 @@ impl Report {
                     })
                     .collect(),
                 capacity_for_fraction: total_fractions(snap),
+                tiers: total_tiers,
+                miss_share: total_miss_share,
             },
             ingest: IngestDto {
                 requests_per_s: snap.rate.requests_per_s,

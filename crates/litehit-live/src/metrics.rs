@@ -13,6 +13,7 @@
 //! litehit_input_tokens_total{instance}                  counter
 //! litehit_hit_tokens_total{instance,capacity}           counter  capacity="40GiB" | "5000blocks" | "inf"
 //!                                                                (+ lower_bound="true" above a memory horizon)
+//! litehit_tier_hit_tokens_total{instance,tier}          counter  watch --tiers: tokens each tier served
 //! litehit_bad_lines_total                               counter
 //! litehit_ttl_expired_blocks_total{instance}            counter
 //! litehit_unique_blocks{instance}                       gauge
@@ -51,10 +52,11 @@ pub const INFINITE_CAPACITY_LABEL: &str = "inf";
 
 /// Every metric name exported, as it appears in samples (counters with `_total`, the info
 /// metric with `_info`).
-pub const METRIC_NAMES: [&str; 14] = [
+pub const METRIC_NAMES: [&str; 15] = [
     "litehit_requests_total",
     "litehit_input_tokens_total",
     "litehit_hit_tokens_total",
+    "litehit_tier_hit_tokens_total",
     "litehit_bad_lines_total",
     "litehit_ttl_expired_blocks_total",
     "litehit_unique_blocks",
@@ -170,6 +172,30 @@ fn gauge(encoder: &mut DescriptorEncoder, name: &str, help: &str, value: u64) ->
     ConstGauge::new(value).encode(metric)
 }
 
+/// `litehit_tier_hit_tokens_total{instance,tier}`: the hit tokens each tier served (`watch
+/// --tiers`), from the lanes' tier figures.
+fn encode_tiers(
+    encoder: &mut DescriptorEncoder,
+    snap: &LiveSnapshot,
+    instances: &[Cow<'_, str>],
+    names: &[String],
+) -> fmt::Result {
+    let names: Vec<Cow<'_, str>> = names.iter().map(|name| escaped(name)).collect();
+    let mut family = encoder.encode_descriptor(
+        "litehit_tier_hit_tokens",
+        "Prefix-cache hit tokens served by this cache tier (watch --tiers), per instance",
+        None,
+        MetricType::Counter,
+    )?;
+    for (lane, instance) in snap.lanes.iter().zip(instances) {
+        for (name, tokens) in names.iter().zip(lane.tier_hit_tokens()) {
+            let labels = [("instance", instance.as_ref()), ("tier", name.as_ref())];
+            ConstCounter::new(tokens).encode(family.encode_family(&labels)?)?;
+        }
+    }
+    Ok(())
+}
+
 #[expect(clippy::too_many_lines, reason = "one block per metric family")]
 fn encode_snapshot(snap: &LiveSnapshot, mut encoder: DescriptorEncoder) -> fmt::Result {
     // The instances, then the shared pool lane (`watch --pool`) as one more `instance`, which
@@ -252,6 +278,10 @@ fn encode_snapshot(snap: &LiveSnapshot, mut encoder: DescriptorEncoder) -> fmt::
             }];
             ConstCounter::new(hits).encode(family.encode_family(&labels)?)?;
         }
+    }
+
+    if let Some(tiers) = &snap.tiers {
+        encode_tiers(&mut encoder, snap, &instances, &tiers.names)?;
     }
 
     counter(
@@ -490,8 +520,15 @@ mod tests {
                 input_tokens: 90,
                 slot_hit_blocks: vec![2, 1, 4],
                 infinite_hit_blocks: 4,
+                tier_hit_blocks: vec![2, 1],
                 ..LaneSnapshot::default()
             }],
+            tiers: Some(litehit_core::projector::tiers::TierPlan {
+                names: vec!["hbm".to_owned(), "ssd".to_owned()],
+                sizes_text: vec!["40GB".to_owned(), "4TB".to_owned()],
+                capacities: vec![Capacity::Gigabytes(40.0), Capacity::Gigabytes(4096.0)],
+                ..Default::default()
+            }),
             capacity_for_fraction: vec![vec![FractionCapacity {
                 percent: 50,
                 capacity_blocks: 3,
@@ -506,6 +543,8 @@ mod tests {
             "litehit_hit_tokens_total{instance=\"a\\\"b\",capacity=\"7blocks\"} 10\n",
             "litehit_hit_tokens_total{instance=\"a\\\"b\",capacity=\"inf\"} 40\n",
             "litehit_capacity_for_fraction_bytes{instance=\"a\\\"b\",fraction=\"0.5\"} 3000\n",
+            "litehit_tier_hit_tokens_total{instance=\"a\\\"b\",tier=\"hbm\"} 20\n",
+            "litehit_tier_hit_tokens_total{instance=\"a\\\"b\",tier=\"ssd\"} 10\n",
             "litehit_bad_lines_total 0\n",
         ] {
             assert!(text.contains(line), "{line:?} missing from:\n{text}");

@@ -9,6 +9,7 @@
 use std::time::Duration;
 
 use litehit_core::projector::Capacity;
+use litehit_core::projector::tiers::TierPlan;
 
 use super::tail::{TailNotice, WakeSource};
 
@@ -73,6 +74,9 @@ pub struct LaneSnapshot {
     /// The lane's memory horizon in blocks (`watch --memory-horizon`), if one is set: hits at
     /// larger capacities, and the ∞ bound, are lower bounds (keys deeper are forgotten).
     pub memory_horizon_blocks: Option<u64>,
+    /// Cumulative hit blocks each tier served (`watch --tiers`), aligned with
+    /// [`LiveSnapshot::tiers`]; empty without tiers.
+    pub tier_hit_blocks: Vec<u64>,
 }
 
 impl LaneSnapshot {
@@ -115,6 +119,15 @@ impl LaneSnapshot {
             .map(|blocks| blocks.saturating_mul(self.block_bytes))
     }
 
+    /// Cumulative hit tokens each tier served.
+    #[must_use]
+    pub fn tier_hit_tokens(&self) -> Vec<u64> {
+        self.tier_hit_blocks
+            .iter()
+            .map(|&blocks| blocks * self.block_size_tokens)
+            .collect()
+    }
+
     /// KV bytes the unique blocks would need (`unique × block_bytes`).
     #[must_use]
     pub fn unique_kv_bytes(&self) -> u64 {
@@ -131,6 +144,23 @@ pub struct Totals {
     pub infinite_hit_tokens: u64,
     pub unique_blocks: u64,
     pub unique_kv_bytes: u64,
+    /// Hit tokens each tier served, Σ over lanes (each with its own tier bands).
+    pub tier_hit_tokens: Vec<u64>,
+}
+
+/// Each tier's share of `input_tokens` (what it served), then the miss share (what no tier
+/// served); `None` before the first input token.
+#[must_use]
+pub fn tier_shares(tier_hit_tokens: &[u64], input_tokens: u64) -> (Vec<Option<f64>>, Option<f64>) {
+    let shares = tier_hit_tokens
+        .iter()
+        .map(|&tokens| ratio(tokens, input_tokens))
+        .collect();
+    let served = tier_hit_tokens.iter().sum::<u64>();
+    (
+        shares,
+        ratio(input_tokens.saturating_sub(served), input_tokens),
+    )
 }
 
 impl Totals {
@@ -152,6 +182,13 @@ impl Totals {
             totals.unique_kv_bytes = totals
                 .unique_kv_bytes
                 .saturating_add(lane.unique_kv_bytes());
+            let lane_tiers = lane.tier_hit_tokens();
+            if totals.tier_hit_tokens.len() < lane_tiers.len() {
+                totals.tier_hit_tokens.resize(lane_tiers.len(), 0);
+            }
+            for (sum, tokens) in totals.tier_hit_tokens.iter_mut().zip(lane_tiers) {
+                *sum += tokens;
+            }
         }
         totals
     }
@@ -407,6 +444,8 @@ pub struct LiveSnapshot {
     /// The HTTP ingest endpoint, with `--listen`.
     pub http: Option<HttpStatus>,
     pub slots: Vec<Slot>,
+    /// The cache tiers each lane's hits are split among (`watch --tiers`).
+    pub tiers: Option<TierPlan>,
     /// Lanes in order of first appearance (the instances; not the shared pool).
     pub lanes: Vec<LaneSnapshot>,
     /// The shared pool lane (`watch --pool`): one cache fed by every instance's rows. Its

@@ -29,6 +29,35 @@ pub enum TierMode {
     Inclusive,
 }
 
+/// Named cache tiers as typed (`--tiers hbm=80GB,dram=512GB`), top first, and how they
+/// relate: what `query`, `mrc` and `watch` split the hits among.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TierPlan {
+    /// Name of each tier, top first (`tier1`, `tier2`, … when none was typed).
+    pub names: Vec<String>,
+    /// Each tier's size as typed, echoed in `tier_sizes`.
+    pub sizes_text: Vec<String>,
+    pub capacities: Vec<Capacity>,
+    pub mode: TierMode,
+}
+
+impl TierPlan {
+    /// The band of each tier for a lane with `block_bytes` per block ([`tier_bands`]).
+    #[must_use]
+    pub fn bands(&self, block_bytes: u64) -> Vec<TierBand> {
+        tier_bands(&self.capacities, block_bytes, self.mode)
+    }
+
+    /// `exclusive` or `inclusive`.
+    #[must_use]
+    pub fn mode_name(&self) -> &'static str {
+        match self.mode {
+            TierMode::Exclusive => "exclusive",
+            TierMode::Inclusive => "inclusive",
+        }
+    }
+}
+
 /// How far a cache reaches along the capacity axis, in blocks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Reach {
@@ -133,9 +162,18 @@ pub fn tier_bands(tiers: &[Capacity], block_bytes: u64, mode: TierMode) -> Vec<T
 /// Hit blocks of `fact` served by each tier: `hit_blocks[i]` for `bands[i]`. The misses are
 /// the request's blocks minus the sum.
 pub fn project_tiers(fact: &RequestFact, bands: &[TierBand], hit_blocks: &mut [u64]) {
+    // A band's lower edge is usually the previous band's upper one (always for exclusive
+    // tiers): that projection is reused instead of walking the curve again.
+    let mut previous: Option<(Reach, u64)> = None;
     for (hits, band) in hit_blocks.iter_mut().zip(bands) {
+        let below = match previous {
+            Some((reach, projected)) if reach == band.below => projected,
+            _ => band.below.project(fact),
+        };
+        let upper = band.upper.project(fact);
         // `upper ≥ below` by construction, and projections are monotone in the reach.
-        *hits = band.upper.project(fact) - band.below.project(fact);
+        *hits = upper - below;
+        previous = Some((band.upper, upper));
     }
 }
 

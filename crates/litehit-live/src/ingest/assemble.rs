@@ -8,6 +8,7 @@
 //! Readers (TUI, headless) then only format it.
 
 use litehit_core::projector::sampling::{log_spaced, sample_at};
+use litehit_core::projector::tiers::accumulated_tier_hit_blocks;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -134,6 +135,10 @@ impl Pipeline {
             core_memory_bytes: lane.core().memory_usage_bytes() as u64,
             accumulator_memory_bytes: accumulator.memory_usage_bytes() as u64,
             memory_horizon_blocks: lane.memory_horizon_blocks(),
+            // The same bands as `query --tiers`, over the lane's whole history.
+            tier_hit_blocks: self.tiers.as_ref().map_or_else(Vec::new, |plan| {
+                accumulated_tier_hit_blocks(accumulator, &plan.bands(block_bytes))
+            }),
         }
     }
 }
@@ -229,6 +234,7 @@ impl Ingest {
                 ..pipeline.http.clone()
             }),
             slots: pipeline.slots.clone(),
+            tiers: pipeline.tiers.clone(),
             timeline: pipeline.timeline.snapshot(
                 lanes,
                 &pipeline.slots,

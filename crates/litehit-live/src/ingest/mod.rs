@@ -97,6 +97,8 @@ pub struct IngestConfig {
     pub format: Option<TraceFormat>,
     /// Initial capacity slots.
     pub slots: Vec<Capacity>,
+    /// Cache tiers to split each lane's hits among (`watch --tiers`), through the projector.
+    pub tiers: Option<litehit_core::projector::tiers::TierPlan>,
     /// Where `s` publishes the facts (`.tmp`, fsync, rename).
     pub facts_out: PathBuf,
     /// Publish the facts at `facts_out` once more when the run ends (`--headless
@@ -161,6 +163,7 @@ impl IngestConfig {
                 Capacity::Gigabytes(40.0),
                 Capacity::Gigabytes(80.0),
             ],
+            tiers: None,
             facts_out: PathBuf::from("litehit_facts.csv"),
             facts_at_end: false,
             frame_period: Duration::from_millis(100),

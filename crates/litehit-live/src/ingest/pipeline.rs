@@ -45,6 +45,7 @@ pub(super) struct Pipeline {
     pub(super) slots: Vec<Slot>,
     /// KV bytes per block set live (`b`) for every lane's projections; `None`: each lane's.
     pub(super) assumed_block_bytes: Option<u64>,
+    pub(super) tiers: Option<litehit_core::projector::tiers::TierPlan>,
     pub(super) spill: FactsSpill,
     pub(super) timeline: TimelineBuilder,
     pub(super) consumed_bytes_total: u64,
@@ -76,6 +77,7 @@ impl Pipeline {
             line_number: 1,
             slots,
             assumed_block_bytes: None,
+            tiers: config.tiers.clone(),
             spill,
             timeline: TimelineBuilder::new(config.window_ns.max(1)),
             consumed_bytes_total: 0,

@@ -8,6 +8,9 @@
 //! │ instance   requests  input tok  10 GiB  40 GiB     ∞   unique  KV bytes │ <- instances.rs
 //! │ total …                                                               │
 //! └────────────────────────────────────────────────────────────────────────┘
+//! ┌ cache tiers (exclusive): share of input tokens served ─────────────────┐
+//! │ tier  size  <selected> served  total served   (watch --tiers only)     │ <- tiers.rs
+//! └────────────────────────────────────────────────────────────────────────┘
 //! ┌ hit rate vs capacity ─────────────┐┌ hit rate per 10 s of trace time ──┐
 //! │ curve.rs (slots marked)            ││ timeline.rs (one line per slot)    │
 //! └────────────────────────────────────┘└────────────────────────────────────┘
@@ -17,10 +20,10 @@
 //!  a notice (facts written, file rotated, …), while there is one              <- status.rs
 //!  ? help · a add slot · … · q quit (always)                                  <- status.rs
 //! ```
-//! Small screens drop the charts, then the gauges, then table columns (compact mode keeps
-//! the title, the table and the status line); the targets line stays on screens of 30 rows
-//! and more, and on shorter ones only while the whole table fits beside it; nothing panics
-//! at any size. Overlays
+//! Small screens drop the charts, then the tiers panel, then the gauges, then table columns
+//! (compact mode keeps the title, the table and the status line); the targets line stays on
+//! screens of 30 rows and more, and on shorter ones only while the whole table fits beside
+//! it; nothing panics at any size. Overlays
 //! (`help.rs`, `slot_editor.rs`, `confirm_quit.rs`) are drawn last, centered.
 
 pub mod confirm_quit;
@@ -35,6 +38,7 @@ pub mod plot;
 pub mod slot_editor;
 pub mod status;
 pub mod targets;
+pub mod tiers;
 pub mod timeline;
 
 use ratatui::Frame;
@@ -103,7 +107,20 @@ pub fn draw(frame: &mut Frame, snap: &LiveSnapshot, view: &App) {
     let wide_enough = body.width >= 60;
     let room_for_gauges = wide_enough && body.height >= table_height.min(6) + GAUGES_HEIGHT;
     if room_for_gauges {
-        let available = body.height - GAUGES_HEIGHT;
+        let after_gauges = body.height - GAUGES_HEIGHT;
+        // The tiers panel (with --tiers) comes after the table and the gauges, before the
+        // charts: shown only if the table keeps what it would get beside charts.
+        let tiers_wanted = snap
+            .tiers
+            .as_ref()
+            .map_or(0, |plan| tiers::lines(plan.names.len()).saturating_add(2));
+        let min_table = table_height.min(after_gauges / 2).max(4);
+        let tiers_height = if tiers_wanted > 0 && after_gauges >= min_table + tiers_wanted {
+            tiers_wanted
+        } else {
+            0
+        };
+        let available = after_gauges - tiers_height;
         let shared = table_height.min(available / 2).max(4);
         let charts_height = if available.saturating_sub(shared) >= MIN_CHART_HEIGHT {
             available - shared
@@ -114,27 +131,25 @@ pub fn draw(frame: &mut Frame, snap: &LiveSnapshot, view: &App) {
             0 // the table's rows matter more than charts too small to read
         };
         let table_height = available - charts_height;
-        if charts_height == 0 {
-            let [table, gauges_area] =
-                Layout::vertical([Constraint::Min(0), Constraint::Length(GAUGES_HEIGHT)])
-                    .areas(body);
-            instances::render(frame, table, snap, view);
-            gauges::render(frame, gauges_area, snap, view);
-        } else {
-            let [table, charts, gauges_area] = Layout::vertical([
-                Constraint::Length(table_height),
-                Constraint::Min(0),
-                Constraint::Length(GAUGES_HEIGHT),
-            ])
-            .areas(body);
-            instances::render(frame, table, snap, view);
+        let [table, tiers_area, charts, gauges_area] = Layout::vertical([
+            Constraint::Length(table_height),
+            Constraint::Length(tiers_height),
+            Constraint::Length(charts_height),
+            Constraint::Length(GAUGES_HEIGHT),
+        ])
+        .areas(body);
+        instances::render(frame, table, snap, view);
+        if tiers_height > 0 {
+            tiers::render(frame, tiers_area, snap, view);
+        }
+        if charts_height > 0 {
             let [left, right] =
                 Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)])
                     .areas(charts);
             curve::render(frame, left, snap, view);
             timeline::render(frame, right, snap, view);
-            gauges::render(frame, gauges_area, snap, view);
         }
+        gauges::render(frame, gauges_area, snap, view);
     } else {
         instances::render(frame, body, snap, view);
     }
