@@ -126,6 +126,73 @@ impl Converter {
         Ok(summary)
     }
 
+    /// Converts the numbered lines of a live log one by one (`watch --format openai`): each
+    /// gets its trace row (without the newline) or the reason it is bad, as a line-free
+    /// message (`field "messages": ...`). Blank lines are the caller's to skip. The texts of
+    /// the good lines are tokenized as one batch, the rows are the ones `convert` writes.
+    pub fn convert_lines(
+        &self,
+        lines: &[(u64, &[u8])],
+        path: &Path,
+    ) -> Vec<std::result::Result<Vec<u8>, String>> {
+        let mut results: Vec<std::result::Result<Vec<u8>, String>> =
+            Vec::with_capacity(lines.len());
+        let mut pending = Vec::with_capacity(lines.len());
+        let mut pending_at = Vec::with_capacity(lines.len());
+        for &(line, bytes) in lines {
+            let parsed = std::str::from_utf8(bytes)
+                .map_err(|error| format!("failed to parse JSON: invalid UTF-8: {error}"))
+                .and_then(|text| {
+                    self.parse_line(text, path, line)
+                        .map_err(|error| error.reason())
+                });
+            match parsed {
+                Ok(request) => {
+                    pending_at.push(results.len());
+                    pending.push(request);
+                    results.push(Ok(Vec::new()));
+                }
+                Err(reason) => results.push(Err(reason)),
+            }
+        }
+        let tokens: Vec<std::result::Result<Vec<u32>, String>> =
+            match self.encode_texts(&pending, path) {
+                Ok(encoded) => {
+                    let mut encoded = encoded.into_iter();
+                    pending
+                        .iter_mut()
+                        .map(|request| Ok(take_tokens(request, &mut encoded)))
+                        .collect()
+                }
+                // One text fails: each alone, so only the failing lines are bad.
+                Err(_) => pending
+                    .iter_mut()
+                    .map(|request| {
+                        let one = std::slice::from_ref(&*request);
+                        let mut encoded = self
+                            .encode_texts(one, path)
+                            .map_err(|error| error.reason())?
+                            .into_iter();
+                        Ok(take_tokens(request, &mut encoded))
+                    })
+                    .collect(),
+            };
+        let mut writer = RowWriter::default();
+        for ((request, tokens), at) in pending.iter().zip(tokens).zip(pending_at) {
+            results[at] = match tokens {
+                Ok(tokens) if tokens.is_empty() => Err(EMPTY_PROMPT.to_owned()),
+                Ok(tokens) => {
+                    writer.row(request, &tokens, self.options.block_size);
+                    let mut row = std::mem::take(&mut writer.buffer);
+                    row.pop(); // the newline
+                    Ok(row)
+                }
+                Err(reason) => Err(reason),
+            };
+        }
+        results
+    }
+
     fn parse_line(&self, text: &str, path: &Path, line: u64) -> Result<Pending> {
         let fields = &self.options.fields;
         let record: Value = serde_json::from_str(text).map_err(|error| TokenizeError::Json {
@@ -303,16 +370,13 @@ impl Converter {
     ) -> Result<()> {
         let mut encoded = self.encode_texts(pending, path)?.into_iter();
         for mut request in pending.drain(..) {
-            let tokens = match std::mem::replace(&mut request.prompt, Prompt::Ids(Vec::new())) {
-                Prompt::Ids(ids) => ids,
-                Prompt::Text(..) => encoded.next().unwrap_or_default(),
-            };
+            let tokens = take_tokens(&mut request, &mut encoded);
             if tokens.is_empty() {
                 return Err(TokenizeError::Field {
                     path: path.to_path_buf(),
                     line: request.line,
                     field: "prompt".to_owned(),
-                    message: "the prompt has no tokens (input_len must be > 0)".to_owned(),
+                    message: EMPTY_PROMPT.to_owned(),
                 });
             }
             let input_len = tokens.len() as u64;
@@ -399,6 +463,17 @@ impl Converter {
             message: "tokenizer: a batch from this line on failed, each text alone encodes"
                 .to_owned(),
         }
+    }
+}
+
+/// Why a prompt without tokens is bad.
+const EMPTY_PROMPT: &str = "the prompt has no tokens (input_len must be > 0)";
+
+/// The token ids of `request`: its own, or the next of `encoded` (its text's, in order).
+fn take_tokens(request: &mut Pending, encoded: &mut impl Iterator<Item = Vec<u32>>) -> Vec<u32> {
+    match std::mem::replace(&mut request.prompt, Prompt::Ids(Vec::new())) {
+        Prompt::Ids(ids) => ids,
+        Prompt::Text(..) => encoded.next().unwrap_or_default(),
     }
 }
 
