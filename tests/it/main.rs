@@ -25,6 +25,7 @@ mod key_shapes;
 mod memory;
 mod metrics;
 mod mrc;
+mod openai_live;
 mod parity;
 mod publication;
 mod query;
