@@ -272,7 +272,7 @@ impl Converter {
                 )
             })?),
         };
-        let prompt = self.prompt_of(body, body_path, path, line)?;
+        let prompt = self.prompt_of(text, body, body_path, path, line)?;
         Ok(Pending {
             line,
             timestamp_ns,
@@ -285,7 +285,14 @@ impl Converter {
     }
 
     /// The prompt of a request body: token ids, a completion's text, or rendered messages.
-    fn prompt_of(&self, body: &Value, body_path: &str, path: &Path, line: u64) -> Result<Prompt> {
+    fn prompt_of(
+        &self,
+        text: &str,
+        body: &Value,
+        body_path: &str,
+        path: &Path,
+        line: u64,
+    ) -> Result<Prompt> {
         let bad = |field: &str, message: String| TokenizeError::Field {
             path: path.to_path_buf(),
             line,
@@ -322,11 +329,18 @@ impl Converter {
                     format!("expected an array of messages, found {messages}"),
                 ));
             }
-            let text = template
-                .render(messages, body.get("tools").filter(|tools| !tools.is_null()))
-                .map_err(|message| {
-                    bad(&in_body("messages"), format!("chat template: {message}"))
-                })?;
+            // Read again in the order the request wrote its objects' keys (a serde_json
+            // value sorts them; Python keeps them, and `tojson` prints them).
+            let ordered = ordered_body(text, body_path)
+                .map_err(|message| bad(&in_body("messages"), message))?;
+            let tools = ordered
+                .get_attr("tools")
+                .ok()
+                .filter(|tools| !tools.is_none() && !tools.is_undefined());
+            let messages = ordered.get_attr("messages").unwrap_or_default();
+            let text = template.render(messages, tools).map_err(|message| {
+                bad(&in_body("messages"), format!("chat template: {message}"))
+            })?;
             Prompt::Text(
                 text,
                 self.options.add_special_tokens == AddSpecialTokens::Always,
@@ -466,6 +480,21 @@ impl Converter {
     }
 }
 
+/// The request body at `body_path` (dotted, `""`: the record) of the line `text`, as a
+/// template value whose objects keep their keys in the line's order.
+fn ordered_body(text: &str, body_path: &str) -> std::result::Result<minijinja::Value, String> {
+    let record: minijinja::Value =
+        serde_json::from_str(text).map_err(|error| format!("failed to parse JSON: {error}"))?;
+    if body_path.is_empty() {
+        return Ok(record);
+    }
+    body_path.split('.').try_fold(record, |inner, step| {
+        inner
+            .get_attr(step)
+            .map_err(|error| format!("{body_path}: {error}"))
+    })
+}
+
 /// Why a prompt without tokens is bad.
 const EMPTY_PROMPT: &str = "the prompt has no tokens (input_len must be > 0)";
 
@@ -537,4 +566,36 @@ impl RowWriter {
 
 fn json_string(out: &mut Vec<u8>, text: &str) {
     serde_json::to_writer(&mut *out, text).expect("a string always serializes into a Vec");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::template::{TemplateOptions, TokenizerConfig};
+
+    #[test]
+    fn the_template_sees_the_body_in_the_order_the_line_wrote_it() {
+        let line = r#"{"body": {"messages": [{"role": "user", "content": "x"}],
+            "tools": [{"type": "function", "function": {"name": "f",
+            "parameters": {"type": "object", "properties": {"b": {}, "a": {}}}}}]}}"#;
+        let body = ordered_body(line, "body").unwrap();
+        let template = ChatTemplate::new(
+            "{{ tools|tojson }}".to_owned(),
+            "test".to_owned(),
+            &TokenizerConfig::default(),
+            &TemplateOptions::default(),
+        )
+        .unwrap();
+        let rendered = template
+            .render(
+                body.get_attr("messages").unwrap(),
+                Some(body.get_attr("tools").unwrap()),
+            )
+            .unwrap();
+        // python3 -c 'import json; print(json.dumps([{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {"b": {}, "a": {}}}}}], ensure_ascii=False))'
+        assert_eq!(
+            rendered,
+            r#"[{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {"b": {}, "a": {}}}}}]"#
+        );
+    }
 }

@@ -15,6 +15,7 @@
 pub mod blocks;
 pub mod convert;
 pub mod error;
+pub mod pyjson;
 pub mod record;
 pub mod template;
 pub mod tokenizer;
