@@ -317,17 +317,16 @@ fn a_growing_log_gives_the_numbers_and_facts_of_a_replay_and_counts_bad_lines() 
     assert!(status.success(), "{status}: {stderr}");
 
     // The whole log replayed, its bad lines blanked (so the others keep their numbers).
-    let blanked: String = lines
+    let blanked = lines
         .iter()
         .zip(&bad)
-        .map(|(line, is_bad)| {
-            if *is_bad {
-                "\n".to_owned()
-            } else {
-                format!("{line}\n")
+        .fold(String::new(), |mut out, (line, is_bad)| {
+            if !*is_bad {
+                out.push_str(line);
             }
-        })
-        .collect();
+            out.push('\n');
+            out
+        });
     let whole = dir.path().join("whole.jsonl");
     fs::write(&whole, blanked).unwrap();
     let replayed = replay_openai(dir.path(), &whole, "replayed", &["--format", "openai"]);
@@ -363,12 +362,14 @@ fn a_growing_log_gives_the_numbers_and_facts_of_a_replay_and_counts_bad_lines() 
 fn every_spelling_of_an_openai_replay_gives_the_facts_of_trace_then_replay() {
     let dir = fixture();
     let (lines, bad) = log_lines();
-    let good: String = lines
-        .iter()
-        .zip(&bad)
-        .filter(|(_, is_bad)| !**is_bad)
-        .map(|(line, _)| format!("{line}\n"))
-        .collect();
+    let good: String = lines.iter().zip(&bad).filter(|(_, is_bad)| !**is_bad).fold(
+        String::new(),
+        |mut out, (line, _)| {
+            out.push_str(line);
+            out.push('\n');
+            out
+        },
+    );
     let log = dir.path().join("good.jsonl");
     fs::write(&log, good).unwrap();
     let by_format = replay_openai(dir.path(), &log, "by_format", &["--format", "openai"]);

@@ -30,6 +30,10 @@ struct Options {
 
 /// The filter: `x|tojson`, `x|tojson(2)`, `x|tojson(indent=4, sort_keys=true,
 /// separators=[",", ":"], ensure_ascii=false)`.
+#[expect(
+    clippy::needless_pass_by_value,
+    reason = "minijinja hands a filter its keyword arguments by value"
+)]
 pub fn tojson(value: &Value, indent: Option<Value>, kwargs: Kwargs) -> Result<Value, Error> {
     let indent = match indent {
         Some(indent) => Some(indent),
@@ -111,7 +115,7 @@ fn write_value(
         ValueKind::Map => {
             let mut keys: Vec<Value> = value.try_iter()?.collect();
             if options.sort_keys {
-                keys.sort_by(|a, b| key_text(a).cmp(&key_text(b)));
+                keys.sort_by_cached_key(key_text);
             }
             write_container(out, '{', '}', keys.len(), options, depth, |out, at| {
                 let key = &keys[at];

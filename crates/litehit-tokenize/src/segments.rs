@@ -119,7 +119,7 @@ impl SegmentSplitter {
         }
         probes.iter().all(|probe| {
             let whole = tokenizer.encode_fast(probe.as_str(), false);
-            let split = self.encode_batch(tokenizer, vec![probe.clone()]);
+            let split = self.encode_batch(tokenizer, std::slice::from_ref(probe));
             matches!((whole, split), (Ok(whole), Ok(split)) if split.len() == 1 && whole.get_ids() == split[0].as_slice())
         })
     }
@@ -148,7 +148,7 @@ impl SegmentSplitter {
     pub fn encode_batch(
         &self,
         tokenizer: &tokenizers::Tokenizer,
-        texts: Vec<String>,
+        texts: &[String],
     ) -> tokenizers::Result<Vec<Vec<u32>>> {
         let split: Vec<Vec<Piece<'_>>> = texts.iter().map(|text| self.split(text)).collect();
         let mut cache = self
@@ -162,14 +162,11 @@ impl SegmentSplitter {
             if let Piece::Text(key, text) = piece
                 && !known.contains_key(key)
             {
-                match cache.get(*key) {
-                    Some(ids) => {
-                        known.insert(*key, ids);
-                    }
-                    None => {
-                        known.insert(*key, Arc::from(&[][..]));
-                        missing.push((*key, text));
-                    }
+                if let Some(ids) = cache.get(*key) {
+                    known.insert(*key, ids);
+                } else {
+                    known.insert(*key, Arc::from(&[][..]));
+                    missing.push((*key, text));
                 }
             }
         }
@@ -432,7 +429,7 @@ mod tests {
                 let splitter = SegmentSplitter::for_tokenizer_with_budget(&tokenizer, 64)
                     .expect("exact for this tokenizer");
                 for batch in &batches {
-                    let cached = splitter.encode_batch(&tokenizer, batch.clone()).unwrap();
+                    let cached = splitter.encode_batch(&tokenizer, batch).unwrap();
                     for (text, ids) in batch.iter().zip(&cached) {
                         let whole = tokenizer.encode_fast(text.as_str(), false).unwrap();
                         proptest::prop_assert_eq!(whole.get_ids(), ids.as_slice(), "{:?}", text);

@@ -76,6 +76,19 @@ impl TextTokenizer {
         }
     }
 
+    /// The same tokenizer encoding every text whole (no cache of pieces): for comparisons.
+    #[must_use]
+    pub fn without_segment_cache(self) -> Self {
+        match self {
+            Self::HuggingFace { tokenizer, dir, .. } => Self::HuggingFace {
+                tokenizer,
+                dir,
+                segments: None,
+            },
+            other @ Self::Tiktoken(_) => other,
+        }
+    }
+
     /// Whether re-sent text between added tokens is taken from a cache (`crate::segments`).
     pub fn caches_segments(&self) -> bool {
         matches!(
@@ -108,7 +121,7 @@ impl TextTokenizer {
                 segments: Some(segments),
                 ..
             } if !add_special => segments
-                .encode_batch(tokenizer, texts)
+                .encode_batch(tokenizer, &texts)
                 .map_err(|error| error.to_string()),
             Self::HuggingFace { tokenizer, .. } => {
                 let encodings = tokenizer

@@ -142,9 +142,10 @@ pub struct IngestConfig {
 /// lines and their numbers; returns, for each, the trace line (without its newline) or the
 /// reason the line is bad, which is skipped and counted as any bad line.
 #[derive(Clone)]
-pub struct LineTransform(
-    pub Arc<dyn Fn(&[(u64, &[u8])]) -> Vec<Result<Vec<u8>, String>> + Send + Sync>,
-);
+pub struct LineTransform(pub Arc<TransformLines>);
+
+/// The function of a [`LineTransform`]: numbered lines in, one trace line or reason each out.
+pub type TransformLines = dyn Fn(&[(u64, &[u8])]) -> Vec<Result<Vec<u8>, String>> + Send + Sync;
 
 impl std::fmt::Debug for LineTransform {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
