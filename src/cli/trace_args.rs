@@ -45,7 +45,8 @@ pub struct TraceArgs {
 pub struct TokenizeFlags {
     /// A Hugging Face `tokenizer.json` (or its directory, whose `tokenizer_config.json`
     /// gives the chat template and BOS/EOS), or `tiktoken:o200k_base` / `tiktoken:cl100k_base`
-    /// (required by `trace`; with `replay`, it makes the input an OpenAI request log)
+    /// (required by `trace` and by `--format openai`; with `replay` or `watch` and no --format,
+    /// it makes the input an OpenAI request log)
     #[arg(long, value_name = "PATH")]
     pub tokenizer: Option<String>,
 
