@@ -1,6 +1,8 @@
 //! `litehit trace` + `litehit replay` end to end, in process, on a generated multi-turn chat
 //! log: prompt tokens per second of the conversion (template + tokenize + hash + write) and of
-//! the replay of its output, for a WordLevel `tokenizer.json` and for tiktoken cl100k_base.
+//! the replay of its output, for a WordLevel `tokenizer.json` (with and without the cache of
+//! re-sent text between added tokens, `litehit_tokenize::segments`) and for tiktoken
+//! cl100k_base.
 //!
 //! `cargo bench --bench tokenize -- [--conversations N]`
 //!
@@ -118,6 +120,46 @@ fn run(args: &[&str]) {
     litehit::commands::run(cli).expect("command succeeds");
 }
 
+/// `litehit trace` as the library runs it, with the tokenizer encoding every text whole:
+/// the figure without the segment cache.
+fn convert_uncached(tokenizer: &str, template: &str, log: &Path, trace: &Path) {
+    use litehit_tokenize::template::{ChatTemplate, TemplateOptions, TokenizerConfig};
+    let tokenizer = litehit_tokenize::tokenizer::TextTokenizer::load(tokenizer)
+        .expect("tokenizer")
+        .without_segment_cache();
+    assert!(!tokenizer.caches_segments());
+    let source = std::fs::read_to_string(template).expect("template");
+    let options = TemplateOptions {
+        add_generation_prompt: true,
+        kwargs: Vec::new(),
+    };
+    let template = ChatTemplate::new(
+        source,
+        template.to_owned(),
+        &TokenizerConfig::default(),
+        &options,
+    )
+    .expect("template");
+    let fields = litehit_tokenize::record::FieldPaths {
+        time_unit: litehit_tokenize::record::TimeUnit::Nanoseconds,
+        ..litehit_tokenize::record::FieldPaths::default()
+    };
+    let converter = litehit_tokenize::Converter::new(
+        tokenizer,
+        Some(template),
+        litehit_tokenize::ConvertOptions {
+            block_size: 16,
+            fields,
+            add_special_tokens: litehit_tokenize::convert::AddSpecialTokens::Auto,
+        },
+    );
+    let input = std::io::BufReader::new(std::fs::File::open(log).expect("log"));
+    let mut out = std::io::BufWriter::new(std::fs::File::create(trace).expect("trace"));
+    converter
+        .convert(input, log, &mut out, trace)
+        .expect("conversion");
+}
+
 fn main() {
     let mode = Mode::from_env_and_args();
     let args = common::bench_args();
@@ -142,6 +184,10 @@ fn main() {
     let template = dir.join("chat.jinja").display().to_string();
     for (name, tokenizer) in [
         ("wordlevel tokenizer.json", tokenizer_json.as_str()),
+        (
+            "wordlevel tokenizer.json, no segment cache",
+            tokenizer_json.as_str(),
+        ),
         ("tiktoken cl100k_base", "tiktoken:cl100k_base"),
     ] {
         let trace = dir.join("trace.jsonl");
@@ -151,21 +197,25 @@ fn main() {
         let log_arg = log.display().to_string();
         let trace_arg = trace.display().to_string();
         let started = Instant::now();
-        run(&[
-            "trace",
-            &log_arg,
-            "--out",
-            &trace_arg,
-            "--tokenizer",
-            tokenizer,
-            "--chat-template",
-            &template,
-            "--time-unit",
-            "ns",
-            "--block-size",
-            "16",
-            "--quiet",
-        ]);
+        if name.ends_with("no segment cache") {
+            convert_uncached(tokenizer, &template, &log, &trace);
+        } else {
+            run(&[
+                "trace",
+                &log_arg,
+                "--out",
+                &trace_arg,
+                "--tokenizer",
+                tokenizer,
+                "--chat-template",
+                &template,
+                "--time-unit",
+                "ns",
+                "--block-size",
+                "16",
+                "--quiet",
+            ]);
+        }
         let convert_seconds = started.elapsed().as_secs_f64();
         let text = std::fs::read_to_string(&trace).expect("trace");
         let (rows, tokens) = text.lines().fold((0_usize, 0_u64), |(rows, tokens), line| {

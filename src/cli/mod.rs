@@ -160,8 +160,9 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "K/N", value_parser = parse_shard)]
     pub shard: Option<litehit_core::engine::shard::Shard>,
 
-    /// With --tokenizer, CONFIG_OR_TRACE is an OpenAI request log, converted as `litehit
-    /// trace` converts it (block size: --block-size, default 16) and replayed
+    /// With --format openai (or --tokenizer alone), CONFIG_OR_TRACE is an OpenAI request log,
+    /// converted as `litehit trace` converts it (block size: --block-size, default 16) and
+    /// replayed
     #[command(flatten)]
     pub openai: trace_args::TokenizeFlags,
 }
@@ -174,9 +175,10 @@ fn parse_shard(text: &str) -> Result<litehit_core::engine::shard::Shard, String>
 /// Trace and lane parameters for runs without a config file.
 #[derive(Debug, Clone, Default, PartialEq, Eq, clap::Args)]
 pub struct LaneFlags {
-    /// Trace format (default: detected from the first non-empty line)
+    /// Trace format (default: detected from the first non-empty line); `openai` reads an
+    /// OpenAI request log and needs --tokenizer
     #[arg(long, value_parser = trace_format_arg::TraceFormatParser)]
-    pub format: Option<TraceFormat>,
+    pub format: Option<trace_format_arg::FormatArg>,
 
     /// Analysis block size in tokens (default: the trace block size, else the format's
     /// native size: Mooncake 512, Bailian 16, KVCM 16, standard and LMCache 256)
@@ -249,9 +251,22 @@ impl LaneFlags {
             prefix_hash: self.prefix_hash,
             instance: self.instance.clone(),
             trace_block_size_tokens: self.trace_block_size,
-            format: self.format.or(detected_format),
+            format: self.trace_format().or(detected_format),
             pool: self.pool.clone(),
         }
+    }
+
+    /// The trace format `--format` names (`None`: not given, or `openai`).
+    #[must_use]
+    pub fn trace_format(&self) -> Option<TraceFormat> {
+        self.format
+            .and_then(trace_format_arg::FormatArg::trace_format)
+    }
+
+    /// `--format openai`.
+    #[must_use]
+    pub fn is_openai(&self) -> bool {
+        self.format == Some(trace_format_arg::FormatArg::OpenAi)
     }
 
     /// Whether any lane parameter was given (they conflict with a config file).
@@ -392,7 +407,7 @@ mod tests {
     #[test]
     fn detected_format_fills_only_a_missing_flag() {
         let flags = LaneFlags {
-            format: Some(TraceFormat::Kvcm),
+            format: Some(trace_format_arg::FormatArg::Trace(TraceFormat::Kvcm)),
             ..LaneFlags::default()
         };
         assert_eq!(

@@ -41,11 +41,12 @@ pub struct TraceArgs {
 
 /// How request text becomes tokens, and where a log line keeps its fields; the defaults are
 /// `FieldPaths::default`'s.
-#[derive(Debug, Clone, PartialEq, clap::Args)]
+#[derive(Debug, Clone, Default, PartialEq, clap::Args)]
 pub struct TokenizeFlags {
     /// A Hugging Face `tokenizer.json` (or its directory, whose `tokenizer_config.json`
     /// gives the chat template and BOS/EOS), or `tiktoken:o200k_base` / `tiktoken:cl100k_base`
-    /// (required by `trace`; with `replay`, it makes the input an OpenAI request log)
+    /// (required by `trace` and by `--format openai`; with `replay` or `watch` and no --format,
+    /// it makes the input an OpenAI request log)
     #[arg(long, value_name = "PATH")]
     pub tokenizer: Option<String>,
 
@@ -103,6 +104,44 @@ pub struct TokenizeFlags {
     /// [default: usage.prompt_tokens]
     #[arg(long, value_name = "PATH")]
     pub usage_field: Option<String>,
+}
+
+impl TokenizeFlags {
+    /// The first flag given that only an OpenAI log reads, besides `--tokenizer` (as typed).
+    #[must_use]
+    pub fn first_tokenize_only_flag(&self) -> Option<&'static str> {
+        let Self {
+            tokenizer: _,
+            chat_template,
+            add_special_tokens,
+            no_generation_prompt,
+            template_kwarg,
+            body_field,
+            time_field,
+            time_unit,
+            line_time,
+            id_field,
+            instance_field,
+            salt_field,
+            usage_field,
+        } = self;
+        [
+            (chat_template.is_some(), "--chat-template"),
+            (add_special_tokens.is_some(), "--add-special-tokens"),
+            (*no_generation_prompt, "--no-generation-prompt"),
+            (!template_kwarg.is_empty(), "--template-kwarg"),
+            (body_field.is_some(), "--body-field"),
+            (time_field.is_some(), "--time-field"),
+            (time_unit.is_some(), "--time-unit"),
+            (*line_time, "--line-time"),
+            (id_field.is_some(), "--id-field"),
+            (instance_field.is_some(), "--instance-field"),
+            (salt_field.is_some(), "--salt-field"),
+            (usage_field.is_some(), "--usage-field"),
+        ]
+        .into_iter()
+        .find_map(|(given, flag)| given.then_some(flag))
+    }
 }
 
 fn parse_add_special(text: &str) -> Result<AddSpecialTokens, String> {

@@ -16,7 +16,8 @@ litehit watch /var/log/kv/trace.jsonl --capacity-gb 10,40,80\n  \
 litehit watch trace.jsonl --config litehit.json --from-end\n  \
 litehit watch trace.jsonl --headless --exit-at-eof --interval 1\n  \
 litehit watch --listen 8080 --headless   (rows POSTed to http://127.0.0.1:8080/v1/trace)\n  \
-litehit watch trace.jsonl --headless --metrics-listen 9464   (Prometheus: GET /metrics)"
+litehit watch trace.jsonl --headless --metrics-listen 9464   (Prometheus: GET /metrics)\n  \
+litehit watch --format openai gateway.jsonl --tokenizer Qwen3-8B/ --template-kwarg enable_thinking=false"
 )]
 #[expect(
     clippy::struct_excessive_bools,
@@ -93,6 +94,12 @@ pub struct WatchArgs {
 
     #[command(flatten)]
     pub tier_args: super::query_args::TierArgs,
+
+    /// With --format openai (or --tokenizer alone), TRACE is an OpenAI request log: each line
+    /// is converted as `litehit trace` converts it (block size: --block-size, default 16);
+    /// a line that cannot be is skipped and counted
+    #[command(flatten)]
+    pub openai: super::trace_args::TokenizeFlags,
 
     /// No TUI: print one JSON line per --interval on stdout with the same numbers
     #[arg(long)]

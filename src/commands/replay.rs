@@ -120,7 +120,7 @@ struct ReplayPlan {
 }
 
 pub fn run(args: &ReplayArgs) -> Result<()> {
-    if args.openai.tokenizer.is_some() {
+    if super::trace::reads_openai_log(&args.lane, &args.openai)? {
         return run_openai(args, &args.openai);
     }
     let plan = resolve_plan(args)?;
@@ -181,10 +181,14 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
 /// `replay LOG --tokenizer ..`: the log is converted by the code of `litehit trace` into a
 /// temporary standard trace, which is then replayed as any other.
 fn run_openai(args: &ReplayArgs, flags: &crate::cli::trace_args::TokenizeFlags) -> Result<()> {
-    let block_size = args
-        .lane
-        .block_size
-        .unwrap_or(super::trace::DEFAULT_BLOCK_SIZE);
+    if args.out.is_none() {
+        bail!(
+            "--format openai replays a request log: litehit replay --format openai LOG \
+             --tokenizer PATH --out DIR"
+        );
+    }
+    let lane = super::trace::openai_lane(&args.lane);
+    let block_size = lane.block_size.unwrap_or(super::trace::DEFAULT_BLOCK_SIZE);
     let converter = super::trace::build_converter(flags, block_size)?;
     let mut trace = tempfile::Builder::new()
         .prefix(".litehit-openai-")
@@ -205,10 +209,9 @@ fn run_openai(args: &ReplayArgs, flags: &crate::cli::trace_args::TokenizeFlags) 
         );
     }
     let mut standard = args.clone();
-    standard.openai.tokenizer = None;
+    standard.openai = crate::cli::trace_args::TokenizeFlags::default();
     standard.input = trace_path;
-    standard.lane.format = Some(TraceFormat::Standard);
-    standard.lane.block_size = Some(block_size);
+    standard.lane = lane;
     run(&standard).wrap_err_with(|| format!("replaying the trace of {}", args.input.display()))
 }
 
@@ -257,7 +260,7 @@ fn resolve_plan(args: &ReplayArgs) -> Result<ReplayPlan> {
         let OpenedTrace {
             reader,
             format: detected,
-        } = open_and_detect(&args.input, args.lane.format)?;
+        } = open_and_detect(&args.input, args.lane.trace_format())?;
         let plan = config::PlanSource::Flags(args.lane.to_single_instance_flags(None))
             .plan_for(Some(detected))?;
         super::warn_assumed_kvcm_key_size(detected, &args.lane);
@@ -308,7 +311,7 @@ fn resolve_plan(args: &ReplayArgs) -> Result<ReplayPlan> {
         );
     }
     let OpenedTrace { reader, format } =
-        open_and_detect(&trace_path, args.lane.format.or(trace_format))?;
+        open_and_detect(&trace_path, args.lane.trace_format().or(trace_format))?;
     // The block size a config leaves out follows the format the trace is read in, as it
     // does when the config names the format.
     let engine = config::PlanSource::ConfigFile(config_file)

@@ -7,7 +7,10 @@ use std::path::Path;
 
 use color_eyre::eyre::{Result, WrapErr as _, bail};
 
+use crate::cli::LaneFlags;
 use crate::cli::trace_args::{TokenizeFlags, TraceArgs};
+use crate::cli::trace_format_arg::FormatArg;
+use litehit_core::formats::TraceFormat;
 use litehit_tokenize::record::FieldPaths;
 use litehit_tokenize::template::{
     ChatTemplate, TemplateOptions, TokenizerConfig, parse_template_kwarg,
@@ -37,6 +40,49 @@ pub fn run(args: &TraceArgs) -> Result<()> {
         eprint!("{}", render_summary(&summary, args.block_size, &args.out));
     }
     Ok(())
+}
+
+/// Whether `replay` or `watch` reads an OpenAI request log: `--format openai`, or
+/// `--tokenizer` without `--format` (the older spelling). Refused at start: `--format openai`
+/// without a tokenizer, a tokenizer with another format, a tokenizing flag without one, and
+/// the lane flags that do not apply to the rows the log becomes.
+pub fn reads_openai_log(lane: &LaneFlags, flags: &TokenizeFlags) -> Result<bool> {
+    let openai = lane.is_openai() || (lane.format.is_none() && flags.tokenizer.is_some());
+    if !openai {
+        if flags.tokenizer.is_some() {
+            bail!("--tokenizer applies to an OpenAI request log: use --format openai");
+        }
+        if let Some(flag) = flags.first_tokenize_only_flag() {
+            bail!("{flag} applies to an OpenAI request log: use --format openai --tokenizer PATH");
+        }
+        return Ok(false);
+    }
+    if flags.tokenizer.is_none() {
+        bail!(
+            "--format openai needs --tokenizer: a tokenizer.json (or its directory), or \
+             tiktoken:o200k_base / tiktoken:cl100k_base"
+        );
+    }
+    if lane.prefix_hash {
+        bail!("--prefix-hash does not apply to --format openai: its block keys are chained");
+    }
+    if lane.trace_block_size.is_some() {
+        bail!(
+            "--trace-block-size does not apply to --format openai: the blocks are cut at \
+             --block-size tokens"
+        );
+    }
+    Ok(true)
+}
+
+/// The lane flags of the standard trace an OpenAI log becomes: its format, and
+/// `--block-size` (default [`DEFAULT_BLOCK_SIZE`]).
+pub fn openai_lane(lane: &LaneFlags) -> LaneFlags {
+    LaneFlags {
+        format: Some(FormatArg::Trace(TraceFormat::Standard)),
+        block_size: Some(lane.block_size.unwrap_or(DEFAULT_BLOCK_SIZE)),
+        ..lane.clone()
+    }
 }
 
 /// Converts the log at `log` into trace rows on `out`.

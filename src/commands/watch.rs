@@ -16,7 +16,7 @@ use litehit_core::projector::Capacity;
 use litehit_live::LiveSnapshot;
 use litehit_live::headless::{self, HeadlessOptions};
 use litehit_live::http::{Endpoints, HttpListener, HttpOptions, HttpServer};
-use litehit_live::ingest::{self, EngineForFormat, IngestConfig};
+use litehit_live::ingest::{self, EngineForFormat, IngestConfig, LineTransform};
 use litehit_live::snapshot::FactsWrite;
 use litehit_live::tail::{DirectoryOrder, StartAt};
 use litehit_tui::TuiOptions;
@@ -277,7 +277,7 @@ fn format_known_now(
     args: &WatchArgs,
     trace: &Path,
 ) -> color_eyre::Result<Option<litehit_core::formats::TraceFormat>> {
-    if let Some(format) = args.lane.format {
+    if let Some(format) = args.lane.trace_format() {
         return Ok(Some(format));
     }
     let Some(line) = first_complete_line(trace) else {
@@ -322,7 +322,7 @@ fn format_of_source(
                  the monitor with SIGTERM or Ctrl-C"
             );
         }
-        return Ok(args.lane.format);
+        return Ok(args.lane.trace_format());
     };
     refuse_unfollowable(trace, args.glob.as_deref())?;
     format_known_now(args, trace)
@@ -389,8 +389,33 @@ fn plan_source(args: &WatchArgs) -> color_eyre::Result<(PlanSource, PathBuf, Vec
     Ok(source)
 }
 
-/// Resolves the arguments (config file or single-instance flags) into an ingest setup.
+/// Resolves the arguments (config file or single-instance flags) into an ingest setup; an
+/// OpenAI request log (`--format openai`) is read as the standard rows its lines become.
 pub fn ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
+    if !super::trace::reads_openai_log(&args.lane, &args.openai)? {
+        return trace_ingest_config(args);
+    }
+    if args.config.is_some() {
+        bail!("--format openai takes the lane flags (--block-size, ...), not --config");
+    }
+    // Every file is read and the template rendered once here: a bad one fails at start.
+    let block_size = super::trace::openai_lane(&args.lane)
+        .block_size
+        .unwrap_or(super::trace::DEFAULT_BLOCK_SIZE);
+    let converter = Arc::new(super::trace::build_converter(&args.openai, block_size)?);
+    let mut standard = args.clone();
+    standard.lane = super::trace::openai_lane(&args.lane);
+    standard.openai = crate::cli::trace_args::TokenizeFlags::default();
+    let mut config = trace_ingest_config(&standard)?;
+    let log = config.trace_path.clone();
+    config.line_transform = Some(LineTransform(Arc::new(move |lines| {
+        converter.convert_lines(lines, &log)
+    })));
+    Ok(config)
+}
+
+/// [`ingest_config`] of a trace.
+fn trace_ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
     let (source, trace_path, config_slots) = plan_source(args)?;
     let follow_file = args.config.is_some() || args.trace.is_some();
     // A trace that exists already names its format, and so its native block size, as in
@@ -454,7 +479,7 @@ pub fn ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
         config.slots = slots;
     }
     // `--format` wins over a config's `trace_format`, as in `replay`.
-    config.format = args.lane.format.or(format);
+    config.format = args.lane.trace_format().or(format);
     config.engine_for_format = engine_for_format;
     config.start_at = if args.from_end {
         StartAt::End

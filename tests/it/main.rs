@@ -29,6 +29,7 @@ mod key_shapes;
 mod memory;
 mod metrics;
 mod mrc;
+mod openai_live;
 mod parity;
 mod pool;
 mod publication;

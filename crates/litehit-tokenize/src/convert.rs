@@ -126,6 +126,73 @@ impl Converter {
         Ok(summary)
     }
 
+    /// Converts the numbered lines of a live log one by one (`watch --format openai`): each
+    /// gets its trace row (without the newline) or the reason it is bad, as a line-free
+    /// message (`field "messages": ...`). Blank lines are the caller's to skip. The texts of
+    /// the good lines are tokenized as one batch, the rows are the ones `convert` writes.
+    pub fn convert_lines(
+        &self,
+        lines: &[(u64, &[u8])],
+        path: &Path,
+    ) -> Vec<std::result::Result<Vec<u8>, String>> {
+        let mut results: Vec<std::result::Result<Vec<u8>, String>> =
+            Vec::with_capacity(lines.len());
+        let mut pending = Vec::with_capacity(lines.len());
+        let mut pending_at = Vec::with_capacity(lines.len());
+        for &(line, bytes) in lines {
+            let parsed = std::str::from_utf8(bytes)
+                .map_err(|error| format!("failed to parse JSON: invalid UTF-8: {error}"))
+                .and_then(|text| {
+                    self.parse_line(text, path, line)
+                        .map_err(|error| error.reason())
+                });
+            match parsed {
+                Ok(request) => {
+                    pending_at.push(results.len());
+                    pending.push(request);
+                    results.push(Ok(Vec::new()));
+                }
+                Err(reason) => results.push(Err(reason)),
+            }
+        }
+        let tokens: Vec<std::result::Result<Vec<u32>, String>> =
+            match self.encode_texts(&pending, path) {
+                Ok(encoded) => {
+                    let mut encoded = encoded.into_iter();
+                    pending
+                        .iter_mut()
+                        .map(|request| Ok(take_tokens(request, &mut encoded)))
+                        .collect()
+                }
+                // One text fails: each alone, so only the failing lines are bad.
+                Err(_) => pending
+                    .iter_mut()
+                    .map(|request| {
+                        let one = std::slice::from_ref(&*request);
+                        let mut encoded = self
+                            .encode_texts(one, path)
+                            .map_err(|error| error.reason())?
+                            .into_iter();
+                        Ok(take_tokens(request, &mut encoded))
+                    })
+                    .collect(),
+            };
+        let mut writer = RowWriter::default();
+        for ((request, tokens), at) in pending.iter().zip(tokens).zip(pending_at) {
+            results[at] = match tokens {
+                Ok(tokens) if tokens.is_empty() => Err(EMPTY_PROMPT.to_owned()),
+                Ok(tokens) => {
+                    writer.row(request, &tokens, self.options.block_size);
+                    let mut row = std::mem::take(&mut writer.buffer);
+                    row.pop(); // the newline
+                    Ok(row)
+                }
+                Err(reason) => Err(reason),
+            };
+        }
+        results
+    }
+
     fn parse_line(&self, text: &str, path: &Path, line: u64) -> Result<Pending> {
         let fields = &self.options.fields;
         let record: Value = serde_json::from_str(text).map_err(|error| TokenizeError::Json {
@@ -205,7 +272,7 @@ impl Converter {
                 )
             })?),
         };
-        let prompt = self.prompt_of(body, body_path, path, line)?;
+        let prompt = self.prompt_of(text, body, body_path, path, line)?;
         Ok(Pending {
             line,
             timestamp_ns,
@@ -218,7 +285,14 @@ impl Converter {
     }
 
     /// The prompt of a request body: token ids, a completion's text, or rendered messages.
-    fn prompt_of(&self, body: &Value, body_path: &str, path: &Path, line: u64) -> Result<Prompt> {
+    fn prompt_of(
+        &self,
+        text: &str,
+        body: &Value,
+        body_path: &str,
+        path: &Path,
+        line: u64,
+    ) -> Result<Prompt> {
         let bad = |field: &str, message: String| TokenizeError::Field {
             path: path.to_path_buf(),
             line,
@@ -255,11 +329,18 @@ impl Converter {
                     format!("expected an array of messages, found {messages}"),
                 ));
             }
-            let text = template
-                .render(messages, body.get("tools").filter(|tools| !tools.is_null()))
-                .map_err(|message| {
-                    bad(&in_body("messages"), format!("chat template: {message}"))
-                })?;
+            // Read again in the order the request wrote its objects' keys (a serde_json
+            // value sorts them; Python keeps them, and `tojson` prints them).
+            let ordered = ordered_body(text, body_path)
+                .map_err(|message| bad(&in_body("messages"), message))?;
+            let tools = ordered
+                .get_attr("tools")
+                .ok()
+                .filter(|tools| !tools.is_none() && !tools.is_undefined());
+            let messages = ordered.get_attr("messages").unwrap_or_default();
+            let text = template.render(messages, tools).map_err(|message| {
+                bad(&in_body("messages"), format!("chat template: {message}"))
+            })?;
             Prompt::Text(
                 text,
                 self.options.add_special_tokens == AddSpecialTokens::Always,
@@ -303,16 +384,13 @@ impl Converter {
     ) -> Result<()> {
         let mut encoded = self.encode_texts(pending, path)?.into_iter();
         for mut request in pending.drain(..) {
-            let tokens = match std::mem::replace(&mut request.prompt, Prompt::Ids(Vec::new())) {
-                Prompt::Ids(ids) => ids,
-                Prompt::Text(..) => encoded.next().unwrap_or_default(),
-            };
+            let tokens = take_tokens(&mut request, &mut encoded);
             if tokens.is_empty() {
                 return Err(TokenizeError::Field {
                     path: path.to_path_buf(),
                     line: request.line,
                     field: "prompt".to_owned(),
-                    message: "the prompt has no tokens (input_len must be > 0)".to_owned(),
+                    message: EMPTY_PROMPT.to_owned(),
                 });
             }
             let input_len = tokens.len() as u64;
@@ -402,6 +480,32 @@ impl Converter {
     }
 }
 
+/// The request body at `body_path` (dotted, `""`: the record) of the line `text`, as a
+/// template value whose objects keep their keys in the line's order.
+fn ordered_body(text: &str, body_path: &str) -> std::result::Result<minijinja::Value, String> {
+    let record: minijinja::Value =
+        serde_json::from_str(text).map_err(|error| format!("failed to parse JSON: {error}"))?;
+    if body_path.is_empty() {
+        return Ok(record);
+    }
+    body_path.split('.').try_fold(record, |inner, step| {
+        inner
+            .get_attr(step)
+            .map_err(|error| format!("{body_path}: {error}"))
+    })
+}
+
+/// Why a prompt without tokens is bad.
+const EMPTY_PROMPT: &str = "the prompt has no tokens (input_len must be > 0)";
+
+/// The token ids of `request`: its own, or the next of `encoded` (its text's, in order).
+fn take_tokens(request: &mut Pending, encoded: &mut impl Iterator<Item = Vec<u32>>) -> Vec<u32> {
+    match std::mem::replace(&mut request.prompt, Prompt::Ids(Vec::new())) {
+        Prompt::Ids(ids) => ids,
+        Prompt::Text(..) => encoded.next().unwrap_or_default(),
+    }
+}
+
 /// `[1, 2, 3]` as token ids.
 fn token_ids(value: &Value) -> Option<Vec<u32>> {
     value
@@ -462,4 +566,36 @@ impl RowWriter {
 
 fn json_string(out: &mut Vec<u8>, text: &str) {
     serde_json::to_writer(&mut *out, text).expect("a string always serializes into a Vec");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::template::{TemplateOptions, TokenizerConfig};
+
+    #[test]
+    fn the_template_sees_the_body_in_the_order_the_line_wrote_it() {
+        let line = r#"{"body": {"messages": [{"role": "user", "content": "x"}],
+            "tools": [{"type": "function", "function": {"name": "f",
+            "parameters": {"type": "object", "properties": {"b": {}, "a": {}}}}}]}}"#;
+        let body = ordered_body(line, "body").unwrap();
+        let template = ChatTemplate::new(
+            "{{ tools|tojson }}".to_owned(),
+            "test".to_owned(),
+            &TokenizerConfig::default(),
+            &TemplateOptions::default(),
+        )
+        .unwrap();
+        let rendered = template
+            .render(
+                body.get_attr("messages").unwrap(),
+                Some(body.get_attr("tools").unwrap()),
+            )
+            .unwrap();
+        // python3 -c 'import json; print(json.dumps([{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {"b": {}, "a": {}}}}}], ensure_ascii=False))'
+        assert_eq!(
+            rendered,
+            r#"[{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {"b": {}, "a": {}}}}}]"#
+        );
+    }
 }

@@ -45,3 +45,15 @@ pub enum TokenizeError {
 
 /// The bridge's result.
 pub type Result<T> = std::result::Result<T, TokenizeError>;
+
+impl TokenizeError {
+    /// The message without the file and line (which a live monitor shows apart): `field
+    /// "messages": ...` for a bad field, the whole message otherwise.
+    pub fn reason(&self) -> String {
+        match self {
+            Self::Json { message, .. } => format!("failed to parse JSON: {message}"),
+            Self::Field { field, message, .. } => format!("field {field:?}: {message}"),
+            other => other.to_string(),
+        }
+    }
+}

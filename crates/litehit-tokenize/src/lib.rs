@@ -5,7 +5,8 @@
 //!
 //! The steps, in the order data flows: [`record`] (find the body and the fields of a line) →
 //! [`template`] (render `messages` with the model's chat template, minijinja) → [`tokenizer`]
-//! (Hugging Face `tokenizer.json` or an embedded tiktoken encoding) → [`blocks`] (full blocks,
+//! (Hugging Face `tokenizer.json` or an embedded tiktoken encoding; [`segments`] caches
+//! re-sent history exactly) → [`blocks`] (full blocks,
 //! each key chained on its parent's) → [`convert`] (the loop, the rows and the summary).
 //!
 //! What it must never do: download anything (no hub, no network feature of `tokenizers`),
@@ -15,7 +16,9 @@
 pub mod blocks;
 pub mod convert;
 pub mod error;
+pub mod pyjson;
 pub mod record;
+pub mod segments;
 pub mod template;
 pub mod tokenizer;
 

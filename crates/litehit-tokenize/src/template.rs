@@ -1,8 +1,8 @@
 //! The chat template: `messages` → the prompt text the serving engine tokenizes.
 //!
 //! Rendered with minijinja as `transformers` renders it: `trim_blocks` and `lstrip_blocks`,
-//! loop controls, Python string/dict methods (`minijinja-contrib`'s pycompat callback), and
-//! `raise_exception`. The context holds `messages`, `tools` (when the request has them),
+//! loop controls, Python string/dict methods (`minijinja-contrib`'s pycompat callback),
+//! `raise_exception`, and `tojson` as Python's `json.dumps` ([`crate::pyjson`]). The context holds `messages`, `tools` (when the request has them),
 //! `add_generation_prompt`, `bos_token`/`eos_token` from `tokenizer_config.json`, and the
 //! `--template-kwarg`s.
 
@@ -129,6 +129,8 @@ impl ChatTemplate {
         env.set_trim_blocks(true);
         env.set_lstrip_blocks(true);
         env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+        // `json.dumps` as `transformers` calls it, not minijinja's HTML-safe compact JSON.
+        env.add_filter("tojson", crate::pyjson::tojson);
         env.add_function(
             "raise_exception",
             |message: String| -> std::result::Result<minijinja::Value, minijinja::Error> {
@@ -167,7 +169,7 @@ impl ChatTemplate {
         };
         let probe = serde_json::json!([{"role": "user", "content": "hello"}]);
         template
-            .render(&probe, None)
+            .render_json(&probe, None)
             .map_err(|message| TokenizeError::Template {
                 source_name: template.source_name.clone(),
                 message: format!("fails on a one-message probe conversation: {message}"),
@@ -176,21 +178,41 @@ impl ChatTemplate {
     }
 
     /// Renders one request's `messages` (and `tools`); the error is minijinja's message.
+    /// The values keep their objects' key order as the request wrote it (a `serde_json`
+    /// value sorts its keys: see [`Self::render_json`]), which `tojson` prints.
     pub fn render(
         &self,
-        messages: &Value,
-        tools: Option<&Value>,
+        messages: minijinja::Value,
+        tools: Option<minijinja::Value>,
     ) -> std::result::Result<String, String> {
-        let mut context = self.base_context.clone();
-        context.insert("messages".to_owned(), messages.clone());
+        let mut context: Vec<(&str, minijinja::Value)> = self
+            .base_context
+            .iter()
+            .map(|(name, value)| (name.as_str(), minijinja::Value::from_serialize(value)))
+            .collect();
+        context.push(("messages", messages));
         if let Some(tools) = tools {
-            context.insert("tools".to_owned(), tools.clone());
+            context.push(("tools", tools));
         }
         let template = self
             .env
             .get_template(TEMPLATE_NAME)
             .map_err(|error| describe(&error))?;
-        template.render(&context).map_err(|error| describe(&error))
+        template
+            .render(minijinja::Value::from_iter(context))
+            .map_err(|error| describe(&error))
+    }
+
+    /// [`Self::render`] of `serde_json` values (whose objects' keys are sorted).
+    pub fn render_json(
+        &self,
+        messages: &Value,
+        tools: Option<&Value>,
+    ) -> std::result::Result<String, String> {
+        self.render(
+            minijinja::Value::from_serialize(messages),
+            tools.map(minijinja::Value::from_serialize),
+        )
     }
 }
 
@@ -230,7 +252,7 @@ mod tests {
         });
         let messages = serde_json::json!([{"role": "user", "content": "hi"}]);
         assert_eq!(
-            template.render(&messages, None).unwrap(),
+            template.render_json(&messages, None).unwrap(),
             "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
         );
     }
@@ -251,7 +273,7 @@ mod tests {
         .unwrap();
         let messages = serde_json::json!([{"role": "user", "content": "  hi "}]);
         assert_eq!(
-            template.render(&messages, None).unwrap(),
+            template.render_json(&messages, None).unwrap(),
             "<think></think>HI"
         );
     }

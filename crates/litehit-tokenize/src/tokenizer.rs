@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::{Result, TokenizeError};
+use crate::segments::SegmentSplitter;
 
 /// A loaded tokenizer.
 pub enum TextTokenizer {
@@ -11,6 +12,8 @@ pub enum TextTokenizer {
     HuggingFace {
         tokenizer: Box<tokenizers::Tokenizer>,
         dir: PathBuf,
+        /// Caches the pieces between added tokens when that is exact (`crate::segments`).
+        segments: Option<Box<SegmentSplitter>>,
     },
     /// An embedded tiktoken encoding; special tokens in the text are encoded as special.
     Tiktoken(Box<tiktoken_rs::CoreBPE>),
@@ -59,10 +62,42 @@ impl TextTokenizer {
         let dir = file
             .parent()
             .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
-        Ok(Self::HuggingFace {
+        Ok(Self::from_hugging_face(tokenizer, dir))
+    }
+
+    /// A Hugging Face tokenizer (its `tokenizer_config.json` in `dir`), caching the pieces of
+    /// its texts between added tokens when that is exact.
+    pub fn from_hugging_face(tokenizer: tokenizers::Tokenizer, dir: PathBuf) -> Self {
+        let segments = SegmentSplitter::for_tokenizer(&tokenizer).map(Box::new);
+        Self::HuggingFace {
             tokenizer: Box::new(tokenizer),
             dir,
-        })
+            segments,
+        }
+    }
+
+    /// The same tokenizer encoding every text whole (no cache of pieces): for comparisons.
+    #[must_use]
+    pub fn without_segment_cache(self) -> Self {
+        match self {
+            Self::HuggingFace { tokenizer, dir, .. } => Self::HuggingFace {
+                tokenizer,
+                dir,
+                segments: None,
+            },
+            other @ Self::Tiktoken(_) => other,
+        }
+    }
+
+    /// Whether re-sent text between added tokens is taken from a cache (`crate::segments`).
+    pub fn caches_segments(&self) -> bool {
+        matches!(
+            self,
+            Self::HuggingFace {
+                segments: Some(_),
+                ..
+            }
+        )
     }
 
     /// The directory of `tokenizer.json` (where `tokenizer_config.json` lives), if any.
@@ -81,6 +116,13 @@ impl TextTokenizer {
         add_special: bool,
     ) -> std::result::Result<Vec<Vec<u32>>, String> {
         match self {
+            Self::HuggingFace {
+                tokenizer,
+                segments: Some(segments),
+                ..
+            } if !add_special => segments
+                .encode_batch(tokenizer, &texts)
+                .map_err(|error| error.to_string()),
             Self::HuggingFace { tokenizer, .. } => {
                 let encodings = tokenizer
                     .encode_batch_fast(texts, add_special)

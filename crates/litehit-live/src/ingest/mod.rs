@@ -26,7 +26,8 @@
 //! writer.rs    the spill behind the header → the facts file, atomically (`s`, or at the end)
 //! ```
 //!
-//! Nothing here leaves this module but [`IngestConfig`], [`EngineForFormat`] and [`spawn`].
+//! Nothing here leaves this module but [`IngestConfig`], [`EngineForFormat`], [`LineTransform`]
+//! and [`spawn`].
 
 mod assemble;
 mod pipeline;
@@ -133,6 +134,25 @@ pub struct IngestConfig {
     /// Every lane's memory horizon (`watch --memory-horizon`; `None`: exact at every
     /// capacity): see `Engine::with_memory_horizon`.
     pub memory_horizon: Option<Capacity>,
+    /// Each line (file or HTTP) goes through this before it is parsed; `None`: lines are
+    /// trace lines.
+    pub line_transform: Option<LineTransform>,
+}
+
+/// Turns the lines of a log that is not a trace into trace lines before they are parsed
+/// (`watch --format openai`: request bodies → standard rows). Called with a chunk's non-blank
+/// lines and their numbers; returns, for each, the trace line (without its newline) or the
+/// reason the line is bad, which is skipped and counted as any bad line.
+#[derive(Clone)]
+pub struct LineTransform(pub Arc<TransformLines>);
+
+/// The function of a [`LineTransform`]: numbered lines in, one trace line or reason each out.
+pub type TransformLines = dyn Fn(&[(u64, &[u8])]) -> Vec<Result<Vec<u8>, String>> + Send + Sync;
+
+impl std::fmt::Debug for LineTransform {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LineTransform(..)")
+    }
 }
 
 /// Makes the engine configuration for a detected trace format (see
@@ -177,6 +197,7 @@ impl IngestConfig {
             follow_file: true,
             listen: None,
             memory_horizon: None,
+            line_transform: None,
         }
     }
 }

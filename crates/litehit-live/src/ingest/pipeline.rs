@@ -22,7 +22,7 @@ use litehit_core::formats::{
 use super::assemble::strip_line_prefix;
 use super::spill::{FactsSpill, row_bytes_bound};
 use super::timeline::TimelineBuilder;
-use super::{EngineForFormat, IngestConfig};
+use super::{EngineForFormat, IngestConfig, LineTransform};
 use crate::http::{BatchReport, RejectedLine};
 use crate::snapshot::{HttpStatus, Slot};
 
@@ -39,6 +39,8 @@ pub(super) struct Pipeline {
     pub(super) out_of_memory: Option<String>,
     pub(super) parser: Option<LineParser>,
     parse_options: ParseOptions,
+    /// See [`IngestConfig::line_transform`].
+    line_transform: Option<LineTransform>,
     pub(super) event: TraceEvent,
     /// Number of the next line in the current file generation.
     pub(super) line_number: u64,
@@ -73,6 +75,7 @@ impl Pipeline {
                 .format
                 .map(|format| LineParser::new(format, parse_options)),
             parse_options,
+            line_transform: config.line_transform.clone(),
             event: TraceEvent::default(),
             line_number: 1,
             slots,
@@ -93,6 +96,18 @@ impl Pipeline {
 
     pub(super) fn process_chunk(&mut self, chunk: &[u8]) {
         self.consumed_bytes_total += chunk.len() as u64;
+        if self.line_transform.is_some() {
+            let mut lines = Vec::new();
+            let mut rest = chunk;
+            while let Some(newline) = memchr::memchr(b'\n', rest) {
+                let line = &rest[..newline];
+                rest = &rest[newline + 1..];
+                lines.push((self.line_number, line.strip_suffix(b"\r").unwrap_or(line)));
+                self.line_number += 1;
+            }
+            self.process_transformed(&lines);
+            return;
+        }
         let mut rest = chunk;
         while let Some(newline) = memchr::memchr(b'\n', rest) {
             let mut line = &rest[..newline];
@@ -123,7 +138,11 @@ impl Pipeline {
                 continue;
             }
             let bad_before = self.engine.stats().bad_lines;
-            self.process_line(line, line_number);
+            if self.line_transform.is_some() {
+                self.process_transformed(&[(line_number, line)]);
+            } else {
+                self.process_line(line, line_number);
+            }
             let stats = self.engine.stats();
             match stats.last_error.as_ref() {
                 Some(error) if stats.bad_lines > bad_before => {
@@ -206,6 +225,30 @@ impl Pipeline {
                 };
             }
             Err(error) => self.engine_error = Some(error.to_string()),
+        }
+    }
+
+    /// Lines of another log: transformed as one batch, then each trace line processed (or
+    /// the line counted bad with the transform's reason); blank lines are skipped.
+    fn process_transformed(&mut self, lines: &[(u64, &[u8])]) {
+        let Some(transform) = self.line_transform.clone() else {
+            return;
+        };
+        let lines: Vec<(u64, &[u8])> = lines
+            .iter()
+            .copied()
+            .filter(|(_, line)| !line.iter().all(u8::is_ascii_whitespace))
+            .collect();
+        if lines.is_empty() {
+            return;
+        }
+        let rows = (transform.0)(&lines);
+        debug_assert_eq!(rows.len(), lines.len(), "one result per line");
+        for ((line_number, _), row) in lines.iter().zip(rows) {
+            match row {
+                Ok(row) => self.process_line(&row, *line_number),
+                Err(reason) => self.engine.record_bad_line(*line_number, reason),
+            }
         }
     }
 
