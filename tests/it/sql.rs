@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::common::cli_bin::{ok, parse_query_output, run_in, u64s};
+use crate::common::cli_bin::{ok, parse_query_output, replay_to, run_in, u64s};
 use crate::common::shared_file;
 use serde_json::Value;
 
@@ -28,21 +28,7 @@ for instance_id, capacity_gb, requests, input_tokens, hit_tokens in con.execute(
 "#;
 
 /// The capacities of the documented query, in its order.
-const CAPACITIES_GB: [&str; 4] = ["1", "16", "160", "-1"];
-
-fn duckdb_available() -> Result<(), String> {
-    match Command::new("python3")
-        .args(["-c", "import duckdb"])
-        .output()
-    {
-        Ok(output) if output.status.success() => Ok(()),
-        Ok(output) => Err(format!(
-            "python3 has no duckdb module (pip install duckdb): {}",
-            String::from_utf8_lossy(&output.stderr).trim()
-        )),
-        Err(error) => Err(format!("no python3: {error}")),
-    }
-}
+pub(crate) const CAPACITIES_GB: [&str; 4] = ["1", "16", "160", "-1"];
 
 #[cfg_attr(
     litehit_shared_absent,
@@ -50,12 +36,35 @@ fn duckdb_available() -> Result<(), String> {
 )]
 #[test]
 fn the_documented_duckdb_query_gives_the_totals_of_query() {
-    if let Err(reason) = duckdb_available() {
+    check_documented_sql(RUNNER, &["duckdb"], "the docs/SQL.md DuckDB check");
+}
+
+/// Whether `python3` can import every one of `modules`.
+fn python_modules_available(modules: &[&str]) -> Result<(), String> {
+    let import = format!("import {}", modules.join(", "));
+    match Command::new("python3").args(["-c", &import]).output() {
+        Ok(output) if output.status.success() => Ok(()),
+        Ok(output) => Err(format!(
+            "python3 cannot {import} (pip install {}): {}",
+            modules.join(" "),
+            String::from_utf8_lossy(&output.stderr).trim()
+        )),
+        Err(error) => Err(format!("no python3: {error}")),
+    }
+}
+
+/// What the SQL checks share: the real traces replayed as two shards in a temporary
+/// directory, `litehit query` over them by glob, and `runner` (a Python script given
+/// `docs/SQL.md`, run in that directory, printing one JSON row a line) whose rows must give the
+/// same requests, input tokens and hit tokens per instance (and overall) at every capacity of
+/// [`CAPACITIES_GB`]. Skips, saying why, when `modules` are missing — except with `CI` set.
+pub(crate) fn check_documented_sql(runner: &str, modules: &[&str], what: &str) {
+    if let Err(reason) = python_modules_available(modules) {
         assert!(
             std::env::var_os("CI").is_none(),
-            "CI is set, so the SQL check may not skip: {reason}"
+            "CI is set, so {what} may not skip: {reason}"
         );
-        eprintln!("skipping the docs/SQL.md check: {reason}");
+        eprintln!("skipping {what}: {reason}");
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -64,46 +73,26 @@ fn the_documented_duckdb_query_gives_the_totals_of_query() {
         ("traces/synthetic_trace.jsonl", "synthetic"),
     ] {
         let out = dir.path().join("shards").join(instance);
-        ok(run_in(
-            None,
-            [
-                "replay",
-                shared_file(trace).to_str().unwrap(),
-                "--instance",
-                instance,
-                "--out",
-                out.to_str().unwrap(),
-                "--quiet",
-            ],
+        ok(replay_to(
+            &shared_file(trace),
+            &out,
+            &["--instance", instance, "--quiet"],
         ));
     }
-    let shards = |name: &str| {
-        dir.path()
-            .join("shards")
-            .join(name)
-            .join("litehit_facts.csv")
-    };
-    let (first, second) = (shards("conversation"), shards("synthetic"));
-    let mut args = vec![
-        "query",
-        first.to_str().unwrap(),
-        "-",
-        "--summary-only",
-        "--shard",
-        second.to_str().unwrap(),
-    ];
+    let glob = dir.path().join("shards/*/litehit_facts.csv");
+    let mut args = vec!["query", glob.to_str().unwrap(), "-", "--summary-only"];
     args.extend(CAPACITIES_GB);
     let query = parse_query_output(&ok(run_in(None, &args)).stdout);
 
     let doc = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/SQL.md");
     let output = Command::new("python3")
-        .args(["-c", RUNNER, doc.to_str().unwrap()])
+        .args(["-c", runner, doc.to_str().unwrap()])
         .current_dir(dir.path())
         .output()
         .unwrap();
     assert!(
         output.status.success(),
-        "the documented SQL failed: {}",
+        "{what}: the documented SQL failed: {}",
         String::from_utf8_lossy(&output.stderr)
     );
     let rows: Vec<Value> = String::from_utf8(output.stdout)

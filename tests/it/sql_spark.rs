@@ -13,12 +13,7 @@
 //! `pip install duckdb sqlglot`). Without them the test says why and passes, except with `CI`
 //! set, where it fails.
 
-use std::path::Path;
-use std::process::Command;
-
-use crate::common::cli_bin::{ok, parse_query_output, run_in, u64s};
-use crate::common::shared_file;
-use serde_json::Value;
+use crate::sql::check_documented_sql;
 
 /// Parses the documented Spark SQL, transpiles it to DuckDB, runs it in `dir` (its glob is
 /// relative) and prints one JSON row a line.
@@ -53,96 +48,15 @@ for instance_id, capacity_gb, requests, input_tokens, hit_tokens in con.execute(
                       "hit_tokens": int(hit_tokens)}))
 "#;
 
-/// The capacities of the documented query, in its order.
-const CAPACITIES_GB: [&str; 4] = ["1", "16", "160", "-1"];
-
-fn python_modules_available() -> Result<(), String> {
-    match Command::new("python3")
-        .args(["-c", "import duckdb, sqlglot"])
-        .output()
-    {
-        Ok(output) if output.status.success() => Ok(()),
-        Ok(output) => Err(format!(
-            "python3 lacks duckdb or sqlglot (pip install duckdb sqlglot): {}",
-            String::from_utf8_lossy(&output.stderr).trim()
-        )),
-        Err(error) => Err(format!("no python3: {error}")),
-    }
-}
-
 #[cfg_attr(
     litehit_shared_absent,
     ignore = "needs ../shared, the real traces kept outside the repository (once it is there: touch build.rs)"
 )]
 #[test]
 fn the_documented_spark_sql_transpiled_to_duckdb_gives_the_totals_of_query() {
-    if let Err(reason) = python_modules_available() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI is set, so the Spark SQL check may not skip: {reason}"
-        );
-        eprintln!("skipping the docs/SQL.md Spark SQL check: {reason}");
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    for (trace, instance) in [
-        ("traces/conversation_trace.jsonl", "conversation"),
-        ("traces/synthetic_trace.jsonl", "synthetic"),
-    ] {
-        let out = dir.path().join("shards").join(instance);
-        ok(run_in(
-            None,
-            [
-                "replay",
-                shared_file(trace).to_str().unwrap(),
-                "--instance",
-                instance,
-                "--out",
-                out.to_str().unwrap(),
-                "--quiet",
-            ],
-        ));
-    }
-    let glob = dir.path().join("shards/*/litehit_facts.csv");
-    let mut args = vec!["query", glob.to_str().unwrap(), "-", "--summary-only"];
-    args.extend(CAPACITIES_GB);
-    let query = parse_query_output(&ok(run_in(None, &args)).stdout);
-
-    let doc = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/SQL.md");
-    let output = Command::new("python3")
-        .args(["-c", RUNNER, doc.to_str().unwrap()])
-        .current_dir(dir.path())
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "the documented Spark SQL failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let rows: Vec<Value> = String::from_utf8(output.stdout)
-        .unwrap()
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect();
-    let mut summaries = query.instance_summaries.clone();
-    summaries.push(query.overall.clone());
-    assert_eq!(rows.len(), summaries.len() * CAPACITIES_GB.len());
-    for summary in &summaries {
-        let instance = summary.get("instance_id").cloned().unwrap_or(Value::Null);
-        let hit_tokens = u64s(&summary["total_hit_tokens"]);
-        for (slot, capacity) in CAPACITIES_GB.iter().enumerate() {
-            let capacity: f64 = capacity.parse().unwrap();
-            let row = rows
-                .iter()
-                .find(|row| row["instance_id"] == instance && row["capacity_gb"] == capacity)
-                .unwrap_or_else(|| panic!("no SQL row for {instance} at {capacity} GB"));
-            assert_eq!(row["requests"], summary["requests"], "{row}");
-            assert_eq!(row["input_tokens"], summary["total_input_tokens"], "{row}");
-            assert_eq!(row["hit_tokens"].as_u64(), Some(hit_tokens[slot]), "{row}");
-        }
-    }
-    assert!(
-        u64s(&query.overall["total_hit_tokens"])[0] > 0,
-        "the smallest capacity hits something, so the check is not all zeros"
+    check_documented_sql(
+        RUNNER,
+        &["duckdb", "sqlglot"],
+        "the docs/SQL.md Spark SQL check",
     );
 }
