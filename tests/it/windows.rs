@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::common::cli_bin::{FACTS, generate, ok, read_facts, run_in, standard_trace};
+use crate::common::cli_bin::{FACTS, generate, ok, read_facts, replay_to, run_in, standard_trace};
 use crate::common::oracle::OracleBank;
 use litehit_core::facts::RequestFact;
 use litehit_core::projector::project_blocks;
@@ -57,10 +57,12 @@ impl OracleRows {
     }
 }
 
-fn replayed_trace(dir: &Path) -> (Vec<SyntheticRequest>, std::path::PathBuf) {
+/// A generated two-instance trace (workload `seed`) replayed into `dir`: its requests and the
+/// facts file (also used by `windows_tiers`).
+pub(crate) fn replayed_trace(dir: &Path, seed: u64) -> (Vec<SyntheticRequest>, std::path::PathBuf) {
     let requests = generate(
         WorkloadConfig {
-            seed: 7,
+            seed,
             instance_ids: vec!["a".into(), "b".into()],
             live_conversations: 60,
             ..WorkloadConfig::default()
@@ -70,17 +72,10 @@ fn replayed_trace(dir: &Path) -> (Vec<SyntheticRequest>, std::path::PathBuf) {
     let trace = dir.join("trace.jsonl");
     std::fs::write(&trace, standard_trace(&requests)).unwrap();
     let out = dir.join("out");
-    ok(run_in(
-        None,
-        [
-            "replay",
-            trace.to_str().unwrap(),
-            "--trace-block-size",
-            "16",
-            "--out",
-            out.to_str().unwrap(),
-            "--quiet",
-        ],
+    ok(replay_to(
+        &trace,
+        &out,
+        &["--trace-block-size", "16", "--quiet"],
     ));
     (requests, out.join(FACTS))
 }
@@ -111,7 +106,7 @@ fn overall(text: &str) -> (u64, Vec<u64>) {
 #[test]
 fn from_to_and_warmup_account_only_their_rows_of_a_cache_built_from_the_start() {
     let dir = tempfile::tempdir().unwrap();
-    let (requests, facts) = replayed_trace(dir.path());
+    let (requests, facts) = replayed_trace(dir.path(), 7);
     let oracle = OracleRows::of(&requests, 16);
     let first = requests.iter().map(|r| r.timestamp_ns).min().unwrap();
     let last = requests.iter().map(|r| r.timestamp_ns).max().unwrap();
@@ -191,7 +186,7 @@ fn fact_of(hit_curve: &str) -> RequestFact {
 #[test]
 fn windows_are_the_oracle_per_window_and_capacity_in_jsonl_and_csv() {
     let dir = tempfile::tempdir().unwrap();
-    let (requests, facts) = replayed_trace(dir.path());
+    let (requests, facts) = replayed_trace(dir.path(), 7);
     let oracle = OracleRows::of(&requests, 16);
     let first = requests.iter().map(|r| r.timestamp_ns).min().unwrap();
     let last = requests.iter().map(|r| r.timestamp_ns).max().unwrap();
@@ -236,7 +231,7 @@ fn windows_are_the_oracle_per_window_and_capacity_in_jsonl_and_csv() {
 #[test]
 fn mrc_with_a_warmup_and_tiers_agrees_with_query_and_says_its_span() {
     let dir = tempfile::tempdir().unwrap();
-    let (requests, facts) = replayed_trace(dir.path());
+    let (requests, facts) = replayed_trace(dir.path(), 7);
     let oracle = OracleRows::of(&requests, 16);
     let first = requests.iter().map(|r| r.timestamp_ns).min().unwrap();
     let last = requests.iter().map(|r| r.timestamp_ns).max().unwrap();

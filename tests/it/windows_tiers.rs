@@ -8,12 +8,12 @@
 //! window's miss share; no capacities are taken.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use crate::common::cli_bin::{FACTS, generate, ok, run_in, standard_trace, u64s};
+use crate::common::cli_bin::{ok, run_in, u64s};
 use crate::common::oracle::OracleLru;
 use crate::tiers::{ExclusiveHierarchy, inclusive_served};
-use litehit_core::workload::{SyntheticRequest, WorkloadConfig};
+use litehit_core::workload::SyntheticRequest;
 use serde_json::Value;
 
 const BLOCK_SIZE_TOKENS: u64 = 16;
@@ -76,34 +76,6 @@ impl TierOracle {
     }
 }
 
-fn replayed_trace(dir: &Path) -> (Vec<SyntheticRequest>, PathBuf) {
-    let requests = generate(
-        WorkloadConfig {
-            seed: 9,
-            instance_ids: vec!["a".into(), "b".into()],
-            live_conversations: 60,
-            ..WorkloadConfig::default()
-        },
-        2500,
-    );
-    let trace = dir.join("trace.jsonl");
-    std::fs::write(&trace, standard_trace(&requests)).unwrap();
-    let out = dir.join("out");
-    ok(run_in(
-        None,
-        [
-            "replay",
-            trace.to_str().unwrap(),
-            "--trace-block-size",
-            "16",
-            "--out",
-            out.to_str().unwrap(),
-            "--quiet",
-        ],
-    ));
-    (requests, out.join(FACTS))
-}
-
 fn query(facts: &Path, mode: &str, extra: &[&str]) -> String {
     let mut args = vec![
         "query",
@@ -121,7 +93,7 @@ fn query(facts: &Path, mode: &str, extra: &[&str]) -> String {
 #[test]
 fn windows_with_tiers_are_the_simulator_per_window_and_tier_in_jsonl_and_csv() {
     let dir = tempfile::tempdir().unwrap();
-    let (requests, facts) = replayed_trace(dir.path());
+    let (requests, facts) = crate::windows::replayed_trace(dir.path(), 9);
     let first = requests.iter().map(|r| r.timestamp_ns).min().unwrap();
     let last = requests.iter().map(|r| r.timestamp_ns).max().unwrap();
     let width = 700_000_000_i64;
@@ -181,7 +153,7 @@ fn windows_with_tiers_are_the_simulator_per_window_and_tier_in_jsonl_and_csv() {
 #[test]
 fn a_warmup_or_a_span_with_tiers_accounts_only_its_rows_of_a_hierarchy_built_from_the_start() {
     let dir = tempfile::tempdir().unwrap();
-    let (requests, facts) = replayed_trace(dir.path());
+    let (requests, facts) = crate::windows::replayed_trace(dir.path(), 9);
     let first = requests.iter().map(|r| r.timestamp_ns).min().unwrap();
     let last = requests.iter().map(|r| r.timestamp_ns).max().unwrap();
     for mode in ["exclusive", "inclusive"] {
@@ -216,7 +188,7 @@ fn a_warmup_or_a_span_with_tiers_accounts_only_its_rows_of_a_hierarchy_built_fro
 #[test]
 fn windows_with_tiers_take_no_capacities() {
     let dir = tempfile::tempdir().unwrap();
-    let (_, facts) = replayed_trace(dir.path());
+    let (_, facts) = crate::windows::replayed_trace(dir.path(), 9);
     let run = run_in(
         None,
         [
