@@ -8,11 +8,13 @@ use std::fmt::Write as _;
 use std::fs;
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use crate::common::cli_bin::{litehit, ok, replay_to, run_with_stdin, send_signal};
+use crate::common::headless::HeadlessMonitor;
 use serde_json::Value;
+use std::ffi::OsStr;
 
 /// `n` standard-format rows starting at request `first`, over four instances, with keys
 /// that share prefixes (so hits depend on order and history).
@@ -53,78 +55,13 @@ fn replayed(dir: &Path, text: &str) -> Vec<u8> {
     fs::read(out.join("litehit_facts.csv")).unwrap()
 }
 
-/// A headless monitor whose JSON lines are read on a thread; `--facts-out` at `facts`.
-struct Monitor {
-    child: Child,
-    lines: std::sync::mpsc::Receiver<Value>,
-    last: Option<Value>,
-}
-
-impl Monitor {
-    fn start(args: &[&str], facts: &Path) -> Self {
-        let mut command = litehit();
-        command
-            .arg("watch")
-            .args(args)
-            .args(["--headless", "--interval", "0.1", "--facts-out"])
-            .arg(facts)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        Self::spawn(command)
-    }
-
-    fn spawn(mut command: std::process::Command) -> Self {
-        let mut child = command.spawn().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, lines) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { return };
-                if let Ok(value) = serde_json::from_str::<Value>(&line) {
-                    let _ = tx.send(value);
-                }
-            }
-        });
-        Self {
-            child,
-            lines,
-            last: None,
-        }
-    }
-
-    /// Waits (at most 60 s) until a report line satisfies `done`; returns it.
-    fn wait_for(&mut self, what: &str, done: impl Fn(&Value) -> bool) -> Value {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            if let Some(last) = &self.last
-                && done(last)
-            {
-                return last.clone();
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            assert!(
-                !left.is_zero(),
-                "timed out waiting for {what}: {:?}",
-                self.last
-            );
-            if let Ok(value) = self.lines.recv_timeout(left) {
-                self.last = Some(value);
-            }
-        }
-    }
-
-    /// SIGTERM, then the exit status (bounded).
-    fn stop(mut self) -> std::process::ExitStatus {
-        send_signal(self.child.id(), "TERM");
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status;
-            }
-            assert!(Instant::now() < deadline, "the monitor did not stop");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
+/// A headless monitor with `--facts-out` at `facts`.
+fn start_monitor(args: &[&str], facts: &Path) -> HeadlessMonitor {
+    HeadlessMonitor::start(
+        args.iter()
+            .map(OsStr::new)
+            .chain([OsStr::new("--facts-out"), facts.as_os_str()]),
+    )
 }
 
 fn requests(report: &Value) -> u64 {
@@ -137,7 +74,7 @@ fn fifty_fast_rotations_lose_no_line() {
     let trace = dir.path().join("trace.jsonl");
     let facts = dir.path().join("facts.csv");
     fs::write(&trace, "").unwrap();
-    let mut monitor = Monitor::start(
+    let mut monitor = start_monitor(
         &[trace.to_str().unwrap(), "--rotation-grace", "0.3"],
         &facts,
     );
@@ -155,7 +92,7 @@ fn fifty_fast_rotations_lose_no_line() {
     }
     let report = monitor.wait_for("all 10,000 requests", |r| requests(r) == 10_000);
     assert_eq!(report["lost_bytes"], 0, "{report}");
-    assert!(monitor.stop().success());
+    assert!(monitor.stop().0.success());
     assert_eq!(
         fs::read(&facts).unwrap(),
         replayed(dir.path(), &written),
@@ -170,9 +107,9 @@ fn copytruncate_while_the_monitor_is_stopped_reads_the_rest_from_the_copy() {
     let facts = dir.path().join("facts.csv");
     let first = rows(0, 300);
     fs::write(&trace, &first).unwrap();
-    let mut monitor = Monitor::start(&[trace.to_str().unwrap()], &facts);
+    let mut monitor = start_monitor(&[trace.to_str().unwrap()], &facts);
     monitor.wait_for("the first lines", |r| requests(r) == 300);
-    send_signal(monitor.child.id(), "STOP");
+    send_signal(monitor.pid(), "STOP");
     // While it is stopped: more lines, then logrotate's copytruncate, then a refill longer
     // than the old content (so length alone cannot tell).
     let more = rows(300, 200);
@@ -185,10 +122,10 @@ fn copytruncate_while_the_monitor_is_stopped_reads_the_rest_from_the_copy() {
         .unwrap();
     let refill = rows(500, 900);
     append(&trace, &refill);
-    send_signal(monitor.child.id(), "CONT");
+    send_signal(monitor.pid(), "CONT");
     let report = monitor.wait_for("every line", |r| requests(r) == 1400);
     assert_eq!(report["lost_bytes"], 0, "{report}");
-    assert!(monitor.stop().success());
+    assert!(monitor.stop().0.success());
     assert_eq!(
         fs::read(&facts).unwrap(),
         replayed(dir.path(), &format!("{first}{more}{refill}"))
@@ -202,9 +139,9 @@ fn truncated_and_refilled_past_the_old_offset_is_noticed() {
     let facts = dir.path().join("facts.csv");
     let first = rows(0, 100);
     fs::write(&trace, &first).unwrap();
-    let mut monitor = Monitor::start(&[trace.to_str().unwrap()], &facts);
+    let mut monitor = start_monitor(&[trace.to_str().unwrap()], &facts);
     monitor.wait_for("the first lines", |r| requests(r) == 100);
-    send_signal(monitor.child.id(), "STOP");
+    send_signal(monitor.pid(), "STOP");
     // Emptied in place and refilled past the old length before the next look: only the
     // first bytes tell (length alone would read on from the old offset, mid-content).
     fs::OpenOptions::new()
@@ -214,14 +151,14 @@ fn truncated_and_refilled_past_the_old_offset_is_noticed() {
         .unwrap();
     let refill = rows(1000, 400);
     append(&trace, &refill);
-    send_signal(monitor.child.id(), "CONT");
+    send_signal(monitor.pid(), "CONT");
     let report = monitor.wait_for("the refill", |r| requests(r) == 500);
     assert_eq!(
         report["bad_lines"], 0,
         "no line read from the middle: {report}"
     );
     assert_eq!(report["lost_bytes"], 0, "nothing was unread: {report}");
-    assert!(monitor.stop().success());
+    assert!(monitor.stop().0.success());
     assert_eq!(
         fs::read(&facts).unwrap(),
         replayed(dir.path(), &format!("{first}{refill}"))
@@ -242,7 +179,7 @@ fn a_directory_of_rotating_files_is_followed_and_deleted_files_are_counted() {
     }
     fs::write(logs.join("unrelated.txt"), "not a trace\n").unwrap();
     fs::write(logs.join(".lookup_hashes_hidden.jsonl"), "hidden\n").unwrap();
-    let mut monitor = Monitor::start(
+    let mut monitor = start_monitor(
         &[
             logs.to_str().unwrap(),
             "--glob",
@@ -267,7 +204,7 @@ fn a_directory_of_rotating_files_is_followed_and_deleted_files_are_counted() {
         "only matching files are read: {report}"
     );
     assert_eq!(report["lost_bytes"], 0);
-    assert!(monitor.stop().success());
+    assert!(monitor.stop().0.success());
     assert_eq!(fs::read(&facts).unwrap(), replayed(dir.path(), &written));
 
     // A queued file deleted before its turn is counted, with its size.
@@ -276,7 +213,7 @@ fn a_directory_of_rotating_files_is_followed_and_deleted_files_are_counted() {
     let facts = dir.path().join("facts2.csv");
     fs::write(logs.join("a.jsonl"), rows(0, 10)).unwrap();
     // A long grace keeps `a` current while the others queue up.
-    let mut monitor = Monitor::start(&[logs.to_str().unwrap(), "--rotation-grace", "60"], &facts);
+    let mut monitor = start_monitor(&[logs.to_str().unwrap(), "--rotation-grace", "60"], &facts);
     monitor.wait_for("the first file", |r| requests(r) == 10);
     let doomed = rows(10, 10);
     fs::write(logs.join("b.jsonl"), &doomed).unwrap();
@@ -294,7 +231,7 @@ fn a_directory_of_rotating_files_is_followed_and_deleted_files_are_counted() {
     let report = monitor.wait_for("c after the lost b", |r| requests(r) == 20);
     assert_eq!(report["lost_bytes"], doomed.len() as u64, "{report}");
     assert_eq!(report["lost_files"], 1);
-    assert!(monitor.stop().success());
+    assert!(monitor.stop().0.success());
     assert_eq!(
         fs::read(&facts).unwrap(),
         replayed(dir.path(), &format!("{}{kept}", rows(0, 10)))
@@ -334,10 +271,10 @@ fn a_bad_or_unfinished_first_line_is_waited_for_or_skipped_not_fatal() {
     let good = rows(0, 50);
     fs::write(&bad, format!("{{not json\n{good}")).unwrap();
     let facts = dir.path().join("bad.csv");
-    let mut monitor = Monitor::start(&[bad.to_str().unwrap()], &facts);
+    let mut monitor = start_monitor(&[bad.to_str().unwrap()], &facts);
     let report = monitor.wait_for("the good lines", |r| requests(r) == 50);
     assert_eq!(report["bad_lines"], 1);
-    assert!(monitor.stop().success());
+    assert!(monitor.stop().0.success());
 
     // A first line still being written: waited for.
     let fresh = dir.path().join("fresh.jsonl");
@@ -345,15 +282,12 @@ fn a_bad_or_unfinished_first_line_is_waited_for_or_skipped_not_fatal() {
     let (head, tail) = first.split_at(first.len() / 2);
     fs::write(&fresh, head).unwrap();
     let facts = dir.path().join("fresh.csv");
-    let mut monitor = Monitor::start(&[fresh.to_str().unwrap()], &facts);
+    let mut monitor = start_monitor(&[fresh.to_str().unwrap()], &facts);
     std::thread::sleep(Duration::from_millis(300));
-    assert!(
-        monitor.child.try_wait().unwrap().is_none(),
-        "still running with half a first line"
-    );
+    assert!(monitor.is_running(), "still running with half a first line");
     append(&fresh, &format!("{tail}{}", rows(1, 9)));
     monitor.wait_for("the completed lines", |r| requests(r) == 10);
-    assert!(monitor.stop().success());
+    assert!(monitor.stop().0.success());
     assert_eq!(
         fs::read(&facts).unwrap(),
         replayed(dir.path(), &rows(0, 10))
@@ -408,7 +342,7 @@ fn the_facts_spill_is_a_visible_file_beside_the_facts_and_goes_when_the_monitor_
     let out = dir.path().join("out");
     fs::create_dir(&out).unwrap();
     let facts = out.join("facts.csv");
-    let mut monitor = Monitor::start(&[trace.to_str().unwrap()], &facts);
+    let mut monitor = start_monitor(&[trace.to_str().unwrap()], &facts);
     let report = monitor.wait_for("the spill", |r| {
         requests(r) == 50 && r["facts_spill_path"].is_string()
     });
@@ -424,7 +358,7 @@ fn the_facts_spill_is_a_visible_file_beside_the_facts_and_goes_when_the_monitor_
         "{name}"
     );
     assert!(spill.exists(), "visible while the monitor runs");
-    assert!(monitor.stop().success());
+    assert!(monitor.stop().0.success());
     assert!(!spill.exists(), "removed when the monitor stops");
     let left: Vec<_> = fs::read_dir(&out)
         .unwrap()

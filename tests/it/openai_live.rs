@@ -5,14 +5,14 @@
 //! and shown. Also: the spellings and the start-up errors of `--format openai`.
 
 use std::fs;
-use std::io::{BufRead as _, BufReader, Write as _};
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::common::cli_bin::{failed, litehit, ok, run_in, send_signal};
+use crate::common::cli_bin::{failed, ok, run_in};
+use crate::common::headless::HeadlessMonitor;
 
 const CHATML: &str = "{% for message in messages %}<|im_start|>{{ message['role'] }}\n\
 {{ message['content'] }}<|im_end|>\n{% endfor %}\
@@ -132,102 +132,6 @@ fn log_lines() -> (Vec<String>, Vec<bool>) {
     (lines, bad)
 }
 
-/// A headless monitor whose JSON lines are read on a thread; killed if a test fails first.
-struct Monitor {
-    child: Option<Child>,
-    lines: std::sync::mpsc::Receiver<Value>,
-    stderr: std::sync::mpsc::Receiver<String>,
-    last: Option<Value>,
-}
-
-impl Monitor {
-    fn start(args: &[String]) -> Self {
-        let mut child = litehit()
-            .arg("watch")
-            .args(args)
-            .args(["--headless", "--interval", "0.1"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let (tx, lines) = std::sync::mpsc::channel();
-        let stdout = child.stdout.take().unwrap();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { return };
-                if let Ok(value) = serde_json::from_str::<Value>(&line) {
-                    let _ = tx.send(value);
-                }
-            }
-        });
-        let (tx, stderr) = std::sync::mpsc::channel();
-        let mut err = child.stderr.take().unwrap();
-        std::thread::spawn(move || {
-            let mut text = String::new();
-            let _ = std::io::Read::read_to_string(&mut err, &mut text);
-            let _ = tx.send(text);
-        });
-        Self {
-            child: Some(child),
-            lines,
-            stderr,
-            last: None,
-        }
-    }
-
-    /// Waits (at most 60 s) until a report line satisfies `done`; returns it.
-    fn wait_for(&mut self, what: &str, done: impl Fn(&Value) -> bool) -> Value {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            if let Some(last) = &self.last
-                && done(last)
-            {
-                return last.clone();
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            assert!(
-                !left.is_zero(),
-                "timed out waiting for {what}: {:?}",
-                self.last
-            );
-            if let Ok(value) = self.lines.recv_timeout(left) {
-                self.last = Some(value);
-            }
-        }
-    }
-
-    /// SIGTERM; the exit status and stderr (bounded).
-    fn stop(mut self) -> (std::process::ExitStatus, String) {
-        let mut child = self.child.take().unwrap();
-        send_signal(child.id(), "TERM");
-        let deadline = Instant::now() + Duration::from_secs(30);
-        let status = loop {
-            if let Some(status) = child.try_wait().unwrap() {
-                break status;
-            }
-            if Instant::now() >= deadline {
-                let _ = child.kill();
-                panic!("the monitor did not stop");
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        };
-        let stderr = self
-            .stderr
-            .recv_timeout(Duration::from_secs(10))
-            .unwrap_or_default();
-        (status, stderr)
-    }
-}
-
-impl Drop for Monitor {
-    fn drop(&mut self) {
-        if let Some(child) = &mut self.child {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
 fn append(path: &Path, text: &str) {
     let mut file = fs::OpenOptions::new()
         .create(true)
@@ -289,7 +193,7 @@ fn a_growing_log_gives_the_numbers_and_facts_of_a_replay_and_counts_bad_lines() 
         facts.display().to_string(),
     ];
     args.extend(tokenize_flags(dir.path()));
-    let mut monitor = Monitor::start(&args);
+    let mut monitor = HeadlessMonitor::start(&args);
     monitor.wait_for("the log opened", |report| report["reading"].is_string());
     // Bounded steps, one of them ending mid-line (the rest of the line comes with the next).
     let mut text = String::new();

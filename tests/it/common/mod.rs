@@ -2,6 +2,7 @@
 //! one way to reach the real traces beside the repository.
 
 pub mod cli_bin;
+pub mod headless;
 pub mod oracle;
 pub mod traces;
 
