@@ -5,25 +5,9 @@
 use std::path::{Path, PathBuf};
 
 use crate::common::cli_bin::{FACTS, generate, ok, run_in, standard_trace};
+use crate::shards::replay;
 use litehit_core::workload::WorkloadConfig;
 use serde_json::Value;
-
-fn replay(trace: &Path, out: &Path, shard: Option<&str>) -> PathBuf {
-    let mut args = vec![
-        "replay".to_owned(),
-        trace.display().to_string(),
-        "--trace-block-size".to_owned(),
-        "16".to_owned(),
-        "--out".to_owned(),
-        out.display().to_string(),
-        "--quiet".to_owned(),
-    ];
-    if let Some(shard) = shard {
-        args.extend(["--shard".to_owned(), shard.to_owned()]);
-    }
-    ok(run_in(None, &args));
-    out.join(FACTS)
-}
 
 /// A 6-instance trace replayed whole and as 3 shards under `shards/K/`.
 fn sharded_run(dir: &Path) -> PathBuf {

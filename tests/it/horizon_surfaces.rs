@@ -8,8 +8,6 @@
 //!
 //! Servers bind 127.0.0.1 with port 0 (the monitor prints the port); every wait is bounded.
 
-use std::io::{Read as _, Write as _};
-use std::net::TcpStream;
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -255,18 +253,9 @@ fn headless_lines_carry_the_horizon_and_mark_the_lower_bounds() {
 
 /// `GET path` on a fresh connection: the body of a 200 reply.
 fn get(port: u16, path: &str) -> String {
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    stream.set_read_timeout(Some(WAIT)).unwrap();
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut reply = String::new();
-    stream.read_to_string(&mut reply).unwrap();
-    let (head, body) = reply.split_once("\r\n\r\n").expect("headers, then a body");
-    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
-    body.to_owned()
+    let (status, head, body) = crate::common::http::get(port, path);
+    assert_eq!(status, 200, "{head}");
+    body
 }
 
 #[test]

@@ -6,8 +6,7 @@
 //! Servers bind 127.0.0.1 with port 0 (the monitor prints the port); every wait is bounded.
 
 use std::collections::BTreeMap;
-use std::io::{Read as _, Write as _};
-use std::net::TcpStream;
+use std::io::Write as _;
 use std::path::Path;
 use std::process::Child;
 use std::sync::mpsc;
@@ -17,6 +16,7 @@ use crate::common::cli_bin::{
     Announced, generate, litehit, parse_query_output, replay_to, run_in, spawn_announcing_port,
     standard_trace, write_file,
 };
+use crate::common::http::get;
 use litehit_core::workload::WorkloadConfig;
 use serde_json::Value;
 
@@ -86,26 +86,6 @@ fn sample(samples: &Samples, name: &str, labels: &[(&str, &str)]) -> u64 {
         "one series {name}{labels:?}, found {found:?}"
     );
     found[0]
-}
-
-/// `GET path` on a fresh connection; status line, headers and body.
-fn get(port: u16, path: &str) -> (u16, String, String) {
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    stream.set_read_timeout(Some(WAIT)).unwrap();
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut reply = String::new();
-    stream.read_to_string(&mut reply).unwrap();
-    let (head, body) = reply.split_once("\r\n\r\n").expect("headers, then a body");
-    let status = head
-        .split(' ')
-        .nth(1)
-        .and_then(|code| code.parse().ok())
-        .expect("a status code");
-    (status, head.to_owned(), body.to_owned())
 }
 
 /// A headless monitor following `trace` with `--metrics-listen 0`.

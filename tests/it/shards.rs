@@ -9,7 +9,9 @@ use crate::common::cli_bin::{
 use litehit_core::engine::shard::shard_of;
 use litehit_core::workload::WorkloadConfig;
 
-fn replay(trace: &Path, out: &Path, shard: Option<&str>) -> PathBuf {
+/// `replay TRACE --out OUT` (shard `K/N` if given): the facts file (also used by
+/// `facts_globs`).
+pub(crate) fn replay(trace: &Path, out: &Path, shard: Option<&str>) -> PathBuf {
     let mut args = vec![
         "replay".to_owned(),
         trace.display().to_string(),

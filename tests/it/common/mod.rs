@@ -3,6 +3,7 @@
 
 pub mod cli_bin;
 pub mod headless;
+pub mod http;
 pub mod oracle;
 pub mod traces;
 
