@@ -291,17 +291,9 @@ fn demo_screen(setup: &Setup, args: &str, env: &[&str]) -> String {
     screen
 }
 
-fn tmux_available() -> bool {
-    Command::new("tmux")
-        .arg("-V")
-        .output()
-        .is_ok_and(|out| out.status.success())
-}
-
 #[test]
 fn no_color_is_honoured_under_auto_and_always_wins_over_it() {
-    if !tmux_available() {
-        eprintln!("tmux not installed: skipped");
+    if !crate::watch_pty::tmux_ready() {
         return;
     }
     // NO_COLOR must be absent from the tmux server's environment for the coloured cases.

@@ -38,14 +38,24 @@ struct Tmux {
     session: String,
 }
 
-impl Tmux {
-    fn available() -> bool {
-        Command::new("tmux")
-            .arg("-V")
-            .output()
-            .is_ok_and(|out| out.status.success())
+/// Whether tmux can run this test: without it the test says so and passes, except with `CI`
+/// set (`.ci/run` installs tmux), where a missing tmux fails the test instead of hiding it.
+pub(crate) fn tmux_ready() -> bool {
+    let available = Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_ok_and(|out| out.status.success());
+    assert!(
+        available || std::env::var_os("CI").is_none(),
+        "CI is set, so an end-to-end terminal test may not skip: tmux is not installed"
+    );
+    if !available {
+        println!("skipped: tmux is not installed");
     }
+    available
+}
 
+impl Tmux {
     fn start(session: &str, command: &str) -> Self {
         let status = Command::new("tmux")
             .args([
@@ -84,6 +94,15 @@ impl Tmux {
         let status = Command::new("tmux")
             .args(["send-keys", "-t", &self.session])
             .args(keys)
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    /// Types `text` as it is (escape sequences included), as a terminal would send it.
+    fn literal(&self, text: &str) {
+        let status = Command::new("tmux")
+            .args(["send-keys", "-t", &self.session, "-l", text])
             .status()
             .unwrap();
         assert!(status.success());
@@ -220,8 +239,7 @@ fn replay(text: &str, capacities: &[Capacity]) -> Expected {
 #[test]
 #[expect(clippy::too_many_lines, reason = "one scripted session, step by step")]
 fn watch_shows_exact_rates_late_slots_and_snapshots_facts() {
-    if !Tmux::available() {
-        println!("skipped: tmux is not installed");
+    if !tmux_ready() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -366,8 +384,7 @@ fn demo_traces_in(dir: &Path) -> usize {
 
 #[test]
 fn sigterm_quits_the_demo_like_q_and_removes_its_trace() {
-    if !Tmux::available() {
-        println!("skipped: tmux is not installed");
+    if !tmux_ready() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -400,8 +417,7 @@ fn sigterm_quits_the_demo_like_q_and_removes_its_trace() {
 
 #[test]
 fn closing_the_terminal_still_removes_the_demo_trace() {
-    if !Tmux::available() {
-        println!("skipped: tmux is not installed");
+    if !tmux_ready() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -429,8 +445,7 @@ fn closing_the_terminal_still_removes_the_demo_trace() {
 
 #[test]
 fn quitting_reads_an_unterminated_last_line_as_replay_does() {
-    if !Tmux::available() {
-        println!("skipped: tmux is not installed");
+    if !tmux_ready() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -495,8 +510,7 @@ fn design_doc_and_workload() -> String {
 
 #[test]
 fn quit_writes_facts_out_without_asking_and_they_equal_replay() {
-    if !Tmux::available() {
-        println!("skipped: tmux is not installed");
+    if !tmux_ready() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -550,8 +564,7 @@ fn quit_writes_facts_out_without_asking_and_they_equal_replay() {
 
 #[test]
 fn sigterm_writes_facts_out_in_the_tui_too() {
-    if !Tmux::available() {
-        println!("skipped: tmux is not installed");
+    if !tmux_ready() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -573,4 +586,54 @@ fn sigterm_writes_facts_out_in_the_tui_too() {
         std::fs::read(&facts).unwrap() == expected.facts_csv,
         "the facts written on SIGTERM differ from replay's"
     );
+}
+
+/// The screen line (0-based) of `instance`'s table row, and whether it is the selected one.
+fn row_line(screen: &str, instance: &str) -> Option<(usize, bool)> {
+    screen.lines().enumerate().find_map(|(index, line)| {
+        let cells = line.trim_start_matches('│');
+        let selected = cells.starts_with('▶');
+        let id = cells.trim_start_matches('▶').split_whitespace().next()?;
+        (id == instance && line.contains('%')).then_some((index, selected))
+    })
+}
+
+#[test]
+fn a_click_selects_a_row_and_the_wheel_scrolls_in_a_real_terminal() {
+    if !tmux_ready() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("trace.jsonl");
+    append(&trace, &design_doc_and_workload());
+    let command = format!(
+        "{} watch {} --block-size 4 --block-bytes 1024 --capacity-gb 1 --no-facts; sleep 30",
+        env!("CARGO_BIN_EXE_litehit"),
+        trace.display(),
+    );
+    let tmux = Tmux::start(&format!("litehit-mouse-{}", std::process::id()), &command);
+    let screen = tmux.wait_for("both instances and the total", |s| {
+        row_line(s, "i2").is_some() && row_line(s, "total").is_some()
+    });
+    assert_eq!(
+        row_line(&screen, "i1").map(|(_, selected)| selected),
+        Some(true)
+    );
+    // An SGR mouse press and release on i2's row (1-based cells, column 5), as a terminal
+    // sends it once the monitor has turned mouse reporting on.
+    let (line, _) = row_line(&screen, "i2").unwrap();
+    let click = format!("\x1b[<0;5;{row}M\x1b[<0;5;{row}m", row = line + 1);
+    tmux.literal(&click);
+    tmux.wait_for("i2 selected by the click", |s| {
+        row_line(s, "i2").is_some_and(|(_, selected)| selected)
+    });
+    // The wheel moves the selection down (to the pinned totals row) and back up.
+    tmux.literal(&format!("\x1b[<65;5;{}M", line + 1));
+    tmux.wait_for("the wheel moving to the totals row", |s| {
+        row_line(s, "total").is_some_and(|(_, selected)| selected)
+    });
+    tmux.literal(&format!("\x1b[<64;5;{}M", line + 1));
+    tmux.wait_for("the wheel moving back up", |s| {
+        row_line(s, "total").is_some_and(|(_, selected)| !selected)
+    });
 }
