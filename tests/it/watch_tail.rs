@@ -617,6 +617,38 @@ mod ingest {
     }
 
     #[test]
+    fn a_busy_writer_keeps_the_monitor_on_file_events() {
+        // A writer appending every few milliseconds: lines are often read straight after a read,
+        // before their event arrives. That is not a missed event, so the source stays `notify`
+        // (it once switched to `polling` within seconds of such a writer).
+        const LAST: i64 = 30_000;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("trace.jsonl");
+        append(&path, &line("a", 1, &[1]));
+        let live = start(&path, dir.path());
+        wait(&live, "the first line", |s| requests(s) == 1);
+        let mut seen_polling = None;
+        for request in 2..=LAST {
+            append(&path, &line("a", request, &[1, request + 1]));
+            if request % 50 != 0 {
+                continue;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+            let snap = live.latest();
+            if snap.source.wake == litehit_live::tail::WakeSource::Polling {
+                seen_polling = Some(requests(&snap));
+                break;
+            }
+        }
+        wait(&live, "every line", |s| requests(s) == LAST as u64);
+        assert_eq!(
+            seen_polling, None,
+            "switched to polling after that many requests"
+        );
+        live.shutdown();
+    }
+
+    #[test]
     fn polling_alone_follows_appends() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("trace.jsonl");
