@@ -165,6 +165,11 @@ pub struct ReplayArgs {
     /// replayed
     #[command(flatten)]
     pub openai: trace_args::TokenizeFlags,
+
+    /// Set by `replay --format openai` for the replay of the trace it converted: the log's
+    /// format and size, for the summary (not a flag).
+    #[arg(skip)]
+    pub converted_from: Option<crate::output::summary::ConvertedInput>,
 }
 
 /// `--shard K/N`.

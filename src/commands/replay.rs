@@ -150,10 +150,9 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
         let summaries: Vec<LaneSummary> = engine.lanes().iter().map(LaneSummary::of).collect();
         eprint!(
             "{}",
-            crate::output::summary::render_replay_summary(
+            crate::output::summary::render_replay_summary_of(
                 &summaries,
-                trace_format,
-                totals.bytes,
+                (trace_format, totals.bytes, args.converted_from),
                 started.elapsed(),
                 &facts_path
             )
@@ -212,6 +211,10 @@ fn run_openai(args: &ReplayArgs, flags: &crate::cli::trace_args::TokenizeFlags) 
     standard.openai = crate::cli::trace_args::TokenizeFlags::default();
     standard.input = trace_path;
     standard.lane = lane;
+    standard.converted_from = Some(crate::output::summary::ConvertedInput {
+        format: crate::cli::trace_format_arg::FormatArg::OPENAI,
+        bytes: std::fs::metadata(&args.input).map_or(0, |metadata| metadata.len()),
+    });
     run(&standard).wrap_err_with(|| format!("replaying the trace of {}", args.input.display()))
 }
 

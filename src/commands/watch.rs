@@ -411,6 +411,7 @@ pub fn ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
     config.line_transform = Some(LineTransform(Arc::new(move |lines| {
         converter.convert_lines(lines, &log)
     })));
+    config.source_format = Some(crate::cli::trace_format_arg::FormatArg::OPENAI);
     Ok(config)
 }
 

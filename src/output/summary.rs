@@ -67,12 +67,40 @@ pub fn human_bytes(bytes: u64) -> String {
 /// After the pool lane's name in the table: it is one cache for all instances.
 const SHARED: &str = " (shared)";
 
-/// The table printed on stderr after `litehit replay`.
+/// An input that was converted to trace lines before the replay (`replay --format openai`):
+/// its format's name and its size, said in the summary instead of the trace it became.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConvertedInput {
+    pub format: &'static str,
+    pub bytes: u64,
+}
+
+/// The table printed on stderr after `litehit replay` of a trace.
 #[must_use]
 pub fn render_replay_summary(
     lanes: &[LaneSummary],
     trace_format: litehit_core::formats::TraceFormat,
     trace_bytes: u64,
+    elapsed: Duration,
+    facts_path: &Path,
+) -> String {
+    render_replay_summary_of(
+        lanes,
+        (trace_format, trace_bytes, None),
+        elapsed,
+        facts_path,
+    )
+}
+
+/// [`render_replay_summary`] of a trace that may have been converted from another input.
+#[must_use]
+pub fn render_replay_summary_of(
+    lanes: &[LaneSummary],
+    (trace_format, trace_bytes, converted): (
+        litehit_core::formats::TraceFormat,
+        u64,
+        Option<ConvertedInput>,
+    ),
     elapsed: Duration,
     facts_path: &Path,
 ) -> String {
@@ -158,12 +186,23 @@ pub fn render_replay_summary(
     } else {
         format!("{:.1} k", rate / 1e3)
     };
+    let input = match converted {
+        Some(converted) => format!(
+            "{} ({} format, as {} of {} rows)",
+            human_bytes(converted.bytes),
+            converted.format,
+            human_bytes(trace_bytes),
+            trace_format.name()
+        ),
+        None => format!(
+            "{} ({} format)",
+            human_bytes(trace_bytes),
+            trace_format.name()
+        ),
+    };
     let _ = writeln!(
         out,
-        "replayed {} ({} format) in {:.2} s ({rate} block accesses/s); facts: {}",
-        human_bytes(trace_bytes),
-        trace_format.name(),
-        seconds,
+        "replayed {input} in {seconds:.2} s ({rate} block accesses/s); facts: {}",
         facts_path.display()
     ); // writing to a String cannot fail
     out

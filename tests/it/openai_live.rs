@@ -217,6 +217,8 @@ fn a_growing_log_gives_the_numbers_and_facts_of_a_replay_and_counts_bad_lines() 
         report["total"]["requests"].as_u64() == Some(good_count)
             && report["bad_lines"].as_u64() == Some(bad_count)
     });
+    // The format is the log's own, not the standard rows it becomes.
+    assert_eq!(report["format"], "openai", "{report}");
     let (status, stderr) = monitor.stop();
     assert!(status.success(), "{status}: {stderr}");
 

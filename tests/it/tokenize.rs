@@ -541,3 +541,63 @@ fn trace_through_pipes_gives_the_same_trace_and_facts_as_through_files() {
         facts_from_file
     );
 }
+
+#[test]
+fn an_openai_replay_names_its_format_and_tiktoken_chat_needs_a_template() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = write_file(
+        dir.path(),
+        "log.jsonl",
+        &format!(
+            "{}\n{}\n",
+            json!({"prompt": "The Los Angeles Dodgers won the World Series in 2020."}),
+            json!({"prompt": "The Los Angeles Dodgers won the World Series in 2020, again."})
+        ),
+    );
+    let out = dir.path().join("out");
+    let run = ok(run_in(
+        None,
+        [
+            "replay",
+            "--format",
+            "openai",
+            log.to_str().unwrap(),
+            "--tokenizer",
+            "tiktoken:cl100k_base",
+            "--line-time",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    ));
+    let log_bytes = fs::metadata(&log).unwrap().len();
+    assert!(
+        run.stderr
+            .contains(&format!("replayed {log_bytes} B (openai format, as ")),
+        "the summary names the log, not the trace it became:\n{}",
+        run.stderr
+    );
+    // A chat line needs a template, and a tiktoken encoding has none to offer.
+    let chat = write_file(
+        dir.path(),
+        "chat.jsonl",
+        &json!({"messages": [{"role": "user", "content": "hi"}]}).to_string(),
+    );
+    let run = run_in(
+        None,
+        [
+            "trace",
+            chat.to_str().unwrap(),
+            "--tokenizer",
+            "tiktoken:cl100k_base",
+            "--line-time",
+            "--out",
+            "-",
+        ],
+    );
+    let message = failed(&run);
+    assert!(
+        message.contains("a tiktoken encoding has no chat template; give --chat-template FILE"),
+        "{message}"
+    );
+    assert!(!message.contains("tokenizer_config.json"), "{message}");
+}

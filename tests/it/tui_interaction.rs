@@ -64,6 +64,7 @@ fn fleet(lanes: usize) -> LiveSnapshot {
             lost_bytes: 0,
             lost_files: 0,
             format: None,
+            converted_from: None,
         },
         slots: vec![
             Slot {

@@ -360,6 +360,10 @@ pub struct SourceStatus {
     pub lost_files: u64,
     /// The trace format (given, or told by the first good line; `None` until then).
     pub format: Option<litehit_core::formats::TraceFormat>,
+    /// The input's own format when its lines are converted to trace lines before they are
+    /// parsed (`openai`: request logs tokenized into standard rows); `None`: they are trace
+    /// lines.
+    pub converted_from: Option<&'static str>,
 }
 
 impl Default for SourceStatus {
@@ -379,6 +383,7 @@ impl Default for SourceStatus {
             lost_bytes: 0,
             lost_files: 0,
             format: None,
+            converted_from: None,
         }
     }
 }
@@ -439,7 +444,8 @@ pub struct LiveSnapshot {
     /// Wall time since the monitor started.
     pub uptime: Duration,
     pub source: SourceStatus,
-    /// The trace format read (given, or detected from the first line; `None` before it).
+    /// The trace format read (given, or detected from the first line; `None` before it):
+    /// the input's own (`openai`) when its lines are converted before parsing.
     pub trace_format: Option<&'static str>,
     /// The HTTP ingest endpoint, with `--listen`.
     pub http: Option<HttpStatus>,

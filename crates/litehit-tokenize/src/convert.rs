@@ -316,11 +316,18 @@ impl Converter {
             })?)
         } else if let Some(messages) = body.get("messages") {
             let Some(template) = &self.template else {
+                // A tiktoken encoding never comes with a template; a tokenizer.json may have
+                // a tokenizer_config.json beside it that holds none.
+                let why = if matches!(self.tokenizer, TextTokenizer::Tiktoken(_)) {
+                    "a tiktoken encoding has no chat template"
+                } else {
+                    "the tokenizer's tokenizer_config.json has none"
+                };
                 return Err(bad(
                     &in_body("messages"),
-                    "a chat request needs a chat template: the tokenizer's \
-                     tokenizer_config.json has none; give --chat-template FILE"
-                        .to_owned(),
+                    format!(
+                        "a chat request needs a chat template: {why}; give --chat-template FILE"
+                    ),
                 ));
             };
             if !messages.is_array() {

@@ -223,11 +223,14 @@ impl Ingest {
                 lost_bytes: self.tailer.lost_bytes(),
                 lost_files: self.tailer.lost_generations(),
                 format: pipeline.trace_format(),
+                converted_from: self.config.source_format,
             },
-            trace_format: pipeline
-                .parser
-                .as_ref()
-                .map(|parser| parser.format().name()),
+            trace_format: self.config.source_format.or_else(|| {
+                pipeline
+                    .parser
+                    .as_ref()
+                    .map(|parser| parser.format().name())
+            }),
             http: self.config.listen.map(|listen| HttpStatus {
                 listen: listen.to_string(),
                 held_requests: self.held_batches.len() as u64,

@@ -137,6 +137,9 @@ pub struct IngestConfig {
     /// Each line (file or HTTP) goes through this before it is parsed; `None`: lines are
     /// trace lines.
     pub line_transform: Option<LineTransform>,
+    /// The name of the input's format when `line_transform` converts it (`openai`), shown
+    /// instead of the trace format its lines become.
+    pub source_format: Option<&'static str>,
 }
 
 /// Turns the lines of a log that is not a trace into trace lines before they are parsed
@@ -198,6 +201,7 @@ impl IngestConfig {
             listen: None,
             memory_horizon: None,
             line_transform: None,
+            source_format: None,
         }
     }
 }

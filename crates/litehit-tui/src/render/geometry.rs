@@ -79,10 +79,12 @@ pub fn lane_geometry(lane: &LaneSnapshot) -> String {
 /// The line's text: the format, then the one geometry every lane shares, or else the
 /// selected lane's (named) and how many geometries there are.
 fn text(snap: &LiveSnapshot, view: &App) -> String {
-    let format = snap
-        .source
-        .format
-        .map_or("format not known yet", |format| format.name());
+    // A converted input (`--format openai`) is named as the user gave it.
+    let format = snap.source.converted_from.unwrap_or_else(|| {
+        snap.source
+            .format
+            .map_or("format not known yet", |format| format.name())
+    });
     let geometries: Vec<String> = snap.lanes.iter().map(lane_geometry).collect();
     let Some(first) = geometries.first() else {
         return format!("{format} · no request yet");
