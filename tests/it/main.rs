@@ -32,6 +32,7 @@ mod mrc;
 mod openai_live;
 mod parity;
 mod pool;
+mod pool_windows;
 mod publication;
 mod query;
 mod seed_example;
