@@ -32,6 +32,7 @@ mod mrc;
 mod openai_live;
 mod parity;
 mod pool;
+mod pool_demo;
 mod pool_windows;
 mod publication;
 mod query;
