@@ -33,6 +33,7 @@ mod openai_live;
 mod parity;
 mod pool;
 mod pool_demo;
+mod pool_tiers;
 mod pool_windows;
 mod publication;
 mod query;
