@@ -150,11 +150,12 @@ pub fn trace_span(facts_paths: &[PathBuf]) -> Result<Option<(i64, i64)>, QueryEr
     Ok(span)
 }
 
+/// The first and last `timestamp_ns` ([`trace_span`]) and every `instance_id` of the rows.
+pub type SpanAndInstances = (Option<(i64, i64)>, HashSet<String>);
+
 /// [`trace_span`] and every `instance_id` of the rows (a pool comparison needs N, the
 /// instances besides the pool, before the windows are written).
-pub fn trace_span_and_instances(
-    facts_paths: &[PathBuf],
-) -> Result<(Option<(i64, i64)>, HashSet<String>), QueryError> {
+pub fn trace_span_and_instances(facts_paths: &[PathBuf]) -> Result<SpanAndInstances, QueryError> {
     let mut span: Option<(i64, i64)> = None;
     let mut instances = HashSet::new();
     let mut record = FactRecord::default();
@@ -180,7 +181,7 @@ pub fn pool_instance_count(
     facts_paths: &[PathBuf],
     rule: &PoolRule,
     range: TimeRange,
-    instances: &HashSet<String>,
+    instances: &HashSet<String, impl std::hash::BuildHasher>,
 ) -> Result<Option<u64>, QueryError> {
     if !instances.contains(&rule.name) {
         return if rule.explicit {
@@ -506,7 +507,7 @@ impl QueryWindows {
 fn window_line(
     line: &mut Vec<u8>,
     csv: bool,
-    (start_s, end_s, start_ns): (f64, f64, i64),
+    (from_s, until_s, start_ns): (f64, f64, i64),
     (gb, blocks): (Option<f64>, Option<u64>),
     (requests, input_tokens, hit_tokens): (u64, u64, u64),
     pool: Option<(&str, u64, Option<u64>)>,
@@ -516,9 +517,9 @@ fn window_line(
     let pool_blocks =
         |blocks: Option<u64>| blocks.map_or_else(|| "-1".to_owned(), |b| b.to_string());
     if csv {
-        append_g6(line, start_s);
+        append_g6(line, from_s);
         line.push(b',');
-        append_g6(line, end_s);
+        append_g6(line, until_s);
         line.push(b',');
         if let Some(gb) = gb {
             append_g6(line, gb);
@@ -537,9 +538,9 @@ fn window_line(
         }
     } else {
         line.extend_from_slice(b"{\"window_start_s\":");
-        append_g6(line, start_s);
+        append_g6(line, from_s);
         line.extend_from_slice(b",\"window_end_s\":");
-        append_g6(line, end_s);
+        append_g6(line, until_s);
         line.extend_from_slice(format!(",\"window_start_ns\":{start_ns}").as_bytes());
         if let Some((name, instances, _)) = pool {
             line.extend_from_slice(b",\"pool\":");

@@ -4,6 +4,7 @@
 
 use crate::common::cli_bin::{generate, ok, run_in};
 use crate::common::oracle::OracleBank;
+use litehit_core::projector::Capacity;
 use litehit_core::workload::WorkloadConfig;
 use serde_json::Value;
 
@@ -54,7 +55,7 @@ fn demo_pool_shows_one_cache_of_every_instance_at_n_times_c() {
     let pooled: Vec<Option<usize>> = capacities_gb
         .iter()
         .map(|gb| {
-            let per_instance = (gb * f64::from(1 << 30)) as u64 / BLOCK_BYTES;
+            let per_instance = Capacity::from_gb(*gb).blocks(BLOCK_BYTES).unwrap();
             Some(usize::try_from(per_instance).unwrap() * INSTANCES)
         })
         .collect();

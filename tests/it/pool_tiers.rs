@@ -104,34 +104,31 @@ fn the_pool_line_splits_the_pool_at_n_times_each_tier_size() {
             .map(|blocks| blocks * INSTANCES)
             .collect();
         assert_eq!(u64s(&pool["pool_tier_capacity_blocks"]), pooled);
-        let expected: Vec<u64> = match mode {
-            "exclusive" => {
-                let mut below = 0;
-                pooled
-                    .iter()
-                    .map(|size| {
-                        let served = hits(below + size) - if below == 0 { 0 } else { hits(below) };
-                        below += size;
-                        served
-                    })
-                    .collect()
-            }
-            _ => {
-                let mut sorted = pooled.clone();
-                sorted.sort_unstable();
-                pooled
-                    .iter()
-                    .map(|size| {
-                        let index = sorted.iter().position(|s| s == size).unwrap();
-                        hits(*size)
-                            - if index == 0 {
-                                0
-                            } else {
-                                hits(sorted[index - 1])
-                            }
-                    })
-                    .collect()
-            }
+        let expected: Vec<u64> = if mode == "exclusive" {
+            let mut below = 0;
+            pooled
+                .iter()
+                .map(|size| {
+                    let served = hits(below + size) - if below == 0 { 0 } else { hits(below) };
+                    below += size;
+                    served
+                })
+                .collect()
+        } else {
+            let mut sorted = pooled.clone();
+            sorted.sort_unstable();
+            pooled
+                .iter()
+                .map(|size| {
+                    let index = sorted.iter().position(|s| s == size).unwrap();
+                    hits(*size)
+                        - if index == 0 {
+                            0
+                        } else {
+                            hits(sorted[index - 1])
+                        }
+                })
+                .collect()
         };
         assert_eq!(u64s(&pool["tier_hit_blocks"]), expected, "{mode}");
         assert_eq!(

@@ -185,11 +185,14 @@ fn window_lines_give_the_pool_at_n_times_c_beside_the_instances_and_plain_bytes_
     // Without a pool lane: the instances' lines only, the bytes of the pooled query's.
     let plain_text = query(&plain, &["--window", "1s"]);
     let pooled_text = query(&pooled, &["--window", "1s"]);
-    let without_pool: String = pooled_text
+    let mut without_pool = String::new();
+    for line in pooled_text
         .lines()
         .filter(|line| !line.contains("\"pool\":"))
-        .map(|line| format!("{line}\n"))
-        .collect();
+    {
+        without_pool.push_str(line);
+        without_pool.push('\n');
+    }
     assert_eq!(plain_text, without_pool);
     assert!(!plain_text.contains("pool"));
 
