@@ -243,6 +243,18 @@ pub struct DemoArgs {
     #[arg(long, value_name = "N")]
     pub requests: Option<u64>,
 
+    /// Add the shared pool lane, NAME (default `pool`), as `watch --pool` does: one LRU
+    /// cache fed by every instance's rows, shown beside them at N × each capacity. Written
+    /// `--pool` or `--pool=NAME`
+    #[arg(
+        long,
+        value_name = "NAME",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = super::DEFAULT_POOL_NAME
+    )]
+    pub pool: Option<String>,
+
     /// Colours on the screen: auto (unless NO_COLOR is set), always or never. Default: the
     /// defaults file's `color`, else auto
     #[arg(long, value_enum, value_name = "WHEN")]

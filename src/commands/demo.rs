@@ -60,6 +60,7 @@ pub fn run(args: &DemoArgs) -> color_eyre::Result<()> {
     );
     let plan = PlanSource::Flags(SingleInstanceFlags {
         block_size_tokens: Some(block_size_tokens),
+        pool: args.pool.clone(),
         ..SingleInstanceFlags::default()
     })
     .plan_for(Some(TraceFormat::Standard))?;
@@ -139,6 +140,9 @@ fn describe(args: &DemoArgs, block_size_tokens: u64) -> String {
         if instances == 1 { "" } else { "s" },
         args.seed,
     );
+    if let Some(pool) = &args.pool {
+        let _ = write!(text, ", with the shared pool lane {pool}");
+    }
     if let Some(limit) = args.requests {
         let _ = write!(
             text,

@@ -10,7 +10,8 @@ use crate::output::query_jsonl::{
     QueryError, QueryOptions, QueryPlan, QuerySlots, TierPlan, TimeRange, query_facts_files_planned,
 };
 use crate::output::query_windows::{
-    TimeSpec, parse_time_point, parse_warmup, query_windows_with_pool, trace_span,
+    TimeSpec, parse_time_point, parse_warmup, pool_instance_count, query_windows_with_pool,
+    trace_span, trace_span_and_instances,
 };
 use litehit_core::facts::file::{is_standard_output, write_atomically};
 use litehit_core::grammar::{
@@ -64,7 +65,9 @@ pub fn run(args: &QueryArgs) -> color_eyre::Result<()> {
                 .ok_or_else(|| eyre!("invalid --window: {text} (a duration such as 10m or 600s)"))
         })
         .transpose()?;
-    // Trace time needs the first (and, for a warm-up share, the last) request: a first pass.
+    // Trace time needs the first (and, for a warm-up share, the last) request: a first pass
+    // (which, for windows, also finds the instances: the pool's lines need N up front).
+    let mut instance_ids = std::collections::HashSet::new();
     let span = if spec.needs_span() || window_ns.is_some() {
         if facts_paths.iter().any(|path| path.as_os_str() == "-") {
             bail!(
@@ -72,7 +75,14 @@ pub fn run(args: &QueryArgs) -> color_eyre::Result<()> {
                  twice; standard input cannot be: pass a file, or absolute times (ns)"
             );
         }
-        trace_span(&facts_paths).wrap_err("facts query failed")?
+        if window_ns.is_some() {
+            let (span, ids) =
+                trace_span_and_instances(&facts_paths).wrap_err("facts query failed")?;
+            instance_ids = ids;
+            span
+        } else {
+            trace_span(&facts_paths).wrap_err("facts query failed")?
+        }
     } else {
         None
     };
@@ -90,6 +100,7 @@ pub fn run(args: &QueryArgs) -> color_eyre::Result<()> {
             &facts_paths,
             (slots, tiers),
             (time_range, first_ns, window_ns),
+            &instance_ids,
         );
     }
     let plan = QueryPlan {
@@ -112,15 +123,20 @@ pub fn run(args: &QueryArgs) -> color_eyre::Result<()> {
     Ok(())
 }
 
-/// `query --window`: one line per window and slot (or tier, with `--tiers`), to OUT (atomically) or stdout; the
-/// pool lane's rows (`--pool`) are left out, as in the overall line.
+/// `query --window`: one line per window and slot (or tier, with `--tiers`), to OUT
+/// (atomically) or stdout; the pool lane's rows (`--pool`) are left out of those, as in the
+/// overall line, and (without `--tiers`) get their own lines at N × each slot.
 fn write_windows(
     args: &QueryArgs,
     facts_paths: &[std::path::PathBuf],
     (slots, tiers): (QuerySlots, Option<TierPlan>),
     (time_range, first_ns, window_ns): (TimeRange, i64, i64),
+    instance_ids: &std::collections::HashSet<String>,
 ) -> color_eyre::Result<()> {
     let to_stdout = is_standard_output(&args.out);
+    let rule = args.pool.rule();
+    let pool_instances = pool_instance_count(facts_paths, &rule, time_range, instance_ids)
+        .wrap_err("facts query failed")?;
     let windows = query_windows_with_pool(
         facts_paths,
         slots,
@@ -128,7 +144,8 @@ fn write_windows(
         time_range,
         first_ns,
         window_ns,
-        Some(args.pool.rule()),
+        Some(rule),
+        pool_instances,
     )
     .wrap_err("facts query failed")?;
     if to_stdout {

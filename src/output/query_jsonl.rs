@@ -27,7 +27,9 @@ use super::number_format::{
 use super::summary::ratio;
 use litehit_core::facts::FactRecord;
 use litehit_core::facts::file::{FactsError, FactsReader};
-use litehit_core::projector::tiers::{TierBand, TierMode, project_tiers, tier_bands};
+use litehit_core::projector::tiers::{
+    TierBand, TierMode, accumulated_tier_hit_blocks, project_tiers, tier_bands,
+};
 use litehit_core::projector::{self, Capacity};
 
 /// Up to this many instances, an instance is looked up by a linear scan.
@@ -156,8 +158,11 @@ pub struct PoolSummary {
     pub instances: u64,
     /// Per slot: the pool's capacity in blocks, N × the slot's blocks; `None` = unlimited.
     pub pool_capacity_blocks: Vec<Option<u64>>,
-    /// The pool's requests, input tokens and hits at `pool_capacity_blocks` (no tiers).
+    /// The pool's requests, input tokens and hits at `pool_capacity_blocks`; with `--tiers`,
+    /// the hits each tier of N × its size served.
     pub pool: SlotTotals,
+    /// Per tier (with `--tiers`): N × the tier's size in blocks; `None` = unlimited.
+    pub pool_tier_capacity_blocks: Vec<Option<u64>>,
 }
 
 /// Cumulative integers of one summary line.
@@ -408,7 +413,9 @@ impl QueryTotals {
     /// by `--pool` that has no rows, or whose rows have several block sizes.
     pub fn try_into_summary(self) -> Result<QuerySummary, QueryError> {
         let pool = match &self.pool {
-            Some(pool) => pool.summary(&self.capacities, self.instances.len())?,
+            Some(pool) => {
+                pool.summary(&self.capacities, self.tiers.as_ref(), self.instances.len())?
+            }
             None => None,
         };
         let mut summary = self.into_summary();
@@ -501,6 +508,7 @@ impl PoolTotals {
     fn summary(
         &self,
         capacities: &[Capacity],
+        tiers: Option<&TierPlan>,
         instance_count: usize,
     ) -> Result<Option<PoolSummary>, QueryError> {
         let name = &self.rule.name;
@@ -530,10 +538,31 @@ impl PoolTotals {
                 None => self.accumulator.infinite_hit_blocks(),
             })
             .collect();
-        let total_hit_tokens = total_hit_blocks
-            .iter()
-            .map(|&blocks| blocks.wrapping_mul(block_size_tokens))
-            .collect();
+        let tokens = |blocks: &[u64]| -> Vec<u64> {
+            blocks
+                .iter()
+                .map(|&blocks| blocks.wrapping_mul(block_size_tokens))
+                .collect()
+        };
+        let total_hit_tokens = tokens(&total_hit_blocks);
+        // The tiers at N × each size: bands of the pooled sizes on the pool's own axis.
+        let pool_tier_capacity_blocks: Vec<Option<u64>> = tiers.map_or_else(Vec::new, |plan| {
+            plan.capacities
+                .iter()
+                .map(|&capacity| {
+                    projector::pooled_capacity_blocks(capacity, block_bytes, instances)
+                })
+                .collect()
+        });
+        let tier_hit_blocks = tiers.map_or_else(Vec::new, |plan| {
+            let pooled: Vec<Capacity> = pool_tier_capacity_blocks
+                .iter()
+                .map(|blocks| blocks.map_or(Capacity::Infinite, Capacity::Blocks))
+                .collect();
+            let bands = tier_bands(&pooled, block_bytes, plan.mode);
+            accumulated_tier_hit_blocks(&self.accumulator, &bands)
+        });
+        let tier_hit_tokens = tokens(&tier_hit_blocks);
         Ok(Some(PoolSummary {
             name: name.clone(),
             instances,
@@ -543,9 +572,10 @@ impl PoolTotals {
                 total_input_tokens: self.input_tokens,
                 total_hit_blocks,
                 total_hit_tokens,
-                tier_hit_blocks: Vec::new(),
-                tier_hit_tokens: Vec::new(),
+                tier_hit_blocks,
+                tier_hit_tokens,
             },
+            pool_tier_capacity_blocks,
         }))
     }
 }
@@ -567,6 +597,12 @@ impl QuerySummary {
         append_summary_line(&mut out, None, &self.overall, slots, tiers);
         if let Some(pool) = &self.pool {
             append_pool_line(&mut out, pool, &self.overall, slots);
+            if let Some(tiers) = tiers {
+                // The tier fields go inside the pool line, before its closing brace.
+                out.truncate(out.len() - 2);
+                append_pool_tier_fields(&mut out, pool, &self.overall, tiers);
+                out.extend_from_slice(b"}\n");
+            }
         }
         out
     }
@@ -886,6 +922,35 @@ fn append_pool_line(
     out.extend_from_slice(b",\"per_instance_hit_rates\":");
     append_g6_array(out, instances.hit_rates());
     out.extend_from_slice(b"}\n");
+}
+
+/// With `--tiers`, the pool line's tier fields: `,"pool_tier_capacity_blocks":[N × size,
+/// -1 = unlimited]`, then the pool's own tier fields (as a summary line's, for the pool at
+/// N × each tier size), then `"per_instance_tier_shares":[..],"per_instance_miss_share":x`
+/// (the instances' own tiers, as the overall line's).
+fn append_pool_tier_fields(
+    out: &mut Vec<u8>,
+    pool: &PoolSummary,
+    instances: &SlotTotals,
+    tiers: &TierPlan,
+) {
+    out.extend_from_slice(b",\"pool_tier_capacity_blocks\":[");
+    for (index, capacity) in pool.pool_tier_capacity_blocks.iter().enumerate() {
+        if index > 0 {
+            out.push(b',');
+        }
+        match capacity {
+            Some(blocks) => out.extend_from_slice(blocks.to_string().as_bytes()),
+            None => out.extend_from_slice(b"-1"),
+        }
+    }
+    out.push(b']');
+    append_tier_fields(out, &pool.pool, tiers);
+    let (shares, miss_share) = instances.tier_shares();
+    out.extend_from_slice(b",\"per_instance_tier_shares\":");
+    append_g6_array(out, shares);
+    out.extend_from_slice(b",\"per_instance_miss_share\":");
+    append_g6(out, miss_share);
 }
 
 /// `,"tier_mode":..,"tier_names":[..],"tier_sizes":[..],"tier_hit_blocks":[..],

@@ -9,7 +9,7 @@
 //! always the one built from the start (the facts already hold it); only the accounting is
 //! restricted. Hits come from `projector` only (through [`QueryTotals`]).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -19,6 +19,7 @@ use super::summary::ratio;
 use litehit_core::facts::FactRecord;
 use litehit_core::facts::file::FactsReader;
 use litehit_core::grammar::{GrammarError, parse_duration_seconds};
+use litehit_core::projector::{self, Capacity};
 
 /// A plain integer at least this large is an absolute `timestamp_ns` (about 11.6 days after
 /// the Unix epoch; trace times are far smaller, epoch nanoseconds far larger).
@@ -149,6 +150,70 @@ pub fn trace_span(facts_paths: &[PathBuf]) -> Result<Option<(i64, i64)>, QueryEr
     Ok(span)
 }
 
+/// The first and last `timestamp_ns` ([`trace_span`]) and every `instance_id` of the rows.
+pub type SpanAndInstances = (Option<(i64, i64)>, HashSet<String>);
+
+/// [`trace_span`] and every `instance_id` of the rows (a pool comparison needs N, the
+/// instances besides the pool, before the windows are written).
+pub fn trace_span_and_instances(facts_paths: &[PathBuf]) -> Result<SpanAndInstances, QueryError> {
+    let mut span: Option<(i64, i64)> = None;
+    let mut instances = HashSet::new();
+    let mut record = FactRecord::default();
+    for path in facts_paths {
+        let mut reader = FactsReader::open(path)?;
+        while reader.next_record(&mut record)? {
+            let t = record.timestamp_ns;
+            span = Some(span.map_or((t, t), |(first, last)| (first.min(t), last.max(t))));
+            if !instances.contains(record.instance_id.as_str()) {
+                instances.insert(record.instance_id.clone());
+            }
+        }
+    }
+    Ok((span, instances))
+}
+
+/// N for the pool comparison of `query --window`: the instances besides the pool lane
+/// `rule` names with rows in `range` (as the summary's pool line counts them); `None` when
+/// the facts have no pool rows (an error for a pool named by `--pool NAME`). `instances`
+/// are every row's ids ([`trace_span_and_instances`]); a restricted range needs one more
+/// pass.
+pub fn pool_instance_count(
+    facts_paths: &[PathBuf],
+    rule: &PoolRule,
+    range: TimeRange,
+    instances: &HashSet<String, impl std::hash::BuildHasher>,
+) -> Result<Option<u64>, QueryError> {
+    if !instances.contains(&rule.name) {
+        return if rule.explicit {
+            Err(QueryError::NoPool {
+                name: rule.name.clone(),
+            })
+        } else {
+            Ok(None)
+        };
+    }
+    if range.is_everything() {
+        return Ok(Some(instances.len() as u64 - 1));
+    }
+    let mut in_range: HashSet<String> = HashSet::new();
+    let mut pool_in_range = false;
+    let mut record = FactRecord::default();
+    for path in facts_paths {
+        let mut reader = FactsReader::open(path)?;
+        while reader.next_record(&mut record)? {
+            if !range.contains(record.timestamp_ns) {
+                continue;
+            }
+            if record.instance_id == rule.name {
+                pool_in_range = true;
+            } else if !in_range.contains(record.instance_id.as_str()) {
+                in_range.insert(record.instance_id.clone());
+            }
+        }
+    }
+    Ok(pool_in_range.then_some(in_range.len() as u64))
+}
+
 /// Per window: requests, input tokens, and hit tokens per slot.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct WindowTotals {
@@ -157,6 +222,60 @@ pub struct WindowTotals {
     pub hit_tokens: Vec<u64>,
     /// Per tier (with `--tiers`): hit tokens the tier served in the window.
     pub tier_hit_tokens: Vec<u64>,
+    /// The shared pool lane's rows in the window (with [`QueryWindows::with_pool_lane`]).
+    pub pool_requests: u64,
+    pub pool_input_tokens: u64,
+    /// Per slot: the pool's hit tokens at N × the slot's capacity.
+    pub pool_hit_tokens: Vec<u64>,
+}
+
+/// The pool lane of `query --window`: its rows projected at N × each slot's capacity.
+#[derive(Debug, Clone)]
+struct PoolLane {
+    name: String,
+    /// N: the instances besides the pool.
+    instances: u64,
+    capacities: Vec<Capacity>,
+    /// `block_bytes` of the pool's rows, once one was seen.
+    block_bytes: Option<u64>,
+    /// A second `block_bytes` among the pool's rows (an error at the end).
+    other_block_bytes: Option<u64>,
+    /// Per slot: N × the slot's blocks for `block_bytes`; `None` = unlimited.
+    capacity_blocks: Vec<Option<u64>>,
+    hit_blocks: Vec<u64>,
+}
+
+impl PoolLane {
+    /// Projects a pool row at N × every slot into `hit_blocks`.
+    fn project(&mut self, record: &FactRecord) {
+        match self.block_bytes {
+            Some(block_bytes) if block_bytes != record.block_bytes => {
+                self.other_block_bytes.get_or_insert(record.block_bytes);
+                return;
+            }
+            Some(_) => {}
+            None => {
+                self.block_bytes = Some(record.block_bytes);
+                self.capacity_blocks = self
+                    .capacities
+                    .iter()
+                    .map(|&capacity| {
+                        projector::pooled_capacity_blocks(
+                            capacity,
+                            record.block_bytes,
+                            self.instances,
+                        )
+                    })
+                    .collect();
+            }
+        }
+        for (hits, capacity) in self.hit_blocks.iter_mut().zip(&self.capacity_blocks) {
+            *hits = match *capacity {
+                Some(blocks) => projector::project_blocks(&record.fact, blocks),
+                None => projector::project_infinite(&record.fact),
+            };
+        }
+    }
 }
 
 /// The windows of `query --window`, keyed by index: window `k` holds the accounted rows
@@ -168,6 +287,7 @@ pub struct QueryWindows {
     origin_ns: i64,
     width_ns: i64,
     windows: BTreeMap<i64, WindowTotals>,
+    pool_lane: Option<PoolLane>,
 }
 
 impl QueryWindows {
@@ -196,17 +316,83 @@ impl QueryWindows {
             origin_ns,
             width_ns: width_ns.max(1),
             windows: BTreeMap::new(),
+            pool_lane: None,
+        }
+    }
+
+    /// Also writes the pool lane's own lines per window and slot, at N × the slot's
+    /// capacity (`instances` = N), after the instances' lines; not with `--tiers`. The
+    /// pool is the one [`Self::with_tiers_and_pool`] names.
+    #[must_use]
+    pub fn with_pool_lane(mut self, name: &str, instances: u64) -> Self {
+        if self.totals.tiers().is_none() {
+            let capacities = self.totals.slots().capacities();
+            self.pool_lane = Some(PoolLane {
+                name: name.to_owned(),
+                instances,
+                hit_blocks: vec![0; capacities.len()],
+                capacity_blocks: vec![None; capacities.len()],
+                capacities,
+                block_bytes: None,
+                other_block_bytes: None,
+            });
+        }
+        self
+    }
+
+    /// Fails when the pool's rows have several block geometries (one pool holds blocks of
+    /// one size, as the summary's pool line says).
+    pub fn check_pool(&self) -> Result<(), QueryError> {
+        match &self.pool_lane {
+            Some(PoolLane {
+                name,
+                block_bytes: Some(first),
+                other_block_bytes: Some(other),
+                ..
+            }) => Err(QueryError::PoolGeometry {
+                name: name.clone(),
+                first: *first,
+                other: *other,
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// A pool row: projected at N × C into its window.
+    fn add_pool_record(&mut self, index: i64, record: &FactRecord) {
+        let Some(pool) = &mut self.pool_lane else {
+            return;
+        };
+        pool.project(record);
+        let slot_count = pool.hit_blocks.len();
+        let window = self.windows.entry(index).or_insert_with(|| WindowTotals {
+            hit_tokens: vec![0; slot_count],
+            ..WindowTotals::default()
+        });
+        if window.pool_hit_tokens.len() != slot_count {
+            window.pool_hit_tokens = vec![0; slot_count];
+        }
+        window.pool_requests += 1;
+        window.pool_input_tokens = window
+            .pool_input_tokens
+            .wrapping_add(record.input_token_len);
+        for (tokens, &hits) in window.pool_hit_tokens.iter_mut().zip(&pool.hit_blocks) {
+            *tokens = tokens.wrapping_add(hits.wrapping_mul(record.block_size_tokens));
         }
     }
 
     /// Projects `record` at every slot and adds it to its window (if it is in the range).
     pub fn add_record(&mut self, record: &FactRecord) {
-        if !self.range.contains(record.timestamp_ns) || self.totals.is_pool(&record.instance_id) {
+        if !self.range.contains(record.timestamp_ns) {
             return;
         }
         let index = (i128::from(record.timestamp_ns) - i128::from(self.origin_ns))
             .div_euclid(i128::from(self.width_ns));
         let index = i64::try_from(index).unwrap_or(i64::MAX);
+        if self.totals.is_pool(&record.instance_id) {
+            self.add_pool_record(index, record);
+            return;
+        }
         let slot_count = self.totals.slots().len();
         let tier_count = self.totals.tiers().map_or(0, |plan| plan.names.len());
         // Only the projection: the windows keep their own sums (no per-instance totals).
@@ -262,76 +448,125 @@ impl QueryWindows {
             return self.write_tiers(tiers, trace_start_ns, csv, out);
         }
         let slots = self.totals.slots();
+        let pool = self.pool_lane.as_ref();
         let mut line = Vec::with_capacity(256);
         if csv {
             out.write_all(
                 b"window_start_s,window_end_s,capacity_gb,capacity_blocks,requests,\
-                  input_tokens,hit_tokens,hit_rate\n",
+                  input_tokens,hit_tokens,hit_rate",
             )?;
+            // The pool's columns only with a pool lane: upstream-shaped bytes otherwise.
+            out.write_all(if pool.is_some() {
+                b",pool,pool_capacity_blocks\n"
+            } else {
+                b"\n"
+            })?;
         }
         let seconds = |ns: i64| {
             #[expect(clippy::cast_precision_loss, reason = "seconds, for display")]
             let s = (i128::from(ns) - i128::from(trace_start_ns)) as f64 / NS_PER_SECOND;
             s
         };
-        for (start_ns, end_ns, window) in self.windows() {
-            let capacities = slots
+        let capacities = || {
+            slots
                 .capacity_gb
                 .iter()
                 .map(|&gb| (Some(gb), None))
-                .chain(slots.capacity_blocks.iter().map(|&b| (None, Some(b))));
-            for ((gb, blocks), &hit_tokens) in capacities.zip(&window.hit_tokens) {
-                line.clear();
-                let rate = ratio(hit_tokens, window.input_tokens);
-                if csv {
-                    append_g6(&mut line, seconds(start_ns));
-                    line.push(b',');
-                    append_g6(&mut line, seconds(end_ns));
-                    line.push(b',');
-                    if let Some(gb) = gb {
-                        append_g6(&mut line, gb);
-                    }
-                    line.push(b',');
-                    if let Some(blocks) = blocks {
-                        line.extend_from_slice(blocks.to_string().as_bytes());
-                    }
-                    line.extend_from_slice(
-                        format!(
-                            ",{},{},{},",
-                            window.requests, window.input_tokens, hit_tokens
-                        )
-                        .as_bytes(),
-                    );
-                    append_g6(&mut line, rate);
-                } else {
-                    line.extend_from_slice(b"{\"window_start_s\":");
-                    append_g6(&mut line, seconds(start_ns));
-                    line.extend_from_slice(b",\"window_end_s\":");
-                    append_g6(&mut line, seconds(end_ns));
-                    line.extend_from_slice(format!(",\"window_start_ns\":{start_ns}").as_bytes());
-                    if let Some(gb) = gb {
-                        line.extend_from_slice(b",\"capacity_gb\":");
-                        append_g6(&mut line, gb);
-                    }
-                    if let Some(blocks) = blocks {
-                        line.extend_from_slice(format!(",\"capacity_blocks\":{blocks}").as_bytes());
-                    }
-                    line.extend_from_slice(
-                        format!(
-                            ",\"requests\":{},\"total_input_tokens\":{},\"total_hit_tokens\":{},\
-                             \"hit_rate\":",
-                            window.requests, window.input_tokens, hit_tokens
-                        )
-                        .as_bytes(),
-                    );
-                    append_g6(&mut line, rate);
-                    line.push(b'}');
+                .chain(slots.capacity_blocks.iter().map(|&b| (None, Some(b))))
+        };
+        for (start_ns, end_ns, window) in self.windows() {
+            let span = (seconds(start_ns), seconds(end_ns), start_ns);
+            for (capacity, &hit_tokens) in capacities().zip(&window.hit_tokens) {
+                let counts = (window.requests, window.input_tokens, hit_tokens);
+                window_line(&mut line, csv, span, capacity, counts, None);
+                if csv && pool.is_some() {
+                    line.extend_from_slice(b",,");
                 }
+                line.push(b'\n');
+                out.write_all(&line)?;
+            }
+            let Some(pool) = pool else { continue };
+            for ((capacity, &hit_tokens), &pool_blocks) in capacities()
+                .zip(&window.pool_hit_tokens)
+                .zip(&pool.capacity_blocks)
+            {
+                let counts = (window.pool_requests, window.pool_input_tokens, hit_tokens);
+                let pooled = (pool.name.as_str(), pool.instances, pool_blocks);
+                window_line(&mut line, csv, span, capacity, counts, Some(pooled));
                 line.push(b'\n');
                 out.write_all(&line)?;
             }
         }
         out.flush()
+    }
+}
+
+/// One window line (without its newline) into `line`: `span` is `(start s, end s, start
+/// ns)`, `counts` `(requests, input tokens, hit tokens)`; `pool` = `(name, N, N × C in
+/// blocks)` for the pool's own line (`-1` = unlimited).
+fn window_line(
+    line: &mut Vec<u8>,
+    csv: bool,
+    (from_s, until_s, start_ns): (f64, f64, i64),
+    (gb, blocks): (Option<f64>, Option<u64>),
+    (requests, input_tokens, hit_tokens): (u64, u64, u64),
+    pool: Option<(&str, u64, Option<u64>)>,
+) {
+    line.clear();
+    let rate = ratio(hit_tokens, input_tokens);
+    let pool_blocks =
+        |blocks: Option<u64>| blocks.map_or_else(|| "-1".to_owned(), |b| b.to_string());
+    if csv {
+        append_g6(line, from_s);
+        line.push(b',');
+        append_g6(line, until_s);
+        line.push(b',');
+        if let Some(gb) = gb {
+            append_g6(line, gb);
+        }
+        line.push(b',');
+        if let Some(blocks) = blocks {
+            line.extend_from_slice(blocks.to_string().as_bytes());
+        }
+        line.extend_from_slice(format!(",{requests},{input_tokens},{hit_tokens},").as_bytes());
+        append_g6(line, rate);
+        if let Some((name, _, capacity)) = pool {
+            line.push(b',');
+            line.extend_from_slice(csv_field(name).as_bytes());
+            line.push(b',');
+            line.extend_from_slice(pool_blocks(capacity).as_bytes());
+        }
+    } else {
+        line.extend_from_slice(b"{\"window_start_s\":");
+        append_g6(line, from_s);
+        line.extend_from_slice(b",\"window_end_s\":");
+        append_g6(line, until_s);
+        line.extend_from_slice(format!(",\"window_start_ns\":{start_ns}").as_bytes());
+        if let Some((name, instances, _)) = pool {
+            line.extend_from_slice(b",\"pool\":");
+            append_json_string(line, name);
+            line.extend_from_slice(format!(",\"instances\":{instances}").as_bytes());
+        }
+        if let Some(gb) = gb {
+            line.extend_from_slice(b",\"capacity_gb\":");
+            append_g6(line, gb);
+        }
+        if let Some(blocks) = blocks {
+            line.extend_from_slice(format!(",\"capacity_blocks\":{blocks}").as_bytes());
+        }
+        if let Some((_, _, capacity)) = pool {
+            line.extend_from_slice(b",\"pool_capacity_blocks\":");
+            line.extend_from_slice(pool_blocks(capacity).as_bytes());
+        }
+        line.extend_from_slice(
+            format!(
+                ",\"requests\":{requests},\"total_input_tokens\":{input_tokens},\
+                 \"total_hit_tokens\":{hit_tokens},\"hit_rate\":"
+            )
+            .as_bytes(),
+        );
+        append_g6(line, rate);
+        line.push(b'}');
     }
 }
 
@@ -443,10 +678,22 @@ pub fn query_windows(
     origin_ns: i64,
     width_ns: i64,
 ) -> Result<QueryWindows, QueryError> {
-    query_windows_with_pool(facts_paths, slots, tiers, range, origin_ns, width_ns, None)
+    query_windows_with_pool(
+        facts_paths,
+        slots,
+        tiers,
+        range,
+        origin_ns,
+        width_ns,
+        None,
+        None,
+    )
 }
 
-/// [`query_windows`] leaving out the rows of the pool lane `pool` recognises.
+/// [`query_windows`] leaving out the rows of the pool lane `pool` recognises from the
+/// instances' lines; with `pool_instances` (N, see [`pool_instance_count`]) the pool's own
+/// lines at N × C follow each window's.
+#[expect(clippy::too_many_arguments, reason = "the query's plan, spelled out")]
 pub fn query_windows_with_pool(
     facts_paths: &[PathBuf],
     slots: QuerySlots,
@@ -455,19 +702,25 @@ pub fn query_windows_with_pool(
     origin_ns: i64,
     width_ns: i64,
     pool: Option<PoolRule>,
+    pool_instances: Option<u64>,
 ) -> Result<QueryWindows, QueryError> {
     let mut readers = facts_paths
         .iter()
         .map(|path| FactsReader::open(path))
         .collect::<Result<Vec<_>, _>>()?;
+    let pool_name = pool.as_ref().map(|rule| rule.name.clone());
     let mut windows =
         QueryWindows::with_tiers_and_pool(slots, tiers, pool, range, origin_ns, width_ns);
+    if let (Some(name), Some(instances)) = (pool_name, pool_instances) {
+        windows = windows.with_pool_lane(&name, instances);
+    }
     let mut record = FactRecord::default();
     for reader in &mut readers {
         while reader.next_record(&mut record)? {
             windows.add_record(&record);
         }
     }
+    windows.check_pool()?;
     Ok(windows)
 }
 

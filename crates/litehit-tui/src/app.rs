@@ -190,6 +190,9 @@ pub struct App {
     /// The capacities of those slots (a capacity shown already is not added twice).
     slot_capacities: Vec<Capacity>,
     lane_count: usize,
+    /// With the shared pool lane (`watch --pool`) in the last snapshot: its row's
+    /// `selected_row` value, [`Self::pool_row`], after the totals.
+    observed_pool_row: Option<usize>,
     /// Select the next slot that appears (the one just added).
     select_new_slot: bool,
     /// The distinct KV bytes per block of the lanes (a GB slot's block count depends on it).
@@ -223,6 +226,7 @@ impl Default for App {
             slot_ids: Vec::new(),
             slot_capacities: Vec::new(),
             lane_count: 0,
+            observed_pool_row: None,
             select_new_slot: false,
             lane_block_bytes: Vec::new(),
             fps: DEFAULT_FPS,
@@ -251,6 +255,7 @@ impl App {
         self.slot_ids = ids;
         self.slot_capacities = snap.slots.iter().map(|slot| slot.capacity).collect();
         self.lane_count = snap.lanes.len();
+        self.observed_pool_row = snap.pool.is_some().then_some(self.lane_count + 1);
         self.selected_row = self.selected_row.min(self.max_row());
         self.lane_keys = snap
             .lanes
@@ -290,9 +295,22 @@ impl App {
         }
     }
 
-    /// The selected lane, or `None` for the totals row.
+    /// The selected lane, or `None` for the totals row (and the pool's).
     pub fn selected_lane(&self) -> Option<usize> {
+        if self.selected_pool() {
+            return None;
+        }
         (self.lane_count <= 1 || self.selected_row < self.lane_count).then_some(self.selected_row)
+    }
+
+    /// The `selected_row` value of the shared pool's row (pinned below the totals).
+    pub fn pool_row(&self) -> usize {
+        self.lane_count + 1
+    }
+
+    /// Whether the shared pool's row is selected (then the curve shows the pool).
+    pub fn selected_pool(&self) -> bool {
+        self.observed_pool_row == Some(self.selected_row)
     }
 
     /// Lanes in the last snapshot observed.
@@ -475,6 +493,7 @@ impl App {
         if self.lane_count > 1 {
             rows.push(self.lane_count);
         }
+        rows.extend(self.observed_pool_row);
         rows
     }
 
@@ -501,8 +520,10 @@ impl App {
     }
 
     fn max_row(&self) -> usize {
-        // A totals row exists only with several lanes.
-        if self.lane_count > 1 {
+        // A totals row exists only with several lanes; the pool's row comes after it.
+        if let Some(pool_row) = self.observed_pool_row {
+            pool_row
+        } else if self.lane_count > 1 {
             self.lane_count
         } else {
             0

@@ -52,6 +52,19 @@ pub fn capacity_x(bytes: f64) -> f64 {
 /// title: the selected lane's, or on the totals row one per colour, the first in the table's
 /// order (sorted, filtered), the title saying how many of how many are drawn.
 fn drawn_lanes(snap: &LiveSnapshot, view: &App) -> (Vec<usize>, Vec<String>) {
+    if view.selected_pool()
+        && let Some(pool) = &snap.pool
+    {
+        // `snap` is the pool's view ([`pool_view`]): its one lane is the pool.
+        let id = &pool.instance_id;
+        return (
+            vec![0],
+            vec![
+                format!(" hit rate vs total capacity · {id} (shared, N × slot) "),
+                format!(" hit rate · {id} (shared) "),
+            ],
+        );
+    }
     if let Some(index) = view
         .selected_lane()
         .filter(|&index| index < snap.lanes.len())
@@ -128,10 +141,33 @@ fn pow2_floor(value: f64) -> f64 {
     value.log2().floor().exp2()
 }
 
+/// With the pool's row selected, the snapshot as the chart sees the pool: its one lane is
+/// the pool, each finite slot at N × its blocks (the pool's capacity is the fleet's total),
+/// no knees (the snapshot has none for the pool). `None` otherwise.
+fn pool_view(snap: &LiveSnapshot, view: &App) -> Option<LiveSnapshot> {
+    let pool = snap.pool.as_ref().filter(|_| view.selected_pool())?;
+    let instances = snap.lanes.len() as u64;
+    let mut pooled = snap.clone();
+    for slot in &mut pooled.slots {
+        if let Some(blocks) = litehit_core::projector::pooled_capacity_blocks(
+            slot.capacity,
+            pool.block_bytes,
+            instances,
+        ) {
+            slot.capacity = litehit_core::projector::Capacity::Blocks(blocks);
+        }
+    }
+    pooled.lanes = vec![pool.clone()];
+    pooled.capacity_for_fraction = vec![Vec::new()];
+    Some(pooled)
+}
+
 /// The chart's layout in `area` (the panel, borders included); `None` when nothing can be
 /// drawn (no requests yet, or too small).
 #[must_use]
 pub fn layout(area: Rect, snap: &LiveSnapshot, view: &App) -> Option<CurveLayout> {
+    let pooled = pool_view(snap, view);
+    let snap = pooled.as_ref().unwrap_or(snap);
     let (lanes, _) = drawn_lanes(snap, view);
     if lanes.iter().all(|&index| snap.lanes[index].requests == 0) {
         return None;
@@ -255,6 +291,8 @@ fn capacity_ticks(plot: &Plot) -> Vec<(f64, String)> {
 }
 
 pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
+    let pooled = pool_view(snap, view);
+    let snap = pooled.as_ref().unwrap_or(snap);
     let (_, titles) = drawn_lanes(snap, view);
     let block = Block::bordered().title(plot::title(&titles, area.width));
     let Some(layout) = layout(area, snap, view) else {

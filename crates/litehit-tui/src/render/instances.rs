@@ -78,8 +78,8 @@ fn header_row(columns: &[Column], view: &App) -> Row<'static> {
 pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
     view.table_rows_on_screen.take(); // filled again below once the rows are drawn
     let rows = row_values(snap);
-    // The shared pool (`watch --pool`): pinned below the totals, outside the order and the
-    // selection, and not in the totals.
+    // The shared pool (`watch --pool`): pinned below the totals, outside the order, not in
+    // the totals; selectable (row `view.pool_row()`), then the curve shows the pool.
     let pool_row = pool_row_values(snap);
     let lane_count = snap.lanes.len();
     let order = displayed_order(view, lane_count, rows.len());
@@ -152,10 +152,14 @@ pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
         .chain(pinned_totals.then_some(lane_count))
         .collect();
     // For the mouse: the header takes the first line, each row one after it.
+    let clickable = visible
+        .iter()
+        .copied()
+        .chain(pool_row.is_some().then(|| view.pool_row()));
     *view.table_rows_on_screen.borrow_mut() = crate::app::TableRowsOnScreen {
         x: inner.x..inner.x + inner.width,
         rows: (inner.y + 1..inner.y + inner.height)
-            .zip(visible.iter().copied())
+            .zip(clickable)
             .collect(),
     };
     let table_rows = visible
@@ -171,7 +175,7 @@ pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
         .chain(
             pool_row
                 .iter()
-                .map(|pool| table_row(pool, &columns, false, false).italic()),
+                .map(|pool| table_row(pool, &columns, view.selected_pool(), false).italic()),
         );
     let widths: Vec<Constraint> = columns
         .iter()

@@ -1,0 +1,224 @@
+//! `query --window` with the shared pool lane (`replay --pool`): besides the instances'
+//! lines, the pool's own line per window and capacity at N × C. Checked against the naive
+//! LRU oracle (one cache per instance at C; one cache over the merged stream at N × C) by
+//! window, and without a pool lane the output is byte for byte the plain replay's.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::common::cli_bin::{FACTS, generate, ok, run_in, standard_trace};
+use crate::common::oracle::OracleBank;
+use litehit_core::workload::{SyntheticRequest, WorkloadConfig};
+use serde_json::Value;
+
+const CAPACITIES_BLOCKS: [usize; 3] = [3, 40, 400];
+const INSTANCES: usize = 3;
+
+fn trace(dir: &Path) -> (Vec<SyntheticRequest>, PathBuf) {
+    let requests = generate(
+        WorkloadConfig {
+            seed: 11,
+            instance_ids: (0..INSTANCES).map(|i| format!("engine-{i}")).collect(),
+            live_conversations: 60,
+            ..WorkloadConfig::default()
+        },
+        2500,
+    );
+    let path = dir.join("trace.jsonl");
+    std::fs::write(&path, standard_trace(&requests)).unwrap();
+    (requests, path)
+}
+
+fn replay(trace: &Path, out: &Path, extra: &[&str]) -> PathBuf {
+    let mut args = vec![
+        "replay",
+        trace.to_str().unwrap(),
+        "--trace-block-size",
+        "16",
+        "--out",
+        out.to_str().unwrap(),
+        "--quiet",
+    ];
+    args.extend(extra);
+    ok(run_in(None, &args));
+    out.join(FACTS)
+}
+
+fn query(facts: &Path, extra: &[&str]) -> String {
+    let list: Vec<String> = CAPACITIES_BLOCKS.iter().map(ToString::to_string).collect();
+    let capacities = format!("--capacity-blocks={}", list.join(","));
+    let mut args = vec!["query", facts.to_str().unwrap(), "-", &capacities];
+    args.extend(extra);
+    ok(run_in(None, &args)).stdout
+}
+
+/// Per window index: (requests, input tokens, hit tokens per capacity) of the instances'
+/// own caches at C and of one pool at N × C, from the naive oracle.
+type Windows = BTreeMap<i64, (u64, u64, Vec<u64>)>;
+
+fn oracle_windows(
+    requests: &[SyntheticRequest],
+    width_ns: i64,
+    from_ns: i64,
+) -> (Windows, Windows) {
+    let first = requests.iter().map(|r| r.timestamp_ns).min().unwrap();
+    let own: Vec<Option<usize>> = CAPACITIES_BLOCKS.iter().map(|&c| Some(c)).collect();
+    let pooled: Vec<Option<usize>> = CAPACITIES_BLOCKS
+        .iter()
+        .map(|&c| Some(c * INSTANCES))
+        .collect();
+    let mut lanes: BTreeMap<&str, OracleBank> = BTreeMap::new();
+    let mut pool = OracleBank::new(&pooled, None);
+    let (mut instances, mut shared) = (Windows::new(), Windows::new());
+    for request in requests {
+        let lane = lanes
+            .entry(request.instance_id.as_str())
+            .or_insert_with(|| OracleBank::new(&own, None));
+        let hits = lane.process_request(&request.keys, request.timestamp_ns);
+        let pool_hits = pool.process_request(&request.keys, request.timestamp_ns);
+        if request.timestamp_ns < from_ns {
+            continue;
+        }
+        let index = (request.timestamp_ns - first).div_euclid(width_ns);
+        for (windows, hits) in [(&mut instances, hits), (&mut shared, pool_hits)] {
+            let window = windows
+                .entry(index)
+                .or_insert_with(|| (0, 0, vec![0; CAPACITIES_BLOCKS.len()]));
+            window.0 += 1;
+            window.1 += request.input_token_len;
+            for (sum, h) in window.2.iter_mut().zip(hits) {
+                *sum += h * 16;
+            }
+        }
+    }
+    (instances, shared)
+}
+
+/// The lines of `text` grouped like the oracle: instance lines, then pool lines.
+fn parsed_windows(text: &str, width_ns: i64) -> (Windows, Windows) {
+    let (mut instances, mut shared) = (Windows::new(), Windows::new());
+    let mut first_start = None;
+    for line in text.lines() {
+        let line: Value = serde_json::from_str(line).unwrap();
+        let start = line["window_start_ns"].as_i64().unwrap();
+        let origin = *first_start.get_or_insert(start);
+        let index = (start - origin) / width_ns;
+        let slot = CAPACITIES_BLOCKS
+            .iter()
+            .position(|&c| line["capacity_blocks"].as_u64() == Some(c as u64))
+            .unwrap();
+        let windows = if line.get("pool").is_some() {
+            assert_eq!(line["pool"], "pool", "{line}");
+            assert_eq!(line["instances"], INSTANCES as u64, "{line}");
+            assert_eq!(
+                line["pool_capacity_blocks"],
+                (CAPACITIES_BLOCKS[slot] * INSTANCES) as u64,
+                "{line}"
+            );
+            &mut shared
+        } else {
+            assert!(line.get("pool_capacity_blocks").is_none(), "{line}");
+            &mut instances
+        };
+        let window = windows
+            .entry(index)
+            .or_insert_with(|| (0, 0, vec![0; CAPACITIES_BLOCKS.len()]));
+        window.0 = line["requests"].as_u64().unwrap();
+        window.1 = line["total_input_tokens"].as_u64().unwrap();
+        window.2[slot] = line["total_hit_tokens"].as_u64().unwrap();
+    }
+    (instances, shared)
+}
+
+#[test]
+fn window_lines_give_the_pool_at_n_times_c_beside_the_instances_and_plain_bytes_stay() {
+    let dir = tempfile::tempdir().unwrap();
+    let (requests, trace) = trace(dir.path());
+    let pooled = replay(&trace, &dir.path().join("pooled"), &["--pool"]);
+    let plain = replay(&trace, &dir.path().join("plain"), &[]);
+    let first = requests.iter().map(|r| r.timestamp_ns).min().unwrap();
+    let last = requests.iter().map(|r| r.timestamp_ns).max().unwrap();
+    assert!(
+        last - first > 2_000_000_000,
+        "the trace spans a few windows"
+    );
+    let width_ns = 1_000_000_000;
+
+    let text = query(&pooled, &["--window", "1s"]);
+    let (instances, shared) = parsed_windows(&text, width_ns);
+    let (expected_instances, expected_pool) = oracle_windows(&requests, width_ns, i64::MIN);
+    assert!(instances.len() > 2);
+    assert_eq!(instances, expected_instances);
+    assert_eq!(shared, expected_pool);
+    assert!(
+        shared
+            .values()
+            .zip(instances.values())
+            .any(|(p, i)| p.2[0] > i.2[0]),
+        "one cache of N × C beats N of C somewhere"
+    );
+    // Each window: its instance lines, then its pool lines.
+    let kinds: Vec<bool> = text.lines().map(|l| l.contains("\"pool\":")).collect();
+    let per_window = CAPACITIES_BLOCKS.len();
+    for chunk in kinds.chunks(2 * per_window) {
+        assert_eq!(chunk[..per_window], vec![false; per_window][..]);
+        assert_eq!(chunk[per_window..], vec![true; per_window][..]);
+    }
+
+    // A restricted span counts N and accounts only its rows, from a cache built from the start.
+    let from_ns = first + 1_500_000_000;
+    let text = query(&pooled, &["--window", "1s", "--from", "1.5s"]);
+    let (instances, shared) = parsed_windows(&text, width_ns);
+    let (mut expected_instances, mut expected_pool) = oracle_windows(&requests, width_ns, from_ns);
+    // Parsed indices count from the first window shown (window 1 of the trace).
+    let shift = |windows: &mut Windows| {
+        *windows = std::mem::take(windows)
+            .into_iter()
+            .map(|(k, v)| (k - 1, v))
+            .collect();
+    };
+    shift(&mut expected_instances);
+    shift(&mut expected_pool);
+    assert_eq!(instances, expected_instances);
+    assert_eq!(shared, expected_pool);
+
+    // Without a pool lane: the instances' lines only, the bytes of the pooled query's.
+    let plain_text = query(&plain, &["--window", "1s"]);
+    let pooled_text = query(&pooled, &["--window", "1s"]);
+    let mut without_pool = String::new();
+    for line in pooled_text
+        .lines()
+        .filter(|line| !line.contains("\"pool\":"))
+    {
+        without_pool.push_str(line);
+        without_pool.push('\n');
+    }
+    assert_eq!(plain_text, without_pool);
+    assert!(!plain_text.contains("pool"));
+
+    // CSV: the pool's columns only with a pool lane.
+    let plain_csv = query(&plain, &["--window", "1s", "--csv"]);
+    let pooled_csv = query(&pooled, &["--window", "1s", "--csv"]);
+    let header = pooled_csv.lines().next().unwrap();
+    assert!(
+        header.ends_with(",hit_rate,pool,pool_capacity_blocks"),
+        "{header}"
+    );
+    assert!(plain_csv.lines().next().unwrap().ends_with(",hit_rate"));
+    let mut stripped = String::new();
+    for line in pooled_csv.lines() {
+        if let Some(instance) = line.strip_suffix(",,") {
+            stripped.push_str(instance);
+        } else if let Some(header) = line.strip_suffix(",pool,pool_capacity_blocks") {
+            stripped.push_str(header);
+        } else {
+            let fields: Vec<&str> = line.split(',').collect();
+            assert_eq!(fields[fields.len() - 2], "pool", "{line}");
+            let blocks: usize = fields[3].parse().unwrap();
+            assert_eq!(fields[fields.len() - 1], (blocks * INSTANCES).to_string());
+            continue;
+        }
+        stripped.push('\n');
+    }
+    assert_eq!(plain_csv, stripped);
+}
