@@ -223,6 +223,39 @@ pub fn fit_middle(text: &str, width: usize) -> String {
     out
 }
 
+/// A capacity slot's label in binary units, the one spelling readers see (`40 GiB`,
+/// `0.5 GiB`, `1000 b`, `∞`): the TUI, its exit summary and the tier panel; typed input keeps
+/// accepting `40`, `40gb` and `40 GiB` alike.
+#[must_use]
+pub fn capacity_label(capacity: crate::projector::Capacity) -> String {
+    use crate::projector::Capacity;
+    match capacity {
+        Capacity::Gigabytes(gb) => format!("{} GiB", short_float(gb)),
+        Capacity::Blocks(blocks) => format!("{blocks} b"),
+        Capacity::Infinite => "∞".to_owned(),
+    }
+}
+
+/// A float in its shortest form when that is short (`40`, `0.5`), else without trailing
+/// zeros (three decimals at most), or `1.00e-7` for a tiny one (never `0`).
+#[must_use]
+pub fn short_float(value: f64) -> String {
+    let shortest = format!("{value}");
+    if shortest.len() <= 8 {
+        shortest
+    } else if value != 0.0 && value.abs() < 1e-3 {
+        format!("{value:.2e}")
+    } else {
+        trim_float(value)
+    }
+}
+
+/// A float without trailing zeros (`40`, `0.5`, `1.25`), three decimals at most.
+#[must_use]
+pub fn trim_float(value: f64) -> String {
+    trim_zeros(&format!("{value:.3}")).to_owned()
+}
+
 /// `bad line` or `bad lines`, as the count asks.
 #[must_use]
 pub fn bad_lines_noun(count: u64) -> &'static str {

@@ -694,7 +694,7 @@ pub fn summary_text(snap: &LiveSnapshot) -> String {
     let columns: Vec<String> = snap
         .slots
         .iter()
-        .map(|slot| slot.capacity.to_string())
+        .map(|slot| litehit_core::display::capacity_label(slot.capacity))
         .chain(std::iter::once("∞".to_owned()))
         .collect();
     let percent =
@@ -739,6 +739,16 @@ pub fn summary_text(snap: &LiveSnapshot) -> String {
             ),
             &|i| pool.slot_hit_rate(i),
             pool.infinite_hit_rate(),
+        );
+    }
+    if let Some(block_bytes) = snap.assumed_block_bytes {
+        let _ = writeln!(
+            text,
+            "  GiB slots at {}/block (set live with b); the facts keep the run's own block bytes",
+            litehit_core::display::bytes(
+                block_bytes,
+                litehit_core::display::Precision::Decimals(2)
+            )
         );
     }
     let note = horizon_note(snap);
@@ -841,9 +851,10 @@ mod tests {
         };
         let text = summary_text(&snap);
         assert!(
-            text.contains("token hit rate at 40 GB, 7 blocks, ∞\n"),
-            "{text}"
+            text.contains("token hit rate at 40 GiB, 7 b, ∞\n"),
+            "the screen's spelling: {text}"
         );
+        assert!(!text.contains("set live with b"), "{text}");
         assert!(text.contains("  a: 10.00%, 20.00%, 30.00%\n"), "{text}");
         assert!(text.contains("  total: 5.00%, 12.50%, 40.00%\n"), "{text}");
 
@@ -852,8 +863,13 @@ mod tests {
         for lane in &mut snap.lanes {
             lane.slot_hit_blocks.clear();
         }
+        snap.assumed_block_bytes = Some(1 << 20);
         let text = summary_text(&snap);
         assert!(text.contains("token hit rate at ∞\n"), "{text}");
+        assert!(
+            text.contains("GiB slots at 1.00 MiB/block (set live with b)"),
+            "{text}"
+        );
         assert!(text.contains("  a: 30.00%\n"), "{text}");
     }
 }

@@ -61,14 +61,9 @@ pub fn fit_middle_columns(text: &str, width: usize) -> String {
     head
 }
 
-/// A capacity slot's label in binary units, the screen's one spelling (`40 GiB`, `0.5 GiB`,
-/// `1000 b`, `∞`); typed input keeps accepting `40`, `40gb` and `40 GiB` alike.
+/// A capacity slot's label in binary units (`40 GiB`, `1000 b`, `∞`): the core's one spelling.
 pub fn capacity(capacity: Capacity) -> String {
-    match capacity {
-        Capacity::Gigabytes(gb) => format!("{} GiB", short_float(gb)),
-        Capacity::Blocks(blocks) => format!("{blocks} b"),
-        Capacity::Infinite => "∞".to_owned(),
-    }
+    display::capacity_label(capacity)
 }
 
 /// A memory horizon as it was given, in binary bytes (`20.00 TiB`) or blocks
@@ -110,28 +105,14 @@ pub fn axis_gb(value: f64) -> String {
     }
 }
 
-/// A float as typed when that is short (`0.0001`, `40`, `0.5`), else [`trim_float`]: slot
-/// labels must tell apart capacities that differ (`0` and `0.0001` both trim to `0`).
-pub fn short_float(value: f64) -> String {
-    let shortest = format!("{value}");
-    if shortest.len() <= 8 {
-        shortest
-    } else if value != 0.0 && value.abs() < 1e-3 {
-        format!("{value:.2e}") // 1.00e-7: tiny, but not 0
-    } else {
-        trim_float(value)
-    }
-}
+pub use display::short_float;
 
 /// The smallest of 1, 2, 2.5, 5 × 10^k at or above `value` (> 0): a round end for an axis.
 pub fn nice_ceiling(value: f64) -> f64 {
     display::nice_step(value, 1e-12)
 }
 
-/// A float without trailing zeros (`40`, `0.5`, `1.25`), three decimals at most.
-pub fn trim_float(value: f64) -> String {
-    display::trim_zeros(&format!("{value:.3}")).to_owned()
-}
+pub use display::trim_float;
 
 #[cfg(test)]
 mod tests {
