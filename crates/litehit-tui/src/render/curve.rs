@@ -507,7 +507,12 @@ fn legend(layout: &CurveLayout, snap: &LiveSnapshot, view: &App) -> Vec<LegendEn
     for &(index, _) in &layout.slots {
         let mut label = format::capacity(snap.slots[index].capacity);
         if let Some(lane) = lane {
-            label = format!("{label} {}", format::percent(lane.slot_hit_rate(index)));
+            let lower_bound =
+                lane.is_lower_bound(snap.slots[index].capacity.blocks(lane.block_bytes));
+            label = format!(
+                "{label} {}",
+                format::percent_bound(lane.slot_hit_rate(index), lower_bound)
+            );
         }
         entries.push(LegendEntry {
             symbol: "┊".to_owned(),
