@@ -352,7 +352,7 @@ fn knees_sit_on_the_curve_not_at_their_share_of_the_infinite_rate() {
         let buf = draw_curve(&snap, &app, area);
         let plot = curve::layout(area, &snap, &app).unwrap().plot;
         let lane = &snap.lanes[0];
-        let rows: Vec<u16> = snap.capacity_for_fraction[0]
+        let knee_rows: Vec<u16> = snap.capacity_for_fraction[0]
             .iter()
             .map(|knee| {
                 plot.row(
@@ -363,10 +363,10 @@ fn knees_sit_on_the_curve_not_at_their_share_of_the_infinite_rate() {
             })
             .collect();
         for y in plot.area.y..plot.area.bottom() {
-            let line = row_text(&buf, y, plot.area.x, plot.area.right());
+            let text = row_text(&buf, y, plot.area.x, plot.area.right());
             assert!(
-                !line.contains('◆') || rows.contains(&y) || line.contains("knees"),
-                "a knee off the curve in row {y}: {line:?} (knees on rows {rows:?})"
+                !text.contains('◆') || knee_rows.contains(&y) || text.contains("knees"),
+                "a knee off the curve in row {y}: {text:?} (knees on rows {knee_rows:?})"
             );
         }
     }

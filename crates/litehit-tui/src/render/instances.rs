@@ -115,14 +115,7 @@ pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
     let slot_count = slot_columns(&all_columns);
     let columns = fit_columns(all_columns, area.width.saturating_sub(2));
     let hidden_slots = slot_count - slot_columns(&columns);
-    let bound_shown = columns.iter().any(|column| match column.kind {
-        ColumnKind::Slot(index) => rows
-            .iter()
-            .chain(pool_row.iter())
-            .any(|row| row.slot_lower_bounds.get(index).copied().unwrap_or(false)),
-        _ => false,
-    });
-    if bound_shown {
+    if shows_a_lower_bound(&columns, &rows, pool_row.as_ref()) {
         // A slot above the memory horizon: its `≥` values are lower bounds.
         let _ = write!(notes, "· ≥ lower bound above the horizon ");
     }
@@ -197,6 +190,17 @@ pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
         .column_spacing(1)
         .flex(Flex::Start);
     frame.render_widget(table, inner);
+}
+
+/// Whether a slot column shown holds a lower bound (`≥`) in one of `rows`.
+fn shows_a_lower_bound(columns: &[Column], rows: &[RowValues], pool: Option<&RowValues>) -> bool {
+    columns.iter().any(|column| match column.kind {
+        ColumnKind::Slot(index) => rows
+            .iter()
+            .chain(pool)
+            .any(|row| row.slot_lower_bounds.get(index).copied().unwrap_or(false)),
+        _ => false,
+    })
 }
 
 /// The view's order (filtered, sorted) of the `row_count` rows this snapshot has, the
