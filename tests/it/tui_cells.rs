@@ -232,6 +232,10 @@ fn slots_above_the_memory_horizon_read_as_lower_bounds() {
             screen.contains("≥ lower bound above the horizon"),
             "the title note:\n{screen}"
         );
+        if width == 80 {
+            // The compact legend on the chart's border names the horizon too.
+            assert!(screen.contains("╌≤ 5000 b"), "compact legend:\n{screen}");
+        }
         if width == 120 {
             // The curve's legend marks the same slots.
             assert!(screen.contains("10 GiB ≥41.20%"), "legend:\n{screen}");

@@ -342,7 +342,10 @@ fn draw(buf: &mut Buffer, area: Rect, layout: &CurveLayout, snap: &LiveSnapshot,
                     Style::new().fg(plot::slot_color(index)),
                 )
             })
-            .chain([("╌∞".to_owned(), Style::new())])
+            .chain([(
+                format!("╌{}", format::infinite_label(snap.memory_horizon)),
+                Style::new(),
+            )])
             .chain((!layout.knees.is_empty()).then(|| ("◆knees".to_owned(), Style::new().bold())));
         for (text, style) in compact {
             if usize::from(x) + text.chars().count() + 2 > usize::from(area.right()) {
