@@ -61,6 +61,7 @@ fn snapshot(instances: usize, slots: usize) -> LiveSnapshot {
                     .map(|&percent| FractionCapacity {
                         percent,
                         capacity_blocks: u64::from(percent) * 1000 + i as u64,
+                        hit_blocks: u64::from(percent) * 990_000,
                     })
                     .collect()
             })

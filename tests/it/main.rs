@@ -44,6 +44,7 @@ mod sql;
 mod sql_spark;
 mod tiers;
 mod tokenize;
+mod tui_cells;
 mod tui_charts;
 mod tui_interaction;
 mod tui_render;

@@ -110,9 +110,13 @@ fn lane_snapshot(facts: &Facts, slots: &[Slot]) -> (LaneSnapshot, Vec<FractionCa
     };
     let knees = CAPACITY_FRACTION_PERCENTS
         .iter()
-        .map(|&percent| FractionCapacity {
-            percent,
-            capacity_blocks: facts.hits.knee_capacity_blocks(percent),
+        .map(|&percent| {
+            let capacity_blocks = facts.hits.knee_capacity_blocks(percent);
+            FractionCapacity {
+                percent,
+                capacity_blocks,
+                hit_blocks: facts.hits.hit_blocks_at(capacity_blocks),
+            }
         })
         .collect();
     (lane, knees)
@@ -197,6 +201,8 @@ fn assert_knees_match_projection(facts: &Facts, knees: &[FractionCapacity]) {
         if knee.capacity_blocks > 0 {
             assert!(hits_at(knee.capacity_blocks - 1) < target, "{knee:?}");
         }
+        // The hits a knee carries (its marker's height) are those at its capacity.
+        assert_eq!(knee.hit_blocks, hits_at(knee.capacity_blocks), "{knee:?}");
     }
 }
 
@@ -210,13 +216,14 @@ fn check_marks(snap: &LiveSnapshot, app: &App, area: Rect) {
         .map(|y| row_text(&buf, y, 0, area.right()))
         .collect::<Vec<_>>()
         .join("\n");
-    // Knees: at the capacity the knee search gives and that share of the ∞ rate.
+    // Knees: at the capacity the knee search gives and the rate the curve has there (its hits
+    // checked against projecting every fact by `assert_knees_match_projection`).
     for knee in &snap.capacity_for_fraction[0] {
         let x = curve::capacity_x(knee.capacity_blocks as f64 * lane.block_bytes as f64);
         let column = plot.column_clamped(x);
-        let row = plot
-            .row(infinite_percent * f64::from(knee.percent) / 100.0)
-            .unwrap();
+        let knee_percent =
+            (knee.hit_blocks * lane.block_size_tokens) as f64 / lane.input_tokens as f64 * 100.0;
+        let row = plot.row(knee_percent).unwrap();
         assert_eq!(
             symbol(&buf, column, row),
             "◆",
@@ -298,6 +305,73 @@ fn knees_infinity_line_and_slot_markers_sit_where_the_projector_says() {
     litehit_shared_absent,
     ignore = "needs ../shared/traces/conversation_trace.jsonl"
 )]
+/// Facts of a lane whose hits rise in one step: 20 one-block prompts in turn, so each hit
+/// needs a cache of all 20 and every knee lies at one capacity where the rate is already the
+/// ∞ rate.
+fn one_step() -> Facts {
+    let mut core = litehit_core::hitcore::LiteHit::new();
+    let mut hits = CapacityAxisAccumulator::new();
+    let mut records = Vec::new();
+    for i in 0..400_i64 {
+        let keys = [i % 20];
+        let fact = core.process_request(&keys, i * 1_000_000_000);
+        hits.add_fact(&fact);
+        records.push(FactRecord {
+            input_token_len: keys.len() as u64 * 16,
+            block_size_tokens: 16,
+            block_bytes: 2 << 20,
+            timestamp_ns: i * 1_000_000_000,
+            instance_id: "engine-0".to_owned(),
+            fact,
+            ..FactRecord::default()
+        });
+    }
+    Facts { records, hits }
+}
+
+#[test]
+fn knees_sit_on_the_curve_not_at_their_share_of_the_infinite_rate() {
+    let facts = one_step();
+    let slots = vec![Slot {
+        id: 1,
+        capacity: Capacity::Blocks(200),
+    }];
+    let (lane, knees) = lane_snapshot(&facts, &slots);
+    assert_knees_match_projection(&facts, &knees);
+    // The step: the 50 % knee already has (nearly) every hit, far above half the ∞ rate.
+    let fifty = knees.iter().find(|knee| knee.percent == 50).unwrap();
+    assert!(
+        fifty.hit_blocks * 10 >= lane.infinite_hit_blocks * 9,
+        "{knees:?}"
+    );
+    let snap = snapshot(vec![lane], vec![knees], slots);
+    let app = observed(&snap);
+    for area in [Rect::new(0, 0, 100, 30), Rect::new(3, 2, 70, 18)] {
+        check_marks(&snap, &app, area);
+        // And no knee anywhere else: not at half the ∞ rate for the 50 % one.
+        let buf = draw_curve(&snap, &app, area);
+        let plot = curve::layout(area, &snap, &app).unwrap().plot;
+        let lane = &snap.lanes[0];
+        let knee_rows: Vec<u16> = snap.capacity_for_fraction[0]
+            .iter()
+            .map(|knee| {
+                plot.row(
+                    (knee.hit_blocks * lane.block_size_tokens) as f64 / lane.input_tokens as f64
+                        * 100.0,
+                )
+                .unwrap()
+            })
+            .collect();
+        for y in plot.area.y..plot.area.bottom() {
+            let text = row_text(&buf, y, plot.area.x, plot.area.right());
+            assert!(
+                !text.contains('◆') || knee_rows.contains(&y) || text.contains("knees"),
+                "a knee off the curve in row {y}: {text:?} (knees on rows {knee_rows:?})"
+            );
+        }
+    }
+}
+
 #[test]
 fn log_axis_keeps_10_40_80_gib_apart_on_the_mooncake_trace() {
     let facts = replay(&shared_file("traces/conversation_trace.jsonl"));

@@ -107,9 +107,13 @@ fn snapshot(lanes: &[(&str, u64, &Replayed)]) -> LiveSnapshot {
             .map(|(_, _, replayed)| {
                 CAPACITY_FRACTION_PERCENTS
                     .iter()
-                    .map(|&percent| FractionCapacity {
-                        percent,
-                        capacity_blocks: replayed.accumulator.knee_capacity_blocks(percent),
+                    .map(|&percent| {
+                        let capacity_blocks = replayed.accumulator.knee_capacity_blocks(percent);
+                        FractionCapacity {
+                            percent,
+                            capacity_blocks,
+                            hit_blocks: replayed.accumulator.hit_blocks_at(capacity_blocks),
+                        }
                     })
                     .collect()
             })

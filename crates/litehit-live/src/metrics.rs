@@ -532,6 +532,7 @@ mod tests {
             capacity_for_fraction: vec![vec![FractionCapacity {
                 percent: 50,
                 capacity_blocks: 3,
+                hit_blocks: 1,
             }]],
             ..LiveSnapshot::default()
         };

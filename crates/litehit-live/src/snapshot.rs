@@ -44,6 +44,10 @@ pub const CAPACITY_FRACTION_PERCENTS: [u32; 4] = [50, 90, 95, 99];
 pub struct FractionCapacity {
     pub percent: u32,
     pub capacity_blocks: u64,
+    /// Cumulative hit blocks at `capacity_blocks`, exact from the accumulator (at least
+    /// `percent`% of the ∞ bound's, often more: hits rise in steps), so a chart draws the knee
+    /// at the rate it really has there.
+    pub hit_blocks: u64,
 }
 
 /// One instance (lane), cumulative since the start of the trace.

@@ -66,9 +66,13 @@ impl Pipeline {
             .expect("the live engine keeps capacity curves");
         CAPACITY_FRACTION_PERCENTS
             .iter()
-            .map(|&percent| FractionCapacity {
-                percent,
-                capacity_blocks: accumulator.knee_capacity_blocks(percent),
+            .map(|&percent| {
+                let capacity_blocks = accumulator.knee_capacity_blocks(percent);
+                FractionCapacity {
+                    percent,
+                    capacity_blocks,
+                    hit_blocks: accumulator.hit_blocks_at(capacity_blocks),
+                }
             })
             .collect()
     }

@@ -5,7 +5,8 @@
 //! * the ∞ ceiling as a horizontal `╌` line;
 //! * the 50/90/95/99 % knees as `◆`: the smallest capacity whose hits reach that share of
 //!   the ∞ bound's, exact from the accumulator (`LiveSnapshot::capacity_for_fraction`, the
-//!   same knee search as `mrc`), drawn at that capacity and that share of the ∞ rate;
+//!   same knee search as `mrc`), drawn at that capacity and the exact rate there (at least
+//!   that share of the ∞ rate; hits rise in steps, so often more);
 //! * y auto-scaled to the data (a round top a little above the ∞ rate), its scale on the axis;
 //! * the x range ends at the sampled curve's end, a power of two of blocks that only ever
 //!   doubles as the trace grows, and starts 12 doublings lower (or lower still, to show the
@@ -190,7 +191,6 @@ pub fn layout(area: Rect, snap: &LiveSnapshot, view: &App) -> Option<CurveLayout
         })
         .collect();
     let knees: Vec<(usize, u32, f64, f64)> = if lanes.len() == 1 {
-        let ceiling = ceilings[0].1;
         snap.capacity_for_fraction
             .get(lanes[0])
             .into_iter()
@@ -201,7 +201,8 @@ pub fn layout(area: Rect, snap: &LiveSnapshot, view: &App) -> Option<CurveLayout
                     lanes[0],
                     knee.percent,
                     capacity_x(bytes_of(knee.capacity_blocks, first.block_bytes)),
-                    ceiling * f64::from(knee.percent) / 100.0,
+                    // The rate the curve really has at the knee's capacity (≥ p % of ∞).
+                    rate_percent(first, knee.hit_blocks),
                 )
             })
             .collect()
@@ -379,7 +380,10 @@ fn draw(buf: &mut Buffer, area: Rect, layout: &CurveLayout, snap: &LiveSnapshot,
                     Style::new().fg(plot::slot_color(index)),
                 )
             })
-            .chain([("╌∞".to_owned(), Style::new())])
+            .chain([(
+                format!("╌{}", format::infinite_label(snap.memory_horizon)),
+                Style::new(),
+            )])
             .chain((!layout.knees.is_empty()).then(|| ("◆knees".to_owned(), Style::new().bold())));
         for (text, style) in compact {
             if usize::from(x) + text.chars().count() + 2 > usize::from(area.right()) {
@@ -544,7 +548,12 @@ fn legend(layout: &CurveLayout, snap: &LiveSnapshot, view: &App) -> Vec<LegendEn
     for &(index, _) in &layout.slots {
         let mut label = format::capacity(snap.slots[index].capacity);
         if let Some(lane) = lane {
-            label = format!("{label} {}", format::percent(lane.slot_hit_rate(index)));
+            let lower_bound =
+                lane.is_lower_bound(snap.slots[index].capacity.blocks(lane.block_bytes));
+            label = format!(
+                "{label} {}",
+                format::percent_bound(lane.slot_hit_rate(index), lower_bound)
+            );
         }
         entries.push(LegendEntry {
             symbol: "┊".to_owned(),

@@ -11,6 +11,20 @@ pub fn percent(rate: Option<f64>) -> String {
     display::percent(rate, 2)
 }
 
+/// [`percent`], marked `≥` when it is only a lower bound (a capacity above the memory
+/// horizon: `≥41.20%`); the formatter's text stays whole after the mark.
+pub fn percent_bound(rate: Option<f64>, lower_bound: bool) -> String {
+    let text = percent(rate);
+    if lower_bound && rate.is_some() {
+        format!("{LOWER_BOUND_MARK}{text}")
+    } else {
+        text
+    }
+}
+
+/// Before a number that is only a lower bound.
+pub const LOWER_BOUND_MARK: &str = "≥";
+
 /// Bytes in binary units (`512 B`, `1.50 KiB`, `3.00 GiB`).
 pub fn bytes(value: u64) -> String {
     display::bytes(value, Precision::Decimals(2))
@@ -123,6 +137,9 @@ mod tests {
     fn formats() {
         assert_eq!(percent(Some(28.0 / 54.0)), "51.85%");
         assert_eq!(percent(None), "-");
+        assert_eq!(percent_bound(Some(0.412), true), "≥41.20%");
+        assert_eq!(percent_bound(Some(0.412), false), "41.20%");
+        assert_eq!(percent_bound(None, true), "-");
         assert_eq!(count(99_999), "99999");
         assert_eq!(count(1_234_567), "1.23M");
         assert_eq!(bytes(512), "512 B");

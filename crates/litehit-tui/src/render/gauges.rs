@@ -100,14 +100,22 @@ pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, _view: &App) {
     // Inside the border.
     let width = usize::from(area.width.saturating_sub(2));
     let totals = snap.totals();
+    // Under a TTL the unique blocks are those still alive (expired ones leave the count).
+    let alive = if snap.has_ttl() { "alive " } else { "" };
     let mut unique = vec![
         part(
             0,
-            &[format!("{} blocks", format::count(totals.unique_blocks))],
+            &[format!(
+                "{} {alive}blocks",
+                format::count(totals.unique_blocks)
+            )],
         ),
         part(
             1,
-            &[format!("KV {}", format::bytes(totals.unique_kv_bytes))],
+            &[format!(
+                "{alive}KV {}",
+                format::bytes(totals.unique_kv_bytes)
+            )],
         ),
     ];
     if snap.has_ttl() {

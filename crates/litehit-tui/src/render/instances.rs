@@ -39,6 +39,9 @@ struct RowValues {
     requests: u64,
     input_tokens: u64,
     slot_rates: Vec<Option<f64>>,
+    /// Per slot: only a lower bound (the slot lies above the memory horizon of the lane, or of
+    /// one of the lanes summed).
+    slot_lower_bounds: Vec<bool>,
     infinite_rate: Option<f64>,
     unique_blocks: u64,
     kv_bytes: u64,
@@ -50,9 +53,10 @@ impl RowValues {
             ColumnKind::Instance => self.instance.clone(),
             ColumnKind::Requests => format::count(self.requests),
             ColumnKind::InputTokens => format::count(self.input_tokens),
-            ColumnKind::Slot(index) => {
-                format::percent(self.slot_rates.get(index).copied().flatten())
-            }
+            ColumnKind::Slot(index) => format::percent_bound(
+                self.slot_rates.get(index).copied().flatten(),
+                self.slot_lower_bounds.get(index).copied().unwrap_or(false),
+            ),
             ColumnKind::Infinite => format::percent(self.infinite_rate),
             ColumnKind::UniqueBlocks => format::count(self.unique_blocks),
             ColumnKind::KvBytes => format::bytes(self.kv_bytes),
@@ -111,6 +115,10 @@ pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
     let slot_count = slot_columns(&all_columns);
     let columns = fit_columns(all_columns, area.width.saturating_sub(2));
     let hidden_slots = slot_count - slot_columns(&columns);
+    if shows_a_lower_bound(&columns, &rows, pool_row.as_ref()) {
+        // A slot above the memory horizon: its `≥` values are lower bounds.
+        let _ = write!(notes, "· ≥ lower bound above the horizon ");
+    }
     if hidden_slots > 0 {
         // Narrow screen: the slots far from the selection are left out; ←→ brings them in.
         let noun = if hidden_slots == 1 { "slot" } else { "slots" };
@@ -188,6 +196,17 @@ pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
     frame.render_widget(table, inner);
 }
 
+/// Whether a slot column shown holds a lower bound (`≥`) in one of `rows`.
+fn shows_a_lower_bound(columns: &[Column], rows: &[RowValues], pool: Option<&RowValues>) -> bool {
+    columns.iter().any(|column| match column.kind {
+        ColumnKind::Slot(index) => rows
+            .iter()
+            .chain(pool)
+            .any(|row| row.slot_lower_bounds.get(index).copied().unwrap_or(false)),
+        _ => false,
+    })
+}
+
 /// The view's order (filtered, sorted) of the `row_count` rows this snapshot has, the
 /// totals row (`lane_count`) last.
 fn displayed_order(view: &App, lane_count: usize, row_count: usize) -> Vec<usize> {
@@ -246,7 +265,7 @@ fn sort_and_filter_notes(snap: &LiveSnapshot, view: &App, listed_lanes: usize) -
                 .get(view.selected_slot)
                 .map_or_else(|| "slot".to_owned(), |slot| format::capacity(slot.capacity)),
             SortBy::Infinite => format::infinite_label(snap.memory_horizon),
-            SortBy::UniqueBlocks => "unique blk".to_owned(),
+            SortBy::UniqueBlocks => unique_header(snap).to_owned(),
         };
         let arrow = if view.sort_descending { "↓" } else { "↑" };
         let _ = write!(notes, "· by {column} {arrow} ");
@@ -288,6 +307,7 @@ fn row_values(snap: &LiveSnapshot) -> Vec<RowValues> {
             slot_rates: (0..slot_count)
                 .map(|index| lane.slot_hit_rate(index))
                 .collect(),
+            slot_lower_bounds: slot_lower_bounds(snap, std::slice::from_ref(lane)),
             infinite_rate: lane.infinite_hit_rate(),
             unique_blocks: lane.unique_blocks,
             kv_bytes: lane.unique_kv_bytes(),
@@ -302,12 +322,29 @@ fn row_values(snap: &LiveSnapshot) -> Vec<RowValues> {
             slot_rates: (0..slot_count)
                 .map(|index| totals.slot_hit_rate(index))
                 .collect(),
+            slot_lower_bounds: slot_lower_bounds(snap, &snap.lanes),
             infinite_rate: totals.infinite_hit_rate(),
             unique_blocks: totals.unique_blocks,
             kv_bytes: totals.unique_kv_bytes,
         });
     }
     rows
+}
+
+/// Per slot, whether its hits in a row summing `lanes` are only a lower bound: the slot's
+/// capacity (at each lane's block bytes) lies above that lane's memory horizon.
+fn slot_lower_bounds(
+    snap: &LiveSnapshot,
+    lanes: &[litehit_live::snapshot::LaneSnapshot],
+) -> Vec<bool> {
+    snap.slots
+        .iter()
+        .map(|slot| {
+            lanes
+                .iter()
+                .any(|lane| lane.is_lower_bound(slot.capacity.blocks(lane.block_bytes)))
+        })
+        .collect()
 }
 
 /// The shared pool's row, `NAME (shared)`, at N × each slot (N = the instances): the same
@@ -322,6 +359,7 @@ fn pool_row_values(snap: &LiveSnapshot) -> Option<RowValues> {
         slot_rates: (0..slot_count)
             .map(|index| pool.slot_hit_rate(index))
             .collect(),
+        slot_lower_bounds: slot_lower_bounds(snap, std::slice::from_ref(pool)),
         infinite_rate: pool.infinite_hit_rate(),
         unique_blocks: pool.unique_blocks,
         kv_bytes: pool.unique_kv_bytes(),
@@ -330,6 +368,16 @@ fn pool_row_values(snap: &LiveSnapshot) -> Option<RowValues> {
 
 /// After the pool's name in the fleet table.
 const POOL_SUFFIX: &str = " (shared)";
+
+/// The unique-blocks column's header: `alive blk` under a TTL, whose expired blocks leave
+/// the count, else `unique blk`.
+fn unique_header(snap: &LiveSnapshot) -> &'static str {
+    if snap.has_ttl() {
+        "alive blk"
+    } else {
+        "unique blk"
+    }
+}
 
 /// Display width of `text` in terminal columns (a CJK character takes two).
 fn text_width(text: &str) -> usize {
@@ -397,13 +445,19 @@ fn columns(snap: &LiveSnapshot, view: &App, rows: &[RowValues]) -> Vec<Column> {
             kind: ColumnKind::Infinite,
         },
         Column {
-            header: "unique blk".to_owned(),
+            // Under a TTL the count is of blocks still alive (expired ones leave it).
+            header: unique_header(snap).to_owned(),
             width: 10,
             drop_rank: 50,
             kind: ColumnKind::UniqueBlocks,
         },
         Column {
-            header: "KV bytes".to_owned(),
+            header: if snap.has_ttl() {
+                "alive KV"
+            } else {
+                "KV bytes"
+            }
+            .to_owned(),
             width: 10,
             drop_rank: 70,
             kind: ColumnKind::KvBytes,
