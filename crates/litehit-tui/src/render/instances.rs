@@ -64,6 +64,17 @@ impl RowValues {
     }
 }
 
+/// The panel's title with its notes; what is off screen matters more than the subtitle on a
+/// narrow screen.
+fn panel_title(notes: &str, width: u16) -> String {
+    let full = format!(" instances · cumulative token hit rate {notes}");
+    if full.chars().count() + 2 <= usize::from(width) {
+        full
+    } else {
+        format!(" instances {notes}")
+    }
+}
+
 /// The column headers, bold, the selected slot's reversed.
 fn header_row(columns: &[Column], view: &App) -> Row<'static> {
     Row::new(columns.iter().map(|column| {
@@ -133,14 +144,7 @@ pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
             shown.end,
         );
     }
-    // What is off screen matters more than the panel's subtitle on a narrow screen.
-    let full = format!(" instances · cumulative token hit rate {notes}");
-    let title = if full.chars().count() + 2 <= usize::from(area.width) {
-        full
-    } else {
-        format!(" instances {notes}")
-    };
-    let block = Block::bordered().title(title);
+    let block = Block::bordered().title(panel_title(&notes, area.width));
     let inner = block.inner(area);
     frame.render_widget(block, area);
     if inner.width == 0 || inner.height == 0 {
