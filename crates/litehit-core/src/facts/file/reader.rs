@@ -198,7 +198,18 @@ struct RowParser {
 
 impl RowParser {
     fn parse(&mut self, line: &[u8], record: &mut FactRecord) -> Result<(), FactsRowError> {
-        let fields = if let Some(fields) = split_plain(line) {
+        self.parse_with(line, record, true)
+    }
+
+    /// `allow_plain: false` takes the general path for every line (tests compare the two).
+    fn parse_with(
+        &mut self,
+        line: &[u8],
+        record: &mut FactRecord,
+        allow_plain: bool,
+    ) -> Result<(), FactsRowError> {
+        let plain = if allow_plain { split_plain(line) } else { None };
+        let fields = if let Some(fields) = plain {
             fields
         } else {
             self.split(line)?;
@@ -221,9 +232,11 @@ impl RowParser {
         if block_bytes == 0 || block_size_tokens == 0 {
             return Err(FactsRowError::NonPositiveBlock);
         }
-        set_string("trace_id", &mut record.trace_id, trace_id)?;
-        if record.instance_id.as_bytes() != instance_id {
-            set_string("instance_id", &mut record.instance_id, instance_id)?;
+        if plain.is_none() || !set_plain_ids(line, trace_id.len(), instance_id.len(), record) {
+            set_string("trace_id", &mut record.trace_id, trace_id)?;
+            if record.instance_id.as_bytes() != instance_id {
+                set_string("instance_id", &mut record.instance_id, instance_id)?;
+            }
         }
         record.timestamp_ns = timestamp_ns;
         record.input_token_len = input_token_len;
@@ -313,6 +326,29 @@ fn split_plain(line: &[u8]) -> Option<[&[u8]; FACTS_FIELD_COUNT]> {
         _ => return None,
     };
     Some(fields)
+}
+
+/// Sets both ids of a line [`split_plain`] accepted with one UTF-8 check instead of two:
+/// there they are the line's first `trace_id_len + 1 + instance_id_len` bytes
+/// (`trace_id,instance_id`), and the `,` between them is a char boundary. `false` (not
+/// UTF-8) leaves the record to [`set_string`], which names the field.
+fn set_plain_ids(
+    line: &[u8],
+    trace_id_len: usize,
+    instance_id_len: usize,
+    record: &mut FactRecord,
+) -> bool {
+    let Ok(ids) = std::str::from_utf8(&line[..trace_id_len + 1 + instance_id_len]) else {
+        return false;
+    };
+    let (trace_id, instance_id) = (&ids[..trace_id_len], &ids[trace_id_len + 1..]);
+    record.trace_id.clear();
+    record.trace_id.push_str(trace_id);
+    if record.instance_id != instance_id {
+        record.instance_id.clear();
+        record.instance_id.push_str(instance_id);
+    }
+    true
 }
 
 fn set_string(field: &'static str, target: &mut String, bytes: &[u8]) -> Result<(), FactsRowError> {
@@ -690,6 +726,69 @@ mod tests {
             if let Some(plain) = split_plain(line.as_bytes()) {
                 parser.split(line.as_bytes()).unwrap();
                 proptest::prop_assert_eq!(plain, parser.fields());
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// The plain path (no copy, one UTF-8 check for both ids) gives the general path's
+        /// record or error on any line, including ids that are not UTF-8 and records that
+        /// held other ids before.
+        #[test]
+        fn plain_parse_agrees_with_general_parse(
+            ids in proptest::collection::vec(
+                proptest::collection::vec(
+                    proptest::prop_oneof![
+                        1 => proptest::strategy::Just(&b","[..]),
+                        1 => proptest::strategy::Just(&b"\""[..]),
+                        4 => proptest::strategy::Just(&b"id"[..]),
+                        2 => proptest::strategy::Just(&b"7"[..]),
+                        1 => proptest::strategy::Just(&b"\xc3\xa9"[..]),
+                        1 => proptest::strategy::Just(&b"\xff"[..]),
+                        1 => proptest::strategy::Just(&b"\xc3"[..]),
+                    ],
+                    0..3,
+                ),
+                2,
+            ),
+            numbers in proptest::collection::vec(
+                proptest::prop_oneof![
+                    8 => proptest::strategy::Just(&b"7"[..]),
+                    1 => proptest::strategy::Just(&b"0"[..]),
+                    1 => proptest::strategy::Just(&b"x"[..]),
+                ],
+                4,
+            ),
+            curve in proptest::prop_oneof![
+                proptest::strategy::Just(&b"[]"[..]),
+                proptest::strategy::Just(&b"\"[[1,2]]\""[..]),
+                proptest::strategy::Just(&b"[[1,2]]"[..]),
+                proptest::strategy::Just(&b"\"[x]\""[..]),
+            ],
+            previous_instance in proptest::prop_oneof![
+                proptest::strategy::Just(""),
+                proptest::strategy::Just("id"),
+                proptest::strategy::Just("idid"),
+            ],
+        ) {
+            let fields: Vec<Vec<u8>> = ids
+                .iter()
+                .map(|pieces| pieces.concat())
+                .chain(numbers.iter().map(|number| number.to_vec()))
+                .chain([curve.to_vec()])
+                .collect();
+            let line = fields.join(&b","[..]);
+            let fresh = || FactRecord {
+                trace_id: "old".into(),
+                instance_id: previous_instance.into(),
+                ..FactRecord::default()
+            };
+            let (mut plain, mut general) = (fresh(), fresh());
+            let plain_result = RowParser::default().parse_with(&line, &mut plain, true);
+            let general_result = RowParser::default().parse_with(&line, &mut general, false);
+            proptest::prop_assert_eq!(&plain_result, &general_result);
+            if plain_result.is_ok() {
+                proptest::prop_assert_eq!(plain, general);
             }
         }
     }
