@@ -121,6 +121,29 @@ pub struct SlotEditor {
     pub error: Option<String>,
 }
 
+/// The longest text a dialog takes.
+const DIALOG_INPUT_CHARS: usize = 24;
+
+impl SlotEditor {
+    /// Backspace and typed characters (up to [`DIALOG_INPUT_CHARS`]), the same in every
+    /// dialog; a change clears the last refusal. `false` for any other key.
+    fn edit(&mut self, code: KeyCode) -> bool {
+        match code {
+            KeyCode::Backspace => {
+                self.input.pop();
+            }
+            KeyCode::Char(ch)
+                if !ch.is_control() && self.input.chars().count() < DIALOG_INPUT_CHARS =>
+            {
+                self.input.push(ch);
+            }
+            _ => return false,
+        }
+        self.error = None;
+        true
+    }
+}
+
 /// Every key the monitor knows, for the help overlay (one source of truth with the tests).
 pub const KEY_HELP: &[(&str, &str)] = &[
     ("?", "show / hide this help"),
@@ -601,17 +624,10 @@ impl App {
                         }
                     }
                 }
-                KeyCode::Backspace => {
-                    editor.input.pop();
-                    editor.error = None;
+                code => {
+                    editor.edit(code);
                     None
                 }
-                KeyCode::Char(ch) if !ch.is_control() && editor.input.chars().count() < 24 => {
-                    editor.input.push(ch);
-                    editor.error = None;
-                    None
-                }
-                _ => None,
             },
             Mode::BlockBytes(_) => self.handle_block_bytes_key(key.code),
             Mode::Notices { .. } => self.handle_notices_key(key.code),
@@ -666,17 +682,10 @@ impl App {
                     None
                 }
             },
-            KeyCode::Backspace => {
-                editor.input.pop();
-                editor.error = None;
+            code => {
+                editor.edit(code);
                 None
             }
-            KeyCode::Char(ch) if !ch.is_control() && editor.input.chars().count() < 24 => {
-                editor.input.push(ch);
-                editor.error = None;
-                None
-            }
-            _ => None,
         }
     }
 
