@@ -54,10 +54,11 @@ pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
     let mut rows: Vec<Row> =
         plan.names
             .iter()
-            .zip(&plan.sizes_text)
+            .zip(&plan.capacities)
             .enumerate()
-            .map(|(index, (name, size))| {
-                Row::new([name.clone(), size.clone()].into_iter().chain(
+            .map(|(index, (name, &size))| {
+                // The screen's one spelling (`80 GiB`), not the size as typed (`80GB`).
+                Row::new([name.clone(), format::capacity(size)].into_iter().chain(
                     columns.iter().map(|(_, shares, _)| {
                         format::percent(shares.get(index).copied().flatten())
                     }),
