@@ -828,6 +828,22 @@ fn append_u64_array(out: &mut Vec<u8>, values: &[u64]) {
     out.push(b']');
 }
 
+/// Block counts as a JSON array, `-1` for unlimited (`None`), as upstream writes ∞.
+fn append_blocks_or_unlimited(out: &mut Vec<u8>, values: &[Option<u64>]) {
+    let mut itoa = itoa::Buffer::new();
+    out.push(b'[');
+    for (index, value) in values.iter().enumerate() {
+        if index > 0 {
+            out.push(b',');
+        }
+        match value {
+            Some(blocks) => out.extend_from_slice(itoa.format(*blocks).as_bytes()),
+            None => out.extend_from_slice(b"-1"),
+        }
+    }
+    out.push(b']');
+}
+
 fn append_g6_array(out: &mut Vec<u8>, values: impl IntoIterator<Item = f64>) {
     out.push(b'[');
     for (index, value) in values.into_iter().enumerate() {
@@ -901,17 +917,9 @@ fn append_pool_line(
         out.extend_from_slice(b",\"capacity_blocks\":");
         append_u64_array(out, &slots.capacity_blocks);
     }
-    out.extend_from_slice(b",\"pool_capacity_blocks\":[");
-    for (index, capacity) in pool.pool_capacity_blocks.iter().enumerate() {
-        if index > 0 {
-            out.push(b',');
-        }
-        match capacity {
-            Some(blocks) => out.extend_from_slice(itoa.format(*blocks).as_bytes()),
-            None => out.extend_from_slice(b"-1"),
-        }
-    }
-    out.extend_from_slice(b"],\"pool_total_hit_blocks\":");
+    out.extend_from_slice(b",\"pool_capacity_blocks\":");
+    append_blocks_or_unlimited(out, &pool.pool_capacity_blocks);
+    out.extend_from_slice(b",\"pool_total_hit_blocks\":");
     append_u64_array(out, &pool.pool.total_hit_blocks);
     out.extend_from_slice(b",\"pool_total_hit_tokens\":");
     append_u64_array(out, &pool.pool.total_hit_tokens);
@@ -934,17 +942,8 @@ fn append_pool_tier_fields(
     instances: &SlotTotals,
     tiers: &TierPlan,
 ) {
-    out.extend_from_slice(b",\"pool_tier_capacity_blocks\":[");
-    for (index, capacity) in pool.pool_tier_capacity_blocks.iter().enumerate() {
-        if index > 0 {
-            out.push(b',');
-        }
-        match capacity {
-            Some(blocks) => out.extend_from_slice(blocks.to_string().as_bytes()),
-            None => out.extend_from_slice(b"-1"),
-        }
-    }
-    out.push(b']');
+    out.extend_from_slice(b",\"pool_tier_capacity_blocks\":");
+    append_blocks_or_unlimited(out, &pool.pool_tier_capacity_blocks);
     append_tier_fields(out, &pool.pool, tiers);
     let (shares, miss_share) = instances.tier_shares();
     out.extend_from_slice(b",\"per_instance_tier_shares\":");
