@@ -23,8 +23,6 @@ use litehit_live::snapshot::{
     FactsWrite, FollowState, LaneSnapshot, LaneWindow, Slot, SourceStatus, Timeline, Window,
 };
 use litehit_tui::app::App;
-use ratatui::Terminal;
-use ratatui::backend::TestBackend;
 use serde_json::Value;
 
 /// Longest wait for anything: a hang fails the test.
@@ -37,22 +35,7 @@ const SLOTS: &str = "100b,300b,2000b";
 fn screen(snap: &LiveSnapshot, width: u16, height: u16) -> String {
     let mut app = App::default();
     app.observe(snap);
-    let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
-    terminal
-        .draw(|frame| litehit_tui::render::draw(frame, snap, &app))
-        .unwrap();
-    terminal
-        .backend()
-        .buffer()
-        .content()
-        .chunks(usize::from(width))
-        .map(|row| {
-            row.iter()
-                .map(ratatui::buffer::Cell::symbol)
-                .collect::<String>()
-                + "\n"
-        })
-        .collect()
+    crate::tui_render::screen_text(snap, &app, width, height)
 }
 
 /// One lane, one GB slot, a timeline, a facts snapshot just written; with or without a

@@ -673,17 +673,7 @@ fn the_fleet_table_shows_the_pool_below_the_total_and_leaves_it_out() {
     };
     let mut app = litehit_tui::app::App::default();
     app.observe(&snap);
-    let mut terminal = ratatui::Terminal::new(ratatui::backend::TestBackend::new(120, 40)).unwrap();
-    terminal
-        .draw(|frame| litehit_tui::render::draw(frame, &snap, &app))
-        .unwrap();
-    let screen: Vec<String> = terminal
-        .backend()
-        .buffer()
-        .content()
-        .chunks(120)
-        .map(|row| row.iter().map(ratatui::buffer::Cell::symbol).collect())
-        .collect();
+    let screen = crate::tui_render::screen_rows(&snap, &app, 120, 40);
     let row_of = |name: &str| {
         screen
             .iter()

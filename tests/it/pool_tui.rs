@@ -35,17 +35,7 @@ fn lane(id: &str, requests: u64, hits: u64, curve_end: u64) -> LaneSnapshot {
 }
 
 fn screen(snap: &LiveSnapshot, app: &App) -> Vec<String> {
-    let mut terminal = ratatui::Terminal::new(ratatui::backend::TestBackend::new(120, 40)).unwrap();
-    terminal
-        .draw(|frame| litehit_tui::render::draw(frame, snap, app))
-        .unwrap();
-    terminal
-        .backend()
-        .buffer()
-        .content()
-        .chunks(120)
-        .map(|row| row.iter().map(ratatui::buffer::Cell::symbol).collect())
-        .collect()
+    crate::tui_render::screen_rows(snap, app, 120, 40)
 }
 
 fn key(code: KeyCode) -> KeyEvent {

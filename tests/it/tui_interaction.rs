@@ -14,24 +14,11 @@ use litehit_live::snapshot::{
 use litehit_live::tail::{TailNotice, WakeSource};
 use litehit_live::{Command, LiveSnapshot};
 use litehit_tui::app::{App, Mode};
-use litehit_tui::render;
-use ratatui::Terminal;
-use ratatui::backend::TestBackend;
 
 const SIZES: [(u16, u16); 3] = [(120, 40), (80, 24), (60, 20)];
 
 fn screen(snap: &LiveSnapshot, app: &App, width: u16, height: u16) -> Vec<String> {
-    let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
-    terminal
-        .draw(|frame| render::draw(frame, snap, app))
-        .unwrap();
-    terminal
-        .backend()
-        .buffer()
-        .content()
-        .chunks(usize::from(width))
-        .map(|row| row.iter().map(ratatui::buffer::Cell::symbol).collect())
-        .collect()
+    crate::tui_render::screen_rows(snap, app, width, height)
 }
 
 fn key(app: &mut App, code: KeyCode) -> Option<Command> {

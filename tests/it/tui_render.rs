@@ -24,19 +24,22 @@ fn draw(snap: &LiveSnapshot, app: &App, width: u16, height: u16) -> Terminal<Tes
     terminal
 }
 
-/// The drawn screen as text, one line per row.
-pub(crate) fn screen_text(snap: &LiveSnapshot, app: &App, width: u16, height: u16) -> String {
+/// The drawn screen's rows as text (the one way the screen tests read it).
+pub(crate) fn screen_rows(snap: &LiveSnapshot, app: &App, width: u16, height: u16) -> Vec<String> {
     draw(snap, app, width, height)
         .backend()
         .buffer()
         .content()
         .chunks(usize::from(width))
-        .map(|row| {
-            row.iter()
-                .map(ratatui::buffer::Cell::symbol)
-                .collect::<String>()
-                + "\n"
-        })
+        .map(|row| row.iter().map(ratatui::buffer::Cell::symbol).collect())
+        .collect()
+}
+
+/// The drawn screen as text, one line per row.
+pub(crate) fn screen_text(snap: &LiveSnapshot, app: &App, width: u16, height: u16) -> String {
+    screen_rows(snap, app, width, height)
+        .into_iter()
+        .map(|row| row + "\n")
         .collect()
 }
 

@@ -13,11 +13,8 @@ use litehit_core::projector::{CapacityAxisAccumulator, project_blocks};
 use litehit_live::LiveSnapshot;
 use litehit_live::snapshot::{CAPACITY_FRACTION_PERCENTS, FractionCapacity, LaneSnapshot};
 use litehit_tui::app::App;
-use litehit_tui::render;
 use litehit_tui::render::targets::{SHOWN_PERCENTS, capacity_text};
 use proptest::prelude::*;
-use ratatui::Terminal;
-use ratatui::backend::TestBackend;
 
 use crate::common::cli_bin::{generate, standard_trace, write_file};
 use crate::common::traces::prefix_tree_trace;
@@ -25,17 +22,7 @@ use litehit_core::workload::WorkloadConfig;
 
 /// The screen's rows as text.
 fn rows(snap: &LiveSnapshot, app: &App, width: u16, height: u16) -> Vec<String> {
-    let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
-    terminal
-        .draw(|frame| render::draw(frame, snap, app))
-        .unwrap();
-    terminal
-        .backend()
-        .buffer()
-        .content()
-        .chunks(usize::from(width))
-        .map(|row| row.iter().map(ratatui::buffer::Cell::symbol).collect())
-        .collect()
+    crate::tui_render::screen_rows(snap, app, width, height)
 }
 
 /// The targets line of the screen.
