@@ -598,5 +598,42 @@ mod tests {
         assert_eq!(window.hit_tokens(Some(1), None), Some((2, 5)));
         assert_eq!(window.hit_tokens(None, Some(1)), None);
         assert_eq!(window.hit_tokens(Some(7), Some(0)), Some((0, 0)));
+        assert_eq!(window.pool_hit_tokens(None), None, "no pool");
+    }
+
+    #[test]
+    fn the_pool_window_is_apart_from_the_instances_sum() {
+        let lane = |input_tokens, slot, infinite| LaneWindow {
+            input_tokens,
+            slot_hit_tokens: vec![slot],
+            infinite_hit_tokens: infinite,
+        };
+        let window = Window {
+            start_ns: 0,
+            lanes: vec![lane(10, Some(2), 4), lane(6, Some(1), 3)],
+            pool: Some(PoolWindow {
+                shared_by: 2,
+                lane: lane(16, Some(9), 12),
+            }),
+            open: true,
+        };
+        assert_eq!(window.hit_tokens(None, Some(0)), Some((3, 16)));
+        assert_eq!(window.hit_tokens(None, None), Some((7, 16)));
+        assert_eq!(window.pool_hit_tokens(Some(0)), Some((9, 16)));
+        assert_eq!(window.pool_hit_tokens(None), Some((12, 16)));
+        assert_eq!(window.pool_hit_tokens(Some(1)), None, "no such slot");
+        let born = Window {
+            pool: Some(PoolWindow {
+                shared_by: 3,
+                lane: lane(16, None, 12),
+            }),
+            ..window
+        };
+        assert_eq!(
+            born.pool_hit_tokens(Some(0)),
+            None,
+            "N changed in the window"
+        );
+        assert_eq!(born.pool_hit_tokens(None), Some((12, 16)));
     }
 }

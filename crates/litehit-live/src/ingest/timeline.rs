@@ -219,12 +219,11 @@ impl TimelineBuilder {
                 .collect(),
             pool: pool.map(|pool| PoolWindow {
                 shared_by,
-                lane: window.pool.as_ref().unwrap_or(&born_inside).window(
-                    pool,
-                    slots,
-                    assumed,
-                    shared_by,
-                ),
+                lane: window
+                    .pool
+                    .as_ref()
+                    .unwrap_or(&born_inside)
+                    .window(pool, slots, assumed, shared_by),
             }),
             open,
         })
@@ -374,5 +373,48 @@ fn add_lane_window(sum: &mut LaneWindow, lane: &LaneWindow) {
     sum.infinite_hit_tokens += lane.infinite_hit_tokens;
     for (total, add) in sum.slot_hit_tokens.iter_mut().zip(&lane.slot_hit_tokens) {
         *total = total.zip(*add).map(|(a, b)| a + b);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pool_window(shared_by: u64, slot: Option<u64>) -> Window {
+        Window {
+            start_ns: 0,
+            lanes: Vec::new(),
+            pool: Some(PoolWindow {
+                shared_by,
+                lane: LaneWindow {
+                    input_tokens: 10,
+                    slot_hit_tokens: vec![slot],
+                    infinite_hit_tokens: 4,
+                },
+            }),
+            open: false,
+        }
+    }
+
+    #[test]
+    fn merged_pool_windows_sum_at_one_n_and_have_no_slot_figure_across_two() {
+        let mut same = pool_window(2, Some(3));
+        add_window(&mut same, &pool_window(2, Some(5)));
+        assert_eq!(same, {
+            let mut want = pool_window(2, Some(8));
+            let pool = want.pool.as_mut().unwrap();
+            pool.lane.input_tokens = 20;
+            pool.lane.infinite_hit_tokens = 8;
+            want
+        });
+        let mut across = pool_window(2, Some(3));
+        add_window(&mut across, &pool_window(3, Some(5)));
+        let pool = across.pool.unwrap();
+        assert_eq!(pool.shared_by, 3);
+        assert_eq!(pool.lane.slot_hit_tokens, vec![None]);
+        assert_eq!(
+            (pool.lane.input_tokens, pool.lane.infinite_hit_tokens),
+            (20, 8)
+        );
     }
 }
