@@ -75,6 +75,7 @@ fn snapshot(horizon: Option<Capacity>) -> LiveSnapshot {
                         slot_hit_tokens: vec![Some(2_000)],
                         infinite_hit_tokens: 6_000,
                     }],
+                    pool: None,
                     open: i == 3,
                 })
                 .collect(),

@@ -34,6 +34,7 @@ mod parity;
 mod pool;
 mod pool_demo;
 mod pool_tiers;
+mod pool_timeline;
 mod pool_tui;
 mod pool_windows;
 mod publication;

@@ -117,6 +117,7 @@ fn timeline(lanes: usize) -> Timeline {
                         infinite_hit_tokens: 6_000,
                     })
                     .collect(),
+                pool: None,
                 open: i == 11,
             })
             .collect(),

@@ -220,12 +220,26 @@ pub struct LaneWindow {
     pub infinite_hit_tokens: u64,
 }
 
+/// The shared pool lane's part of a time window (`watch --pool`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PoolWindow {
+    /// N, the instances the pool is shared by in this window: its slot figures are the pool
+    /// at N × each slot's blocks, as [`LiveSnapshot::pool`]'s. In a window where an instance
+    /// was born (N changed) they are `None`: the window's start was marked at the old N, and
+    /// a difference of two capacities is no figure (the ∞ bound is still exact).
+    pub shared_by: u64,
+    pub lane: LaneWindow,
+}
+
 /// One window of trace time (`[start_ns, start_ns + window_ns)`).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Window {
     pub start_ns: i64,
-    /// Per lane, aligned with [`LiveSnapshot::lanes`] (lanes born later are missing).
+    /// Per lane, aligned with [`LiveSnapshot::lanes`] (lanes born later are missing). The
+    /// instances only: the pool is [`Self::pool`], so Σ over `lanes` never counts it.
     pub lanes: Vec<LaneWindow>,
+    /// The shared pool lane's part, with `watch --pool`.
+    pub pool: Option<PoolWindow>,
     /// Whether the window is still open (its numbers grow).
     pub open: bool,
 }
@@ -249,6 +263,18 @@ impl Window {
             };
         }
         Some((hits, input))
+    }
+
+    /// `(hit tokens, input tokens)` of the shared pool at `slot` (at N × its blocks; `None` =
+    /// unlimited). `None` without a pool, or when the slot has no figure for the window.
+    #[must_use]
+    pub fn pool_hit_tokens(&self, slot: Option<usize>) -> Option<(u64, u64)> {
+        let pool = &self.pool.as_ref()?.lane;
+        let hits = match slot {
+            Some(index) => pool.slot_hit_tokens.get(index).copied().flatten()?,
+            None => pool.infinite_hit_tokens,
+        };
+        Some((hits, pool.input_tokens))
     }
 }
 
@@ -461,7 +487,7 @@ pub struct LiveSnapshot {
     /// The shared pool lane (`watch --pool`): one cache fed by every instance's rows. Its
     /// `slot_hit_blocks` are at N × each slot's blocks (N = `lanes.len()`), the same total
     /// capacity as the `total` of N caches of the slot each. Not in `lanes`, the totals or
-    /// the timeline.
+    /// the timeline's `lanes` (its windows are each [`Window::pool`]).
     pub pool: Option<LaneSnapshot>,
     /// Per lane (aligned with `lanes`): the smallest capacity reaching each of
     /// [`CAPACITY_FRACTION_PERCENTS`] of its ∞ bound's hits, exact from the accumulator (as
@@ -565,11 +591,49 @@ mod tests {
                     infinite_hit_tokens: 2,
                 },
             ],
+            pool: None,
             open: false,
         };
         assert_eq!(window.hit_tokens(None, Some(0)), Some((5, 15)));
         assert_eq!(window.hit_tokens(Some(1), None), Some((2, 5)));
         assert_eq!(window.hit_tokens(None, Some(1)), None);
         assert_eq!(window.hit_tokens(Some(7), Some(0)), Some((0, 0)));
+        assert_eq!(window.pool_hit_tokens(None), None, "no pool");
+    }
+
+    #[test]
+    fn the_pool_window_is_apart_from_the_instances_sum() {
+        let lane = |input_tokens, slot, infinite| LaneWindow {
+            input_tokens,
+            slot_hit_tokens: vec![slot],
+            infinite_hit_tokens: infinite,
+        };
+        let window = Window {
+            start_ns: 0,
+            lanes: vec![lane(10, Some(2), 4), lane(6, Some(1), 3)],
+            pool: Some(PoolWindow {
+                shared_by: 2,
+                lane: lane(16, Some(9), 12),
+            }),
+            open: true,
+        };
+        assert_eq!(window.hit_tokens(None, Some(0)), Some((3, 16)));
+        assert_eq!(window.hit_tokens(None, None), Some((7, 16)));
+        assert_eq!(window.pool_hit_tokens(Some(0)), Some((9, 16)));
+        assert_eq!(window.pool_hit_tokens(None), Some((12, 16)));
+        assert_eq!(window.pool_hit_tokens(Some(1)), None, "no such slot");
+        let born = Window {
+            pool: Some(PoolWindow {
+                shared_by: 3,
+                lane: lane(16, None, 12),
+            }),
+            ..window
+        };
+        assert_eq!(
+            born.pool_hit_tokens(Some(0)),
+            None,
+            "N changed in the window"
+        );
+        assert_eq!(born.pool_hit_tokens(None), Some((12, 16)));
     }
 }

@@ -38,15 +38,21 @@ fn curve_end_blocks(saturation_blocks: u64, largest_slot_blocks: u64) -> u64 {
     wanted.checked_next_power_of_two().unwrap_or(u64::MAX)
 }
 
-/// Cumulative hit blocks of a live lane at any capacity (the live engine always keeps the
-/// capacity-axis accumulators, so every capacity has an answer), a GB capacity converted to
-/// blocks by the projector with `assumed_block_bytes` when set (`b`), else the lane's own.
+/// Cumulative hit blocks of a live lane at `shared_by` × any capacity (the live engine always
+/// keeps the capacity-axis accumulators, so every capacity has an answer), a GB capacity
+/// converted to blocks by the projector with `assumed_block_bytes` when set (`b`), else the
+/// lane's own. `shared_by` is 1 for an instance, N for the shared pool (the fleet's total).
 pub(super) fn live_hit_blocks(
     lane: &Lane,
     capacity: Capacity,
     assumed_block_bytes: Option<u64>,
+    shared_by: u64,
 ) -> u64 {
-    let in_blocks = match capacity.blocks(block_bytes_of(lane, assumed_block_bytes)) {
+    let in_blocks = match litehit_core::projector::pooled_capacity_blocks(
+        capacity,
+        block_bytes_of(lane, assumed_block_bytes),
+        shared_by,
+    ) {
         Some(blocks) => Capacity::Blocks(blocks),
         None => Capacity::Infinite,
     };
@@ -185,7 +191,8 @@ impl Ingest {
             .map(|lane| pipeline.lane_snapshot(lane))
             .collect();
         // The shared pool lane (`--pool`) is beside the instances, not one of them: the
-        // totals and the timeline leave it out, the memory gauges count it.
+        // totals and the timeline's lanes leave it out (its windows are apart), the memory
+        // gauges count it.
         let pool = pipeline
             .engine
             .pool_lane()
@@ -244,6 +251,7 @@ impl Ingest {
             tiers: pipeline.tiers.clone(),
             timeline: pipeline.timeline.snapshot(
                 lanes,
+                pipeline.engine.pool_lane(),
                 &pipeline.slots,
                 pipeline.assumed_block_bytes,
             ),
