@@ -73,8 +73,8 @@ fn programs_available(programs: &[&str]) -> Result<(), String> {
 }
 
 /// The longest a runner may take before it is killed and the check fails. Spark, the slowest
-/// (a JVM start, then the query), takes about 10 s on two busy cores; a hung runner must not
-/// hang `cargo test`.
+/// (a JVM start, then the query), takes 20 s of CPU, 39 s wall on two cores at a load of 10;
+/// a hung runner must not hang `cargo test`.
 const RUNNER_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// Runs `command` (stdout and stderr collected on threads, so neither pipe fills) for at most

@@ -5,7 +5,7 @@
 //!   UI, one shuffle partition, bound to 127.0.0.1). This is what checks that Spark's CSV
 //!   reader (the quoted `hit_curve`, the empty `"[]"` curves) and its `from_json` read the
 //!   file as `litehit query` does, and every option of the view (one the transpiled check
-//!   ignores, a wrong `sep`, say, fails here). About 10 s: a JVM start, then the query.
+//!   ignores, a `quote '|'`, say, fails here). About 20 s of CPU: a JVM start, then the query.
 //! * without a JVM: every statement is parsed with `sqlglot`'s Spark grammar (a statement it
 //!   cannot read fails the test, naming it), the query is transpiled to DuckDB and run there.
 //!   The `CREATE TEMPORARY VIEW … USING csv` is read for its options (path, header, escape,
