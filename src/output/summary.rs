@@ -25,6 +25,8 @@ pub struct LaneSummary {
     pub block_bytes: u64,
     /// The shared pool lane (`--pool`): printed after `total`, which leaves it out.
     pub pool: bool,
+    /// `--memory-horizon` in this lane's blocks: its ∞ hits are then a lower bound (`≥`).
+    pub memory_horizon_blocks: Option<u64>,
 }
 
 impl LaneSummary {
@@ -41,6 +43,7 @@ impl LaneSummary {
             block_size_tokens: lane.spec().block_size_tokens,
             block_bytes: lane.spec().block_bytes,
             pool: lane.is_pool(),
+            memory_horizon_blocks: lane.memory_horizon_blocks(),
         }
     }
 
@@ -139,12 +142,17 @@ pub fn render_replay_summary_of(
         block_size_tokens: 0,
         block_bytes: 0,
         pool: false,
+        // A sum with one lower bound in it is a lower bound.
+        memory_horizon_blocks: instances
+            .iter()
+            .filter_map(|lane| lane.memory_horizon_blocks)
+            .max(),
     });
     let pools = lanes.iter().filter(|lane| lane.pool);
     for lane in instances.into_iter().chain(&total).chain(pools) {
         let _ = writeln!(
             out,
-            "{} {:>9} {:>12} {:>11} {:>7.2}% {:>10}",
+            "{} {:>9} {:>12} {:>11} {:>8} {:>10}",
             padded(&if lane.pool {
                 format!("{}{SHARED}", lane.instance_id)
             } else {
@@ -153,7 +161,13 @@ pub fn render_replay_summary_of(
             lane.requests,
             lane.request_blocks,
             lane.unique_blocks,
-            lane.infinite_hit_rate() * 100.0,
+            // Under a memory horizon the ∞ hits are those of a cache of the horizon's size:
+            // marked `≥`, as the TUI marks every result that is only a lower bound.
+            display::percent_bound(
+                Some(lane.infinite_hit_rate()),
+                2,
+                lane.memory_horizon_blocks.is_some()
+            ),
             human_bytes(lane.core_memory_bytes as u64),
         );
     }
@@ -205,6 +219,23 @@ pub fn render_replay_summary_of(
         "replayed {input} in {seconds:.2} s ({rate} block accesses/s); facts: {}",
         facts_path.display()
     ); // writing to a String cannot fail
+    if let Some(horizon_blocks) = lanes
+        .iter()
+        .filter_map(|lane| lane.memory_horizon_blocks)
+        .max()
+    {
+        let _ = writeln!(
+            out,
+            "memory horizon: {} {}; hits at larger capacities (and ∞, marked {}) are lower bounds",
+            display::count(horizon_blocks),
+            if horizon_blocks == 1 {
+                "block"
+            } else {
+                "blocks"
+            },
+            display::LOWER_BOUND_MARK
+        );
+    }
     out
 }
 
@@ -233,6 +264,7 @@ mod tests {
             block_size_tokens: 4,
             block_bytes: 1024,
             pool: false,
+            memory_horizon_blocks: None,
         };
         let text = render_replay_summary(
             &[lane],
@@ -257,6 +289,7 @@ mod tests {
             block_size_tokens: 512,
             block_bytes: 64 << 20,
             pool: false,
+            memory_horizon_blocks: None,
         };
         let text = render_replay_summary(
             std::slice::from_ref(&wide),
