@@ -50,6 +50,7 @@ mod tui_interaction;
 mod tui_render;
 mod tui_targets;
 mod watch_pty;
+mod watch_stop_state;
 mod watch_tail;
 mod watch_tiers;
 mod windows;
