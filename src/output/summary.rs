@@ -128,7 +128,10 @@ pub fn render_replay_summary_of(
         "∞ hit",
         "core mem"
     );
-    let instances: Vec<&LaneSummary> = lanes.iter().filter(|lane| !lane.pool).collect();
+    // Instances in byte order of their ids, as `query`'s summary lists them (a replay's lanes
+    // are in config, then first-seen order).
+    let mut instances: Vec<&LaneSummary> = lanes.iter().filter(|lane| !lane.pool).collect();
+    instances.sort_by(|a, b| a.instance_id.cmp(&b.instance_id));
     let total = (instances.len() > 1).then(|| LaneSummary {
         // Every instance with its own cache, as `query`'s overall line: sums, and the
         // token-weighted ∞ hit rate. The shared pool is not an instance of its own.

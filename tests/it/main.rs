@@ -38,6 +38,7 @@ mod pool_tui;
 mod pool_windows;
 mod publication;
 mod query;
+mod replay_summary_order;
 mod seed_example;
 mod shards;
 mod sql;
