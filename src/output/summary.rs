@@ -78,6 +78,46 @@ pub struct ConvertedInput {
     pub bytes: u64,
 }
 
+/// The `total` row: every instance with its own cache, as `query`'s overall line.
+fn total_of(instances: &[&LaneSummary]) -> LaneSummary {
+    LaneSummary {
+        // Sums, and the token-weighted ∞ hit rate; the shared pool is not an instance.
+        instance_id: "total".to_owned(),
+        requests: instances.iter().map(|lane| lane.requests).sum(),
+        request_blocks: instances.iter().map(|lane| lane.request_blocks).sum(),
+        input_tokens: instances.iter().map(|lane| lane.input_tokens).sum(),
+        unique_blocks: instances.iter().map(|lane| lane.unique_blocks).sum(),
+        infinite_hit_tokens: instances.iter().map(|lane| lane.infinite_hit_tokens).sum(),
+        core_memory_bytes: instances.iter().map(|lane| lane.core_memory_bytes).sum(),
+        block_size_tokens: 0,
+        block_bytes: 0,
+        pool: false,
+        // A sum with one lower bound in it is a lower bound.
+        memory_horizon_blocks: instances
+            .iter()
+            .filter_map(|lane| lane.memory_horizon_blocks)
+            .max(),
+    }
+}
+
+/// Under `--memory-horizon`: the line under the table saying which results are lower bounds.
+fn horizon_note(lanes: &[LaneSummary]) -> Option<String> {
+    let horizon_blocks = lanes
+        .iter()
+        .filter_map(|lane| lane.memory_horizon_blocks)
+        .max()?;
+    Some(format!(
+        "memory horizon: {} {}; hits at larger capacities (and ∞, marked {}) are lower bounds",
+        display::count(horizon_blocks),
+        if horizon_blocks == 1 {
+            "block"
+        } else {
+            "blocks"
+        },
+        display::LOWER_BOUND_MARK
+    ))
+}
+
 /// The table printed on stderr after `litehit replay` of a trace.
 #[must_use]
 pub fn render_replay_summary(
@@ -132,25 +172,7 @@ pub fn render_replay_summary_of(
     // are in config, then first-seen order).
     let mut instances: Vec<&LaneSummary> = lanes.iter().filter(|lane| !lane.pool).collect();
     instances.sort_by(|a, b| a.instance_id.cmp(&b.instance_id));
-    let total = (instances.len() > 1).then(|| LaneSummary {
-        // Every instance with its own cache, as `query`'s overall line: sums, and the
-        // token-weighted ∞ hit rate. The shared pool is not an instance of its own.
-        instance_id: "total".to_owned(),
-        requests: instances.iter().map(|lane| lane.requests).sum(),
-        request_blocks: instances.iter().map(|lane| lane.request_blocks).sum(),
-        input_tokens: instances.iter().map(|lane| lane.input_tokens).sum(),
-        unique_blocks: instances.iter().map(|lane| lane.unique_blocks).sum(),
-        infinite_hit_tokens: instances.iter().map(|lane| lane.infinite_hit_tokens).sum(),
-        core_memory_bytes: instances.iter().map(|lane| lane.core_memory_bytes).sum(),
-        block_size_tokens: 0,
-        block_bytes: 0,
-        pool: false,
-        // A sum with one lower bound in it is a lower bound.
-        memory_horizon_blocks: instances
-            .iter()
-            .filter_map(|lane| lane.memory_horizon_blocks)
-            .max(),
-    });
+    let total = (instances.len() > 1).then(|| total_of(&instances));
     let pools = lanes.iter().filter(|lane| lane.pool);
     for lane in instances.into_iter().chain(&total).chain(pools) {
         let _ = writeln!(
@@ -222,22 +244,8 @@ pub fn render_replay_summary_of(
         "replayed {input} in {seconds:.2} s ({rate} block accesses/s); facts: {}",
         facts_path.display()
     ); // writing to a String cannot fail
-    if let Some(horizon_blocks) = lanes
-        .iter()
-        .filter_map(|lane| lane.memory_horizon_blocks)
-        .max()
-    {
-        let _ = writeln!(
-            out,
-            "memory horizon: {} {}; hits at larger capacities (and ∞, marked {}) are lower bounds",
-            display::count(horizon_blocks),
-            if horizon_blocks == 1 {
-                "block"
-            } else {
-                "blocks"
-            },
-            display::LOWER_BOUND_MARK
-        );
+    if let Some(note) = horizon_note(lanes) {
+        let _ = writeln!(out, "{note}");
     }
     out
 }
