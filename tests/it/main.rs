@@ -45,6 +45,7 @@ mod sql;
 mod sql_spark;
 mod tiers;
 mod tokenize;
+mod tui_block_bytes_notice;
 mod tui_cells;
 mod tui_charts;
 mod tui_interaction;
