@@ -152,7 +152,8 @@ fn write_line(out: &mut dyn Write, snap: &LiveSnapshot) -> Result<Written> {
 }
 
 /// The version of the report line's layout (`schema`): raised when a field changes meaning or
-/// goes away (fields are only added within one version).
+/// goes away (fields are only added within one version, and so are values of a field that
+/// names a state, as `state`'s `stopped`: a reader treats an unknown one as "other").
 pub const SCHEMA: u32 = 2;
 
 /// One report line.
@@ -165,6 +166,9 @@ pub struct Report {
     /// The trace format read (`standard`, `mooncake`, …), `null` before the first line.
     pub format: Option<&'static str>,
     pub uptime_s: f64,
+    /// The source: `waiting` (no file yet), `catching_up`, `following`, `paused`,
+    /// `read_error`, then on the last line `finished` (`--exit-at-eof` read it all) or
+    /// `stopped` (SIGTERM, SIGINT, SIGHUP or a closed stdout ended the run first).
     pub state: &'static str,
     pub backlog_bytes: u64,
     /// A last line still without its newline (not counted in `backlog_bytes`).
@@ -535,6 +539,7 @@ impl Report {
                 FollowState::Following => "following",
                 FollowState::Paused => "paused",
                 FollowState::Finished => "finished",
+                FollowState::Stopped => "stopped",
                 FollowState::Failed => "read_error",
             },
             backlog_bytes: snap.source.backlog_bytes,

@@ -356,6 +356,9 @@ pub enum FollowState {
     Paused,
     /// `--exit-at-eof` reached the end.
     Finished,
+    /// Stopped before the end: quit, SIGTERM / SIGINT / SIGHUP, or a closed standard output
+    /// (the last snapshot of such a run says so, not `Following`).
+    Stopped,
     /// Reading the file failed (shown; retried).
     Failed,
 }

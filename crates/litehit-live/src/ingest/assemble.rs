@@ -179,6 +179,8 @@ impl Ingest {
             .then(|| Duration::from_secs_f64(backlog_bytes as f64 / self.rate.bytes_per_s));
         let state = if self.finished {
             FollowState::Finished
+        } else if self.stopped {
+            FollowState::Stopped
         } else if self.paused {
             FollowState::Paused
         } else if self.read_error.is_some() {

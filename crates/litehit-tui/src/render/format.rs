@@ -12,18 +12,12 @@ pub fn percent(rate: Option<f64>) -> String {
 }
 
 /// [`percent`], marked `≥` when it is only a lower bound (a capacity above the memory
-/// horizon: `≥41.20%`); the formatter's text stays whole after the mark.
+/// horizon: `≥41.20%`): the core's one spelling ([`display::percent_bound`]).
 pub fn percent_bound(rate: Option<f64>, lower_bound: bool) -> String {
-    let text = percent(rate);
-    if lower_bound && rate.is_some() {
-        format!("{LOWER_BOUND_MARK}{text}")
-    } else {
-        text
-    }
+    display::percent_bound(rate, 2, lower_bound)
 }
 
-/// Before a number that is only a lower bound.
-pub const LOWER_BOUND_MARK: &str = "≥";
+pub use display::LOWER_BOUND_MARK;
 
 /// Bytes in binary units (`512 B`, `1.50 KiB`, `3.00 GiB`).
 pub fn bytes(value: u64) -> String {
