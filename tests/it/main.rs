@@ -43,6 +43,7 @@ mod shards;
 mod sql;
 mod sql_spark;
 mod tiers;
+mod tiers_review;
 mod tokenize;
 mod tui_cells;
 mod tui_charts;
