@@ -1,7 +1,9 @@
 //! Trace time for `query` and `mrc`: `--from`/`--to`/`--exclude-warmup` resolved to a
 //! [`TimeRange`], and `query --window`, one line per window and capacity (JSONL or CSV) —
 //! or, with `--tiers`, one line per window and tier: the hit tokens the tier served in the
-//! window, their share of the window's input tokens, and the window's miss share.
+//! window, their share of the window's input tokens, and the window's miss share. With a
+//! shared pool lane, the pool's lines follow each window's: at N × each capacity, or with
+//! `--tiers` its tiers at N × each size (`pool_tier_capacity_blocks`).
 //!
 //! Trace time is seconds since the first request (the smallest `timestamp_ns` of all the
 //! facts files): `600`, `600s`, `10m`. A plain integer of at least 10^15, or an integer with

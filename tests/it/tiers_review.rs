@@ -117,15 +117,15 @@ fn tiers_above_the_horizon_are_lower_bounds_and_the_misses_an_upper_one_headless
         let (bounded, exact) = (entry(&bounded, id), entry(&exact, id));
         // The exact curve at 100, 300 (= H), 500 and 1500 blocks.
         let curve = u64s(&exact["hit_tokens"]);
-        let (h100, h300, h500, h1500) = (curve[0], curve[1], curve[2], curve[3]);
+        let (at_100, at_300, at_500, at_fifteen_hundred) = (curve[0], curve[1], curve[2], curve[3]);
         assert_eq!(
             tier_tokens(exact),
-            [h100, h500 - h100, h1500 - h500],
+            [at_100, at_500 - at_100, at_fifteen_hundred - at_500],
             "{id}"
         );
         // Under the horizon each band reads H(min(upper, H)) − H(min(below, H)).
-        assert_eq!(tier_tokens(bounded), [h100, h300 - h100, 0], "{id}");
-        deeper |= h500 > h300;
+        assert_eq!(tier_tokens(bounded), [at_100, at_300 - at_100, 0], "{id}");
+        deeper |= at_500 > at_300;
         assert_eq!(tier_marks(bounded), [false, true, true], "{id}: {bounded}");
         assert_eq!(tier_marks(exact), [false, false, false], "{id}");
         assert_eq!(bounded["miss_share_is_upper_bound"], true, "{id}");
@@ -365,7 +365,7 @@ fn pool_requests() -> Vec<SyntheticRequest> {
 fn pool_oracle(requests: &[SyntheticRequest], mode: &str) -> Vec<(i64, Vec<u64>)> {
     let sizes: Vec<Option<usize>> = POOL_TIER_BLOCKS
         .iter()
-        .map(|&size| Some(size * INSTANCES as usize))
+        .map(|&size| Some(size * usize::try_from(INSTANCES).unwrap()))
         .collect();
     let mut hierarchy = ExclusiveHierarchy::new(&sizes);
     let mut caches: Vec<OracleLru> = sizes.iter().map(|&s| OracleLru::new(s, None)).collect();
