@@ -45,6 +45,7 @@ mod shards;
 mod sql;
 mod sql_spark;
 mod tiers;
+mod tiers_review;
 mod tokenize;
 mod tui_block_bytes_notice;
 mod tui_cells;

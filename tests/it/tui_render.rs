@@ -96,6 +96,8 @@ fn lane(
         accumulator_memory_bytes: 1 << 20,
         memory_horizon_blocks: None,
         tier_hit_blocks: Vec::new(),
+        tier_capacity_blocks: Vec::new(),
+        tier_lower_bounds: Vec::new(),
     }
 }
 

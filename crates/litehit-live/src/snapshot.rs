@@ -79,8 +79,14 @@ pub struct LaneSnapshot {
     /// larger capacities, and the ∞ bound, are lower bounds (keys deeper are forgotten).
     pub memory_horizon_blocks: Option<u64>,
     /// Cumulative hit blocks each tier served (`watch --tiers`), aligned with
-    /// [`LiveSnapshot::tiers`]; empty without tiers.
+    /// [`LiveSnapshot::tiers`]; empty without tiers. For the pool lane, its tiers are at N ×
+    /// each tier's size (N = the instances), as its slots are.
     pub tier_hit_blocks: Vec<u64>,
+    /// Per tier: its size in blocks on this lane (N × for the pool; `None`: unlimited).
+    pub tier_capacity_blocks: Vec<Option<u64>>,
+    /// Per tier: whether its hits are only a lower bound (its band reaches above the memory
+    /// horizon, [`litehit_core::projector::tiers::TierBand::is_lower_bound`]).
+    pub tier_lower_bounds: Vec<bool>,
 }
 
 impl LaneSnapshot {
@@ -132,6 +138,13 @@ impl LaneSnapshot {
             .collect()
     }
 
+    /// Whether the miss share (what no tier served) is only an upper bound: some tier is a
+    /// lower bound.
+    #[must_use]
+    pub fn tier_miss_is_upper_bound(&self) -> bool {
+        self.tier_lower_bounds.iter().any(|&bound| bound)
+    }
+
     /// KV bytes the unique blocks would need (`unique × block_bytes`).
     #[must_use]
     pub fn unique_kv_bytes(&self) -> u64 {
@@ -150,6 +163,16 @@ pub struct Totals {
     pub unique_kv_bytes: u64,
     /// Hit tokens each tier served, Σ over lanes (each with its own tier bands).
     pub tier_hit_tokens: Vec<u64>,
+    /// Per tier: whether the Σ is only a lower bound (it is for some lane).
+    pub tier_lower_bounds: Vec<bool>,
+}
+
+impl Totals {
+    /// Whether the Σ miss share is only an upper bound (some tier is a lower bound).
+    #[must_use]
+    pub fn tier_miss_is_upper_bound(&self) -> bool {
+        self.tier_lower_bounds.iter().any(|&bound| bound)
+    }
 }
 
 /// Each tier's share of `input_tokens` (what it served), then the miss share (what no tier
@@ -192,6 +215,18 @@ impl Totals {
             }
             for (sum, tokens) in totals.tier_hit_tokens.iter_mut().zip(lane_tiers) {
                 *sum += tokens;
+            }
+            if totals.tier_lower_bounds.len() < lane.tier_lower_bounds.len() {
+                totals
+                    .tier_lower_bounds
+                    .resize(lane.tier_lower_bounds.len(), false);
+            }
+            for (any, &bound) in totals
+                .tier_lower_bounds
+                .iter_mut()
+                .zip(&lane.tier_lower_bounds)
+            {
+                *any |= bound;
             }
         }
         totals

@@ -96,6 +96,11 @@ impl Pipeline {
             .accumulator()
             .expect("the live engine keeps capacity curves");
         let saturation = accumulator.saturation_capacity_blocks();
+        // At `instances` × each tier's size (× 1: the tiers as typed).
+        let tier_bands = self
+            .tiers
+            .as_ref()
+            .map_or_else(Vec::new, |plan| plan.pooled_bands(block_bytes, instances));
         let largest_slot = self
             .slots
             .iter()
@@ -145,10 +150,16 @@ impl Pipeline {
             core_memory_bytes: lane.core().memory_usage_bytes() as u64,
             accumulator_memory_bytes: accumulator.memory_usage_bytes() as u64,
             memory_horizon_blocks: lane.memory_horizon_blocks(),
-            // The same bands as `query --tiers`, over the lane's whole history.
-            tier_hit_blocks: self.tiers.as_ref().map_or_else(Vec::new, |plan| {
-                accumulated_tier_hit_blocks(accumulator, &plan.bands(block_bytes))
+            // The same bands as `query --tiers` (the pool's at N × each tier, as its
+            // summary line's), over the lane's whole history.
+            tier_hit_blocks: accumulated_tier_hit_blocks(accumulator, &tier_bands),
+            tier_capacity_blocks: self.tiers.as_ref().map_or_else(Vec::new, |plan| {
+                plan.pooled_capacity_blocks(block_bytes, instances)
             }),
+            tier_lower_bounds: tier_bands
+                .iter()
+                .map(|band| band.is_lower_bound(lane.memory_horizon_blocks()))
+                .collect(),
         }
     }
 }

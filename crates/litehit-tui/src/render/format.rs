@@ -19,6 +19,20 @@ pub fn percent_bound(rate: Option<f64>, lower_bound: bool) -> String {
 
 pub use display::LOWER_BOUND_MARK;
 
+/// [`percent`], marked `≤` when it is only an upper bound (the tiers' miss share under a
+/// memory horizon: `≤90.33%`).
+pub fn percent_upper_bound(rate: Option<f64>, upper_bound: bool) -> String {
+    let text = percent(rate);
+    if upper_bound && rate.is_some() {
+        format!("{UPPER_BOUND_MARK}{text}")
+    } else {
+        text
+    }
+}
+
+/// Before a number that is only an upper bound.
+pub const UPPER_BOUND_MARK: &str = "≤";
+
 /// Bytes in binary units (`512 B`, `1.50 KiB`, `3.00 GiB`).
 pub fn bytes(value: u64) -> String {
     display::bytes(value, Precision::Decimals(2))
@@ -132,6 +146,9 @@ mod tests {
         assert_eq!(percent(Some(28.0 / 54.0)), "51.85%");
         assert_eq!(percent(None), "-");
         assert_eq!(percent_bound(Some(0.412), true), "≥41.20%");
+        assert_eq!(percent_upper_bound(Some(0.9033), true), "≤90.33%");
+        assert_eq!(percent_upper_bound(Some(0.9033), false), "90.33%");
+        assert_eq!(percent_upper_bound(None, true), "-");
         assert_eq!(percent_bound(Some(0.412), false), "41.20%");
         assert_eq!(percent_bound(None, true), "-");
         assert_eq!(count(99_999), "99999");
