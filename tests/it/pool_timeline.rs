@@ -408,3 +408,29 @@ fn the_pool_row_shows_the_pools_timeline_and_the_totals_row_the_pool_beside() {
     assert!(chart.series.iter().all(|s| !s.pool_beside));
     assert_eq!(rates(&chart.series[0].points), vec![600; 12]);
 }
+
+/// A named pool (`--pool NAME`) is `pool NAME` in the legend and the title of the totals row.
+#[test]
+fn a_named_pools_line_beside_the_totals_is_pool_and_its_name() {
+    use crossterm::event::KeyCode;
+    let mut snap = snapshot();
+    "shared-kv".clone_into(&mut snap.pool.as_mut().unwrap().instance_id);
+    let mut app = App::default();
+    app.observe(&snap);
+    // Two lanes, then the totals.
+    key(&mut app, KeyCode::Down);
+    key(&mut app, KeyCode::Down);
+    assert!(!app.selected_pool() && app.selected_lane().is_none());
+    let lines = crate::tui_render::screen_rows(&snap, &app, 120, 40);
+    let screen = lines.join("\n");
+    assert!(
+        lines
+            .iter()
+            .any(|line| line.contains("· every instance vs pool shared-kv")),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("⠒ pool shared-kv"),
+        "the legend names the pool:\n{screen}"
+    );
+}
