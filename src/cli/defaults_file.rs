@@ -16,6 +16,7 @@ use clap::ValueEnum as _;
 use clap::parser::ValueSource;
 use toml::Spanned;
 
+use super::query_args::{TierArgs, TierModeArg};
 use super::watch_args::{ColorWhen, parse_listen_address};
 use super::{Cli, Command};
 use litehit_core::grammar::{
@@ -76,6 +77,16 @@ pub const KEYS: &[(&str, &str, &str)] = &[
         "seconds a rotated-away file must stay quiet",
     ),
     (
+        "tier-mode",
+        "query, mrc, watch",
+        "\"exclusive\" (an LRU hierarchy) or \"inclusive\" (an LRU per tier)",
+    ),
+    (
+        "tiers",
+        "query, mrc, watch",
+        "cache tiers, top first: \"hbm=80GB,dram=512GB\" or [\"80GB\", \"4TB\"]",
+    ),
+    (
         "window-seconds",
         "watch",
         "width of the hit-rate-over-time windows",
@@ -117,6 +128,10 @@ pub struct Defaults {
     pub memory_horizon: Option<Capacity>,
     pub metrics_listen: Option<SocketAddr>,
     pub rotation_grace: Option<f64>,
+    /// `tier-mode`, as `--tier-mode` reads it.
+    pub tier_mode: Option<TierModeArg>,
+    /// `tiers`, one entry per tier as `--tiers` splits them (checked when read).
+    pub tiers: Option<Vec<String>>,
     pub window_seconds: Option<f64>,
 }
 
@@ -269,6 +284,29 @@ impl Defaults {
             "memory-horizon" => {
                 self.memory_horizon = Some(parse_memory_horizon(&text()?).map_err(message)?);
             }
+            "tiers" => {
+                // A list, or one comma-separated string as the flag takes.
+                let entries: Vec<String> = match value {
+                    toml::Value::Array(items) => {
+                        items.iter().map(scalar_text).collect::<Result<_, _>>()?
+                    }
+                    _ => text()?.split(',').map(str::to_owned).collect(),
+                };
+                // Checked now with the flag's parser, so a bad tier names this file and line;
+                // the order rule is checked with the mode, once both are known (`tier_plan`).
+                litehit_core::grammar::parse_tier_plan(
+                    &entries,
+                    litehit_core::projector::tiers::TierMode::Exclusive,
+                )
+                .map_err(|error| error.to_string())?;
+                self.tiers = Some(entries);
+            }
+            "tier-mode" => {
+                let text = text()?;
+                self.tier_mode = Some(TierModeArg::from_str(&text, false).map_err(|_| {
+                    format!("expected \"exclusive\" or \"inclusive\", found {text:?}")
+                })?);
+            }
             _ => {
                 let known: Vec<&str> = KEYS.iter().map(|(key, _, _)| *key).collect();
                 return Err(format!(
@@ -295,8 +333,28 @@ impl Defaults {
                 *target = value;
             }
         };
+        let fill_tiers = |tier_args: &mut TierArgs| {
+            if !typed("tiers")
+                && let Some(tiers) = &self.tiers
+            {
+                tier_args.tiers.clone_from(tiers);
+            }
+            if !typed("tier_mode") && self.tier_mode.is_some() {
+                tier_args.tier_mode = self.tier_mode;
+            }
+        };
         match &mut cli.command {
+            // `query --window` takes capacities or tiers, not both: typed capacities there
+            // mean the file's tiers are not wanted.
+            Command::Query(args)
+                if args.window.is_none()
+                    || (args.capacity_gb.is_empty() && args.capacity_blocks.is_empty()) =>
+            {
+                fill_tiers(&mut args.tier_args);
+            }
+            Command::Mrc(args) => fill_tiers(&mut args.tier_args),
             Command::Watch(args) => {
+                fill_tiers(&mut args.tier_args);
                 if args.config.is_none() {
                     self.fill_lane_bytes(&mut args.lane, &typed);
                     if !typed("capacity_gb")
@@ -353,11 +411,7 @@ impl Defaults {
                     args.memory_horizon = self.memory_horizon;
                 }
             }
-            Command::Query(_)
-            | Command::Mrc(_)
-            | Command::Trace(_)
-            | Command::Completions(_)
-            | Command::Man(_) => {}
+            Command::Query(_) | Command::Trace(_) | Command::Completions(_) | Command::Man(_) => {}
         }
     }
 
@@ -427,6 +481,8 @@ mod tests {
                 "color" => "\"never\"",
                 "listen" | "metrics-listen" => "\"9464\"",
                 "capacity-gb" => "[10, \"1000b\"]",
+                "tier-mode" => "\"inclusive\"",
+                "tiers" => "[\"hbm=80GB\", \"4TB\"]",
                 _ => "\"1\"",
             };
             let parsed = parse(Path::new("c.toml"), &format!("{key} = {value}\n"));

@@ -103,9 +103,10 @@ pub struct TierArgs {
     /// How the tiers relate: `exclusive` (an LRU hierarchy: evictions are demoted to the next
     /// tier, hits promoted to the top; tier i serves H(C1+…+Ci) − H(C1+…+Ci−1)) or
     /// `inclusive` (each tier an LRU of its own size, sizes growing top first; tier i serves
-    /// H(Ci) − H(Ci−1))
-    #[arg(long, value_enum, default_value_t = TierModeArg::Exclusive, requires = "tiers")]
-    pub tier_mode: TierModeArg,
+    /// H(Ci) − H(Ci−1)) [default: exclusive]. Needs tiers (typed, or `tiers` in the
+    /// defaults file)
+    #[arg(long, value_enum)]
+    pub tier_mode: Option<TierModeArg>,
 }
 
 /// `--from`, `--to` and `--exclude-warmup` (of `query` and `mrc`).
@@ -195,16 +196,12 @@ mod tests {
             "20%",
         ]);
         assert_eq!(args.tier_args.tiers, ["hbm=80GB", "4TB"]);
-        assert_eq!(args.tier_args.tier_mode, TierModeArg::Inclusive);
+        assert_eq!(args.tier_args.tier_mode, Some(TierModeArg::Inclusive));
         assert_eq!(args.span.from.as_deref(), Some("10m"));
         assert_eq!(args.span.exclude_warmup.as_deref(), Some("20%"));
-        assert_eq!(
-            parse(&["f.csv", "-", "1"]).tier_args.tier_mode,
-            TierModeArg::Exclusive
-        );
+        assert_eq!(parse(&["f.csv", "-", "1"]).tier_args.tier_mode, None);
         for refused in [
-            &["f.csv", "-", "1", "--tier-mode", "inclusive"][..],
-            &["f.csv", "-", "1", "--csv"],
+            &["f.csv", "-", "1", "--csv"][..],
             &["f.csv", "-", "1", "--window", "10m", "--summary-only"],
         ] {
             assert!(

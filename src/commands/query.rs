@@ -14,9 +14,7 @@ use crate::output::query_windows::{
     trace_span, trace_span_and_instances,
 };
 use litehit_core::facts::file::{is_standard_output, write_atomically};
-use litehit_core::grammar::{
-    GrammarError, parse_capacity_gb, parse_duration_seconds, parse_tier_size,
-};
+use litehit_core::grammar::{GrammarError, parse_capacity_gb, parse_duration_seconds};
 
 /// Runs the facts query: JSONL to OUT (atomically) or to stdout for `-`.
 pub fn run(args: &QueryArgs) -> color_eyre::Result<()> {
@@ -235,30 +233,16 @@ fn tier_plan_from(
     if tiers.is_empty() {
         return Ok(None);
     }
-    let mut plan = TierPlan {
-        mode,
-        ..TierPlan::default()
-    };
-    for (index, tier) in tiers.iter().enumerate() {
-        let (name, size) = match tier.split_once('=') {
-            Some((name, size)) if !name.trim().is_empty() => (name.trim().to_owned(), size),
-            Some(_) => bail!("invalid --tiers: {tier:?}: a tier name before ="),
-            None => (format!("tier{}", index + 1), tier.as_str()),
-        };
-        if plan.names.contains(&name) {
-            bail!("invalid --tiers: tier name {name} given twice");
-        }
-        let capacity = parse_tier_size(size)
-            .map_err(|error| eyre!("invalid --tiers: tier {name}: {error}"))?;
-        plan.names.push(name);
-        plan.sizes_text.push(size.trim().to_owned());
-        plan.capacities.push(capacity);
-    }
-    plan.check()
+    let plan = litehit_core::grammar::parse_tier_plan(tiers, mode)
         .map_err(|error| eyre!("invalid --tiers: {error}"))?;
     Ok(Some(plan))
 }
 
+/// The tier plan of `--tiers`/`--tier-mode` (after the defaults file filled them in); a
+/// mode without tiers is an error, as clap's `requires` would have said before the defaults.
 pub(crate) fn tier_plan(args: &TierArgs) -> color_eyre::Result<Option<TierPlan>> {
-    tier_plan_from(&args.tiers, args.tier_mode.into())
+    if args.tiers.is_empty() && args.tier_mode.is_some() {
+        bail!("--tier-mode needs --tiers (or `tiers` in the defaults file, docs/CONFIG.md)");
+    }
+    tier_plan_from(&args.tiers, args.tier_mode.unwrap_or_default().into())
 }

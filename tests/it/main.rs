@@ -13,6 +13,7 @@ mod completions_man;
 mod config;
 mod core_props;
 mod defaults_file;
+mod defaults_tiers;
 mod digests;
 mod error_rule;
 mod facts_file;

@@ -128,6 +128,55 @@ pub fn parse_capacity(input: &str) -> Result<Capacity> {
     }
 }
 
+/// Why a `--tiers` list was refused (the caller names the flag or the defaults-file key).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TierSpecError {
+    #[error("{entry:?}: a tier name before =")]
+    EmptyName { entry: String },
+    #[error("tier name {name} given twice")]
+    DuplicateName { name: String },
+    #[error("tier {name}: {error}")]
+    Size { name: String, error: GrammarError },
+    #[error(transparent)]
+    Order(#[from] crate::projector::tiers::TierOrderError),
+}
+
+/// A `--tiers` list, top first (`80GB,512GB,4TB` or `hbm=80GB,dram=512GB`; unnamed tiers are
+/// `tier1`, `tier2`, …), read into the one [`TierPlan`](crate::projector::tiers::TierPlan)
+/// and checked by it, for the flag and the defaults file alike.
+pub fn parse_tier_plan(
+    entries: &[String],
+    mode: crate::projector::tiers::TierMode,
+) -> std::result::Result<crate::projector::tiers::TierPlan, TierSpecError> {
+    let mut plan = crate::projector::tiers::TierPlan {
+        mode,
+        ..crate::projector::tiers::TierPlan::default()
+    };
+    for (index, entry) in entries.iter().enumerate() {
+        let (name, size) = match entry.split_once('=') {
+            Some((name, size)) if !name.trim().is_empty() => (name.trim().to_owned(), size),
+            Some(_) => {
+                return Err(TierSpecError::EmptyName {
+                    entry: entry.clone(),
+                });
+            }
+            None => (format!("tier{}", index + 1), entry.as_str()),
+        };
+        if plan.names.contains(&name) {
+            return Err(TierSpecError::DuplicateName { name });
+        }
+        let capacity = parse_tier_size(size).map_err(|error| TierSpecError::Size {
+            name: name.clone(),
+            error,
+        })?;
+        plan.names.push(name);
+        plan.sizes_text.push(size.trim().to_owned());
+        plan.capacities.push(capacity);
+    }
+    plan.check()?;
+    Ok(plan)
+}
+
 /// A cache tier's size (`--tiers`): every spelling of [`parse_capacity`], plus binary TB
 /// (`4TB`, `4TiB`, `0.5 tb` = 1024 GB each), which only tier sizes take (a `query` GB
 /// argument keeps upstream's refusal of `12TB`).
