@@ -384,9 +384,13 @@ mod tests {
             lanes(&single, Some("shared")).recognise_pool(Some("default")),
             Ok(Some("default"))
         );
-        let alone = lanes(&single, None).recognise_pool(Some("default"));
+        let alone = lanes(&single, None);
         assert!(
-            alone.unwrap_err().to_string().contains("is the only lane"),
+            alone
+                .recognise_pool(Some("default"))
+                .unwrap_err()
+                .to_string()
+                .contains("is the only lane"),
             "one lane is no pool"
         );
     }
@@ -399,7 +403,7 @@ mod tests {
             .to_string();
         assert!(
             error.starts_with("--pool i1: lane i1 is not a shared pool lane")
-                && error.contains("i1 has 2 rows, the other 4 lanes 8 together")
+                && error.contains("i1 has 2 rows, the other 3 lanes 8 together")
                 && error.ends_with("; the pool lane here is shared"),
             "{error}"
         );

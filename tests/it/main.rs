@@ -33,6 +33,7 @@ mod openai_live;
 mod parity;
 mod pool;
 mod pool_demo;
+mod pool_detect;
 mod pool_tiers;
 mod pool_tui;
 mod pool_windows;
