@@ -132,8 +132,11 @@ fn pool_took_the_trace(args: &[std::ffi::OsString]) -> Option<String> {
 
 /// A usage error with `message`, formatted as clap's own (the `--help` hint).
 fn pool_error(command: &mut clap::Command, message: &str) -> clap::Error {
-    clap::Error::raw(clap::error::ErrorKind::ArgumentConflict, format!("{message}\n"))
-        .format(command)
+    clap::Error::raw(
+        clap::error::ErrorKind::ArgumentConflict,
+        format!("{message}\n"),
+    )
+    .format(command)
 }
 
 #[derive(Debug, Subcommand)]

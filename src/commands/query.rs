@@ -66,34 +66,17 @@ pub fn run(args: &QueryArgs) -> color_eyre::Result<()> {
                 .ok_or_else(|| eyre!("invalid --window: {text} (a duration such as 10m or 600s)"))
         })
         .transpose()?;
-    // Trace time needs the first (and, for a warm-up share, the last) request: a first pass,
-    // which also recognises the pool lane by its rows (for windows, written as the rows
-    // come, the pool and N are needed up front; for the rest it saves the pool's second read).
-    let mut instance_ids = std::collections::HashSet::new();
-    let mut pool_rule = args.pool.rule();
-    let span = if spec.needs_span() || window_ns.is_some() {
+    // Trace time needs the first (and, for a warm-up share, the last) request: a first pass.
+    let (span, pool_rule, instance_ids) = if spec.needs_span() || window_ns.is_some() {
         if facts_paths.iter().any(|path| path.as_os_str() == "-") {
             bail!(
                 "trace times (--from/--to in seconds, --exclude-warmup, --window) read the facts \
                  twice; standard input cannot be: pass a file, or absolute times (ns)"
             );
         }
-        let (span, lanes) =
-            trace_span_and_instances(&facts_paths).wrap_err("facts query failed")?;
-        super::note_lanes_in_several_files(lanes.lanes(), &facts_paths);
-        let pool = lanes
-            .recognise_pool(args.pool.name.as_deref())
-            .map_err(|error| eyre!(error))
-            .wrap_err("facts query failed")?;
-        pool_rule = PoolRule::Recognised(pool.map(str::to_owned));
-        instance_ids = lanes
-            .lanes()
-            .iter()
-            .map(|lane| lane.instance_id.clone())
-            .collect();
-        span
+        first_pass(args, &facts_paths)?
     } else {
-        None
+        (None, args.pool.rule(), std::collections::HashSet::new())
     };
     let (first_ns, last_ns) = span.unwrap_or((0, 0));
     let time_range = if spec == TimeSpec::default() {
@@ -134,6 +117,38 @@ pub fn run(args: &QueryArgs) -> color_eyre::Result<()> {
     };
     super::note_lanes_in_several_files(&summary.lanes_in_several_files, &facts_paths);
     Ok(())
+}
+
+/// The trace's first and last `timestamp_ns`, the pool lane, every instance id.
+type FirstPass = (
+    Option<(i64, i64)>,
+    PoolRule,
+    std::collections::HashSet<String>,
+);
+
+/// The first pass over the facts: the trace's first and last `timestamp_ns`, and the pool
+/// lane recognised by its rows (windows, written as the rows come, need the pool and N up
+/// front; for the rest it saves the pool's second read), with every instance id.
+fn first_pass(
+    args: &QueryArgs,
+    facts_paths: &[std::path::PathBuf],
+) -> color_eyre::Result<FirstPass> {
+    let (span, lanes) = trace_span_and_instances(facts_paths).wrap_err("facts query failed")?;
+    super::note_lanes_in_several_files(lanes.lanes(), facts_paths);
+    let pool = lanes
+        .recognise_pool(args.pool.name.as_deref())
+        .map_err(|error| eyre!(error))
+        .wrap_err("facts query failed")?;
+    let instance_ids = lanes
+        .lanes()
+        .iter()
+        .map(|lane| lane.instance_id.clone())
+        .collect();
+    Ok((
+        span,
+        PoolRule::Recognised(pool.map(str::to_owned)),
+        instance_ids,
+    ))
 }
 
 /// `query --window`: one line per window and slot (or tier, with `--tiers`), to OUT

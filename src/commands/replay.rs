@@ -454,7 +454,11 @@ fn empty_shard_note(
     Some(format!(
         "shard {index}/{count} got none of the trace's {outside} {} (an instance's shard is the \
          FNV-1a hash of its id mod {count}), so {} has no rows{one}",
-        if outside == 1 { "instance" } else { "instances" },
+        if outside == 1 {
+            "instance"
+        } else {
+            "instances"
+        },
         facts_path.display()
     ))
 }

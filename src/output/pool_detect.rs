@@ -20,6 +20,7 @@
 //! legitimate (a facts file split by rows) but also what two overlapping shardings look like.
 
 use std::collections::HashMap;
+use std::fmt::Write as _;
 
 use litehit_core::engine::DEFAULT_POOL_NAME;
 use litehit_core::facts::FactRecord;
@@ -180,16 +181,16 @@ impl LaneFingerprints {
     /// The lane whose rows are all the others' together: the only one with three lanes or
     /// more; with two equal lanes, the one called `tie_name` (if either is).
     fn structural_pool(&self, tie_name: &str) -> Option<&LaneFingerprint> {
-        let (rows, input_tokens, key_hash_sum) = self.lanes.iter().fold(
-            (0_u64, 0_u64, 0_u128),
-            |(rows, tokens, keys), lane| {
-                (
-                    rows + lane.rows,
-                    tokens.wrapping_add(lane.input_tokens),
-                    keys.wrapping_add(lane.key_hash_sum),
-                )
-            },
-        );
+        let (rows, input_tokens, key_hash_sum) =
+            self.lanes
+                .iter()
+                .fold((0_u64, 0_u64, 0_u128), |(rows, tokens, keys), lane| {
+                    (
+                        rows + lane.rows,
+                        tokens.wrapping_add(lane.input_tokens),
+                        keys.wrapping_add(lane.key_hash_sum),
+                    )
+                });
         let is_pool = |lane: &&LaneFingerprint| {
             lane.rows == rows - lane.rows
                 && lane.input_tokens == input_tokens.wrapping_sub(lane.input_tokens)
@@ -252,7 +253,10 @@ impl LaneFingerprints {
 /// The note for the `lanes` with rows in several files (`paths`: the files, in the order
 /// given), one line each (`note: instance ...`), or `None` when every lane is in one file.
 #[must_use]
-pub fn several_files_note(lanes: &[LaneFingerprint], paths: &[std::path::PathBuf]) -> Option<String> {
+pub fn several_files_note(
+    lanes: &[LaneFingerprint],
+    paths: &[std::path::PathBuf],
+) -> Option<String> {
     /// More lanes than this in several files are counted, not listed.
     const LISTED: usize = 5;
     let split: Vec<&LaneFingerprint> = lanes.iter().filter(|lane| lane.files.len() > 1).collect();
@@ -270,19 +274,21 @@ pub fn several_files_note(lanes: &[LaneFingerprint], paths: &[std::path::PathBuf
                     .map_or_else(|| format!("#{index}"), |path| path.display().to_string())
             })
             .collect();
-        note.push_str(&format!(
+        let _ = writeln!(
+            note,
             "note: instance {} has rows in {} files ({}): replay shards are disjoint by \
-             instance; check these files are not from overlapping runs\n",
+             instance; check these files are not from overlapping runs",
             lane.instance_id,
             names.len(),
             names.join(", ")
-        ));
+        );
     }
     if split.len() > LISTED {
-        note.push_str(&format!(
-            "note: and {} more instances have rows in several files\n",
+        let _ = writeln!(
+            note,
+            "note: and {} more instances have rows in several files",
             split.len() - LISTED
-        ));
+        );
     }
     Some(note)
 }
@@ -375,7 +381,10 @@ mod tests {
             lanes(&single, Some("pool")).recognise_pool(None),
             Ok(Some("pool"))
         );
-        assert_eq!(lanes(&single, Some("shared")).recognise_pool(None), Ok(None));
+        assert_eq!(
+            lanes(&single, Some("shared")).recognise_pool(None),
+            Ok(None)
+        );
         assert_eq!(
             lanes(&single, Some("shared")).recognise_pool(Some("shared")),
             Ok(Some("shared"))

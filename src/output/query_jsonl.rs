@@ -152,9 +152,11 @@ impl PoolRule {
     #[must_use]
     pub fn candidate(&self) -> Option<&str> {
         match self {
-            Self::Recognise { named } => {
-                Some(named.as_deref().unwrap_or(litehit_core::engine::DEFAULT_POOL_NAME))
-            }
+            Self::Recognise { named } => Some(
+                named
+                    .as_deref()
+                    .unwrap_or(litehit_core::engine::DEFAULT_POOL_NAME),
+            ),
             Self::Recognised(name) => name.as_deref(),
         }
     }
@@ -196,7 +198,9 @@ impl SlotTotals {
     /// Takes `lane`'s sums (added before) out of these, wrapping as the sums do.
     fn subtract(&mut self, lane: &Self) {
         self.requests -= lane.requests;
-        self.total_input_tokens = self.total_input_tokens.wrapping_sub(lane.total_input_tokens);
+        self.total_input_tokens = self
+            .total_input_tokens
+            .wrapping_sub(lane.total_input_tokens);
         for (sums, taken) in [
             (&mut self.total_hit_blocks, &lane.total_hit_blocks),
             (&mut self.total_hit_tokens, &lane.total_hit_tokens),
@@ -399,9 +403,9 @@ impl QueryTotals {
     /// checked), or as the rule says.
     pub fn resolve_pool(&self) -> Result<Option<String>, QueryError> {
         Ok(match (&self.pool_rule, &self.lanes) {
-            (Some(PoolRule::Recognise { named }), Some(lanes)) => lanes
-                .recognise_pool(named.as_deref())?
-                .map(str::to_owned),
+            (Some(PoolRule::Recognise { named }), Some(lanes)) => {
+                lanes.recognise_pool(named.as_deref())?.map(str::to_owned)
+            }
             (Some(PoolRule::Recognised(name)), _) => name.clone(),
             _ => None,
         })

@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::common::cli_bin::{
-    FACTS, InstanceSpec, config_json, failed, generate, ok, run_in, run_with_stdin,
-    standard_trace, write_file,
+    FACTS, InstanceSpec, config_json, failed, generate, ok, run_in, run_with_stdin, standard_trace,
+    write_file,
 };
 use litehit_core::workload::WorkloadConfig;
 
@@ -79,18 +79,26 @@ fn overall(text: &str) -> Value {
 }
 
 fn pool_line(text: &str) -> Option<Value> {
-    lines(text).into_iter().find(|line| line.get("pool").is_some())
+    lines(text)
+        .into_iter()
+        .find(|line| line.get("pool").is_some())
 }
 
 /// `text` with the default-named pool's lines renamed to `name` (the oracle for a pool of
 /// another name: its lines sort after the engines' either way).
 fn renamed(text: &str, name: &str) -> String {
-    text.replace(r#""instance_id":"pool""#, &format!(r#""instance_id":"{name}""#))
-        .replace(r#""pool":"pool""#, &format!(r#""pool":"{name}""#))
+    text.replace(
+        r#""instance_id":"pool""#,
+        &format!(r#""instance_id":"{name}""#),
+    )
+    .replace(r#""pool":"pool""#, &format!(r#""pool":"{name}""#))
 }
 
 fn mrc_json(facts: &[&Path], extra: &[&str]) -> Value {
-    let mut args: Vec<String> = facts.iter().map(|path| path.display().to_string()).collect();
+    let mut args: Vec<String> = facts
+        .iter()
+        .map(|path| path.display().to_string())
+        .collect();
     args.insert(0, "mrc".into());
     args.push("--json".into());
     args.extend(extra.iter().map(|&flag| flag.to_owned()));
@@ -100,7 +108,12 @@ fn mrc_json(facts: &[&Path], extra: &[&str]) -> Value {
 #[test]
 fn an_instance_called_pool_without_replay_pool_is_an_ordinary_instance() {
     let dir = tempfile::tempdir().unwrap();
-    let trace = trace(dir.path(), "t.jsonl", &["engine-0", "engine-1", "pool"], 900);
+    let trace = trace(
+        dir.path(),
+        "t.jsonl",
+        &["engine-0", "engine-1", "pool"],
+        900,
+    );
     let facts = replay(&trace, &dir.path().join("plain"), &[]);
     let out = query(&[&facts], &[]);
     assert!(pool_line(&out).is_none(), "no comparison: {out}");
@@ -142,7 +155,12 @@ fn an_instance_called_pool_without_replay_pool_is_an_ordinary_instance() {
 #[test]
 fn a_pool_of_any_name_is_recognised_by_its_rows() {
     let dir = tempfile::tempdir().unwrap();
-    let trace = trace(dir.path(), "t.jsonl", &["engine-0", "engine-1", "engine-2"], 900);
+    let trace = trace(
+        dir.path(),
+        "t.jsonl",
+        &["engine-0", "engine-1", "engine-2"],
+        900,
+    );
     let plain = replay(&trace, &dir.path().join("plain"), &[]);
     let default = replay(&trace, &dir.path().join("default"), &["--pool"]);
     let shared = replay(&trace, &dir.path().join("shared"), &["--pool=shared"]);
@@ -161,7 +179,10 @@ fn a_pool_of_any_name_is_recognised_by_its_rows() {
             r#""pool_instance_id":"shared","#,
         ),
     );
-    ok(run_in(None, ["replay", config.to_str().unwrap(), "--quiet"]));
+    ok(run_in(
+        None,
+        ["replay", config.to_str().unwrap(), "--quiet"],
+    ));
     let keyed = dir.path().join("keyed").join(FACTS);
     let expected = renamed(&query(&[&default], &[]), "shared");
     for facts in [&shared, &keyed] {
@@ -174,29 +195,46 @@ fn a_pool_of_any_name_is_recognised_by_its_rows() {
     }
     let curves = mrc_json(&[&shared], &[]);
     let reference = mrc_json(&[&plain], &[]);
-    assert_eq!(curves["total"], reference["total"], "the pool is not in the total");
+    assert_eq!(
+        curves["total"], reference["total"],
+        "the pool is not in the total"
+    );
     assert_eq!(curves["pool"]["instance_id"], "shared");
     let default_curves = mrc_json(&[&default], &[]);
-    assert_eq!(curves["pool"]["comparison"], default_curves["pool"]["comparison"]);
+    assert_eq!(
+        curves["pool"]["comparison"],
+        default_curves["pool"]["comparison"]
+    );
     // Another lane named as the pool is refused, naming the pool it is not.
     let message = failed(&query_run(&[&shared], &["--pool", "engine-1"])).to_owned();
     assert!(
         message.contains("--pool engine-1: lane engine-1 is not a shared pool lane"),
         "{message}"
     );
-    assert!(message.contains("the pool lane here is shared"), "{message}");
+    assert!(
+        message.contains("the pool lane here is shared"),
+        "{message}"
+    );
     let message = failed(&run_in(
         None,
         ["mrc", shared.to_str().unwrap(), "--pool", "engine-1"],
     ))
     .to_owned();
-    assert!(message.contains("lane engine-1 is not a shared pool lane"), "{message}");
+    assert!(
+        message.contains("lane engine-1 is not a shared pool lane"),
+        "{message}"
+    );
 }
 
 #[test]
 fn shard_files_time_ranges_and_windows_find_the_pool_too() {
     let dir = tempfile::tempdir().unwrap();
-    let trace = trace(dir.path(), "t.jsonl", &["engine-0", "engine-1", "engine-2", "engine-3"], 1000);
+    let trace = trace(
+        dir.path(),
+        "t.jsonl",
+        &["engine-0", "engine-1", "engine-2", "engine-3"],
+        1000,
+    );
     let default = replay(&trace, &dir.path().join("default"), &["--pool"]);
     // The `--shard` refusal's recipe: shards without the pool, the pool as one more task.
     let shards: Vec<PathBuf> = (0..2)
@@ -208,7 +246,11 @@ fn shard_files_time_ranges_and_windows_find_the_pool_too() {
             )
         })
         .collect();
-    let pool = replay(&trace, &dir.path().join("shards/pool"), &["--instance", "shared"]);
+    let pool = replay(
+        &trace,
+        &dir.path().join("shards/pool"),
+        &["--instance", "shared"],
+    );
     let glob = dir.path().join("shards/*/litehit_facts.csv");
     let times: Vec<i64> = crate::common::cli_bin::read_facts(&default)
         .iter()
@@ -218,37 +260,56 @@ fn shard_files_time_ranges_and_windows_find_the_pool_too() {
     let span = last - first;
     // Absolute times need no first pass (the pool is recognised in the query's own); trace
     // seconds and a warm-up share do.
-    let from_ns = format!("{}ns", first + span / 4);
-    let to_ns = format!("{}ns", first + span * 3 / 4);
+    let from_absolute = format!("{}ns", first + span / 4);
+    let to_absolute = format!("{}ns", first + span * 3 / 4);
     #[expect(clippy::cast_precision_loss, reason = "a test's time point")]
-    let from_s = format!("{}s", (span / 3) as f64 / 1e9);
-    let window_s = format!("{}s", (span / 5) as f64 / 1e9);
+    let from_seconds = format!("{}s", (span / 3) as f64 / 1e9);
+    let width_seconds = format!("{}s", (span / 5) as f64 / 1e9);
     for extra in [
         &[][..],
-        &["--from", &from_ns, "--to", &to_ns],
-        &["--from", &from_s],
+        &["--from", &from_absolute, "--to", &to_absolute],
+        &["--from", &from_seconds],
         &["--exclude-warmup", "20%"],
     ] {
         let expected = renamed(&query(&[&default], extra), "shared");
-        assert_eq!(query(&[&shards[0], &shards[1], &pool], extra), expected, "{extra:?}");
-        assert_eq!(query(&[&pool, &shards[1], &shards[0]], extra), expected, "{extra:?}");
+        assert_eq!(
+            query(&[&shards[0], &shards[1], &pool], extra),
+            expected,
+            "{extra:?}"
+        );
+        assert_eq!(
+            query(&[&pool, &shards[1], &shards[0]], extra),
+            expected,
+            "{extra:?}"
+        );
         assert_eq!(query(&[&glob], extra), expected, "{extra:?}");
     }
-    let windows = |facts: &Path, extra: &[&str]| {
-        let mut args = vec!["query", facts.to_str().unwrap(), "-", "0.01", "-1", "--window", &window_s];
+    let windowed = |facts: &Path, extra: &[&str]| {
+        let mut args = vec![
+            "query",
+            facts.to_str().unwrap(),
+            "-",
+            "0.01",
+            "-1",
+            "--window",
+            &width_seconds,
+        ];
         args.extend(extra);
         ok(run_in(None, &args)).stdout
     };
-    let expected = renamed(&windows(&default, &[]), "shared");
+    let expected = renamed(&windowed(&default, &[]), "shared");
     assert!(expected.contains(r#""pool":"shared""#), "{expected}");
-    assert_eq!(windows(&glob, &[]), expected);
+    assert_eq!(windowed(&glob, &[]), expected);
     assert_eq!(
-        windows(&glob, &["--from", &from_s]),
-        renamed(&windows(&default, &["--from", &from_s]), "shared")
+        windowed(&glob, &["--from", &from_seconds]),
+        renamed(&windowed(&default, &["--from", &from_seconds]), "shared")
     );
     let curves = mrc_json(&[&shards[0], &shards[1], &pool], &[]);
     assert_eq!(curves["pool"]["instance_id"], "shared");
-    assert_eq!(curves["total"], mrc_json(&[&shards[0], &shards[1]], &[])["total"]);
+    assert_eq!(
+        curves["total"],
+        mrc_json(&[&shards[0], &shards[1]], &[])["total"]
+    );
 }
 
 #[test]
@@ -263,14 +324,31 @@ fn one_instance_and_its_pool_are_told_apart_by_name_only() {
     assert_eq!(overall(&out)["requests"], 500);
     let unnamed = query(&[&shared], &[]);
     assert!(pool_line(&unnamed).is_none(), "{unnamed}");
-    assert_eq!(overall(&unnamed)["requests"], 1000, "documented: two equal lanes");
-    assert_eq!(query(&[&shared], &["--pool", "shared"]), renamed(&out, "shared"));
+    assert_eq!(
+        overall(&unnamed)["requests"],
+        1000,
+        "documented: two equal lanes"
+    );
+    assert_eq!(
+        query(&[&shared], &["--pool", "shared"]),
+        renamed(&out, "shared")
+    );
+    // One lane alone is no pool, whatever its name (it was once taken as a pool of 0).
+    let alone = self::trace(dir.path(), "alone.jsonl", &["pool"], 200);
+    let alone = query(&[&replay(&alone, &dir.path().join("alone"), &[])], &[]);
+    assert!(pool_line(&alone).is_none(), "{alone}");
+    assert_eq!(overall(&alone)["requests"], 200);
 }
 
 #[test]
 fn a_pool_of_its_own_name_on_standard_input_needs_its_name() {
     let dir = tempfile::tempdir().unwrap();
-    let trace = trace(dir.path(), "t.jsonl", &["engine-0", "engine-1", "engine-2"], 600);
+    let trace = trace(
+        dir.path(),
+        "t.jsonl",
+        &["engine-0", "engine-1", "engine-2"],
+        600,
+    );
     let default = replay(&trace, &dir.path().join("default"), &["--pool"]);
     let shared = replay(&trace, &dir.path().join("shared"), &["--pool=shared"]);
     let stdin = |facts: &Path, extra: &[&str]| {
@@ -283,7 +361,9 @@ fn a_pool_of_its_own_name_on_standard_input_needs_its_name() {
     let refused = stdin(&shared, &[]);
     assert_eq!(refused.code, Some(1), "{}", refused.stderr);
     assert!(
-        refused.stderr.contains("lane shared is the shared pool lane")
+        refused
+            .stderr
+            .contains("lane shared is the shared pool lane")
             && refused.stderr.contains("--pool shared"),
         "{}",
         refused.stderr
@@ -296,13 +376,22 @@ fn pool_takes_its_name_after_a_space_and_says_when_it_took_the_trace() {
     let trace = trace(dir.path(), "t.jsonl", &["engine-0", "engine-1"], 300);
     let equals = replay(&trace, &dir.path().join("equals"), &["--pool=shared"]);
     let spaced = replay(&trace, &dir.path().join("spaced"), &["--pool", "shared"]);
-    assert_eq!(std::fs::read(&equals).unwrap(), std::fs::read(&spaced).unwrap());
+    assert_eq!(
+        std::fs::read(&equals).unwrap(),
+        std::fs::read(&spaced).unwrap()
+    );
     let bare = replay(&trace, &dir.path().join("bare"), &["--pool"]);
     assert!(std::fs::read_to_string(&bare).unwrap().contains(",pool,"));
     // `--pool TRACE`: the trace became the pool's name.
     let text = trace.to_str().unwrap();
     for args in [
-        vec!["replay", "--pool", text, "--out", dir.path().join("x").to_str().unwrap()],
+        vec![
+            "replay",
+            "--pool",
+            text,
+            "--out",
+            dir.path().join("x").to_str().unwrap(),
+        ],
         vec!["watch", "--pool", text, "--headless"],
     ] {
         let run = run_in(None, &args);
@@ -342,12 +431,29 @@ fn pool_takes_its_name_after_a_space_and_says_when_it_took_the_trace() {
 #[test]
 fn overlapping_shard_files_get_a_note_and_an_empty_shard_says_why() {
     let dir = tempfile::tempdir().unwrap();
-    let trace = trace(dir.path(), "t.jsonl", &["engine-0", "engine-1", "engine-2", "engine-3"], 600);
+    let trace = trace(
+        dir.path(),
+        "t.jsonl",
+        &["engine-0", "engine-1", "engine-2", "engine-3"],
+        600,
+    );
     let halves: Vec<PathBuf> = (0..2)
-        .map(|k| replay(&trace, &dir.path().join(format!("a/{k}")), &["--shard", &format!("{k}/2")]))
+        .map(|k| {
+            replay(
+                &trace,
+                &dir.path().join(format!("a/{k}")),
+                &["--shard", &format!("{k}/2")],
+            )
+        })
         .collect();
     let thirds: Vec<PathBuf> = (0..3)
-        .map(|k| replay(&trace, &dir.path().join(format!("b/{k}")), &["--shard", &format!("{k}/3")]))
+        .map(|k| {
+            replay(
+                &trace,
+                &dir.path().join(format!("b/{k}")),
+                &["--shard", &format!("{k}/3")],
+            )
+        })
         .collect();
     let disjoint = ok(query_run(&[&halves[0], &halves[1]], &[]));
     assert!(!disjoint.stderr.contains("note"), "{}", disjoint.stderr);
@@ -368,7 +474,10 @@ fn overlapping_shard_files_get_a_note_and_an_empty_shard_says_why() {
         .expect("two shardings of four instances overlap");
     for run in [
         ok(query_run(&[a, b], &[])),
-        ok(run_in(None, ["mrc", a.to_str().unwrap(), b.to_str().unwrap()])),
+        ok(run_in(
+            None,
+            ["mrc", a.to_str().unwrap(), b.to_str().unwrap()],
+        )),
     ] {
         assert!(
             run.stderr.contains(&format!(
