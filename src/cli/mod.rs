@@ -94,7 +94,7 @@ impl Cli {
                 let missing = error.kind() == clap::error::ErrorKind::MissingRequiredArgument;
                 return Err(pool_took_the_trace(&args)
                     .filter(|_| missing)
-                    .map_or(error, |message| pool_error(&mut command, &message)));
+                    .map_or(error, |message| pool_error(&mut command, &args, &message)));
             }
         };
         let cli = <Self as clap::FromArgMatches>::from_arg_matches(&matches)
@@ -105,7 +105,7 @@ impl Cli {
             && watch.trace.is_none()
             && let Some(message) = pool_took_the_trace(&args)
         {
-            return Err(pool_error(&mut command, &message));
+            return Err(pool_error(&mut command, &args, &message));
         }
         Ok((cli, matches))
     }
@@ -130,13 +130,22 @@ fn pool_took_the_trace(args: &[std::ffi::OsString]) -> Option<String> {
     })
 }
 
-/// A usage error with `message`, formatted as clap's own (the `--help` hint).
-fn pool_error(command: &mut clap::Command, message: &str) -> clap::Error {
-    clap::Error::raw(
-        clap::error::ErrorKind::ArgumentConflict,
-        format!("{message}\n"),
-    )
-    .format(command)
+/// A usage error with `message`, formatted as clap's own for the subcommand typed (usage
+/// line, `--help` hint).
+fn pool_error(
+    command: &mut clap::Command,
+    args: &[std::ffi::OsString],
+    message: &str,
+) -> clap::Error {
+    command.build();
+    let error = clap::Error::raw(clap::error::ErrorKind::ArgumentConflict, message);
+    match args
+        .get(1)
+        .and_then(|name| command.find_subcommand_mut(name))
+    {
+        Some(subcommand) => error.format(subcommand),
+        None => error.format(command),
+    }
 }
 
 #[derive(Debug, Subcommand)]

@@ -79,8 +79,8 @@ pub struct PoolArg {
     /// C with the N other instances at C each, and left out of the overall totals. This
     /// names it: an error if NAME is not such a lane. Needed only when the facts have one
     /// instance besides the pool (the two lanes are then equal, and only a name tells; a
-    /// lane called `pool` is taken without it), or to save the pool's second read when it
-    /// has another name
+    /// lane called `pool` is taken without it), or, for `query` of a pool with another name,
+    /// to save the second read of its rows (which standard input cannot give)
     #[arg(long = "pool", value_name = "NAME")]
     pub name: Option<String>,
 }

@@ -138,12 +138,18 @@ impl LaneFingerprints {
             return Ok(structural.map(|lane| lane.instance_id.as_str()));
         };
         let Some(lane) = self.lane(name) else {
-            let lanes = self
+            /// More lanes than this are counted, not listed.
+            const LISTED: usize = 8;
+            let mut lanes = self
                 .lanes
                 .iter()
+                .take(LISTED)
                 .map(|lane| lane.instance_id.as_str())
                 .collect::<Vec<_>>()
                 .join(", ");
+            if self.lanes.len() > LISTED {
+                let _ = write!(lanes, " and {} more", self.lanes.len() - LISTED);
+            }
             return Err(PoolCheckError::NoSuchLane {
                 name: name.to_owned(),
                 lanes: if lanes.is_empty() {
