@@ -88,10 +88,63 @@ impl Cli {
             }
         }
         let mut command = <Self as clap::CommandFactory>::command();
-        let matches = command.try_get_matches_from_mut(args)?;
+        let matches = match command.try_get_matches_from_mut(&args) {
+            Ok(matches) => matches,
+            Err(error) => {
+                let missing = error.kind() == clap::error::ErrorKind::MissingRequiredArgument;
+                return Err(pool_took_the_trace(&args)
+                    .filter(|_| missing)
+                    .map_or(error, |message| pool_error(&mut command, &args, &message)));
+            }
+        };
         let cli = <Self as clap::FromArgMatches>::from_arg_matches(&matches)
             .map_err(|error| error.format(&mut command))?;
+        // `watch --pool trace.jsonl`: TRACE may be left out (with --listen), so clap is
+        // content; with no TRACE, a pool named after an existing file is that mistake.
+        if let Command::Watch(watch) = &cli.command
+            && watch.trace.is_none()
+            && let Some(message) = pool_took_the_trace(&args)
+        {
+            return Err(pool_error(&mut command, &args, &message));
+        }
         Ok((cli, matches))
+    }
+}
+
+/// `replay --pool TRACE --out DIR`: `--pool [NAME]` takes the next argument as its value, so
+/// the trace became the pool's name (and clap would only say that no trace was given). The
+/// message when that value is an existing path, for `replay` and `watch`.
+fn pool_took_the_trace(args: &[std::ffi::OsString]) -> Option<String> {
+    let command = args.get(1)?;
+    if command != "replay" && command != "watch" {
+        return None;
+    }
+    let at = args.iter().position(|arg| arg == "--pool")?;
+    let name = args.get(at + 1)?;
+    (!name.to_string_lossy().starts_with('-') && std::path::Path::new(name).exists()).then(|| {
+        format!(
+            "--pool took '{}' as the pool's name; write --pool=NAME or put --pool after the \
+             trace",
+            name.to_string_lossy()
+        )
+    })
+}
+
+/// A usage error with `message`, formatted as clap's own for the subcommand typed (usage
+/// line, `--help` hint).
+fn pool_error(
+    command: &mut clap::Command,
+    args: &[std::ffi::OsString],
+    message: &str,
+) -> clap::Error {
+    command.build();
+    let error = clap::Error::raw(clap::error::ErrorKind::ArgumentConflict, message);
+    match args
+        .get(1)
+        .and_then(|name| command.find_subcommand_mut(name))
+    {
+        Some(subcommand) => error.format(subcommand),
+        None => error.format(command),
     }
 }
 
@@ -224,14 +277,15 @@ pub struct LaneFlags {
     /// Add one more lane, NAME (default `pool`), that every row also feeds: one LRU cache
     /// shared by all instances (a Mooncake/LMCache-style pool, or what a perfectly
     /// cache-aware router would see). Its facts rows carry NAME as instance id; `query` and
-    /// `mrc` then compare it at N × C with the N instances at C each. Written `--pool` or
-    /// `--pool=NAME`; an instance already named NAME is an error. Wins over a config's
-    /// `pool_instance_id`. Not with `replay --shard`
+    /// `mrc` recognise it by its rows (whatever its name) and compare it at N × C with the N
+    /// instances at C each. Written `--pool`, `--pool NAME` or `--pool=NAME`; before the
+    /// trace, write `--pool=NAME` (a bare `--pool TRACE` takes TRACE as the name). An
+    /// instance already named NAME is an error. Wins over a config's `pool_instance_id`.
+    /// Not with `replay --shard`
     #[arg(
         long,
         value_name = "NAME",
         num_args = 0..=1,
-        require_equals = true,
         default_missing_value = DEFAULT_POOL_NAME
     )]
     pub pool: Option<String>,

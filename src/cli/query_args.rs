@@ -73,9 +73,14 @@ pub struct QueryArgs {
 /// `--pool NAME` of `query` and `mrc`: which instance is the shared pool lane.
 #[derive(Debug, Clone, Default, PartialEq, Eq, clap::Args)]
 pub struct PoolArg {
-    /// The instance id of the shared pool lane (`replay --pool`; default: `pool`, when the
-    /// facts have such an instance). Its rows are compared at N × C with the N other
-    /// instances at C each, and left out of the overall totals
+    /// The shared pool lane (`replay --pool`) is recognised by its rows, whatever its name:
+    /// the lane that holds every other lane's requests (same trace_id, timestamp_ns,
+    /// input_token_len, block_size_tokens), over at least two others; it is compared at N ×
+    /// C with the N other instances at C each, and left out of the overall totals. This
+    /// names it: an error if NAME is not such a lane. Needed only when the facts have one
+    /// instance besides the pool (the two lanes are then equal, and only a name tells; a
+    /// lane called `pool` is taken without it), or, for `query` of a pool with another name,
+    /// to save the second read of its rows (which standard input cannot give)
     #[arg(long = "pool", value_name = "NAME")]
     pub name: Option<String>,
 }

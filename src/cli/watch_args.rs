@@ -246,12 +246,11 @@ pub struct DemoArgs {
 
     /// Add the shared pool lane, NAME (default `pool`), as `watch --pool` does: one LRU
     /// cache fed by every instance's rows, shown beside them at N × each capacity. Written
-    /// `--pool` or `--pool=NAME`
+    /// `--pool`, `--pool NAME` or `--pool=NAME`
     #[arg(
         long,
         value_name = "NAME",
         num_args = 0..=1,
-        require_equals = true,
         default_missing_value = super::DEFAULT_POOL_NAME
     )]
     pub pool: Option<String>,

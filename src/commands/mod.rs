@@ -197,6 +197,20 @@ pub(crate) fn refuse_repeated_facts(paths: &[std::path::PathBuf]) -> color_eyre:
     Ok(())
 }
 
+/// Prints on stderr the note for lanes with rows in several of `paths` (a facts file split by
+/// rows is fine; two overlapping shardings read together are not, and look the same).
+pub(crate) fn note_lanes_in_several_files(
+    lanes: &[crate::output::pool_detect::LaneFingerprint],
+    paths: &[std::path::PathBuf],
+) {
+    use std::io::Write as _;
+    if let Some(note) = crate::output::pool_detect::several_files_note(lanes, paths) {
+        for line in note.lines() {
+            let _ = writeln!(std::io::stderr(), "litehit: {line}");
+        }
+    }
+}
+
 /// Refuses an input named as litehit's temp files are (`.NAME.PID.RANDOM.tmp`): it may be a
 /// publication in progress, or a killed run's that the next writer of `NAME` removes.
 pub(crate) fn refuse_temp_input(path: &std::path::Path) -> color_eyre::Result<()> {

@@ -69,6 +69,7 @@ pub fn run(args: &MrcArgs) -> color_eyre::Result<()> {
     let curves = builder
         .try_finish()
         .wrap_err("building the miss-ratio curve failed")?;
+    super::note_lanes_in_several_files(&curves.lanes_in_several_files, &facts);
     if curves.instances.is_empty() {
         // No curve, no knee: a header-only file (e.g. a replay of a trace with only writes).
         bail!(

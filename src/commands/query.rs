@@ -7,11 +7,12 @@ use color_eyre::eyre::{WrapErr, bail, eyre};
 use super::writes_over;
 use crate::cli::query_args::{QueryArgs, SpanArgs, TierArgs};
 use crate::output::query_jsonl::{
-    QueryError, QueryOptions, QueryPlan, QuerySlots, TierPlan, TimeRange, query_facts_files_planned,
+    PoolRule, QueryError, QueryOptions, QueryPlan, QuerySlots, TierPlan, TimeRange,
+    query_facts_files_planned,
 };
 use crate::output::query_windows::{
     TimeSpec, parse_time_point, parse_warmup, pool_instance_count, query_windows_with_pool,
-    trace_span, trace_span_and_instances,
+    trace_span_and_instances,
 };
 use litehit_core::facts::file::{is_standard_output, write_atomically};
 use litehit_core::grammar::{GrammarError, parse_capacity_gb, parse_duration_seconds};
@@ -63,26 +64,17 @@ pub fn run(args: &QueryArgs) -> color_eyre::Result<()> {
                 .ok_or_else(|| eyre!("invalid --window: {text} (a duration such as 10m or 600s)"))
         })
         .transpose()?;
-    // Trace time needs the first (and, for a warm-up share, the last) request: a first pass
-    // (which, for windows, also finds the instances: the pool's lines need N up front).
-    let mut instance_ids = std::collections::HashSet::new();
-    let span = if spec.needs_span() || window_ns.is_some() {
+    // Trace time needs the first (and, for a warm-up share, the last) request: a first pass.
+    let (span, pool_rule, instance_ids) = if spec.needs_span() || window_ns.is_some() {
         if facts_paths.iter().any(|path| path.as_os_str() == "-") {
             bail!(
                 "trace times (--from/--to in seconds, --exclude-warmup, --window) read the facts \
                  twice; standard input cannot be: pass a file, or absolute times (ns)"
             );
         }
-        if window_ns.is_some() {
-            let (span, ids) =
-                trace_span_and_instances(&facts_paths).wrap_err("facts query failed")?;
-            instance_ids = ids;
-            span
-        } else {
-            trace_span(&facts_paths).wrap_err("facts query failed")?
-        }
+        first_pass(args, &facts_paths)?
     } else {
-        None
+        (None, args.pool.rule(), std::collections::HashSet::new())
     };
     let (first_ns, last_ns) = span.unwrap_or((0, 0));
     let time_range = if spec == TimeSpec::default() {
@@ -98,27 +90,63 @@ pub fn run(args: &QueryArgs) -> color_eyre::Result<()> {
             &facts_paths,
             (slots, tiers),
             (time_range, first_ns, window_ns),
-            &instance_ids,
+            (&pool_rule, &instance_ids),
         );
     }
     let plan = QueryPlan {
         tiers,
         time_range,
-        pool: Some(args.pool.rule()),
+        pool: Some(pool_rule),
     };
-    if to_stdout {
+    let summary = if to_stdout {
         query_facts_files_planned(&facts_paths, slots, options, &plan, io::stdout())
-            .map(|_| ())
-            .wrap_err("facts query failed")?;
+            .map(|(_, summary)| summary)
+            .wrap_err("facts query failed")?
     } else {
+        let mut summary = None;
         write_atomically(&args.out, |out| {
-            query_facts_files_planned(&facts_paths, slots, options, &plan, out).map(|_| ())
+            query_facts_files_planned(&facts_paths, slots, options, &plan, out)
+                .map(|(_, done)| summary = Some(done))
         })
         .map_err(|e: QueryError| eyre!(e))
         .wrap_err("facts query failed")?;
         println!("facts query done: {}", args.out.display());
-    }
+        summary.unwrap_or_default()
+    };
+    super::note_lanes_in_several_files(&summary.lanes_in_several_files, &facts_paths);
     Ok(())
+}
+
+/// The trace's first and last `timestamp_ns`, the pool lane, every instance id.
+type FirstPass = (
+    Option<(i64, i64)>,
+    PoolRule,
+    std::collections::HashSet<String>,
+);
+
+/// The first pass over the facts: the trace's first and last `timestamp_ns`, and the pool
+/// lane recognised by its rows (windows, written as the rows come, need the pool and N up
+/// front; for the rest it saves the pool's second read), with every instance id.
+fn first_pass(
+    args: &QueryArgs,
+    facts_paths: &[std::path::PathBuf],
+) -> color_eyre::Result<FirstPass> {
+    let (span, lanes) = trace_span_and_instances(facts_paths).wrap_err("facts query failed")?;
+    super::note_lanes_in_several_files(lanes.lanes(), facts_paths);
+    let pool = lanes
+        .recognise_pool(args.pool.name.as_deref())
+        .map_err(|error| eyre!(error))
+        .wrap_err("facts query failed")?;
+    let instance_ids = lanes
+        .lanes()
+        .iter()
+        .map(|lane| lane.instance_id.clone())
+        .collect();
+    Ok((
+        span,
+        PoolRule::Recognised(pool.map(str::to_owned)),
+        instance_ids,
+    ))
 }
 
 /// `query --window`: one line per window and slot (or tier, with `--tiers`), to OUT
@@ -129,11 +157,10 @@ fn write_windows(
     facts_paths: &[std::path::PathBuf],
     (slots, tiers): (QuerySlots, Option<TierPlan>),
     (time_range, first_ns, window_ns): (TimeRange, i64, i64),
-    instance_ids: &std::collections::HashSet<String>,
+    (rule, instance_ids): (&PoolRule, &std::collections::HashSet<String>),
 ) -> color_eyre::Result<()> {
     let to_stdout = is_standard_output(&args.out);
-    let rule = args.pool.rule();
-    let pool_instances = pool_instance_count(facts_paths, &rule, time_range, instance_ids)
+    let pool_instances = pool_instance_count(facts_paths, rule, time_range, instance_ids)
         .wrap_err("facts query failed")?;
     let windows = query_windows_with_pool(
         facts_paths,
@@ -142,7 +169,7 @@ fn write_windows(
         time_range,
         first_ns,
         window_ns,
-        Some(rule),
+        Some(rule.clone()),
         pool_instances,
     )
     .wrap_err("facts query failed")?;

@@ -132,6 +132,11 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
         args.memory_horizon,
         !args.quiet && std::io::stderr().is_terminal(),
     )?;
+    if let Some(shard) = args.shard
+        && let Some(note) = empty_shard_note(&engine, shard, &facts_path)
+    {
+        eprintln!("litehit: note: {note}");
+    }
     if let Some(first) = totals.first_ignored_line {
         // Skipped as upstream's converter does, but a misspelt type should not go unseen.
         eprintln!(
@@ -409,6 +414,37 @@ fn replay_plan(
     writer.write_bytes(&rows.into_inner())?;
     let facts_path = writer.commit()?;
     Ok((totals, engine, facts_path))
+}
+
+/// `replay --shard K/N` that replayed no row: every instance of the trace is in other
+/// shards (with one instance, as in a Mooncake trace without instance ids, all but one shard
+/// are empty). Not an error (the N files still add up to the whole), but worth a word.
+fn empty_shard_note(
+    engine: &Engine,
+    shard: litehit_core::engine::shard::Shard,
+    facts_path: &Path,
+) -> Option<String> {
+    if engine.lanes().iter().any(|lane| lane.requests() > 0) {
+        return None;
+    }
+    let (index, count) = (shard.index, shard.count);
+    let outside = engine.instances_outside_shard();
+    let one = if outside == 1 {
+        "; a trace with one instance (rows without instance ids, as Mooncake's, are all one) \
+         cannot be split by --shard: replay it whole"
+    } else {
+        ""
+    };
+    Some(format!(
+        "shard {index}/{count} got none of the trace's {outside} {} (an instance's shard is the \
+         FNV-1a hash of its id mod {count}), so {} has no rows{one}",
+        if outside == 1 {
+            "instance"
+        } else {
+            "instances"
+        },
+        facts_path.display()
+    ))
 }
 
 /// Why `--pool` and `--shard` are refused together: the pool is fed by every row, so it

@@ -362,6 +362,18 @@ fn follow_options(
     Ok((directory, rotation_grace))
 }
 
+/// With no TRACE, a pool named other than the default may be the trace `--pool TRACE` took
+/// as its name (one not there yet: an existing one is caught by the parser).
+fn pool_took_a_name(pool: Option<&str>) -> String {
+    match pool {
+        Some(name) if name != crate::cli::DEFAULT_POOL_NAME => format!(
+            "; --pool took '{name}' as the pool's name: write --pool=NAME or put --pool after \
+             the trace"
+        ),
+        _ => String::new(),
+    }
+}
+
 /// Where the setup comes from (a config file, read once, or the flags), the trace path and
 /// the config's capacity slots.
 fn plan_source(args: &WatchArgs) -> color_eyre::Result<(PlanSource, PathBuf, Vec<f64>)> {
@@ -384,7 +396,8 @@ fn plan_source(args: &WatchArgs) -> color_eyre::Result<(PlanSource, PathBuf, Vec
             (None, Some(_)) => PathBuf::new(),
             (None, None) => bail!(
                 "no trace file: pass TRACE (or --config with trace_file_path, or --listen to \
-                 take rows over HTTP)"
+                 take rows over HTTP){}",
+                pool_took_a_name(args.lane.pool.as_deref())
             ),
         };
         let flags = args.lane.to_single_instance_flags(None);

@@ -10,6 +10,7 @@ pub mod mrc;
 pub mod mrc_planner;
 pub mod number_format;
 pub mod plot;
+pub mod pool_detect;
 pub mod query_jsonl;
 pub mod query_windows;
 pub mod summary;

@@ -24,6 +24,7 @@ use unicode_width::UnicodeWidthStr as _;
 
 use serde::Serialize;
 
+use super::pool_detect::{LaneFingerprint, LaneFingerprints, PoolCheckError};
 use super::query_jsonl::{PoolRule, TimeRange};
 use super::summary::ratio;
 use litehit_core::display::{self, Precision, bytes_to_gib};
@@ -41,11 +42,8 @@ pub const KNEE_PERCENTS: [u32; 4] = [50, 90, 95, 99];
 pub enum MrcError {
     #[error(transparent)]
     Facts(#[from] FactsError),
-    #[error(
-        "--pool {name}: no facts rows of instance {name} (replay with --pool to add the shared \
-         pool lane)"
-    )]
-    NoPool { name: String },
+    #[error(transparent)]
+    Pool(#[from] PoolCheckError),
     #[error(
         "{}: facts line {line}: instance {instance_id:?} mixes block geometry: expected \
          block_size_tokens {expected_block_size_tokens} and block_bytes {expected_block_bytes} \
@@ -158,8 +156,12 @@ pub struct MrcBuilder {
     instances: Vec<InstanceCurve>,
     index: HashMap<String, usize>,
     last_instance: Option<usize>,
-    /// The shared pool lane's recognition rule (`--pool`), if any.
+    /// How the shared pool lane is found (`None`: the facts are taken as having none).
     pool: Option<PoolRule>,
+    /// Every row's lane fingerprint, for [`PoolRule::Recognise`].
+    lanes: LaneFingerprints,
+    /// Files read so far (shards may come in several calls).
+    files_read: usize,
 }
 
 impl MrcBuilder {
@@ -168,8 +170,8 @@ impl MrcBuilder {
         Self::default()
     }
 
-    /// Recognises the shared pool lane by `rule` (see [`PoolRule`]): [`Self::finish`] moves
-    /// its curve out of the instances into [`MrcCurves::pool`].
+    /// Finds the shared pool lane by `rule` (by its rows, see [`super::pool_detect`]):
+    /// [`Self::finish`] moves its curve out of the instances into [`MrcCurves::pool`].
     #[must_use]
     pub fn with_pool(mut self, rule: PoolRule) -> Self {
         self.pool = Some(rule);
@@ -178,6 +180,20 @@ impl MrcBuilder {
 
     /// Adds one record; an instance must keep the block geometry of its first row.
     pub fn add_record(&mut self, record: &FactRecord) -> Result<(), GeometryMismatch> {
+        self.observe(record);
+        self.account(record)
+    }
+
+    /// Adds a row, accounted or not, to its lane's fingerprint (with [`PoolRule::Recognise`]:
+    /// the pool is recognised over every row).
+    fn observe(&mut self, record: &FactRecord) {
+        if matches!(self.pool, Some(PoolRule::Recognise { .. })) {
+            self.lanes.observe(record);
+        }
+    }
+
+    /// Adds an accounted row to its instance's curve.
+    fn account(&mut self, record: &FactRecord) -> Result<(), GeometryMismatch> {
         let index = self.instance_slot(record);
         let curve = &mut self.instances[index];
         if curve.block_size_tokens != record.block_size_tokens
@@ -211,11 +227,14 @@ impl MrcBuilder {
         let mut record = FactRecord::default();
         for path in paths {
             let mut reader = FactsReader::open(path)?;
+            self.lanes.start_file(self.files_read);
+            self.files_read += 1;
             while reader.next_record(&mut record)? {
+                self.observe(&record);
                 if !range.contains(record.timestamp_ns) {
                     continue;
                 }
-                self.add_record(&record).map_err(|mismatch| {
+                self.account(&record).map_err(|mismatch| {
                     mixed_geometry(reader.path(), reader.line_number(), &record, mismatch)
                 })?;
             }
@@ -227,26 +246,27 @@ impl MrcBuilder {
     #[must_use]
     pub fn finish(self) -> MrcCurves {
         self.try_finish()
-            .unwrap_or_else(|_| unreachable!("only a named pool can be missing"))
+            .unwrap_or_else(|_| unreachable!("only a rule with --pool NAME can fail"))
     }
 
-    /// [`Self::finish`]; fails when `--pool NAME` named a pool that has no rows.
+    /// [`Self::finish`]; fails when `--pool NAME` named no pool lane.
     pub fn try_finish(self) -> Result<MrcCurves, MrcError> {
         let mut instances = self.instances;
         instances.sort_unstable_by(|a, b| a.instance_id.cmp(&b.instance_id));
-        let pool = match &self.pool {
-            Some(rule) => match instances.iter().position(|i| i.instance_id == rule.name) {
-                Some(index) => Some(instances.remove(index)),
-                None if rule.explicit => {
-                    return Err(MrcError::NoPool {
-                        name: rule.name.clone(),
-                    });
-                }
-                None => None,
-            },
+        let pool_name = match &self.pool {
+            Some(PoolRule::Recognise { named }) => self.lanes.recognise_pool(named.as_deref())?,
+            Some(PoolRule::Recognised(name)) => name.as_deref(),
             None => None,
         };
-        Ok(MrcCurves { instances, pool })
+        // No curve when the pool has no accounted rows (then neither have the others).
+        let pool = pool_name
+            .and_then(|name| instances.iter().position(|i| i.instance_id == name))
+            .map(|index| instances.remove(index));
+        Ok(MrcCurves {
+            instances,
+            pool,
+            lanes_in_several_files: self.lanes.lanes_in_several_files().cloned().collect(),
+        })
     }
 
     fn instance_slot(&mut self, record: &FactRecord) -> usize {
@@ -292,6 +312,9 @@ pub struct MrcCurves {
     pub instances: Vec<InstanceCurve>,
     /// The shared pool lane (`replay --pool`), one cache for every instance's rows.
     pub pool: Option<InstanceCurve>,
+    /// The lanes with rows in more than one of the files read (for a note: replay shards
+    /// are disjoint by instance).
+    pub lanes_in_several_files: Vec<LaneFingerprint>,
 }
 
 impl MrcCurves {

@@ -24,6 +24,7 @@ use super::line_buffer::LineBuffer;
 use super::number_format::{
     G6_MAX_BYTES, INTEGER_MAX_BYTES, NEEDS_ESCAPE, append_g6, append_json_string,
 };
+use super::pool_detect::{LaneFingerprint, LaneFingerprints, PoolCheckError};
 use super::summary::ratio;
 use litehit_core::facts::FactRecord;
 use litehit_core::facts::file::{FactsError, FactsReader};
@@ -121,29 +122,42 @@ impl TimeRange {
 pub struct QueryPlan {
     pub tiers: Option<TierPlan>,
     pub time_range: TimeRange,
-    /// Which instance is the shared pool lane (`replay --pool`), if any.
+    /// How to find the shared pool lane (`replay --pool`); `None`: the facts are taken as
+    /// having none (every row in the overall line, as upstream).
     pub pool: Option<PoolRule>,
 }
 
-/// How the shared pool lane is recognised in facts: by its instance id. `--pool NAME` names
-/// it (and a query without such rows is an error); without it, an instance named
-/// [`litehit_core::engine::DEFAULT_POOL_NAME`] is the pool when it is there.
+/// How the shared pool lane is found in facts: by its rows, whatever its name (see
+/// [`super::pool_detect`]), or as a first pass over the same facts already found it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PoolRule {
-    pub name: String,
-    /// Given as `--pool NAME`: rows of it must exist.
-    pub explicit: bool,
+pub enum PoolRule {
+    /// Recognise it by its rows while reading; `named` (`--pool NAME`) must be it.
+    Recognise { named: Option<String> },
+    /// Already recognised, by a first pass over the same facts: this lane (`None`: none).
+    Recognised(Option<String>),
 }
 
 impl PoolRule {
-    /// `--pool NAME` if given, else the default name, looked for quietly.
+    /// `--pool NAME` if given: recognised by its rows, and checked to be the named lane.
     #[must_use]
     pub fn from_flag(name: Option<&str>) -> Self {
-        Self {
-            name: name
-                .unwrap_or(litehit_core::engine::DEFAULT_POOL_NAME)
-                .to_owned(),
-            explicit: name.is_some(),
+        Self::Recognise {
+            named: name.map(str::to_owned),
+        }
+    }
+
+    /// The lane accumulated as the pool while reading: the recognised one, else the one it
+    /// most likely is (`--pool NAME`, else replay's default name). When another lane turns
+    /// out to be the pool, its rows are read a second time.
+    #[must_use]
+    pub fn candidate(&self) -> Option<&str> {
+        match self {
+            Self::Recognise { named } => Some(
+                named
+                    .as_deref()
+                    .unwrap_or(litehit_core::engine::DEFAULT_POOL_NAME),
+            ),
+            Self::Recognised(name) => name.as_deref(),
         }
     }
 }
@@ -181,6 +195,24 @@ pub struct SlotTotals {
 }
 
 impl SlotTotals {
+    /// Takes `lane`'s sums (added before) out of these, wrapping as the sums do.
+    fn subtract(&mut self, lane: &Self) {
+        self.requests -= lane.requests;
+        self.total_input_tokens = self
+            .total_input_tokens
+            .wrapping_sub(lane.total_input_tokens);
+        for (sums, taken) in [
+            (&mut self.total_hit_blocks, &lane.total_hit_blocks),
+            (&mut self.total_hit_tokens, &lane.total_hit_tokens),
+            (&mut self.tier_hit_blocks, &lane.tier_hit_blocks),
+            (&mut self.tier_hit_tokens, &lane.tier_hit_tokens),
+        ] {
+            for (sum, &value) in sums.iter_mut().zip(taken) {
+                *sum = sum.wrapping_sub(value);
+            }
+        }
+    }
+
     fn new(slot_count: usize, tier_count: usize) -> Self {
         Self {
             requests: 0,
@@ -227,6 +259,9 @@ pub struct QuerySummary {
     pub overall: SlotTotals,
     /// The pool at N × C, when the facts have a pool lane.
     pub pool: Option<PoolSummary>,
+    /// The lanes with rows in more than one of the files read (for a note: replay shards
+    /// are disjoint by instance); empty when the pool was recognised by a first pass.
+    pub lanes_in_several_files: Vec<LaneFingerprint>,
 }
 
 /// The query failed: a facts file could not be read, or the output could not be written.
@@ -236,11 +271,14 @@ pub enum QueryError {
     Facts(#[from] FactsError),
     #[error("write to output log failed")]
     Write(#[source] io::Error),
+    #[error(transparent)]
+    Pool(#[from] PoolCheckError),
     #[error(
-        "--pool {name}: no facts rows of instance {name} (replay with --pool to add the \
-         shared pool lane)"
+        "{path}: lane {name} is the shared pool lane (its rows are every other lane's), and its \
+         N × C comparison reads its rows a second time, which {path} cannot be: pass the facts \
+         as a file, or name the lane with --pool {name} (then it is read once)"
     )]
-    NoPool { name: String },
+    PoolNotRereadable { name: String, path: String },
     #[error(
         "pool {name}: its rows have several block geometries ({first} and {other} bytes per \
          block); one shared pool holds blocks of one size"
@@ -270,14 +308,20 @@ pub struct QueryTotals {
     /// Per tier: the band of the capacity axis it serves, for `projected_block_bytes`.
     tier_bands: Vec<TierBand>,
     tier_hit_blocks: Vec<u64>,
+    /// How the pool lane is found (`None`: the facts are taken as having none).
+    pool_rule: Option<PoolRule>,
+    /// The rows of the lane that is (or most likely is) the pool: [`PoolRule::candidate`].
     pool: Option<PoolTotals>,
+    /// Every row's lane fingerprint, for [`PoolRule::Recognise`].
+    lanes: Option<LaneFingerprints>,
 }
 
 /// The pool lane's facts on the capacity axis: N is known only at the end, and the
 /// accumulator answers N × C then, exactly, for every row seen.
 #[derive(Debug, Clone)]
 struct PoolTotals {
-    rule: PoolRule,
+    /// The lane accumulated.
+    name: String,
     accumulator: projector::CapacityAxisAccumulator,
     requests: u64,
     input_tokens: u64,
@@ -312,30 +356,81 @@ impl QueryTotals {
             tiers,
             tier_bands: Vec::new(),
             tier_hit_blocks: vec![0; tier_count],
+            pool_rule: None,
             pool: None,
+            lanes: None,
         }
     }
 
-    /// Also compares the pool lane `rule` names, if its rows are there (see [`PoolSummary`]).
+    /// Also finds the shared pool lane by `rule` and compares it (see [`PoolSummary`]);
+    /// with [`PoolRule::Recognise`], every row must also go through [`Self::observe`].
     #[must_use]
     pub fn with_pool(mut self, rule: Option<PoolRule>) -> Self {
-        self.pool = rule.map(|rule| PoolTotals {
-            rule,
-            accumulator: projector::CapacityAxisAccumulator::new(),
-            requests: 0,
-            input_tokens: 0,
-            geometry: None,
-            other_block_bytes: None,
-        });
+        self.pool = rule
+            .as_ref()
+            .and_then(PoolRule::candidate)
+            .map(PoolTotals::new);
+        self.lanes = matches!(rule, Some(PoolRule::Recognise { .. })).then(LaneFingerprints::new);
+        self.pool_rule = rule;
         self
     }
 
-    /// Whether `instance_id` is the pool lane's.
+    /// Whether `instance_id` is the lane accumulated as the pool ([`PoolRule::candidate`]:
+    /// with [`PoolRule::Recognised`], the pool lane).
     #[must_use]
     pub fn is_pool(&self, instance_id: &str) -> bool {
         self.pool
             .as_ref()
-            .is_some_and(|pool| pool.rule.name == instance_id)
+            .is_some_and(|pool| pool.name == instance_id)
+    }
+
+    /// The rows that follow are from file `index` of the files read (in order).
+    pub fn start_file(&mut self, index: usize) {
+        if let Some(lanes) = &mut self.lanes {
+            lanes.start_file(index);
+        }
+    }
+
+    /// Adds a row, accounted or not, to its lane's fingerprint (the pool lane is recognised
+    /// over every row); nothing without [`PoolRule::Recognise`].
+    pub fn observe(&mut self, record: &FactRecord) {
+        if let Some(lanes) = &mut self.lanes {
+            lanes.observe(record);
+        }
+    }
+
+    /// The pool lane, once every row was observed: recognised by its rows (and `--pool NAME`
+    /// checked), or as the rule says.
+    pub fn resolve_pool(&self) -> Result<Option<String>, QueryError> {
+        Ok(match (&self.pool_rule, &self.lanes) {
+            (Some(PoolRule::Recognise { named }), Some(lanes)) => {
+                lanes.recognise_pool(named.as_deref())?.map(str::to_owned)
+            }
+            (Some(PoolRule::Recognised(name)), _) => name.clone(),
+            _ => None,
+        })
+    }
+
+    /// Indexes of the files with rows of lane `instance_id` (all of them when not known).
+    #[must_use]
+    pub fn files_of(&self, instance_id: &str, file_count: usize) -> Vec<usize> {
+        self.lanes
+            .as_ref()
+            .and_then(|lanes| lanes.lane(instance_id))
+            .map_or_else(|| (0..file_count).collect(), |lane| lane.files.clone())
+    }
+
+    /// Starts the pool's accumulation over, for lane `name` (whose accounted rows then go
+    /// through [`Self::add_pool_row`]).
+    pub fn restart_pool(&mut self, name: &str) {
+        self.pool = Some(PoolTotals::new(name));
+    }
+
+    /// Adds an accounted row of the pool lane to the pool's accumulation only.
+    pub fn add_pool_row(&mut self, record: &FactRecord) {
+        if let Some(pool) = &mut self.pool {
+            pool.add(record);
+        }
     }
 
     /// The slots, in output order.
@@ -356,13 +451,14 @@ impl QueryTotals {
         self.project(record);
         let instance = self.instance_slot(&record.instance_id);
         let block_size_tokens = record.block_size_tokens;
-        let is_pool = self.is_pool(&record.instance_id);
-        if is_pool && let Some(pool) = &mut self.pool {
+        if self.is_pool(&record.instance_id)
+            && let Some(pool) = &mut self.pool
+        {
             pool.add(record);
         }
-        // The pool is not one more instance: the overall line is the instances' own caches.
-        let overall = (!is_pool).then_some(&mut self.overall);
-        for totals in std::iter::once(&mut self.instances[instance].1).chain(overall) {
+        // Every row goes into the overall totals: the pool's lane is known only at the end,
+        // and then its own totals are taken out again (see `try_into_summary`).
+        for totals in [&mut self.instances[instance].1, &mut self.overall] {
             totals.requests += 1;
             // Unchecked (wrapping) u64 sums, as upstream.
             totals.total_input_tokens = totals
@@ -409,22 +505,35 @@ impl QueryTotals {
         &self.tier_hit_blocks
     }
 
-    /// The totals, instances in byte order of `instance_id`. Fails only for a pool named
-    /// by `--pool` that has no rows, or whose rows have several block sizes.
-    pub fn try_into_summary(self) -> Result<QuerySummary, QueryError> {
-        let pool = match &self.pool {
-            Some(pool) => {
-                pool.summary(&self.capacities, self.tiers.as_ref(), self.instances.len())?
+    /// The totals, instances in byte order of `instance_id`, with lane `pool` (from
+    /// [`Self::resolve_pool`]) left out of the overall totals and compared at N × C; its
+    /// rows must have been accumulated ([`Self::is_pool`]). Fails only for a pool
+    /// whose rows have several block sizes.
+    pub fn try_into_summary(mut self, pool: Option<&str>) -> Result<QuerySummary, QueryError> {
+        let pool = match (pool, &self.pool) {
+            (Some(name), Some(totals)) if totals.name == name => {
+                totals.summary(&self.capacities, self.tiers.as_ref(), self.instances.len())?
             }
-            None => None,
+            _ => None,
         };
+        if let Some(pool) = &pool
+            && let Some((_, lane)) = self.instances.iter().find(|(id, _)| *id == pool.name)
+        {
+            // The pool is not one more instance: the overall line is the instances' own
+            // caches. Wrapping sums, so taking the lane out again is exact.
+            self.overall.subtract(lane);
+        }
+        let several_files = self.lanes.as_ref().map_or_else(Vec::new, |lanes| {
+            lanes.lanes_in_several_files().cloned().collect()
+        });
         let mut summary = self.into_summary();
         summary.pool = pool;
+        summary.lanes_in_several_files = several_files;
         Ok(summary)
     }
 
-    /// The totals, instances in byte order of `instance_id` (no pool comparison: see
-    /// [`Self::try_into_summary`]).
+    /// The totals, instances in byte order of `instance_id`, every row in the overall
+    /// totals (no pool comparison: see [`Self::try_into_summary`]).
     #[must_use]
     pub fn into_summary(self) -> QuerySummary {
         let mut per_instance = self.instances;
@@ -433,6 +542,7 @@ impl QueryTotals {
             per_instance,
             overall: self.overall,
             pool: None,
+            lanes_in_several_files: Vec::new(),
         }
     }
 
@@ -490,6 +600,17 @@ impl QueryTotals {
 }
 
 impl PoolTotals {
+    fn new(name: &str) -> Self {
+        Self {
+            name: name.to_owned(),
+            accumulator: projector::CapacityAxisAccumulator::new(),
+            requests: 0,
+            input_tokens: 0,
+            geometry: None,
+            other_block_bytes: None,
+        }
+    }
+
     fn add(&mut self, record: &FactRecord) {
         match self.geometry {
             None => self.geometry = Some((record.block_size_tokens, record.block_bytes)),
@@ -503,21 +624,17 @@ impl PoolTotals {
         self.input_tokens = self.input_tokens.wrapping_add(record.input_token_len);
     }
 
-    /// The comparison at `capacities`, with `instance_count` instance ids seen (the pool's
-    /// among them, if it was there); `None` when the pool has no rows and was not named.
+    /// The comparison at `capacities`, with `instance_count` instance ids with accounted
+    /// rows (the pool's among them); `None` when the pool has no accounted rows.
     fn summary(
         &self,
         capacities: &[Capacity],
         tiers: Option<&TierPlan>,
         instance_count: usize,
     ) -> Result<Option<PoolSummary>, QueryError> {
-        let name = &self.rule.name;
+        let name = &self.name;
         let Some((block_size_tokens, block_bytes)) = self.geometry else {
-            return if self.rule.explicit {
-                Err(QueryError::NoPool { name: name.clone() })
-            } else {
-                Ok(None)
-            };
+            return Ok(None);
         };
         if let Some(other) = self.other_block_bytes {
             return Err(QueryError::PoolGeometry {
@@ -1018,8 +1135,10 @@ pub fn query_facts_files_planned<W: Write + Send>(
     let range = plan.time_range;
     let mut record = FactRecord::default();
     if options.summary_only {
-        for reader in &mut readers {
+        for (index, reader) in readers.iter_mut().enumerate() {
+            totals.start_file(index);
             while reader.next_record(&mut record)? {
+                totals.observe(&record);
                 if range.contains(record.timestamp_ns) {
                     totals.add_record(&record);
                 }
@@ -1043,8 +1162,10 @@ pub fn query_facts_files_planned<W: Write + Send>(
             });
             let read_result = (|| -> Result<(), QueryError> {
                 let mut batch = RowBatch::default();
-                for reader in &mut readers {
+                for (index, reader) in readers.iter_mut().enumerate() {
+                    totals.start_file(index);
                     while reader.next_record(&mut record)? {
+                        totals.observe(&record);
                         if !range.contains(record.timestamp_ns) {
                             continue;
                         }
@@ -1073,13 +1194,50 @@ pub fn query_facts_files_planned<W: Write + Send>(
         out = written.map_err(QueryError::Write)?;
         read_result?;
     }
+    let pool = totals.resolve_pool()?;
+    if let Some(name) = &pool
+        && !totals.is_pool(name)
+    {
+        reread_pool(facts_paths, name, range, &mut totals)?;
+    }
     let slots = totals.slots().clone();
     let tiers = totals.tiers().cloned();
-    let summary = totals.try_into_summary()?;
+    let summary = totals.try_into_summary(pool.as_deref())?;
     out.write_all(&summary.to_jsonl_with_tiers(&slots, tiers.as_ref()))
         .map_err(QueryError::Write)?;
     out.flush().map_err(QueryError::Write)?;
     Ok((out, summary))
+}
+
+/// Reads the accounted rows of pool lane `name` a second time, into the pool's accumulation:
+/// it was recognised only at the end, and was not the lane most likely to be it (a pool with
+/// a name of its own and no `--pool NAME`). Only the files holding its rows are read.
+fn reread_pool(
+    facts_paths: &[PathBuf],
+    name: &str,
+    range: TimeRange,
+    totals: &mut QueryTotals,
+) -> Result<(), QueryError> {
+    totals.restart_pool(name);
+    let mut record = FactRecord::default();
+    for index in totals.files_of(name, facts_paths.len()) {
+        let path = &facts_paths[index];
+        let rereadable = path.as_os_str() != "-"
+            && std::fs::metadata(path).is_ok_and(|metadata| metadata.is_file());
+        if !rereadable {
+            return Err(QueryError::PoolNotRereadable {
+                name: name.to_owned(),
+                path: path.display().to_string(),
+            });
+        }
+        let mut reader = FactsReader::open(path)?;
+        while reader.next_record(&mut record)? {
+            if record.instance_id == name && range.contains(record.timestamp_ns) {
+                totals.add_pool_row(&record);
+            }
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use super::number_format::{append_g6, append_json_string};
+use super::pool_detect::LaneFingerprints;
 use super::query_jsonl::{PoolRule, QueryError, QuerySlots, QueryTotals, TierPlan, TimeRange};
 use super::summary::ratio;
 use litehit_core::facts::FactRecord;
@@ -153,48 +154,42 @@ pub fn trace_span(facts_paths: &[PathBuf]) -> Result<Option<(i64, i64)>, QueryEr
     Ok(span)
 }
 
-/// The first and last `timestamp_ns` ([`trace_span`]) and every `instance_id` of the rows.
-pub type SpanAndInstances = (Option<(i64, i64)>, HashSet<String>);
+/// The first and last `timestamp_ns` ([`trace_span`]) and every lane's fingerprint (its
+/// `instance_id`, rows and files: the pool lane is recognised from them).
+pub type SpanAndInstances = (Option<(i64, i64)>, LaneFingerprints);
 
-/// [`trace_span`] and every `instance_id` of the rows (a pool comparison needs N, the
-/// instances besides the pool, before the windows are written).
+/// [`trace_span`] and every lane of the rows (a pool comparison needs the pool and N, the
+/// instances besides it, before the windows are written).
 pub fn trace_span_and_instances(facts_paths: &[PathBuf]) -> Result<SpanAndInstances, QueryError> {
     let mut span: Option<(i64, i64)> = None;
-    let mut instances = HashSet::new();
+    let mut lanes = LaneFingerprints::new();
     let mut record = FactRecord::default();
-    for path in facts_paths {
+    for (index, path) in facts_paths.iter().enumerate() {
         let mut reader = FactsReader::open(path)?;
+        lanes.start_file(index);
         while reader.next_record(&mut record)? {
             let t = record.timestamp_ns;
             span = Some(span.map_or((t, t), |(first, last)| (first.min(t), last.max(t))));
-            if !instances.contains(record.instance_id.as_str()) {
-                instances.insert(record.instance_id.clone());
-            }
+            lanes.observe(&record);
         }
     }
-    Ok((span, instances))
+    Ok((span, lanes))
 }
 
-/// N for the pool comparison of `query --window`: the instances besides the pool lane
-/// `rule` names with rows in `range` (as the summary's pool line counts them); `None` when
-/// the facts have no pool rows (an error for a pool named by `--pool NAME`). `instances`
-/// are every row's ids ([`trace_span_and_instances`]); a restricted range needs one more
-/// pass.
+/// N for the pool comparison of `query --window`: the instances besides the pool lane with
+/// rows in `range` (as the summary's pool line counts them); `None` without a pool lane, or
+/// when the pool has no rows in `range`. `rule` is [`PoolRule::Recognised`] (by
+/// [`trace_span_and_instances`]'s lanes, whose ids are `instances`); a restricted range
+/// needs one more pass.
 pub fn pool_instance_count(
     facts_paths: &[PathBuf],
     rule: &PoolRule,
     range: TimeRange,
     instances: &HashSet<String, impl std::hash::BuildHasher>,
 ) -> Result<Option<u64>, QueryError> {
-    if !instances.contains(&rule.name) {
-        return if rule.explicit {
-            Err(QueryError::NoPool {
-                name: rule.name.clone(),
-            })
-        } else {
-            Ok(None)
-        };
-    }
+    let Some(name) = rule.candidate().filter(|name| instances.contains(*name)) else {
+        return Ok(None);
+    };
     if range.is_everything() {
         return Ok(Some(instances.len() as u64 - 1));
     }
@@ -207,7 +202,7 @@ pub fn pool_instance_count(
             if !range.contains(record.timestamp_ns) {
                 continue;
             }
-            if record.instance_id == rule.name {
+            if record.instance_id == name {
                 pool_in_range = true;
             } else if !in_range.contains(record.instance_id.as_str()) {
                 in_range.insert(record.instance_id.clone());
@@ -318,8 +313,9 @@ impl QueryWindows {
 
     /// [`Self::new`], each window also split among `tiers` (then [`Self::write`] writes one
     /// line per window and tier instead of per capacity), leaving out the rows of the shared
-    /// pool lane `pool` names: a window sums the instances' own caches, as the overall
-    /// summary does.
+    /// pool lane `pool` names ([`PoolRule::Recognised`]: windows are written as rows come,
+    /// so the pool must be known before): a window sums the instances' own caches, as the
+    /// overall summary does.
     #[must_use]
     pub fn with_tiers_and_pool(
         slots: QuerySlots,
@@ -804,8 +800,8 @@ pub fn query_windows(
     )
 }
 
-/// [`query_windows`] leaving out the rows of the pool lane `pool` recognises from the
-/// instances' lines; with `pool_instances` (N, see [`pool_instance_count`]) the pool's own
+/// [`query_windows`] leaving out the rows of the pool lane from the instances' lines (`pool`
+/// is [`PoolRule::Recognised`], by [`trace_span_and_instances`]'s lanes); with `pool_instances` (N, see [`pool_instance_count`]) the pool's own
 /// lines at N × C follow each window's.
 #[expect(clippy::too_many_arguments, reason = "the query's plan, spelled out")]
 pub fn query_windows_with_pool(
@@ -822,7 +818,10 @@ pub fn query_windows_with_pool(
         .iter()
         .map(|path| FactsReader::open(path))
         .collect::<Result<Vec<_>, _>>()?;
-    let pool_name = pool.as_ref().map(|rule| rule.name.clone());
+    let pool_name = pool
+        .as_ref()
+        .and_then(PoolRule::candidate)
+        .map(str::to_owned);
     let mut windows =
         QueryWindows::with_tiers_and_pool(slots, tiers, pool, range, origin_ns, width_ns);
     if let (Some(name), Some(instances)) = (pool_name, pool_instances) {

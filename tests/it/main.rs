@@ -34,6 +34,7 @@ mod openai_live;
 mod parity;
 mod pool;
 mod pool_demo;
+mod pool_detect;
 mod pool_tiers;
 mod pool_timeline;
 mod pool_tui;

@@ -277,6 +277,13 @@ impl Engine {
         self
     }
 
+    /// With [`Self::with_shard`]: the instances seen (or configured) outside the shard, which
+    /// got no lane; 0 without a shard.
+    #[must_use]
+    pub fn instances_outside_shard(&self) -> usize {
+        self.router.instances_outside_shard()
+    }
+
     #[must_use]
     pub fn config(&self) -> &EngineConfig {
         &self.config
@@ -601,7 +608,8 @@ fn pool_spec(config: &EngineConfig, name: &str) -> Result<LaneSpec, EngineError>
         && id == name
     {
         return Err(invalid(format!(
-            "the pool name equals the override instance id {id:?}; choose another --pool name"
+            "the pool name equals the override instance id {id:?}; name the pool otherwise, \
+             with --pool=NAME (or the config's pool_instance_id)"
         )));
     }
     let template = match &config.lanes {
@@ -609,8 +617,8 @@ fn pool_spec(config: &EngineConfig, name: &str) -> Result<LaneSpec, EngineError>
         LaneSet::Configured(specs) => {
             if specs.iter().any(|spec| spec.instance_id == name) {
                 return Err(invalid(
-                    "the pool name equals a configured instance id; choose another pool name \
-                     (--pool NAME or pool_instance_id)"
+                    "the pool name equals a configured instance id; name the pool otherwise, \
+                     with --pool=NAME (or the config's pool_instance_id)"
                         .to_owned(),
                 ));
             }

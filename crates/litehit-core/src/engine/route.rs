@@ -1,7 +1,7 @@
 //! Routing: which lanes a row goes to (by instance id, override, or fanout), creating lanes on
 //! the fly when no config file fixed them.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use crate::engine::shard::Shard;
 use crate::engine::{EngineConfig, LaneSet, LaneSpec, Routing};
@@ -20,8 +20,8 @@ pub enum RouteError {
     )]
     AmbiguousInstance { lane_count: usize },
     #[error(
-        "instance[{instance_id}] has the shared pool's name: choose another pool name (--pool NAME \
-         or pool_instance_id)"
+        "instance[{instance_id}] has the shared pool's name: name the pool otherwise, with \
+         --pool=NAME (or the config's pool_instance_id)"
     )]
     PoolNameTaken { instance_id: String },
 }
@@ -38,6 +38,9 @@ pub(crate) struct Router {
     shard: Option<Shard>,
     /// Per lane: whether its instance is in `shard` (all true without one).
     lane_in_shard: Vec<bool>,
+    /// Instance ids seen outside `shard` that got no lane (on-the-fly lanes only): a
+    /// shard that replays nothing can then say of how many instances it got none.
+    unlaned_outside_shard: HashSet<String>,
     /// The shared pool lane: its name (no row may carry it) and index (fanout skips it; the
     /// engine adds it to every row's targets itself).
     pool: Option<(String, usize)>,
@@ -70,6 +73,7 @@ impl Router {
             lane_count: offset + specs.len(),
             shard: None,
             lane_in_shard: vec![true; offset + specs.len()],
+            unlaned_outside_shard: HashSet::new(),
             pool: config.pool.clone().map(|name| (name, 0)),
         }
     }
@@ -92,15 +96,22 @@ impl Router {
         index
     }
 
+    /// Instances outside the shard: configured lanes not in it, and on-the-fly instance
+    /// ids seen that are not (0 without a shard).
+    pub(crate) fn instances_outside_shard(&self) -> usize {
+        let configured = self.lane_in_shard.iter().filter(|&&inside| !inside).count();
+        configured + self.unlaned_outside_shard.len()
+    }
+
     /// Resolves the lanes for a row with the given instance id into `targets` (none when
     /// every lane it would go to is outside the shard).
     pub(crate) fn route(
-        &self,
+        &mut self,
         instance_id: Option<&str>,
         targets: &mut Vec<usize>,
     ) -> Result<Route, RouteError> {
         let route = self.route_all(instance_id, targets)?;
-        let Some(shard) = &self.shard else {
+        let Some(shard) = self.shard else {
             return Ok(route);
         };
         Ok(match route {
@@ -109,7 +120,10 @@ impl Router {
                 Route::Existing
             }
             Route::NewLane(spec) if shard.contains(&spec.instance_id) => Route::NewLane(spec),
-            Route::NewLane(_) => {
+            Route::NewLane(spec) => {
+                if !self.unlaned_outside_shard.contains(&spec.instance_id) {
+                    self.unlaned_outside_shard.insert(spec.instance_id);
+                }
                 targets.clear();
                 Route::Existing
             }
