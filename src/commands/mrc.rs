@@ -11,7 +11,7 @@ use crate::output::mrc::{MrcBuilder, render_table};
 use crate::output::mrc_planner::{PlannedReport, SpanReport, render_tier_table, tier_report};
 use crate::output::plot::{PlotData, render_png, render_svg};
 use crate::output::query_jsonl::TimeRange;
-use crate::output::query_windows::{TimeSpec, trace_span};
+use crate::output::query_windows::{EmptySpan, TimeSpec, check_span_order, trace_span};
 use litehit_core::facts::file::{is_standard_output, write_atomically};
 
 /// Builds the curves from the facts, prints the table (or JSON) and writes the plots.
@@ -66,6 +66,13 @@ pub fn run(args: &MrcArgs) -> color_eyre::Result<()> {
     builder
         .add_facts_files_in(&facts, range)
         .wrap_err("building the miss-ratio curve failed")?;
+    if !range.is_everything() && !builder.has_rows() {
+        // The same words as `query`'s: the span, and where the trace's rows are.
+        bail!(EmptySpan {
+            range,
+            trace: builder.seen_span(),
+        });
+    }
     let curves = builder
         .try_finish()
         .wrap_err("building the miss-ratio curve failed")?;
@@ -165,14 +172,14 @@ fn accounted_range(
              standard input cannot be: pass a file, or absolute times (ns)"
         );
     }
-    let (first_ns, last_ns) = if spec.needs_span() {
-        trace_span(facts)
-            .wrap_err("building the miss-ratio curve failed")?
-            .unwrap_or((0, 0))
+    let trace = if spec.needs_span() {
+        trace_span(facts).wrap_err("building the miss-ratio curve failed")?
     } else {
-        (0, 0)
+        None
     };
+    let (first_ns, last_ns) = trace.unwrap_or((0, 0));
     let range = spec.resolve(first_ns, last_ns);
+    check_span_order(range, trace.map(|(first, _)| first)).map_err(|message| eyre!(message))?;
     Ok((range, SpanReport::new(range, first_ns)))
 }
 

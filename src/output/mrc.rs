@@ -160,6 +160,9 @@ pub struct MrcBuilder {
     last_instance: Option<usize>,
     /// The shared pool lane's recognition rule (`--pool`), if any.
     pool: Option<PoolRule>,
+    /// The first and last `timestamp_ns` of every row read by [`Self::add_facts_files_in`],
+    /// in the span or not (to say where the trace is when a span holds no row).
+    seen_span: Option<(i64, i64)>,
 }
 
 impl MrcBuilder {
@@ -212,7 +215,9 @@ impl MrcBuilder {
         for path in paths {
             let mut reader = FactsReader::open(path)?;
             while reader.next_record(&mut record)? {
-                if !range.contains(record.timestamp_ns) {
+                let t = record.timestamp_ns;
+                self.seen_span = Some(self.seen_span.map_or((t, t), |(a, b)| (a.min(t), b.max(t))));
+                if !range.contains(t) {
                     continue;
                 }
                 self.add_record(&record).map_err(|mismatch| {
@@ -221,6 +226,19 @@ impl MrcBuilder {
             }
         }
         Ok(())
+    }
+
+    /// The first and last `timestamp_ns` of the rows [`Self::add_facts_files_in`] read (in
+    /// its span or not); `None` without rows.
+    #[must_use]
+    pub fn seen_span(&self) -> Option<(i64, i64)> {
+        self.seen_span
+    }
+
+    /// Whether any row was added (the pool's included).
+    #[must_use]
+    pub fn has_rows(&self) -> bool {
+        !self.instances.is_empty()
     }
 
     /// The curves, instances in byte order of `instance_id`.

@@ -38,6 +38,7 @@ mod pool_tui;
 mod pool_windows;
 mod publication;
 mod query;
+mod query_review;
 mod seed_example;
 mod shards;
 mod sql;

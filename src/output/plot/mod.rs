@@ -761,7 +761,10 @@ mod tests {
     fn every_character_the_png_draws_is_in_the_embedded_fonts() {
         let fonts = Fonts::load();
         let data = pooled_plot_with_a_span();
-        assert!(data.series.iter().any(|s| s.is_pool), "the pool's line is drawn");
+        assert!(
+            data.series.iter().any(|s| s.is_pool),
+            "the pool's line is drawn"
+        );
         let mut texts = TextRecorder::default();
         draw(&data, &fonts, &mut texts);
         assert!(texts.0.len() > 10, "{:?}", texts.0);
