@@ -62,20 +62,7 @@ pub fn run(args: &MrcArgs) -> color_eyre::Result<()> {
     }
     let tiers = super::query::tier_plan(&args.tier_args)?;
     let (range, span) = accounted_range(args, &facts)?;
-    let mut builder = MrcBuilder::new().with_pool(args.pool.rule());
-    builder
-        .add_facts_files_in(&facts, range)
-        .wrap_err("building the miss-ratio curve failed")?;
-    if !range.is_everything() && !builder.has_rows() {
-        // The same words as `query`'s: the span, and where the trace's rows are.
-        bail!(EmptySpan {
-            range,
-            trace: builder.seen_span(),
-        });
-    }
-    let curves = builder
-        .try_finish()
-        .wrap_err("building the miss-ratio curve failed")?;
+    let curves = build_curves(args, &facts, range)?;
     if curves.instances.is_empty() {
         // No curve, no knee: a header-only file (e.g. a replay of a trace with only writes).
         bail!(
@@ -125,6 +112,28 @@ pub fn run(args: &MrcArgs) -> color_eyre::Result<()> {
     write_report(&mut out, args.json, &report, span, tier_report)?;
     out.flush()?;
     Ok(())
+}
+
+/// The curves of the rows in `range`; a span without rows is an error (in `query`'s words:
+/// the span, and where the trace's rows are).
+fn build_curves(
+    args: &MrcArgs,
+    facts: &[std::path::PathBuf],
+    range: TimeRange,
+) -> color_eyre::Result<crate::output::mrc::MrcCurves> {
+    let mut builder = MrcBuilder::new().with_pool(args.pool.rule());
+    builder
+        .add_facts_files_in(facts, range)
+        .wrap_err("building the miss-ratio curve failed")?;
+    if !range.is_everything() && !builder.has_rows() {
+        bail!(EmptySpan {
+            range,
+            trace: builder.seen_span(),
+        });
+    }
+    builder
+        .try_finish()
+        .wrap_err("building the miss-ratio curve failed")
 }
 
 /// The table (with the span line and the tier table when asked) or the JSON report.

@@ -581,6 +581,9 @@ impl QueryWindows {
     }
 }
 
+/// The pool's own line: its name, N, and N × C in blocks (`None` = unlimited).
+type PoolCells<'a> = (&'a str, u64, Option<u64>);
+
 /// Seconds from the first request to `ns`, exactly (see [`display::seconds_of_ns`]): a
 /// JSON number and a CSV field.
 fn window_seconds(ns: i64, trace_start_ns: i64) -> String {
@@ -598,7 +601,7 @@ fn window_line(
     (from_s, until_s, start_ns): (&str, &str, i64),
     (gb, blocks): (Option<f64>, Option<u64>),
     (requests, input_tokens, hit_tokens): (u64, u64, u64),
-    (pool, pool_columns): (Option<(&str, u64, Option<u64>)>, bool),
+    (pool, pool_columns): (Option<PoolCells<'_>>, bool),
 ) {
     line.clear();
     let rate = ratio(hit_tokens, input_tokens);

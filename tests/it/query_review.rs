@@ -336,8 +336,8 @@ fn tiers_need_no_capacity() {
         .collect();
     let row_lines = lines.iter().filter(|line| line.get("summary").is_none());
     assert_eq!(
-        row_lines.clone().count(),
-        lines[lines.len() - 1]["requests"].as_u64().unwrap() as usize,
+        row_lines.clone().count() as u64,
+        lines[lines.len() - 1]["requests"].as_u64().unwrap(),
         "one line per row"
     );
     for row in row_lines {
