@@ -62,7 +62,8 @@ pub struct QueryArgs {
     /// [k·W, (k+1)·W) from the first request; empty windows are left out. `window_start_s`
     /// and `window_end_s` are exact (the decimal of the ns offset), `window_start_ns` the
     /// absolute start. With --tiers, one line per window and tier instead (`tier_hit_tokens`,
-    /// `tier_share`, and the window's `miss_share`); no capacities are taken then
+    /// `tier_share`, and the window's `miss_share`; a pool lane's at N × each tier); no
+    /// capacities are taken then
     #[arg(long, value_name = "DURATION", conflicts_with = "summary_only")]
     pub window: Option<String>,
 
@@ -107,7 +108,8 @@ pub struct TierArgs {
 
     /// How the tiers relate: `exclusive` (an LRU hierarchy: evictions are demoted to the next
     /// tier, hits promoted to the top; tier i serves H(C1+…+Ci) − H(C1+…+Ci−1)) or
-    /// `inclusive` (each tier an LRU of its own size; by size, tier i serves H(Ci) − H(Ci−1))
+    /// `inclusive` (each tier an LRU of its own size, sizes growing top first; tier i serves
+    /// H(Ci) − H(Ci−1))
     #[arg(long, value_enum, default_value_t = TierModeArg::Exclusive, requires = "tiers")]
     pub tier_mode: TierModeArg,
 }

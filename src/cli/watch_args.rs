@@ -70,8 +70,9 @@ pub struct WatchArgs {
     #[arg(long)]
     pub from_end: bool,
 
-    /// Where `s` writes every fact so far (same CSV as `litehit replay`), atomically; an
-    /// existing directory gets `litehit_facts.csv` inside it, as with `replay --out`.
+    /// Where `s` writes every fact so far (same CSV as `litehit replay`), atomically; a
+    /// directory (an existing one, or a path ending in `/`) gets `litehit_facts.csv` inside
+    /// it, and a missing directory is created at start, as with `replay --out`.
     /// Default: litehit_facts.csv. Only if this is given, the facts are also written there
     /// once when the monitor stops (`q`, SIGTERM or SIGHUP; headless, at the end of input);
     /// without it, `q` asks before facts no snapshot holds are lost

@@ -283,6 +283,8 @@ fn tier_plan_from(
         plan.sizes_text.push(size.trim().to_owned());
         plan.capacities.push(capacity);
     }
+    plan.check()
+        .map_err(|error| eyre!("invalid --tiers: {error}"))?;
     Ok(Some(plan))
 }
 

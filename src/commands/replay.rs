@@ -157,22 +157,6 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
                 &facts_path
             )
         );
-        if let Some(horizon_blocks) = engine
-            .lanes()
-            .iter()
-            .filter_map(litehit_core::engine::Lane::memory_horizon_blocks)
-            .max()
-        {
-            eprintln!(
-                "memory horizon: {} {}; hits at larger capacities (and ∞) are lower bounds",
-                litehit_core::display::count(horizon_blocks),
-                if horizon_blocks == 1 {
-                    "block"
-                } else {
-                    "blocks"
-                }
-            );
-        }
     }
     Ok(())
 }

@@ -24,6 +24,10 @@ use litehit_tui::app::FactsOnQuit;
 
 /// Runs the live monitor until the user quits (or, headless, until EOF / Ctrl-C).
 pub fn run(args: &WatchArgs) -> color_eyre::Result<()> {
+    // `--facts-out DIR/` (or `new/facts.csv`) is created now if missing, as `replay --out`
+    // creates its own: the spill waits there and a write at the end cannot fail for it. Held
+    // for the run: a directory still empty at the end (nothing published) is removed again.
+    let _created_dirs = create_facts_out_directory(args)?;
     // Arguments first: a wrong flag is the thing to fix, whatever the terminal.
     let mut config = ingest_config(args)?;
     let interval = seconds("--interval", args.interval)?;
@@ -513,6 +517,24 @@ fn trace_ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
         .wrap_err("--window-seconds is too large")?;
     config.exit_at_eof = args.exit_at_eof;
     Ok(config)
+}
+
+/// Creates the directory `--facts-out` publishes in when it is missing (a path ending in `/`,
+/// or a file in a new directory), failing now with the path named if it cannot be.
+fn create_facts_out_directory(
+    args: &WatchArgs,
+) -> color_eyre::Result<Option<litehit_core::facts::file::CreatedDirs>> {
+    let Some(facts_out) = &args.facts_out else {
+        return Ok(None);
+    };
+    if litehit_core::facts::file::is_standard_output(facts_out) {
+        return Ok(None); // refused by `check_facts_out`, with the reason
+    }
+    let facts_path = litehit_core::facts::file::facts_snapshot_path(facts_out);
+    litehit_core::facts::file::create_directory_of(&facts_path)
+        .map(Some)
+        .map_err(|error| eyre!(error))
+        .wrap_err_with(|| format!("--facts-out {}", facts_out.display()))
 }
 
 /// Where `s` writes the facts snapshot (`watch` and `demo`): not standard output, where the

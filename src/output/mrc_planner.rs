@@ -2,7 +2,8 @@
 //! each instance's hits among cache tiers, and the span of trace time the report covers.
 //!
 //! Tier hits come from `projector::tiers` over each instance's accumulator. The total gives
-//! every instance its own tiers of the same sizes, as the rest of the report does.
+//! every instance its own tiers of the same sizes, as the rest of the report does; the shared
+//! pool lane (`replay --pool`) has its tiers at N × each size, as `query`'s pool line.
 
 use std::fmt::Write as _;
 
@@ -59,6 +60,21 @@ pub struct TierReport {
     pub tier_sizes: Vec<String>,
     pub instances: Vec<TierRow>,
     pub total: TierRow,
+    /// The shared pool lane's split, its tiers at N × each size (only with a pool lane).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pool: Option<PoolTierRow>,
+}
+
+/// The pool's tier split: one LRU hierarchy shared by the N instances, each tier N × its
+/// size (the instances' tiers of that size together).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PoolTierRow {
+    /// N: the instances the pool is shared by.
+    pub shared_by: u64,
+    /// Per tier: N × its size in the pool's blocks (`null`: unlimited).
+    pub pool_tier_capacity_blocks: Vec<Option<u64>>,
+    #[serde(flatten)]
+    pub row: TierRow,
 }
 
 /// The tier split of every instance of `curves`, and of the total.
@@ -86,6 +102,23 @@ pub fn tier_report(curves: &MrcCurves, plan: &TierPlan) -> TierReport {
             )
         })
         .collect();
+    let pool = curves.pool.as_ref().map(|curve| {
+        let shared_by = curves.instances.len() as u64;
+        let bands = plan.pooled_bands(curve.block_bytes, shared_by);
+        let tokens = accumulated_tier_hit_blocks(&curve.hits, &bands)
+            .iter()
+            .map(|blocks| blocks.wrapping_mul(curve.block_size_tokens))
+            .collect();
+        PoolTierRow {
+            shared_by,
+            pool_tier_capacity_blocks: plan.pooled_capacity_blocks(curve.block_bytes, shared_by),
+            row: TierRow::new(
+                Some(curve.instance_id.clone()),
+                curve.total_input_tokens,
+                tokens,
+            ),
+        }
+    });
     TierReport {
         tier_mode: match plan.mode {
             TierMode::Exclusive => "exclusive",
@@ -95,6 +128,7 @@ pub fn tier_report(curves: &MrcCurves, plan: &TierPlan) -> TierReport {
         tier_sizes: plan.sizes_text.clone(),
         instances,
         total: TierRow::new(None, total_input, total_tokens),
+        pool,
     }
 }
 
@@ -177,6 +211,13 @@ pub fn render_tier_table(report: &TierReport) -> String {
         rows.push(row(instance.instance_id.as_deref().unwrap_or(""), instance));
     }
     rows.push(row("total", &report.total));
+    if let Some(pool) = &report.pool {
+        let id = pool.row.instance_id.as_deref().unwrap_or("");
+        rows.push(row(
+            &format!("{id} (shared, ×{})", pool.shared_by),
+            &pool.row,
+        ));
+    }
     let widths: Vec<usize> = (0..rows[0].len())
         .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
         .collect();
@@ -194,6 +235,13 @@ pub fn render_tier_table(report: &TierReport) -> String {
             })
             .collect();
         let _ = writeln!(out, "{}", line.join("  ").trim_end());
+    }
+    if let Some(pool) = &report.pool {
+        let _ = writeln!(
+            out,
+            "the shared pool's tiers are {} × each size (the {} instances' tiers together)",
+            pool.shared_by, pool.shared_by
+        );
     }
     out
 }

@@ -1,7 +1,9 @@
 //! Trace time for `query` and `mrc`: `--from`/`--to`/`--exclude-warmup` resolved to a
 //! [`TimeRange`], and `query --window`, one line per window and capacity (JSONL or CSV) —
 //! or, with `--tiers`, one line per window and tier: the hit tokens the tier served in the
-//! window, their share of the window's input tokens, and the window's miss share.
+//! window, their share of the window's input tokens, and the window's miss share. With a
+//! shared pool lane, the pool's lines follow each window's: at N × each capacity, or with
+//! `--tiers` its tiers at N × each size (`pool_tier_capacity_blocks`).
 //!
 //! Trace time is seconds since the first request (the smallest `timestamp_ns` of all the
 //! facts files): `600`, `600s`, `10m`. A plain integer of at least 10^15, or an integer with
@@ -20,6 +22,7 @@ use litehit_core::display;
 use litehit_core::facts::FactRecord;
 use litehit_core::facts::file::FactsReader;
 use litehit_core::grammar::{GrammarError, parse_duration_seconds};
+use litehit_core::projector::tiers::{TierBand, project_tiers};
 use litehit_core::projector::{self, Capacity};
 
 /// A plain integer at least this large is an absolute `timestamp_ns` (about 11.6 days after
@@ -301,6 +304,8 @@ pub struct WindowTotals {
     pub pool_input_tokens: u64,
     /// Per slot: the pool's hit tokens at N × the slot's capacity.
     pub pool_hit_tokens: Vec<u64>,
+    /// Per tier (with `--tiers`): the hit tokens the pool's tier of N × its size served.
+    pub pool_tier_hit_tokens: Vec<u64>,
 }
 
 /// The pool lane of `query --window`: its rows projected at N × each slot's capacity.
@@ -317,6 +322,12 @@ struct PoolLane {
     /// Per slot: N × the slot's blocks for `block_bytes`; `None` = unlimited.
     capacity_blocks: Vec<Option<u64>>,
     hit_blocks: Vec<u64>,
+    /// With `--tiers`: the tiers at N × each size, as the summary's pool line has them.
+    tiers: Option<TierPlan>,
+    /// Per tier: N × the tier's blocks for `block_bytes`; `None` = unlimited.
+    tier_capacity_blocks: Vec<Option<u64>>,
+    tier_bands: Vec<TierBand>,
+    tier_hit_blocks: Vec<u64>,
 }
 
 impl PoolLane {
@@ -341,7 +352,15 @@ impl PoolLane {
                         )
                     })
                     .collect();
+                if let Some(plan) = &self.tiers {
+                    self.tier_capacity_blocks =
+                        plan.pooled_capacity_blocks(record.block_bytes, self.instances);
+                    self.tier_bands = plan.pooled_bands(record.block_bytes, self.instances);
+                }
             }
+        }
+        if self.tiers.is_some() {
+            project_tiers(&record.fact, &self.tier_bands, &mut self.tier_hit_blocks);
         }
         for (hits, capacity) in self.hit_blocks.iter_mut().zip(&self.capacity_blocks) {
             *hits = match *capacity {
@@ -395,22 +414,27 @@ impl QueryWindows {
     }
 
     /// Also writes the pool lane's own lines per window and slot, at N × the slot's
-    /// capacity (`instances` = N), after the instances' lines; not with `--tiers`. The
-    /// pool is the one [`Self::with_tiers_and_pool`] names.
+    /// capacity (`instances` = N), after the instances' lines; with `--tiers`, per window
+    /// and tier, the pool's tiers at N × each size. The pool is the one
+    /// [`Self::with_tiers_and_pool`] names.
     #[must_use]
     pub fn with_pool_lane(mut self, name: &str, instances: u64) -> Self {
-        if self.totals.tiers().is_none() {
-            let capacities = self.totals.slots().capacities();
-            self.pool_lane = Some(PoolLane {
-                name: name.to_owned(),
-                instances,
-                hit_blocks: vec![0; capacities.len()],
-                capacity_blocks: vec![None; capacities.len()],
-                capacities,
-                block_bytes: None,
-                other_block_bytes: None,
-            });
-        }
+        let capacities = self.totals.slots().capacities();
+        let tiers = self.totals.tiers().cloned();
+        let tier_count = tiers.as_ref().map_or(0, |plan| plan.names.len());
+        self.pool_lane = Some(PoolLane {
+            name: name.to_owned(),
+            instances,
+            hit_blocks: vec![0; capacities.len()],
+            capacity_blocks: vec![None; capacities.len()],
+            capacities,
+            block_bytes: None,
+            other_block_bytes: None,
+            tiers,
+            tier_capacity_blocks: vec![None; tier_count],
+            tier_bands: Vec::new(),
+            tier_hit_blocks: vec![0; tier_count],
+        });
         self
     }
 
@@ -439,12 +463,24 @@ impl QueryWindows {
         };
         pool.project(record);
         let slot_count = pool.hit_blocks.len();
+        let tier_count = pool.tier_hit_blocks.len();
         let window = self.windows.entry(index).or_insert_with(|| WindowTotals {
             hit_tokens: vec![0; slot_count],
+            tier_hit_tokens: vec![0; tier_count],
             ..WindowTotals::default()
         });
         if window.pool_hit_tokens.len() != slot_count {
             window.pool_hit_tokens = vec![0; slot_count];
+        }
+        if window.pool_tier_hit_tokens.len() != tier_count {
+            window.pool_tier_hit_tokens = vec![0; tier_count];
+        }
+        for (tokens, &hits) in window
+            .pool_tier_hit_tokens
+            .iter_mut()
+            .zip(&pool.tier_hit_blocks)
+        {
+            *tokens = tokens.wrapping_add(hits.wrapping_mul(record.block_size_tokens));
         }
         window.pool_requests += 1;
         window.pool_input_tokens = window
@@ -668,7 +704,8 @@ fn window_line(
 }
 
 impl QueryWindows {
-    /// One line per window and tier (`--window` with `--tiers`): JSONL, or CSV with a header.
+    /// One line per window and tier (`--window` with `--tiers`): JSONL, or CSV with a header;
+    /// with a pool lane, the pool's lines (its tiers at N × each size) after each window's.
     fn write_tiers(
         &self,
         tiers: &TierPlan,
@@ -676,79 +713,163 @@ impl QueryWindows {
         csv: bool,
         out: &mut impl Write,
     ) -> std::io::Result<()> {
+        let pool = self.pool_lane.as_ref();
         let mut line = Vec::with_capacity(256);
         if csv {
-            out.write_all(
+            // The JSONL's field names in its order; the pool's columns only with a pool lane.
+            out.write_all(if pool.is_some() {
+                b"window_start_s,window_end_s,window_start_ns,pool,instances,tier_mode,tier,\
+                  tier_size,pool_tier_capacity_blocks,requests,total_input_tokens,\
+                  tier_hit_tokens,tier_share,miss_share\n"
+            } else {
                 b"window_start_s,window_end_s,window_start_ns,tier_mode,tier,tier_size,requests,\
-                  total_input_tokens,tier_hit_tokens,tier_share,miss_share\n",
-            )?;
+                  total_input_tokens,tier_hit_tokens,tier_share,miss_share\n"
+            })?;
         }
         let seconds = |ns: i64| window_seconds(ns, trace_start_ns);
         for (start_ns, end_ns, window) in self.windows() {
-            let served = window
-                .tier_hit_tokens
+            let (start_s, end_s) = (seconds(start_ns), seconds(end_ns));
+            let span = (start_s.as_str(), end_s.as_str(), start_ns);
+            let instances = TierCounts {
+                requests: window.requests,
+                input_tokens: window.input_tokens,
+                tier_hit_tokens: &window.tier_hit_tokens,
+            };
+            for (index, _) in window.tier_hit_tokens.iter().enumerate() {
+                let pool_cells = (None, pool.is_some());
+                tier_window_line(&mut line, csv, span, tiers, index, &instances, pool_cells);
+                line.push(b'\n');
+                out.write_all(&line)?;
+            }
+            let Some(pool) = pool else { continue };
+            let pooled = TierCounts {
+                requests: window.pool_requests,
+                input_tokens: window.pool_input_tokens,
+                tier_hit_tokens: &window.pool_tier_hit_tokens,
+            };
+            for (index, &capacity) in pool
+                .tier_capacity_blocks
                 .iter()
-                .fold(0_u64, |sum, &tokens| sum.wrapping_add(tokens));
-            let miss_share = ratio(
-                window.input_tokens.saturating_sub(served),
-                window.input_tokens,
-            );
-            for ((name, size), &tokens) in tiers
-                .names
-                .iter()
-                .zip(&tiers.sizes_text)
-                .zip(&window.tier_hit_tokens)
+                .enumerate()
+                .take(window.pool_tier_hit_tokens.len())
             {
-                line.clear();
-                let share = ratio(tokens, window.input_tokens);
-                if csv {
-                    line.extend_from_slice(
-                        format!(
-                            "{},{},{start_ns},{},{},{},{},{},{},",
-                            seconds(start_ns),
-                            seconds(end_ns),
-                            tiers.mode_name(),
-                            csv_field(name),
-                            csv_field(size),
-                            window.requests,
-                            window.input_tokens,
-                            tokens
-                        )
-                        .as_bytes(),
-                    );
-                    append_g6(&mut line, share);
-                    line.push(b',');
-                    append_g6(&mut line, miss_share);
-                } else {
-                    line.extend_from_slice(b"{\"window_start_s\":");
-                    line.extend_from_slice(seconds(start_ns).as_bytes());
-                    line.extend_from_slice(b",\"window_end_s\":");
-                    line.extend_from_slice(seconds(end_ns).as_bytes());
-                    line.extend_from_slice(format!(",\"window_start_ns\":{start_ns}").as_bytes());
-                    line.extend_from_slice(
-                        format!(",\"tier_mode\":\"{}\",\"tier\":", tiers.mode_name()).as_bytes(),
-                    );
-                    append_json_string(&mut line, name);
-                    line.extend_from_slice(b",\"tier_size\":");
-                    append_json_string(&mut line, size);
-                    line.extend_from_slice(
-                        format!(
-                            ",\"requests\":{},\"total_input_tokens\":{},\"tier_hit_tokens\":{},\
-                             \"tier_share\":",
-                            window.requests, window.input_tokens, tokens
-                        )
-                        .as_bytes(),
-                    );
-                    append_g6(&mut line, share);
-                    line.extend_from_slice(b",\"miss_share\":");
-                    append_g6(&mut line, miss_share);
-                    line.push(b'}');
-                }
+                let pool_fields = (pool.name.as_str(), pool.instances, capacity);
+                tier_window_line(
+                    &mut line,
+                    csv,
+                    span,
+                    tiers,
+                    index,
+                    &pooled,
+                    (Some(pool_fields), true),
+                );
                 line.push(b'\n');
                 out.write_all(&line)?;
             }
         }
         out.flush()
+    }
+}
+
+/// One window's counts for its tier lines: the instances' or the pool's.
+struct TierCounts<'a> {
+    requests: u64,
+    input_tokens: u64,
+    tier_hit_tokens: &'a [u64],
+}
+
+/// One window line of tier `index` (without its newline) into `line`: `span` is `(start
+/// s, end s, start ns)`; `pool` = `(name, N, N × the tier's blocks)` for the pool's own
+/// line (`-1` = unlimited), and whether the CSV has the pool's columns. The CSV's columns
+/// are the JSONL's fields in the same order (a field a line leaves out is an empty cell).
+fn tier_window_line(
+    line: &mut Vec<u8>,
+    csv: bool,
+    (from_s, until_s, start_ns): (&str, &str, i64),
+    tiers: &TierPlan,
+    index: usize,
+    counts: &TierCounts<'_>,
+    (pool, pool_columns): (Option<PoolCells<'_>>, bool),
+) {
+    line.clear();
+    let (name, size) = (&tiers.names[index], &tiers.sizes_text[index]);
+    let tokens = counts.tier_hit_tokens[index];
+    let served = counts
+        .tier_hit_tokens
+        .iter()
+        .fold(0_u64, |sum, &tokens| sum.wrapping_add(tokens));
+    let miss_share = ratio(
+        counts.input_tokens.saturating_sub(served),
+        counts.input_tokens,
+    );
+    let share = ratio(tokens, counts.input_tokens);
+    let pool_blocks =
+        |blocks: Option<u64>| blocks.map_or_else(|| "-1".to_owned(), |b| b.to_string());
+    if csv {
+        line.extend_from_slice(format!("{from_s},{until_s},{start_ns},").as_bytes());
+        if pool_columns {
+            if let Some((pool_name, instances, _)) = pool {
+                line.extend_from_slice(csv_field(pool_name).as_bytes());
+                line.extend_from_slice(format!(",{instances}").as_bytes());
+            } else {
+                line.push(b',');
+            }
+            line.push(b',');
+        }
+        line.extend_from_slice(
+            format!(
+                "{},{},{}",
+                tiers.mode_name(),
+                csv_field(name),
+                csv_field(size)
+            )
+            .as_bytes(),
+        );
+        if pool_columns {
+            line.push(b',');
+            if let Some((_, _, capacity)) = pool {
+                line.extend_from_slice(pool_blocks(capacity).as_bytes());
+            }
+        }
+        line.extend_from_slice(
+            format!(",{},{},{tokens},", counts.requests, counts.input_tokens).as_bytes(),
+        );
+        append_g6(line, share);
+        line.push(b',');
+        append_g6(line, miss_share);
+    } else {
+        line.extend_from_slice(b"{\"window_start_s\":");
+        line.extend_from_slice(from_s.as_bytes());
+        line.extend_from_slice(b",\"window_end_s\":");
+        line.extend_from_slice(until_s.as_bytes());
+        line.extend_from_slice(format!(",\"window_start_ns\":{start_ns}").as_bytes());
+        if let Some((name, instances, _)) = pool {
+            line.extend_from_slice(b",\"pool\":");
+            append_json_string(line, name);
+            line.extend_from_slice(format!(",\"instances\":{instances}").as_bytes());
+        }
+        line.extend_from_slice(
+            format!(",\"tier_mode\":\"{}\",\"tier\":", tiers.mode_name()).as_bytes(),
+        );
+        append_json_string(line, name);
+        line.extend_from_slice(b",\"tier_size\":");
+        append_json_string(line, size);
+        if let Some((_, _, capacity)) = pool {
+            line.extend_from_slice(b",\"pool_tier_capacity_blocks\":");
+            line.extend_from_slice(pool_blocks(capacity).as_bytes());
+        }
+        line.extend_from_slice(
+            format!(
+                ",\"requests\":{},\"total_input_tokens\":{},\"tier_hit_tokens\":{},\
+                 \"tier_share\":",
+                counts.requests, counts.input_tokens, tokens
+            )
+            .as_bytes(),
+        );
+        append_g6(line, share);
+        line.extend_from_slice(b",\"miss_share\":");
+        append_g6(line, miss_share);
+        line.push(b'}');
     }
 }
 

@@ -25,6 +25,8 @@ pub struct LaneSummary {
     pub block_bytes: u64,
     /// The shared pool lane (`--pool`): printed after `total`, which leaves it out.
     pub pool: bool,
+    /// `--memory-horizon` in this lane's blocks: its ∞ hits are then a lower bound (`≥`).
+    pub memory_horizon_blocks: Option<u64>,
 }
 
 impl LaneSummary {
@@ -41,6 +43,7 @@ impl LaneSummary {
             block_size_tokens: lane.spec().block_size_tokens,
             block_bytes: lane.spec().block_bytes,
             pool: lane.is_pool(),
+            memory_horizon_blocks: lane.memory_horizon_blocks(),
         }
     }
 
@@ -73,6 +76,46 @@ const SHARED: &str = " (shared)";
 pub struct ConvertedInput {
     pub format: &'static str,
     pub bytes: u64,
+}
+
+/// The `total` row: every instance with its own cache, as `query`'s overall line.
+fn total_of(instances: &[&LaneSummary]) -> LaneSummary {
+    LaneSummary {
+        // Sums, and the token-weighted ∞ hit rate; the shared pool is not an instance.
+        instance_id: "total".to_owned(),
+        requests: instances.iter().map(|lane| lane.requests).sum(),
+        request_blocks: instances.iter().map(|lane| lane.request_blocks).sum(),
+        input_tokens: instances.iter().map(|lane| lane.input_tokens).sum(),
+        unique_blocks: instances.iter().map(|lane| lane.unique_blocks).sum(),
+        infinite_hit_tokens: instances.iter().map(|lane| lane.infinite_hit_tokens).sum(),
+        core_memory_bytes: instances.iter().map(|lane| lane.core_memory_bytes).sum(),
+        block_size_tokens: 0,
+        block_bytes: 0,
+        pool: false,
+        // A sum with one lower bound in it is a lower bound.
+        memory_horizon_blocks: instances
+            .iter()
+            .filter_map(|lane| lane.memory_horizon_blocks)
+            .max(),
+    }
+}
+
+/// Under `--memory-horizon`: the line under the table saying which results are lower bounds.
+fn horizon_note(lanes: &[LaneSummary]) -> Option<String> {
+    let horizon_blocks = lanes
+        .iter()
+        .filter_map(|lane| lane.memory_horizon_blocks)
+        .max()?;
+    Some(format!(
+        "memory horizon: {} {}; hits at larger capacities (and ∞, marked {}) are lower bounds",
+        display::count(horizon_blocks),
+        if horizon_blocks == 1 {
+            "block"
+        } else {
+            "blocks"
+        },
+        display::LOWER_BOUND_MARK
+    ))
 }
 
 /// The table printed on stderr after `litehit replay` of a trace.
@@ -125,26 +168,16 @@ pub fn render_replay_summary_of(
         "∞ hit",
         "core mem"
     );
-    let instances: Vec<&LaneSummary> = lanes.iter().filter(|lane| !lane.pool).collect();
-    let total = (instances.len() > 1).then(|| LaneSummary {
-        // Every instance with its own cache, as `query`'s overall line: sums, and the
-        // token-weighted ∞ hit rate. The shared pool is not an instance of its own.
-        instance_id: "total".to_owned(),
-        requests: instances.iter().map(|lane| lane.requests).sum(),
-        request_blocks: instances.iter().map(|lane| lane.request_blocks).sum(),
-        input_tokens: instances.iter().map(|lane| lane.input_tokens).sum(),
-        unique_blocks: instances.iter().map(|lane| lane.unique_blocks).sum(),
-        infinite_hit_tokens: instances.iter().map(|lane| lane.infinite_hit_tokens).sum(),
-        core_memory_bytes: instances.iter().map(|lane| lane.core_memory_bytes).sum(),
-        block_size_tokens: 0,
-        block_bytes: 0,
-        pool: false,
-    });
+    // Instances in byte order of their ids, as `query`'s summary lists them (a replay's lanes
+    // are in config, then first-seen order).
+    let mut instances: Vec<&LaneSummary> = lanes.iter().filter(|lane| !lane.pool).collect();
+    instances.sort_by(|a, b| a.instance_id.cmp(&b.instance_id));
+    let total = (instances.len() > 1).then(|| total_of(&instances));
     let pools = lanes.iter().filter(|lane| lane.pool);
     for lane in instances.into_iter().chain(&total).chain(pools) {
         let _ = writeln!(
             out,
-            "{} {:>9} {:>12} {:>11} {:>7.2}% {:>10}",
+            "{} {:>9} {:>12} {:>11} {:>8} {:>10}",
             padded(&if lane.pool {
                 format!("{}{SHARED}", lane.instance_id)
             } else {
@@ -153,7 +186,13 @@ pub fn render_replay_summary_of(
             lane.requests,
             lane.request_blocks,
             lane.unique_blocks,
-            lane.infinite_hit_rate() * 100.0,
+            // Under a memory horizon the ∞ hits are those of a cache of the horizon's size:
+            // marked `≥`, as the TUI marks every result that is only a lower bound.
+            display::percent_bound(
+                Some(lane.infinite_hit_rate()),
+                2,
+                lane.memory_horizon_blocks.is_some()
+            ),
             human_bytes(lane.core_memory_bytes as u64),
         );
     }
@@ -205,6 +244,9 @@ pub fn render_replay_summary_of(
         "replayed {input} in {seconds:.2} s ({rate} block accesses/s); facts: {}",
         facts_path.display()
     ); // writing to a String cannot fail
+    if let Some(note) = horizon_note(lanes) {
+        let _ = writeln!(out, "{note}");
+    }
     out
 }
 
@@ -233,6 +275,7 @@ mod tests {
             block_size_tokens: 4,
             block_bytes: 1024,
             pool: false,
+            memory_horizon_blocks: None,
         };
         let text = render_replay_summary(
             &[lane],
@@ -257,6 +300,7 @@ mod tests {
             block_size_tokens: 512,
             block_bytes: 64 << 20,
             pool: false,
+            memory_horizon_blocks: None,
         };
         let text = render_replay_summary(
             std::slice::from_ref(&wide),

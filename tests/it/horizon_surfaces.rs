@@ -75,6 +75,7 @@ fn snapshot(horizon: Option<Capacity>) -> LiveSnapshot {
                         slot_hit_tokens: vec![Some(2_000)],
                         infinite_hit_tokens: 6_000,
                     }],
+                    pool: None,
                     open: i == 3,
                 })
                 .collect(),
@@ -232,6 +233,64 @@ fn headless_lines_carry_the_horizon_and_mark_the_lower_bounds() {
     );
     assert!(stderr.contains(note), "{stderr}");
     assert!(facts.exists());
+}
+
+/// The replay summary's ∞ cell of the row named `id`: the table's fifth column.
+fn infinite_cell<'a>(summary: &'a str, id: &str) -> &'a str {
+    summary
+        .lines()
+        .find(|line| line.split_whitespace().next() == Some(id))
+        .and_then(|line| line.split_whitespace().nth(4))
+        .unwrap_or_else(|| panic!("no row {id} in\n{summary}"))
+}
+
+/// `replay --memory-horizon`: the summary's ∞ cell of every row (and the total) is itself
+/// marked `≥`, the one lower-bound mark of the TUI and the formatter, not only the note under
+/// the table; without a horizon nothing is marked.
+#[test]
+fn the_replay_summary_marks_the_infinite_cells_as_lower_bounds() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = write_file(dir.path(), "trace.jsonl", &trace_text());
+    let replay = |name: &str, extra: &[&str]| {
+        let mut args = vec![
+            "replay".to_owned(),
+            trace.display().to_string(),
+            "--out".to_owned(),
+            dir.path().join(name).display().to_string(),
+        ];
+        args.extend(extra.iter().map(|&arg| arg.to_owned()));
+        let run = run_in(None, &args);
+        assert_eq!(run.code, Some(0), "{}", run.stderr);
+        run.stderr
+    };
+    let horizon = format!("{HORIZON_BLOCKS}b");
+    let bounded = replay("bounded", &["--memory-horizon", &horizon]);
+    let exact = replay("exact", &[]);
+    let mark = litehit_core::display::LOWER_BOUND_MARK;
+    for id in ["prefill-0", "prefill-1", "total"] {
+        let cell = infinite_cell(&bounded, id);
+        assert!(
+            cell.starts_with(mark) && cell.ends_with('%'),
+            "{id}: {cell:?}\n{bounded}"
+        );
+        let exact_cell = infinite_cell(&exact, id);
+        assert!(
+            !exact_cell.starts_with(mark) && exact_cell.ends_with('%'),
+            "{id}: {exact_cell:?}\n{exact}"
+        );
+    }
+    assert!(
+        bounded.contains(&format!("(and ∞, marked {mark}) are lower bounds")),
+        "{bounded}"
+    );
+    assert!(!exact.contains(mark), "{exact}");
+    // The table stays aligned: every row as wide as the header.
+    let widths: Vec<usize> = bounded
+        .lines()
+        .take(4)
+        .map(|line| line.chars().count())
+        .collect();
+    assert!(widths.iter().all(|&w| w == widths[0]), "{bounded}");
 }
 
 /// `GET path` on a fresh connection: the body of a 200 reply.

@@ -73,10 +73,10 @@ fn the_pool_line_splits_the_pool_at_n_times_each_tier_size() {
             .map(|row| project_blocks(&row.fact, capacity))
             .sum()
     };
-    // Tier sizes in blocks, listed out of order (for inclusive).
-    let sizes_blocks = [40_u64, 8, 200];
-    let tiers = sizes_blocks.map(|blocks| format!("{blocks}b")).join(",");
-    for mode in ["exclusive", "inclusive"] {
+    // Tier sizes in blocks: a small tier under a larger one for exclusive (odd but valid);
+    // inclusive tiers must grow top first.
+    for (mode, sizes_blocks) in [("exclusive", [40_u64, 8, 200]), ("inclusive", [8, 40, 200])] {
+        let tiers = sizes_blocks.map(|blocks| format!("{blocks}b")).join(",");
         let text = ok(run_in(
             None,
             [

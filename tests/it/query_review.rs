@@ -512,6 +512,23 @@ fn windows_of_pooled_facts_have_the_pool_columns_in_the_jsonl_order() {
         )
     );
     assert_csv_is_the_jsonl(&jsonl, &csv);
+    // With --tiers: the pool's tier lines, the same rule.
+    let tiers = |extra: &[&str]| {
+        let mut args = vec![
+            "query",
+            path(&facts),
+            "-",
+            "--tiers",
+            "3b,37b",
+            "--window",
+            "10s",
+        ];
+        args.extend(extra);
+        ok(run_in(None, &args)).stdout
+    };
+    let jsonl = tiers(&[]);
+    assert!(jsonl.contains("\"pool\":"), "pool tier lines");
+    assert_csv_is_the_jsonl(&jsonl, &tiers(&["--csv"]));
 }
 
 /// The `<text>` contents of an SVG.

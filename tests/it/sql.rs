@@ -4,8 +4,10 @@
 //! Needs `python3` with `duckdb` (`.ci/run` installs it from PyPI; locally `pip install
 //! duckdb`). Without them the test says why and passes, except with `CI` set, where it fails.
 
+use std::io::Read as _;
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 use crate::common::cli_bin::{ok, parse_query_output, replay_to, run_in, u64s};
 use crate::common::shared_file;
@@ -36,7 +38,7 @@ pub(crate) const CAPACITIES_GB: [&str; 4] = ["1", "16", "160", "-1"];
 )]
 #[test]
 fn the_documented_duckdb_query_gives_the_totals_of_query() {
-    check_documented_sql(RUNNER, &["duckdb"], "the docs/SQL.md DuckDB check");
+    check_documented_sql(RUNNER, &["duckdb"], &[], "the docs/SQL.md DuckDB check");
 }
 
 /// Whether `python3` can import every one of `modules`.
@@ -53,13 +55,77 @@ fn python_modules_available(modules: &[&str]) -> Result<(), String> {
     }
 }
 
+/// Whether every one of `programs` runs (`PROGRAM --version` exits 0), e.g. `java` for Spark.
+fn programs_available(programs: &[&str]) -> Result<(), String> {
+    for program in programs {
+        match Command::new(program).arg("--version").output() {
+            Ok(output) if output.status.success() => {}
+            Ok(output) => {
+                return Err(format!(
+                    "{program} --version failed: {}",
+                    String::from_utf8_lossy(&output.stderr).trim()
+                ));
+            }
+            Err(error) => return Err(format!("no {program}: {error}")),
+        }
+    }
+    Ok(())
+}
+
+/// The longest a runner may take before it is killed and the check fails. Spark, the slowest
+/// (a JVM start, then the query), takes 20 s of CPU, 39 s wall on two cores at a load of 10;
+/// a hung runner must not hang `cargo test`.
+const RUNNER_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Runs `command` (stdout and stderr collected on threads, so neither pipe fills) for at most
+/// [`RUNNER_TIMEOUT`]; past it, kills it and fails. The runner leads its own process group and
+/// the whole group is killed: Spark's JVM would exit by itself once the Python that started it
+/// is gone (it watches its stdin), but only seconds later, and not if it is the part that hung.
+fn output_within_timeout(mut command: Command, what: &str) -> Output {
+    std::os::unix::process::CommandExt::process_group(&mut command, 0);
+    let mut child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|error| panic!("{what}: python3 does not start: {error}"));
+    let collect = |mut pipe: Box<dyn std::io::Read + Send>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = pipe.read_to_end(&mut bytes);
+            bytes
+        })
+    };
+    let stdout = collect(Box::new(child.stdout.take().expect("piped stdout")));
+    let stderr = collect(Box::new(child.stderr.take().expect("piped stderr")));
+    let deadline = Instant::now() + RUNNER_TIMEOUT;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() >= deadline {
+            let group = format!("-{}", child.id());
+            let _ = Command::new("kill").args(["-KILL", "--", &group]).status();
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what}: the runner took more than {RUNNER_TIMEOUT:?} and was killed");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    Output {
+        status,
+        stdout: stdout.join().unwrap(),
+        stderr: stderr.join().unwrap(),
+    }
+}
+
 /// What the SQL checks share: the real traces replayed as two shards in a temporary
 /// directory, `litehit query` over them by glob, and `runner` (a Python script given
 /// `docs/SQL.md`, run in that directory, printing one JSON row a line) whose rows must give the
 /// same requests, input tokens and hit tokens per instance (and overall) at every capacity of
-/// [`CAPACITIES_GB`]. Skips, saying why, when `modules` are missing — except with `CI` set.
-pub(crate) fn check_documented_sql(runner: &str, modules: &[&str], what: &str) {
-    if let Err(reason) = python_modules_available(modules) {
+/// [`CAPACITIES_GB`]. Skips, saying why, when `modules` (Python's) or `programs` are missing —
+/// except with `CI` set.
+pub(crate) fn check_documented_sql(runner: &str, modules: &[&str], programs: &[&str], what: &str) {
+    if let Err(reason) = python_modules_available(modules).and(programs_available(programs)) {
         assert!(
             std::env::var_os("CI").is_none(),
             "CI is set, so {what} may not skip: {reason}"
@@ -85,11 +151,11 @@ pub(crate) fn check_documented_sql(runner: &str, modules: &[&str], what: &str) {
     let query = parse_query_output(&ok(run_in(None, &args)).stdout);
 
     let doc = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/SQL.md");
-    let output = Command::new("python3")
+    let mut python = Command::new("python3");
+    python
         .args(["-c", runner, doc.to_str().unwrap()])
-        .current_dir(dir.path())
-        .output()
-        .unwrap();
+        .current_dir(dir.path());
+    let output = output_within_timeout(python, what);
     assert!(
         output.status.success(),
         "{what}: the documented SQL failed: {}",

@@ -521,6 +521,7 @@ fn timeline_of(count: i64, first_ns: i64) -> Timeline {
                     slot_hit_tokens: vec![Some((i.unsigned_abs() % 5) * 40)],
                     infinite_hit_tokens: 200 + (i.unsigned_abs() % 3) * 100,
                 }],
+                pool: None,
                 open: i == count - 1,
             })
             .collect(),

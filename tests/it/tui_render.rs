@@ -96,6 +96,8 @@ fn lane(
         accumulator_memory_bytes: 1 << 20,
         memory_horizon_blocks: None,
         tier_hit_blocks: Vec::new(),
+        tier_capacity_blocks: Vec::new(),
+        tier_lower_bounds: Vec::new(),
     }
 }
 
@@ -117,6 +119,7 @@ fn timeline(lanes: usize) -> Timeline {
                         infinite_hit_tokens: 6_000,
                     })
                     .collect(),
+                pool: None,
                 open: i == 11,
             })
             .collect(),

@@ -79,6 +79,22 @@ pub fn percent(rate: Option<f64>, decimals: usize) -> String {
     )
 }
 
+/// Before a number that is only a lower bound (`≥41.20%`): a capacity above the memory
+/// horizon, or the ∞ column under one. Every surface marks a bound with it.
+pub const LOWER_BOUND_MARK: &str = "≥";
+
+/// [`percent`], marked [`LOWER_BOUND_MARK`] when it is only a lower bound (`≥41.20%`); the
+/// percent's text stays whole after the mark, and `-` (no rate) is never marked.
+#[must_use]
+pub fn percent_bound(rate: Option<f64>, decimals: usize, lower_bound: bool) -> String {
+    let text = percent(rate, decimals);
+    if lower_bound && rate.is_some() {
+        format!("{LOWER_BOUND_MARK}{text}")
+    } else {
+        text
+    }
+}
+
 /// A count, with a metric suffix past five digits (`12345`, `1.23M`).
 #[must_use]
 pub fn count(value: u64) -> String {
@@ -323,6 +339,9 @@ mod tests {
         );
         assert_eq!(percent(Some(28.0 / 54.0), 2), "51.85%");
         assert_eq!(percent(None, 2), "-");
+        assert_eq!(percent_bound(Some(0.412), 2, true), "≥41.20%");
+        assert_eq!(percent_bound(Some(0.412), 2, false), "41.20%");
+        assert_eq!(percent_bound(None, 2, true), "-");
         assert_eq!(ratio(1, 4), Some(0.25));
         assert_eq!(ratio(1, 0), None);
         assert_eq!(count(99_999), "99999");

@@ -152,7 +152,8 @@ fn write_line(out: &mut dyn Write, snap: &LiveSnapshot) -> Result<Written> {
 }
 
 /// The version of the report line's layout (`schema`): raised when a field changes meaning or
-/// goes away (fields are only added within one version).
+/// goes away (fields are only added within one version, and so are values of a field that
+/// names a state, as `state`'s `stopped`: a reader treats an unknown one as "other").
 pub const SCHEMA: u32 = 2;
 
 /// One report line.
@@ -165,6 +166,9 @@ pub struct Report {
     /// The trace format read (`standard`, `mooncake`, …), `null` before the first line.
     pub format: Option<&'static str>,
     pub uptime_s: f64,
+    /// The source: `waiting` (no file yet), `catching_up`, `following`, `paused`,
+    /// `read_error`, then on the last line `finished` (`--exit-at-eof` read it all) or
+    /// `stopped` (SIGTERM, SIGINT, SIGHUP or a closed stdout ended the run first).
     pub state: &'static str,
     pub backlog_bytes: u64,
     /// A last line still without its newline (not counted in `backlog_bytes`).
@@ -274,6 +278,10 @@ pub struct InstanceDto {
     /// `watch --tiers`: the share of the input tokens no tier served.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub miss_share: Option<Option<f64>>,
+    /// `watch --tiers`: whether `miss_share` is only an upper bound (some tier is a lower
+    /// bound).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub miss_share_is_upper_bound: Option<bool>,
     /// The smallest capacity reaching 50, 90, 95 and 99 % of the ∞ bound's hits (exact,
     /// from the accumulator; `mrc`'s knees), as in `/metrics`.
     pub capacity_for_fraction: Vec<FractionDto>,
@@ -300,12 +308,16 @@ impl InstanceDto {
         shared_by: Option<u64>,
     ) -> Self {
         let slot_count = snap.slots.len();
-        // The pool's tiers would be at N × each tier: left out rather than mislabelled.
-        let (tiers, miss_share) = if shared_by.is_some() {
-            (None, None)
-        } else {
-            tier_fields(snap, &lane.tier_hit_tokens(), lane.input_tokens)
-        };
+        // The pool's tiers are at N × each tier (its `tier_capacity_blocks` say so).
+        let (tiers, miss_share, miss_share_is_upper_bound) = tier_fields(
+            snap,
+            &lane.tier_hit_tokens(),
+            lane.input_tokens,
+            &TierBounds {
+                lower_bounds: &lane.tier_lower_bounds,
+                capacity_blocks: Some(&lane.tier_capacity_blocks),
+            },
+        );
         InstanceDto {
             instance_id: lane.instance_id.clone(),
             kind: shared_by.map(|_| "pool"),
@@ -352,6 +364,7 @@ impl InstanceDto {
                 .collect(),
             tiers,
             miss_share,
+            miss_share_is_upper_bound,
         }
     }
 }
@@ -366,6 +379,13 @@ pub struct TierResultDto {
     pub hit_tokens: u64,
     /// Their share of the input tokens (`null` before the first request).
     pub share: Option<f64>,
+    /// Whether `hit_tokens` / `share` are only a lower bound: the tier reaches above the
+    /// memory horizon (of some instance, in the total). Exact otherwise.
+    pub lower_bound: bool,
+    /// Per instance: the tier's size in this lane's blocks (`null`: unlimited); for the pool,
+    /// N × the size (the pool's tiers are at N × each tier). Absent in the total.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capacity_blocks: Option<Option<u64>>,
 }
 
 /// One slot's figures for one instance (or the total).
@@ -414,15 +434,32 @@ pub struct TotalDto {
     pub tiers: Option<Vec<TierResultDto>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub miss_share: Option<Option<f64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub miss_share_is_upper_bound: Option<bool>,
 }
 
-/// The tier objects and the miss share of `tier_hit_tokens` over `input_tokens`; `None`
-/// without tiers.
-type TierFields = (Option<Vec<TierResultDto>>, Option<Option<f64>>);
+/// The tier objects, the miss share of `tier_hit_tokens` over `input_tokens` and whether it
+/// is an upper bound; `None` without tiers.
+type TierFields = (
+    Option<Vec<TierResultDto>>,
+    Option<Option<f64>>,
+    Option<bool>,
+);
 
-fn tier_fields(snap: &LiveSnapshot, tier_hit_tokens: &[u64], input_tokens: u64) -> TierFields {
+/// Per tier: whether it is a lower bound, and its size in blocks (a lane's, not the total's).
+struct TierBounds<'a> {
+    lower_bounds: &'a [bool],
+    capacity_blocks: Option<&'a [Option<u64>]>,
+}
+
+fn tier_fields(
+    snap: &LiveSnapshot,
+    tier_hit_tokens: &[u64],
+    input_tokens: u64,
+    bounds: &TierBounds<'_>,
+) -> TierFields {
     let Some(plan) = &snap.tiers else {
-        return (None, None);
+        return (None, None, None);
     };
     let (shares, miss_share) = tier_shares(tier_hit_tokens, input_tokens);
     let tiers = plan
@@ -435,9 +472,14 @@ fn tier_fields(snap: &LiveSnapshot, tier_hit_tokens: &[u64], input_tokens: u64) 
             size: size.clone(),
             hit_tokens: tier_hit_tokens.get(index).copied().unwrap_or(0),
             share: shares.get(index).copied().flatten(),
+            lower_bound: bounds.lower_bounds.get(index).copied().unwrap_or(false),
+            capacity_blocks: bounds
+                .capacity_blocks
+                .map(|blocks| blocks.get(index).copied().flatten()),
         })
         .collect();
-    (Some(tiers), Some(miss_share))
+    let miss_is_upper_bound = bounds.lower_bounds.iter().any(|&bound| bound);
+    (Some(tiers), Some(miss_share), Some(miss_is_upper_bound))
 }
 
 #[derive(Debug, Serialize)]
@@ -521,8 +563,15 @@ impl Report {
                     .unwrap_or_else(|| crate::metrics::INFINITE_CAPACITY_LABEL.to_owned())
             })
             .collect();
-        let (total_tiers, total_miss_share) =
-            tier_fields(snap, &totals.tier_hit_tokens, totals.input_tokens);
+        let (total_tiers, total_miss_share, total_miss_is_upper_bound) = tier_fields(
+            snap,
+            &totals.tier_hit_tokens,
+            totals.input_tokens,
+            &TierBounds {
+                lower_bounds: &totals.tier_lower_bounds,
+                capacity_blocks: None,
+            },
+        );
         Self {
             schema: SCHEMA,
             time: rfc3339_utc(std::time::SystemTime::now()),
@@ -535,6 +584,7 @@ impl Report {
                 FollowState::Following => "following",
                 FollowState::Paused => "paused",
                 FollowState::Finished => "finished",
+                FollowState::Stopped => "stopped",
                 FollowState::Failed => "read_error",
             },
             backlog_bytes: snap.source.backlog_bytes,
@@ -606,6 +656,7 @@ impl Report {
                 capacity_for_fraction: total_fractions(snap),
                 tiers: total_tiers,
                 miss_share: total_miss_share,
+                miss_share_is_upper_bound: total_miss_is_upper_bound,
             },
             ingest: IngestDto {
                 requests_per_s: snap.rate.requests_per_s,

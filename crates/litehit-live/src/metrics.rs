@@ -173,23 +173,34 @@ fn gauge(encoder: &mut DescriptorEncoder, name: &str, help: &str, value: u64) ->
 }
 
 /// `litehit_tier_hit_tokens_total{instance,tier}`: the hit tokens each tier served (`watch
-/// --tiers`), from the lanes' tier figures.
+/// --tiers`), from the lanes' tier figures (the pool's, last in `lanes`, at N × each tier);
+/// a tier reaching above the memory horizon carries `lower_bound="true"`.
 fn encode_tiers(
     encoder: &mut DescriptorEncoder,
-    snap: &LiveSnapshot,
+    lanes: &[&crate::snapshot::LaneSnapshot],
     instances: &[Cow<'_, str>],
     names: &[String],
 ) -> fmt::Result {
     let names: Vec<Cow<'_, str>> = names.iter().map(|name| escaped(name)).collect();
     let mut family = encoder.encode_descriptor(
         "litehit_tier_hit_tokens",
-        "Prefix-cache hit tokens served by this cache tier (watch --tiers), per instance",
+        "Prefix-cache hit tokens served by this cache tier (watch --tiers), per instance; \
+         the pool's tiers (litehit_pool_info) are at shared_by × each tier's size; under \
+         --memory-horizon, a tier reaching above litehit_memory_horizon_bytes is a lower \
+         bound and carries the label lower_bound=true",
         None,
         MetricType::Counter,
     )?;
-    for (lane, instance) in snap.lanes.iter().zip(instances) {
-        for (name, tokens) in names.iter().zip(lane.tier_hit_tokens()) {
-            let labels = [("instance", instance.as_ref()), ("tier", name.as_ref())];
+    for (lane, instance) in lanes.iter().zip(instances) {
+        for (index, (name, tokens)) in names.iter().zip(lane.tier_hit_tokens()).enumerate() {
+            let labels = [
+                ("instance", instance.as_ref()),
+                ("tier", name.as_ref()),
+                LOWER_BOUND_LABEL,
+            ];
+            // The third label only on a lower bound.
+            let lower_bound = lane.tier_lower_bounds.get(index).copied().unwrap_or(false);
+            let labels = &labels[..if lower_bound { 3 } else { 2 }];
             ConstCounter::new(tokens).encode(family.encode_family(&labels)?)?;
         }
     }
@@ -281,7 +292,7 @@ fn encode_snapshot(snap: &LiveSnapshot, mut encoder: DescriptorEncoder) -> fmt::
     }
 
     if let Some(tiers) = &snap.tiers {
-        encode_tiers(&mut encoder, snap, &instances, &tiers.names)?;
+        encode_tiers(&mut encoder, &lanes, &instances, &tiers.names)?;
     }
 
     counter(

@@ -79,8 +79,14 @@ pub struct LaneSnapshot {
     /// larger capacities, and the ∞ bound, are lower bounds (keys deeper are forgotten).
     pub memory_horizon_blocks: Option<u64>,
     /// Cumulative hit blocks each tier served (`watch --tiers`), aligned with
-    /// [`LiveSnapshot::tiers`]; empty without tiers.
+    /// [`LiveSnapshot::tiers`]; empty without tiers. For the pool lane, its tiers are at N ×
+    /// each tier's size (N = the instances), as its slots are.
     pub tier_hit_blocks: Vec<u64>,
+    /// Per tier: its size in blocks on this lane (N × for the pool; `None`: unlimited).
+    pub tier_capacity_blocks: Vec<Option<u64>>,
+    /// Per tier: whether its hits are only a lower bound (its band reaches above the memory
+    /// horizon, [`litehit_core::projector::tiers::TierBand::is_lower_bound`]).
+    pub tier_lower_bounds: Vec<bool>,
 }
 
 impl LaneSnapshot {
@@ -132,6 +138,13 @@ impl LaneSnapshot {
             .collect()
     }
 
+    /// Whether the miss share (what no tier served) is only an upper bound: some tier is a
+    /// lower bound.
+    #[must_use]
+    pub fn tier_miss_is_upper_bound(&self) -> bool {
+        self.tier_lower_bounds.iter().any(|&bound| bound)
+    }
+
     /// KV bytes the unique blocks would need (`unique × block_bytes`).
     #[must_use]
     pub fn unique_kv_bytes(&self) -> u64 {
@@ -150,6 +163,16 @@ pub struct Totals {
     pub unique_kv_bytes: u64,
     /// Hit tokens each tier served, Σ over lanes (each with its own tier bands).
     pub tier_hit_tokens: Vec<u64>,
+    /// Per tier: whether the Σ is only a lower bound (it is for some lane).
+    pub tier_lower_bounds: Vec<bool>,
+}
+
+impl Totals {
+    /// Whether the Σ miss share is only an upper bound (some tier is a lower bound).
+    #[must_use]
+    pub fn tier_miss_is_upper_bound(&self) -> bool {
+        self.tier_lower_bounds.iter().any(|&bound| bound)
+    }
 }
 
 /// Each tier's share of `input_tokens` (what it served), then the miss share (what no tier
@@ -193,6 +216,18 @@ impl Totals {
             for (sum, tokens) in totals.tier_hit_tokens.iter_mut().zip(lane_tiers) {
                 *sum += tokens;
             }
+            if totals.tier_lower_bounds.len() < lane.tier_lower_bounds.len() {
+                totals
+                    .tier_lower_bounds
+                    .resize(lane.tier_lower_bounds.len(), false);
+            }
+            for (any, &bound) in totals
+                .tier_lower_bounds
+                .iter_mut()
+                .zip(&lane.tier_lower_bounds)
+            {
+                *any |= bound;
+            }
         }
         totals
     }
@@ -220,12 +255,26 @@ pub struct LaneWindow {
     pub infinite_hit_tokens: u64,
 }
 
+/// The shared pool lane's part of a time window (`watch --pool`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PoolWindow {
+    /// N, the instances the pool is shared by in this window: its slot figures are the pool
+    /// at N × each slot's blocks, as [`LiveSnapshot::pool`]'s. In a window where an instance
+    /// was born (N changed) they are `None`: the window's start was marked at the old N, and
+    /// a difference of two capacities is no figure (the ∞ bound is still exact).
+    pub shared_by: u64,
+    pub lane: LaneWindow,
+}
+
 /// One window of trace time (`[start_ns, start_ns + window_ns)`).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Window {
     pub start_ns: i64,
-    /// Per lane, aligned with [`LiveSnapshot::lanes`] (lanes born later are missing).
+    /// Per lane, aligned with [`LiveSnapshot::lanes`] (lanes born later are missing). The
+    /// instances only: the pool is [`Self::pool`], so Σ over `lanes` never counts it.
     pub lanes: Vec<LaneWindow>,
+    /// The shared pool lane's part, with `watch --pool`.
+    pub pool: Option<PoolWindow>,
     /// Whether the window is still open (its numbers grow).
     pub open: bool,
 }
@@ -249,6 +298,18 @@ impl Window {
             };
         }
         Some((hits, input))
+    }
+
+    /// `(hit tokens, input tokens)` of the shared pool at `slot` (at N × its blocks; `None` =
+    /// unlimited). `None` without a pool, or when the slot has no figure for the window.
+    #[must_use]
+    pub fn pool_hit_tokens(&self, slot: Option<usize>) -> Option<(u64, u64)> {
+        let pool = &self.pool.as_ref()?.lane;
+        let hits = match slot {
+            Some(index) => pool.slot_hit_tokens.get(index).copied().flatten()?,
+            None => pool.infinite_hit_tokens,
+        };
+        Some((hits, pool.input_tokens))
     }
 }
 
@@ -330,6 +391,9 @@ pub enum FollowState {
     Paused,
     /// `--exit-at-eof` reached the end.
     Finished,
+    /// Stopped before the end: quit, SIGTERM / SIGINT / SIGHUP, or a closed standard output
+    /// (the last snapshot of such a run says so, not `Following`).
+    Stopped,
     /// Reading the file failed (shown; retried).
     Failed,
 }
@@ -461,7 +525,7 @@ pub struct LiveSnapshot {
     /// The shared pool lane (`watch --pool`): one cache fed by every instance's rows. Its
     /// `slot_hit_blocks` are at N × each slot's blocks (N = `lanes.len()`), the same total
     /// capacity as the `total` of N caches of the slot each. Not in `lanes`, the totals or
-    /// the timeline.
+    /// the timeline's `lanes` (its windows are each [`Window::pool`]).
     pub pool: Option<LaneSnapshot>,
     /// Per lane (aligned with `lanes`): the smallest capacity reaching each of
     /// [`CAPACITY_FRACTION_PERCENTS`] of its ∞ bound's hits, exact from the accumulator (as
@@ -565,11 +629,49 @@ mod tests {
                     infinite_hit_tokens: 2,
                 },
             ],
+            pool: None,
             open: false,
         };
         assert_eq!(window.hit_tokens(None, Some(0)), Some((5, 15)));
         assert_eq!(window.hit_tokens(Some(1), None), Some((2, 5)));
         assert_eq!(window.hit_tokens(None, Some(1)), None);
         assert_eq!(window.hit_tokens(Some(7), Some(0)), Some((0, 0)));
+        assert_eq!(window.pool_hit_tokens(None), None, "no pool");
+    }
+
+    #[test]
+    fn the_pool_window_is_apart_from_the_instances_sum() {
+        let lane = |input_tokens, slot, infinite| LaneWindow {
+            input_tokens,
+            slot_hit_tokens: vec![slot],
+            infinite_hit_tokens: infinite,
+        };
+        let window = Window {
+            start_ns: 0,
+            lanes: vec![lane(10, Some(2), 4), lane(6, Some(1), 3)],
+            pool: Some(PoolWindow {
+                shared_by: 2,
+                lane: lane(16, Some(9), 12),
+            }),
+            open: true,
+        };
+        assert_eq!(window.hit_tokens(None, Some(0)), Some((3, 16)));
+        assert_eq!(window.hit_tokens(None, None), Some((7, 16)));
+        assert_eq!(window.pool_hit_tokens(Some(0)), Some((9, 16)));
+        assert_eq!(window.pool_hit_tokens(None), Some((12, 16)));
+        assert_eq!(window.pool_hit_tokens(Some(1)), None, "no such slot");
+        let born = Window {
+            pool: Some(PoolWindow {
+                shared_by: 3,
+                lane: lane(16, None, 12),
+            }),
+            ..window
+        };
+        assert_eq!(
+            born.pool_hit_tokens(Some(0)),
+            None,
+            "N changed in the window"
+        );
+        assert_eq!(born.pool_hit_tokens(None), Some((12, 16)));
     }
 }

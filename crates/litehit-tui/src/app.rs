@@ -226,6 +226,8 @@ pub struct App {
     pub help_scroll: usize,
     /// Recent notices, oldest first (`!` shows them).
     pub notice_log: VecDeque<LoggedNotice>,
+    /// The block bytes (`b`) the log last said: a change is logged once, when it is seen.
+    logged_block_bytes: Option<u64>,
     /// Where the table rows were drawn (set by the render, read by the mouse).
     pub table_rows_on_screen: std::cell::RefCell<TableRowsOnScreen>,
 }
@@ -255,6 +257,7 @@ impl Default for App {
             fps: DEFAULT_FPS,
             help_scroll: 0,
             notice_log: VecDeque::new(),
+            logged_block_bytes: None,
             table_rows_on_screen: std::cell::RefCell::default(),
         }
     }
@@ -354,15 +357,28 @@ impl App {
             if known {
                 continue;
             }
-            if self.notice_log.len() == NOTICE_LOG_LEN {
-                self.notice_log.pop_front();
-            }
-            self.notice_log.push_back(LoggedNotice {
-                at,
-                text: notice.text,
-                problem: notice.problem,
-            });
+            self.push_notice(at, notice);
         }
+        // A `b` change is a state, not an event: logged when it changes (also back to an
+        // earlier value), never again while it stays.
+        if snap.assumed_block_bytes != self.logged_block_bytes {
+            self.logged_block_bytes = snap.assumed_block_bytes;
+            if let Some(block_bytes) = snap.assumed_block_bytes {
+                let notice = crate::render::status::block_bytes_notice(block_bytes);
+                self.push_notice(snap.uptime, notice);
+            }
+        }
+    }
+
+    fn push_notice(&mut self, at: Duration, notice: crate::render::status::Notice) {
+        if self.notice_log.len() == NOTICE_LOG_LEN {
+            self.notice_log.pop_front();
+        }
+        self.notice_log.push_back(LoggedNotice {
+            at,
+            text: notice.text,
+            problem: notice.problem,
+        });
     }
 
     /// The period between two frames at the current refresh rate.

@@ -72,10 +72,15 @@ fn headless_watch_with_facts_out_publishes_the_replays_facts_at_the_end() {
     let blocked = dir.path().join("a-file");
     fs::write(&blocked, "").unwrap();
     let run = headless(&blocked.join("facts.csv"));
-    assert_mentions(failed(&run), &["--facts-out", "a-file is not a directory"]);
+    assert_mentions(
+        failed(&run),
+        &["--facts-out", "a-file is a file, not a directory"],
+    );
     assert!(run.stdout.is_empty(), "nothing ran: {}", run.stdout);
-    let run = headless(&dir.path().join("no-such-dir").join("facts.csv"));
-    assert_mentions(failed(&run), &["--facts-out", "no-such-dir does not exist"]);
+    // A missing directory is created, as `replay --out` creates its own.
+    let created = dir.path().join("no-such-dir").join("facts.csv");
+    ok(headless(&created));
+    assert_eq!(fs::read(&created).unwrap(), replayed);
     // One that fails only when written fails the run, naming it: here a directory stands
     // where the snapshot file would go.
     let taken = dir.path().join("taken");

@@ -94,10 +94,29 @@ impl HeadlessMonitor {
         }
     }
 
+    /// [`Self::stop`] with `signal` (`TERM`, `INT`), and the last report line printed
+    /// (`None` if none came at all).
+    pub fn stop_with(mut self, signal: &str) -> (ExitStatus, String, Option<Value>) {
+        let (status, stderr) = self.signal_and_wait(signal);
+        // The process is gone: its stdout reader ends, so this loop does too (bounded anyway).
+        let deadline = Instant::now() + WAIT;
+        while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+            match self.lines.recv_timeout(left) {
+                Ok(value) => self.last = Some(value),
+                Err(_) => break,
+            }
+        }
+        (status, stderr, self.last.take())
+    }
+
     /// SIGTERM; the exit status and stderr (both bounded).
     pub fn stop(mut self) -> (ExitStatus, String) {
+        self.signal_and_wait("TERM")
+    }
+
+    fn signal_and_wait(&mut self, signal: &str) -> (ExitStatus, String) {
         let mut child = self.child.take().expect("not stopped yet");
-        send_signal(child.id(), "TERM");
+        send_signal(child.id(), signal);
         let deadline = Instant::now() + WAIT;
         let status = loop {
             if let Some(status) = child.try_wait().unwrap() {

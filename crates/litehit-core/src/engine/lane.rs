@@ -177,6 +177,12 @@ impl Lane {
             .map(|blocks| blocks * self.spec.block_size_tokens)
     }
 
+    /// Keys the lane's core holds (its unique blocks, less those a horizon or TTL forgot).
+    #[must_use]
+    pub fn tracked_keys(&self) -> u64 {
+        self.core.tracked_keys() as u64
+    }
+
     /// Heap bytes of the core state and the accumulator.
     #[must_use]
     pub fn memory_usage_bytes(&self) -> usize {

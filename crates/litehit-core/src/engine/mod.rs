@@ -294,6 +294,21 @@ impl Engine {
         &self.lanes
     }
 
+    /// The out-of-memory error for a run that could not get `failed_bytes` more (outside
+    /// the lanes, e.g. a read buffer): the keys every lane holds and their heap bytes.
+    #[must_use]
+    pub fn out_of_memory(&self, failed_bytes: u64) -> EngineError {
+        EngineError::OutOfMemory {
+            unique_blocks: self.lanes.iter().map(Lane::tracked_keys).sum(),
+            needed_bytes: self
+                .lanes
+                .iter()
+                .map(|lane| lane.memory_usage_bytes() as u64)
+                .sum::<u64>()
+                + failed_bytes,
+        }
+    }
+
     #[must_use]
     pub fn stats(&self) -> &EngineStats {
         &self.stats

@@ -247,9 +247,24 @@ pub fn replay_stream<R: Read + Send>(
             .join()
             .expect("the reader thread does not panic");
         outcome?;
-        read_result?;
-        Ok(totals)
+        match read_result {
+            Err(error) if error.kind() == std::io::ErrorKind::OutOfMemory => {
+                let bytes = error
+                    .get_ref()
+                    .and_then(|inner| inner.downcast_ref::<ReadBufferAllocFailed>())
+                    .map_or(0, |failed| failed.bytes);
+                Err(PipelineError::Engine(engine.out_of_memory(bytes)))
+            }
+            other => other.map(|()| totals).map_err(PipelineError::Io),
+        }
     })
+}
+
+/// A read buffer that could not be allocated (inside an `OutOfMemory` I/O error).
+#[derive(Debug, thiserror::Error)]
+#[error("cannot allocate a {bytes}-byte read buffer")]
+struct ReadBufferAllocFailed {
+    bytes: u64,
 }
 
 /// Cuts the stream into chunks of whole lines and deals them round-robin.
@@ -264,6 +279,7 @@ fn read_chunks<R: Read>(
     loop {
         let mut bytes = recycled.try_recv().unwrap_or_default();
         bytes.clear();
+        grow_to(&mut bytes, carry.len())?;
         bytes.append(&mut carry);
         let mut at_eof = false;
         // Read until the chunk is big enough and holds at least one whole line (or EOF).
@@ -271,7 +287,9 @@ fn read_chunks<R: Read>(
         let mut has_newline = false;
         while !at_eof && (bytes.len() < CHUNK_BYTES || !has_newline) {
             let filled = bytes.len();
-            bytes.resize(filled.max(CHUNK_BYTES) + (1 << 16), 0);
+            let wanted = filled.max(CHUNK_BYTES) + (1 << 16);
+            grow_to(&mut bytes, wanted)?;
+            bytes.resize(wanted, 0);
             match reader.read(&mut bytes[filled..]) {
                 Ok(0) => {
                     bytes.truncate(filled);
@@ -292,6 +310,7 @@ fn read_chunks<R: Read>(
             // Keep the partial last line for the next chunk.
             let newline = memchr::memrchr(b'\n', &bytes)
                 .expect("the read loop stops only at EOF or with a newline");
+            grow_to(&mut carry, bytes.len() - newline - 1)?;
             carry.extend_from_slice(&bytes[newline + 1..]);
             bytes.truncate(bytes.len() - carry.len());
         }
@@ -308,6 +327,20 @@ fn read_chunks<R: Read>(
         }
         sent_chunks += 1;
     }
+}
+
+/// Makes room for `len` bytes in `buffer` without aborting: a failed allocation (a long line
+/// near an address-space limit) is an `OutOfMemory` I/O error, which `replay_stream` reports
+/// as the engine's out-of-memory error, so the run exits 1 with the message, never aborts.
+fn grow_to(buffer: &mut Vec<u8>, len: usize) -> std::io::Result<()> {
+    buffer
+        .try_reserve(len.saturating_sub(buffer.len()))
+        .map_err(|_| {
+            std::io::Error::new(
+                std::io::ErrorKind::OutOfMemory,
+                ReadBufferAllocFailed { bytes: len as u64 },
+            )
+        })
 }
 
 fn parse_worker(

@@ -16,7 +16,9 @@
 //! the tiers whose reach is at least `d` (its own depth is its threshold). Off the contract
 //! the projection is a bound, as every projection is.
 
-use super::{Capacity, CapacityAxisAccumulator, project_blocks, project_infinite};
+use super::{
+    Capacity, CapacityAxisAccumulator, pooled_capacity_blocks, project_blocks, project_infinite,
+};
 use crate::facts::RequestFact;
 
 /// How the tiers relate.
@@ -41,11 +43,83 @@ pub struct TierPlan {
     pub mode: TierMode,
 }
 
+/// Inclusive tiers whose sizes do not grow top first (`--tiers 40GB,10GB --tier-mode
+/// inclusive`): a lower tier holds a superset of the one above, so it must be larger.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "inclusive tiers must grow top first (a lower tier holds a superset of the one above): \
+     {lower} ({lower_size}) is not larger than {upper} ({upper_size}) above it; list them \
+     smallest first, or use --tier-mode exclusive"
+)]
+pub struct TierOrderError {
+    pub upper: String,
+    pub upper_size: String,
+    pub lower: String,
+    pub lower_size: String,
+}
+
+/// Whether `lower` is surely larger than `upper` (`None`: not comparable without the block
+/// bytes, a GB size against a block count).
+fn surely_larger(lower: Capacity, upper: Capacity) -> Option<bool> {
+    match (upper, lower) {
+        (Capacity::Infinite, _) => Some(false),
+        (_, Capacity::Infinite) => Some(true),
+        (Capacity::Gigabytes(upper), Capacity::Gigabytes(lower)) => Some(lower > upper),
+        (Capacity::Blocks(upper), Capacity::Blocks(lower)) => Some(lower > upper),
+        (Capacity::Gigabytes(_), Capacity::Blocks(_))
+        | (Capacity::Blocks(_), Capacity::Gigabytes(_)) => None,
+    }
+}
+
 impl TierPlan {
+    /// The one check of a plan, for `query`, `mrc` and `watch` alike: inclusive tiers must
+    /// grow strictly top first (a GB size next to a block count is not compared: that needs
+    /// each lane's block bytes). Exclusive tiers may take any sizes: a small tier under a
+    /// large one is odd but a valid hierarchy.
+    pub fn check(&self) -> Result<(), TierOrderError> {
+        if self.mode == TierMode::Exclusive {
+            return Ok(());
+        }
+        for lower in 1..self.capacities.len() {
+            let upper = lower - 1;
+            if surely_larger(self.capacities[lower], self.capacities[upper]) == Some(false) {
+                return Err(TierOrderError {
+                    upper: self.names[upper].clone(),
+                    upper_size: self.sizes_text[upper].clone(),
+                    lower: self.names[lower].clone(),
+                    lower_size: self.sizes_text[lower].clone(),
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// The band of each tier for a lane with `block_bytes` per block ([`tier_bands`]).
     #[must_use]
     pub fn bands(&self, block_bytes: u64) -> Vec<TierBand> {
         tier_bands(&self.capacities, block_bytes, self.mode)
+    }
+
+    /// Each tier at `instances` × its size in blocks (`None`: unlimited): the shared pool's
+    /// tiers, at the same total capacity as the `instances` caches' tiers.
+    #[must_use]
+    pub fn pooled_capacity_blocks(&self, block_bytes: u64, instances: u64) -> Vec<Option<u64>> {
+        self.capacities
+            .iter()
+            .map(|&capacity| pooled_capacity_blocks(capacity, block_bytes, instances))
+            .collect()
+    }
+
+    /// The bands of the tiers at `instances` × each size, on the pool lane's own capacity
+    /// axis ([`Self::pooled_capacity_blocks`]).
+    #[must_use]
+    pub fn pooled_bands(&self, block_bytes: u64, instances: u64) -> Vec<TierBand> {
+        let pooled: Vec<Capacity> = self
+            .pooled_capacity_blocks(block_bytes, instances)
+            .into_iter()
+            .map(|blocks| blocks.map_or(Capacity::Infinite, Capacity::Blocks))
+            .collect();
+        tier_bands(&pooled, block_bytes, self.mode)
     }
 
     /// `exclusive` or `inclusive`.
@@ -114,6 +188,32 @@ impl Reach {
 pub struct TierBand {
     pub below: Reach,
     pub upper: Reach,
+}
+
+impl TierBand {
+    /// Whether the hits this tier serves are only a lower bound under a memory horizon of
+    /// `horizon_blocks` (`None`: no horizon, exact): when the band's upper edge lies above
+    /// the horizon.
+    ///
+    /// Why a lower bound, and not a difference of two bounds of unknown sign: a horizon only
+    /// turns hits into misses (a key deeper than it is forgotten, so a block with threshold
+    /// `t > horizon` reads as a miss), and never changes the threshold of a block it keeps
+    /// (the kept keys are the most recent ones, so their stack depths are exact). The hits
+    /// counted in a band `(below, upper]` are therefore a subset of the true ones: exactly
+    /// those with `t ≤ min(upper, horizon)`. Every band is a lower bound, exact when
+    /// `upper ≤ horizon`; a band entirely above the horizon reads (about) 0 served; the
+    /// tiers together are a lower bound and the miss share an upper one.
+    #[must_use]
+    pub fn is_lower_bound(&self, horizon_blocks: Option<u64>) -> bool {
+        horizon_blocks.is_some_and(|horizon| self.upper > Reach::Blocks(horizon))
+    }
+}
+
+/// Whether the miss share of `bands` (what no tier served) is only an upper bound under a
+/// memory horizon of `horizon_blocks`: when some tier is a lower bound.
+#[must_use]
+pub fn miss_is_upper_bound(bands: &[TierBand], horizon_blocks: Option<u64>) -> bool {
+    bands.iter().any(|band| band.is_lower_bound(horizon_blocks))
 }
 
 /// The band of each tier (in the order given) for a lane with `block_bytes` per block.
@@ -201,6 +301,83 @@ mod tests {
         let mut hits = vec![0; bands.len()];
         project_tiers(fact, bands, &mut hits);
         hits
+    }
+
+    fn plan(sizes: &[(&str, Capacity)], mode: TierMode) -> TierPlan {
+        TierPlan {
+            names: (1..=sizes.len()).map(|i| format!("tier{i}")).collect(),
+            sizes_text: sizes.iter().map(|(text, _)| (*text).to_owned()).collect(),
+            capacities: sizes.iter().map(|&(_, capacity)| capacity).collect(),
+            mode,
+        }
+    }
+
+    #[test]
+    fn inclusive_tiers_must_grow_top_first_and_exclusive_ones_may_not() {
+        let shrinking = [
+            ("40GB", Capacity::Gigabytes(40.0)),
+            ("10GB", Capacity::Gigabytes(10.0)),
+        ];
+        let error = plan(&shrinking, TierMode::Inclusive).check().unwrap_err();
+        assert_eq!(error.lower, "tier2");
+        assert!(error.to_string().contains("tier2 (10GB)"), "{error}");
+        assert_eq!(plan(&shrinking, TierMode::Exclusive).check(), Ok(()));
+        let equal = [("8b", Capacity::Blocks(8)), ("8b", Capacity::Blocks(8))];
+        assert!(plan(&equal, TierMode::Inclusive).check().is_err());
+        let after_unlimited = [("inf", Capacity::Infinite), ("8b", Capacity::Blocks(8))];
+        assert!(plan(&after_unlimited, TierMode::Inclusive).check().is_err());
+        let growing = [
+            ("8b", Capacity::Blocks(8)),
+            ("1GB", Capacity::Gigabytes(1.0)),
+            ("2GB", Capacity::Gigabytes(2.0)),
+            ("inf", Capacity::Infinite),
+        ];
+        assert_eq!(plan(&growing, TierMode::Inclusive).check(), Ok(()));
+    }
+
+    #[test]
+    fn a_band_above_the_horizon_is_a_lower_bound_and_so_makes_the_misses_an_upper_one() {
+        let bands = tier_bands(
+            &[Capacity::Blocks(2), Capacity::Blocks(4), Capacity::Infinite],
+            1,
+            TierMode::Exclusive,
+        );
+        let marks = |horizon| {
+            bands
+                .iter()
+                .map(|band| band.is_lower_bound(horizon))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(marks(None), [false, false, false]);
+        assert_eq!(marks(Some(6)), [false, false, true]);
+        assert_eq!(marks(Some(5)), [false, true, true]);
+        assert!(miss_is_upper_bound(&bands, Some(6)));
+        assert!(!miss_is_upper_bound(&bands[..2], Some(6)));
+        assert!(!miss_is_upper_bound(&bands, None));
+    }
+
+    #[test]
+    fn pooled_bands_are_the_bands_of_n_times_each_tier() {
+        let tiers = plan(
+            &[
+                ("2b", Capacity::Blocks(2)),
+                ("1GB", Capacity::Gigabytes(1.0)),
+            ],
+            TierMode::Exclusive,
+        );
+        let gib = 1_u64 << 30;
+        assert_eq!(
+            tiers.pooled_capacity_blocks(gib / 4, 3),
+            [Some(6), Some(12)]
+        );
+        assert_eq!(
+            tiers
+                .pooled_bands(gib / 4, 3)
+                .iter()
+                .map(|band| band.upper)
+                .collect::<Vec<_>>(),
+            [Reach::Blocks(6), Reach::Blocks(18)]
+        );
     }
 
     #[test]

@@ -38,15 +38,21 @@ fn curve_end_blocks(saturation_blocks: u64, largest_slot_blocks: u64) -> u64 {
     wanted.checked_next_power_of_two().unwrap_or(u64::MAX)
 }
 
-/// Cumulative hit blocks of a live lane at any capacity (the live engine always keeps the
-/// capacity-axis accumulators, so every capacity has an answer), a GB capacity converted to
-/// blocks by the projector with `assumed_block_bytes` when set (`b`), else the lane's own.
+/// Cumulative hit blocks of a live lane at `shared_by` × any capacity (the live engine always
+/// keeps the capacity-axis accumulators, so every capacity has an answer), a GB capacity
+/// converted to blocks by the projector with `assumed_block_bytes` when set (`b`), else the
+/// lane's own. `shared_by` is 1 for an instance, N for the shared pool (the fleet's total).
 pub(super) fn live_hit_blocks(
     lane: &Lane,
     capacity: Capacity,
     assumed_block_bytes: Option<u64>,
+    shared_by: u64,
 ) -> u64 {
-    let in_blocks = match capacity.blocks(block_bytes_of(lane, assumed_block_bytes)) {
+    let in_blocks = match litehit_core::projector::pooled_capacity_blocks(
+        capacity,
+        block_bytes_of(lane, assumed_block_bytes),
+        shared_by,
+    ) {
         Some(blocks) => Capacity::Blocks(blocks),
         None => Capacity::Infinite,
     };
@@ -90,6 +96,11 @@ impl Pipeline {
             .accumulator()
             .expect("the live engine keeps capacity curves");
         let saturation = accumulator.saturation_capacity_blocks();
+        // At `instances` × each tier's size (× 1: the tiers as typed).
+        let tier_bands = self
+            .tiers
+            .as_ref()
+            .map_or_else(Vec::new, |plan| plan.pooled_bands(block_bytes, instances));
         let largest_slot = self
             .slots
             .iter()
@@ -139,10 +150,16 @@ impl Pipeline {
             core_memory_bytes: lane.core().memory_usage_bytes() as u64,
             accumulator_memory_bytes: accumulator.memory_usage_bytes() as u64,
             memory_horizon_blocks: lane.memory_horizon_blocks(),
-            // The same bands as `query --tiers`, over the lane's whole history.
-            tier_hit_blocks: self.tiers.as_ref().map_or_else(Vec::new, |plan| {
-                accumulated_tier_hit_blocks(accumulator, &plan.bands(block_bytes))
+            // The same bands as `query --tiers` (the pool's at N × each tier, as its
+            // summary line's), over the lane's whole history.
+            tier_hit_blocks: accumulated_tier_hit_blocks(accumulator, &tier_bands),
+            tier_capacity_blocks: self.tiers.as_ref().map_or_else(Vec::new, |plan| {
+                plan.pooled_capacity_blocks(block_bytes, instances)
             }),
+            tier_lower_bounds: tier_bands
+                .iter()
+                .map(|band| band.is_lower_bound(lane.memory_horizon_blocks()))
+                .collect(),
         }
     }
 }
@@ -173,6 +190,8 @@ impl Ingest {
             .then(|| Duration::from_secs_f64(backlog_bytes as f64 / self.rate.bytes_per_s));
         let state = if self.finished {
             FollowState::Finished
+        } else if self.stopped {
+            FollowState::Stopped
         } else if self.paused {
             FollowState::Paused
         } else if self.read_error.is_some() {
@@ -185,7 +204,8 @@ impl Ingest {
             .map(|lane| pipeline.lane_snapshot(lane))
             .collect();
         // The shared pool lane (`--pool`) is beside the instances, not one of them: the
-        // totals and the timeline leave it out, the memory gauges count it.
+        // totals and the timeline's lanes leave it out (its windows are apart), the memory
+        // gauges count it.
         let pool = pipeline
             .engine
             .pool_lane()
@@ -244,6 +264,7 @@ impl Ingest {
             tiers: pipeline.tiers.clone(),
             timeline: pipeline.timeline.snapshot(
                 lanes,
+                pipeline.engine.pool_lane(),
                 &pipeline.slots,
                 pipeline.assumed_block_bytes,
             ),

@@ -293,6 +293,9 @@ struct Ingest {
     missed_events: u32,
     paused: bool,
     finished: bool,
+    /// The run is ending before the end of input ([`Self::finish`] on a shutdown): what it
+    /// publishes from then on says `Stopped`.
+    stopped: bool,
     facts_write: FactsWrite,
     /// When `facts_write` last changed (its age is published, so a message can fade).
     facts_write_since: Instant,
@@ -345,6 +348,7 @@ impl Ingest {
             missed_events: 0,
             paused: false,
             finished: false,
+            stopped: false,
             facts_write: FactsWrite::Idle,
             facts_write_since: Instant::now(),
             writing_facts: false,
@@ -450,6 +454,8 @@ impl Ingest {
     }
 
     fn finish(&mut self) {
+        // Every snapshot from here on (the facts write's, the last one) says the run stopped.
+        self.stopped = true;
         // Quitting with everything read but an unterminated last line: read it as `replay`
         // (and `--exit-at-eof`) do, so the totals agree with theirs.
         if !self.paused

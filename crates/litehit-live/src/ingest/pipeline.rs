@@ -291,6 +291,7 @@ impl Pipeline {
                 self.timeline.before_event(
                     clamped_ns,
                     self.engine.instance_lanes(),
+                    self.engine.pool_lane(),
                     &self.slots,
                     self.assumed_block_bytes,
                 );

@@ -12,18 +12,26 @@ pub fn percent(rate: Option<f64>) -> String {
 }
 
 /// [`percent`], marked `≥` when it is only a lower bound (a capacity above the memory
-/// horizon: `≥41.20%`); the formatter's text stays whole after the mark.
+/// horizon: `≥41.20%`): the core's one spelling ([`display::percent_bound`]).
 pub fn percent_bound(rate: Option<f64>, lower_bound: bool) -> String {
+    display::percent_bound(rate, 2, lower_bound)
+}
+
+pub use display::LOWER_BOUND_MARK;
+
+/// [`percent`], marked `≤` when it is only an upper bound (the tiers' miss share under a
+/// memory horizon: `≤90.33%`).
+pub fn percent_upper_bound(rate: Option<f64>, upper_bound: bool) -> String {
     let text = percent(rate);
-    if lower_bound && rate.is_some() {
-        format!("{LOWER_BOUND_MARK}{text}")
+    if upper_bound && rate.is_some() {
+        format!("{UPPER_BOUND_MARK}{text}")
     } else {
         text
     }
 }
 
-/// Before a number that is only a lower bound.
-pub const LOWER_BOUND_MARK: &str = "≥";
+/// Before a number that is only an upper bound.
+pub const UPPER_BOUND_MARK: &str = "≤";
 
 /// Bytes in binary units (`512 B`, `1.50 KiB`, `3.00 GiB`).
 pub fn bytes(value: u64) -> String {
@@ -138,6 +146,9 @@ mod tests {
         assert_eq!(percent(Some(28.0 / 54.0)), "51.85%");
         assert_eq!(percent(None), "-");
         assert_eq!(percent_bound(Some(0.412), true), "≥41.20%");
+        assert_eq!(percent_upper_bound(Some(0.9033), true), "≤90.33%");
+        assert_eq!(percent_upper_bound(Some(0.9033), false), "90.33%");
+        assert_eq!(percent_upper_bound(None, true), "-");
         assert_eq!(percent_bound(Some(0.412), false), "41.20%");
         assert_eq!(percent_bound(None, true), "-");
         assert_eq!(count(99_999), "99999");

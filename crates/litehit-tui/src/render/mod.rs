@@ -172,6 +172,7 @@ fn render_title(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) 
         FollowState::Following => ("following", Style::new().green()),
         FollowState::Paused => ("PAUSED", Style::new().black().on_yellow()),
         FollowState::Finished => ("end of file", Style::new().green()),
+        FollowState::Stopped => ("stopped", Style::new().yellow()),
         FollowState::Failed => ("read error", Style::new().red()),
     };
     let wake = match source.wake {

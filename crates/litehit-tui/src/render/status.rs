@@ -138,17 +138,20 @@ pub fn loggable_notices(snap: &LiveSnapshot) -> Vec<Notice> {
     notices.extend(facts_notice(snap));
     notices.extend(file_notice(snap));
     notices.extend(write_events_notice(snap));
-    notices.extend(snap.assumed_block_bytes.map(|block_bytes| {
-        Notice::new(
-            format!(
-                "assuming {} per block (b): GB slots re-projected, facts rows keep theirs",
-                format::bytes(block_bytes)
-            ),
-            Style::new(),
-            false,
-        )
-    }));
     notices
+}
+
+/// The notice of a `b` change to `block_bytes`: logged once per change by the app (the
+/// snapshot holds the value, not when it changed).
+pub fn block_bytes_notice(block_bytes: u64) -> Notice {
+    Notice::new(
+        format!(
+            "assuming {} per block (b): GB slots re-projected, facts rows keep theirs",
+            format::bytes(block_bytes)
+        ),
+        Style::new(),
+        false,
+    )
 }
 
 fn message(snap: &LiveSnapshot) -> Option<(String, Style)> {

@@ -1,7 +1,11 @@
 //! Cache tiers (`watch --tiers`): per tier, the share of the input tokens it served for the
-//! selected instance and for every instance together, then the miss share (what no tier
-//! served). The figures are the snapshot's (the projector's tier bands over each lane's
-//! accumulator, as `query --tiers`); this panel only formats them.
+//! selected instance (or the shared pool, its tiers at N × each size) and for every instance
+//! together, then the miss share (what no tier served). The figures are the snapshot's (the
+//! projector's tier bands over each lane's accumulator, as `query --tiers`); this panel only
+//! formats them. Under a memory horizon a tier reaching above it reads `≥` (a lower bound)
+//! and the miss share `≤` (an upper bound).
+
+use std::fmt::Write as _;
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
@@ -19,20 +23,41 @@ pub fn lines(tier_count: usize) -> u16 {
     u16::try_from(tier_count + 2).unwrap_or(u16::MAX)
 }
 
+/// One column of shares: a lane's, the pool's or the total's.
+struct Column {
+    name: String,
+    shares: Vec<Option<f64>>,
+    miss: Option<f64>,
+    lower_bounds: Vec<bool>,
+    miss_is_upper_bound: bool,
+}
+
 pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
     let Some(plan) = &snap.tiers else {
         return;
     };
     let totals = snap.totals();
+    let pool = snap.pool.as_ref().filter(|_| view.selected_pool());
     let lane = view
         .selected_lane()
         .and_then(|index| snap.lanes.get(index))
         .filter(|_| snap.lanes.len() > 1);
-    // One column of shares per figure shown: the selected instance (with several), the total.
-    let mut columns: Vec<(String, Vec<Option<f64>>, Option<f64>)> = Vec::with_capacity(2);
-    if let Some(lane) = lane {
+    // One column of shares per figure shown: the selected instance (with several) or the
+    // pool, then the total.
+    let mut columns: Vec<Column> = Vec::with_capacity(2);
+    if let Some(lane) = pool.or(lane) {
         let (shares, miss) = tier_shares(&lane.tier_hit_tokens(), lane.input_tokens);
-        columns.push((lane.instance_id.clone(), shares, miss));
+        columns.push(Column {
+            name: if pool.is_some() {
+                format!("{} ×{}", lane.instance_id, snap.lanes.len())
+            } else {
+                lane.instance_id.clone()
+            },
+            shares,
+            miss,
+            lower_bounds: lane.tier_lower_bounds.clone(),
+            miss_is_upper_bound: lane.tier_miss_is_upper_bound(),
+        });
     }
     let (shares, miss) = tier_shares(&totals.tier_hit_tokens, totals.input_tokens);
     let total_name = if snap.lanes.len() > 1 {
@@ -42,12 +67,18 @@ pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
             .first()
             .map_or_else(|| "total".to_owned(), |lane| lane.instance_id.clone())
     };
-    columns.push((total_name, shares, miss));
+    columns.push(Column {
+        name: total_name,
+        shares,
+        miss,
+        miss_is_upper_bound: totals.tier_miss_is_upper_bound(),
+        lower_bounds: totals.tier_lower_bounds,
+    });
 
     let share_width = 16_u16;
     let header = Row::new(["tier".to_owned(), "size".to_owned()].into_iter().chain(
-        columns.iter().map(|(name, _, _)| {
-            format::fit_middle_columns(&format!("{name} served"), usize::from(share_width))
+        columns.iter().map(|column| {
+            format::fit_middle_columns(&format!("{} served", column.name), usize::from(share_width))
         }),
     ))
     .style(Style::new().bold());
@@ -59,8 +90,11 @@ pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
             .map(|(index, (name, &size))| {
                 // The screen's one spelling (`80 GiB`), not the size as typed (`80GB`).
                 Row::new([name.clone(), format::capacity(size)].into_iter().chain(
-                    columns.iter().map(|(_, shares, _)| {
-                        format::percent(shares.get(index).copied().flatten())
+                    columns.iter().map(|column| {
+                        format::percent_bound(
+                            column.shares.get(index).copied().flatten(),
+                            column.lower_bounds.get(index).copied().unwrap_or(false),
+                        )
                     }),
                 ))
             })
@@ -69,7 +103,9 @@ pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
         Row::new(
             ["miss".to_owned(), String::new()]
                 .into_iter()
-                .chain(columns.iter().map(|(_, _, miss)| format::percent(*miss))),
+                .chain(columns.iter().map(|column| {
+                    format::percent_upper_bound(column.miss, column.miss_is_upper_bound)
+                })),
         )
         .dim(),
     );
@@ -77,10 +113,17 @@ pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
         .into_iter()
         .chain(columns.iter().map(|_| Constraint::Length(share_width)))
         .collect();
-    let title = format!(
+    let mut title = format!(
         " cache tiers ({}): share of input tokens served ",
         plan.mode_name()
     );
+    if pool.is_some() {
+        // The size column is one instance's; the pool's tiers are N times as large.
+        let _ = write!(title, "· pool at {} × each size ", snap.lanes.len());
+    }
+    if columns.iter().any(|column| column.miss_is_upper_bound) {
+        title.push_str("· ≥ lower bound above the horizon, ≤ upper bound ");
+    }
     frame.render_widget(
         Table::new(rows, widths)
             .header(header)

@@ -1,6 +1,8 @@
 //! Token hit rate per window of *trace* time, one line per slot in the slot's colour (the
 //! selected slot drawn last, on top) plus the ∞ bound, for the selected instance (named in
-//! the title) or, on the totals row, for every instance together.
+//! the title), the shared pool on its row (`watch --pool`; each window at N × each slot, N
+//! the instances then), or, on the totals row, for every instance together (the pool never
+//! in that Σ), with the pool's line at the selected slot beside it: what routing loses.
 //!
 //! x is trace time since the trace's first request. The collected windows
 //! (`--window-seconds`, doubled whenever the trace outgrows the windows kept) are summed into
@@ -24,7 +26,7 @@ use super::format;
 use super::plot::{self, LegendEntry, Plot};
 use crate::app::{App, TIMELINE_WINDOWS};
 use litehit_live::LiveSnapshot;
-use litehit_live::snapshot::{Timeline, ratio};
+use litehit_live::snapshot::{LaneSnapshot, Timeline, Window, ratio};
 
 /// Tick steps of the time axis, in seconds.
 const TIME_STEPS: [u64; 17] = [
@@ -36,6 +38,8 @@ const TIME_STEPS: [u64; 17] = [
 pub struct Series {
     /// `None` = the ∞ bound, else the slot's index.
     pub slot: Option<usize>,
+    /// The shared pool's line drawn beside the instances' totals (its own colour and label).
+    pub pool_beside: bool,
     /// `(seconds since the first request, hit rate %)` per chart window with a figure.
     pub points: Vec<(f64, f64)>,
 }
@@ -95,6 +99,22 @@ pub fn series(
     lane: Option<usize>,
     slot: Option<usize>,
 ) -> Vec<(f64, f64)> {
+    series_of(timeline, window_ns, |window| window.hit_tokens(lane, slot))
+}
+
+/// [`series`] of the shared pool lane (`watch --pool`) at `slot` (`None` = ∞), each window's
+/// figure at N × the slot's blocks, N the instances in that window.
+#[must_use]
+pub fn pool_series(timeline: &Timeline, window_ns: i64, slot: Option<usize>) -> Vec<(f64, f64)> {
+    series_of(timeline, window_ns, |window| window.pool_hit_tokens(slot))
+}
+
+/// The points of the `(hit tokens, input tokens)` that `figure` reads from each window.
+fn series_of(
+    timeline: &Timeline,
+    window_ns: i64,
+    figure: impl Fn(&Window) -> Option<(u64, u64)>,
+) -> Vec<(f64, f64)> {
     let origin = origin_ns(timeline);
     let Some(first) = timeline.windows.first() else {
         return Vec::new();
@@ -105,7 +125,7 @@ pub fn series(
     let mut sums: Vec<(i64, u64, u64, bool)> = Vec::new();
     for window in &timeline.windows {
         let index = (window.start_ns - base).div_euclid(window_ns);
-        let figure = window.hit_tokens(lane, slot);
+        let figure = figure(window);
         match sums.last_mut() {
             Some(last) if last.0 == index => {
                 if let Some((hits, input)) = figure {
@@ -147,20 +167,43 @@ pub fn layout(area: Rect, snap: &LiveSnapshot, view: &App) -> Option<TimelineLay
         .flatten();
     let window_ns = chart_window_ns(timeline, choice, provisional.area.width);
     let lane = view.selected_lane();
+    let pool = selected_pool(snap, view).is_some();
+    let points = |slot: Option<usize>| {
+        if pool {
+            pool_series(timeline, window_ns, slot)
+        } else {
+            series(timeline, window_ns, lane, slot)
+        }
+    };
     let mut series_list = vec![Series {
         slot: None,
-        points: series(timeline, window_ns, lane, None),
+        pool_beside: false,
+        points: points(None),
     }];
-    let mut order: Vec<usize> = (0..snap.slots.len())
+    let order: Vec<usize> = (0..snap.slots.len())
         .filter(|&index| index != view.selected_slot)
         .collect();
-    if view.selected_slot < snap.slots.len() {
-        order.push(view.selected_slot); // drawn last, on top
-    }
+    let selected_slot = (view.selected_slot < snap.slots.len()).then_some(view.selected_slot);
     for index in order {
         series_list.push(Series {
             slot: Some(index),
-            points: series(timeline, window_ns, lane, Some(index)),
+            pool_beside: false,
+            points: points(Some(index)),
+        });
+    }
+    // On the totals row, the pool at the selected slot beside the instances' total.
+    if pool_beside(snap, view) {
+        series_list.push(Series {
+            slot: selected_slot,
+            pool_beside: true,
+            points: pool_series(timeline, window_ns, selected_slot),
+        });
+    }
+    if let Some(index) = selected_slot {
+        series_list.push(Series {
+            slot: Some(index),
+            pool_beside: false,
+            points: points(Some(index)), // drawn last, on top
         });
     }
     let data_max = series_list
@@ -219,11 +262,43 @@ fn time_step(span_s: f64, columns: u16) -> u64 {
     step
 }
 
+/// The shared pool lane when its row is selected.
+fn selected_pool<'a>(snap: &'a LiveSnapshot, view: &App) -> Option<&'a LaneSnapshot> {
+    snap.pool.as_ref().filter(|_| view.selected_pool())
+}
+
+/// Whether the pool's line is drawn beside the totals: the totals row is selected (several
+/// instances) and there is a pool.
+fn pool_beside(snap: &LiveSnapshot, view: &App) -> bool {
+    snap.pool.is_some()
+        && !view.selected_pool()
+        && view.selected_lane().is_none()
+        && snap.lanes.len() > 1
+}
+
+/// The pool's line on the totals row, in the legend and at its end: `pool NAME` (just
+/// `pool` for the default name).
+fn pool_label(snap: &LiveSnapshot) -> String {
+    match &snap.pool {
+        Some(pool) if pool.instance_id != litehit_core::engine::DEFAULT_POOL_NAME => {
+            format!("pool {}", pool.instance_id)
+        }
+        _ => litehit_core::engine::DEFAULT_POOL_NAME.to_owned(),
+    }
+}
+
 fn title(snap: &LiveSnapshot, view: &App, layout: Option<&TimelineLayout>, width: u16) -> String {
-    let whose = match view.selected_lane().and_then(|index| snap.lanes.get(index)) {
-        Some(lane) => format!(" · {}", lane.instance_id),
-        None if snap.lanes.len() > 1 => " · every instance".to_owned(),
-        None => String::new(),
+    let whose = match (
+        selected_pool(snap, view),
+        view.selected_lane().and_then(|index| snap.lanes.get(index)),
+    ) {
+        (Some(pool), _) => format!(" · {} (shared, N × slot)", pool.instance_id),
+        (None, Some(lane)) => format!(" · {}", lane.instance_id),
+        (None, None) if snap.lanes.len() > 1 && pool_beside(snap, view) => {
+            format!(" · every instance vs {}", pool_label(snap))
+        }
+        (None, None) if snap.lanes.len() > 1 => " · every instance".to_owned(),
+        (None, None) => String::new(),
     };
     let window = layout.and_then(|layout| {
         let ns = u64::try_from(layout.window_ns).ok().filter(|&ns| ns > 0)?;
@@ -263,15 +338,20 @@ pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
     draw(buf, area, &layout, snap, view);
 }
 
-fn series_style(slot: Option<usize>) -> Style {
+/// The colour of the pool's line beside the totals (the slots have theirs, ∞ is gray).
+const POOL_BESIDE_COLOR: Color = Color::White;
+
+fn series_style(slot: Option<usize>, pool_beside: bool) -> Style {
     match slot {
+        _ if pool_beside => Style::new().fg(POOL_BESIDE_COLOR),
         Some(index) => Style::new().fg(plot::slot_color(index)),
         None => Style::new().fg(Color::Gray),
     }
 }
 
-fn series_label(snap: &LiveSnapshot, slot: Option<usize>) -> String {
+fn series_label(snap: &LiveSnapshot, slot: Option<usize>, pool_beside: bool) -> String {
     match slot {
+        _ if pool_beside => pool_label(snap),
         Some(index) => format::capacity(snap.slots[index].capacity),
         None => format::infinite_label(snap.memory_horizon),
     }
@@ -287,7 +367,9 @@ fn draw(buf: &mut Buffer, area: Rect, layout: &TimelineLayout, snap: &LiveSnapsh
         Style::new().dark_gray(),
     );
     for series in &layout.series {
-        let color = series_style(series.slot).fg.unwrap_or(Color::Reset);
+        let color = series_style(series.slot, series.pool_beside)
+            .fg
+            .unwrap_or(Color::Reset);
         let points = &series.points;
         Canvas::default()
             .marker(Marker::Braille)
@@ -317,7 +399,7 @@ fn draw(buf: &mut Buffer, area: Rect, layout: &TimelineLayout, snap: &LiveSnapsh
         let Some(&(x, y)) = series.points.last() else {
             continue;
         };
-        let label = series_label(snap, series.slot);
+        let label = series_label(snap, series.slot, series.pool_beside);
         let width = u16::try_from(label.chars().count()).unwrap_or(u16::MAX);
         let column = plot.column_clamped(x);
         let from = (column + 1).min(plot.area.right().saturating_sub(width));
@@ -331,21 +413,29 @@ fn draw(buf: &mut Buffer, area: Rect, layout: &TimelineLayout, snap: &LiveSnapsh
         {
             continue;
         }
-        let mut style = series_style(series.slot).bold();
-        if series.slot == Some(view.selected_slot) {
+        let mut style = series_style(series.slot, series.pool_beside).bold();
+        if series.slot == Some(view.selected_slot) && !series.pool_beside {
             style = style.reversed();
         }
         plot::put(buf, from, row, &label, style, Some(plot.area));
         taken.push((row, from, from + width));
     }
-    // ∞ first, then the slots in the table's order.
+    // ∞ first, then the slots in the table's order, then the pool beside the totals.
     let entries: Vec<LegendEntry> = std::iter::once(None)
         .chain((0..snap.slots.len()).map(Some))
-        .map(|slot| LegendEntry {
+        .map(|slot| (slot, false))
+        .chain(
+            layout
+                .series
+                .iter()
+                .filter(|series| series.pool_beside)
+                .map(|series| (series.slot, true)),
+        )
+        .map(|(slot, pool_beside)| LegendEntry {
             symbol: "⠒".to_owned(),
-            label: series_label(snap, slot),
-            style: series_style(slot),
-            emphasis: slot.is_some() && slot == Some(view.selected_slot),
+            label: series_label(snap, slot, pool_beside),
+            style: series_style(slot, pool_beside),
+            emphasis: !pool_beside && slot.is_some() && slot == Some(view.selected_slot),
         })
         .collect();
     if !plot::draw_legend(buf, plot, &entries, &[]) {

@@ -506,36 +506,13 @@ impl AtomicFactsWriter {
     /// Publishes to `facts_path` itself: creates its directory if missing, creates its temp
     /// file ([`AtomicFile::create`]) and writes the header.
     pub fn create_file(facts_path: &Path) -> Result<Self> {
-        let output_dir = directory_of(facts_path);
-        let create_error = |source| FactsError::Create {
-            path: output_dir.to_path_buf(),
-            source,
-        };
-        if fs::metadata(output_dir).is_ok_and(|metadata| !metadata.is_dir()) {
-            return Err(create_error(std::io::Error::other(format!(
-                "{} is a file, not a directory, so {} cannot go in it",
-                output_dir.display(),
-                facts_path.display()
-            ))));
-        }
-        // The directories `create_dir_all` is about to make, deepest first.
-        let created_dirs: Vec<PathBuf> = output_dir
-            .ancestors()
-            .take_while(|dir| !dir.as_os_str().is_empty() && !dir.exists())
-            .map(Path::to_path_buf)
-            .collect();
-        fs::create_dir_all(output_dir).map_err(create_error)?;
-        let file = match AtomicFile::create(facts_path) {
-            Ok(file) => file,
-            Err(error) => {
-                remove_created_dirs(created_dirs);
-                return Err(error);
-            }
-        };
+        let created_dirs = create_directory_of(facts_path)?;
+        // On an error the guard removes the directories it made.
+        let file = AtomicFile::create(facts_path)?;
         let mut writer = Self {
             file,
             rows_written: 0,
-            created_dirs,
+            created_dirs: created_dirs.into_paths(),
         };
         writer.file.write_all(FACTS_HEADER.as_bytes())?;
         writer.file.write_all(b"\n")?;
@@ -607,6 +584,58 @@ impl Drop for AtomicFactsWriter {
             drop(std::mem::replace(&mut self.file, AtomicFile::inert()));
             remove_created_dirs(std::mem::take(&mut self.created_dirs));
         }
+    }
+}
+
+/// Creates the directory `facts_path` goes in when it is missing (`create_dir_all`), as
+/// `replay --out` and the monitor's `--facts-out` do; a file where that directory should be is
+/// an error naming both. Only directories are made: the file itself is published later
+/// ([`AtomicFile`]), with its rules for symlinks.
+pub fn create_directory_of(facts_path: &Path) -> Result<CreatedDirs> {
+    let output_dir = directory_of(facts_path);
+    let create_error = |source| FactsError::Create {
+        path: output_dir.to_path_buf(),
+        source,
+    };
+    if fs::metadata(output_dir).is_ok_and(|metadata| !metadata.is_dir()) {
+        return Err(create_error(std::io::Error::other(format!(
+            "{} is a file, not a directory, so {} cannot go in it",
+            output_dir.display(),
+            facts_path.display()
+        ))));
+    }
+    // The directories `create_dir_all` is about to make, deepest first.
+    let created_dirs: Vec<PathBuf> = output_dir
+        .ancestors()
+        .take_while(|dir| !dir.as_os_str().is_empty() && !dir.exists())
+        .map(Path::to_path_buf)
+        .collect();
+    fs::create_dir_all(output_dir).map_err(create_error)?;
+    Ok(CreatedDirs(created_dirs))
+}
+
+/// The directories [`create_directory_of`] made, deepest first. Dropped, it removes them
+/// again (each only if empty), so a run that publishes nothing in them leaves nothing
+/// behind; [`Self::keep`] once something is published there.
+#[derive(Debug, Default)]
+#[must_use = "dropping it removes the directories it made"]
+pub struct CreatedDirs(Vec<PathBuf>);
+
+impl CreatedDirs {
+    /// Leaves the directories in place.
+    pub fn keep(mut self) {
+        self.0.clear();
+    }
+
+    /// The directories, deepest first, now the caller's to remove.
+    fn into_paths(mut self) -> Vec<PathBuf> {
+        std::mem::take(&mut self.0)
+    }
+}
+
+impl Drop for CreatedDirs {
+    fn drop(&mut self) {
+        remove_created_dirs(std::mem::take(&mut self.0));
     }
 }
 

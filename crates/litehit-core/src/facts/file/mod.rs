@@ -20,8 +20,9 @@ use std::io;
 use std::path::PathBuf;
 
 pub use atomic::{
-    AtomicFactsWriter, AtomicFile, check_publishable, directory_of, ends_in_separator,
-    is_standard_output, is_temp_path, is_where_stdout_goes, resolve_symlinks, write_atomically,
+    AtomicFactsWriter, AtomicFile, CreatedDirs, check_publishable, create_directory_of,
+    directory_of, ends_in_separator, is_standard_output, is_temp_path, is_where_stdout_goes,
+    resolve_symlinks, write_atomically,
 };
 pub use reader::{FactsReader, parse_fact_line};
 pub use writer::{append_fact_row, append_hit_curve};
