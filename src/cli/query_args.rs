@@ -9,7 +9,9 @@ use litehit_core::grammar::parse_block_count;
 #[command(
     after_long_help = "Output (JSON Lines, byte-compatible with upstream's facts query): one line per \
 facts row with \"hit_blocks\" and \"hit_rates\" per slot, then one summary line per instance_id \
-(byte order), then the overall summary. With --capacity-blocks, each summary also has a \
+(byte order), then the overall summary. With --tiers and no capacities, the per-capacity \
+arrays (\"capacity_gb\", \"hit_blocks\", \"total_hit_tokens\", ...) are empty ([]). With \
+--capacity-blocks, each summary also has a \
 \"capacity_blocks\" array after \"capacity_gb\", and every per-slot array lists the GB slots first, \
 then the block slots.\n\nShards: the rows of FACTS and then of each --shard file are written in \
 that order, and the summaries add up all files, as if they were one facts file.\n\nExample:\n  \
@@ -29,8 +31,9 @@ pub struct QueryArgs {
     pub out: PathBuf,
 
     /// Cache capacities in binary GB (GB × 2^30 bytes, floored to whole blocks of each row's
-    /// `block_bytes`): 40, 0.5 or 40GB. Order is kept; duplicates and 0 are allowed; a
-    /// negative value (e.g. -1) or inf means unlimited capacity
+    /// `block_bytes`): 40, 0.5 or 40GB, or binary TB (4TB, 0.5TiB = 1024 GB each), as --tiers
+    /// takes them. Order is kept; duplicates and 0 are allowed; a negative value (e.g. -1) or
+    /// inf means unlimited capacity. None are needed with --tiers (the tiers are the question)
     #[arg(value_name = "CAPACITY_GB", allow_negative_numbers = true)]
     pub capacity_gb: Vec<String>,
 
@@ -56,13 +59,16 @@ pub struct QueryArgs {
 
     /// Instead of rows and summaries, write one line per time window and capacity (over all
     /// instances) for windows of this length (`600`, `10m`): window k covers trace time
-    /// [k·W, (k+1)·W) from the first request; empty windows are left out. With --tiers, one
-    /// line per window and tier instead (`tier_hit_tokens`, `tier_share`, and the window's
-    /// `miss_share`; a pool lane's at N × each tier); no capacities are taken then
+    /// [k·W, (k+1)·W) from the first request; empty windows are left out. `window_start_s`
+    /// and `window_end_s` are exact (the decimal of the ns offset), `window_start_ns` the
+    /// absolute start. With --tiers, one line per window and tier instead (`tier_hit_tokens`,
+    /// `tier_share`, and the window's `miss_share`; a pool lane's at N × each tier); no
+    /// capacities are taken then
     #[arg(long, value_name = "DURATION", conflicts_with = "summary_only")]
     pub window: Option<String>,
 
-    /// With --window: CSV with a header instead of JSON Lines
+    /// With --window: CSV with a header instead of JSON Lines; its columns are the JSONL's
+    /// field names in the same order (a field a line lacks is an empty cell)
     #[arg(long, requires = "window")]
     pub csv: bool,
 
@@ -123,12 +129,14 @@ pub struct SpanArgs {
     #[arg(long, value_name = "TIME")]
     pub from: Option<String>,
 
-    /// Account only rows before this time (same spellings as --from)
+    /// Account only rows before this time (same spellings as --from; after --from)
     #[arg(long, value_name = "TIME")]
     pub to: Option<String>,
 
-    /// Leave the warm-up out of the accounting: a share of the trace's span (`20%`) or a
-    /// duration (`600s`, `10m`) from the first request; with --from, the later start wins
+    /// Leave the warm-up out of the accounting: a share of the trace's span (`20%`, below
+    /// 100%) or a duration (`600s`, `10m`) from the first request; with --from, the later
+    /// start wins. A span (of these three flags) that holds no facts row is an error naming
+    /// it and the trace's own first and last timestamps
     #[arg(long, value_name = "SHARE|DURATION")]
     pub exclude_warmup: Option<String>,
 }

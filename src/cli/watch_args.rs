@@ -54,8 +54,8 @@ pub struct WatchArgs {
     ])]
     pub config: Option<PathBuf>,
 
-    /// Capacity slots, comma-separated: binary GB (GB × 2^30 bytes: 40, 0.5, 40GB) or blocks
-    /// (1000b); ∞ is always shown; more can be added live with `a`. Default: the config's
+    /// Capacity slots, comma-separated: binary GB (GB × 2^30 bytes: 40, 0.5, 40GB), binary TB
+    /// (4TB = 4096 GB) or blocks (1000b); ∞ is always shown; more can be added live with `a`. Default: the config's
     /// capacity_gb, else 10,40,80
     #[arg(
         long,
@@ -210,7 +210,7 @@ pub struct DemoArgs {
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
 
-    /// Capacity slots, comma-separated: binary GB (40, 0.5, 40GB) or blocks (1000b); ∞ is
+    /// Capacity slots, comma-separated: binary GB (40, 0.5, 40GB), TB (4TB) or blocks (1000b); ∞ is
     /// always shown
     #[arg(
         long,
@@ -287,12 +287,15 @@ mod tests {
                 Capacity::Infinite
             ]
         );
-        let typo = Watch::try_parse_from(["watch", "t.jsonl", "--capacity-gb", "40TB"]);
+        let typo = Watch::try_parse_from(["watch", "t.jsonl", "--capacity-gb", "40PB"]);
         let message = typo.unwrap_err().to_string();
         assert!(
-            message.contains("expected binary GB (40, 0.5)"),
+            message.contains("expected GB (40, 0.5), TB (4TB)"),
             "{message}"
         );
+        // One grammar: TB as --tiers takes it.
+        let terabytes = Watch::parse_from(["watch", "t.jsonl", "--capacity-gb", "4TB"]);
+        assert_eq!(terabytes.args.capacity_gb, [Capacity::Gigabytes(4096.0)]);
         assert_eq!(watch.args.facts_out, None);
         assert!((watch.args.fps - 10.0).abs() < f64::EPSILON);
     }

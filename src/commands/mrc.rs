@@ -11,7 +11,7 @@ use crate::output::mrc::{MrcBuilder, render_table};
 use crate::output::mrc_planner::{PlannedReport, SpanReport, render_tier_table, tier_report};
 use crate::output::plot::{PlotData, render_png, render_svg};
 use crate::output::query_jsonl::TimeRange;
-use crate::output::query_windows::{TimeSpec, trace_span};
+use crate::output::query_windows::{EmptySpan, TimeSpec, check_span_order, trace_span};
 use litehit_core::facts::file::{is_standard_output, write_atomically};
 
 /// Builds the curves from the facts, prints the table (or JSON) and writes the plots.
@@ -62,13 +62,7 @@ pub fn run(args: &MrcArgs) -> color_eyre::Result<()> {
     }
     let tiers = super::query::tier_plan(&args.tier_args)?;
     let (range, span) = accounted_range(args, &facts)?;
-    let mut builder = MrcBuilder::new().with_pool(args.pool.rule());
-    builder
-        .add_facts_files_in(&facts, range)
-        .wrap_err("building the miss-ratio curve failed")?;
-    let curves = builder
-        .try_finish()
-        .wrap_err("building the miss-ratio curve failed")?;
+    let curves = build_curves(args, &facts, range)?;
     super::note_lanes_in_several_files(&curves.lanes_in_several_files, &facts);
     if curves.instances.is_empty() {
         // No curve, no knee: a header-only file (e.g. a replay of a trace with only writes).
@@ -121,6 +115,28 @@ pub fn run(args: &MrcArgs) -> color_eyre::Result<()> {
     Ok(())
 }
 
+/// The curves of the rows in `range`; a span without rows is an error (in `query`'s words:
+/// the span, and where the trace's rows are).
+fn build_curves(
+    args: &MrcArgs,
+    facts: &[std::path::PathBuf],
+    range: TimeRange,
+) -> color_eyre::Result<crate::output::mrc::MrcCurves> {
+    let mut builder = MrcBuilder::new().with_pool(args.pool.rule());
+    builder
+        .add_facts_files_in(facts, range)
+        .wrap_err("building the miss-ratio curve failed")?;
+    if !range.is_everything() && !builder.has_rows() {
+        bail!(EmptySpan {
+            range,
+            trace: builder.seen_span(),
+        });
+    }
+    builder
+        .try_finish()
+        .wrap_err("building the miss-ratio curve failed")
+}
+
 /// The table (with the span line and the tier table when asked) or the JSON report.
 fn write_report(
     out: &mut dyn Write,
@@ -166,14 +182,14 @@ fn accounted_range(
              standard input cannot be: pass a file, or absolute times (ns)"
         );
     }
-    let (first_ns, last_ns) = if spec.needs_span() {
-        trace_span(facts)
-            .wrap_err("building the miss-ratio curve failed")?
-            .unwrap_or((0, 0))
+    let trace = if spec.needs_span() {
+        trace_span(facts).wrap_err("building the miss-ratio curve failed")?
     } else {
-        (0, 0)
+        None
     };
+    let (first_ns, last_ns) = trace.unwrap_or((0, 0));
     let range = spec.resolve(first_ns, last_ns);
+    check_span_order(range, trace.map(|(first, _)| first)).map_err(|message| eyre!(message))?;
     Ok((range, SpanReport::new(range, first_ns)))
 }
 

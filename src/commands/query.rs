@@ -11,8 +11,8 @@ use crate::output::query_jsonl::{
     query_facts_files_planned,
 };
 use crate::output::query_windows::{
-    TimeSpec, parse_time_point, parse_warmup, pool_instance_count, query_windows_with_pool,
-    trace_span_and_instances,
+    EmptySpan, TimePoint, TimeSpec, check_span_order, parse_time_point, parse_warmup,
+    pool_instance_count, query_windows_with_pool, trace_span_and_instances,
 };
 use litehit_core::facts::file::{is_standard_output, write_atomically};
 use litehit_core::grammar::{GrammarError, parse_capacity_gb, parse_duration_seconds};
@@ -82,6 +82,7 @@ pub fn run(args: &QueryArgs) -> color_eyre::Result<()> {
     } else {
         spec.resolve(first_ns, last_ns)
     };
+    check_span_order(time_range, span.map(|(first, _)| first)).map_err(|message| eyre!(message))?;
     if let Some(window_ns) = window_ns {
         #[expect(clippy::cast_possible_truncation, reason = "checked below 2^63 above")]
         let window_ns = window_ns as i64;
@@ -89,7 +90,7 @@ pub fn run(args: &QueryArgs) -> color_eyre::Result<()> {
             args,
             &facts_paths,
             (slots, tiers),
-            (time_range, first_ns, window_ns),
+            (time_range, span, window_ns),
             (&pool_rule, &instance_ids),
         );
     }
@@ -156,9 +157,10 @@ fn write_windows(
     args: &QueryArgs,
     facts_paths: &[std::path::PathBuf],
     (slots, tiers): (QuerySlots, Option<TierPlan>),
-    (time_range, first_ns, window_ns): (TimeRange, i64, i64),
+    (time_range, span, window_ns): (TimeRange, Option<(i64, i64)>, i64),
     (rule, instance_ids): (&PoolRule, &std::collections::HashSet<String>),
 ) -> color_eyre::Result<()> {
+    let first_ns = span.map_or(0, |(first, _)| first);
     let to_stdout = is_standard_output(&args.out);
     let pool_instances = pool_instance_count(facts_paths, rule, time_range, instance_ids)
         .wrap_err("facts query failed")?;
@@ -173,6 +175,13 @@ fn write_windows(
         pool_instances,
     )
     .wrap_err("facts query failed")?;
+    if !time_range.is_everything() && windows.is_empty() {
+        return Err(eyre!(EmptySpan {
+            range: time_range,
+            trace: span,
+        }))
+        .wrap_err("facts query failed");
+    }
     if to_stdout {
         windows.write(first_ns, args.csv, &mut io::stdout().lock())?;
     } else {
@@ -189,10 +198,19 @@ fn write_windows(
 }
 
 /// The slots of the query; none for `--window --tiers`, which writes one line per window and
-/// tier (and refuses capacities, which it would not use).
+/// tier (and refuses capacities, which it would not use). With `--tiers`, capacities are
+/// optional: the tiers define the question (the summaries' per-capacity arrays are then
+/// empty).
 fn slots_for(args: &QueryArgs, tiered: bool) -> color_eyre::Result<QuerySlots> {
     if !(tiered && args.window.is_some()) {
-        return slots(args);
+        let slots = slots(args)?;
+        if slots.is_empty() && !tiered {
+            bail!(
+                "no capacity given: pass CAPACITY_GB values and/or --capacity-blocks (or \
+                 --tiers)"
+            );
+        }
+        return Ok(slots);
     }
     if !args.capacity_gb.is_empty() || !args.capacity_blocks.is_empty() {
         bail!(
@@ -216,20 +234,16 @@ fn slots(args: &QueryArgs) -> color_eyre::Result<QuerySlots> {
                     ""
                 };
                 eyre!(
-                    "invalid capacity_gb: {arg} (binary GB such as 40, 0.5 or 40GB; -1 or inf \
-                     = unlimited{hint})"
+                    "invalid capacity_gb: {arg} (binary GB such as 40, 0.5 or 40GB, or TB such \
+                     as 4TB; -1 or inf = unlimited{hint})"
                 )
             })
         })
         .collect::<color_eyre::Result<Vec<_>>>()?;
-    let slots = QuerySlots {
+    Ok(QuerySlots {
         capacity_gb,
         capacity_blocks: args.capacity_blocks.clone(),
-    };
-    if slots.is_empty() {
-        bail!("no capacity given: pass CAPACITY_GB values and/or --capacity-blocks");
-    }
-    Ok(slots)
+    })
 }
 
 /// `--from`, `--to` and `--exclude-warmup` as typed.
@@ -239,9 +253,24 @@ pub(crate) fn time_spec(args: &SpanArgs) -> color_eyre::Result<TimeSpec> {
             .map(|text| parse_time_point(text).map_err(|error| eyre!("invalid {flag}: {error}")))
             .transpose()
     };
+    let (from, to) = (point("--from", &args.from)?, point("--to", &args.to)?);
+    // Typed in the same kind, an inverted span needs no trace to be refused.
+    let inverted = match (from, to) {
+        (Some(TimePoint::TraceSeconds(from)), Some(TimePoint::TraceSeconds(to))) => from >= to,
+        (Some(TimePoint::AbsoluteNs(from)), Some(TimePoint::AbsoluteNs(to))) => from >= to,
+        _ => false,
+    };
+    if inverted {
+        bail!(
+            "--from {} is not before --to {}: the span between them is empty (--from is \
+             its start, --to its end)",
+            args.from.as_deref().unwrap_or_default(),
+            args.to.as_deref().unwrap_or_default()
+        );
+    }
     Ok(TimeSpec {
-        from: point("--from", &args.from)?,
-        to: point("--to", &args.to)?,
+        from,
+        to,
         exclude_warmup: args
             .exclude_warmup
             .as_deref()

@@ -162,6 +162,9 @@ pub struct MrcBuilder {
     lanes: LaneFingerprints,
     /// Files read so far (shards may come in several calls).
     files_read: usize,
+    /// The first and last `timestamp_ns` of every row read by [`Self::add_facts_files_in`],
+    /// in the span or not (to say where the trace is when a span holds no row).
+    seen_span: Option<(i64, i64)>,
 }
 
 impl MrcBuilder {
@@ -231,7 +234,9 @@ impl MrcBuilder {
             self.files_read += 1;
             while reader.next_record(&mut record)? {
                 self.observe(&record);
-                if !range.contains(record.timestamp_ns) {
+                let t = record.timestamp_ns;
+                self.seen_span = Some(self.seen_span.map_or((t, t), |(a, b)| (a.min(t), b.max(t))));
+                if !range.contains(t) {
                     continue;
                 }
                 self.account(&record).map_err(|mismatch| {
@@ -240,6 +245,19 @@ impl MrcBuilder {
             }
         }
         Ok(())
+    }
+
+    /// The first and last `timestamp_ns` of the rows [`Self::add_facts_files_in`] read (in
+    /// its span or not); `None` without rows.
+    #[must_use]
+    pub fn seen_span(&self) -> Option<(i64, i64)> {
+        self.seen_span
+    }
+
+    /// Whether any row was added (the pool's included).
+    #[must_use]
+    pub fn has_rows(&self) -> bool {
+        !self.instances.is_empty()
     }
 
     /// The curves, instances in byte order of `instance_id`.

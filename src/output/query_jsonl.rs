@@ -288,6 +288,8 @@ pub enum QueryError {
         first: u64,
         other: u64,
     },
+    #[error(transparent)]
+    EmptySpan(#[from] super::query_windows::EmptySpan),
 }
 
 /// Projection at every slot plus the running totals, without any output.
@@ -909,18 +911,17 @@ impl RowBatch {
         writer: &mut impl Write,
     ) -> io::Result<()> {
         let mut text_start = 0;
-        for (row, hit_blocks) in self
-            .rows
-            .iter()
-            .zip(self.hit_blocks.chunks_exact(slot_count.max(1)))
-        {
+        // By index, not `chunks_exact`: with no slots (`--tiers` alone) every row still has
+        // its line, with empty arrays.
+        for (index, row) in self.rows.iter().enumerate() {
+            let hit_blocks = &self.hit_blocks[index * slot_count..(index + 1) * slot_count];
             let line = RowLine {
                 trace_id: &self.text[text_start..row.trace_id_end],
                 instance_id: &self.text[row.trace_id_end..row.instance_id_end],
                 timestamp_ns: row.timestamp_ns,
                 input_token_len: row.input_token_len,
                 block_size_tokens: row.block_size_tokens,
-                hit_blocks: &hit_blocks[..slot_count],
+                hit_blocks,
             };
             text_start = row.instance_id_end;
             append_row_line(out, &line);
@@ -1101,6 +1102,25 @@ fn append_tier_fields(out: &mut Vec<u8>, totals: &SlotTotals, tiers: &TierPlan) 
     append_g6(out, miss_share);
 }
 
+/// The rows a query read: their first and last `timestamp_ns`, and whether any was in the
+/// accounted span.
+#[derive(Debug, Clone, Copy, Default)]
+struct SeenRows {
+    span: Option<(i64, i64)>,
+    accounted: bool,
+}
+
+impl SeenRows {
+    fn add(&mut self, timestamp_ns: i64) {
+        self.span = Some(
+            self.span
+                .map_or((timestamp_ns, timestamp_ns), |(first, last)| {
+                    (first.min(timestamp_ns), last.max(timestamp_ns))
+                }),
+        );
+    }
+}
+
 /// Queries `facts_paths` in order (shards of one run: rows are written file by file, the
 /// summaries add up every file) and writes the JSONL to `out`.
 ///
@@ -1133,13 +1153,18 @@ pub fn query_facts_files_planned<W: Write + Send>(
     let mut totals =
         QueryTotals::with_tiers(slots, plan.tiers.clone()).with_pool(plan.pool.clone());
     let range = plan.time_range;
+    // For a span: whether it holds a row, and the trace's own first and last timestamps to
+    // say so when it does not.
+    let mut seen = SeenRows::default();
     let mut record = FactRecord::default();
     if options.summary_only {
         for (index, reader) in readers.iter_mut().enumerate() {
             totals.start_file(index);
             while reader.next_record(&mut record)? {
                 totals.observe(&record);
+                seen.add(record.timestamp_ns);
                 if range.contains(record.timestamp_ns) {
+                    seen.accounted = true;
                     totals.add_record(&record);
                 }
             }
@@ -1166,9 +1191,11 @@ pub fn query_facts_files_planned<W: Write + Send>(
                     totals.start_file(index);
                     while reader.next_record(&mut record)? {
                         totals.observe(&record);
+                        seen.add(record.timestamp_ns);
                         if !range.contains(record.timestamp_ns) {
                             continue;
                         }
+                        seen.accounted = true;
                         batch.push(&record, totals.add_record(&record));
                         if batch.rows.len() == BATCH_ROWS {
                             let next = empty_receiver.try_recv().unwrap_or_default();
@@ -1193,6 +1220,13 @@ pub fn query_facts_files_planned<W: Write + Send>(
         });
         out = written.map_err(QueryError::Write)?;
         read_result?;
+    }
+    if !range.is_everything() && !seen.accounted {
+        return Err(super::query_windows::EmptySpan {
+            range,
+            trace: seen.span,
+        }
+        .into());
     }
     let pool = totals.resolve_pool()?;
     if let Some(name) = &pool

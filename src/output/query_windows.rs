@@ -19,6 +19,7 @@ use super::number_format::{append_g6, append_json_string};
 use super::pool_detect::LaneFingerprints;
 use super::query_jsonl::{PoolRule, QueryError, QuerySlots, QueryTotals, TierPlan, TimeRange};
 use super::summary::ratio;
+use litehit_core::display;
 use litehit_core::facts::FactRecord;
 use litehit_core::facts::file::FactsReader;
 use litehit_core::grammar::{GrammarError, parse_duration_seconds};
@@ -75,10 +76,11 @@ pub fn parse_warmup(input: &str) -> Result<Warmup, GrammarError> {
     let text = input.trim();
     if let Some(percent) = text.strip_suffix('%') {
         return match percent.trim_end().parse::<f64>() {
-            Ok(value) if (0.0..=100.0).contains(&value) => Ok(Warmup::Fraction(value / 100.0)),
+            // 100% would leave only the rows at the last timestamp: no warm-up, a mistake.
+            Ok(value) if (0.0..100.0).contains(&value) => Ok(Warmup::Fraction(value / 100.0)),
             _ => Err(GrammarError::Expected {
                 input: input.to_owned(),
-                expected: "a share from 0% to 100%, or a duration such as 600s",
+                expected: "a share from 0% to below 100%, or a duration such as 600s",
             }),
         };
     }
@@ -127,6 +129,78 @@ impl TimeSpec {
         }
         range
     }
+}
+
+/// A time in a message: `trace time 600 s (timestamp_ns 1700000600000000000)`, the trace
+/// time from the trace's first request `first_ns` when there is one.
+fn time_in_message(ns: i64, first_ns: Option<i64>) -> String {
+    match first_ns {
+        Some(first_ns) => format!(
+            "trace time {} s (timestamp_ns {ns})",
+            display::seconds_of_ns(i128::from(ns) - i128::from(first_ns))
+        ),
+        None => format!("timestamp_ns {ns}"),
+    }
+}
+
+/// `from` to `to` of an accounted span (`start`/`end` for an open side), for messages.
+fn span_in_message(range: TimeRange, first_ns: Option<i64>) -> String {
+    let side = |ns: i64, open: i64, word: &str| {
+        if ns == open {
+            format!("the {word}")
+        } else {
+            time_in_message(ns, first_ns)
+        }
+    };
+    format!(
+        "from {} to {}",
+        side(range.from_ns, i64::MIN, "start"),
+        side(range.to_ns, i64::MAX, "end")
+    )
+}
+
+/// An accounted span (`--from`, `--to`, `--exclude-warmup`) that holds no facts row: an
+/// error in `query` and `mrc` alike (zeros would read as a measurement), naming the span and
+/// the trace's own, so the user sees which side missed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub struct EmptySpan {
+    pub range: TimeRange,
+    /// The first and last `timestamp_ns` of every row read; `None` when there was no row.
+    pub trace: Option<(i64, i64)>,
+}
+
+impl std::fmt::Display for EmptySpan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let first_ns = self.trace.map(|(first, _)| first);
+        write!(
+            f,
+            "no facts row in the accounted span ({}): ",
+            span_in_message(self.range, first_ns)
+        )?;
+        match self.trace {
+            Some((first, last)) => write!(
+                f,
+                "the trace's rows run from {} to {}",
+                time_in_message(first, first_ns),
+                time_in_message(last, first_ns)
+            ),
+            None => f.write_str("the facts have no rows"),
+        }
+    }
+}
+
+/// `Err` with both ends when the resolved span starts at or after its end (`--from 30m --to
+/// 10m`, or a warm-up that ends after `--to`): no row could be in it.
+pub fn check_span_order(range: TimeRange, first_ns: Option<i64>) -> Result<(), String> {
+    if range.to_ns == i64::MAX || range.from_ns < range.to_ns {
+        return Ok(());
+    }
+    Err(format!(
+        "the accounted span is empty: it starts at {} (--from, or the end of \
+         --exclude-warmup) and --to ends it at {}",
+        time_in_message(range.from_ns, first_ns),
+        time_in_message(range.to_ns, first_ns)
+    ))
 }
 
 /// `base_ns + offset_ns`, the offset floored, saturating.
@@ -458,6 +532,12 @@ impl QueryWindows {
         );
     }
 
+    /// Whether no row (of the instances or the pool) fell in any window.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.windows.is_empty()
+    }
+
     /// Every non-empty window in time order, with its start and end in ns.
     pub fn windows(&self) -> impl Iterator<Item = (i64, i64, &WindowTotals)> {
         self.windows.iter().map(|(&index, totals)| {
@@ -483,22 +563,17 @@ impl QueryWindows {
         let pool = self.pool_lane.as_ref();
         let mut line = Vec::with_capacity(256);
         if csv {
-            out.write_all(
-                b"window_start_s,window_end_s,capacity_gb,capacity_blocks,requests,\
-                  input_tokens,hit_tokens,hit_rate",
-            )?;
-            // The pool's columns only with a pool lane: upstream-shaped bytes otherwise.
+            // The JSONL's field names in its order; the pool's columns only with a pool lane.
             out.write_all(if pool.is_some() {
-                b",pool,pool_capacity_blocks\n"
+                b"window_start_s,window_end_s,window_start_ns,pool,instances,capacity_gb,\
+                  capacity_blocks,pool_capacity_blocks,requests,total_input_tokens,\
+                  total_hit_tokens,hit_rate\n"
             } else {
-                b"\n"
+                b"window_start_s,window_end_s,window_start_ns,capacity_gb,capacity_blocks,\
+                  requests,total_input_tokens,total_hit_tokens,hit_rate\n"
             })?;
         }
-        let seconds = |ns: i64| {
-            #[expect(clippy::cast_precision_loss, reason = "seconds, for display")]
-            let s = (i128::from(ns) - i128::from(trace_start_ns)) as f64 / NS_PER_SECOND;
-            s
-        };
+        let seconds = |ns: i64| window_seconds(ns, trace_start_ns);
         let capacities = || {
             slots
                 .capacity_gb
@@ -507,13 +582,18 @@ impl QueryWindows {
                 .chain(slots.capacity_blocks.iter().map(|&b| (None, Some(b))))
         };
         for (start_ns, end_ns, window) in self.windows() {
-            let span = (seconds(start_ns), seconds(end_ns), start_ns);
+            let (start_s, end_s) = (seconds(start_ns), seconds(end_ns));
+            let span = (start_s.as_str(), end_s.as_str(), start_ns);
             for (capacity, &hit_tokens) in capacities().zip(&window.hit_tokens) {
                 let counts = (window.requests, window.input_tokens, hit_tokens);
-                window_line(&mut line, csv, span, capacity, counts, None);
-                if csv && pool.is_some() {
-                    line.extend_from_slice(b",,");
-                }
+                window_line(
+                    &mut line,
+                    csv,
+                    span,
+                    capacity,
+                    counts,
+                    (None, pool.is_some()),
+                );
                 line.push(b'\n');
                 out.write_all(&line)?;
             }
@@ -524,7 +604,7 @@ impl QueryWindows {
             {
                 let counts = (window.pool_requests, window.pool_input_tokens, hit_tokens);
                 let pooled = (pool.name.as_str(), pool.instances, pool_blocks);
-                window_line(&mut line, csv, span, capacity, counts, Some(pooled));
+                window_line(&mut line, csv, span, capacity, counts, (Some(pooled), true));
                 line.push(b'\n');
                 out.write_all(&line)?;
             }
@@ -533,26 +613,43 @@ impl QueryWindows {
     }
 }
 
+/// The pool's own line: its name, N, and N × C in blocks (`None` = unlimited).
+type PoolCells<'a> = (&'a str, u64, Option<u64>);
+
+/// Seconds from the first request to `ns`, exactly (see [`display::seconds_of_ns`]): a
+/// JSON number and a CSV field.
+fn window_seconds(ns: i64, trace_start_ns: i64) -> String {
+    display::seconds_of_ns(i128::from(ns) - i128::from(trace_start_ns))
+}
+
 /// One window line (without its newline) into `line`: `span` is `(start s, end s, start
 /// ns)`, `counts` `(requests, input tokens, hit tokens)`; `pool` = `(name, N, N × C in
-/// blocks)` for the pool's own line (`-1` = unlimited).
+/// blocks)` for the pool's own line (`-1` = unlimited), and whether the CSV has the pool's
+/// columns. The CSV's columns are the JSONL's fields in the same order (a field a line
+/// leaves out is an empty cell).
 fn window_line(
     line: &mut Vec<u8>,
     csv: bool,
-    (from_s, until_s, start_ns): (f64, f64, i64),
+    (from_s, until_s, start_ns): (&str, &str, i64),
     (gb, blocks): (Option<f64>, Option<u64>),
     (requests, input_tokens, hit_tokens): (u64, u64, u64),
-    pool: Option<(&str, u64, Option<u64>)>,
+    (pool, pool_columns): (Option<PoolCells<'_>>, bool),
 ) {
     line.clear();
     let rate = ratio(hit_tokens, input_tokens);
     let pool_blocks =
         |blocks: Option<u64>| blocks.map_or_else(|| "-1".to_owned(), |b| b.to_string());
     if csv {
-        append_g6(line, from_s);
-        line.push(b',');
-        append_g6(line, until_s);
-        line.push(b',');
+        line.extend_from_slice(format!("{from_s},{until_s},{start_ns},").as_bytes());
+        if pool_columns {
+            if let Some((name, instances, _)) = pool {
+                line.extend_from_slice(csv_field(name).as_bytes());
+                line.extend_from_slice(format!(",{instances}").as_bytes());
+            } else {
+                line.push(b',');
+            }
+            line.push(b',');
+        }
         if let Some(gb) = gb {
             append_g6(line, gb);
         }
@@ -560,19 +657,19 @@ fn window_line(
         if let Some(blocks) = blocks {
             line.extend_from_slice(blocks.to_string().as_bytes());
         }
+        if pool_columns {
+            line.push(b',');
+            if let Some((_, _, capacity)) = pool {
+                line.extend_from_slice(pool_blocks(capacity).as_bytes());
+            }
+        }
         line.extend_from_slice(format!(",{requests},{input_tokens},{hit_tokens},").as_bytes());
         append_g6(line, rate);
-        if let Some((name, _, capacity)) = pool {
-            line.push(b',');
-            line.extend_from_slice(csv_field(name).as_bytes());
-            line.push(b',');
-            line.extend_from_slice(pool_blocks(capacity).as_bytes());
-        }
     } else {
         line.extend_from_slice(b"{\"window_start_s\":");
-        append_g6(line, from_s);
+        line.extend_from_slice(from_s.as_bytes());
         line.extend_from_slice(b",\"window_end_s\":");
-        append_g6(line, until_s);
+        line.extend_from_slice(until_s.as_bytes());
         line.extend_from_slice(format!(",\"window_start_ns\":{start_ns}").as_bytes());
         if let Some((name, instances, _)) = pool {
             line.extend_from_slice(b",\"pool\":");
@@ -615,34 +712,28 @@ impl QueryWindows {
         let pool = self.pool_lane.as_ref();
         let mut line = Vec::with_capacity(256);
         if csv {
-            out.write_all(
-                b"window_start_s,window_end_s,tier_mode,tier,tier_size,requests,input_tokens,\
-                  tier_hit_tokens,tier_share,miss_share",
-            )?;
-            // The pool's columns only with a pool lane: the same bytes as before otherwise.
+            // The JSONL's field names in its order; the pool's columns only with a pool lane.
             out.write_all(if pool.is_some() {
-                b",pool,pool_tier_capacity_blocks\n"
+                b"window_start_s,window_end_s,window_start_ns,pool,instances,tier_mode,tier,\
+                  tier_size,pool_tier_capacity_blocks,requests,total_input_tokens,\
+                  tier_hit_tokens,tier_share,miss_share\n"
             } else {
-                b"\n"
+                b"window_start_s,window_end_s,window_start_ns,tier_mode,tier,tier_size,requests,\
+                  total_input_tokens,tier_hit_tokens,tier_share,miss_share\n"
             })?;
         }
-        let seconds = |ns: i64| {
-            #[expect(clippy::cast_precision_loss, reason = "seconds, for display")]
-            let s = (i128::from(ns) - i128::from(trace_start_ns)) as f64 / NS_PER_SECOND;
-            s
-        };
+        let seconds = |ns: i64| window_seconds(ns, trace_start_ns);
         for (start_ns, end_ns, window) in self.windows() {
-            let span = (seconds(start_ns), seconds(end_ns), start_ns);
+            let (start_s, end_s) = (seconds(start_ns), seconds(end_ns));
+            let span = (start_s.as_str(), end_s.as_str(), start_ns);
             let instances = TierCounts {
                 requests: window.requests,
                 input_tokens: window.input_tokens,
                 tier_hit_tokens: &window.tier_hit_tokens,
             };
             for (index, _) in window.tier_hit_tokens.iter().enumerate() {
-                tier_window_line(&mut line, csv, span, tiers, index, &instances, None);
-                if csv && pool.is_some() {
-                    line.extend_from_slice(b",,");
-                }
+                let pool_cells = (None, pool.is_some());
+                tier_window_line(&mut line, csv, span, tiers, index, &instances, pool_cells);
                 line.push(b'\n');
                 out.write_all(&line)?;
             }
@@ -666,7 +757,7 @@ impl QueryWindows {
                     tiers,
                     index,
                     &pooled,
-                    Some(pool_fields),
+                    (Some(pool_fields), true),
                 );
                 line.push(b'\n');
                 out.write_all(&line)?;
@@ -685,15 +776,16 @@ struct TierCounts<'a> {
 
 /// One window line of tier `index` (without its newline) into `line`: `span` is `(start
 /// s, end s, start ns)`; `pool` = `(name, N, N × the tier's blocks)` for the pool's own
-/// line (`-1` = unlimited).
+/// line (`-1` = unlimited), and whether the CSV has the pool's columns. The CSV's columns
+/// are the JSONL's fields in the same order (a field a line leaves out is an empty cell).
 fn tier_window_line(
     line: &mut Vec<u8>,
     csv: bool,
-    (from_s, until_s, start_ns): (f64, f64, i64),
+    (from_s, until_s, start_ns): (&str, &str, i64),
     tiers: &TierPlan,
     index: usize,
     counts: &TierCounts<'_>,
-    pool: Option<(&str, u64, Option<u64>)>,
+    (pool, pool_columns): (Option<PoolCells<'_>>, bool),
 ) {
     line.clear();
     let (name, size) = (&tiers.names[index], &tiers.sizes_text[index]);
@@ -710,35 +802,42 @@ fn tier_window_line(
     let pool_blocks =
         |blocks: Option<u64>| blocks.map_or_else(|| "-1".to_owned(), |b| b.to_string());
     if csv {
-        append_g6(line, from_s);
-        line.push(b',');
-        append_g6(line, until_s);
+        line.extend_from_slice(format!("{from_s},{until_s},{start_ns},").as_bytes());
+        if pool_columns {
+            if let Some((pool_name, instances, _)) = pool {
+                line.extend_from_slice(csv_field(pool_name).as_bytes());
+                line.extend_from_slice(format!(",{instances}").as_bytes());
+            } else {
+                line.push(b',');
+            }
+            line.push(b',');
+        }
         line.extend_from_slice(
             format!(
-                ",{},{},{},{},{},{},",
+                "{},{},{}",
                 tiers.mode_name(),
                 csv_field(name),
-                csv_field(size),
-                counts.requests,
-                counts.input_tokens,
-                tokens
+                csv_field(size)
             )
             .as_bytes(),
+        );
+        if pool_columns {
+            line.push(b',');
+            if let Some((_, _, capacity)) = pool {
+                line.extend_from_slice(pool_blocks(capacity).as_bytes());
+            }
+        }
+        line.extend_from_slice(
+            format!(",{},{},{tokens},", counts.requests, counts.input_tokens).as_bytes(),
         );
         append_g6(line, share);
         line.push(b',');
         append_g6(line, miss_share);
-        if let Some((name, _, capacity)) = pool {
-            line.push(b',');
-            line.extend_from_slice(csv_field(name).as_bytes());
-            line.push(b',');
-            line.extend_from_slice(pool_blocks(capacity).as_bytes());
-        }
     } else {
         line.extend_from_slice(b"{\"window_start_s\":");
-        append_g6(line, from_s);
+        line.extend_from_slice(from_s.as_bytes());
         line.extend_from_slice(b",\"window_end_s\":");
-        append_g6(line, until_s);
+        line.extend_from_slice(until_s.as_bytes());
         line.extend_from_slice(format!(",\"window_start_ns\":{start_ns}").as_bytes());
         if let Some((name, instances, _)) = pool {
             line.extend_from_slice(b",\"pool\":");

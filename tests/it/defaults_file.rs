@@ -175,7 +175,7 @@ fn a_bad_value_names_file_line_and_key() {
     assert!(run.stderr.contains("\"2MB\""), "the value: {}", run.stderr);
     assert!(!setup.path().join("o").exists(), "nothing ran");
     // The same check for a slot and a syntax error.
-    std::fs::write(setup.config_path(), "capacity-gb = \"10,40TB\"\n").unwrap();
+    std::fs::write(setup.config_path(), "capacity-gb = \"10,40PB\"\n").unwrap();
     let run = setup.run(&["demo", "--headless", "--requests", "1"]);
     let expected = format!(
         "litehit: {}:1: capacity-gb: ",

@@ -74,7 +74,27 @@ const CAPACITIES: &[(&str, Means, Means, Means)] = &[
     ("-1", Means::Unlimited, Means::Refused, Means::Unlimited),
     ("-inf", Means::Unlimited, Means::Refused, Means::Unlimited),
     ("1.5b", Means::Refused, Means::Refused, Means::Refused),
-    ("12TB", Means::Refused, Means::Refused, Means::Refused),
+    // Binary TB, as --tiers takes it (one block per GiB here, so the counts are GB).
+    (
+        "12TB",
+        Means::Blocks(12_288),
+        Means::Refused,
+        Means::Blocks(12_288),
+    ),
+    (
+        "0.5TiB",
+        Means::Blocks(512),
+        Means::Refused,
+        Means::Blocks(512),
+    ),
+    (
+        "1 tb",
+        Means::Blocks(1024),
+        Means::Refused,
+        Means::Blocks(1024),
+    ),
+    ("-1TB", Means::Refused, Means::Refused, Means::Refused),
+    ("12PB", Means::Refused, Means::Refused, Means::Refused),
     ("abc", Means::Refused, Means::Refused, Means::Refused),
 ];
 

@@ -41,6 +41,7 @@ mod pool_tui;
 mod pool_windows;
 mod publication;
 mod query;
+mod query_review;
 mod replay_summary_order;
 mod seed_example;
 mod shards;

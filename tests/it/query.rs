@@ -161,11 +161,11 @@ fn duplicate_zero_and_negative_slots_keep_their_order() {
 fn invalid_capacity_is_rejected_with_upstream_message() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("q.jsonl");
-    let error = run(&args(&fixture("offline_runner.csv"), &out, &["1", "12TB"])).unwrap_err();
+    let error = run(&args(&fixture("offline_runner.csv"), &out, &["1", "12PB"])).unwrap_err();
     // Upstream's message, then what is accepted.
     let message = error.to_string();
     assert!(
-        message.starts_with("invalid capacity_gb: 12TB ("),
+        message.starts_with("invalid capacity_gb: 12PB ("),
         "{message}"
     );
     assert!(!out.exists());

@@ -587,21 +587,23 @@ fn query_windows_with_tiers_write_the_pool_lines_at_n_times_each_size() {
         assert_eq!(
             rows.next(),
             Some(
-                "window_start_s,window_end_s,tier_mode,tier,tier_size,requests,input_tokens,\
-                 tier_hit_tokens,tier_share,miss_share,pool,pool_tier_capacity_blocks"
+                "window_start_s,window_end_s,window_start_ns,pool,instances,tier_mode,tier,\
+                 tier_size,pool_tier_capacity_blocks,requests,total_input_tokens,\
+                 tier_hit_tokens,tier_share,miss_share"
             )
         );
         let csv_rows: Vec<Vec<&str>> = rows.map(|row| row.split(',').collect()).collect();
         assert_eq!(csv_rows.len(), lines.len());
         for (fields, line) in csv_rows.iter().zip(&lines) {
-            assert_eq!(fields.len(), 12);
-            assert_eq!(fields[7], line["tier_hit_tokens"].to_string());
+            assert_eq!(fields.len(), 14);
+            assert_eq!(fields[11], line["tier_hit_tokens"].to_string());
             match line.get("pool") {
                 Some(_) => {
-                    assert_eq!(fields[10], "pool");
-                    assert_eq!(fields[11], line["pool_tier_capacity_blocks"].to_string());
+                    assert_eq!(fields[3], "pool");
+                    assert_eq!(fields[4], line["instances"].to_string());
+                    assert_eq!(fields[8], line["pool_tier_capacity_blocks"].to_string());
                 }
-                None => assert_eq!(&fields[10..], ["", ""]),
+                None => assert_eq!([fields[3], fields[4], fields[8]], ["", "", ""]),
             }
         }
     }

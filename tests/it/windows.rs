@@ -215,16 +215,17 @@ fn windows_are_the_oracle_per_window_and_capacity_in_jsonl_and_csv() {
     assert_eq!(
         rows.next(),
         Some(
-            "window_start_s,window_end_s,capacity_gb,capacity_blocks,requests,input_tokens,\
-             hit_tokens,hit_rate"
+            "window_start_s,window_end_s,window_start_ns,capacity_gb,capacity_blocks,requests,\
+             total_input_tokens,total_hit_tokens,hit_rate"
         )
     );
     let csv_rows: Vec<Vec<&str>> = rows.map(|r| r.split(',').collect()).collect();
     assert_eq!(csv_rows.len(), lines.len());
     for (fields, line) in csv_rows.iter().zip(&lines) {
-        assert_eq!(fields[3], line["capacity_blocks"].to_string());
-        assert_eq!(fields[5], line["total_input_tokens"].to_string());
-        assert_eq!(fields[6], line["total_hit_tokens"].to_string());
+        assert_eq!(fields[2], line["window_start_ns"].to_string());
+        assert_eq!(fields[4], line["capacity_blocks"].to_string());
+        assert_eq!(fields[6], line["total_input_tokens"].to_string());
+        assert_eq!(fields[7], line["total_hit_tokens"].to_string());
     }
 }
 

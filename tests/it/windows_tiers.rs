@@ -134,18 +134,18 @@ fn windows_with_tiers_are_the_simulator_per_window_and_tier_in_jsonl_and_csv() {
         assert_eq!(
             rows.next(),
             Some(
-                "window_start_s,window_end_s,tier_mode,tier,tier_size,requests,input_tokens,\
-                 tier_hit_tokens,tier_share,miss_share"
+                "window_start_s,window_end_s,window_start_ns,tier_mode,tier,tier_size,requests,\
+                 total_input_tokens,tier_hit_tokens,tier_share,miss_share"
             )
         );
         let csv_rows: Vec<Vec<&str>> = rows.map(|r| r.split(',').collect()).collect();
         assert_eq!(csv_rows.len(), lines.len());
         for (fields, line) in csv_rows.iter().zip(&lines) {
-            assert_eq!(fields[2], mode);
-            assert_eq!(fields[3], line["tier"].as_str().unwrap());
-            assert_eq!(fields[4], line["tier_size"].as_str().unwrap());
-            assert_eq!(fields[6], line["total_input_tokens"].to_string());
-            assert_eq!(fields[7], line["tier_hit_tokens"].to_string());
+            assert_eq!(fields[3], mode);
+            assert_eq!(fields[4], line["tier"].as_str().unwrap());
+            assert_eq!(fields[5], line["tier_size"].as_str().unwrap());
+            assert_eq!(fields[7], line["total_input_tokens"].to_string());
+            assert_eq!(fields[8], line["tier_hit_tokens"].to_string());
         }
     }
 }

@@ -272,6 +272,22 @@ pub fn trim_float(value: f64) -> String {
     trim_zeros(&format!("{value:.3}")).to_owned()
 }
 
+/// Nanoseconds as seconds, exactly: the decimal of `ns / 10^9` without trailing zeros
+/// (`1_000_000` → `0.001`, `-1_500_000_000` → `-1.5`, `707_399_800_000` → `707.3998`), so
+/// a window of 1 ms has a start and an end that differ, however far into the trace.
+#[must_use]
+pub fn seconds_of_ns(ns: i128) -> String {
+    let sign = if ns < 0 { "-" } else { "" };
+    let magnitude = ns.unsigned_abs();
+    let (whole, fraction) = (magnitude / 1_000_000_000, magnitude % 1_000_000_000);
+    if fraction == 0 {
+        format!("{sign}{whole}")
+    } else {
+        let fraction = format!("{fraction:09}");
+        format!("{sign}{whole}.{}", fraction.trim_end_matches('0'))
+    }
+}
+
 /// `bad line` or `bad lines`, as the count asks.
 #[must_use]
 pub fn bad_lines_noun(count: u64) -> &'static str {
@@ -281,6 +297,22 @@ pub fn bad_lines_noun(count: u64) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn seconds_of_ns_is_the_exact_decimal() {
+        for (ns, text) in [
+            (0, "0"),
+            (1_000_000, "0.001"),
+            (2_000_000, "0.002"),
+            (1, "0.000000001"),
+            (707_399_800_000, "707.3998"),
+            (600_000_000_000, "600"),
+            (-1_500_000_000, "-1.5"),
+            (i128::from(i64::MAX), "9223372036.854775807"),
+        ] {
+            assert_eq!(seconds_of_ns(ns), text, "{ns}");
+        }
+    }
 
     #[test]
     fn scales_to_the_largest_unit_at_least_one() {

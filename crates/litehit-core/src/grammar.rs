@@ -11,8 +11,7 @@
 //!
 //! | value | spellings |
 //! |---|---|
-//! | tier size | every capacity spelling, plus binary TB (1024 GB): `4TB`, `4TiB` |
-//! | capacity | binary GB: `40`, `0.5`, `40GB`, `40GiB`, `40g`, hex as C's `strtod` (`0x10`); blocks: `1000b`, `1000blocks`, `1000 blocks`; unlimited: `inf`, `infinite`, `infinity`, `∞`, any negative number (`-1`), as upstream |
+//! | capacity (and tier size) | binary GB: `40`, `0.5`, `40GB`, `40GiB`, `40g`, hex as C's `strtod` (`0x10`); binary TB (1024 GB): `4TB`, `0.5TiB`, `1 tb`; blocks: `1000b`, `1000blocks`, `1000 blocks`; unlimited: `inf`, `infinite`, `infinity`, `∞`, any negative number (`-1`), as upstream |
 //! | byte size | `1048576`, `128KiB`, `1MiB`, `2GiB`, `1TiB` (binary; a `B` alone is bytes) |
 //! | block count | `1000`, `1000b`, `1000blocks` |
 //! | duration | seconds: `30`, `1.5`, `30s`; `250ms`, `10m`, `2h`, `1d` |
@@ -67,7 +66,7 @@ enum CapacityText {
     Unlimited(f64),
 }
 
-const CAPACITY_EXPECTED: &str = "binary GB (40, 0.5) or blocks (1000b)";
+const CAPACITY_EXPECTED: &str = "GB (40, 0.5), TB (4TB) or blocks (1000b)";
 
 /// Reads a capacity after leading white space (as `strtod`): see the module table.
 fn capacity_text(input: &str) -> Result<CapacityText> {
@@ -88,6 +87,18 @@ fn capacity_text(input: &str) -> Result<CapacityText> {
     }
     if let Some(value) = strtod_number(text) {
         return Ok(CapacityText::Gigabytes(value));
+    }
+    // Binary TB, before the block suffix `b` could take `4tb`: not negative, not hex.
+    if let Some(digits) = ["tib", "tb"]
+        .iter()
+        .find_map(|suffix| lower.strip_suffix(suffix))
+    {
+        return match strtod_number(digits.trim_end()) {
+            Some(tb) if tb >= 0.0 && !digits.contains('x') => {
+                Ok(CapacityText::Gigabytes(tb * 1024.0))
+            }
+            _ => Err(expected(input, CAPACITY_EXPECTED)),
+        };
     }
     if let Some(digits) = ["gib", "gb", "g"]
         .iter()
@@ -177,24 +188,11 @@ pub fn parse_tier_plan(
     Ok(plan)
 }
 
-/// A cache tier's size (`--tiers`): every spelling of [`parse_capacity`], plus binary TB
-/// (`4TB`, `4TiB`, `0.5 tb` = 1024 GB each), which only tier sizes take (a `query` GB
-/// argument keeps upstream's refusal of `12TB`).
+/// A cache tier's size (`--tiers`): exactly the spellings of [`parse_capacity`] (one
+/// grammar: `80GB`, `4TB`, `0.5TiB`, `1000b`, `inf` mean the same as a tier, a `watch` slot
+/// or a `query` GB argument).
 pub fn parse_tier_size(input: &str) -> Result<Capacity> {
-    let trimmed = input.trim_matches(is_c_space);
-    let lower = trimmed.to_ascii_lowercase();
-    let Some(digits) = ["tib", "tb"]
-        .iter()
-        .find_map(|suffix| lower.strip_suffix(suffix))
-    else {
-        return parse_capacity(input);
-    };
-    match capacity_text(digits.trim_end())? {
-        CapacityText::Gigabytes(tb) if tb >= 0.0 && !digits.contains('x') => {
-            parse_capacity(&format!("{}", tb * 1024.0))
-        }
-        _ => Err(expected(input, "a size such as 80GB, 4TB or 1000b")),
-    }
+    parse_capacity(input)
 }
 
 /// A `--memory-horizon`: a capacity as the slots take it (GB or blocks), or a byte size
@@ -405,7 +403,9 @@ mod tests {
             ("1.5b", Err(())),
             ("abc", Err(())),
             ("nan", Err(())),
-            ("40TB", Err(())),
+            ("40TB", Ok(Capacity::Gigabytes(40_960.0))),
+            ("0.5TiB", Ok(Capacity::Gigabytes(512.0))),
+            ("-1TB", Err(())),
             ("17179869183.9", Ok(Capacity::Gigabytes(17_179_869_183.9))),
             ("17179869184", Err(())),
             ("99999999999999999999", Err(())),
@@ -450,7 +450,11 @@ mod tests {
                 "input {input:?}"
             );
         }
-        assert!(parse_capacity("4TB").is_err(), "only tier sizes take TB");
+        // One grammar: what a tier takes, a capacity takes, and `query`'s GB argument too.
+        assert_eq!(parse_capacity("4TB"), Ok(Capacity::Gigabytes(4096.0)));
+        assert_eq!(parse_capacity_gb("4TB"), Ok(4096.0));
+        assert_eq!(parse_capacity_gb("0.1TiB"), Ok(0.1 * 1024.0));
+        assert!(parse_capacity_gb("-1TB").is_err());
     }
 
     #[test]

@@ -880,7 +880,7 @@ mod tests {
         app.handle_key(press(KeyCode::Char('a')));
         type_text(&mut app, "x1");
         assert_eq!(app.handle_key(press(KeyCode::Enter)), None);
-        assert!(editor_error(&app).contains("expected binary GB"));
+        assert!(editor_error(&app).contains("expected GB (40, 0.5), TB"));
         app.handle_key(press(KeyCode::Esc));
         assert_eq!(app.mode, Mode::Normal);
     }

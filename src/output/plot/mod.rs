@@ -75,8 +75,11 @@ pub struct PlotSeries {
     pub ceiling_percent: f64,
     /// `(knee_percent, capacity_gb, hit_rate_percent)`.
     pub knees: Vec<(u32, f64, f64)>,
-    /// The total line: drawn thicker, without knee labels.
+    /// The total line (or the pool's): drawn thicker.
     pub is_total: bool,
+    /// The shared pool's line: its dots are at the total's knee capacities (what the pool
+    /// hits where the instances' own caches reach their knees), so they take no labels.
+    pub is_pool: bool,
 }
 
 /// Everything the plot shows, in data units.
@@ -107,17 +110,6 @@ impl PlotData {
             .unwrap_or(0);
         let data_max_gb = bytes_to_gib(saturation_bytes) * 1.12;
         let (x_max_gb, x_step_gb) = nice_axis(if data_max_gb > 0.0 { data_max_gb } else { 1.0 }, 6);
-        let max_ceiling = report
-            .instances
-            .iter()
-            .map(|i| i.infinite_hit_rate * 100.0)
-            .fold(0.0, f64::max);
-        let (y_max_percent, y_step_percent) = if max_ceiling > 0.0 {
-            let (max, step) = nice_axis((max_ceiling * 1.08).min(100.0), 5);
-            (max.min(100.0), step)
-        } else {
-            (10.0, 2.0)
-        };
 
         let sample_bytes = sample_capacities(x_max_gb);
         let mut series: Vec<PlotSeries> = curves
@@ -147,6 +139,7 @@ impl PlotData {
                     .map(|k| (k.percent, k.point.capacity_gb, k.point.hit_rate * 100.0))
                     .collect(),
                 is_total: false,
+                is_pool: false,
             })
             .collect();
         if curves.instances.len() > 1 {
@@ -155,6 +148,19 @@ impl PlotData {
         if let Some(pool) = pool_series(curves, report, &sample_bytes) {
             series.push(pool);
         }
+        // Every drawn curve and ceiling fits under the axis (the pool's ceiling is above the
+        // instances' when a shared cache hits what separate ones miss).
+        let max_ceiling = series
+            .iter()
+            .map(|s| s.ceiling_percent)
+            .chain(series.iter().flat_map(|s| s.points.iter().map(|&(_, p)| p)))
+            .fold(0.0, f64::max);
+        let (y_max_percent, y_step_percent) = if max_ceiling > 0.0 {
+            let (max, step) = nice_axis((max_ceiling * 1.08).min(100.0), 5);
+            (max.min(100.0), step)
+        } else {
+            (10.0, 2.0)
+        };
         let instance_count = curves.instances.len();
         Self {
             title: "LRU prefix-cache hit rate vs cache capacity".into(),
@@ -193,6 +199,7 @@ fn total_series(curves: &MrcCurves, report: &MrcReport, sample_bytes: &[u64]) ->
             .map(|k| (k.percent, k.point.capacity_gb, k.point.hit_rate * 100.0))
             .collect(),
         is_total: true,
+        is_pool: false,
     }
 }
 
@@ -241,6 +248,7 @@ fn pool_series(curves: &MrcCurves, report: &MrcReport, sample_bytes: &[u64]) -> 
             })
             .collect(),
         is_total: true,
+        is_pool: true,
     })
 }
 
@@ -433,10 +441,10 @@ fn draw(data: &PlotData, fonts: &Fonts, canvas: &mut impl Canvas) {
         canvas.polyline(&points, stroke);
     }
     let knee_label_style = TextStyle::new(11.5, MUTED_TEXT_COLOR, Anchor::Start);
-    // One series gets knee labels, so they never pile up: the only instance, or else the
-    // total (the instances' knees keep their dots; the table lists them all).
-    let single = data.series.len() == 1;
-    for series in &data.series {
+    // One series gets knee labels, so they never pile up: the total, or else the only
+    // instance (the other lines' knees keep their dots; the table lists them all).
+    let labelled = labelled_series(data);
+    for (index, series) in data.series.iter().enumerate() {
         let outline = Stroke {
             color: WHITE,
             width: 1.5,
@@ -445,7 +453,7 @@ fn draw(data: &PlotData, fonts: &Fonts, canvas: &mut impl Canvas) {
         for &(percent, gb, rate) in &series.knees {
             let center = (x_pixel(data, gb), y_pixel(data, rate));
             canvas.circle(center, 4.5, series.color, outline);
-            if single || series.is_total {
+            if labelled == Some(index) {
                 let label = format!("{percent}% at {} GB", display::significant_up(gb, 4));
                 canvas.text(&label, (center.0 + 6.0, center.1 + 15.0), knee_label_style);
             }
@@ -453,6 +461,25 @@ fn draw(data: &PlotData, fonts: &Fonts, canvas: &mut impl Canvas) {
     }
 
     draw_legend(data, fonts, canvas);
+}
+
+/// The one series whose knees are labelled: the total line when there is one, else the only
+/// instance's (the pool's dots are at the total's knee capacities, which the labels name).
+fn labelled_series(data: &PlotData) -> Option<usize> {
+    data.series
+        .iter()
+        .position(|s| s.is_total && !s.is_pool)
+        .or_else(|| {
+            let mut instances = data
+                .series
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| !s.is_total && !s.is_pool);
+            match (instances.next(), instances.next()) {
+                (Some((index, _)), None) => Some(index),
+                _ => None,
+            }
+        })
 }
 
 /// Grid, ticks, frame, titles and axis labels.
@@ -556,6 +583,12 @@ fn draw_legend(data: &PlotData, fonts: &Fonts, canvas: &mut impl Canvas) {
         None,
         "dashed: ∞-capacity ceiling · dots: 50/90/95/99% knees".into(),
     ));
+    if data.series.iter().any(|s| s.is_pool) {
+        lines.push((
+            None,
+            "the pool's dots: its hit rate at the total's knee capacities".into(),
+        ));
+    }
     let line_height = 20.0;
     let swatch = 26.0;
     let padding = 10.0;
@@ -644,7 +677,7 @@ mod tests {
         let fonts = Fonts::load();
         let regular: Vec<char> = ('\u{20}'..='\u{7e}')
             .chain('\u{a0}'..='\u{17f}')
-            .chain(['…', '∞'])
+            .chain(['–', '…', '∞'])
             .collect();
         let missing: Vec<char> = regular
             .iter()
@@ -672,6 +705,73 @@ mod tests {
                 text.chars().all(|ch| has_glyph(&fonts.regular, ch)),
                 "{text}"
             );
+        }
+    }
+
+    /// Every text a figure draws, with whether it is bold.
+    #[derive(Default)]
+    struct TextRecorder(Vec<(String, bool)>);
+
+    impl Canvas for TextRecorder {
+        fn rect(&mut self, _: f64, _: f64, _: f64, _: f64, _: Rgb) {}
+        fn polyline(&mut self, _: &[(f64, f64)], _: Stroke) {}
+        fn circle(&mut self, _: (f64, f64), _: f64, _: Rgb, _: Stroke) {}
+        fn text(&mut self, text: &str, _: (f64, f64), style: TextStyle) {
+            self.0.push((text.to_owned(), style.bold));
+        }
+    }
+
+    /// A figure with every kind of line (instances, the total, the shared pool) and a
+    /// subtitle naming an accounted span, as `mrc --from 1s --png` draws it.
+    fn pooled_plot_with_a_span() -> PlotData {
+        use crate::output::mrc::MrcBuilder;
+        use crate::output::mrc_planner::SpanReport;
+        use crate::output::query_jsonl::{PoolRule, TimeRange};
+        use litehit_core::facts::{FactRecord, RequestFact};
+        let mut builder = MrcBuilder::new().with_pool(PoolRule::from_flag(None));
+        for (instance, at, pairs) in [
+            ("prefill-0", 1, &[[1_u64, 2_u64]][..]),
+            ("prefill-1", 2, &[[2, 3]][..]),
+            ("pool", 1, &[[1, 2]][..]),
+            ("pool", 2, &[[1, 3]][..]),
+        ] {
+            let record = FactRecord {
+                trace_id: "t".into(),
+                instance_id: instance.into(),
+                timestamp_ns: at,
+                input_token_len: 64,
+                block_size_tokens: 4,
+                block_bytes: 1 << 20,
+                fact: RequestFact::from_pairs(pairs),
+            };
+            builder.add_record(&record).unwrap();
+        }
+        let curves = builder.try_finish().unwrap();
+        let report = curves.report(100);
+        let range = TimeRange {
+            from_ns: 1_500_000_000,
+            to_ns: i64::MAX,
+        };
+        let span = SpanReport::new(range, 0).unwrap().describe();
+        assert!(span.contains('–'), "{span}");
+        PlotData::from_curves(&curves, &report, &format!("litehit_facts.csv · {span}"))
+    }
+
+    #[test]
+    fn every_character_the_png_draws_is_in_the_embedded_fonts() {
+        let fonts = Fonts::load();
+        let data = pooled_plot_with_a_span();
+        assert!(
+            data.series.iter().any(|s| s.is_pool),
+            "the pool's line is drawn"
+        );
+        let mut texts = TextRecorder::default();
+        draw(&data, &fonts, &mut texts);
+        assert!(texts.0.len() > 10, "{:?}", texts.0);
+        for (text, bold) in &texts.0 {
+            let font = if *bold { &fonts.bold } else { &fonts.regular };
+            let missing: Vec<char> = text.chars().filter(|&ch| !has_glyph(font, ch)).collect();
+            assert!(missing.is_empty(), "{text:?} draws {missing:?} as boxes");
         }
     }
 

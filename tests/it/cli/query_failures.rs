@@ -29,8 +29,8 @@ fn query_failures_exit_2_and_publish_nothing() {
     );
     let run = run_in(None, ["query", path_str(&facts), path_str(&out), "-1"]);
     assert_mentions(failed(&run), &["facts line 3", "hit_curve"]);
-    let run = run_in(None, ["query", path_str(&facts), path_str(&out), "1TB"]);
-    assert_mentions(failed(&run), &["invalid capacity_gb: 1TB"]);
+    let run = run_in(None, ["query", path_str(&facts), path_str(&out), "1PB"]);
+    assert_mentions(failed(&run), &["invalid capacity_gb: 1PB"]);
     let run = run_in(None, ["query", path_str(&facts), path_str(&out)]);
     assert_mentions(failed(&run), &["no capacity"]);
     assert!(!out.exists());
