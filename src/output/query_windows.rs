@@ -622,6 +622,44 @@ fn window_seconds(ns: i64, trace_start_ns: i64) -> String {
     display::seconds_of_ns(i128::from(ns) - i128::from(trace_start_ns))
 }
 
+/// The cells every window line starts with: the span, then (on the pool's line, or as empty
+/// CSV cells when the CSV has pool columns) the pool's name and instance count.
+fn append_window_head(
+    line: &mut Vec<u8>,
+    csv: bool,
+    (from_s, until_s, start_ns): (&str, &str, i64),
+    (pool, pool_columns): (Option<PoolCells<'_>>, bool),
+) {
+    if csv {
+        line.extend_from_slice(format!("{from_s},{until_s},{start_ns},").as_bytes());
+        if pool_columns {
+            if let Some((name, instances, _)) = pool {
+                line.extend_from_slice(csv_field(name).as_bytes());
+                line.extend_from_slice(format!(",{instances}").as_bytes());
+            } else {
+                line.push(b',');
+            }
+            line.push(b',');
+        }
+    } else {
+        line.extend_from_slice(b"{\"window_start_s\":");
+        line.extend_from_slice(from_s.as_bytes());
+        line.extend_from_slice(b",\"window_end_s\":");
+        line.extend_from_slice(until_s.as_bytes());
+        line.extend_from_slice(format!(",\"window_start_ns\":{start_ns}").as_bytes());
+        if let Some((name, instances, _)) = pool {
+            line.extend_from_slice(b",\"pool\":");
+            append_json_string(line, name);
+            line.extend_from_slice(format!(",\"instances\":{instances}").as_bytes());
+        }
+    }
+}
+
+/// The pool's N × C in blocks as a cell, `-1` for unlimited.
+fn pool_blocks(blocks: Option<u64>) -> String {
+    blocks.map_or_else(|| "-1".to_owned(), |b| b.to_string())
+}
+
 /// One window line (without its newline) into `line`: `span` is `(start s, end s, start
 /// ns)`, `counts` `(requests, input tokens, hit tokens)`; `pool` = `(name, N, N × C in
 /// blocks)` for the pool's own line (`-1` = unlimited), and whether the CSV has the pool's
@@ -637,19 +675,8 @@ fn window_line(
 ) {
     line.clear();
     let rate = ratio(hit_tokens, input_tokens);
-    let pool_blocks =
-        |blocks: Option<u64>| blocks.map_or_else(|| "-1".to_owned(), |b| b.to_string());
+    append_window_head(line, csv, (from_s, until_s, start_ns), (pool, pool_columns));
     if csv {
-        line.extend_from_slice(format!("{from_s},{until_s},{start_ns},").as_bytes());
-        if pool_columns {
-            if let Some((name, instances, _)) = pool {
-                line.extend_from_slice(csv_field(name).as_bytes());
-                line.extend_from_slice(format!(",{instances}").as_bytes());
-            } else {
-                line.push(b',');
-            }
-            line.push(b',');
-        }
         if let Some(gb) = gb {
             append_g6(line, gb);
         }
@@ -666,16 +693,6 @@ fn window_line(
         line.extend_from_slice(format!(",{requests},{input_tokens},{hit_tokens},").as_bytes());
         append_g6(line, rate);
     } else {
-        line.extend_from_slice(b"{\"window_start_s\":");
-        line.extend_from_slice(from_s.as_bytes());
-        line.extend_from_slice(b",\"window_end_s\":");
-        line.extend_from_slice(until_s.as_bytes());
-        line.extend_from_slice(format!(",\"window_start_ns\":{start_ns}").as_bytes());
-        if let Some((name, instances, _)) = pool {
-            line.extend_from_slice(b",\"pool\":");
-            append_json_string(line, name);
-            line.extend_from_slice(format!(",\"instances\":{instances}").as_bytes());
-        }
         if let Some(gb) = gb {
             line.extend_from_slice(b",\"capacity_gb\":");
             append_g6(line, gb);
@@ -799,19 +816,8 @@ fn tier_window_line(
         counts.input_tokens,
     );
     let share = ratio(tokens, counts.input_tokens);
-    let pool_blocks =
-        |blocks: Option<u64>| blocks.map_or_else(|| "-1".to_owned(), |b| b.to_string());
+    append_window_head(line, csv, (from_s, until_s, start_ns), (pool, pool_columns));
     if csv {
-        line.extend_from_slice(format!("{from_s},{until_s},{start_ns},").as_bytes());
-        if pool_columns {
-            if let Some((pool_name, instances, _)) = pool {
-                line.extend_from_slice(csv_field(pool_name).as_bytes());
-                line.extend_from_slice(format!(",{instances}").as_bytes());
-            } else {
-                line.push(b',');
-            }
-            line.push(b',');
-        }
         line.extend_from_slice(
             format!(
                 "{},{},{}",
@@ -834,16 +840,6 @@ fn tier_window_line(
         line.push(b',');
         append_g6(line, miss_share);
     } else {
-        line.extend_from_slice(b"{\"window_start_s\":");
-        line.extend_from_slice(from_s.as_bytes());
-        line.extend_from_slice(b",\"window_end_s\":");
-        line.extend_from_slice(until_s.as_bytes());
-        line.extend_from_slice(format!(",\"window_start_ns\":{start_ns}").as_bytes());
-        if let Some((name, instances, _)) = pool {
-            line.extend_from_slice(b",\"pool\":");
-            append_json_string(line, name);
-            line.extend_from_slice(format!(",\"instances\":{instances}").as_bytes());
-        }
         line.extend_from_slice(
             format!(",\"tier_mode\":\"{}\",\"tier\":", tiers.mode_name()).as_bytes(),
         );
