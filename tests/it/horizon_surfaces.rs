@@ -136,25 +136,8 @@ fn trace_text() -> String {
 
 /// `watch --headless --exit-at-eof` of `trace` with `extra` flags: every JSON line, stderr.
 fn headless(trace: &Path, extra: &[&str]) -> (Vec<Value>, String) {
-    let mut args = vec![
-        "watch".to_owned(),
-        trace.display().to_string(),
-        "--headless".to_owned(),
-        "--exit-at-eof".to_owned(),
-        "--interval".to_owned(),
-        "0.1".to_owned(),
-        "--capacity-gb".to_owned(),
-        SLOTS.to_owned(),
-    ];
-    args.extend(extra.iter().map(|&flag| flag.to_owned()));
-    let run = run_in(None, &args);
-    assert_eq!(run.code, Some(0), "{}", run.stderr);
-    let lines = run
-        .stdout
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect();
-    (lines, run.stderr)
+    let args = [&["--capacity-gb", SLOTS][..], extra].concat();
+    crate::common::headless::headless_to_end(trace, &args)
 }
 
 fn instance<'a>(report: &'a Value, id: &str) -> &'a Value {

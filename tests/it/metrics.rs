@@ -374,23 +374,9 @@ fn the_grafana_dashboard_queries_only_exported_metrics() {
 
 /// `watch --headless --exit-at-eof` of `trace` with `extra` flags; every JSON line.
 fn headless_lines(trace: &Path, extra: &[&str]) -> Vec<Value> {
-    let mut args = vec![
-        "watch".to_owned(),
-        trace.display().to_string(),
-        "--headless".to_owned(),
-        "--exit-at-eof".to_owned(),
-        "--interval".to_owned(),
-        "0.1".to_owned(),
-        "--capacity-gb".to_owned(),
-        format!("{CAPACITY_GB},{CAPACITY_BLOCKS}b"),
-    ];
-    args.extend(extra.iter().map(|&flag| flag.to_owned()));
-    let run = run_in(None, &args);
-    assert_eq!(run.code, Some(0), "{}", run.stderr);
-    run.stdout
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect()
+    let slots = format!("{CAPACITY_GB},{CAPACITY_BLOCKS}b");
+    let args = [&["--capacity-gb", slots.as_str()][..], extra].concat();
+    crate::common::headless::headless_to_end(trace, &args).0
 }
 
 #[test]

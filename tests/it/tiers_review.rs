@@ -57,17 +57,8 @@ fn horizon_trace() -> String {
 
 /// The last line of `watch --headless --exit-at-eof` of `trace` with `extra` flags.
 fn headless_last(trace: &Path, extra: &[&str]) -> Value {
-    let mut args = vec![
-        "watch".to_owned(),
-        trace.display().to_string(),
-        "--headless".to_owned(),
-        "--exit-at-eof".to_owned(),
-        "--interval".to_owned(),
-        "0.1".to_owned(),
-    ];
-    args.extend(extra.iter().map(|&flag| flag.to_owned()));
-    let run = ok(run_in(None, &args));
-    serde_json::from_str(run.stdout.lines().last().unwrap()).unwrap()
+    let (mut lines, _) = crate::common::headless::headless_to_end(trace, extra);
+    lines.pop().expect("a headless line")
 }
 
 fn entry<'a>(report: &'a Value, id: &str) -> &'a Value {

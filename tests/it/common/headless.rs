@@ -144,3 +144,25 @@ impl Drop for HeadlessMonitor {
         }
     }
 }
+
+/// `litehit watch TRACE --headless --exit-at-eof --interval 0.1 EXTRA…` run to its end: every
+/// JSON line and stderr (the run must exit 0).
+pub fn headless_to_end(trace: &std::path::Path, extra: &[&str]) -> (Vec<Value>, String) {
+    let mut args = vec![
+        "watch".to_owned(),
+        trace.display().to_string(),
+        "--headless".to_owned(),
+        "--exit-at-eof".to_owned(),
+        "--interval".to_owned(),
+        "0.1".to_owned(),
+    ];
+    args.extend(extra.iter().map(|&flag| flag.to_owned()));
+    let run = super::cli_bin::run_in(None, &args);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let lines = run
+        .stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    (lines, run.stderr)
+}
