@@ -5,15 +5,16 @@
 //! checks its answer against what the generator knows it wrote (rows, input tokens, hit
 //! tokens at unlimited capacity), the three queries must give the same summary, and the one
 //! written to a file must hold a line per row plus the summary lines. `--tiers`, `--window`
-//! and the two together are measured at the same 16 slots (windows with tiers take none).
+//! and the two together are measured at the same 16 slots (windows with tiers take none); the
+//! `--tiers` query also looks for the pool lane by its rows, as `litehit query` does.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use litehit::output::mrc::MrcCurves;
 use litehit::output::query_jsonl::{
-    QueryOptions, QueryPlan, QuerySlots, QuerySummary, TierPlan, TimeRange, query_facts_files,
-    query_facts_files_planned,
+    PoolRule, QueryOptions, QueryPlan, QuerySlots, QuerySummary, TierPlan, TimeRange,
+    query_facts_files, query_facts_files_planned,
 };
 use litehit::output::query_windows::query_windows;
 use litehit_core::facts::file::{FACTS_HEADER, FactsReader, append_fact_row};
@@ -239,7 +240,8 @@ fn tiers_and_windows(paths: &[PathBuf], rows: usize, written: &Written, to_sink:
             mode: TierMode::Exclusive,
         }),
         time_range: TimeRange::default(),
-        pool: None,
+        // As `litehit query` runs: the pool lane is looked for by its rows (there is none).
+        pool: Some(PoolRule::from_flag(None)),
     };
     let mut tiered = QuerySummary::default();
     measure("query, 16 slots, --tiers (3), sink", rows, || {
