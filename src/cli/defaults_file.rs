@@ -205,6 +205,22 @@ pub fn parse(path: &Path, text: &str) -> Result<Defaults, DefaultsError> {
         };
         defaults.set(key.get_ref(), value.get_ref()).map_err(fail)?;
     }
+    if let Some(tiers) = &defaults.tiers {
+        // The file's tiers with the file's mode (or the default one): inclusive order.
+        let mode = defaults.tier_mode.unwrap_or_default().into();
+        if let Err(error) = litehit_core::grammar::parse_tier_plan(tiers, mode) {
+            let key = table
+                .keys()
+                .find(|key| key.get_ref() == "tiers")
+                .expect("the key was read");
+            return Err(DefaultsError::Value {
+                path: path.to_owned(),
+                line: line_of(key.span().start),
+                key: Some(key.get_ref().clone()),
+                message: error.to_string(),
+            });
+        }
+    }
     if defaults.block_bytes.is_some() && defaults.kv_bytes_per_token.is_some() {
         let key = table
             .keys()
@@ -292,8 +308,8 @@ impl Defaults {
                     }
                     _ => text()?.split(',').map(str::to_owned).collect(),
                 };
-                // Checked now with the flag's parser, so a bad tier names this file and line;
-                // the order rule is checked with the mode, once both are known (`tier_plan`).
+                // Read now with the flag's parser, so a bad tier names this file and line;
+                // the order rule needs the mode too: checked at the end of `parse`.
                 litehit_core::grammar::parse_tier_plan(
                     &entries,
                     litehit_core::projector::tiers::TierMode::Exclusive,
@@ -339,7 +355,9 @@ impl Defaults {
             {
                 tier_args.tiers.clone_from(tiers);
             }
-            if !typed("tier_mode") && self.tier_mode.is_some() {
+            // The file's mode is for tiers (the file's or typed ones); alone it sets nothing,
+            // so a file with only `tier-mode` does not make every command ask for tiers.
+            if !typed("tier_mode") && self.tier_mode.is_some() && !tier_args.tiers.is_empty() {
                 tier_args.tier_mode = self.tier_mode;
             }
         };

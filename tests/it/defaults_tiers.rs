@@ -146,3 +146,32 @@ fn query_window_with_typed_capacities_leaves_the_files_tiers_out() {
         ok(setup.typed(&[&tiers_only[..], &["--tiers", "10b,200b"][..]].concat())).stdout
     );
 }
+
+#[test]
+fn a_file_with_only_tier_mode_asks_nothing_of_commands_without_tiers() {
+    let setup = Setup::new("tier-mode = \"inclusive\"\n");
+    assert_eq!(
+        ok(setup.with_file(QUERY)).stdout,
+        ok(setup.typed(QUERY)).stdout
+    );
+    ok(setup.with_file(&["mrc", "out"]));
+    // With typed tiers the file's mode applies.
+    let tiers = ["--tiers", "10b,200b"];
+    assert_eq!(
+        ok(setup.with_file(&[QUERY, &tiers[..]].concat())).stdout,
+        ok(setup.typed(&[QUERY, &tiers[..], &["--tier-mode", "inclusive"][..]].concat())).stdout
+    );
+}
+
+#[test]
+fn tiers_out_of_order_for_the_files_mode_name_file_line_and_key() {
+    let setup = Setup::new("tier-mode = \"inclusive\"\n\ntiers = [\"4GB\", \"2GB\"]\n");
+    let run = setup.with_file(QUERY);
+    assert_eq!(run.code, Some(1), "{run:?}");
+    assert!(
+        run.stderr
+            .starts_with("litehit: config.toml:3: tiers: inclusive tiers must grow top first"),
+        "{}",
+        run.stderr
+    );
+}

@@ -671,6 +671,31 @@ fn inclusive_tiers_that_shrink_are_refused_by_query_mrc_and_watch_alike() {
             run.stderr
         );
     }
+    // GB next to blocks: the order depends on each lane's block bytes, so it is refused
+    // (it was accepted and sorted per lane by size, which renamed the tiers' figures).
+    for mixed in ["5000b,4GB", "8GB,8192b"] {
+        let run = run_in(
+            None,
+            [
+                "query",
+                facts,
+                "-",
+                "--summary-only",
+                "--tiers",
+                mixed,
+                "--tier-mode",
+                "inclusive",
+            ],
+        );
+        assert_eq!(run.code, Some(1), "{mixed} accepted: {}", run.stdout);
+        assert!(
+            run.stderr.contains(
+                "inclusive tiers must be sized in one unit, so their order can be checked"
+            ),
+            "{mixed}: {}",
+            run.stderr
+        );
+    }
     // Exclusive: a small tier under a large one is a valid hierarchy.
     ok(run_in(
         None,

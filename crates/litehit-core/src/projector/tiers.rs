@@ -43,19 +43,34 @@ pub struct TierPlan {
     pub mode: TierMode,
 }
 
-/// Inclusive tiers whose sizes do not grow top first (`--tiers 40GB,10GB --tier-mode
-/// inclusive`): a lower tier holds a superset of the one above, so it must be larger.
+/// Inclusive tiers whose order cannot be right (`--tiers 40GB,10GB --tier-mode inclusive`):
+/// a lower tier holds a superset of the one above, so it must be larger.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "inclusive tiers must grow top first (a lower tier holds a superset of the one above): \
-     {lower} ({lower_size}) is not larger than {upper} ({upper_size}) above it; list them \
-     smallest first, or use --tier-mode exclusive"
-)]
-pub struct TierOrderError {
-    pub upper: String,
-    pub upper_size: String,
-    pub lower: String,
-    pub lower_size: String,
+pub enum TierOrderError {
+    #[error(
+        "inclusive tiers must grow top first (a lower tier holds a superset of the one above): \
+         {lower} ({lower_size}) is not larger than {upper} ({upper_size}) above it; list them \
+         smallest first, or use --tier-mode exclusive"
+    )]
+    NotLarger {
+        upper: String,
+        upper_size: String,
+        lower: String,
+        lower_size: String,
+    },
+    /// A GB size next to a block count: which is larger depends on each lane's block bytes,
+    /// so the order could be right for one lane and wrong for another.
+    #[error(
+        "inclusive tiers must be sized in one unit, so their order can be checked: {upper} \
+         ({upper_size}) and {lower} ({lower_size}) compare only through each instance's \
+         block bytes; give both in GB/TB or both in blocks"
+    )]
+    MixedUnits {
+        upper: String,
+        upper_size: String,
+        lower: String,
+        lower_size: String,
+    },
 }
 
 /// Whether `lower` is surely larger than `upper` (`None`: not comparable without the block
@@ -73,22 +88,36 @@ fn surely_larger(lower: Capacity, upper: Capacity) -> Option<bool> {
 
 impl TierPlan {
     /// The one check of a plan, for `query`, `mrc` and `watch` alike: inclusive tiers must
-    /// grow strictly top first (a GB size next to a block count is not compared: that needs
-    /// each lane's block bytes). Exclusive tiers may take any sizes: a small tier under a
-    /// large one is odd but a valid hierarchy.
+    /// grow strictly top first, sized in one unit (a GB size next to a block count compares
+    /// only through each lane's block bytes, so it is refused rather than sorted per lane);
+    /// `inf` goes last. Exclusive tiers may take any sizes: a small tier under a large one is
+    /// odd but a valid hierarchy.
     pub fn check(&self) -> Result<(), TierOrderError> {
         if self.mode == TierMode::Exclusive {
             return Ok(());
         }
         for lower in 1..self.capacities.len() {
             let upper = lower - 1;
-            if surely_larger(self.capacities[lower], self.capacities[upper]) == Some(false) {
-                return Err(TierOrderError {
-                    upper: self.names[upper].clone(),
-                    upper_size: self.sizes_text[upper].clone(),
-                    lower: self.names[lower].clone(),
-                    lower_size: self.sizes_text[lower].clone(),
-                });
+            let (upper_name, upper_size) = (&self.names[upper], &self.sizes_text[upper]);
+            let (lower_name, lower_size) = (&self.names[lower], &self.sizes_text[lower]);
+            match surely_larger(self.capacities[lower], self.capacities[upper]) {
+                Some(true) => {}
+                Some(false) => {
+                    return Err(TierOrderError::NotLarger {
+                        upper: upper_name.clone(),
+                        upper_size: upper_size.clone(),
+                        lower: lower_name.clone(),
+                        lower_size: lower_size.clone(),
+                    });
+                }
+                None => {
+                    return Err(TierOrderError::MixedUnits {
+                        upper: upper_name.clone(),
+                        upper_size: upper_size.clone(),
+                        lower: lower_name.clone(),
+                        lower_size: lower_size.clone(),
+                    });
+                }
             }
         }
         Ok(())
