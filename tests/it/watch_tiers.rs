@@ -11,8 +11,10 @@ use serde_json::Value;
 
 const REQUESTS: usize = 2500;
 /// Typed once, given to `watch` and to `query` alike: blocks, GB (floored per lane) and a
-/// tier larger than everything.
+/// tier larger than everything (exclusive tiers may mix units).
 const TIERS: &str = "hbm=200b,dram=0.05,ssd=1TB";
+/// Inclusive tiers are sized in one unit (their order is checked), growing top first.
+const INCLUSIVE_TIERS: &str = "hbm=0.02,dram=0.05,ssd=1TB";
 
 fn trace_text() -> String {
     let config = WorkloadConfig {
@@ -40,7 +42,7 @@ fn headless_tier_figures_equal_query_on_the_facts_the_watch_wrote() {
     let trace = dir.path().join("trace.jsonl");
     std::fs::write(&trace, trace_text()).unwrap();
     let trace = trace.to_str().unwrap();
-    for mode in ["exclusive", "inclusive"] {
+    for (mode, tiers) in [("exclusive", TIERS), ("inclusive", INCLUSIVE_TIERS)] {
         let facts = dir.path().join(format!("facts-{mode}.csv"));
         let facts = facts.to_str().unwrap();
         let watch = ok(run_in(
@@ -57,7 +59,7 @@ fn headless_tier_figures_equal_query_on_the_facts_the_watch_wrote() {
                 "--trace-block-size",
                 "16",
                 "--tiers",
-                TIERS,
+                tiers,
                 "--tier-mode",
                 mode,
                 "--facts-out",
@@ -77,7 +79,7 @@ fn headless_tier_figures_equal_query_on_the_facts_the_watch_wrote() {
                 "--capacity-blocks",
                 "1",
                 "--tiers",
-                TIERS,
+                tiers,
                 "--tier-mode",
                 mode,
             ],

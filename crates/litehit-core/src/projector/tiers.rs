@@ -348,7 +348,10 @@ mod tests {
             ("10GB", Capacity::Gigabytes(10.0)),
         ];
         let error = plan(&shrinking, TierMode::Inclusive).check().unwrap_err();
-        assert_eq!(error.lower, "tier2");
+        assert!(
+            matches!(&error, TierOrderError::NotLarger { lower, .. } if lower == "tier2"),
+            "{error:?}"
+        );
         assert!(error.to_string().contains("tier2 (10GB)"), "{error}");
         assert_eq!(plan(&shrinking, TierMode::Exclusive).check(), Ok(()));
         let equal = [("8b", Capacity::Blocks(8)), ("8b", Capacity::Blocks(8))];
@@ -356,12 +359,23 @@ mod tests {
         let after_unlimited = [("inf", Capacity::Infinite), ("8b", Capacity::Blocks(8))];
         assert!(plan(&after_unlimited, TierMode::Inclusive).check().is_err());
         let growing = [
-            ("8b", Capacity::Blocks(8)),
             ("1GB", Capacity::Gigabytes(1.0)),
             ("2GB", Capacity::Gigabytes(2.0)),
             ("inf", Capacity::Infinite),
         ];
         assert_eq!(plan(&growing, TierMode::Inclusive).check(), Ok(()));
+        let growing_blocks = [("8b", Capacity::Blocks(8)), ("9b", Capacity::Blocks(9))];
+        assert_eq!(plan(&growing_blocks, TierMode::Inclusive).check(), Ok(()));
+        // A block count next to a GB size compares only through the block bytes.
+        let mixed = [
+            ("8b", Capacity::Blocks(8)),
+            ("1GB", Capacity::Gigabytes(1.0)),
+        ];
+        assert!(matches!(
+            plan(&mixed, TierMode::Inclusive).check(),
+            Err(TierOrderError::MixedUnits { .. })
+        ));
+        assert_eq!(plan(&mixed, TierMode::Exclusive).check(), Ok(()));
     }
 
     #[test]
