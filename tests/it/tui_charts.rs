@@ -359,7 +359,8 @@ fn knees_sit_on_the_curve_not_at_their_share_of_the_infinite_rate() {
         let buf = draw_curve(&snap, &app, area);
         let plot = curve::layout(area, &snap, &app).unwrap().plot;
         let lane = &snap.lanes[0];
-        let knee_rows: Vec<u16> = snap.lanes[0].capacity_for_fraction
+        let knee_rows: Vec<u16> = snap.lanes[0]
+            .capacity_for_fraction
             .iter()
             .map(|knee| {
                 plot.row(

@@ -290,7 +290,8 @@ fn the_live_snapshot_carries_the_knees_the_screen_shows() {
             .iter()
             .map(|&percent| replayed.knee(percent))
             .collect();
-        let live_knees: Vec<u64> = lane.capacity_for_fraction
+        let live_knees: Vec<u64> = lane
+            .capacity_for_fraction
             .iter()
             .map(|fraction| fraction.capacity_blocks)
             .collect();

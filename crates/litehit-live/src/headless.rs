@@ -551,8 +551,9 @@ fn total_fractions(snap: &LiveSnapshot) -> Vec<FractionDto> {
             FractionDto {
                 percent,
                 capacity_blocks: None,
-                capacity_bytes: of_percent()
-                    .fold(0_u64, |sum, fraction| sum.saturating_add(fraction.capacity_bytes)),
+                capacity_bytes: of_percent().fold(0_u64, |sum, fraction| {
+                    sum.saturating_add(fraction.capacity_bytes)
+                }),
                 lower_bound: of_percent().any(|fraction| fraction.lower_bound),
             }
         })
@@ -615,9 +616,11 @@ impl Report {
                 .lanes
                 .iter()
                 .map(|lane| InstanceDto::of(lane, snap, &labels, None))
-                .chain(snap.pool.as_ref().map(|pool| {
-                    InstanceDto::of(pool, snap, &labels, Some(snap.pool_shared_by()))
-                }))
+                .chain(
+                    snap.pool.as_ref().map(|pool| {
+                        InstanceDto::of(pool, snap, &labels, Some(snap.pool_shared_by()))
+                    }),
+                )
                 .collect(),
             total: TotalDto {
                 requests: totals.requests,

@@ -328,7 +328,7 @@ fn encode_snapshot(snap: &LiveSnapshot, mut encoder: DescriptorEncoder) -> fmt::
     let mut family = encoder.encode_descriptor(
         "litehit_capacity_for_fraction_bytes",
         "Smallest per-instance cache size whose cumulative hits reach this fraction of the \
-         unlimited-capacity hits (for the pool, litehit_pool_info, its total size); under \
+         unlimited-capacity hits (for the shared pool lane, its total size); under \
          --memory-horizon these are lower bounds and carry the label lower_bound=true",
         None,
         MetricType::Gauge,

@@ -366,7 +366,11 @@ fn pool_row_values(snap: &LiveSnapshot) -> Option<RowValues> {
             .map(|index| pool.slot_hit_rate(index))
             .collect(),
         // The pool's cell is the pool at N × C: N × C meets the horizon.
-        slot_lower_bounds: slot_lower_bounds(snap, std::slice::from_ref(pool), snap.pool_shared_by()),
+        slot_lower_bounds: slot_lower_bounds(
+            snap,
+            std::slice::from_ref(pool),
+            snap.pool_shared_by(),
+        ),
         infinite_rate: pool.infinite_hit_rate(),
         unique_blocks: pool.unique_blocks,
         kv_bytes: pool.unique_kv_bytes(),
