@@ -338,12 +338,12 @@ fn under_a_horizon_the_knees_are_lower_bounds_on_every_surface() {
     // TUI: the targets line puts the mark before each capacity, the instance's and the Σ.
     let mut app = App::default();
     app.observe(&snap);
-    let lane = &snap.lanes[0];
+    let first = &snap.lanes[0];
     let line = row_with(&screen(&snap, &app), "to reach 90/95/99 % of ∞").to_owned();
     let expected = format!(
         "{}: {}",
-        lane.instance_id,
-        targets_values(&shown_knee_bytes(lane), true)
+        first.instance_id,
+        targets_values(&shown_knee_bytes(first), true)
     );
     assert!(line.contains(&expected), "{expected:?} not in {line:?}");
     assert!(
@@ -367,7 +367,7 @@ fn the_pool_has_its_knees_in_total_capacity_on_every_surface() {
     let trace = fleet_trace(dir.path());
     for horizon in [&[][..], &["--memory-horizon", HORIZON][..]] {
         let pooled = headless_last(&trace, &[&["--pool"][..], horizon].concat());
-        // The oracle: one lane fed every row, its own knees.
+        // The oracle: one pool_lane fed every row, its own knees.
         let one_lane = headless_last(&trace, &[&["--instance", "pool"][..], horizon].concat());
         assert_eq!(ids(&one_lane), ["pool"]);
         let pool = instance(&pooled, "pool");
@@ -383,8 +383,8 @@ fn the_pool_has_its_knees_in_total_capacity_on_every_surface() {
 
         // /metrics and the TUI read the same knees from the live snapshot.
         let snap = live_snapshot(&trace, &[&["--pool"][..], horizon].concat(), dir.path());
-        let lane = snap.pool.as_ref().unwrap();
-        let blocks: Vec<Option<u64>> = lane
+        let pool_lane = snap.pool.as_ref().unwrap();
+        let blocks: Vec<Option<u64>> = pool_lane
             .capacity_for_fraction
             .iter()
             .map(|knee| Some(knee.capacity_blocks))
@@ -414,15 +414,15 @@ fn the_pool_has_its_knees_in_total_capacity_on_every_surface() {
         let line = row_with(&rows, "to reach 90/95/99 % of ∞");
         let expected = format!(
             "pool (shared): {} │ Σ all: ",
-            targets_values(&shown_knee_bytes(lane), !horizon.is_empty())
+            targets_values(&shown_knee_bytes(pool_lane), !horizon.is_empty())
         );
         assert!(line.contains(&expected), "{expected:?} not in {line:?}");
         let chart = curve::layout(Rect::new(0, 0, 80, 30), &snap, &app).unwrap();
         let xs: Vec<f64> = chart.knees.iter().map(|knee| knee.2).collect();
-        let expected: Vec<f64> = lane
+        let expected: Vec<f64> = pool_lane
             .capacity_for_fraction
             .iter()
-            .map(|knee| curve::capacity_x((knee.capacity_blocks * lane.block_bytes) as f64))
+            .map(|knee| curve::capacity_x((knee.capacity_blocks * pool_lane.block_bytes) as f64))
             .collect();
         assert_eq!(xs, expected, "the pool's knees on its total-capacity axis");
         assert!(
