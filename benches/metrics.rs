@@ -50,22 +50,18 @@ fn snapshot(instances: usize, slots: usize) -> LiveSnapshot {
             unique_blocks: 30_000_000 + i as u64,
             slot_hit_blocks: (0..slots).map(|s| 1_000_000 * (s as u64 + 1)).collect(),
             infinite_hit_blocks: 99_000_000,
+            capacity_for_fraction: CAPACITY_FRACTION_PERCENTS
+                .iter()
+                .map(|&percent| FractionCapacity {
+                    percent,
+                    capacity_blocks: u64::from(percent) * 1000 + i as u64,
+                    hit_blocks: u64::from(percent) * 990_000,
+                })
+                .collect(),
             ..LaneSnapshot::default()
         })
         .collect();
     LiveSnapshot {
-        capacity_for_fraction: (0..instances)
-            .map(|i| {
-                CAPACITY_FRACTION_PERCENTS
-                    .iter()
-                    .map(|&percent| FractionCapacity {
-                        percent,
-                        capacity_blocks: u64::from(percent) * 1000 + i as u64,
-                        hit_blocks: u64::from(percent) * 990_000,
-                    })
-                    .collect()
-            })
-            .collect(),
         slots: slot_list,
         lanes,
         ..LiveSnapshot::default()

@@ -56,6 +56,7 @@ mod tui_charts;
 mod tui_interaction;
 mod tui_render;
 mod tui_targets;
+mod watch_bounds;
 mod watch_facts_dir;
 mod watch_pty;
 mod watch_stop_state;

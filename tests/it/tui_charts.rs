@@ -144,8 +144,15 @@ fn snapshot(
             ..SourceStatus::default()
         },
         slots,
-        lanes,
-        capacity_for_fraction: knees,
+        // Each lane with its knees (a lane without any in `knees` has none).
+        lanes: lanes
+            .into_iter()
+            .zip(knees.into_iter().chain(std::iter::repeat(Vec::new())))
+            .map(|(lane, knees)| LaneSnapshot {
+                capacity_for_fraction: knees,
+                ..lane
+            })
+            .collect(),
         ..LiveSnapshot::default()
     }
 }
@@ -218,7 +225,7 @@ fn check_marks(snap: &LiveSnapshot, app: &App, area: Rect) {
         .join("\n");
     // Knees: at the capacity the knee search gives and the rate the curve has there (its hits
     // checked against projecting every fact by `assert_knees_match_projection`).
-    for knee in &snap.capacity_for_fraction[0] {
+    for knee in &snap.lanes[0].capacity_for_fraction {
         let x = curve::capacity_x(knee.capacity_blocks as f64 * lane.block_bytes as f64);
         let column = plot.column_clamped(x);
         let knee_percent =
@@ -352,7 +359,8 @@ fn knees_sit_on_the_curve_not_at_their_share_of_the_infinite_rate() {
         let buf = draw_curve(&snap, &app, area);
         let plot = curve::layout(area, &snap, &app).unwrap().plot;
         let lane = &snap.lanes[0];
-        let knee_rows: Vec<u16> = snap.capacity_for_fraction[0]
+        let knee_rows: Vec<u16> = snap.lanes[0]
+            .capacity_for_fraction
             .iter()
             .map(|knee| {
                 plot.row(

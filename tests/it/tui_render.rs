@@ -98,6 +98,7 @@ fn lane(
         tier_hit_blocks: Vec::new(),
         tier_capacity_blocks: Vec::new(),
         tier_lower_bounds: Vec::new(),
+        capacity_for_fraction: Vec::new(),
     }
 }
 

@@ -86,13 +86,7 @@ fn snapshot(lanes: &[(&str, u64, &Replayed)]) -> LiveSnapshot {
                 requests: replayed.facts.len() as u64,
                 input_tokens: replayed.facts.len() as u64 * 16 * 8,
                 infinite_hit_blocks: replayed.accumulator.infinite_hit_blocks(),
-                ..LaneSnapshot::default()
-            })
-            .collect(),
-        capacity_for_fraction: lanes
-            .iter()
-            .map(|(_, _, replayed)| {
-                CAPACITY_FRACTION_PERCENTS
+                capacity_for_fraction: CAPACITY_FRACTION_PERCENTS
                     .iter()
                     .map(|&percent| {
                         let capacity_blocks = replayed.accumulator.knee_capacity_blocks(percent);
@@ -102,7 +96,8 @@ fn snapshot(lanes: &[(&str, u64, &Replayed)]) -> LiveSnapshot {
                             hit_blocks: replayed.accumulator.hit_blocks_at(capacity_blocks),
                         }
                     })
-                    .collect()
+                    .collect(),
+                ..LaneSnapshot::default()
             })
             .collect(),
         ..LiveSnapshot::default()
@@ -113,7 +108,7 @@ fn snapshot(lanes: &[(&str, u64, &Replayed)]) -> LiveSnapshot {
 fn expected_values(bytes: &[u64]) -> String {
     bytes
         .iter()
-        .map(|&bytes| capacity_text(bytes))
+        .map(|&bytes| capacity_text(bytes, false))
         .collect::<Vec<_>>()
         .join(" · ")
 }
@@ -193,7 +188,7 @@ fn small_screens_keep_the_table_and_never_cut_a_number() {
     let values: Vec<String> = knees
         .iter()
         .chain(&knees.iter().map(|&bytes| 2 * bytes).collect::<Vec<_>>())
-        .map(|&bytes| capacity_text(bytes))
+        .map(|&bytes| capacity_text(bytes, false))
         .collect();
     for (width, height) in [(200, 60), (120, 40), (80, 24), (60, 20), (40, 12)] {
         let screen = rows(&snap, &app, width, height);
@@ -284,7 +279,7 @@ fn the_live_snapshot_carries_the_knees_the_screen_shows() {
     monitor.shutdown();
     let mut app = App::default();
     app.observe(&snap);
-    for (index, lane) in snap.lanes.iter().enumerate() {
+    for lane in &snap.lanes {
         let keys: Vec<Vec<i64>> = requests
             .iter()
             .filter(|request| request.instance_id == lane.instance_id)
@@ -295,7 +290,8 @@ fn the_live_snapshot_carries_the_knees_the_screen_shows() {
             .iter()
             .map(|&percent| replayed.knee(percent))
             .collect();
-        let live_knees: Vec<u64> = snap.capacity_for_fraction[index]
+        let live_knees: Vec<u64> = lane
+            .capacity_for_fraction
             .iter()
             .map(|fraction| fraction.capacity_blocks)
             .collect();

@@ -283,7 +283,8 @@ pub struct InstanceDto {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub miss_share_is_upper_bound: Option<bool>,
     /// The smallest capacity reaching 50, 90, 95 and 99 % of the ∞ bound's hits (exact,
-    /// from the accumulator; `mrc`'s knees), as in `/metrics`.
+    /// from the accumulator; `mrc`'s knees), as in `/metrics`; for the pool, in its total
+    /// capacity (on its own curve). Lower bounds under a memory horizon (`lower_bound`).
     pub capacity_for_fraction: Vec<FractionDto>,
 }
 
@@ -291,11 +292,30 @@ pub struct InstanceDto {
 #[derive(Debug, Serialize)]
 pub struct FractionDto {
     pub percent: u32,
-    /// Per instance only.
+    /// Per instance (the pool's: its total capacity) only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub capacity_blocks: Option<u64>,
     /// Per instance: blocks × block bytes. Total: Σ over instances of each one's own.
     pub capacity_bytes: u64,
+    /// Whether the capacity is only a lower bound: under a memory horizon the ∞ bound it is a
+    /// fraction of is itself a lower bound, so the true knee is at least this (of some
+    /// instance, in the total).
+    pub lower_bound: bool,
+}
+
+impl FractionDto {
+    /// One lane's knees, in its own blocks and bytes.
+    fn of_lane(lane: &LaneSnapshot) -> Vec<Self> {
+        lane.capacity_for_fraction
+            .iter()
+            .map(|fraction| Self {
+                percent: fraction.percent,
+                capacity_blocks: Some(fraction.capacity_blocks),
+                capacity_bytes: fraction.capacity_blocks.saturating_mul(lane.block_bytes),
+                lower_bound: lane.knees_are_lower_bounds(),
+            })
+            .collect()
+    }
 }
 
 impl InstanceDto {
@@ -338,8 +358,7 @@ impl InstanceDto {
             unique_blocks: lane.unique_blocks,
             unique_kv_bytes: lane.unique_kv_bytes(),
             ttl_expired_blocks: lane.ttl_expired_blocks,
-            // The caller fills it where the accumulator's knees are known (not for the pool).
-            capacity_for_fraction: Vec::new(),
+            capacity_for_fraction: FractionDto::of_lane(lane),
             slot_results: snap
                 .slots
                 .iter()
@@ -516,34 +535,27 @@ pub struct ErrorDto {
     pub message: String,
 }
 
-/// `(percent, blocks, bytes)` of lane `index`'s capacity for each fraction of its ∞ hits.
-fn lane_fractions(snap: &LiveSnapshot, index: usize) -> Vec<(u32, u64, u64)> {
-    let block_bytes = snap.lanes.get(index).map_or(0, |lane| lane.block_bytes);
-    snap.capacity_for_fraction
-        .get(index)
-        .map(|fractions| {
-            fractions
-                .iter()
-                .map(|fraction| {
-                    let blocks = fraction.capacity_blocks;
-                    (fraction.percent, blocks, blocks.saturating_mul(block_bytes))
-                })
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// Σ over lanes of [`lane_fractions`]'s bytes, per percent.
+/// Σ over the instances (not the pool) of each one's capacity for each fraction of its ∞
+/// hits, per percent: a lower bound when some instance's is.
 fn total_fractions(snap: &LiveSnapshot) -> Vec<FractionDto> {
+    let lanes: Vec<Vec<FractionDto>> = snap.lanes.iter().map(FractionDto::of_lane).collect();
     crate::snapshot::CAPACITY_FRACTION_PERCENTS
         .iter()
-        .map(|&percent| FractionDto {
-            percent,
-            capacity_blocks: None,
-            capacity_bytes: (0..snap.lanes.len())
-                .flat_map(|index| lane_fractions(snap, index))
-                .filter(|&(lane_percent, _, _)| lane_percent == percent)
-                .fold(0_u64, |sum, (_, _, bytes)| sum.saturating_add(bytes)),
+        .map(|&percent| {
+            let of_percent = || {
+                lanes
+                    .iter()
+                    .flatten()
+                    .filter(move |fraction| fraction.percent == percent)
+            };
+            FractionDto {
+                percent,
+                capacity_blocks: None,
+                capacity_bytes: of_percent().fold(0_u64, |sum, fraction| {
+                    sum.saturating_add(fraction.capacity_bytes)
+                }),
+                lower_bound: of_percent().any(|fraction| fraction.lower_bound),
+            }
         })
         .collect()
 }
@@ -603,21 +615,12 @@ impl Report {
             instances: snap
                 .lanes
                 .iter()
-                .enumerate()
-                .map(|(index, lane)| InstanceDto {
-                    capacity_for_fraction: lane_fractions(snap, index)
-                        .into_iter()
-                        .map(|(percent, blocks, bytes)| FractionDto {
-                            percent,
-                            capacity_blocks: Some(blocks),
-                            capacity_bytes: bytes,
-                        })
-                        .collect(),
-                    ..InstanceDto::of(lane, snap, &labels, None)
-                })
-                .chain(snap.pool.as_ref().map(|pool| {
-                    InstanceDto::of(pool, snap, &labels, Some(snap.lanes.len() as u64))
-                }))
+                .map(|lane| InstanceDto::of(lane, snap, &labels, None))
+                .chain(
+                    snap.pool.as_ref().map(|pool| {
+                        InstanceDto::of(pool, snap, &labels, Some(snap.pool_shared_by()))
+                    }),
+                )
                 .collect(),
             total: TotalDto {
                 requests: totals.requests,

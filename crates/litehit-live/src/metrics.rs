@@ -18,6 +18,7 @@
 //! litehit_ttl_expired_blocks_total{instance}            counter
 //! litehit_unique_blocks{instance}                       gauge
 //! litehit_capacity_for_fraction_bytes{instance,fraction} gauge   fraction="0.5" | "0.9" | "0.95" | "0.99"
+//!                                                                (+ lower_bound="true" under a memory horizon)
 //! litehit_memory_bytes{part}                            gauge    part="core" | "accumulator" | "facts_buffer" | "monitor"
 //! litehit_facts_spill_bytes                             gauge
 //! litehit_facts_retention_stopped                       gauge    1 after a failed spill write
@@ -260,7 +261,7 @@ fn encode_snapshot(snap: &LiveSnapshot, mut encoder: DescriptorEncoder) -> fmt::
     for (position, (lane, instance)) in lanes.iter().zip(&instances).enumerate() {
         // The pool's slots are at N × each slot's blocks (the N instances' caches together).
         let shared_by = if position == snap.lanes.len() {
-            snap.lanes.len() as u64
+            snap.pool_shared_by()
         } else {
             1
         };
@@ -327,22 +328,21 @@ fn encode_snapshot(snap: &LiveSnapshot, mut encoder: DescriptorEncoder) -> fmt::
     let mut family = encoder.encode_descriptor(
         "litehit_capacity_for_fraction_bytes",
         "Smallest per-instance cache size whose cumulative hits reach this fraction of the \
-         unlimited-capacity hits",
+         unlimited-capacity hits (for the shared pool lane, its total size); under \
+         --memory-horizon these are lower bounds and carry the label lower_bound=true",
         None,
         MetricType::Gauge,
     )?;
-    for ((lane, instance), points) in snap
-        .lanes
-        .iter()
-        .zip(&instances)
-        .zip(&snap.capacity_for_fraction)
-    {
-        for point in points {
+    for (lane, instance) in lanes.iter().zip(&instances) {
+        for point in &lane.capacity_for_fraction {
             let fraction = fraction_label(point.percent);
             let labels = [
                 ("instance", instance.as_ref()),
                 ("fraction", fraction.as_str()),
+                LOWER_BOUND_LABEL,
             ];
+            // The third label only on a lower bound.
+            let labels = &labels[..if lane.knees_are_lower_bounds() { 3 } else { 2 }];
             ConstGauge::new(point.capacity_blocks.saturating_mul(lane.block_bytes))
                 .encode(family.encode_family(&labels)?)?;
         }
@@ -403,7 +403,7 @@ fn encode_snapshot(snap: &LiveSnapshot, mut encoder: DescriptorEncoder) -> fmt::
         ])?;
     }
 
-    encode_horizon(&mut encoder, snap, &instances)?;
+    encode_horizon(&mut encoder, &lanes, &instances)?;
 
     let metric = encoder.encode_descriptor(
         "litehit_build",
@@ -416,10 +416,11 @@ fn encode_snapshot(snap: &LiveSnapshot, mut encoder: DescriptorEncoder) -> fmt::
     Ok(())
 }
 
-/// `litehit_memory_horizon_{blocks,bytes}{instance}`, for the instances with a horizon.
+/// `litehit_memory_horizon_{blocks,bytes}{instance}`, for the lanes with a horizon: the
+/// instances, then the shared pool (which has the same horizon, on its own total capacity).
 fn encode_horizon(
     encoder: &mut DescriptorEncoder,
-    snap: &LiveSnapshot,
+    lanes: &[&crate::snapshot::LaneSnapshot],
     instances: &[Cow<'_, str>],
 ) -> fmt::Result {
     for (name, help, bytes) in [
@@ -437,7 +438,7 @@ fn encode_horizon(
         ),
     ] {
         let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
-        for (lane, instance) in snap.lanes.iter().zip(instances) {
+        for (lane, instance) in lanes.iter().zip(instances) {
             let value = if bytes {
                 lane.memory_horizon_bytes()
             } else {
@@ -532,6 +533,11 @@ mod tests {
                 slot_hit_blocks: vec![2, 1, 4],
                 infinite_hit_blocks: 4,
                 tier_hit_blocks: vec![2, 1],
+                capacity_for_fraction: vec![FractionCapacity {
+                    percent: 50,
+                    capacity_blocks: 3,
+                    hit_blocks: 1,
+                }],
                 ..LaneSnapshot::default()
             }],
             tiers: Some(litehit_core::projector::tiers::TierPlan {
@@ -540,11 +546,6 @@ mod tests {
                 capacities: vec![Capacity::Gigabytes(40.0), Capacity::Gigabytes(4096.0)],
                 ..Default::default()
             }),
-            capacity_for_fraction: vec![vec![FractionCapacity {
-                percent: 50,
-                capacity_blocks: 3,
-                hit_blocks: 1,
-            }]],
             ..LiveSnapshot::default()
         };
         let text = encode(&snap).unwrap();

@@ -87,6 +87,11 @@ pub struct LaneSnapshot {
     /// Per tier: whether its hits are only a lower bound (its band reaches above the memory
     /// horizon, [`litehit_core::projector::tiers::TierBand::is_lower_bound`]).
     pub tier_lower_bounds: Vec<bool>,
+    /// The smallest capacity (on this lane's own axis: for the pool, its total) reaching each
+    /// of [`CAPACITY_FRACTION_PERCENTS`] of its ∞ bound's hits, exact from the accumulator
+    /// (as `mrc`'s knees), in that order. Under a memory horizon they are lower bounds
+    /// ([`Self::knees_are_lower_bounds`]).
+    pub capacity_for_fraction: Vec<FractionCapacity>,
 }
 
 impl LaneSnapshot {
@@ -120,6 +125,28 @@ impl LaneSnapshot {
     pub fn is_lower_bound(&self, capacity_blocks: Option<u64>) -> bool {
         self.memory_horizon_blocks
             .is_some_and(|horizon| capacity_blocks.is_none_or(|capacity| capacity > horizon))
+    }
+
+    /// Whether the hits at slot `capacity` are only a lower bound on a lane whose slots are at
+    /// `shared_by` × each slot's blocks (1 for an instance, N for the shared pool): the pool's
+    /// cell is the pool at N × C, so N × C is what meets the horizon, not C.
+    #[must_use]
+    pub fn slot_is_lower_bound(&self, capacity: Capacity, shared_by: u64) -> bool {
+        self.is_lower_bound(litehit_core::projector::pooled_capacity_blocks(
+            capacity,
+            self.block_bytes,
+            shared_by,
+        ))
+    }
+
+    /// Whether [`Self::capacity_for_fraction`] are only lower bounds: under a memory horizon
+    /// the curve is exact up to the horizon but the ∞ bound it is measured against is itself
+    /// only a lower bound (forgotten keys would have hit deeper), so the true target is at
+    /// least as high and the true knee at least as far right. (Whether any key was really
+    /// forgotten is not tracked, so it is marked whenever there is a horizon, as the ∞ bound.)
+    #[must_use]
+    pub fn knees_are_lower_bounds(&self) -> bool {
+        self.is_lower_bound(None)
     }
 
     /// The memory horizon in bytes (`horizon blocks × block_bytes`), if one is set.
@@ -527,10 +554,6 @@ pub struct LiveSnapshot {
     /// capacity as the `total` of N caches of the slot each. Not in `lanes`, the totals or
     /// the timeline's `lanes` (its windows are each [`Window::pool`]).
     pub pool: Option<LaneSnapshot>,
-    /// Per lane (aligned with `lanes`): the smallest capacity reaching each of
-    /// [`CAPACITY_FRACTION_PERCENTS`] of its ∞ bound's hits, exact from the accumulator (as
-    /// `mrc`'s knees), in that order.
-    pub capacity_for_fraction: Vec<Vec<FractionCapacity>>,
     pub timeline: Timeline,
     pub memory: MemoryGauge,
     pub rate: IngestRate,
@@ -569,6 +592,12 @@ impl LiveSnapshot {
     #[must_use]
     pub fn infinite_is_lower_bound(&self) -> bool {
         self.memory_horizon.is_some() || self.lanes.iter().any(|lane| lane.is_lower_bound(None))
+    }
+
+    /// N, the instances the shared pool is shared by: its slots are at N × each slot.
+    #[must_use]
+    pub fn pool_shared_by(&self) -> u64 {
+        self.lanes.len() as u64
     }
 
     /// Any lane has a TTL.

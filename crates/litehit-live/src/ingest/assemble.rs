@@ -160,6 +160,8 @@ impl Pipeline {
                 .iter()
                 .map(|band| band.is_lower_bound(lane.memory_horizon_blocks()))
                 .collect(),
+            // On the lane's own capacity axis: the pool's are in its total capacity.
+            capacity_for_fraction: Self::capacity_for_fraction(lane),
         }
     }
 }
@@ -270,7 +272,6 @@ impl Ingest {
             ),
             lanes: lane_snapshots,
             pool,
-            capacity_for_fraction: lanes.iter().map(Pipeline::capacity_for_fraction).collect(),
             memory: MemoryGauge {
                 core_bytes,
                 accumulator_bytes,

@@ -4,9 +4,10 @@
 //! * each slot a labelled vertical marker `┊` in its own colour (the selected one reversed);
 //! * the ∞ ceiling as a horizontal `╌` line;
 //! * the 50/90/95/99 % knees as `◆`: the smallest capacity whose hits reach that share of
-//!   the ∞ bound's, exact from the accumulator (`LiveSnapshot::capacity_for_fraction`, the
+//!   the ∞ bound's, exact from the accumulator (`LaneSnapshot::capacity_for_fraction`, the
 //!   same knee search as `mrc`), drawn at that capacity and the exact rate there (at least
-//!   that share of the ∞ rate; hits rise in steps, so often more);
+//!   that share of the ∞ rate; hits rise in steps, so often more); under a memory horizon
+//!   the legend says they are lower bounds (the true knees lie at or right of them);
 //! * y auto-scaled to the data (a round top a little above the ∞ rate), its scale on the axis;
 //! * the x range ends at the sampled curve's end, a power of two of blocks that only ever
 //!   doubles as the trace grows, and starts 12 doublings lower (or lower still, to show the
@@ -144,7 +145,7 @@ fn pow2_floor(value: f64) -> f64 {
 
 /// With the pool's row selected, the snapshot as the chart sees the pool: its one lane is
 /// the pool, each finite slot at N × its blocks (the pool's capacity is the fleet's total),
-/// no knees (the snapshot has none for the pool). `None` otherwise.
+/// its knees its own (on its total capacity, as its curve). `None` otherwise.
 fn pool_view(snap: &LiveSnapshot, view: &App) -> Option<LiveSnapshot> {
     let pool = snap.pool.as_ref().filter(|_| view.selected_pool())?;
     let instances = snap.lanes.len() as u64;
@@ -159,7 +160,6 @@ fn pool_view(snap: &LiveSnapshot, view: &App) -> Option<LiveSnapshot> {
         }
     }
     pooled.lanes = vec![pool.clone()];
-    pooled.capacity_for_fraction = vec![Vec::new()];
     Some(pooled)
 }
 
@@ -191,10 +191,9 @@ pub fn layout(area: Rect, snap: &LiveSnapshot, view: &App) -> Option<CurveLayout
         })
         .collect();
     let knees: Vec<(usize, u32, f64, f64)> = if lanes.len() == 1 {
-        snap.capacity_for_fraction
-            .get(lanes[0])
-            .into_iter()
-            .flatten()
+        first
+            .capacity_for_fraction
+            .iter()
             .filter(|_| first.infinite_hit_blocks > 0)
             .map(|knee| {
                 (
@@ -384,7 +383,14 @@ fn draw(buf: &mut Buffer, area: Rect, layout: &CurveLayout, snap: &LiveSnapshot,
                 format!("╌{}", format::infinite_label(snap.memory_horizon)),
                 Style::new(),
             )])
-            .chain((!layout.knees.is_empty()).then(|| ("◆knees".to_owned(), Style::new().bold())));
+            .chain((!layout.knees.is_empty()).then(|| {
+                let mark = if knees_are_lower_bounds(layout, snap) {
+                    display::LOWER_BOUND_MARK
+                } else {
+                    ""
+                };
+                (format!("◆{mark}knees"), Style::new().bold())
+            }));
         for (text, style) in compact {
             if usize::from(x) + text.chars().count() + 2 > usize::from(area.right()) {
                 break;
@@ -515,6 +521,14 @@ fn draw_lane_tags(buf: &mut Buffer, plot: &Plot, layout: &CurveLayout, snap: &Li
     }
 }
 
+/// Whether the knees drawn are only lower bounds (their lane has a memory horizon).
+fn knees_are_lower_bounds(layout: &CurveLayout, snap: &LiveSnapshot) -> bool {
+    layout
+        .knees
+        .iter()
+        .any(|&(index, ..)| snap.lanes[index].knees_are_lower_bounds())
+}
+
 fn legend(layout: &CurveLayout, snap: &LiveSnapshot, view: &App) -> Vec<LegendEntry> {
     let several = layout.lanes.len() > 1;
     let mut entries = Vec::new();
@@ -565,7 +579,12 @@ fn legend(layout: &CurveLayout, snap: &LiveSnapshot, view: &App) -> Vec<LegendEn
     if !layout.knees.is_empty() {
         entries.push(LegendEntry {
             symbol: "◆".to_owned(),
-            label: "50/90/95/99% knees".to_owned(),
+            label: if knees_are_lower_bounds(layout, snap) {
+                // The capacities are lower bounds: the true knees lie at or right of them.
+                "50/90/95/99% knees (lower bounds)".to_owned()
+            } else {
+                "50/90/95/99% knees".to_owned()
+            },
             style: Style::new().bold(),
             emphasis: false,
         });

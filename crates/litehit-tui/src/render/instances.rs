@@ -311,7 +311,7 @@ fn row_values(snap: &LiveSnapshot) -> Vec<RowValues> {
             slot_rates: (0..slot_count)
                 .map(|index| lane.slot_hit_rate(index))
                 .collect(),
-            slot_lower_bounds: slot_lower_bounds(snap, std::slice::from_ref(lane)),
+            slot_lower_bounds: slot_lower_bounds(snap, std::slice::from_ref(lane), 1),
             infinite_rate: lane.infinite_hit_rate(),
             unique_blocks: lane.unique_blocks,
             kv_bytes: lane.unique_kv_bytes(),
@@ -326,7 +326,7 @@ fn row_values(snap: &LiveSnapshot) -> Vec<RowValues> {
             slot_rates: (0..slot_count)
                 .map(|index| totals.slot_hit_rate(index))
                 .collect(),
-            slot_lower_bounds: slot_lower_bounds(snap, &snap.lanes),
+            slot_lower_bounds: slot_lower_bounds(snap, &snap.lanes, 1),
             infinite_rate: totals.infinite_hit_rate(),
             unique_blocks: totals.unique_blocks,
             kv_bytes: totals.unique_kv_bytes,
@@ -335,18 +335,20 @@ fn row_values(snap: &LiveSnapshot) -> Vec<RowValues> {
     rows
 }
 
-/// Per slot, whether its hits in a row summing `lanes` are only a lower bound: the slot's
-/// capacity (at each lane's block bytes) lies above that lane's memory horizon.
+/// Per slot, whether its hits in a row summing `lanes` are only a lower bound: the capacity
+/// each lane has at the slot (`shared_by` × its blocks at the lane's block bytes: 1 for an
+/// instance, N for the shared pool) lies above that lane's memory horizon.
 fn slot_lower_bounds(
     snap: &LiveSnapshot,
     lanes: &[litehit_live::snapshot::LaneSnapshot],
+    shared_by: u64,
 ) -> Vec<bool> {
     snap.slots
         .iter()
         .map(|slot| {
             lanes
                 .iter()
-                .any(|lane| lane.is_lower_bound(slot.capacity.blocks(lane.block_bytes)))
+                .any(|lane| lane.slot_is_lower_bound(slot.capacity, shared_by))
         })
         .collect()
 }
@@ -363,7 +365,12 @@ fn pool_row_values(snap: &LiveSnapshot) -> Option<RowValues> {
         slot_rates: (0..slot_count)
             .map(|index| pool.slot_hit_rate(index))
             .collect(),
-        slot_lower_bounds: slot_lower_bounds(snap, std::slice::from_ref(pool)),
+        // The pool's cell is the pool at N × C: N × C meets the horizon.
+        slot_lower_bounds: slot_lower_bounds(
+            snap,
+            std::slice::from_ref(pool),
+            snap.pool_shared_by(),
+        ),
         infinite_rate: pool.infinite_hit_rate(),
         unique_blocks: pool.unique_blocks,
         kv_bytes: pool.unique_kv_bytes(),

@@ -1,14 +1,16 @@
 //! The capacity-for-target line: the smallest capacity whose hits reach 90, 95 and 99 % of
-//! the ∞ bound's, for the selected instance and for every instance together (Σ of each
-//! instance's own), the live counterpart of `litehit mrc`'s knees:
+//! the ∞ bound's, for the selected instance (or the shared pool, in its total capacity) and
+//! for every instance together (Σ of each instance's own), the live counterpart of
+//! `litehit mrc`'s knees:
 //!
 //! ```text
 //!  to reach 90/95/99 % of ∞ · instance-0: 12.3 GiB · 20.1 GiB · 51 GiB │ Σ all: 36.9 GiB · …
 //! ```
 //!
-//! The capacities are the ingest thread's (`LiveSnapshot::capacity_for_fraction`, exact from
+//! The capacities are the ingest thread's (`LaneSnapshot::capacity_for_fraction`, exact from
 //! each lane's accumulator); this file only multiplies blocks by the lane's block bytes and
-//! formats, rounding up (a capacity shown must reach its target).
+//! formats, rounding up (a capacity shown must reach its target). Under a memory horizon
+//! they are lower bounds (`≥12.4 GiB`): the ∞ bound they are a fraction of is one.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -19,6 +21,7 @@ use super::format;
 use crate::app::App;
 use litehit_core::display;
 use litehit_live::LiveSnapshot;
+use litehit_live::snapshot::LaneSnapshot;
 
 /// The targets shown, in percent of the ∞ bound's hits (a subset of
 /// `litehit_live::snapshot::CAPACITY_FRACTION_PERCENTS`).
@@ -65,27 +68,31 @@ fn display_width(text: &str) -> usize {
 }
 
 /// `("instance-0", "12.3 GiB · 20.1 GiB · 51 GiB")` for the selected instance (its id cut to
-/// fit 24 columns), then `("Σ all", …)` when there are several; only the totals on the
-/// totals row.
+/// fit 24 columns) or the shared pool (`pool (shared)`, its total capacity), then
+/// `("Σ all", …)` when there are several; only the totals on the totals row.
 pub fn parts(snap: &LiveSnapshot, view: &App) -> Vec<(String, String)> {
     let mut parts = Vec::new();
     let selected = view
         .selected_lane()
-        .filter(|&index| index < snap.lanes.len());
-    if let Some(index) = selected {
-        let lane = &snap.lanes[index];
-        let id = format::fit_middle_columns(&lane.instance_id, 24);
-        let values = lane_bytes(snap, index).map_or_else(
+        .filter(|&index| index < snap.lanes.len())
+        .map(|index| (&snap.lanes[index], ""))
+        .or_else(|| {
+            let pool = snap.pool.as_ref().filter(|_| view.selected_pool())?;
+            Some((pool, " (shared)"))
+        });
+    if let Some((lane, suffix)) = selected {
+        let id = format::fit_middle_columns(&lane.instance_id, 24 - suffix.chars().count());
+        let values = lane_bytes(lane).map_or_else(
             || no_values(lane.infinite_hit_blocks),
             |bytes| {
                 bytes
                     .iter()
-                    .map(|&bytes| capacity_text(bytes))
+                    .map(|&bytes| capacity_text(bytes, lane.knees_are_lower_bounds()))
                     .collect::<Vec<_>>()
                     .join(" · ")
             },
         );
-        parts.push((id, values));
+        parts.push((format!("{id}{suffix}"), values));
     }
     if snap.lanes.len() > 1 || selected.is_none() {
         parts.push(("Σ all".to_owned(), totals_text(snap)));
@@ -103,18 +110,16 @@ fn no_values(infinite_hit_blocks: u64) -> String {
     }
 }
 
-/// The bytes reaching each of [`SHOWN_PERCENTS`] for lane `index`; `None` before its first
-/// hit or without knees in the snapshot.
-pub fn lane_bytes(snap: &LiveSnapshot, index: usize) -> Option<Vec<u64>> {
-    let lane = snap.lanes.get(index)?;
+/// The bytes reaching each of [`SHOWN_PERCENTS`] for `lane` (on its own capacity axis: the
+/// pool's total); `None` before its first hit or without knees in the snapshot.
+pub fn lane_bytes(lane: &LaneSnapshot) -> Option<Vec<u64>> {
     if lane.infinite_hit_blocks == 0 {
         return None;
     }
-    let fractions = snap.capacity_for_fraction.get(index)?;
     SHOWN_PERCENTS
         .iter()
         .map(|&percent| {
-            fractions
+            lane.capacity_for_fraction
                 .iter()
                 .find(|fraction| fraction.percent == percent)
                 .map(|fraction| fraction.capacity_blocks.saturating_mul(lane.block_bytes))
@@ -127,8 +132,8 @@ pub fn lane_bytes(snap: &LiveSnapshot, index: usize) -> Option<Vec<u64>> {
 fn totals_text(snap: &LiveSnapshot) -> String {
     let mut sums = [0_u64; SHOWN_PERCENTS.len()];
     let mut any = false;
-    for index in 0..snap.lanes.len() {
-        if let Some(bytes) = lane_bytes(snap, index) {
+    for lane in &snap.lanes {
+        if let Some(bytes) = lane_bytes(lane) {
             any = true;
             for (sum, bytes) in sums.iter_mut().zip(bytes) {
                 *sum = sum.saturating_add(bytes);
@@ -139,17 +144,25 @@ fn totals_text(snap: &LiveSnapshot) -> String {
         let infinite = snap.lanes.iter().map(|lane| lane.infinite_hit_blocks).sum();
         return no_values(infinite);
     }
+    // A Σ with a lower bound in it is one.
+    let lower_bound = snap.lanes.iter().any(LaneSnapshot::knees_are_lower_bounds);
     sums.iter()
-        .map(|&bytes| capacity_text(bytes))
+        .map(|&bytes| capacity_text(bytes, lower_bound))
         .collect::<Vec<_>>()
         .join(" · ")
 }
 
-/// A capacity in binary units, 3 significant digits rounded up (`12.4 GiB`, `512 B`).
-pub fn capacity_text(bytes: u64) -> String {
+/// A capacity in binary units, 3 significant digits rounded up (`12.4 GiB`, `512 B`), after
+/// [`display::LOWER_BOUND_MARK`] when it is only a lower bound (`≥12.4 GiB`).
+pub fn capacity_text(bytes: u64, lower_bound: bool) -> String {
+    let mark = if lower_bound {
+        display::LOWER_BOUND_MARK
+    } else {
+        ""
+    };
     match display::scale_bytes(bytes as f64) {
-        (_, "B") => format!("{bytes} B"),
-        (scaled, unit) => format!("{} {unit}", display::significant_up(scaled, DIGITS)),
+        (_, "B") => format!("{mark}{bytes} B"),
+        (scaled, unit) => format!("{mark}{} {unit}", display::significant_up(scaled, DIGITS)),
     }
 }
 
@@ -159,10 +172,12 @@ mod tests {
 
     #[test]
     fn capacities_round_up_in_binary_units() {
-        assert_eq!(capacity_text(0), "0 B");
-        assert_eq!(capacity_text(512), "512 B");
-        assert_eq!(capacity_text(10 << 30), "10 GiB");
+        assert_eq!(capacity_text(0, false), "0 B");
+        assert_eq!(capacity_text(512, false), "512 B");
+        assert_eq!(capacity_text(10 << 30, false), "10 GiB");
         // 12.3001 GiB (13,207,131,810 B) must not read as 12.3 GiB: that would fall short.
-        assert_eq!(capacity_text(13_207_131_810), "12.4 GiB");
+        assert_eq!(capacity_text(13_207_131_810, false), "12.4 GiB");
+        assert_eq!(capacity_text(13_207_131_810, true), "≥12.4 GiB");
+        assert_eq!(capacity_text(512, true), "≥512 B");
     }
 }
