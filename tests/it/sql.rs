@@ -19,6 +19,8 @@ import json, re, sys
 import duckdb
 doc = open(sys.argv[1], encoding="utf-8").read()
 sql = re.search(r"<!-- sql-test: duckdb -->\n```sql\n(.*?)```", doc, re.S).group(1)
+if len(sys.argv) > 2:  # a documented WHERE clause, before the query's GROUP BY
+    sql = sql.replace("\nGROUP BY", "\n" + sys.argv[2] + "\nGROUP BY", 1)
 statements = [s for s in sql.split(";") if s.strip()]
 con = duckdb.connect()
 for statement in statements[:-1]:
@@ -39,6 +41,21 @@ pub(crate) const CAPACITIES_GB: [&str; 4] = ["1", "16", "160", "-1"];
 #[test]
 fn the_documented_duckdb_query_gives_the_totals_of_query() {
     check_documented_sql(RUNNER, &["duckdb"], &[], "the docs/SQL.md DuckDB check");
+}
+
+#[cfg_attr(
+    litehit_shared_absent,
+    ignore = "needs ../shared, the real traces kept outside the repository (once it is there: touch build.rs)"
+)]
+#[test]
+fn the_documented_duckdb_time_window_gives_the_totals_of_query_from() {
+    check_documented_window_clause(
+        RUNNER,
+        &["duckdb"],
+        &[],
+        "the docs/SQL.md DuckDB time-window check",
+        "DuckDB",
+    );
 }
 
 /// Whether `python3` can import every one of `modules`.
@@ -125,6 +142,47 @@ fn output_within_timeout(mut command: Command, what: &str) -> Output {
 /// [`CAPACITIES_GB`]. Skips, saying why, when `modules` (Python's) or `programs` are missing —
 /// except with `CI` set.
 pub(crate) fn check_documented_sql(runner: &str, modules: &[&str], programs: &[&str], what: &str) {
+    check_documented_sql_accounting(runner, modules, programs, what, None);
+}
+
+/// The time-window clause `docs/SQL.md` gives in its `## {section}` section (the first
+/// `` `WHERE timestamp_ns >= …` `` after the heading), which accounts from 600 s on.
+fn documented_window_clause(doc: &str, section: &str) -> String {
+    let heading = format!("\n## {section}\n");
+    let start = doc
+        .find(&heading)
+        .unwrap_or_else(|| panic!("docs/SQL.md has no {heading:?}"));
+    let rest = &doc[start..];
+    let clause_start = rest
+        .find("`WHERE timestamp_ns >= ")
+        .unwrap_or_else(|| panic!("no time-window clause in docs/SQL.md's {section} section"))
+        + 1;
+    let clause_len = rest[clause_start..]
+        .find('`')
+        .expect("the clause's closing backtick");
+    rest[clause_start..clause_start + clause_len].to_owned()
+}
+
+/// [`check_documented_sql`] with the documented time-window clause of `section` added
+/// before the query's `GROUP BY` (the runner gets it as its second argument), against
+/// `litehit query --from 600` (the clause's 600 s).
+pub(crate) fn check_documented_window_clause(
+    runner: &str,
+    modules: &[&str],
+    programs: &[&str],
+    what: &str,
+    section: &str,
+) {
+    check_documented_sql_accounting(runner, modules, programs, what, Some(section));
+}
+
+fn check_documented_sql_accounting(
+    runner: &str,
+    modules: &[&str],
+    programs: &[&str],
+    what: &str,
+    window_section: Option<&str>,
+) {
     if let Err(reason) = python_modules_available(modules).and(programs_available(programs)) {
         assert!(
             std::env::var_os("CI").is_none(),
@@ -148,6 +206,9 @@ pub(crate) fn check_documented_sql(runner: &str, modules: &[&str], programs: &[&
     let glob = dir.path().join("shards/*/litehit_facts.csv");
     let mut args = vec!["query", glob.to_str().unwrap(), "-", "--summary-only"];
     args.extend(CAPACITIES_GB);
+    if window_section.is_some() {
+        args.extend(["--from", "600"]);
+    }
     let query = parse_query_output(&ok(run_in(None, &args)).stdout);
 
     let doc = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/SQL.md");
@@ -155,6 +216,10 @@ pub(crate) fn check_documented_sql(runner: &str, modules: &[&str], programs: &[&
     python
         .args(["-c", runner, doc.to_str().unwrap()])
         .current_dir(dir.path());
+    if let Some(section) = window_section {
+        let clause = documented_window_clause(&std::fs::read_to_string(&doc).unwrap(), section);
+        python.arg(clause);
+    }
     let output = output_within_timeout(python, what);
     assert!(
         output.status.success(),

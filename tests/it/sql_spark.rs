@@ -23,7 +23,7 @@
 //! pyspark duckdb sqlglot`). Without them a test says why and passes, except with `CI` set,
 //! where it fails.
 
-use crate::sql::check_documented_sql;
+use crate::sql::{check_documented_sql, check_documented_window_clause};
 
 /// Runs the documented Spark SQL, both statements verbatim, in a local Spark session in `dir`
 /// (its glob is relative) and prints one JSON row a line. Spark's scratch files go under `dir`;
@@ -33,6 +33,8 @@ import json, os, re, sys
 from pyspark.sql import SparkSession
 doc = open(sys.argv[1], encoding="utf-8").read()
 sql = re.search(r"<!-- sql-test: spark -->\n```sql\n(.*?)```", doc, re.S).group(1)
+if len(sys.argv) > 2:  # a documented WHERE clause, before the query's GROUP BY
+    sql = sql.replace("\nGROUP BY", "\n" + sys.argv[2] + "\nGROUP BY", 1)
 statements = [s for s in sql.split(";") if s.strip()]
 os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
 spark = (SparkSession.builder.master("local[1]").appName("litehit docs/SQL.md check")
@@ -80,6 +82,8 @@ import duckdb, sqlglot
 from sqlglot import exp
 doc = open(sys.argv[1], encoding="utf-8").read()
 sql = re.search(r"<!-- sql-test: spark -->\n```sql\n(.*?)```", doc, re.S).group(1)
+if len(sys.argv) > 2:  # a documented WHERE clause, before the query's GROUP BY
+    sql = sql.replace("\nGROUP BY", "\n" + sys.argv[2] + "\nGROUP BY", 1)
 view, query = sqlglot.parse(sql, read="spark", error_level=sqlglot.ErrorLevel.RAISE)
 assert isinstance(view, exp.Create) and view.kind == "VIEW", view.sql("spark")
 assert view.find(exp.FileFormatProperty).this.name.lower() == "csv"
@@ -135,5 +139,35 @@ fn the_documented_spark_sql_transpiled_to_duckdb_gives_the_totals_of_query() {
         &["duckdb", "sqlglot"],
         &[],
         "the docs/SQL.md Spark SQL check",
+    );
+}
+
+#[cfg_attr(
+    litehit_shared_absent,
+    ignore = "needs ../shared, the real traces kept outside the repository (once it is there: touch build.rs)"
+)]
+#[test]
+fn the_documented_spark_time_window_run_in_spark_gives_the_totals_of_query_from() {
+    check_documented_window_clause(
+        SPARK_RUNNER,
+        &["pyspark"],
+        &["java"],
+        "the docs/SQL.md Spark SQL time-window run in Spark",
+        "Spark SQL",
+    );
+}
+
+#[cfg_attr(
+    litehit_shared_absent,
+    ignore = "needs ../shared, the real traces kept outside the repository (once it is there: touch build.rs)"
+)]
+#[test]
+fn the_documented_spark_time_window_transpiled_to_duckdb_gives_the_totals_of_query_from() {
+    check_documented_window_clause(
+        TRANSPILE_RUNNER,
+        &["duckdb", "sqlglot"],
+        &[],
+        "the docs/SQL.md Spark SQL time-window check",
+        "Spark SQL",
     );
 }
