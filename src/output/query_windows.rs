@@ -233,7 +233,8 @@ pub fn trace_span(facts_paths: &[PathBuf]) -> Result<Option<(i64, i64)>, QueryEr
 pub type SpanAndInstances = (Option<(i64, i64)>, LaneFingerprints);
 
 /// [`trace_span`] and every lane of the rows (a pool comparison needs the pool and N, the
-/// instances besides it, before the windows are written).
+/// instances besides it, before the windows are written); `Err` when two files hold the
+/// same rows of a lane (one file given twice).
 pub fn trace_span_and_instances(facts_paths: &[PathBuf]) -> Result<SpanAndInstances, QueryError> {
     let mut span: Option<(i64, i64)> = None;
     let mut lanes = LaneFingerprints::new();
@@ -247,6 +248,8 @@ pub fn trace_span_and_instances(facts_paths: &[PathBuf]) -> Result<SpanAndInstan
             lanes.observe(&record);
         }
     }
+    // Windows are written as rows come: a file given twice is refused before.
+    lanes.check_no_repeated_rows(facts_paths)?;
     Ok((span, lanes))
 }
 
