@@ -61,7 +61,9 @@ pub struct QueryArgs {
     /// instances) for windows of this length (`600`, `10m`): window k covers trace time
     /// [k·W, (k+1)·W) from the first request; empty windows are left out. `window_start_s`
     /// and `window_end_s` are exact (the decimal of the ns offset), `window_start_ns` the
-    /// absolute start. With --tiers, one line per window and tier instead (`tier_hit_tokens`,
+    /// absolute start; all three are clipped to the accounted span (--from, --to,
+    /// --exclude-warmup), so a window they cut is labelled with the part it sums, not as a
+    /// full one. With --tiers, one line per window and tier instead (`tier_hit_tokens`,
     /// `tier_share`, and the window's `miss_share`; a pool lane's at N × each tier); no
     /// capacities are taken then
     #[arg(long, value_name = "DURATION", conflicts_with = "summary_only")]

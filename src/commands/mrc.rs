@@ -126,6 +126,10 @@ fn build_curves(
     builder
         .add_facts_files_in(facts, range)
         .wrap_err("building the miss-ratio curve failed")?;
+    // First: a file given twice is the error, whatever the span holds.
+    builder
+        .check_no_repeated_rows()
+        .wrap_err("building the miss-ratio curve failed")?;
     if !range.is_everything() && !builder.has_rows() {
         bail!(EmptySpan {
             range,

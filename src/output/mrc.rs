@@ -24,7 +24,7 @@ use unicode_width::UnicodeWidthStr as _;
 
 use serde::Serialize;
 
-use super::pool_detect::{LaneFingerprint, LaneFingerprints, PoolCheckError};
+use super::pool_detect::{LaneFingerprint, LaneFingerprints, PoolCheckError, RepeatedRows};
 use super::query_jsonl::{PoolRule, TimeRange};
 use super::summary::ratio;
 use litehit_core::display::{self, Precision, bytes_to_gib};
@@ -44,6 +44,8 @@ pub enum MrcError {
     Facts(#[from] FactsError),
     #[error(transparent)]
     Pool(#[from] PoolCheckError),
+    #[error(transparent)]
+    RepeatedRows(#[from] RepeatedRows),
     #[error(
         "{}: facts line {line}: instance {instance_id:?} mixes block geometry: expected \
          block_size_tokens {expected_block_size_tokens} and block_bytes {expected_block_bytes} \
@@ -160,8 +162,8 @@ pub struct MrcBuilder {
     pool: Option<PoolRule>,
     /// Every row's lane fingerprint, for [`PoolRule::Recognise`].
     lanes: LaneFingerprints,
-    /// Files read so far (shards may come in several calls).
-    files_read: usize,
+    /// The files read so far, in order (shards may come in several calls).
+    files_read: Vec<PathBuf>,
     /// The first and last `timestamp_ns` of every row read by [`Self::add_facts_files_in`],
     /// in the span or not (to say where the trace is when a span holds no row).
     seen_span: Option<(i64, i64)>,
@@ -230,8 +232,8 @@ impl MrcBuilder {
         let mut record = FactRecord::default();
         for path in paths {
             let mut reader = FactsReader::open(path)?;
-            self.lanes.start_file(self.files_read);
-            self.files_read += 1;
+            self.lanes.start_file(self.files_read.len());
+            self.files_read.push(path.clone());
             while reader.next_record(&mut record)? {
                 self.observe(&record);
                 let t = record.timestamp_ns;
@@ -264,11 +266,20 @@ impl MrcBuilder {
     #[must_use]
     pub fn finish(self) -> MrcCurves {
         self.try_finish()
-            .unwrap_or_else(|_| unreachable!("only a rule with --pool NAME can fail"))
+            .unwrap_or_else(|_| unreachable!("only with PoolRule::Recognise can it fail"))
     }
 
-    /// [`Self::finish`]; fails when `--pool NAME` named no pool lane.
+    /// `Err` when two of the files read held the same rows of a lane (one file given twice;
+    /// see [`LaneFingerprints::check_no_repeated_rows`]); only [`PoolRule::Recognise`] keeps
+    /// the lanes' sums to tell.
+    pub fn check_no_repeated_rows(&self) -> Result<(), MrcError> {
+        Ok(self.lanes.check_no_repeated_rows(&self.files_read)?)
+    }
+
+    /// [`Self::finish`]; fails when `--pool NAME` named no pool lane, or (with
+    /// [`PoolRule::Recognise`]) two files held the same rows of a lane (one file given twice).
     pub fn try_finish(self) -> Result<MrcCurves, MrcError> {
+        self.check_no_repeated_rows()?;
         let mut instances = self.instances;
         instances.sort_unstable_by(|a, b| a.instance_id.cmp(&b.instance_id));
         let pool_name = match &self.pool {

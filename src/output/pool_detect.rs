@@ -16,8 +16,11 @@
 //! which one is "the pool" can only be told by name (replay's default name, or `--pool
 //! NAME`); otherwise there is no pool. With one lane there is none.
 //!
-//! The same pass notes which of the given files hold each lane: a lane in several files is
-//! legitimate (a facts file split by rows) but also what two overlapping shardings look like.
+//! The same pass keeps those sums per lane and file: a lane in several files is legitimate
+//! (a facts file split by rows) but also what two overlapping shardings look like (a note);
+//! two files holding the same rows of a lane are one file given twice (a copy, or two runs
+//! of the same replay) and would count every request twice: an error
+//! ([`LaneFingerprints::check_no_repeated_rows`]).
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -28,18 +31,72 @@ use litehit_core::facts::FactRecord;
 /// Up to this many lanes, a lane is looked up by a linear scan.
 const LINEAR_SEARCH_LANES: usize = 16;
 
-/// What one lane's rows add up to.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LaneFingerprint {
-    pub instance_id: String,
-    /// Every row of the lane (accounted or not).
+/// What some rows add up to: equal for equal multisets of rows (and, but for a 128-bit hash
+/// collision, only for those).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct RowSums {
+    /// Every row (accounted or not).
     pub rows: u64,
     /// Σ `input_token_len` (wrapping).
     pub input_tokens: u64,
-    /// Σ xxh3-128 of each row's key (wrapping): equal for equal multisets of keys.
+    /// Σ xxh3-128 of each row's key (wrapping).
     key_hash_sum: u128,
-    /// Indexes (in the order the files were given) of the files with rows of this lane.
-    pub files: Vec<usize>,
+}
+
+impl RowSums {
+    fn add(self, other: Self) -> Self {
+        Self {
+            rows: self.rows + other.rows,
+            input_tokens: self.input_tokens.wrapping_add(other.input_tokens),
+            key_hash_sum: self.key_hash_sum.wrapping_add(other.key_hash_sum),
+        }
+    }
+
+    fn sub(self, other: Self) -> Self {
+        Self {
+            rows: self.rows - other.rows,
+            input_tokens: self.input_tokens.wrapping_sub(other.input_tokens),
+            key_hash_sum: self.key_hash_sum.wrapping_sub(other.key_hash_sum),
+        }
+    }
+}
+
+/// One lane's rows in one file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LaneInFile {
+    /// Index of the file (in the order the files were given).
+    pub file: usize,
+    pub sums: RowSums,
+}
+
+/// What one lane's rows add up to, file by file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LaneFingerprint {
+    pub instance_id: String,
+    /// The files with rows of this lane, in the order read, each with the lane's rows in it.
+    pub files: Vec<LaneInFile>,
+}
+
+impl LaneFingerprint {
+    /// The lane's rows over every file.
+    #[must_use]
+    pub fn sums(&self) -> RowSums {
+        self.files
+            .iter()
+            .fold(RowSums::default(), |sums, in_file| sums.add(in_file.sums))
+    }
+
+    /// Every row of the lane (accounted or not).
+    #[must_use]
+    pub fn rows(&self) -> u64 {
+        self.sums().rows
+    }
+
+    /// Indexes of the files with rows of this lane, in the order read.
+    #[must_use]
+    pub fn file_indexes(&self) -> Vec<usize> {
+        self.files.iter().map(|in_file| in_file.file).collect()
+    }
 }
 
 /// The fingerprint of every lane seen, in order of first sight.
@@ -70,11 +127,27 @@ pub enum PoolCheckError {
     NotAPool {
         name: String,
         rows: u64,
-        /// How the other lanes compare (`, the other 3 lanes 3000 together`).
+        /// How the other lanes compare (`, the other 3 lanes 3000 together`; with a pool
+        /// lane, the instances besides it: `, the other 2 instances 2000 together`).
         against: String,
-        /// Which lane is the pool, if one is (`; the pool lane here is shared`).
+        /// Which lane is the pool, if one is (` (the pool lane here is shared, holding all
+        /// 3000)`).
         found: String,
     },
+}
+
+/// Two files hold the same rows of a lane: one facts file given twice (under two names, or
+/// a copy), whose every request would be counted twice.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the same rows of instance {instance_id} are in {first} and {second}: one facts file was \
+     given twice ({rows} rows each; its requests would be counted twice)"
+)]
+pub struct RepeatedRows {
+    pub instance_id: String,
+    pub first: String,
+    pub second: String,
+    pub rows: u64,
 }
 
 impl LaneFingerprints {
@@ -104,10 +177,44 @@ impl LaneFingerprints {
         // one to one.
         self.key_bytes.extend_from_slice(record.trace_id.as_bytes());
         let hash = xxhash_rust::xxh3::xxh3_128(&self.key_bytes);
-        let lane = &mut self.lanes[lane];
-        lane.rows += 1;
-        lane.input_tokens = lane.input_tokens.wrapping_add(record.input_token_len);
-        lane.key_hash_sum = lane.key_hash_sum.wrapping_add(hash);
+        // `lane_slot` put this file last in the lane's list.
+        let sums = &mut self.lanes[lane]
+            .files
+            .last_mut()
+            .expect("lane_slot notes the file")
+            .sums;
+        sums.rows += 1;
+        sums.input_tokens = sums.input_tokens.wrapping_add(record.input_token_len);
+        sums.key_hash_sum = sums.key_hash_sum.wrapping_add(hash);
+    }
+
+    /// `Err` naming the lane and both files when two files hold the same (nonempty) rows of
+    /// a lane; `paths` are the files, in the order given. Files that share only part of a
+    /// lane's rows pass: a facts file split by rows is legitimate ([`several_files_note`]).
+    pub fn check_no_repeated_rows(&self, paths: &[std::path::PathBuf]) -> Result<(), RepeatedRows> {
+        let name = |index: usize| {
+            paths
+                .get(index)
+                .map_or_else(|| format!("#{index}"), |path| path.display().to_string())
+        };
+        for lane in self.lanes_in_several_files() {
+            // Equal sums sort next to each other; the file order breaks ties.
+            let mut files: Vec<(RowSums, usize)> = lane
+                .files
+                .iter()
+                .map(|in_file| (in_file.sums, in_file.file))
+                .collect();
+            files.sort_unstable();
+            if let Some(pair) = files.windows(2).find(|pair| pair[0].0 == pair[1].0) {
+                return Err(RepeatedRows {
+                    instance_id: lane.instance_id.clone(),
+                    first: name(pair[0].1),
+                    second: name(pair[1].1),
+                    rows: pair[0].0.rows,
+                });
+            }
+        }
+        Ok(())
     }
 
     /// Every lane, in order of first sight.
@@ -162,45 +269,57 @@ impl LaneFingerprints {
         if structural.is_some_and(|pool| pool.instance_id == name) {
             return Ok(Some(&lane.instance_id));
         }
-        let others = self.lanes.len() - 1;
-        let other_rows = self.total_rows() - lane.rows;
-        let against = match others {
-            0 => " and is the only lane".to_owned(),
-            1 => format!(", the one other lane {other_rows}"),
-            _ => format!(", the other {others} lanes {other_rows} together"),
-        };
-        let found = match structural {
-            Some(pool) => format!("; the pool lane here is {}", pool.instance_id),
-            None if others > 0 && lane.rows == other_rows => {
+        let rows = lane.rows();
+        let Some(pool) = structural else {
+            let others = self.lanes.len() - 1;
+            let other_rows = self.total_rows() - rows;
+            let against = match others {
+                0 => " and is the only lane".to_owned(),
+                1 => format!(", the one other lane {other_rows}"),
+                _ => format!(", the other {others} lanes {other_rows} together"),
+            };
+            let found = if others > 0 && rows == other_rows {
                 ": as many, but not the same requests".to_owned()
-            }
-            None => String::new(),
+            } else {
+                String::new()
+            };
+            return Err(PoolCheckError::NotAPool {
+                name: name.to_owned(),
+                rows,
+                against,
+                found,
+            });
+        };
+        // The pool is not one of "the others": they are the instances besides it and NAME.
+        let pool_rows = pool.rows();
+        let others = self.lanes.len() - 2;
+        let other_rows = self.total_rows() - rows - pool_rows;
+        let against = match others {
+            0 => " and is the only instance besides the pool".to_owned(),
+            1 => format!(", the one other instance {other_rows}"),
+            _ => format!(", the other {others} instances {other_rows} together"),
         };
         Err(PoolCheckError::NotAPool {
             name: name.to_owned(),
-            rows: lane.rows,
+            rows,
             against,
-            found,
+            found: format!(
+                " (the pool lane here is {}, holding all {pool_rows})",
+                pool.instance_id
+            ),
         })
     }
 
     /// The lane whose rows are all the others' together: the only one with three lanes or
     /// more; with two equal lanes, the one called `tie_name` (if either is).
     fn structural_pool(&self, tie_name: &str) -> Option<&LaneFingerprint> {
-        let (rows, input_tokens, key_hash_sum) =
-            self.lanes
-                .iter()
-                .fold((0_u64, 0_u64, 0_u128), |(rows, tokens, keys), lane| {
-                    (
-                        rows + lane.rows,
-                        tokens.wrapping_add(lane.input_tokens),
-                        keys.wrapping_add(lane.key_hash_sum),
-                    )
-                });
+        let total = self
+            .lanes
+            .iter()
+            .fold(RowSums::default(), |sums, lane| sums.add(lane.sums()));
         let is_pool = |lane: &&LaneFingerprint| {
-            lane.rows == rows - lane.rows
-                && lane.input_tokens == input_tokens.wrapping_sub(lane.input_tokens)
-                && lane.key_hash_sum == key_hash_sum.wrapping_sub(lane.key_hash_sum)
+            let sums = lane.sums();
+            sums == total.sub(sums)
         };
         match self.lanes.len() {
             0 | 1 => None,
@@ -215,7 +334,7 @@ impl LaneFingerprints {
     }
 
     fn total_rows(&self) -> u64 {
-        self.lanes.iter().map(|lane| lane.rows).sum()
+        self.lanes.iter().map(LaneFingerprint::rows).sum()
     }
 
     /// Index of the lane of `instance_id`, created on first sight; notes the file.
@@ -238,9 +357,6 @@ impl LaneFingerprints {
         } else {
             self.lanes.push(LaneFingerprint {
                 instance_id: instance_id.to_owned(),
-                rows: 0,
-                input_tokens: 0,
-                key_hash_sum: 0,
                 files: Vec::new(),
             });
             self.index
@@ -248,8 +364,11 @@ impl LaneFingerprints {
             self.lanes.len() - 1
         };
         let files = &mut self.lanes[index].files;
-        if files.last() != Some(&self.file) {
-            files.push(self.file);
+        if files.last().map(|in_file| in_file.file) != Some(self.file) {
+            files.push(LaneInFile {
+                file: self.file,
+                sums: RowSums::default(),
+            });
         }
         self.last_lane = Some(index);
         index
@@ -274,7 +393,8 @@ pub fn several_files_note(
         let names: Vec<String> = lane
             .files
             .iter()
-            .map(|&index| {
+            .map(|in_file| {
+                let index = in_file.file;
                 paths
                     .get(index)
                     .map_or_else(|| format!("#{index}"), |path| path.display().to_string())
@@ -416,10 +536,13 @@ mod tests {
             .recognise_pool(Some("i1"))
             .unwrap_err()
             .to_string();
+        // The pool is not among "the others": i2 and i3 are, with 3 rows (the pool holds 5).
         assert!(
             error.starts_with("--pool i1: lane i1 is not a shared pool lane")
-                && error.contains("i1 has 2 rows, the other 3 lanes 8 together")
-                && error.ends_with("; the pool lane here is shared"),
+                && error.ends_with(
+                    "i1 has 2 rows, the other 2 instances 3 together (the pool lane here is \
+                     shared, holding all 5)"
+                ),
             "{error}"
         );
         let missing = lanes(&FLEET, None).recognise_pool(Some("x")).unwrap_err();
@@ -427,6 +550,80 @@ mod tests {
             missing.to_string().contains("the lanes are i1, i2, i3"),
             "{missing}"
         );
+    }
+
+    /// `rows` of `(trace_id, instance)` as one facts file, the first row at `t0`.
+    fn read_file(fleet: &mut LaneFingerprints, index: usize, rows: &[(&str, &str)], t0: i64) {
+        fleet.start_file(index);
+        for (offset, (trace_id, instance)) in rows.iter().enumerate() {
+            let t = t0 + i64::try_from(offset).unwrap();
+            fleet.observe(&row(trace_id, instance, t, 10 + offset as u64));
+        }
+    }
+
+    #[test]
+    fn a_file_given_twice_is_an_error_naming_the_lane_and_both_files() {
+        let paths: Vec<std::path::PathBuf> = vec!["A.csv".into(), "B.csv".into(), "C.csv".into()];
+        let mut fleet = LaneFingerprints::new();
+        read_file(&mut fleet, 0, &FLEET, 0);
+        read_file(&mut fleet, 1, &[("z", "i9")], 100);
+        // C.csv holds A.csv's rows in another order: the same multiset.
+        let mut shuffled = LaneFingerprints::new();
+        read_file(&mut shuffled, 0, &FLEET, 0);
+        read_file(&mut shuffled, 1, &[("z", "i9")], 100);
+        shuffled.start_file(2);
+        for (offset, (trace_id, instance)) in FLEET.iter().enumerate().rev() {
+            let t = i64::try_from(offset).unwrap();
+            shuffled.observe(&row(trace_id, instance, t, 10 + offset as u64));
+        }
+        assert_eq!(
+            shuffled.check_no_repeated_rows(&paths),
+            Err(RepeatedRows {
+                instance_id: "i1".into(),
+                first: "A.csv".into(),
+                second: "C.csv".into(),
+                rows: 2,
+            })
+        );
+        assert_eq!(
+            shuffled
+                .check_no_repeated_rows(&paths)
+                .unwrap_err()
+                .to_string(),
+            "the same rows of instance i1 are in A.csv and C.csv: one facts file was given \
+             twice (2 rows each; its requests would be counted twice)"
+        );
+        // Without the third file, every lane is in one file.
+        assert_eq!(fleet.check_no_repeated_rows(&paths), Ok(()));
+    }
+
+    #[test]
+    fn a_lane_split_by_rows_or_sharing_part_of_its_rows_is_no_error() {
+        let paths: Vec<std::path::PathBuf> = vec!["A.csv".into(), "B.csv".into()];
+        // Split by rows: each half in one file.
+        let mut split = LaneFingerprints::new();
+        read_file(&mut split, 0, &FLEET[..3], 0);
+        read_file(&mut split, 1, &FLEET[3..], 3);
+        assert_eq!(split.check_no_repeated_rows(&paths), Ok(()));
+        // Overlapping: B holds A's rows of i1 and one more.
+        let mut overlap = LaneFingerprints::new();
+        read_file(&mut overlap, 0, &FLEET, 0);
+        read_file(&mut overlap, 1, &FLEET, 0);
+        overlap.observe(&row("x", "i1", 50, 1));
+        let error = overlap.check_no_repeated_rows(&paths).unwrap_err();
+        // i1 differs, but i2 and i3 are the same in both: still one file twice.
+        assert_eq!(error.instance_id, "i2");
+        let mut partial = LaneFingerprints::new();
+        read_file(&mut partial, 0, &[("a", "i1"), ("b", "i1")], 0);
+        read_file(&mut partial, 1, &[("a", "i1"), ("c", "i1")], 0);
+        assert_eq!(partial.check_no_repeated_rows(&paths), Ok(()));
+        // The same count and tokens, one key differs: not the same rows.
+        let mut one_key = LaneFingerprints::new();
+        one_key.start_file(0);
+        one_key.observe(&row("a", "i1", 1, 7));
+        one_key.start_file(1);
+        one_key.observe(&row("b", "i1", 1, 7));
+        assert_eq!(one_key.check_no_repeated_rows(&paths), Ok(()));
     }
 
     #[test]
@@ -441,7 +638,7 @@ mod tests {
         fleet.observe(&row("e", "i3", 5, 1));
         let split: Vec<_> = fleet.lanes_in_several_files().collect();
         assert_eq!(split.len(), 1);
-        assert_eq!(split[0].files, [0, 1]);
+        assert_eq!(split[0].file_indexes(), [0, 1]);
         let note = several_files_note(fleet.lanes(), &["A.csv".into(), "B.csv".into()]).unwrap();
         assert_eq!(
             note,

@@ -24,7 +24,7 @@ use super::line_buffer::LineBuffer;
 use super::number_format::{
     G6_MAX_BYTES, INTEGER_MAX_BYTES, NEEDS_ESCAPE, append_g6, append_json_string,
 };
-use super::pool_detect::{LaneFingerprint, LaneFingerprints, PoolCheckError};
+use super::pool_detect::{LaneFingerprint, LaneFingerprints, PoolCheckError, RepeatedRows};
 use super::summary::ratio;
 use litehit_core::facts::FactRecord;
 use litehit_core::facts::file::{FactsError, FactsReader};
@@ -273,6 +273,8 @@ pub enum QueryError {
     Write(#[source] io::Error),
     #[error(transparent)]
     Pool(#[from] PoolCheckError),
+    #[error(transparent)]
+    RepeatedRows(#[from] RepeatedRows),
     #[error(
         "{path}: lane {name} is the shared pool lane (its rows are every other lane's), and its \
          N × C comparison reads its rows a second time, which {path} cannot be: pass the facts \
@@ -413,13 +415,22 @@ impl QueryTotals {
         })
     }
 
+    /// `Err` when two of `facts_paths` (the files read, in order) hold the same rows of a lane
+    /// (see [`LaneFingerprints::check_no_repeated_rows`]); nothing to check without
+    /// [`PoolRule::Recognise`] (a first pass checked).
+    pub fn check_no_repeated_rows(&self, facts_paths: &[PathBuf]) -> Result<(), RepeatedRows> {
+        self.lanes
+            .as_ref()
+            .map_or(Ok(()), |lanes| lanes.check_no_repeated_rows(facts_paths))
+    }
+
     /// Indexes of the files with rows of lane `instance_id` (all of them when not known).
     #[must_use]
     pub fn files_of(&self, instance_id: &str, file_count: usize) -> Vec<usize> {
         self.lanes
             .as_ref()
             .and_then(|lanes| lanes.lane(instance_id))
-            .map_or_else(|| (0..file_count).collect(), |lane| lane.files.clone())
+            .map_or_else(|| (0..file_count).collect(), LaneFingerprint::file_indexes)
     }
 
     /// Starts the pool's accumulation over, for lane `name` (whose accounted rows then go
@@ -1221,6 +1232,8 @@ pub fn query_facts_files_planned<W: Write + Send>(
         out = written.map_err(QueryError::Write)?;
         read_result?;
     }
+    // Before any summary: a file given twice would double every count in it.
+    totals.check_no_repeated_rows(facts_paths)?;
     if !range.is_everything() && !seen.accounted {
         return Err(super::query_windows::EmptySpan {
             range,

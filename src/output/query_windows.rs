@@ -233,7 +233,8 @@ pub fn trace_span(facts_paths: &[PathBuf]) -> Result<Option<(i64, i64)>, QueryEr
 pub type SpanAndInstances = (Option<(i64, i64)>, LaneFingerprints);
 
 /// [`trace_span`] and every lane of the rows (a pool comparison needs the pool and N, the
-/// instances besides it, before the windows are written).
+/// instances besides it, before the windows are written); `Err` when two files hold the
+/// same rows of a lane (one file given twice).
 pub fn trace_span_and_instances(facts_paths: &[PathBuf]) -> Result<SpanAndInstances, QueryError> {
     let mut span: Option<(i64, i64)> = None;
     let mut lanes = LaneFingerprints::new();
@@ -247,6 +248,8 @@ pub fn trace_span_and_instances(facts_paths: &[PathBuf]) -> Result<SpanAndInstan
             lanes.observe(&record);
         }
     }
+    // Windows are written as rows come: a file given twice is refused before.
+    lanes.check_no_repeated_rows(facts_paths)?;
     Ok((span, lanes))
 }
 
@@ -367,7 +370,8 @@ impl PoolLane {
 }
 
 /// The windows of `query --window`, keyed by index: window `k` holds the accounted rows
-/// with `origin_ns + k·width_ns ≤ timestamp_ns < origin_ns + (k+1)·width_ns`.
+/// with `origin_ns + k·width_ns ≤ timestamp_ns < origin_ns + (k+1)·width_ns`, and is
+/// labelled with that interval clipped to the accounted span ([`Self::windows`]).
 #[derive(Debug, Clone)]
 pub struct QueryWindows {
     totals: QueryTotals,
@@ -538,13 +542,23 @@ impl QueryWindows {
         self.windows.is_empty()
     }
 
-    /// Every non-empty window in time order, with its start and end in ns.
+    /// Every non-empty window in time order, with the start and end (ns) of its accounted
+    /// part: the window clipped to the accounted span, so that a window `--from` or `--to`
+    /// cuts (or the end of `--exclude-warmup`) is labelled with what it sums, never as a
+    /// full one.
     pub fn windows(&self) -> impl Iterator<Item = (i64, i64, &WindowTotals)> {
         self.windows.iter().map(|(&index, totals)| {
             let start = self
                 .origin_ns
                 .saturating_add(index.saturating_mul(self.width_ns));
-            (start, start.saturating_add(self.width_ns), totals)
+            let end = start.saturating_add(self.width_ns);
+            // `to_ns == i64::MAX` is no end: it includes the rows at i64::MAX.
+            let end = if self.range.to_ns == i64::MAX {
+                end
+            } else {
+                end.min(self.range.to_ns)
+            };
+            (start.max(self.range.from_ns), end, totals)
         })
     }
 

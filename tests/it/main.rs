@@ -42,6 +42,7 @@ mod pool_windows;
 mod publication;
 mod query;
 mod query_review;
+mod query_review2;
 mod replay_summary_order;
 mod seed_example;
 mod shards;

@@ -3,8 +3,8 @@
 //! replay without a pool (the overall line and mrc's total must be its own), the same run
 //! with the pool under replay's default name (whose comparison `pool.rs` and
 //! `pool_windows.rs` check against the projector and the naive oracle), and the summed
-//! per-instance lines. Also the `--pool [NAME]` flag's spellings, the notes on shard files
-//! that overlap, and a shard that got no instance.
+//! per-instance lines. Also the `--pool [NAME]` flag's spellings, the error for shard files
+//! of two shardings (the same rows of an instance in two files), and a shard that got no instance.
 
 use std::path::{Path, PathBuf};
 
@@ -429,7 +429,7 @@ fn pool_takes_its_name_after_a_space_and_says_when_it_took_the_trace() {
 }
 
 #[test]
-fn overlapping_shard_files_get_a_note_and_an_empty_shard_says_why() {
+fn overlapping_shard_files_are_refused_and_an_empty_shard_says_why() {
     let dir = tempfile::tempdir().unwrap();
     let trace = trace(
         dir.path(),
@@ -457,8 +457,9 @@ fn overlapping_shard_files_get_a_note_and_an_empty_shard_says_why() {
         .collect();
     let disjoint = ok(query_run(&[&halves[0], &halves[1]], &[]));
     assert!(!disjoint.stderr.contains("note"), "{}", disjoint.stderr);
-    // Shards of two shardings: an instance in both files. Summed (a file split by rows is
-    // fine), with a note naming it and the files.
+    // Shards of two shardings: an instance in both files, the same rows in each (one replay's
+    // lane): refused, naming it and the files (a file split by rows only gets a note, see
+    // `query_review2`).
     let (a, b) = (0..2)
         .flat_map(|i| (0..3).map(move |j| (i, j)))
         .find(|&(i, j)| {
@@ -473,21 +474,18 @@ fn overlapping_shard_files_get_a_note_and_an_empty_shard_says_why() {
         .map(|(i, j)| (&halves[i], &thirds[j]))
         .expect("two shardings of four instances overlap");
     for run in [
-        ok(query_run(&[a, b], &[])),
-        ok(run_in(
-            None,
-            ["mrc", a.to_str().unwrap(), b.to_str().unwrap()],
-        )),
+        query_run(&[a, b], &[]),
+        run_in(None, ["mrc", a.to_str().unwrap(), b.to_str().unwrap()]),
     ] {
+        let message = failed(&run);
         assert!(
-            run.stderr.contains(&format!(
-                "has rows in 2 files ({}, {}): replay shards are disjoint by instance; check \
-                 these files are not from overlapping runs",
-                a.display(),
-                b.display()
-            )) && run.stderr.contains("litehit: note: instance engine-"),
-            "{}",
-            run.stderr
+            message.contains("the same rows of instance engine-")
+                && message.contains(&format!(
+                    " are in {} and {}: one facts file was given twice",
+                    a.display(),
+                    b.display()
+                )),
+            "{message}"
         );
     }
     // A trace of one instance: every shard but one is empty, and says so.

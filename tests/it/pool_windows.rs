@@ -94,15 +94,15 @@ fn oracle_windows(
     (instances, shared)
 }
 
-/// The lines of `text` grouped like the oracle: instance lines, then pool lines.
-fn parsed_windows(text: &str, width_ns: i64) -> (Windows, Windows) {
+/// The lines of `text` grouped like the oracle (by window of the trace whose first request
+/// is at `first_ns`): instance lines, then pool lines. A window start is clipped to the
+/// accounted span, so it lies in its window but is not always its start.
+fn parsed_windows(text: &str, first_ns: i64, width_ns: i64) -> (Windows, Windows) {
     let (mut instances, mut shared) = (Windows::new(), Windows::new());
-    let mut first_start = None;
     for line in text.lines() {
         let line: Value = serde_json::from_str(line).unwrap();
         let start = line["window_start_ns"].as_i64().unwrap();
-        let origin = *first_start.get_or_insert(start);
-        let index = (start - origin) / width_ns;
+        let index = (start - first_ns).div_euclid(width_ns);
         let slot = CAPACITIES_BLOCKS
             .iter()
             .position(|&c| line["capacity_blocks"].as_u64() == Some(c as u64))
@@ -145,7 +145,7 @@ fn window_lines_give_the_pool_at_n_times_c_beside_the_instances_and_plain_bytes_
     let width_ns = 1_000_000_000;
 
     let text = query(&pooled, &["--window", "1s"]);
-    let (instances, shared) = parsed_windows(&text, width_ns);
+    let (instances, shared) = parsed_windows(&text, first, width_ns);
     let (expected_instances, expected_pool) = oracle_windows(&requests, width_ns, i64::MIN);
     assert!(instances.len() > 2);
     assert_eq!(instances, expected_instances);
@@ -168,17 +168,12 @@ fn window_lines_give_the_pool_at_n_times_c_beside_the_instances_and_plain_bytes_
     // A restricted span counts N and accounts only its rows, from a cache built from the start.
     let from_ns = first + 1_500_000_000;
     let text = query(&pooled, &["--window", "1s", "--from", "1.5s"]);
-    let (instances, shared) = parsed_windows(&text, width_ns);
-    let (mut expected_instances, mut expected_pool) = oracle_windows(&requests, width_ns, from_ns);
-    // Parsed indices count from the first window shown (window 1 of the trace).
-    let shift = |windows: &mut Windows| {
-        *windows = std::mem::take(windows)
-            .into_iter()
-            .map(|(k, v)| (k - 1, v))
-            .collect();
-    };
-    shift(&mut expected_instances);
-    shift(&mut expected_pool);
+    let (instances, shared) = parsed_windows(&text, first, width_ns);
+    let (expected_instances, expected_pool) = oracle_windows(&requests, width_ns, from_ns);
+    // Window 1 of the trace, the first shown, starts where the span does.
+    let first_line: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    assert_eq!(first_line["window_start_ns"], from_ns);
+    assert_eq!(first_line["window_start_s"], 1.5);
     assert_eq!(instances, expected_instances);
     assert_eq!(shared, expected_pool);
 

@@ -49,8 +49,13 @@ const PALETTE: [Rgb; 10] = [
     Rgb(0xba, 0xb0, 0xac),
 ];
 const TOTAL_COLOR: Rgb = Rgb(0x22, 0x22, 0x22);
-/// The shared pool's line (`replay --pool`), beside the total.
-const POOL_COLOR: Rgb = Rgb(0xd6, 0x27, 0x28);
+/// The shared pool's line (`replay --pool`), beside the total: dark violet, a colour no
+/// instance gets (its CIELAB distance to every [`PALETTE`] colour and to the total's is at
+/// least 78, where the red it replaced was 22 from the palette's red), so the pool never
+/// reads as an instance.
+const POOL_COLOR: Rgb = Rgb(0x94, 0x00, 0xd3);
+/// The legend's name for [`POOL_COLOR`].
+const POOL_COLOR_NAME: &str = "violet";
 const TEXT_COLOR: Rgb = Rgb(0x22, 0x22, 0x22);
 const MUTED_TEXT_COLOR: Rgb = Rgb(0x66, 0x66, 0x66);
 const GRID_COLOR: Rgb = Rgb(0xe6, 0xe6, 0xe6);
@@ -584,6 +589,12 @@ fn draw_legend(data: &PlotData, fonts: &Fonts, canvas: &mut impl Canvas) {
         "dashed: ∞-capacity ceiling · dots: 50/90/95/99% knees".into(),
     ));
     if data.series.iter().any(|s| s.is_pool) {
+        lines.push((
+            None,
+            format!(
+                "{POOL_COLOR_NAME}: the shared pool (no instance is drawn in {POOL_COLOR_NAME})"
+            ),
+        ));
         lines.push((
             None,
             "the pool's dots: its hit rate at the total's knee capacities".into(),
