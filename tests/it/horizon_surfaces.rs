@@ -8,6 +8,7 @@
 //!
 //! Servers bind 127.0.0.1 with port 0 (the monitor prints the port); every wait is bounded.
 
+use crate::common::headless::instance_entry;
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -140,15 +141,6 @@ fn headless(trace: &Path, extra: &[&str]) -> (Vec<Value>, String) {
     crate::common::headless::headless_to_end(trace, &args)
 }
 
-fn instance<'a>(report: &'a Value, id: &str) -> &'a Value {
-    report["instances"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|instance| instance["instance_id"] == id)
-        .unwrap_or_else(|| panic!("{id} missing from {report}"))
-}
-
 #[test]
 fn headless_lines_carry_the_horizon_and_mark_the_lower_bounds() {
     let dir = tempfile::tempdir().unwrap();
@@ -172,8 +164,8 @@ fn headless_lines_carry_the_horizon_and_mark_the_lower_bounds() {
     assert!(exact["memory_horizon"].is_null(), "{exact}");
     let mut deeper = false;
     for id in ["prefill-0", "prefill-1"] {
-        let bounded = instance(last, id);
-        let exact = instance(exact, id);
+        let bounded = instance_entry(last, id);
+        let exact = instance_entry(exact, id);
         let block_bytes = bounded["block_bytes"].as_u64().unwrap();
         assert_eq!(bounded["memory_horizon"]["blocks"], HORIZON_BLOCKS);
         assert_eq!(
@@ -317,13 +309,13 @@ fn metrics_export_the_horizon_and_label_the_lower_bounds() {
     let _ = child.kill();
     let _ = child.wait();
     for id in ["prefill-0", "prefill-1"] {
-        let block_bytes = instance(&report, id)["block_bytes"].as_u64().unwrap();
+        let block_bytes = instance_entry(&report, id)["block_bytes"].as_u64().unwrap();
         let hits = |index: usize| {
-            instance(&report, id)["slot_results"][index]["hit_tokens"]
+            instance_entry(&report, id)["slot_results"][index]["hit_tokens"]
                 .as_u64()
                 .unwrap()
         };
-        let infinite = instance(&report, id)["infinite_hit_tokens"]
+        let infinite = instance_entry(&report, id)["infinite_hit_tokens"]
             .as_u64()
             .unwrap();
         for line in [

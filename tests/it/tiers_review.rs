@@ -14,6 +14,7 @@
 //! 3. Inclusive tiers must grow top first, refused alike by `query`, `mrc` and `watch`;
 //!    exclusive tiers may take any sizes.
 
+use crate::common::headless::instance_entry;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -61,15 +62,6 @@ fn headless_last(trace: &Path, extra: &[&str]) -> Value {
     lines.pop().expect("a headless line")
 }
 
-fn entry<'a>(report: &'a Value, id: &str) -> &'a Value {
-    report["instances"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|instance| instance["instance_id"] == id)
-        .unwrap_or_else(|| panic!("{id} missing from {report}"))
-}
-
 fn tier_tokens(figures: &Value) -> Vec<u64> {
     figures["tiers"]
         .as_array()
@@ -105,7 +97,7 @@ fn tiers_above_the_horizon_are_lower_bounds_and_the_misses_an_upper_one_headless
     let exact = headless_last(&trace, &tiered);
     let mut deeper = false;
     for id in ["prefill-0", "prefill-1"] {
-        let (bounded, exact) = (entry(&bounded, id), entry(&exact, id));
+        let (bounded, exact) = (instance_entry(&bounded, id), instance_entry(&exact, id));
         // The exact curve at 100, 300 (= H), 500 and 1500 blocks.
         let curve = u64s(&exact["hit_tokens"]);
         let (at_100, at_300, at_500, at_fifteen_hundred) = (curve[0], curve[1], curve[2], curve[3]);
@@ -414,7 +406,7 @@ fn watch_gives_the_pool_its_tiers_at_n_times_each_size_headless_and_in_metrics()
             "{mode}: the lower tiers serve"
         );
         let last = headless_last(&trace, &[&flags[..], &["--tier-mode", mode]].concat());
-        let pool = entry(&last, "pool");
+        let pool = instance_entry(&last, "pool");
         assert_eq!(pool["kind"], "pool");
         assert_eq!(tier_tokens(pool), expected, "{mode}: {pool}");
         let capacities: Vec<Value> = pool["tiers"]
@@ -427,7 +419,7 @@ fn watch_gives_the_pool_its_tiers_at_n_times_each_size_headless_and_in_metrics()
         assert_eq!(pool["miss_share_is_upper_bound"], false);
         // The pool stays out of the total.
         let own: u64 = (0..INSTANCES)
-            .map(|i| tier_tokens(entry(&last, &format!("engine-{i}")))[0])
+            .map(|i| tier_tokens(instance_entry(&last, &format!("engine-{i}")))[0])
             .sum();
         assert_eq!(tier_tokens(&last["total"])[0], own);
     }

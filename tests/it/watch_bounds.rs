@@ -13,6 +13,7 @@
 //! The TUI and `/metrics` read a real ingest thread's last snapshot (in-process, the same
 //! snapshot the binary draws and serves); the headless JSON is the binary's.
 
+use crate::common::headless::instance_entry;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -125,15 +126,6 @@ fn headless_last(trace: &Path, extra: &[&str]) -> Value {
         .clone();
     assert_eq!(last["bad_lines"], 0, "{last}");
     last
-}
-
-fn instance<'a>(report: &'a Value, id: &str) -> &'a Value {
-    report["instances"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|instance| instance["instance_id"] == id)
-        .unwrap_or_else(|| panic!("{id} missing from {report}"))
 }
 
 /// Every instance id of a report, the pool's (last) included.
@@ -296,7 +288,10 @@ fn under_a_horizon_the_knees_are_lower_bounds_on_every_surface() {
     // the true knee (the run without it) is never smaller, often larger.
     let mut strictly_larger = 0;
     for id in ids(&bounded) {
-        let (capped, truth) = (knees(instance(&bounded, &id)), knees(instance(&exact, &id)));
+        let (capped, truth) = (
+            knees(instance_entry(&bounded, &id)),
+            knees(instance_entry(&exact, &id)),
+        );
         assert_eq!(capped.len(), 4, "{id}: {capped:?}");
         for (capped, truth) in capped.iter().zip(&truth) {
             assert_eq!(capped.3, Some(true), "{id}: {capped:?}");
@@ -320,7 +315,7 @@ fn under_a_horizon_the_knees_are_lower_bounds_on_every_surface() {
     let plain =
         litehit_live::metrics::encode(&live_snapshot(&trace, &["--pool"], dir.path())).unwrap();
     for id in ids(&bounded) {
-        for (percent, _, bytes, _) in knees(instance(&bounded, &id)) {
+        for (percent, _, bytes, _) in knees(instance_entry(&bounded, &id)) {
             let fraction = litehit_live::metrics::fraction_label(u32::try_from(percent).unwrap());
             let series = format!(
                 "litehit_capacity_for_fraction_bytes{{instance=\"{id}\",fraction=\"{fraction}\""
@@ -370,13 +365,13 @@ fn the_pool_has_its_knees_in_total_capacity_on_every_surface() {
         // The oracle: one pool_lane fed every row, its own knees.
         let one_lane = headless_last(&trace, &[&["--instance", "pool"][..], horizon].concat());
         assert_eq!(ids(&one_lane), ["pool"]);
-        let pool = instance(&pooled, "pool");
+        let pool = instance_entry(&pooled, "pool");
         assert_eq!(pool["kind"], "pool");
         let pool_knees = knees(pool);
         assert_eq!(pool_knees.len(), 4, "{pool}");
         assert_eq!(
             pool_knees,
-            knees(instance(&one_lane, "pool")),
+            knees(instance_entry(&one_lane, "pool")),
             "{horizon:?}"
         );
         assert!(pool_knees.iter().all(|knee| knee.1.unwrap() > 0));
@@ -441,7 +436,7 @@ fn metrics_export_the_pools_memory_horizon_as_each_instances() {
     let snap = live_snapshot(&trace, &["--pool", "--memory-horizon", HORIZON], dir.path());
     let text = litehit_live::metrics::encode(&snap).unwrap();
     for id in ids(&report) {
-        let horizon = &instance(&report, &id)["memory_horizon"];
+        let horizon = &instance_entry(&report, &id)["memory_horizon"];
         for (unit, value) in [("blocks", &horizon["blocks"]), ("bytes", &horizon["bytes"])] {
             let value = value.as_u64().unwrap_or_else(|| panic!("{id}: {horizon}"));
             let line = format!("litehit_memory_horizon_{unit}{{instance=\"{id}\"}} {value}\n");
@@ -449,7 +444,7 @@ fn metrics_export_the_pools_memory_horizon_as_each_instances() {
         }
     }
     assert_eq!(
-        instance(&report, "pool")["memory_horizon"]["bytes"],
+        instance_entry(&report, "pool")["memory_horizon"]["bytes"],
         8_u64 << 30
     );
     // Without a horizon, no such series, the pool's included.

@@ -166,3 +166,14 @@ pub fn headless_to_end(trace: &std::path::Path, extra: &[&str]) -> (Vec<Value>, 
         .collect();
     (lines, run.stderr)
 }
+
+/// The `instances[]` entry of a headless report line with this `instance_id` (the pool's
+/// included).
+pub fn instance_entry<'a>(report: &'a Value, id: &str) -> &'a Value {
+    report["instances"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|instance| instance["instance_id"] == id)
+        .unwrap_or_else(|| panic!("{id} missing from {report}"))
+}
