@@ -249,22 +249,13 @@ pub fn replay_stream<R: Read + Send>(
         outcome?;
         match read_result {
             Err(error) if error.kind() == std::io::ErrorKind::OutOfMemory => {
-                let bytes = error
-                    .get_ref()
-                    .and_then(|inner| inner.downcast_ref::<ReadBufferAllocFailed>())
-                    .map_or(0, |failed| failed.bytes);
-                Err(PipelineError::Engine(engine.out_of_memory(bytes)))
+                // What the lanes hold plus the headroom the reader could not find.
+                let headroom = crate::hitcore::GROWTH_HEADROOM_BYTES as u64;
+                Err(PipelineError::Engine(engine.out_of_memory(headroom)))
             }
             other => other.map(|()| totals).map_err(PipelineError::Io),
         }
     })
-}
-
-/// A read buffer that could not be allocated (inside an `OutOfMemory` I/O error).
-#[derive(Debug, thiserror::Error)]
-#[error("cannot allocate a {bytes}-byte read buffer")]
-struct ReadBufferAllocFailed {
-    bytes: u64,
 }
 
 /// Cuts the stream into chunks of whole lines and deals them round-robin.
@@ -332,15 +323,12 @@ fn read_chunks<R: Read>(
 /// Makes room for `len` bytes in `buffer` without aborting: a failed allocation (a long line
 /// near an address-space limit) is an `OutOfMemory` I/O error, which `replay_stream` reports
 /// as the engine's out-of-memory error, so the run exits 1 with the message, never aborts.
+/// The error is a bare kind: one with a payload would be boxed, an allocation that fails
+/// there too (and aborts).
 fn grow_to(buffer: &mut Vec<u8>, len: usize) -> std::io::Result<()> {
     buffer
         .try_reserve(len.saturating_sub(buffer.len()))
-        .map_err(|_| {
-            std::io::Error::new(
-                std::io::ErrorKind::OutOfMemory,
-                ReadBufferAllocFailed { bytes: len as u64 },
-            )
-        })
+        .map_err(|_| std::io::Error::from(std::io::ErrorKind::OutOfMemory))
 }
 
 fn parse_worker(
