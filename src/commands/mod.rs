@@ -211,6 +211,14 @@ pub(crate) fn note_lanes_in_several_files(
     }
 }
 
+/// Prints a note (`pool_detect`'s) on stderr, after the `litehit: ` prefix.
+pub(crate) fn note(note: Option<&str>) {
+    use std::io::Write as _;
+    if let Some(note) = note {
+        let _ = writeln!(std::io::stderr(), "litehit: {note}");
+    }
+}
+
 /// Refuses an input named as litehit's temp files are (`.NAME.PID.RANDOM.tmp`): it may be a
 /// publication in progress, or a killed run's that the next writer of `NAME` removes.
 pub(crate) fn refuse_temp_input(path: &std::path::Path) -> color_eyre::Result<()> {

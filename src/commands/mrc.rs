@@ -64,6 +64,7 @@ pub fn run(args: &MrcArgs) -> color_eyre::Result<()> {
     let (range, span) = accounted_range(args, &facts)?;
     let curves = build_curves(args, &facts, range)?;
     super::note_lanes_in_several_files(&curves.lanes_in_several_files, &facts);
+    super::note(curves.pool_note.as_deref());
     if curves.instances.is_empty() {
         // No curve, no knee: a header-only file (e.g. a replay of a trace with only writes).
         bail!(

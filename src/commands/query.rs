@@ -115,6 +115,7 @@ pub fn run(args: &QueryArgs) -> color_eyre::Result<()> {
         summary.unwrap_or_default()
     };
     super::note_lanes_in_several_files(&summary.lanes_in_several_files, &facts_paths);
+    super::note(summary.pool_note.as_deref());
     Ok(())
 }
 
@@ -134,6 +135,7 @@ fn first_pass(
 ) -> color_eyre::Result<FirstPass> {
     let (span, lanes) = trace_span_and_instances(facts_paths).wrap_err("facts query failed")?;
     super::note_lanes_in_several_files(lanes.lanes(), facts_paths);
+    super::note(lanes.partial_pool_note().as_deref());
     let pool = lanes
         .recognise_pool(args.pool.name.as_deref())
         .map_err(|error| eyre!(error))

@@ -295,6 +295,7 @@ impl MrcBuilder {
             instances,
             pool,
             lanes_in_several_files: self.lanes.lanes_in_several_files().cloned().collect(),
+            pool_note: self.lanes.partial_pool_note(),
         })
     }
 
@@ -344,6 +345,8 @@ pub struct MrcCurves {
     /// The lanes with rows in more than one of the files read (for a note: replay shards
     /// are disjoint by instance).
     pub lanes_in_several_files: Vec<LaneFingerprint>,
+    /// [`LaneFingerprints::partial_pool_note`](super::pool_detect::LaneFingerprints::partial_pool_note).
+    pub pool_note: Option<String>,
 }
 
 impl MrcCurves {

@@ -280,6 +280,9 @@ impl LaneFingerprints {
             };
             let found = if others > 0 && rows == other_rows {
                 ": as many, but not the same requests".to_owned()
+            } else if others > 0 && rows > other_rows {
+                ": more, so if it is the pool, the facts of some instances (shards) are missing"
+                    .to_owned()
             } else {
                 String::new()
             };
@@ -307,6 +310,29 @@ impl LaneFingerprints {
                 " (the pool lane here is {}, holding all {pool_rows})",
                 pool.instance_id
             ),
+        })
+    }
+
+    /// A note when no lane is the pool but the lane with replay's default pool name holds more
+    /// rows than every other lane together: a pool lane read with only some of the shards
+    /// (e.g. the `--instance pool` task's file beside a few shards' files) is counted as one
+    /// more instance, and the user should hear why.
+    #[must_use]
+    pub fn partial_pool_note(&self) -> Option<String> {
+        if self.structural_pool(DEFAULT_POOL_NAME).is_some() {
+            return None;
+        }
+        let lane = self.lane(DEFAULT_POOL_NAME)?;
+        let rows = lane.rows();
+        let other_rows = self.total_rows() - rows;
+        (self.lanes.len() > 1 && rows > other_rows).then(|| {
+            format!(
+                "note: lane {DEFAULT_POOL_NAME} has {rows} rows, more than the other {} lanes \
+                 together ({other_rows}), so it is no shared pool lane of these facts and is \
+                 counted as an instance; if it is the pool, the facts of some instances (shards) \
+                 are missing",
+                self.lanes.len() - 1
+            )
         })
     }
 

@@ -262,6 +262,8 @@ pub struct QuerySummary {
     /// The lanes with rows in more than one of the files read (for a note: replay shards
     /// are disjoint by instance); empty when the pool was recognised by a first pass.
     pub lanes_in_several_files: Vec<LaneFingerprint>,
+    /// [`LaneFingerprints::partial_pool_note`], for the command to print.
+    pub pool_note: Option<String>,
 }
 
 /// The query failed: a facts file could not be read, or the output could not be written.
@@ -539,9 +541,14 @@ impl QueryTotals {
         let several_files = self.lanes.as_ref().map_or_else(Vec::new, |lanes| {
             lanes.lanes_in_several_files().cloned().collect()
         });
+        let pool_note = self
+            .lanes
+            .as_ref()
+            .and_then(LaneFingerprints::partial_pool_note);
         let mut summary = self.into_summary();
         summary.pool = pool;
         summary.lanes_in_several_files = several_files;
+        summary.pool_note = pool_note;
         Ok(summary)
     }
 
@@ -556,6 +563,7 @@ impl QueryTotals {
             overall: self.overall,
             pool: None,
             lanes_in_several_files: Vec::new(),
+            pool_note: None,
         }
     }
 

@@ -514,3 +514,63 @@ fn overlapping_shard_files_are_refused_and_an_empty_shard_says_why() {
         );
     }
 }
+
+/// The pool task's file read with only some shards' files: the lane named `pool` holds more
+/// rows than the others together, so it is no pool of these facts; it is counted as an
+/// instance (as any lane that is not the pool), and a note says why and what is missing —
+/// in `query`, `query --from` (its first pass) and `mrc`. `--pool pool` says it too.
+#[test]
+fn a_pool_file_read_with_some_shards_only_gets_a_note() {
+    let dir = tempfile::tempdir().unwrap();
+    let fleet = trace(dir.path(), "fleet.jsonl", &["a", "b", "c", "d"], 600);
+    let mut shards = Vec::new();
+    for shard in 0..2 {
+        let spec = format!("{shard}/2");
+        let out = dir.path().join(format!("shard-{shard}"));
+        shards.push(replay(&fleet, &out, &["--shard", &spec]));
+    }
+    let pool = replay(&fleet, &dir.path().join("pool"), &["--instance", "pool"]);
+    let note = "note: lane pool has 600 rows, more than the other";
+    // All shards: the pool is recognised and no note is printed.
+    let all = query_run(&[&shards[0], &shards[1], &pool], &[]);
+    assert!(!all.stderr.contains(note), "{}", all.stderr);
+    assert!(pool_line(&ok(all).stdout).is_some());
+    // One shard missing: counted as an instance, with the note.
+    let some = [shards[0].as_path(), pool.as_path()];
+    let others: u64 = overall(&query(&[&shards[0]], &[]))["requests"]
+        .as_u64()
+        .unwrap();
+    assert!(
+        others > 0 && others < 600,
+        "shard 0 holds some instances: {others}"
+    );
+    for extra in [&[][..], &["--from", "0"][..]] {
+        let run = query_run(&some, extra);
+        assert!(run.stderr.contains(note), "{extra:?}: {}", run.stderr);
+        assert!(
+            run.stderr
+                .contains("the facts of some instances (shards) are missing")
+        );
+        let text = ok(run).stdout;
+        assert_eq!(overall(&text)["requests"].as_u64(), Some(600 + others));
+        assert!(pool_line(&text).is_none());
+    }
+    let mrc = run_in(
+        None,
+        [
+            "mrc",
+            some[0].to_str().unwrap(),
+            some[1].to_str().unwrap(),
+            "--json",
+        ],
+    );
+    assert!(mrc.stderr.contains(note), "{}", mrc.stderr);
+    let named = query_run(&some, &["--pool", "pool"]);
+    let stderr = failed(&named);
+    assert!(
+        stderr.contains(
+            "more, so if it is the pool, the facts of some instances (shards) are missing"
+        ),
+        "{stderr}"
+    );
+}
