@@ -132,6 +132,8 @@ pub struct Defaults {
     pub tier_mode: Option<TierModeArg>,
     /// `tiers`, one entry per tier as `--tiers` splits them (checked when read).
     pub tiers: Option<Vec<String>>,
+    /// The line of the `tiers` key, for errors found when a typed mode meets them.
+    pub tiers_line: Option<usize>,
     pub window_seconds: Option<f64>,
 }
 
@@ -204,6 +206,9 @@ pub fn parse(path: &Path, text: &str) -> Result<Defaults, DefaultsError> {
             message,
         };
         defaults.set(key.get_ref(), value.get_ref()).map_err(fail)?;
+    }
+    if let Some(key) = table.keys().find(|key| key.get_ref() == "tiers") {
+        defaults.tiers_line = Some(line_of(key.span().start));
     }
     if let Some(tiers) = &defaults.tiers {
         // The file's tiers with the file's mode (or the default one): inclusive order.
@@ -354,6 +359,11 @@ impl Defaults {
                 && let Some(tiers) = &self.tiers
             {
                 tier_args.tiers.clone_from(tiers);
+                tier_args.tiers_from_file = Some(format!(
+                    "{}:{}: tiers",
+                    self.path.display(),
+                    self.tiers_line.unwrap_or(1)
+                ));
             }
             // The file's mode is for tiers (the file's or typed ones); alone it sets nothing,
             // so a file with only `tier-mode` does not make every command ask for tiers.

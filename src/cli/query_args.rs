@@ -120,6 +120,11 @@ pub struct TierArgs {
     /// defaults file)
     #[arg(long, value_enum)]
     pub tier_mode: Option<TierModeArg>,
+
+    /// Where `tiers` came from when the defaults file gave them (`FILE:LINE`), so an error
+    /// found once the mode is known (e.g. a typed `--tier-mode inclusive`) names it.
+    #[arg(skip)]
+    pub tiers_from_file: Option<String>,
 }
 
 /// `--from`, `--to` and `--exclude-warmup` (of `query` and `mrc`).

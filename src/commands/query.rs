@@ -302,5 +302,14 @@ pub(crate) fn tier_plan(args: &TierArgs) -> color_eyre::Result<Option<TierPlan>>
     if args.tiers.is_empty() && args.tier_mode.is_some() {
         bail!("--tier-mode needs --tiers (or `tiers` in the defaults file, docs/CONFIG.md)");
     }
-    tier_plan_from(&args.tiers, args.tier_mode.unwrap_or_default().into())
+    tier_plan_from(&args.tiers, args.tier_mode.unwrap_or_default().into()).map_err(|error| {
+        // Tiers from the defaults file: name it, not a flag that was never typed.
+        match &args.tiers_from_file {
+            Some(origin) => eyre!(
+                "{origin}: {}",
+                error.to_string().trim_start_matches("invalid --tiers: ")
+            ),
+            None => error,
+        }
+    })
 }

@@ -175,3 +175,16 @@ fn tiers_out_of_order_for_the_files_mode_name_file_line_and_key() {
         run.stderr
     );
 }
+
+#[test]
+fn the_files_tiers_out_of_order_for_a_typed_mode_name_the_file() {
+    let setup = Setup::new("# hardware\ntiers = \"4TB,80GB\"\n");
+    let run = setup.with_file(&[QUERY, &["--tier-mode", "inclusive"][..]].concat());
+    assert_eq!(run.code, Some(1), "{run:?}");
+    assert!(
+        run.stderr
+            .starts_with("litehit: config.toml:2: tiers: inclusive tiers must grow top first"),
+        "{}",
+        run.stderr
+    );
+}
