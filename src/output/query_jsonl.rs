@@ -684,21 +684,14 @@ impl PoolTotals {
         };
         let total_hit_tokens = tokens(&total_hit_blocks);
         // The tiers at N × each size: bands of the pooled sizes on the pool's own axis.
-        let pool_tier_capacity_blocks: Vec<Option<u64>> = tiers.map_or_else(Vec::new, |plan| {
-            plan.capacities
-                .iter()
-                .map(|&capacity| {
-                    projector::pooled_capacity_blocks(capacity, block_bytes, instances)
-                })
-                .collect()
+        let pool_tier_capacity_blocks = tiers.map_or_else(Vec::new, |plan| {
+            plan.pooled_capacity_blocks(block_bytes, instances)
         });
         let tier_hit_blocks = tiers.map_or_else(Vec::new, |plan| {
-            let pooled: Vec<Capacity> = pool_tier_capacity_blocks
-                .iter()
-                .map(|blocks| blocks.map_or(Capacity::Infinite, Capacity::Blocks))
-                .collect();
-            let bands = tier_bands(&pooled, block_bytes, plan.mode);
-            accumulated_tier_hit_blocks(&self.accumulator, &bands)
+            accumulated_tier_hit_blocks(
+                &self.accumulator,
+                &plan.pooled_bands(block_bytes, instances),
+            )
         });
         let tier_hit_tokens = tokens(&tier_hit_blocks);
         Ok(Some(PoolSummary {
