@@ -236,9 +236,9 @@ impl MrcBuilder {
             self.files_read.push(path.clone());
             while reader.next_record(&mut record)? {
                 self.observe(&record);
-                let t = record.timestamp_ns;
-                self.seen_span = Some(self.seen_span.map_or((t, t), |(a, b)| (a.min(t), b.max(t))));
-                if !range.contains(t) {
+                self.seen_span =
+                    super::query_windows::widen_span(self.seen_span, record.timestamp_ns);
+                if !range.contains(record.timestamp_ns) {
                     continue;
                 }
                 self.account(&record).map_err(|mismatch| {

@@ -1124,12 +1124,7 @@ struct SeenRows {
 
 impl SeenRows {
     fn add(&mut self, timestamp_ns: i64) {
-        self.span = Some(
-            self.span
-                .map_or((timestamp_ns, timestamp_ns), |(first, last)| {
-                    (first.min(timestamp_ns), last.max(timestamp_ns))
-                }),
-        );
+        self.span = super::query_windows::widen_span(self.span, timestamp_ns);
     }
 }
 

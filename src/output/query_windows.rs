@@ -213,6 +213,15 @@ fn offset_ns(base_ns: i64, offset_ns: f64) -> i64 {
     base_ns.saturating_add(offset)
 }
 
+/// `span` (the smallest and largest `timestamp_ns` so far, `None` before any row) widened to
+/// hold `timestamp_ns`: every pass that says where the trace's rows are keeps it this way.
+#[must_use]
+pub fn widen_span(span: Option<(i64, i64)>, timestamp_ns: i64) -> Option<(i64, i64)> {
+    Some(span.map_or((timestamp_ns, timestamp_ns), |(first, last)| {
+        (first.min(timestamp_ns), last.max(timestamp_ns))
+    }))
+}
+
 /// The smallest and largest `timestamp_ns` over every row of `facts_paths` (`None` without
 /// rows): a first pass, before the query proper.
 pub fn trace_span(facts_paths: &[PathBuf]) -> Result<Option<(i64, i64)>, QueryError> {
@@ -221,8 +230,7 @@ pub fn trace_span(facts_paths: &[PathBuf]) -> Result<Option<(i64, i64)>, QueryEr
     for path in facts_paths {
         let mut reader = FactsReader::open(path)?;
         while reader.next_record(&mut record)? {
-            let t = record.timestamp_ns;
-            span = Some(span.map_or((t, t), |(first, last)| (first.min(t), last.max(t))));
+            span = widen_span(span, record.timestamp_ns);
         }
     }
     Ok(span)
@@ -243,8 +251,7 @@ pub fn trace_span_and_instances(facts_paths: &[PathBuf]) -> Result<SpanAndInstan
         let mut reader = FactsReader::open(path)?;
         lanes.start_file(index);
         while reader.next_record(&mut record)? {
-            let t = record.timestamp_ns;
-            span = Some(span.map_or((t, t), |(first, last)| (first.min(t), last.max(t))));
+            span = widen_span(span, record.timestamp_ns);
             lanes.observe(&record);
         }
     }
