@@ -203,19 +203,14 @@ pub(crate) fn note_lanes_in_several_files(
     lanes: &[crate::output::pool_detect::LaneFingerprint],
     paths: &[std::path::PathBuf],
 ) {
-    use std::io::Write as _;
-    if let Some(note) = crate::output::pool_detect::several_files_note(lanes, paths) {
-        for line in note.lines() {
-            let _ = writeln!(std::io::stderr(), "litehit: {line}");
-        }
-    }
+    note(crate::output::pool_detect::several_files_note(lanes, paths).as_deref());
 }
 
-/// Prints a note (`pool_detect`'s) on stderr, after the `litehit: ` prefix.
+/// Prints a note (`pool_detect`'s) on stderr, each of its lines after the `litehit: ` prefix.
 pub(crate) fn note(note: Option<&str>) {
     use std::io::Write as _;
-    if let Some(note) = note {
-        let _ = writeln!(std::io::stderr(), "litehit: {note}");
+    for line in note.into_iter().flat_map(str::lines) {
+        let _ = writeln!(std::io::stderr(), "litehit: {line}");
     }
 }
 
