@@ -497,7 +497,8 @@ fn tier_fields(
                 .map(|blocks| blocks.get(index).copied().flatten()),
         })
         .collect();
-    let miss_is_upper_bound = bounds.lower_bounds.iter().any(|&bound| bound);
+    let miss_is_upper_bound =
+        litehit_core::projector::tiers::miss_is_upper_bound(bounds.lower_bounds);
     (Some(tiers), Some(miss_share), Some(miss_is_upper_bound))
 }
 

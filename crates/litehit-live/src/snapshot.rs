@@ -169,7 +169,7 @@ impl LaneSnapshot {
     /// lower bound.
     #[must_use]
     pub fn tier_miss_is_upper_bound(&self) -> bool {
-        self.tier_lower_bounds.iter().any(|&bound| bound)
+        litehit_core::projector::tiers::miss_is_upper_bound(&self.tier_lower_bounds)
     }
 
     /// KV bytes the unique blocks would need (`unique × block_bytes`).
@@ -198,7 +198,7 @@ impl Totals {
     /// Whether the Σ miss share is only an upper bound (some tier is a lower bound).
     #[must_use]
     pub fn tier_miss_is_upper_bound(&self) -> bool {
-        self.tier_lower_bounds.iter().any(|&bound| bound)
+        litehit_core::projector::tiers::miss_is_upper_bound(&self.tier_lower_bounds)
     }
 }
 

@@ -238,11 +238,12 @@ impl TierBand {
     }
 }
 
-/// Whether the miss share of `bands` (what no tier served) is only an upper bound under a
-/// memory horizon of `horizon_blocks`: when some tier is a lower bound.
+/// Whether the miss share (what no tier served) is only an upper bound, given each tier's
+/// [`TierBand::is_lower_bound`]: when some tier is a lower bound. The one rule for every
+/// surface (the live snapshot's lanes and totals, headless).
 #[must_use]
-pub fn miss_is_upper_bound(bands: &[TierBand], horizon_blocks: Option<u64>) -> bool {
-    bands.iter().any(|band| band.is_lower_bound(horizon_blocks))
+pub fn miss_is_upper_bound(tier_lower_bounds: &[bool]) -> bool {
+    tier_lower_bounds.contains(&true)
 }
 
 /// The band of each tier (in the order given) for a lane with `block_bytes` per block.
@@ -394,9 +395,9 @@ mod tests {
         assert_eq!(marks(None), [false, false, false]);
         assert_eq!(marks(Some(6)), [false, false, true]);
         assert_eq!(marks(Some(5)), [false, true, true]);
-        assert!(miss_is_upper_bound(&bands, Some(6)));
-        assert!(!miss_is_upper_bound(&bands[..2], Some(6)));
-        assert!(!miss_is_upper_bound(&bands, None));
+        assert!(miss_is_upper_bound(&marks(Some(6))));
+        assert!(!miss_is_upper_bound(&marks(Some(6))[..2]));
+        assert!(!miss_is_upper_bound(&marks(None)));
     }
 
     #[test]
