@@ -960,18 +960,22 @@ fn append_u64_array(out: &mut Vec<u8>, values: &[u64]) {
 
 /// Block counts as a JSON array, `-1` for unlimited (`None`), as upstream writes ∞.
 fn append_blocks_or_unlimited(out: &mut Vec<u8>, values: &[Option<u64>]) {
-    let mut itoa = itoa::Buffer::new();
     out.push(b'[');
-    for (index, value) in values.iter().enumerate() {
+    for (index, &value) in values.iter().enumerate() {
         if index > 0 {
             out.push(b',');
         }
-        match value {
-            Some(blocks) => out.extend_from_slice(itoa.format(*blocks).as_bytes()),
-            None => out.extend_from_slice(b"-1"),
-        }
+        append_block_count_or_unlimited(out, value);
     }
     out.push(b']');
+}
+
+/// One block count, `-1` for unlimited (`None`): a JSON number or a CSV cell.
+pub(crate) fn append_block_count_or_unlimited(out: &mut Vec<u8>, value: Option<u64>) {
+    match value {
+        Some(blocks) => out.extend_from_slice(itoa::Buffer::new().format(blocks).as_bytes()),
+        None => out.extend_from_slice(b"-1"),
+    }
 }
 
 fn append_g6_array(out: &mut Vec<u8>, values: impl IntoIterator<Item = f64>) {

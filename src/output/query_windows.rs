@@ -17,7 +17,10 @@ use std::path::PathBuf;
 
 use super::number_format::{append_g6, append_json_string};
 use super::pool_detect::LaneFingerprints;
-use super::query_jsonl::{PoolRule, QueryError, QuerySlots, QueryTotals, TierPlan, TimeRange};
+use super::query_jsonl::{
+    PoolRule, QueryError, QuerySlots, QueryTotals, TierPlan, TimeRange,
+    append_block_count_or_unlimited,
+};
 use super::summary::ratio;
 use litehit_core::display;
 use litehit_core::facts::FactRecord;
@@ -676,11 +679,6 @@ fn append_window_head(
     }
 }
 
-/// The pool's N × C in blocks as a cell, `-1` for unlimited.
-fn pool_blocks(blocks: Option<u64>) -> String {
-    blocks.map_or_else(|| "-1".to_owned(), |b| b.to_string())
-}
-
 /// One window line (without its newline) into `line`: `span` is `(start s, end s, start
 /// ns)`, `counts` `(requests, input tokens, hit tokens)`; `pool` = `(name, N, N × C in
 /// blocks)` for the pool's own line (`-1` = unlimited), and whether the CSV has the pool's
@@ -708,7 +706,7 @@ fn window_line(
         if pool_columns {
             line.push(b',');
             if let Some((_, _, capacity)) = pool {
-                line.extend_from_slice(pool_blocks(capacity).as_bytes());
+                append_block_count_or_unlimited(line, capacity);
             }
         }
         line.extend_from_slice(format!(",{requests},{input_tokens},{hit_tokens},").as_bytes());
@@ -723,7 +721,7 @@ fn window_line(
         }
         if let Some((_, _, capacity)) = pool {
             line.extend_from_slice(b",\"pool_capacity_blocks\":");
-            line.extend_from_slice(pool_blocks(capacity).as_bytes());
+            append_block_count_or_unlimited(line, capacity);
         }
         line.extend_from_slice(
             format!(
@@ -851,7 +849,7 @@ fn tier_window_line(
         if pool_columns {
             line.push(b',');
             if let Some((_, _, capacity)) = pool {
-                line.extend_from_slice(pool_blocks(capacity).as_bytes());
+                append_block_count_or_unlimited(line, capacity);
             }
         }
         line.extend_from_slice(
@@ -869,7 +867,7 @@ fn tier_window_line(
         append_json_string(line, size);
         if let Some((_, _, capacity)) = pool {
             line.extend_from_slice(b",\"pool_tier_capacity_blocks\":");
-            line.extend_from_slice(pool_blocks(capacity).as_bytes());
+            append_block_count_or_unlimited(line, capacity);
         }
         line.extend_from_slice(
             format!(
