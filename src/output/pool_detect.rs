@@ -226,9 +226,7 @@ impl LaneFingerprints {
     /// The lane named `instance_id`, if it has rows.
     #[must_use]
     pub fn lane(&self, instance_id: &str) -> Option<&LaneFingerprint> {
-        self.lanes
-            .iter()
-            .find(|lane| lane.instance_id == instance_id)
+        self.index.get(instance_id).map(|&index| &self.lanes[index])
     }
 
     /// The lanes with rows in more than one file.
