@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::common::cli_bin::{
-    FACTS, InstanceSpec, config_json, failed, generate, ok, run_in, run_with_stdin, standard_trace,
-    write_file,
+    FACTS, InstanceSpec, config_json, failed, generate, ok, replay_to, run_in, run_with_stdin,
+    standard_trace, write_file,
 };
 use litehit_core::workload::WorkloadConfig;
 
@@ -34,17 +34,12 @@ fn trace(dir: &Path, name: &str, instance_ids: &[&str], requests: usize) -> Path
 }
 
 fn replay(trace: &Path, out: &Path, extra: &[&str]) -> PathBuf {
-    let mut args = vec![
-        "replay",
-        trace.to_str().unwrap(),
-        "--trace-block-size",
-        TRACE_BLOCK_SIZE,
-        "--out",
-        out.to_str().unwrap(),
-        "--quiet",
-    ];
-    args.extend(extra);
-    ok(run_in(None, &args));
+    let flags = [
+        &["--trace-block-size", TRACE_BLOCK_SIZE, "--quiet"][..],
+        extra,
+    ]
+    .concat();
+    ok(replay_to(trace, out, &flags));
     out.join(FACTS)
 }
 
