@@ -46,6 +46,7 @@ mod query_review2;
 mod replay_summary_order;
 mod seed_example;
 mod shards;
+mod shared_data_guard;
 mod sql;
 mod sql_spark;
 mod tiers;

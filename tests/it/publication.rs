@@ -368,9 +368,9 @@ fn planted_files_at_temp_names_are_never_followed_used_or_waited_on() {
     }
 }
 
-/// The lock file beside the destination: a symlink or FIFO there is not litehit's lock, so
-/// the run stops at once (nothing followed, created, published or waited on); a regular
-/// file there is locked as it is, never written, and not deleted (it has content).
+/// The lock file beside the destination: a symlink, a FIFO or a regular file with other
+/// content than a pid there is not litehit's lock, so the run stops at once (nothing
+/// followed, created, published, written, deleted or waited on).
 #[test]
 fn planted_files_at_the_lock_name_are_never_followed_written_or_waited_on() {
     for plant_kind in PLANTS {
@@ -383,17 +383,9 @@ fn planted_files_at_the_lock_name_are_never_followed_written_or_waited_on() {
         let lock = out.join(format!(".{FACTS}.lock"));
         let target = plant(plant_kind, &lock, &elsewhere);
         let run = run_bounded(replay_command(&input, &out), "replay beside a planted lock");
-        match plant_kind {
-            Plant::WorldWritableFile => {
-                assert_eq!(run.code, Some(0), "{}", run.stderr);
-                assert_fresh_file(&out.join(FACTS), &lock, &dir.path().join("reference"));
-            }
-            Plant::Symlink | Plant::DanglingSymlink | Plant::Fifo => {
-                assert_eq!(run.code, Some(1), "{plant_kind:?}: {}", run.stderr);
-                assert_mentions(&run.stderr, &[path_str(&lock), "not litehit's lock file"]);
-                assert!(!out.join(FACTS).exists(), "{plant_kind:?}: published");
-            }
-        }
+        assert_eq!(run.code, Some(1), "{plant_kind:?}: {}", run.stderr);
+        assert_mentions(&run.stderr, &[path_str(&lock), "not litehit's lock file"]);
+        assert!(!out.join(FACTS).exists(), "{plant_kind:?}: published");
         assert_untouched(plant_kind, &lock, target.as_deref(), false);
         assert!(facts_temps(&out).is_empty(), "{:?}", names_in(&out));
     }
@@ -496,23 +488,66 @@ fn the_next_writer_removes_a_killed_runs_temp_and_lock_files() {
     let input = trace(dir.path(), "t.jsonl", 9, 300);
     let out = dir.path().join("out");
     fs::create_dir(&out).unwrap();
-    // What SIGKILL leaves: an empty lock file and a partial temp file.
-    fs::write(out.join(format!(".{FACTS}.lock")), "").unwrap();
-    let stale = out.join(format!(".{FACTS}.99999.00000000deadbeef.tmp"));
-    fs::write(&stale, "trace_id,partial").unwrap();
-    ok(run_in(
-        None,
-        [
-            "replay",
-            path_str(&input),
-            "--out",
-            path_str(&out),
-            "--quiet",
-        ]
-        .into_iter()
-        .chain(BLOCK_FLAGS),
-    ));
-    assert_eq!(names_in(&out), [FACTS]);
+    // What SIGKILL leaves: a lock file naming the killed writer (or, from an older
+    // LiteHit, an empty one), the temp file its lock was born in, and a partial temp file.
+    let dead_pid = exited_pid();
+    for lock_content in [format!("{dead_pid}\n"), String::new()] {
+        fs::write(out.join(format!(".{FACTS}.lock")), &lock_content).unwrap();
+        let lock_temp = out.join(format!("..{FACTS}.lock.{dead_pid}.00000000deadbeef.tmp"));
+        fs::write(&lock_temp, &lock_content).unwrap();
+        let stale = out.join(format!(".{FACTS}.99999.00000000deadbeef.tmp"));
+        fs::write(&stale, "trace_id,partial").unwrap();
+        ok(run_in(
+            None,
+            [
+                "replay",
+                path_str(&input),
+                "--out",
+                path_str(&out),
+                "--quiet",
+            ]
+            .into_iter()
+            .chain(BLOCK_FLAGS),
+        ));
+        assert_eq!(names_in(&out), [FACTS], "after a lock of {lock_content:?}");
+    }
+}
+
+/// The pid of a process that has exited and been reaped (so no process has it, until the
+/// kernel hands it out again, which takes a whole turn of the pid space).
+fn exited_pid() -> u32 {
+    let mut child = Command::new("true").spawn().unwrap();
+    let pid = child.id();
+    child.wait().unwrap();
+    pid
+}
+
+/// A writer that holds the lock is named by its pid in the losing writer's message, however
+/// the two interleave: the lock file holds the pid before it takes the lock's name. Here a
+/// live lock is held by this test process, as a writer killed mid-publication would not.
+#[test]
+fn a_held_lock_names_its_holder() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = trace(dir.path(), "t.jsonl", 9, 300);
+    let out = dir.path().join("out");
+    fs::create_dir(&out).unwrap();
+    let lock = out.join(format!(".{FACTS}.lock"));
+    fs::write(&lock, format!("{}\n", std::process::id())).unwrap();
+    let held = fs::File::open(&lock).unwrap();
+    rustix::fs::flock(&held, rustix::fs::FlockOperation::NonBlockingLockExclusive).unwrap();
+    let run = run_bounded(replay_command(&input, &out), "replay beside a held lock");
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    assert_mentions(
+        &run.stderr,
+        &[
+            &format!("another writer (pid {}", std::process::id()),
+            "is publishing this file",
+            path_str(&lock),
+        ],
+    );
+    assert!(!out.join(FACTS).exists(), "published past a held lock");
+    assert_eq!(names_in(&out), [format!(".{FACTS}.lock")]);
+    drop(held);
 }
 
 /// A symlink at the destination planted by another user in a sticky world-writable

@@ -15,7 +15,9 @@ use std::path::{Path, PathBuf};
 /// Every test that calls this carries `#[cfg_attr(litehit_shared_absent, ignore = "needs
 /// ../shared, …")]`. The build script sets that cfg when `../shared` is absent and `CI` is
 /// unset, so there such a test is reported and counted as ignored instead of passing unseen;
-/// with `CI` set it runs and fails here. (The script does not watch a missing `../shared`,
+/// with `CI` set it runs and fails here. `shared_data_guard` fails the suite when a test
+/// reaches this helper (directly or through others) without that attribute, or when any
+/// other source spells the path. (The script does not watch a missing `../shared`,
 /// which would rebuild the package on every build: once it is there, `touch build.rs`.)
 pub fn shared_file(relative: &str) -> PathBuf {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))

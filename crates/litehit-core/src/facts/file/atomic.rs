@@ -106,7 +106,7 @@ pub fn is_temp_path(path: &Path) -> bool {
 
 /// Creates a fresh temp file for `final_path` exclusively: never an existing file, symlink
 /// or FIFO; permissions `0666` less the umask, as `File::create`.
-fn create_temp_file(final_path: &Path) -> Result<(PathBuf, File)> {
+pub(super) fn create_temp_file(final_path: &Path) -> Result<(PathBuf, File)> {
     let mut temp_path = new_temp_path(final_path);
     for _ in 1..MAX_TEMP_ATTEMPTS {
         match fs::OpenOptions::new()
@@ -135,7 +135,7 @@ fn create_temp_file(final_path: &Path) -> Result<(PathBuf, File)> {
 
 /// Removes the temp files of killed runs that published `final_path` (regular files named
 /// as [`new_temp_path`] names them); only for the holder of its lock, so none is in use.
-fn remove_stale_temp_files(final_path: &Path) {
+pub(super) fn remove_stale_temp_files(final_path: &Path) {
     let Some(name) = final_path.file_name() else {
         return;
     };

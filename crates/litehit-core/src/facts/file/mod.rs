@@ -134,14 +134,14 @@ pub enum FactsError {
         "{}: another writer ({}) is publishing this file (it holds {}); wait for it to \
          finish or choose another path",
         path.display(),
-        holder.as_deref().unwrap_or("its process could not be told"),
+        holder,
         lock.display()
     )]
     Busy {
         path: PathBuf,
         lock: PathBuf,
-        /// `pid N, COMMAND`, when the system says.
-        holder: Option<String>,
+        /// `pid N, COMMAND` (the command when the system says), as the lock file says.
+        holder: String,
     },
     #[error("failed to publish {} as {}", from.display(), to.display())]
     Publish {
