@@ -123,24 +123,53 @@ pub struct SlotEditor {
 
 /// The longest text a dialog takes.
 const DIALOG_INPUT_CHARS: usize = 24;
+/// The longest instance filter (`/`).
+const FILTER_CHARS: usize = 64;
 
 impl SlotEditor {
-    /// Backspace and typed characters (up to [`DIALOG_INPUT_CHARS`]), the same in every
-    /// dialog; a change clears the last refusal. `false` for any other key.
-    fn edit(&mut self, code: KeyCode) -> bool {
-        match code {
-            KeyCode::Backspace => {
-                self.input.pop();
-            }
-            KeyCode::Char(ch)
-                if !ch.is_control() && self.input.chars().count() < DIALOG_INPUT_CHARS =>
-            {
-                self.input.push(ch);
-            }
-            _ => return false,
+    /// Backspace, Ctrl-U (clears the line) and typed characters (up to
+    /// [`DIALOG_INPUT_CHARS`]), the same in every dialog; a change clears the last refusal.
+    /// `false` for any other key.
+    fn edit(&mut self, key: KeyEvent) -> bool {
+        if !edit_line(&mut self.input, key, DIALOG_INPUT_CHARS) {
+            return false;
         }
         self.error = None;
         true
+    }
+}
+
+/// One key in a line being typed (a dialog's, the filter's): Backspace drops the last
+/// character, Ctrl-U clears the line, a character is appended while the line is shorter than
+/// `max_chars`; other keys, and other Ctrl combinations, type nothing. `true` if it was one
+/// of these keys.
+fn edit_line(line: &mut String, key: KeyEvent, max_chars: usize) -> bool {
+    let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+    match key.code {
+        KeyCode::Backspace => {
+            line.pop();
+        }
+        KeyCode::Char('u') if ctrl => line.clear(),
+        KeyCode::Char(ch) if !ctrl && !ch.is_control() && line.chars().count() < max_chars => {
+            line.push(ch);
+        }
+        _ => return false,
+    }
+    true
+}
+
+/// The quit key's help under `watch` without `--facts-out` ([`FactsOnQuit::AskFirst`]).
+const QUIT_ASKS_FIRST: &str = "quit (asks first if facts would be lost)";
+
+impl FactsOnQuit {
+    /// What the quit key does, in the help: it asks only where facts can be lost.
+    #[must_use]
+    pub fn quit_help(self) -> &'static str {
+        match self {
+            Self::AskFirst => QUIT_ASKS_FIRST,
+            Self::Written => "quit at once (facts are written on exit)",
+            Self::Discarded => "quit at once (demo facts are not kept)",
+        }
     }
 }
 
@@ -164,8 +193,9 @@ pub const KEY_HELP: &[(&str, &str)] = &[
     ("+ / -", "refresh twice / half as often"),
     ("!", "recent notices, with their times"),
     ("mouse", "click selects a row · wheel scrolls"),
-    ("q / Ctrl-C", "quit (asks first if facts would be lost)"),
+    ("q / Ctrl-C", QUIT_ASKS_FIRST),
     ("Esc / Enter", "close / confirm a dialog"),
+    ("Ctrl-U", "clear the line being typed"),
 ];
 
 /// The timeline's window widths `w` cycles through: `None` chooses one from the trace's
@@ -603,13 +633,9 @@ impl App {
                         self.mode = Mode::Normal;
                     }
                     KeyCode::Enter => self.mode = Mode::Normal,
-                    KeyCode::Backspace => {
-                        self.filter.pop();
+                    _ => {
+                        edit_line(&mut self.filter, key, FILTER_CHARS);
                     }
-                    KeyCode::Char(ch) if !ch.is_control() && self.filter.chars().count() < 64 => {
-                        self.filter.push(ch);
-                    }
-                    _ => {}
                 }
                 // The selection stays on a listed row.
                 self.move_selection(0);
@@ -640,12 +666,12 @@ impl App {
                         }
                     }
                 }
-                code => {
-                    editor.edit(code);
+                _ => {
+                    editor.edit(key);
                     None
                 }
             },
-            Mode::BlockBytes(_) => self.handle_block_bytes_key(key.code),
+            Mode::BlockBytes(_) => self.handle_block_bytes_key(key),
             Mode::Notices { .. } => self.handle_notices_key(key.code),
             Mode::Normal => self.handle_normal_key(key.code),
         }
@@ -674,11 +700,11 @@ impl App {
         None
     }
 
-    fn handle_block_bytes_key(&mut self, code: KeyCode) -> Option<Command> {
+    fn handle_block_bytes_key(&mut self, key: KeyEvent) -> Option<Command> {
         let Mode::BlockBytes(editor) = &mut self.mode else {
             return None;
         };
-        match code {
+        match key.code {
             KeyCode::Esc => {
                 self.mode = Mode::Normal;
                 None
@@ -698,8 +724,8 @@ impl App {
                     None
                 }
             },
-            code => {
-                editor.edit(code);
+            _ => {
+                editor.edit(key);
                 None
             }
         }
@@ -764,6 +790,11 @@ impl App {
             }
             KeyCode::Char('O') => self.sort_descending = !self.sort_descending,
             KeyCode::Char('/') => self.mode = Mode::Filter,
+            // A confirmed filter: Esc clears it (as while typing it).
+            KeyCode::Esc => {
+                self.filter.clear();
+                self.move_selection(0);
+            }
             KeyCode::Char('w') => {
                 self.timeline_window = (self.timeline_window + 1) % TIMELINE_WINDOWS.len();
             }
@@ -998,7 +1029,7 @@ mod tests {
     fn help_lists_every_normal_key() {
         let keys = [
             "?", "a", "d", "s", "p", "q", "Ctrl-C", "Esc", "Enter", "←", "↑", "PgUp", "PgDn", "g",
-            "G", "o", "O", "/", "b", "+", "-", "!", "mouse",
+            "G", "o", "O", "/", "b", "+", "-", "!", "mouse", "Ctrl-U",
         ];
         for key in keys {
             assert!(
@@ -1212,6 +1243,44 @@ mod tests {
         assert_eq!(app.filter, "");
         assert_eq!(app.lane_order().len(), 12);
     }
+    #[test]
+    fn esc_clears_a_confirmed_filter() {
+        let mut app = App::default();
+        app.observe(&fleet(&[1; 12], &[0; 12]));
+        app.handle_key(press(KeyCode::Char('/')));
+        type_text(&mut app, "n1");
+        app.handle_key(press(KeyCode::Enter));
+        assert_eq!(app.lane_order().len(), 2);
+        assert_eq!(app.handle_key(press(KeyCode::Esc)), None);
+        assert_eq!(app.mode, Mode::Normal);
+        assert_eq!(app.filter, "", "Esc clears the confirmed filter");
+        assert_eq!(app.lane_order().len(), 12);
+    }
+
+    #[test]
+    fn ctrl_u_clears_the_line_in_every_input_box_and_types_nothing() {
+        let ctrl = |ch| KeyEvent::new(KeyCode::Char(ch), KeyModifiers::CONTROL);
+        let mut app = App::default();
+        app.observe(&fleet(&[1; 12], &[0; 12]));
+        app.handle_key(press(KeyCode::Char('/')));
+        type_text(&mut app, "n1");
+        app.handle_key(ctrl('u'));
+        assert_eq!(app.filter, "", "the filter line is cleared");
+        app.handle_key(ctrl('a'));
+        assert_eq!(app.filter, "", "other Ctrl keys type nothing");
+        app.handle_key(press(KeyCode::Esc));
+        for open in ['a', 'b'] {
+            app.handle_key(press(KeyCode::Char(open)));
+            type_text(&mut app, "40");
+            app.handle_key(ctrl('u'));
+            let (Mode::SlotEditor(editor) | Mode::BlockBytes(editor)) = &app.mode else {
+                panic!("{open}: dialog closed")
+            };
+            assert_eq!(editor.input, "", "{open}: Ctrl-U clears the line");
+            app.handle_key(press(KeyCode::Esc));
+        }
+    }
+
     /// One lane with `block_bytes` per block and these slots (capacity, id).
     fn with_geometry(block_bytes: u64, slots: &[Capacity]) -> LiveSnapshot {
         LiveSnapshot {
