@@ -35,9 +35,9 @@ pub enum Mode {
 /// The column the instance table is sorted by (`o` cycles, `O` reverses).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SortBy {
-    /// In order of first appearance.
+    /// By instance id (the default), digit runs compared as numbers (`n2` before `n10`).
     #[default]
-    Arrival,
+    Id,
     Requests,
     InputTokens,
     /// The selected slot's hit rate.
@@ -49,12 +49,12 @@ pub enum SortBy {
 impl SortBy {
     fn next(self) -> Self {
         match self {
-            Self::Arrival => Self::Requests,
+            Self::Id => Self::Requests,
             Self::Requests => Self::InputTokens,
             Self::InputTokens => Self::SlotRate,
             Self::SlotRate => Self::Infinite,
             Self::Infinite => Self::UniqueBlocks,
-            Self::UniqueBlocks => Self::Arrival,
+            Self::UniqueBlocks => Self::Id,
         }
     }
 }
@@ -111,6 +111,46 @@ pub enum FactsOnQuit {
     Written,
     /// They are of a generated trace (the demo): quit at once.
     Discarded,
+}
+
+/// Compares instance ids as people read them: runs of digits by their value (`n2` before
+/// `n10`, `n02` beside `n2` by length), everything else character by character.
+#[must_use]
+pub fn natural_order(a: &str, b: &str) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    let (mut a, mut b) = (a, b);
+    loop {
+        let (Some(x), Some(y)) = (a.chars().next(), b.chars().next()) else {
+            return a.len().cmp(&b.len());
+        };
+        let ordering = if x.is_ascii_digit() && y.is_ascii_digit() {
+            let run = |text: &str| {
+                text.find(|ch: char| !ch.is_ascii_digit())
+                    .unwrap_or(text.len())
+            };
+            let (run_a, run_b) = (run(a), run(b));
+            let (digits_a, digits_b) = (&a[..run_a], &b[..run_b]);
+            let (value_a, value_b) = (
+                digits_a.trim_start_matches('0'),
+                digits_b.trim_start_matches('0'),
+            );
+            let ordering = value_a
+                .len()
+                .cmp(&value_b.len())
+                .then_with(|| value_a.cmp(value_b))
+                .then_with(|| digits_a.len().cmp(&digits_b.len()));
+            a = &a[run_a..];
+            b = &b[run_b..];
+            ordering
+        } else {
+            a = &a[x.len_utf8()..];
+            b = &b[y.len_utf8()..];
+            x.cmp(&y)
+        };
+        if ordering != Ordering::Equal {
+            return ordering;
+        }
+    }
 }
 
 /// The add-slot input line.
@@ -185,7 +225,7 @@ pub const KEY_HELP: &[(&str, &str)] = &[
         "PgUp PgDn g G",
         "page · Home/g first · End/G the totals row",
     ),
-    ("o / O", "sort by the next column / reverse it"),
+    ("o / O", "by id, then each column / reverse it"),
     ("/", "filter instances by id (Esc clears)"),
     ("s", "write every fact so far to the facts file"),
     ("p", "pause / resume ingestion"),
@@ -516,7 +556,7 @@ impl App {
     }
 
     /// The lanes the table lists, in its order: filtered by [`Self::filter`], sorted by
-    /// [`Self::sort_by`] (ties, and [`SortBy::Arrival`], in order of first appearance).
+    /// [`Self::sort_by`] (ties, and [`SortBy::Id`], by id as [`natural_order`] compares).
     pub fn lane_order(&self) -> Vec<usize> {
         let needle = self.filter.to_lowercase();
         let mut order: Vec<usize> = (0..self.lane_keys.len())
@@ -533,7 +573,7 @@ impl App {
         let key = |index: usize| -> f64 {
             let lane = &self.lane_keys[index];
             match self.sort_by {
-                SortBy::Arrival => 0.0,
+                SortBy::Id => 0.0,
                 SortBy::Requests => lane.requests as f64,
                 SortBy::InputTokens => lane.input_tokens as f64,
                 SortBy::SlotRate => rate(lane.slot_rates.get(slot).copied().flatten()),
@@ -541,17 +581,16 @@ impl App {
                 SortBy::UniqueBlocks => lane.unique_blocks as f64,
             }
         };
-        if self.sort_by != SortBy::Arrival {
-            // Stable: equal keys keep the order of first appearance.
-            order.sort_by(|&a, &b| {
-                let ordering = key(a).total_cmp(&key(b));
-                if self.sort_descending {
-                    ordering.reverse()
-                } else {
-                    ordering
-                }
-            });
-        }
+        let id = |index: usize| self.lane_keys[index].instance_id.as_str();
+        order.sort_by(|&a, &b| {
+            let (by_key, by_id) = (key(a).total_cmp(&key(b)), natural_order(id(a), id(b)));
+            match (self.sort_by, self.sort_descending) {
+                (SortBy::Id, true) => by_id.reverse(),
+                // Ties of a column stay in id order either way.
+                (_, true) => by_key.reverse().then(by_id),
+                (_, false) => by_key.then(by_id),
+            }
+        });
         order
     }
 
@@ -785,8 +824,9 @@ impl App {
             KeyCode::Home | KeyCode::Char('g') => self.select_end(false),
             KeyCode::End | KeyCode::Char('G') => self.select_end(true),
             KeyCode::Char('o') => {
+                // Numbers largest first; ids from the first.
                 self.sort_by = self.sort_by.next();
-                self.sort_descending = true;
+                self.sort_descending = self.sort_by != SortBy::Id;
             }
             KeyCode::Char('O') => self.sort_descending = !self.sort_descending,
             KeyCode::Char('/') => self.mode = Mode::Filter,
@@ -1192,7 +1232,7 @@ mod tests {
         assert_eq!(ids(&app), ["n00", "n01", "n02", "n03"]);
         app.handle_key(press(KeyCode::Char('o')));
         assert_eq!(app.sort_by, SortBy::Requests);
-        // Largest first; equal keys in order of first appearance.
+        // Largest first; equal keys by id.
         assert_eq!(ids(&app), ["n01", "n03", "n00", "n02"]);
         app.handle_key(press(KeyCode::Char('O')));
         assert_eq!(ids(&app), ["n02", "n00", "n01", "n03"]);
@@ -1211,7 +1251,41 @@ mod tests {
         for _ in 0..3 {
             app.handle_key(press(KeyCode::Char('o')));
         }
-        assert_eq!(app.sort_by, SortBy::Arrival, "the cycle comes back");
+        assert_eq!(app.sort_by, SortBy::Id, "the cycle comes back");
+        assert!(!app.sort_descending, "ids from the first again");
+        assert_eq!(ids(&app), ["n00", "n01", "n02", "n03"]);
+    }
+
+    #[test]
+    fn the_default_order_is_by_id_whatever_the_arrival() {
+        let mut snap = fleet(&[5, 9, 1, 9], &[30, 10, 70, 50]);
+        for (lane, id) in snap
+            .lanes
+            .iter_mut()
+            .zip(["node-10", "node-2", "node-1", "a"])
+        {
+            lane.instance_id = id.to_owned();
+        }
+        let mut app = App::default();
+        app.observe(&snap);
+        let listed: Vec<&str> = app
+            .lane_order()
+            .into_iter()
+            .map(|index| snap.lanes[index].instance_id.as_str())
+            .collect();
+        assert_eq!(listed, ["a", "node-1", "node-2", "node-10"]);
+        // Ties of another column: by id as well.
+        app.handle_key(press(KeyCode::Char('o')));
+        let listed: Vec<&str> = app
+            .lane_order()
+            .into_iter()
+            .map(|index| snap.lanes[index].instance_id.as_str())
+            .collect();
+        assert_eq!(
+            listed,
+            ["a", "node-2", "node-10", "node-1"],
+            "9, 9, 5, 1 requests"
+        );
     }
 
     #[test]

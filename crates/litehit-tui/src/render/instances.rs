@@ -136,10 +136,16 @@ pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
         let _ = write!(notes, "· {hidden_slots} {noun} off screen (←→) ");
     }
     if shown.len() < listed_lanes {
-        // Some rows are scrolled away: say so, and which ones are shown.
+        // Some rows are scrolled away: say so, which ones are shown, and the keys that lead
+        // to the others (PgUp only above, PgDn only below).
+        let keys = match (shown.start > 0, shown.end < listed_lanes) {
+            (true, true) => "↑↓ PgUp PgDn",
+            (true, false) => "↑↓ PgUp",
+            _ => "↑↓ PgDn",
+        };
         let _ = write!(
             notes,
-            "· rows {}–{} of {listed_lanes} (↑↓ PgDn) ",
+            "· rows {}–{} of {listed_lanes} ({keys}) ",
             shown.start + 1,
             shown.end,
         );
@@ -259,9 +265,9 @@ fn table_row<'a>(
 fn sort_and_filter_notes(snap: &LiveSnapshot, view: &App, listed_lanes: usize) -> String {
     let lane_count = snap.lanes.len();
     let mut notes = String::new();
-    if view.sort_by != SortBy::Arrival {
+    if view.sort_by != SortBy::Id || view.sort_descending {
         let column = match view.sort_by {
-            SortBy::Arrival => String::new(),
+            SortBy::Id => "id".to_owned(),
             SortBy::Requests => "requests".to_owned(),
             SortBy::InputTokens => "input tok".to_owned(),
             SortBy::SlotRate => snap
@@ -657,6 +663,34 @@ mod tests {
             }
             prop_assert!(checked > 0, "no row found in {lines:#?}");
         }
+    }
+
+    #[test]
+    fn the_paging_hint_names_the_keys_that_lead_somewhere() {
+        use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+        let snap = LiveSnapshot {
+            lanes: (0..30)
+                .map(|index| LaneSnapshot {
+                    instance_id: format!("n{index:02}"),
+                    requests: 1,
+                    input_tokens: 16,
+                    ..LaneSnapshot::default()
+                })
+                .collect(),
+            ..LiveSnapshot::default()
+        };
+        let mut view = App::default();
+        view.observe(&snap);
+        let title = |view: &App| drawn_lines(&snap, view, 120, 10)[0].clone();
+        let first = title(&view);
+        assert!(first.contains("(↑↓ PgDn)"), "{first}");
+        view.handle_key(KeyEvent::new(KeyCode::PageDown, KeyModifiers::NONE));
+        view.handle_key(KeyEvent::new(KeyCode::PageDown, KeyModifiers::NONE));
+        let middle = title(&view);
+        assert!(middle.contains("(↑↓ PgUp PgDn)"), "{middle}");
+        view.handle_key(KeyEvent::new(KeyCode::Char('G'), KeyModifiers::NONE));
+        let last = title(&view);
+        assert!(last.contains("(↑↓ PgUp)"), "the last page: {last}");
     }
 
     #[test]
