@@ -623,7 +623,7 @@ fn legend(layout: &CurveLayout, snap: &LiveSnapshot, view: &App) -> Vec<LegendEn
             Some(lane) => format!(
                 "{} {}",
                 format::infinite_label(snap.memory_horizon),
-                format::percent(lane.infinite_hit_rate())
+                format::percent_bound(lane.infinite_hit_rate(), lane.is_lower_bound(None))
             ),
             None => format!(
                 "{} each instance's ceiling",

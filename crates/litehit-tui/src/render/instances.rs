@@ -45,6 +45,9 @@ struct RowValues {
     infinite_rate: Option<f64>,
     unique_blocks: u64,
     kv_bytes: u64,
+    /// Under a memory horizon (of this lane, or one of those summed): ∞, the unique blocks
+    /// and their bytes are only lower bounds (forgotten keys would have hit, and counted).
+    horizon_lower_bound: bool,
 }
 
 impl RowValues {
@@ -57,9 +60,13 @@ impl RowValues {
                 self.slot_rates.get(index).copied().flatten(),
                 self.slot_lower_bounds.get(index).copied().unwrap_or(false),
             ),
-            ColumnKind::Infinite => format::percent(self.infinite_rate),
-            ColumnKind::UniqueBlocks => format::count(self.unique_blocks),
-            ColumnKind::KvBytes => format::bytes(self.kv_bytes),
+            ColumnKind::Infinite => {
+                format::percent_bound(self.infinite_rate, self.horizon_lower_bound)
+            }
+            ColumnKind::UniqueBlocks => {
+                format::count_bound(self.unique_blocks, self.horizon_lower_bound)
+            }
+            ColumnKind::KvBytes => format::bytes_bound(self.kv_bytes, self.horizon_lower_bound),
         }
     }
 }
@@ -321,6 +328,7 @@ fn row_values(snap: &LiveSnapshot) -> Vec<RowValues> {
             infinite_rate: lane.infinite_hit_rate(),
             unique_blocks: lane.unique_blocks,
             kv_bytes: lane.unique_kv_bytes(),
+            horizon_lower_bound: lane.is_lower_bound(None),
         })
         .collect();
     if snap.lanes.len() > 1 {
@@ -336,6 +344,7 @@ fn row_values(snap: &LiveSnapshot) -> Vec<RowValues> {
             infinite_rate: totals.infinite_hit_rate(),
             unique_blocks: totals.unique_blocks,
             kv_bytes: totals.unique_kv_bytes,
+            horizon_lower_bound: snap.lanes.iter().any(|lane| lane.is_lower_bound(None)),
         });
     }
     rows
@@ -380,6 +389,7 @@ fn pool_row_values(snap: &LiveSnapshot) -> Option<RowValues> {
         infinite_rate: pool.infinite_hit_rate(),
         unique_blocks: pool.unique_blocks,
         kv_bytes: pool.unique_kv_bytes(),
+        horizon_lower_bound: pool.is_lower_bound(None),
     })
 }
 
@@ -455,7 +465,7 @@ fn columns(snap: &LiveSnapshot, view: &App, rows: &[RowValues]) -> Vec<Column> {
     }
     columns.extend([
         Column {
-            // `≤ H` under a memory horizon: the ∞ bound is then a lower bound.
+            // `∞ H=…` under a memory horizon: the ∞ bound is then a lower bound (`≥`).
             header: format::infinite_label(snap.memory_horizon),
             width: 7,
             drop_rank: 20,
