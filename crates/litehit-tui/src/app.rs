@@ -65,6 +65,10 @@ pub const PAGE_ROWS: usize = 10;
 pub const WHEEL_ROWS: usize = 3;
 /// Notices the log keeps (the oldest go first).
 pub const NOTICE_LOG_LEN: usize = 100;
+/// Bad and out-of-order lines are logged at most once per this much uptime each; those
+/// that come in between are folded into the next entry, which says how many it holds (a
+/// flood of bad lines adds an entry every 10 s, not one per line).
+pub const INPUT_NOTICE_PERIOD: Duration = Duration::from_secs(10);
 /// Refreshes per second `+` / `-` stay within (the bounds `--fps` is clamped to).
 pub const FPS_BOUNDS: (f64, f64) = (0.5, 120.0);
 /// The default refresh rate (`--fps`).
@@ -87,6 +91,29 @@ pub struct TableRowsOnScreen {
     pub x: std::ops::Range<u16>,
     /// Screen line → `selected_row` value.
     pub rows: Vec<(u16, usize)>,
+}
+
+/// The input problems the notice log has told of: `(count told, uptime of its last entry)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+struct LoggedInput {
+    bad_lines: (u64, Option<Duration>),
+    out_of_order: (u64, Option<Duration>),
+}
+
+/// Whether `count` (now) holds lines the log has not told of and may tell now; if so, how
+/// many, and `logged` becomes now's count and time.
+fn input_to_log(logged: &mut (u64, Option<Duration>), count: u64, now: Duration) -> Option<u64> {
+    let (told, at) = *logged;
+    let new = count.checked_sub(told).filter(|&new| new > 0);
+    if count < told {
+        logged.0 = count; // counted anew (a new monitor state): nothing to tell
+    }
+    let new = new?;
+    if at.is_some_and(|at| now.saturating_sub(at) < INPUT_NOTICE_PERIOD) {
+        return None; // folded into the next entry
+    }
+    *logged = (count, Some(now));
+    Some(new)
 }
 
 /// What a lane is sorted and filtered by, from the last snapshot.
@@ -298,6 +325,8 @@ pub struct App {
     pub notice_log: VecDeque<LoggedNotice>,
     /// The block bytes (`b`) the log last said: a change is logged once, when it is seen.
     logged_block_bytes: Option<u64>,
+    /// The bad and out-of-order lines the log has told of, and when it last did.
+    logged_input: LoggedInput,
     /// Where the table rows were drawn (set by the render, read by the mouse).
     pub table_rows_on_screen: std::cell::RefCell<TableRowsOnScreen>,
 }
@@ -328,6 +357,7 @@ impl Default for App {
             help_scroll: 0,
             notice_log: VecDeque::new(),
             logged_block_bytes: None,
+            logged_input: LoggedInput::default(),
             table_rows_on_screen: std::cell::RefCell::default(),
         }
     }
@@ -428,6 +458,25 @@ impl App {
                 continue;
             }
             self.push_notice(at, notice);
+        }
+        // Bad and out-of-order lines: one entry per kind at most every INPUT_NOTICE_PERIOD,
+        // saying how many lines it folds.
+        let health = &snap.health;
+        if let Some(count) = input_to_log(
+            &mut self.logged_input.bad_lines,
+            health.bad_lines,
+            snap.uptime,
+        ) {
+            let notice = crate::render::status::bad_lines_notice(count, health.last_error.as_ref());
+            self.push_notice(snap.uptime, notice);
+        }
+        if let Some(count) = input_to_log(
+            &mut self.logged_input.out_of_order,
+            health.out_of_order_timestamps,
+            snap.uptime,
+        ) {
+            let notice = crate::render::status::out_of_order_notice(count);
+            self.push_notice(snap.uptime, notice);
         }
         // A `b` change is a state, not an event: logged when it changes (also back to an
         // earlier value), never again while it stays.
@@ -1496,6 +1545,68 @@ mod tests {
         snap.uptime = Duration::from_secs(uptime_s);
         snap.source.last_notice = Some((notice, Duration::from_secs(age_s)));
         snap
+    }
+
+    fn with_input(uptime_ms: u64, bad_lines: u64, out_of_order: u64) -> LiveSnapshot {
+        let mut snap = snapshot(&[1], 1);
+        snap.uptime = Duration::from_millis(uptime_ms);
+        snap.health.bad_lines = bad_lines;
+        snap.health.out_of_order_timestamps = out_of_order;
+        snap.health.last_error = Some(litehit_live::snapshot::LineErrorView {
+            line_number: bad_lines + 1,
+            message: "field \"hash_ids\": expected an array".to_owned(),
+        });
+        snap
+    }
+
+    #[test]
+    fn bad_and_out_of_order_lines_are_logged_folded_into_one_entry_per_period() {
+        let mut app = App::default();
+        app.observe(&with_input(1_000, 0, 0));
+        assert!(app.notice_log.is_empty());
+        app.observe(&with_input(2_000, 1, 0));
+        let entry = app.notice_log.back().expect("the first bad line is logged");
+        assert!(entry.problem);
+        assert_eq!(entry.at, Duration::from_secs(2));
+        assert!(
+            entry
+                .text
+                .starts_with("bad line skipped; the last, line 2: field \"hash_ids\""),
+            "{}",
+            entry.text
+        );
+        // A flood: a snapshot every millisecond for 30 s, 100 bad and 3 out-of-order lines
+        // each; the log gets one entry per kind per 10 s, and says how many it folds.
+        let mut bad = 1;
+        let mut out_of_order = 0;
+        for ms in 2_001..32_000 {
+            bad += 100;
+            out_of_order += 3;
+            app.observe(&with_input(ms, bad, out_of_order));
+        }
+        let texts: Vec<&str> = app.notice_log.iter().map(|e| e.text.as_str()).collect();
+        assert_eq!(texts.len(), 6, "30 000 snapshots, 6 entries: {texts:#?}");
+        assert_eq!(
+            texts[1],
+            "3 out-of-order timestamps clamped (folded into one entry)"
+        );
+        // At 12 s: the 10 000 snapshots of 100 lines since the first entry, in one.
+        let count = crate::render::format::count;
+        assert!(
+            texts[2].starts_with(&format!(
+                "{} bad lines skipped (folded into one entry); the last, line ",
+                count(1_000_000)
+            )),
+            "{texts:#?}"
+        );
+        assert_eq!(
+            texts[3],
+            format!(
+                "{} out-of-order timestamps clamped (folded into one entry)",
+                count(30_000)
+            )
+        );
+        assert_eq!(app.notice_log[4].at, Duration::from_secs(22));
     }
 
     #[test]
