@@ -142,21 +142,7 @@ pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
         let noun = if hidden_slots == 1 { "slot" } else { "slots" };
         let _ = write!(notes, "· {hidden_slots} {noun} off screen (←→) ");
     }
-    if shown.len() < listed_lanes {
-        // Some rows are scrolled away: say so, which ones are shown, and the keys that lead
-        // to the others (PgUp only above, PgDn only below).
-        let keys = match (shown.start > 0, shown.end < listed_lanes) {
-            (true, true) => "↑↓ PgUp PgDn",
-            (true, false) => "↑↓ PgUp",
-            _ => "↑↓ PgDn",
-        };
-        let _ = write!(
-            notes,
-            "· rows {}–{} of {listed_lanes} ({keys}) ",
-            shown.start + 1,
-            shown.end,
-        );
-    }
+    notes.push_str(&scroll_note(&shown, listed_lanes));
     let block = Block::bordered().title(panel_title(&notes, area.width));
     let inner = block.inner(area);
     frame.render_widget(block, area);
@@ -300,6 +286,24 @@ fn sort_and_filter_notes(snap: &LiveSnapshot, view: &App, listed_lanes: usize) -
         );
     }
     notes
+}
+
+/// When some rows are scrolled away: which ones are shown and the keys that lead to the
+/// others (`PgUp` only with rows above, `PgDn` only with rows below); else nothing.
+fn scroll_note(shown: &std::ops::Range<usize>, listed_lanes: usize) -> String {
+    if shown.len() >= listed_lanes {
+        return String::new();
+    }
+    let keys = match (shown.start > 0, shown.end < listed_lanes) {
+        (true, true) => "↑↓ PgUp PgDn",
+        (true, false) => "↑↓ PgUp",
+        _ => "↑↓ PgDn",
+    };
+    format!(
+        "· rows {}–{} of {listed_lanes} ({keys}) ",
+        shown.start + 1,
+        shown.end
+    )
 }
 
 /// The rows shown when `room` of `count` fit: all of them, else a window around `selected`
