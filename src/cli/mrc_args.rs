@@ -42,6 +42,11 @@ pub struct MrcArgs {
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
 
+    /// Names the trace in the plots' subtitle (a facts file does not record it); without it
+    /// the subtitle names the facts files with their directory (`run-0412/litehit_facts.csv`)
+    #[arg(long, value_name = "TEXT")]
+    pub title: Option<String>,
+
     /// Most points per curve in --json (at least 2: capacity 0 and the saturation point);
     /// the exact breakpoints when there are no more than this (for the total: when every
     /// instance has the same block bytes), else this many evenly spaced capacities (each
@@ -67,6 +72,7 @@ impl Default for MrcArgs {
             json: false,
             png: None,
             svg: None,
+            title: None,
             max_curve_points: DEFAULT_MAX_CURVE_POINTS,
             tier_args: TierArgs::default(),
             span: SpanArgs::default(),

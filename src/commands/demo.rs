@@ -132,11 +132,11 @@ pub fn run(args: &DemoArgs) -> color_eyre::Result<()> {
 /// What the demo generates, in a few words: the title line and the start-up message.
 fn describe(args: &DemoArgs, block_size_tokens: u64) -> String {
     let instances = args.instances.max(1);
+    // Short enough that the title line at 160 columns shows it whole.
     let mut text = format!(
-        "generated trace: {} request{}/s over {instances} instance{} (multi-turn chats \
-         sharing system prompts, {block_size_tokens}-token blocks, seed {})",
+        "generated: {} req/s over {instances} instance{} · multi-turn chats, shared system \
+         prompts · {block_size_tokens}-token blocks · seed {}",
         litehit_core::display::count(u64::from(args.rate)),
-        if args.rate == 1 { "" } else { "s" },
         if instances == 1 { "" } else { "s" },
         args.seed,
     );
@@ -200,6 +200,29 @@ fn append_steadily(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_title_shows_the_default_demo_whole_at_160_columns() {
+        use clap::Parser as _;
+        let crate::cli::Command::Demo(args) =
+            crate::cli::Cli::parse_from(["litehit", "demo"]).command
+        else {
+            panic!("not the demo");
+        };
+        let what = describe(&args, 16);
+        let mut view = litehit_tui::app::App::default();
+        view.demo = Some(what.clone());
+        let mut snap = litehit_live::LiveSnapshot::default();
+        snap.source.state = litehit_live::snapshot::FollowState::Following;
+        let mut terminal =
+            ratatui::Terminal::new(ratatui::backend::TestBackend::new(160, 40)).unwrap();
+        terminal
+            .draw(|frame| litehit_tui::render::draw(frame, &snap, &view))
+            .unwrap();
+        let buffer = terminal.backend().buffer();
+        let title: String = (0..160).map(|x| buffer[(x, 0)].symbol()).collect();
+        assert!(title.contains(&what), "cut: {title:?} lacks {what:?}");
+    }
 
     #[test]
     fn the_demo_trace_starts_over_at_its_size_cap() {

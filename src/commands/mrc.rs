@@ -74,24 +74,18 @@ pub fn run(args: &MrcArgs) -> color_eyre::Result<()> {
     }
     let report = curves.report(args.max_curve_points);
     if args.png.is_some() || args.svg.is_some() {
-        // File names, or the paths as given when names repeat (shards in several directories).
-        let names: Vec<String> = facts
-            .iter()
-            .map(|p| {
-                p.file_name()
-                    .unwrap_or(p.as_os_str())
-                    .to_string_lossy()
-                    .into_owned()
-            })
-            .collect();
+        // The trace as `--title` names it (facts do not record it), else the facts files by
+        // their directory and name (`run-0412/litehit_facts.csv`: the file name alone is
+        // mostly the default), or the paths as given when those repeat.
+        let names: Vec<String> = facts.iter().map(|p| directory_and_name(p)).collect();
         let repeated = names
             .iter()
             .enumerate()
             .any(|(i, name)| names[..i].contains(name));
-        let source = if repeated {
-            joined_paths(&facts)
-        } else {
-            names.join(", ")
+        let source = match &args.title {
+            Some(title) => format!("trace: {title}"),
+            None if repeated => format!("facts: {}", joined_paths(&facts)),
+            None => format!("facts: {}", names.join(", ")),
         };
         let source = match &span {
             Some(span) => format!("{source} · {}", span.describe()),
@@ -209,6 +203,23 @@ fn write_file(path: &Path, bytes: &[u8]) -> color_eyre::Result<()> {
     }
     write_atomically(path, |out| out.write_all(bytes).map_err(|e| eyre!(e)))
         .wrap_err_with(|| format!("writing {}", path.display()))
+}
+
+/// `run-0412/litehit_facts.csv`: a facts file's name after its directory's (the name alone
+/// when it has none).
+fn directory_and_name(path: &std::path::Path) -> String {
+    let name = path
+        .file_name()
+        .unwrap_or(path.as_os_str())
+        .to_string_lossy();
+    let directory = path
+        .parent()
+        .and_then(std::path::Path::file_name)
+        .map(std::ffi::OsStr::to_string_lossy);
+    match directory {
+        Some(directory) => format!("{directory}/{name}"),
+        None => name.into_owned(),
+    }
 }
 
 /// `a.csv, b/a.csv`: the paths as given, for messages and plot subtitles.

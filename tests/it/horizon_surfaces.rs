@@ -99,14 +99,15 @@ fn header_row(text: &str) -> &str {
 }
 
 #[test]
-fn the_tui_shows_the_infinite_column_as_at_most_the_horizon() {
+fn the_tui_shows_the_infinite_column_under_the_horizon_as_a_lower_bound() {
     let horizon = Capacity::Gigabytes(20.0 * 1024.0);
     let text = screen(&snapshot(Some(horizon)), 160, 44);
     let header = header_row(&text);
-    assert!(header.contains("≤ 20.00 TiB"), "{header}\n{text}");
-    assert!(!header.contains('∞'), "{header}");
+    // Issue #26: `≤ 20.00 TiB` read as "a cache of up to 20 TiB": it is ∞, under a horizon.
+    assert!(header.contains("∞ H=20.00 TiB"), "{header}\n{text}");
+    assert!(!header.contains('≤'), "{header}");
     // The timeline's legend names the bound the same way.
-    assert!(text.matches("≤ 20.00 TiB").count() >= 2, "{text}");
+    assert!(text.matches("∞ H=20.00 TiB").count() >= 2, "{text}");
     // The notice of the facts snapshot just written says what its readers get above it.
     assert!(
         text.contains("memory horizon 20.00 TiB: hits above it (and at ∞) are lower bounds"),
@@ -116,12 +117,15 @@ fn the_tui_shows_the_infinite_column_as_at_most_the_horizon() {
     // Without a horizon: ∞, and no note.
     let text = screen(&snapshot(None), 160, 44);
     let header = header_row(&text);
-    assert!(header.contains('∞') && !header.contains('≤'), "{header}");
+    assert!(
+        header.contains('∞') && !header.contains("H=") && !header.contains('≤'),
+        "{header}"
+    );
     assert!(!text.contains("memory horizon"), "{text}");
 
     // A horizon in blocks is shown in blocks.
     let text = screen(&snapshot(Some(Capacity::Blocks(50_000_000))), 160, 44);
-    assert!(header_row(&text).contains("≤ 50000000 b"), "{text}");
+    assert!(header_row(&text).contains("∞ H=50000000 b"), "{text}");
 }
 
 /// Two instances with reuse deeper than the horizon (so the bound really differs).

@@ -299,6 +299,46 @@ fn decode_png(bytes: &[u8]) -> Image {
     Image { width, height, rgb }
 }
 
+/// Issue #26: the plot named the file (`litehit_facts.csv`), not what it is of: it names the
+/// facts with their directory, or the trace `--title` names.
+#[test]
+fn the_plot_names_the_facts_directory_or_the_title_and_the_block_geometry() {
+    let dir = tempfile::tempdir().unwrap();
+    let facts = dir.path().join("run-0412/litehit_facts.csv");
+    fs::create_dir_all(facts.parent().unwrap()).unwrap();
+    synthetic_facts(&facts, 300);
+    let svg = dir.path().join("mrc.svg");
+    let draw = |title: Option<&str>| {
+        run(&MrcArgs {
+            facts: vec![facts.clone()],
+            svg: Some(svg.clone()),
+            title: title.map(str::to_owned),
+            ..MrcArgs::default()
+        })
+        .unwrap();
+        fs::read_to_string(&svg).unwrap()
+    };
+    let plot = draw(None);
+    assert!(
+        plot.contains(">facts: run-0412/litehit_facts.csv · "),
+        "{plot}"
+    );
+    // Two instances of different blocks: the subtitle says so (the table gives each).
+    assert!(
+        plot.contains(" · block geometry per instance: see the table · "),
+        "{plot}"
+    );
+    assert!(
+        plot.contains("% of ∞ at "),
+        "knee labels say of what: {plot}"
+    );
+    let plot = draw(Some("mooncake conversation, 1 h"));
+    assert!(
+        plot.contains(">trace: mooncake conversation, 1 h · "),
+        "{plot}"
+    );
+}
+
 #[test]
 fn png_and_svg_plots_are_real_images() {
     let dir = tempfile::tempdir().unwrap();

@@ -579,7 +579,7 @@ fn the_mrc_plot_scales_to_the_pool_and_labels_each_knee_once() {
         "top tick {top_tick}% below the pool's ceiling {pool_ceiling}%"
     );
     // Each knee label once: the total's knees.
-    let labels: Vec<&String> = texts.iter().filter(|t| t.contains("% at ")).collect();
+    let labels: Vec<&String> = texts.iter().filter(|t| t.contains("% of ∞ at ")).collect();
     let knees = report["total"]["knees"].as_array().unwrap();
     assert_eq!(labels.len(), knees.len(), "{labels:?}");
     let mut unique = labels.clone();

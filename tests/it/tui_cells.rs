@@ -44,12 +44,16 @@ fn expected_cells(snap: &LiveSnapshot, lanes: &[&LaneSnapshot]) -> Vec<String> {
         cells.push(format::percent_bound(rate(hits), lower_bound));
     }
     let infinite: u64 = lanes.iter().map(|lane| lane.infinite_hit_tokens()).sum();
-    cells.push(format::percent(rate(infinite)));
-    cells.push(format::count(
+    // Under a memory horizon ∞ and the unique blocks are lower bounds.
+    let horizon = lanes.iter().any(|lane| lane.is_lower_bound(None));
+    cells.push(format::percent_bound(rate(infinite), horizon));
+    cells.push(format::count_bound(
         lanes.iter().map(|lane| lane.unique_blocks).sum(),
+        horizon,
     ));
-    cells.push(format::bytes(
+    cells.push(format::bytes_bound(
         lanes.iter().map(|lane| lane.unique_kv_bytes()).sum(),
+        horizon,
     ));
     cells
 }
@@ -226,15 +230,23 @@ fn slots_above_the_memory_horizon_read_as_lower_bounds() {
             );
             assert!(row.contains(&text), "slot {index} in {row:?}\n{screen}");
         }
-        assert!(row.contains("60.00%"), "the ∞ value: {row:?}");
-        assert!(screen.contains("≤ 5000 b"), "the ∞ header:\n{screen}");
+        // Issue #26: the ∞ value, the unique blocks and their bytes are lower bounds under
+        // the horizon, and marked so.
+        assert!(row.contains("≥60.00%"), "the ∞ value: {row:?}");
+        if width >= 120 {
+            let unique = format!("≥{}", format::count(snap.lanes[0].unique_blocks));
+            assert!(row.contains(&unique), "unique blk {unique}: {row:?}");
+            let bytes = format!("≥{}", format::bytes(snap.lanes[0].unique_kv_bytes()));
+            assert!(row.contains(&bytes), "KV bytes {bytes}: {row:?}");
+        }
+        assert!(screen.contains("∞ H=5000 b"), "the ∞ header:\n{screen}");
         assert!(
             screen.contains("≥ lower bound above the horizon"),
             "the title note:\n{screen}"
         );
         if width == 80 {
             // The compact legend on the chart's border names the horizon too.
-            assert!(screen.contains("╌≤ 5000 b"), "compact legend:\n{screen}");
+            assert!(screen.contains("╌∞ H=5000 b"), "compact legend:\n{screen}");
         }
         if width == 120 {
             // The curve's legend marks the same slots.

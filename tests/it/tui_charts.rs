@@ -595,6 +595,47 @@ fn timeline_counts_trace_time_from_the_first_request_in_summed_windows() {
     assert!(screen.contains("per 5m00s"), "{screen}");
 }
 
+/// A trace of 10 s (one window): each line is drawn across its window, not as one dot at
+/// x = 0 (issue #26, "the timeline on a 10 s trace draws one window as dots at x = 0").
+#[test]
+fn a_one_window_trace_draws_its_window_across_the_chart() {
+    let slots = gib_slots(&[0.1]);
+    let snap = LiveSnapshot {
+        lanes: vec![LaneSnapshot {
+            instance_id: "engine-0".to_owned(),
+            block_size_tokens: 16,
+            block_bytes: 1 << 20,
+            requests: 10,
+            input_tokens: 1_000,
+            slot_hit_blocks: vec![0],
+            ..LaneSnapshot::default()
+        }],
+        slots,
+        timeline: timeline_of(1, 0),
+        ..LiveSnapshot::default()
+    };
+    let app = observed(&snap);
+    let area = Rect::new(0, 0, 60, 20);
+    let layout = timeline::layout(area, &snap, &app).unwrap();
+    assert!(layout.series.iter().all(|series| series.points.len() == 1));
+    let buf = draw_timeline(&snap, &app, area);
+    let plot = layout.plot.area;
+    let widest = (plot.y..plot.bottom())
+        .map(|y| {
+            (plot.x..plot.right())
+                .filter(|&x| is_braille(symbol(&buf, x, y)))
+                .count()
+        })
+        .max()
+        .unwrap_or(0);
+    assert!(
+        widest >= usize::from(plot.width) * 3 / 4,
+        "a line {widest} cells wide on {} columns:\n{}",
+        plot.width,
+        buffer_text(&buf)
+    );
+}
+
 fn draw_timeline(snap: &LiveSnapshot, app: &App, area: Rect) -> Buffer {
     let mut terminal = Terminal::new(TestBackend::new(area.right(), area.bottom())).unwrap();
     terminal

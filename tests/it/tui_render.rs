@@ -631,3 +631,176 @@ fn every_instance_says_how_many_curves_it_draws() {
     let screen = screen_text(&snap, &app, 120, 40);
     assert!(screen.contains("every instance (4 drawn)"), "{screen}");
 }
+
+/// A lane shaped like `demo --instances 1` after a few seconds (2 MiB blocks, 83 % at ∞,
+/// knees at about 2 / 34 / 56 / 124 GiB, the curve sampled to 128 GiB), slots 10/40/80 GiB.
+fn demo_like_lane() -> LaneSnapshot {
+    // (capacity in 1/32 GiB, per mille of ∞)
+    let knots = [
+        (1, 50),
+        (4, 200),
+        (16, 350),
+        (64, 500),
+        (256, 750),
+        (512, 850),
+        (34 * 32, 900),
+        (56 * 32, 950),
+        (124 * 32, 990),
+        (128 * 32, 1000),
+    ];
+    lane_of_knots(&knots, [64, 34 * 32, 56 * 32, 124 * 32])
+}
+
+/// A lane of 2 MiB blocks, 83 % at ∞, whose curve joins `knots` (capacity in 1/32 GiB, per
+/// mille of ∞; the last at 128 GiB), its 50/90/95/99 % knees at `knees` (1/32 GiB).
+fn lane_of_knots(knots: &[(u64, u64)], knees: [u64; 4]) -> LaneSnapshot {
+    const GIB: u64 = 512; // blocks of 2 MiB
+    let input_tokens = 31_280_000;
+    let infinite = input_tokens / 16 * 83 / 100;
+    let hits_at = |thirty_seconds: u64| -> u64 {
+        let mut previous = (0, 0);
+        for &(at, per_mille) in knots {
+            if thirty_seconds <= at {
+                let (from, base) = previous;
+                let share = base + (per_mille - base) * (thirty_seconds - from) / (at - from);
+                return infinite * share / 1000;
+            }
+            previous = (at, per_mille);
+        }
+        infinite
+    };
+    let blocks = |thirty_seconds: u64| thirty_seconds * GIB / 32;
+    LaneSnapshot {
+        curve: std::iter::once(0)
+            .chain((0..=12).map(|doubling| 1 << doubling))
+            .map(|thirty_seconds| CurvePoint {
+                capacity_blocks: blocks(thirty_seconds),
+                hit_blocks: hits_at(thirty_seconds),
+            })
+            .collect(),
+        slot_hit_blocks: [10, 40, 80].map(|gib| hits_at(gib * 32)).to_vec(),
+        capacity_for_fraction: [50, 90, 95, 99]
+            .into_iter()
+            .zip(knees)
+            .map(|(percent, at)| litehit_live::snapshot::FractionCapacity {
+                percent,
+                capacity_blocks: blocks(at),
+                hit_blocks: hits_at(at),
+            })
+            .collect(),
+        saturation_capacity_blocks: blocks(128 * 32),
+        ..lane("instance-0", 23_626, input_tokens, Vec::new(), infinite)
+    }
+}
+
+/// The text on the capacity chart's rows: every `◆` followed by nothing but its own label
+/// (`90`, `95/99`), every slot label by no digit or `◆`; returns the chart's rows.
+fn assert_chart_labels_apart(snap: &LiveSnapshot, app: &App, width: u16, height: u16) -> String {
+    let rows = screen_rows(snap, app, width, height);
+    let labels: Vec<String> = ["50", "90", "95", "99", "90/95", "95/99", "90/95/99"]
+        .map(str::to_owned)
+        .to_vec();
+    let half = usize::from(width / 2);
+    let chart: Vec<String> = rows
+        .iter()
+        .map(|row| row.chars().take(half).collect::<String>())
+        .skip_while(|row| !row.contains("hit rate vs capacity"))
+        .take_while(|row| !row.starts_with('└'))
+        .collect();
+    let text = chart.join("\n");
+    assert!(text.contains('◆'), "no knee drawn:\n{text}");
+    for row in &chart {
+        for (at, _) in row.match_indices('◆') {
+            let after: String = row[at + '◆'.len_utf8()..]
+                .chars()
+                .take_while(|ch| ch.is_ascii_digit() || *ch == '/')
+                .collect();
+            let next = row[at + '◆'.len_utf8() + after.len()..].chars().next();
+            assert!(
+                (after.is_empty() || labels.contains(&after))
+                    && !next.is_some_and(|ch| ch.is_alphanumeric() || ch == '◆'),
+                "{width}×{height}: a knee label runs into other text: {row:?}\n{text}"
+            );
+        }
+        for (at, _) in row.match_indices("GiB") {
+            let next = row[at + 3..].chars().next();
+            assert!(
+                !next.is_some_and(|ch| ch.is_alphanumeric() || ch == '◆'),
+                "{width}×{height}: a slot label runs into other text: {row:?}\n{text}"
+            );
+        }
+    }
+    text
+}
+
+/// Issue #26: at 80×24 the knee marker and the slot labels ran together (`◆540 GiB` read as
+/// a 540 GiB knee; `10 GiB9`); at 100×30 `◆9580 GiB`, the 99 % knee hidden behind 95 %.
+#[test]
+fn knee_and_slot_labels_stay_apart_at_80x24_and_100x30() {
+    let mut snap = running(vec![demo_like_lane()]);
+    snap.slots = [(1, 10.0), (2, 40.0), (3, 80.0)]
+        .map(|(id, gib)| Slot {
+            id,
+            capacity: Capacity::Gigabytes(gib),
+        })
+        .to_vec();
+    snap.timeline = timeline(1);
+    let mut app = App::default();
+    app.observe(&snap);
+    let small = assert_chart_labels_apart(&snap, &app, 80, 24);
+    let medium = assert_chart_labels_apart(&snap, &app, 100, 30);
+    let large = assert_chart_labels_apart(&snap, &app, 160, 40);
+    insta::assert_snapshot!("knees_and_slot_labels_80x24", small);
+    insta::assert_snapshot!("knees_and_slot_labels_100x30", medium);
+    insta::assert_snapshot!("knees_and_slot_labels_160x40", large);
+}
+
+/// Issue #26: at 100×30 the legend box covered the ∞ line.
+#[test]
+fn the_legend_box_never_covers_the_infinity_line() {
+    // Nothing cached below 16 GiB, then a steep rise: the emptiest corner is the ∞ line's.
+    let steep = [
+        (512, 0),
+        (1024, 500),
+        (1536, 900),
+        (1792, 950),
+        (2016, 990),
+        (4096, 1000),
+    ];
+    let mut demo = running(vec![lane_of_knots(&steep, [1024, 1536, 1792, 2016])]);
+    demo.slots = [(1, 10.0), (2, 40.0), (3, 80.0)]
+        .map(|(id, gib)| Slot {
+            id,
+            capacity: Capacity::Gigabytes(gib),
+        })
+        .to_vec();
+    demo.timeline = timeline(1);
+    let fleet = several_instances();
+    for (name, snap, totals) in [
+        ("demo", &demo, false),
+        ("fleet", &fleet, false),
+        ("fleet totals", &fleet, true),
+    ] {
+        let mut app = App::default();
+        app.observe(snap);
+        if totals {
+            key(&mut app, KeyCode::Char('G'));
+        }
+        for (width, height) in [(100, 30), (120, 40), (160, 40), (160, 50)] {
+            let rows = screen_rows(snap, &app, width, height);
+            let half = usize::from(width / 2);
+            for row in &rows {
+                let chart: String = row.chars().take(half).collect();
+                if chart.contains("╌╌╌") {
+                    // The ∞ line's row: no legend box border crosses it.
+                    let inner: String = chart.chars().skip(6).take(half - 8).collect();
+                    assert!(
+                        !inner.contains('│') && !inner.contains('┌') && !inner.contains('└'),
+                        "{name} {width}×{height}: the legend covers the ∞ line: {chart:?}\n{}",
+                        rows.join("\n")
+                    );
+                }
+            }
+        }
+    }
+}

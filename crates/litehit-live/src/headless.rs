@@ -269,6 +269,9 @@ pub struct InstanceDto {
     pub memory_horizon: Option<HorizonDto>,
     pub unique_blocks: u64,
     pub unique_kv_bytes: u64,
+    /// Whether `unique_blocks` and `unique_kv_bytes` are only lower bounds (under a memory
+    /// horizon the keys past it are forgotten and leave the count).
+    pub unique_blocks_is_lower_bound: bool,
     pub ttl_expired_blocks: u64,
     /// One object per slot, aligned with the top-level `slots`.
     pub slot_results: Vec<SlotResultDto>,
@@ -357,6 +360,7 @@ impl InstanceDto {
             }),
             unique_blocks: lane.unique_blocks,
             unique_kv_bytes: lane.unique_kv_bytes(),
+            unique_blocks_is_lower_bound: lane.is_lower_bound(None),
             ttl_expired_blocks: lane.ttl_expired_blocks,
             capacity_for_fraction: FractionDto::of_lane(lane),
             slot_results: snap
@@ -445,6 +449,9 @@ pub struct TotalDto {
     pub infinite_is_lower_bound: bool,
     pub unique_blocks: u64,
     pub unique_kv_bytes: u64,
+    /// Whether `unique_blocks` and `unique_kv_bytes` are only lower bounds (some instance
+    /// has a memory horizon).
+    pub unique_blocks_is_lower_bound: bool,
     pub slot_results: Vec<SlotResultDto>,
     /// Σ over instances of each one's capacity for 50, 90, 95 and 99 % of its ∞ hits.
     pub capacity_for_fraction: Vec<FractionDto>,
@@ -633,6 +640,10 @@ impl Report {
                 infinite_is_lower_bound: snap.infinite_is_lower_bound(),
                 unique_blocks: totals.unique_blocks,
                 unique_kv_bytes: totals.unique_kv_bytes,
+                unique_blocks_is_lower_bound: snap
+                    .lanes
+                    .iter()
+                    .any(|lane| lane.is_lower_bound(None)),
                 slot_results: snap
                     .slots
                     .iter()
@@ -752,8 +763,10 @@ pub fn summary_text(snap: &LiveSnapshot) -> String {
         .map(|slot| litehit_core::display::capacity_label(slot.capacity))
         .chain(std::iter::once("∞".to_owned()))
         .collect();
-    let percent =
-        |rate: Option<f64>| rate.map_or_else(|| "-".to_owned(), |r| format!("{:.2}%", r * 100.0));
+    // `≥` marks a cell that is only a lower bound (above the memory horizon, and ∞ under it).
+    let percent = |rate: Option<f64>, lower_bound: bool| {
+        litehit_core::display::percent_bound(rate, 2, lower_bound)
+    };
     let _ = writeln!(
         text,
         "litehit watch {}: {} requests, {} {}; token hit rate at {}",
@@ -763,10 +776,30 @@ pub fn summary_text(snap: &LiveSnapshot) -> String {
         litehit_core::display::bad_lines_noun(snap.health.bad_lines),
         columns.join(", ")
     ); // writing to a String cannot fail
-    let mut row = |name: &str, slot_rate: &dyn Fn(usize) -> Option<f64>, infinite: Option<f64>| {
+    // Per slot then ∞: whether the cell of a row summing `lanes` (at `shared_by` × each slot)
+    // is only a lower bound.
+    let bounds = |lanes: &[crate::snapshot::LaneSnapshot], shared_by: u64| -> Vec<bool> {
+        snap.slots
+            .iter()
+            .map(|slot| {
+                lanes
+                    .iter()
+                    .any(|lane| lane.slot_is_lower_bound(slot.capacity, shared_by))
+            })
+            .chain(std::iter::once(
+                lanes.iter().any(|lane| lane.is_lower_bound(None)),
+            ))
+            .collect()
+    };
+    let mut row = |name: &str,
+                   slot_rate: &dyn Fn(usize) -> Option<f64>,
+                   infinite: Option<f64>,
+                   bounds: &[bool]| {
         let rates: Vec<String> = (0..snap.slots.len())
-            .map(|i| percent(slot_rate(i)))
-            .chain(std::iter::once(percent(infinite)))
+            .map(slot_rate)
+            .chain(std::iter::once(infinite))
+            .zip(bounds)
+            .map(|(rate, &lower_bound)| percent(rate, lower_bound))
             .collect();
         let _ = writeln!(text, "  {name}: {}", rates.join(", "));
     };
@@ -775,6 +808,7 @@ pub fn summary_text(snap: &LiveSnapshot) -> String {
             &lane.instance_id,
             &|i| lane.slot_hit_rate(i),
             lane.infinite_hit_rate(),
+            &bounds(std::slice::from_ref(lane), 1),
         );
     }
     if snap.lanes.len() > 1 {
@@ -783,6 +817,7 @@ pub fn summary_text(snap: &LiveSnapshot) -> String {
             "total",
             &|i| totals.slot_hit_rate(i),
             totals.infinite_hit_rate(),
+            &bounds(&snap.lanes, 1),
         );
     }
     if let Some(pool) = &snap.pool {
@@ -794,6 +829,13 @@ pub fn summary_text(snap: &LiveSnapshot) -> String {
             ),
             &|i| pool.slot_hit_rate(i),
             pool.infinite_hit_rate(),
+            &bounds(std::slice::from_ref(pool), snap.pool_shared_by()),
+        );
+    }
+    if snap.lanes.iter().any(|lane| lane.is_lower_bound(None)) {
+        let _ = writeln!(
+            text,
+            "  (≥: a lower bound: the memory horizon forgets keys, so larger caches and ∞ would hit more)"
         );
     }
     if let Some(block_bytes) = snap.assumed_block_bytes {
@@ -886,6 +928,57 @@ mod tests {
         assert_eq!(total[1]["capacity_blocks"], 7);
         // The old, positional fields are still there.
         assert_eq!(report["instances"][0]["hit_tokens"][1], 50);
+    }
+
+    /// Issue #26: under `--memory-horizon` the exit summary marks its bounds `≥`, and the
+    /// JSON says the unique blocks are a lower bound (a marker beside the number).
+    #[test]
+    fn under_a_horizon_the_summary_and_the_unique_blocks_are_marked_as_lower_bounds() {
+        let mut bounded = lane("a", vec![10, 20], 30);
+        bounded.block_bytes = 1 << 20;
+        bounded.unique_blocks = 77;
+        bounded.memory_horizon_blocks = Some(5);
+        let snap = LiveSnapshot {
+            slots: vec![
+                Slot {
+                    id: 1,
+                    capacity: Capacity::Blocks(4),
+                },
+                Slot {
+                    id: 2,
+                    capacity: Capacity::Blocks(7),
+                },
+            ],
+            lanes: vec![bounded, lane("b", vec![0, 5], 50)],
+            ..LiveSnapshot::default()
+        };
+        let text = summary_text(&snap);
+        assert!(text.contains("  a: 10.00%, ≥20.00%, ≥30.00%\n"), "{text}");
+        assert!(text.contains("  b: 0.00%, 5.00%, 50.00%\n"), "{text}");
+        assert!(
+            text.contains("  total: 5.00%, ≥12.50%, ≥40.00%\n"),
+            "{text}"
+        );
+        assert!(text.contains("≥: a lower bound"), "{text}");
+
+        let report: serde_json::Value = serde_json::to_value(Report::of(&snap)).unwrap();
+        let instances = &report["instances"];
+        assert_eq!(
+            instances[0]["unique_blocks"], 77,
+            "the number stays a number"
+        );
+        assert_eq!(instances[0]["unique_blocks_is_lower_bound"], true);
+        assert_eq!(instances[1]["unique_blocks_is_lower_bound"], false);
+        assert_eq!(report["total"]["unique_blocks_is_lower_bound"], true);
+
+        // Without a horizon: no mark anywhere.
+        let exact = LiveSnapshot {
+            lanes: vec![lane("a", vec![10, 20], 30)],
+            ..snap
+        };
+        assert!(!summary_text(&exact).contains('≥'));
+        let report: serde_json::Value = serde_json::to_value(Report::of(&exact)).unwrap();
+        assert_eq!(report["total"]["unique_blocks_is_lower_bound"], false);
     }
 
     #[test]

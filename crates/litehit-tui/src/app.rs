@@ -35,9 +35,9 @@ pub enum Mode {
 /// The column the instance table is sorted by (`o` cycles, `O` reverses).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SortBy {
-    /// In order of first appearance.
+    /// By instance id (the default), digit runs compared as numbers (`n2` before `n10`).
     #[default]
-    Arrival,
+    Id,
     Requests,
     InputTokens,
     /// The selected slot's hit rate.
@@ -49,12 +49,12 @@ pub enum SortBy {
 impl SortBy {
     fn next(self) -> Self {
         match self {
-            Self::Arrival => Self::Requests,
+            Self::Id => Self::Requests,
             Self::Requests => Self::InputTokens,
             Self::InputTokens => Self::SlotRate,
             Self::SlotRate => Self::Infinite,
             Self::Infinite => Self::UniqueBlocks,
-            Self::UniqueBlocks => Self::Arrival,
+            Self::UniqueBlocks => Self::Id,
         }
     }
 }
@@ -65,6 +65,10 @@ pub const PAGE_ROWS: usize = 10;
 pub const WHEEL_ROWS: usize = 3;
 /// Notices the log keeps (the oldest go first).
 pub const NOTICE_LOG_LEN: usize = 100;
+/// Bad and out-of-order lines are logged at most once per this much uptime each; those
+/// that come in between are folded into the next entry, which says how many it holds (a
+/// flood of bad lines adds an entry every 10 s, not one per line).
+pub const INPUT_NOTICE_PERIOD: Duration = Duration::from_secs(10);
 /// Refreshes per second `+` / `-` stay within (the bounds `--fps` is clamped to).
 pub const FPS_BOUNDS: (f64, f64) = (0.5, 120.0);
 /// The default refresh rate (`--fps`).
@@ -87,6 +91,29 @@ pub struct TableRowsOnScreen {
     pub x: std::ops::Range<u16>,
     /// Screen line → `selected_row` value.
     pub rows: Vec<(u16, usize)>,
+}
+
+/// The input problems the notice log has told of: `(count told, uptime of its last entry)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+struct LoggedInput {
+    bad_lines: (u64, Option<Duration>),
+    out_of_order: (u64, Option<Duration>),
+}
+
+/// Whether `count` (now) holds lines the log has not told of and may tell now; if so, how
+/// many, and `logged` becomes now's count and time.
+fn input_to_log(logged: &mut (u64, Option<Duration>), count: u64, now: Duration) -> Option<u64> {
+    let (told, at) = *logged;
+    let new = count.checked_sub(told).filter(|&new| new > 0);
+    if count < told {
+        logged.0 = count; // counted anew (a new monitor state): nothing to tell
+    }
+    let new = new?;
+    if at.is_some_and(|at| now.saturating_sub(at) < INPUT_NOTICE_PERIOD) {
+        return None; // folded into the next entry
+    }
+    *logged = (count, Some(now));
+    Some(new)
 }
 
 /// What a lane is sorted and filtered by, from the last snapshot.
@@ -113,6 +140,46 @@ pub enum FactsOnQuit {
     Discarded,
 }
 
+/// Compares instance ids as people read them: runs of digits by their value (`n2` before
+/// `n10`, `n02` beside `n2` by length), everything else character by character.
+#[must_use]
+pub fn natural_order(a: &str, b: &str) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    let (mut a, mut b) = (a, b);
+    loop {
+        let (Some(x), Some(y)) = (a.chars().next(), b.chars().next()) else {
+            return a.len().cmp(&b.len());
+        };
+        let ordering = if x.is_ascii_digit() && y.is_ascii_digit() {
+            let run = |text: &str| {
+                text.find(|ch: char| !ch.is_ascii_digit())
+                    .unwrap_or(text.len())
+            };
+            let (run_a, run_b) = (run(a), run(b));
+            let (digits_a, digits_b) = (&a[..run_a], &b[..run_b]);
+            let (value_a, value_b) = (
+                digits_a.trim_start_matches('0'),
+                digits_b.trim_start_matches('0'),
+            );
+            let ordering = value_a
+                .len()
+                .cmp(&value_b.len())
+                .then_with(|| value_a.cmp(value_b))
+                .then_with(|| digits_a.len().cmp(&digits_b.len()));
+            a = &a[run_a..];
+            b = &b[run_b..];
+            ordering
+        } else {
+            a = &a[x.len_utf8()..];
+            b = &b[y.len_utf8()..];
+            x.cmp(&y)
+        };
+        if ordering != Ordering::Equal {
+            return ordering;
+        }
+    }
+}
+
 /// The add-slot input line.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct SlotEditor {
@@ -123,24 +190,53 @@ pub struct SlotEditor {
 
 /// The longest text a dialog takes.
 const DIALOG_INPUT_CHARS: usize = 24;
+/// The longest instance filter (`/`).
+const FILTER_CHARS: usize = 64;
 
 impl SlotEditor {
-    /// Backspace and typed characters (up to [`DIALOG_INPUT_CHARS`]), the same in every
-    /// dialog; a change clears the last refusal. `false` for any other key.
-    fn edit(&mut self, code: KeyCode) -> bool {
-        match code {
-            KeyCode::Backspace => {
-                self.input.pop();
-            }
-            KeyCode::Char(ch)
-                if !ch.is_control() && self.input.chars().count() < DIALOG_INPUT_CHARS =>
-            {
-                self.input.push(ch);
-            }
-            _ => return false,
+    /// Backspace, Ctrl-U (clears the line) and typed characters (up to
+    /// [`DIALOG_INPUT_CHARS`]), the same in every dialog; a change clears the last refusal.
+    /// `false` for any other key.
+    fn edit(&mut self, key: KeyEvent) -> bool {
+        if !edit_line(&mut self.input, key, DIALOG_INPUT_CHARS) {
+            return false;
         }
         self.error = None;
         true
+    }
+}
+
+/// One key in a line being typed (a dialog's, the filter's): Backspace drops the last
+/// character, Ctrl-U clears the line, a character is appended while the line is shorter than
+/// `max_chars`; other keys, and other Ctrl combinations, type nothing. `true` if it was one
+/// of these keys.
+fn edit_line(line: &mut String, key: KeyEvent, max_chars: usize) -> bool {
+    let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+    match key.code {
+        KeyCode::Backspace => {
+            line.pop();
+        }
+        KeyCode::Char('u') if ctrl => line.clear(),
+        KeyCode::Char(ch) if !ctrl && !ch.is_control() && line.chars().count() < max_chars => {
+            line.push(ch);
+        }
+        _ => return false,
+    }
+    true
+}
+
+/// The quit key's help under `watch` without `--facts-out` ([`FactsOnQuit::AskFirst`]).
+const QUIT_ASKS_FIRST: &str = "quit (asks first if facts would be lost)";
+
+impl FactsOnQuit {
+    /// What the quit key does, in the help: it asks only where facts can be lost.
+    #[must_use]
+    pub fn quit_help(self) -> &'static str {
+        match self {
+            Self::AskFirst => QUIT_ASKS_FIRST,
+            Self::Written => "quit at once (facts are written on exit)",
+            Self::Discarded => "quit at once (demo facts are not kept)",
+        }
     }
 }
 
@@ -156,7 +252,7 @@ pub const KEY_HELP: &[(&str, &str)] = &[
         "PgUp PgDn g G",
         "page · Home/g first · End/G the totals row",
     ),
-    ("o / O", "sort by the next column / reverse it"),
+    ("o / O", "by id, then each column / reverse it"),
     ("/", "filter instances by id (Esc clears)"),
     ("s", "write every fact so far to the facts file"),
     ("p", "pause / resume ingestion"),
@@ -164,8 +260,9 @@ pub const KEY_HELP: &[(&str, &str)] = &[
     ("+ / -", "refresh twice / half as often"),
     ("!", "recent notices, with their times"),
     ("mouse", "click selects a row · wheel scrolls"),
-    ("q / Ctrl-C", "quit (asks first if facts would be lost)"),
+    ("q / Ctrl-C", QUIT_ASKS_FIRST),
     ("Esc / Enter", "close / confirm a dialog"),
+    ("Ctrl-U", "clear the line being typed"),
 ];
 
 /// The timeline's window widths `w` cycles through: `None` chooses one from the trace's
@@ -228,6 +325,8 @@ pub struct App {
     pub notice_log: VecDeque<LoggedNotice>,
     /// The block bytes (`b`) the log last said: a change is logged once, when it is seen.
     logged_block_bytes: Option<u64>,
+    /// The bad and out-of-order lines the log has told of, and when it last did.
+    logged_input: LoggedInput,
     /// Where the table rows were drawn (set by the render, read by the mouse).
     pub table_rows_on_screen: std::cell::RefCell<TableRowsOnScreen>,
 }
@@ -258,6 +357,7 @@ impl Default for App {
             help_scroll: 0,
             notice_log: VecDeque::new(),
             logged_block_bytes: None,
+            logged_input: LoggedInput::default(),
             table_rows_on_screen: std::cell::RefCell::default(),
         }
     }
@@ -358,6 +458,25 @@ impl App {
                 continue;
             }
             self.push_notice(at, notice);
+        }
+        // Bad and out-of-order lines: one entry per kind at most every INPUT_NOTICE_PERIOD,
+        // saying how many lines it folds.
+        let health = &snap.health;
+        if let Some(count) = input_to_log(
+            &mut self.logged_input.bad_lines,
+            health.bad_lines,
+            snap.uptime,
+        ) {
+            let notice = crate::render::status::bad_lines_notice(count, health.last_error.as_ref());
+            self.push_notice(snap.uptime, notice);
+        }
+        if let Some(count) = input_to_log(
+            &mut self.logged_input.out_of_order,
+            health.out_of_order_timestamps,
+            snap.uptime,
+        ) {
+            let notice = crate::render::status::out_of_order_notice(count);
+            self.push_notice(snap.uptime, notice);
         }
         // A `b` change is a state, not an event: logged when it changes (also back to an
         // earlier value), never again while it stays.
@@ -486,7 +605,7 @@ impl App {
     }
 
     /// The lanes the table lists, in its order: filtered by [`Self::filter`], sorted by
-    /// [`Self::sort_by`] (ties, and [`SortBy::Arrival`], in order of first appearance).
+    /// [`Self::sort_by`] (ties, and [`SortBy::Id`], by id as [`natural_order`] compares).
     pub fn lane_order(&self) -> Vec<usize> {
         let needle = self.filter.to_lowercase();
         let mut order: Vec<usize> = (0..self.lane_keys.len())
@@ -503,7 +622,7 @@ impl App {
         let key = |index: usize| -> f64 {
             let lane = &self.lane_keys[index];
             match self.sort_by {
-                SortBy::Arrival => 0.0,
+                SortBy::Id => 0.0,
                 SortBy::Requests => lane.requests as f64,
                 SortBy::InputTokens => lane.input_tokens as f64,
                 SortBy::SlotRate => rate(lane.slot_rates.get(slot).copied().flatten()),
@@ -511,17 +630,16 @@ impl App {
                 SortBy::UniqueBlocks => lane.unique_blocks as f64,
             }
         };
-        if self.sort_by != SortBy::Arrival {
-            // Stable: equal keys keep the order of first appearance.
-            order.sort_by(|&a, &b| {
-                let ordering = key(a).total_cmp(&key(b));
-                if self.sort_descending {
-                    ordering.reverse()
-                } else {
-                    ordering
-                }
-            });
-        }
+        let id = |index: usize| self.lane_keys[index].instance_id.as_str();
+        order.sort_by(|&a, &b| {
+            let (by_key, by_id) = (key(a).total_cmp(&key(b)), natural_order(id(a), id(b)));
+            match (self.sort_by, self.sort_descending) {
+                (SortBy::Id, true) => by_id.reverse(),
+                // Ties of a column stay in id order either way.
+                (_, true) => by_key.reverse().then(by_id),
+                (_, false) => by_key.then(by_id),
+            }
+        });
         order
     }
 
@@ -603,13 +721,9 @@ impl App {
                         self.mode = Mode::Normal;
                     }
                     KeyCode::Enter => self.mode = Mode::Normal,
-                    KeyCode::Backspace => {
-                        self.filter.pop();
+                    _ => {
+                        edit_line(&mut self.filter, key, FILTER_CHARS);
                     }
-                    KeyCode::Char(ch) if !ch.is_control() && self.filter.chars().count() < 64 => {
-                        self.filter.push(ch);
-                    }
-                    _ => {}
                 }
                 // The selection stays on a listed row.
                 self.move_selection(0);
@@ -640,12 +754,12 @@ impl App {
                         }
                     }
                 }
-                code => {
-                    editor.edit(code);
+                _ => {
+                    editor.edit(key);
                     None
                 }
             },
-            Mode::BlockBytes(_) => self.handle_block_bytes_key(key.code),
+            Mode::BlockBytes(_) => self.handle_block_bytes_key(key),
             Mode::Notices { .. } => self.handle_notices_key(key.code),
             Mode::Normal => self.handle_normal_key(key.code),
         }
@@ -674,11 +788,11 @@ impl App {
         None
     }
 
-    fn handle_block_bytes_key(&mut self, code: KeyCode) -> Option<Command> {
+    fn handle_block_bytes_key(&mut self, key: KeyEvent) -> Option<Command> {
         let Mode::BlockBytes(editor) = &mut self.mode else {
             return None;
         };
-        match code {
+        match key.code {
             KeyCode::Esc => {
                 self.mode = Mode::Normal;
                 None
@@ -698,8 +812,8 @@ impl App {
                     None
                 }
             },
-            code => {
-                editor.edit(code);
+            _ => {
+                editor.edit(key);
                 None
             }
         }
@@ -759,11 +873,17 @@ impl App {
             KeyCode::Home | KeyCode::Char('g') => self.select_end(false),
             KeyCode::End | KeyCode::Char('G') => self.select_end(true),
             KeyCode::Char('o') => {
+                // Numbers largest first; ids from the first.
                 self.sort_by = self.sort_by.next();
-                self.sort_descending = true;
+                self.sort_descending = self.sort_by != SortBy::Id;
             }
             KeyCode::Char('O') => self.sort_descending = !self.sort_descending,
             KeyCode::Char('/') => self.mode = Mode::Filter,
+            // A confirmed filter: Esc clears it (as while typing it).
+            KeyCode::Esc => {
+                self.filter.clear();
+                self.move_selection(0);
+            }
             KeyCode::Char('w') => {
                 self.timeline_window = (self.timeline_window + 1) % TIMELINE_WINDOWS.len();
             }
@@ -998,7 +1118,7 @@ mod tests {
     fn help_lists_every_normal_key() {
         let keys = [
             "?", "a", "d", "s", "p", "q", "Ctrl-C", "Esc", "Enter", "←", "↑", "PgUp", "PgDn", "g",
-            "G", "o", "O", "/", "b", "+", "-", "!", "mouse",
+            "G", "o", "O", "/", "b", "+", "-", "!", "mouse", "Ctrl-U",
         ];
         for key in keys {
             assert!(
@@ -1161,7 +1281,7 @@ mod tests {
         assert_eq!(ids(&app), ["n00", "n01", "n02", "n03"]);
         app.handle_key(press(KeyCode::Char('o')));
         assert_eq!(app.sort_by, SortBy::Requests);
-        // Largest first; equal keys in order of first appearance.
+        // Largest first; equal keys by id.
         assert_eq!(ids(&app), ["n01", "n03", "n00", "n02"]);
         app.handle_key(press(KeyCode::Char('O')));
         assert_eq!(ids(&app), ["n02", "n00", "n01", "n03"]);
@@ -1180,7 +1300,41 @@ mod tests {
         for _ in 0..3 {
             app.handle_key(press(KeyCode::Char('o')));
         }
-        assert_eq!(app.sort_by, SortBy::Arrival, "the cycle comes back");
+        assert_eq!(app.sort_by, SortBy::Id, "the cycle comes back");
+        assert!(!app.sort_descending, "ids from the first again");
+        assert_eq!(ids(&app), ["n00", "n01", "n02", "n03"]);
+    }
+
+    #[test]
+    fn the_default_order_is_by_id_whatever_the_arrival() {
+        let mut snap = fleet(&[5, 9, 1, 9], &[30, 10, 70, 50]);
+        for (lane, id) in snap
+            .lanes
+            .iter_mut()
+            .zip(["node-10", "node-2", "node-1", "a"])
+        {
+            lane.instance_id = id.to_owned();
+        }
+        let mut app = App::default();
+        app.observe(&snap);
+        let listed: Vec<&str> = app
+            .lane_order()
+            .into_iter()
+            .map(|index| snap.lanes[index].instance_id.as_str())
+            .collect();
+        assert_eq!(listed, ["a", "node-1", "node-2", "node-10"]);
+        // Ties of another column: by id as well.
+        app.handle_key(press(KeyCode::Char('o')));
+        let listed: Vec<&str> = app
+            .lane_order()
+            .into_iter()
+            .map(|index| snap.lanes[index].instance_id.as_str())
+            .collect();
+        assert_eq!(
+            listed,
+            ["a", "node-2", "node-10", "node-1"],
+            "9, 9, 5, 1 requests"
+        );
     }
 
     #[test]
@@ -1212,6 +1366,44 @@ mod tests {
         assert_eq!(app.filter, "");
         assert_eq!(app.lane_order().len(), 12);
     }
+    #[test]
+    fn esc_clears_a_confirmed_filter() {
+        let mut app = App::default();
+        app.observe(&fleet(&[1; 12], &[0; 12]));
+        app.handle_key(press(KeyCode::Char('/')));
+        type_text(&mut app, "n1");
+        app.handle_key(press(KeyCode::Enter));
+        assert_eq!(app.lane_order().len(), 2);
+        assert_eq!(app.handle_key(press(KeyCode::Esc)), None);
+        assert_eq!(app.mode, Mode::Normal);
+        assert_eq!(app.filter, "", "Esc clears the confirmed filter");
+        assert_eq!(app.lane_order().len(), 12);
+    }
+
+    #[test]
+    fn ctrl_u_clears_the_line_in_every_input_box_and_types_nothing() {
+        let ctrl = |ch| KeyEvent::new(KeyCode::Char(ch), KeyModifiers::CONTROL);
+        let mut app = App::default();
+        app.observe(&fleet(&[1; 12], &[0; 12]));
+        app.handle_key(press(KeyCode::Char('/')));
+        type_text(&mut app, "n1");
+        app.handle_key(ctrl('u'));
+        assert_eq!(app.filter, "", "the filter line is cleared");
+        app.handle_key(ctrl('a'));
+        assert_eq!(app.filter, "", "other Ctrl keys type nothing");
+        app.handle_key(press(KeyCode::Esc));
+        for open in ['a', 'b'] {
+            app.handle_key(press(KeyCode::Char(open)));
+            type_text(&mut app, "40");
+            app.handle_key(ctrl('u'));
+            let (Mode::SlotEditor(editor) | Mode::BlockBytes(editor)) = &app.mode else {
+                panic!("{open}: dialog closed")
+            };
+            assert_eq!(editor.input, "", "{open}: Ctrl-U clears the line");
+            app.handle_key(press(KeyCode::Esc));
+        }
+    }
+
     /// One lane with `block_bytes` per block and these slots (capacity, id).
     fn with_geometry(block_bytes: u64, slots: &[Capacity]) -> LiveSnapshot {
         LiveSnapshot {
@@ -1353,6 +1545,68 @@ mod tests {
         snap.uptime = Duration::from_secs(uptime_s);
         snap.source.last_notice = Some((notice, Duration::from_secs(age_s)));
         snap
+    }
+
+    fn with_input(uptime_ms: u64, bad_lines: u64, out_of_order: u64) -> LiveSnapshot {
+        let mut snap = snapshot(&[1], 1);
+        snap.uptime = Duration::from_millis(uptime_ms);
+        snap.health.bad_lines = bad_lines;
+        snap.health.out_of_order_timestamps = out_of_order;
+        snap.health.last_error = Some(litehit_live::snapshot::LineErrorView {
+            line_number: bad_lines + 1,
+            message: "field \"hash_ids\": expected an array".to_owned(),
+        });
+        snap
+    }
+
+    #[test]
+    fn bad_and_out_of_order_lines_are_logged_folded_into_one_entry_per_period() {
+        let mut app = App::default();
+        app.observe(&with_input(1_000, 0, 0));
+        assert!(app.notice_log.is_empty());
+        app.observe(&with_input(2_000, 1, 0));
+        let entry = app.notice_log.back().expect("the first bad line is logged");
+        assert!(entry.problem);
+        assert_eq!(entry.at, Duration::from_secs(2));
+        assert!(
+            entry
+                .text
+                .starts_with("bad line skipped; the last, line 2: field \"hash_ids\""),
+            "{}",
+            entry.text
+        );
+        // A flood: a snapshot every millisecond for 30 s, 100 bad and 3 out-of-order lines
+        // each; the log gets one entry per kind per 10 s, and says how many it folds.
+        let mut bad = 1;
+        let mut out_of_order = 0;
+        for ms in 2_001..32_000 {
+            bad += 100;
+            out_of_order += 3;
+            app.observe(&with_input(ms, bad, out_of_order));
+        }
+        let texts: Vec<&str> = app.notice_log.iter().map(|e| e.text.as_str()).collect();
+        assert_eq!(texts.len(), 6, "30 000 snapshots, 6 entries: {texts:#?}");
+        assert_eq!(
+            texts[1],
+            "3 out-of-order timestamps clamped (folded into one entry)"
+        );
+        // At 12 s: the 10 000 snapshots of 100 lines since the first entry, in one.
+        let count = crate::render::format::count;
+        assert!(
+            texts[2].starts_with(&format!(
+                "{} bad lines skipped (folded into one entry); the last, line ",
+                count(1_000_000)
+            )),
+            "{texts:#?}"
+        );
+        assert_eq!(
+            texts[3],
+            format!(
+                "{} out-of-order timestamps clamped (folded into one entry)",
+                count(30_000)
+            )
+        );
+        assert_eq!(app.notice_log[4].at, Duration::from_secs(22));
     }
 
     #[test]

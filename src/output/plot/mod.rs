@@ -170,9 +170,11 @@ impl PlotData {
         Self {
             title: "LRU prefix-cache hit rate vs cache capacity".into(),
             subtitle: format!(
-                "{} requests, {instance_count} instance{}, exact cumulative token hit rate · {source}",
+                "{source} · {} requests, {instance_count} instance{} · {} · exact cumulative \
+                 token hit rate",
                 report.total.requests,
                 if instance_count == 1 { "" } else { "s" },
+                geometry(curves),
             ),
             series,
             x_max_gb,
@@ -181,6 +183,26 @@ impl PlotData {
             y_step_percent,
         }
     }
+}
+
+/// The block geometry the capacities are in: `256 tokens/block · 32 MiB/block`, or a note
+/// when the instances differ (the table gives each one's).
+fn geometry(curves: &MrcCurves) -> String {
+    let mut shapes = curves
+        .instances
+        .iter()
+        .map(|curve| (curve.block_size_tokens, curve.block_bytes));
+    let Some(first) = shapes.next() else {
+        return "no blocks".to_owned();
+    };
+    if shapes.any(|shape| shape != first) {
+        return "block geometry per instance: see the table".to_owned();
+    }
+    let (tokens, bytes) = first;
+    format!(
+        "{tokens} tokens/block · {}/block",
+        display::bytes(bytes, display::Precision::Significant(3))
+    )
 }
 
 /// The total line: every instance with its own cache of each sampled size.
@@ -459,7 +481,7 @@ fn draw(data: &PlotData, fonts: &Fonts, canvas: &mut impl Canvas) {
             let center = (x_pixel(data, gb), y_pixel(data, rate));
             canvas.circle(center, 4.5, series.color, outline);
             if labelled == Some(index) {
-                let label = format!("{percent}% at {} GB", display::significant_up(gb, 4));
+                let label = format!("{percent}% of ∞ at {} GB", display::significant_up(gb, 4));
                 canvas.text(&label, (center.0 + 6.0, center.1 + 15.0), knee_label_style);
             }
         }
@@ -784,6 +806,28 @@ mod tests {
             let missing: Vec<char> = text.chars().filter(|&ch| !has_glyph(font, ch)).collect();
             assert!(missing.is_empty(), "{text:?} draws {missing:?} as boxes");
         }
+    }
+
+    /// Issue #26: the plot says what a block is (tokens and bytes), and its knee labels say
+    /// what they are a share of.
+    #[test]
+    fn the_subtitle_states_the_block_geometry_and_knees_say_of_infinity() {
+        let data = pooled_plot_with_a_span();
+        assert!(
+            data.subtitle.starts_with("litehit_facts.csv · ")
+                && data.subtitle.contains(" · 4 tokens/block · 1 MiB/block · "),
+            "{}",
+            data.subtitle
+        );
+        let mut texts = TextRecorder::default();
+        draw(&data, &Fonts::load(), &mut texts);
+        let knees: Vec<&str> = texts
+            .0
+            .iter()
+            .map(|(text, _)| text.as_str())
+            .filter(|text| text.contains("% of ∞ at "))
+            .collect();
+        assert_eq!(knees.len(), 4, "{:?}", texts.0);
     }
 
     #[test]

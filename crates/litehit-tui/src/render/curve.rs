@@ -7,7 +7,10 @@
 //!   the ∞ bound's, exact from the accumulator (`LaneSnapshot::capacity_for_fraction`, the
 //!   same knee search as `mrc`), drawn at that capacity and the exact rate there (at least
 //!   that share of the ∞ rate; hits rise in steps, so often more); under a memory horizon
-//!   the legend says they are lower bounds (the true knees lie at or right of them);
+//!   the legend says they are lower bounds (the true knees lie at or right of them); knees in
+//!   one cell share one `◆` (`90/95`), and every text on the plot (knee and slot labels) is a
+//!   column apart from the next, so none reads as part of another (`◆95` `80 GiB`);
+//! * the legend box in a corner that hides no knee, slot label or ∞ line;
 //! * y auto-scaled to the data (a round top a little above the ∞ rate), its scale on the axis;
 //! * the x range ends at the sampled curve's end, a power of two of blocks that only ever
 //!   doubles as the trace grows, and starts 12 doublings lower (or lower still, to show the
@@ -349,10 +352,14 @@ fn draw(buf: &mut Buffer, area: Rect, layout: &CurveLayout, snap: &LiveSnapshot,
     for (position, &index) in layout.lanes.iter().enumerate() {
         draw_curve(buf, plot, &snap.lanes[index], lane_color(position));
     }
-    // What the legend must not hide: the knees, the slot labels and where each slot's
-    // marker meets the curve (the slot's rate).
-    let mut keep = draw_knees(buf, plot, &layout.knees);
-    keep.extend(draw_slot_labels(buf, plot, layout, snap, view));
+    // What the legend must not hide: the knees, the slot labels, where each slot's marker
+    // meets the curve (the slot's rate) and the ∞ line. Knees first, then the slot labels
+    // around them, then the knees' labels where free: each text a column apart from the next,
+    // so `◆95` never runs into `80 GiB`.
+    let mut texts = draw_knee_marks(buf, plot, &layout.knees);
+    let mut keep: Vec<(u16, u16)> = texts.iter().map(|text| (text.from, text.row)).collect();
+    keep.extend(draw_slot_labels(buf, plot, layout, snap, view, &mut texts));
+    keep.extend(draw_knee_labels(buf, plot, &layout.knees, &mut texts));
     for &(index, x) in &layout.slots {
         for &lane_index in &layout.lanes {
             let lane = &snap.lanes[lane_index];
@@ -360,6 +367,11 @@ fn draw(buf: &mut Buffer, area: Rect, layout: &CurveLayout, snap: &LiveSnapshot,
             if let Some(row) = plot.row(rate) {
                 keep.push((plot.column_clamped(x), row));
             }
+        }
+    }
+    for &(_, rate) in &layout.ceilings {
+        if let Some(row) = plot.row(rate) {
+            keep.extend((plot.area.x..plot.area.right()).map(|column| (column, row)));
         }
     }
     if several {
@@ -427,48 +439,111 @@ fn draw_curve(buf: &mut Buffer, plot: &Plot, lane: &LaneSnapshot, color: Color) 
         .render(plot.area, buf);
 }
 
-/// `◆` at each knee, with its percentage beside it where that is free; returns the cells.
-fn draw_knees(buf: &mut Buffer, plot: &Plot, knees: &[(usize, u32, f64, f64)]) -> Vec<(u16, u16)> {
-    let mut cells: Vec<(u16, u16)> = Vec::new();
-    for &(_, _, x, y) in knees {
+/// A text drawn on the plot: `row`, columns `from..to`.
+#[derive(Debug, Clone, Copy)]
+struct PlacedText {
+    row: u16,
+    from: u16,
+    to: u16,
+}
+
+impl PlacedText {
+    /// Whether text at `from..to` on `row` would touch this one (no blank column between).
+    fn touches(self, row: u16, from: u16, to: u16) -> bool {
+        self.row == row && from <= self.to && self.from <= to
+    }
+}
+
+/// The knees grouped by the cell they fall in, percentages ascending: `(column, row,
+/// percents)`; two knees in one cell are one `◆` labelled `90/95`.
+fn knee_cells(plot: &Plot, knees: &[(usize, u32, f64, f64)]) -> Vec<(u16, u16, Vec<u32>)> {
+    let mut cells: Vec<(u16, u16, Vec<u32>)> = Vec::new();
+    for &(_, percent, x, y) in knees {
         let column = plot.column_clamped(x);
         let row = plot.row(y).unwrap_or(plot.area.bottom() - 1);
-        cells.push((column, row));
-        plot::put(buf, column, row, "◆", Style::new().bold(), None);
-    }
-    let mut taken: Vec<(u16, u16, u16)> = Vec::new(); // (row, from, to)
-    for (&(_, percent, _, _), &(column, row)) in knees.iter().zip(&cells) {
-        let label = percent.to_string();
-        let width = 2;
-        let from = column + 1;
-        let clashes = cells
-            .iter()
-            .any(|&(c, r)| r == row && (from..from + width).contains(&c))
-            || taken
-                .iter()
-                .any(|&(r, a, b)| r == row && from < b && a < from + width);
-        if clashes || from + width > plot.area.right() {
-            continue;
+        match cells.iter_mut().find(|(c, r, _)| (*c, *r) == (column, row)) {
+            Some((_, _, percents)) => percents.push(percent),
+            None => cells.push((column, row, vec![percent])),
         }
-        plot::put(buf, from, row, &label, Style::new().dim(), None);
-        taken.push((row, from, from + width));
     }
-    cells.extend(taken.iter().map(|&(row, _, to)| (to - 1, row)));
+    for (_, _, percents) in &mut cells {
+        percents.sort_unstable();
+    }
+    cells
+}
+
+/// `◆` at each knee; returns where they are.
+fn draw_knee_marks(
+    buf: &mut Buffer,
+    plot: &Plot,
+    knees: &[(usize, u32, f64, f64)],
+) -> Vec<PlacedText> {
+    knee_cells(plot, knees)
+        .into_iter()
+        .map(|(column, row, _)| {
+            plot::put(buf, column, row, "◆", Style::new().bold(), None);
+            PlacedText {
+                row,
+                from: column,
+                to: column + 1,
+            }
+        })
+        .collect()
+}
+
+/// Each knee's percentages (`90`, `90/95` for knees sharing a cell) right of its `◆` (else
+/// left of it), where they touch no other text; returns the cells they start and end at.
+fn draw_knee_labels(
+    buf: &mut Buffer,
+    plot: &Plot,
+    knees: &[(usize, u32, f64, f64)],
+    texts: &mut Vec<PlacedText>,
+) -> Vec<(u16, u16)> {
+    let mut cells = Vec::new();
+    for (column, row, percents) in knee_cells(plot, knees) {
+        let label = percents
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join("/");
+        let width = u16::try_from(label.len()).unwrap_or(u16::MAX);
+        let own_mark = |text: &PlacedText| text.row == row && text.from == column;
+        let free = |from: u16, to: u16| {
+            from >= plot.area.x
+                && to <= plot.area.right()
+                && !texts
+                    .iter()
+                    .any(|text| !own_mark(text) && text.touches(row, from, to))
+        };
+        // Right of the `◆`, else left of it (at the right edge, or before the next knee).
+        let right = (column + 1, column.saturating_add(1).saturating_add(width));
+        let left = (column.saturating_sub(width), column);
+        let Some((from, to)) = [right, left]
+            .into_iter()
+            .find(|&(from, to)| to - from == width && free(from, to))
+        else {
+            continue;
+        };
+        plot::put(buf, from, row, &label, Style::new().dim(), None);
+        texts.push(PlacedText { row, from, to });
+        cells.extend([(from, row), (to - 1, row)]);
+    }
     cells
 }
 
 /// Each slot's label at the top of its marker (the selected one reversed), on the first of
-/// the top rows where it does not cover another label; returns the cells they start at.
+/// the top rows where it touches no other text (a knee's `◆`, another label); returns the
+/// cells they start and end at.
 fn draw_slot_labels(
     buf: &mut Buffer,
     plot: &Plot,
     layout: &CurveLayout,
     snap: &LiveSnapshot,
     view: &App,
+    texts: &mut Vec<PlacedText>,
 ) -> Vec<(u16, u16)> {
     let mut cells = Vec::new();
     let rows = plot.area.height.min(3);
-    let mut taken: Vec<(u16, u16, u16)> = Vec::new();
     let mut slots = layout.slots.clone();
     slots.sort_by(|a, b| a.1.total_cmp(&b.1));
     for (index, x) in slots {
@@ -480,11 +555,10 @@ fn draw_slot_labels(
         } else {
             column.saturating_sub(width).max(plot.area.x)
         };
-        let Some(row) = (plot.area.y..plot.area.y + rows).find(|&row| {
-            !taken
-                .iter()
-                .any(|&(r, a, b)| r == row && from <= b && a <= from + width)
-        }) else {
+        let to = from.saturating_add(width);
+        let Some(row) = (plot.area.y..plot.area.y + rows)
+            .find(|&row| !texts.iter().any(|text| text.touches(row, from, to)))
+        else {
             continue;
         };
         let mut style = Style::new().fg(plot::slot_color(index));
@@ -492,8 +566,8 @@ fn draw_slot_labels(
             style = style.add_modifier(Modifier::REVERSED | Modifier::BOLD);
         }
         plot::put(buf, from, row, &label, style, Some(plot.area));
-        taken.push((row, from, from + width));
-        cells.extend([(from, row), (from + width - 1, row)]);
+        texts.push(PlacedText { row, from, to });
+        cells.extend([(from, row), (to - 1, row)]);
     }
     cells
 }
@@ -549,7 +623,7 @@ fn legend(layout: &CurveLayout, snap: &LiveSnapshot, view: &App) -> Vec<LegendEn
             Some(lane) => format!(
                 "{} {}",
                 format::infinite_label(snap.memory_horizon),
-                format::percent(lane.infinite_hit_rate())
+                format::percent_bound(lane.infinite_hit_rate(), lane.is_lower_bound(None))
             ),
             None => format!(
                 "{} each instance's ceiling",

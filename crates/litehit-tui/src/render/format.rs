@@ -33,6 +33,25 @@ pub fn percent_upper_bound(rate: Option<f64>, upper_bound: bool) -> String {
 /// Before a number that is only an upper bound.
 pub const UPPER_BOUND_MARK: &str = "≤";
 
+/// [`count`], marked `≥` when it is only a lower bound (the unique blocks under a memory
+/// horizon: forgotten keys leave the count).
+pub fn count_bound(value: u64, lower_bound: bool) -> String {
+    mark_lower_bound(count(value), lower_bound)
+}
+
+/// [`bytes`], marked `≥` when it is only a lower bound.
+pub fn bytes_bound(value: u64, lower_bound: bool) -> String {
+    mark_lower_bound(bytes(value), lower_bound)
+}
+
+fn mark_lower_bound(text: String, lower_bound: bool) -> String {
+    if lower_bound {
+        format!("{LOWER_BOUND_MARK}{text}")
+    } else {
+        text
+    }
+}
+
 /// Bytes in binary units (`512 B`, `1.50 KiB`, `3.00 GiB`).
 pub fn bytes(value: u64) -> String {
     display::bytes(value, Precision::Decimals(2))
@@ -100,13 +119,14 @@ pub fn memory_horizon(horizon: Capacity) -> String {
     }
 }
 
-/// The ∞ column's header and legend: `∞`, or under a memory horizon `≤ 20.00 TiB` /
-/// `≤ 50000000 b`: the "unlimited" hits are then those of a cache of the horizon's size, a
-/// lower bound of the unlimited ones.
+/// The ∞ column's header and legend: `∞`, or under a memory horizon `∞ H=20.00 TiB` /
+/// `∞ H=50000000 b`: still the unlimited cache, but of a monitor that forgets keys deeper
+/// than H, so its hits (marked `≥`) are a lower bound of the unlimited ones. (Not `≤ H`,
+/// which read as "a cache of up to H".)
 pub fn infinite_label(memory_horizon: Option<Capacity>) -> String {
     match memory_horizon {
         Some(horizon @ (Capacity::Gigabytes(_) | Capacity::Blocks(_))) => {
-            format!("≤ {}", self::memory_horizon(horizon))
+            format!("∞ H={}", self::memory_horizon(horizon))
         }
         Some(Capacity::Infinite) | None => "∞".to_owned(),
     }
@@ -173,11 +193,11 @@ mod tests {
         assert_eq!(infinite_label(None), "∞");
         assert_eq!(
             infinite_label(Some(Capacity::Gigabytes(20.0 * 1024.0))),
-            "≤ 20.00 TiB"
+            "∞ H=20.00 TiB"
         );
         assert_eq!(
             infinite_label(Some(Capacity::Blocks(50_000_000))),
-            "≤ 50000000 b"
+            "∞ H=50000000 b"
         );
         assert_eq!(per_second(1_200_000.0, "blocks"), "1.20M blocks/s");
         assert_eq!(duration(Duration::from_secs(185)), "3m05s");

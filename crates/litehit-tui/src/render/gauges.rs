@@ -102,19 +102,21 @@ pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, _view: &App) {
     let totals = snap.totals();
     // Under a TTL the unique blocks are those still alive (expired ones leave the count).
     let alive = if snap.has_ttl() { "alive " } else { "" };
+    // Under a memory horizon forgotten keys leave the count: a lower bound (`≥`).
+    let bound = snap.lanes.iter().any(|lane| lane.is_lower_bound(None));
     let mut unique = vec![
         part(
             0,
             &[format!(
                 "{} {alive}blocks",
-                format::count(totals.unique_blocks)
+                format::count_bound(totals.unique_blocks, bound)
             )],
         ),
         part(
             1,
             &[format!(
                 "{alive}KV {}",
-                format::bytes(totals.unique_kv_bytes)
+                format::bytes_bound(totals.unique_kv_bytes, bound)
             )],
         ),
     ];

@@ -21,8 +21,8 @@ pub const NUMBER_HELP: &[(&str, &str)] = &[
     ("total", "every instance summed (tokens, not rates)"),
     ("unique blk", "distinct blocks seen; KV = × bytes/block"),
     ("alive blk", "with a TTL: the blocks not yet expired"),
-    ("≤ H", "∞ under --memory-horizon H: a lower bound"),
-    ("≥41.20%", "a slot above H: a lower bound as well"),
+    ("∞ H=…", "under --memory-horizon H: ≥, a lower bound"),
+    ("≥41.20%", "above H (∞, unique blk): a lower bound"),
     ("accumulator", "reuse distances kept: late slots are exact"),
     ("spilled", "facts rows on disk until `s` writes them"),
     ("notify/polling", "file growth seen by events / by polling"),
@@ -43,7 +43,15 @@ pub fn render(frame: &mut Frame, area: Rect, _snap: &LiveSnapshot, view: &App) {
     };
     let mut lines: Vec<Line> = KEY_HELP
         .iter()
-        .map(|(key, what)| entry(key, what, Style::new().bold().yellow()))
+        .map(|&(key, what)| {
+            // The quit key says what it does here: it asks only where facts can be lost.
+            let what = if key.starts_with("q ") {
+                view.facts_on_quit.quit_help()
+            } else {
+                what
+            };
+            entry(key, what, Style::new().bold().yellow())
+        })
         .collect();
     lines.extend(
         NUMBER_HELP
@@ -93,6 +101,30 @@ mod tests {
         (0..20)
             .map(|y| (0..60).map(|x| buffer[(x, y)].symbol()).collect())
             .collect()
+    }
+
+    #[test]
+    fn the_quit_line_says_what_quit_does_here() {
+        use crate::app::FactsOnQuit;
+        for (facts_on_quit, said, not_said) in [
+            (FactsOnQuit::Discarded, "quit at once (demo facts", "asks"),
+            (
+                FactsOnQuit::Written,
+                "quit at once (facts are written",
+                "asks",
+            ),
+            (FactsOnQuit::AskFirst, "quit (asks first", "at once"),
+        ] {
+            let mut view = App::default();
+            view.facts_on_quit = facts_on_quit;
+            let screen = drawn(&view).join("\n");
+            let line = screen
+                .lines()
+                .find(|line| line.contains("q / Ctrl-C"))
+                .unwrap_or_else(|| panic!("no quit line in\n{screen}"));
+            assert!(line.contains(said), "{facts_on_quit:?}: {line}");
+            assert!(!line.contains(not_said), "{facts_on_quit:?}: {line}");
+        }
     }
 
     #[test]

@@ -45,6 +45,9 @@ struct RowValues {
     infinite_rate: Option<f64>,
     unique_blocks: u64,
     kv_bytes: u64,
+    /// Under a memory horizon (of this lane, or one of those summed): ∞, the unique blocks
+    /// and their bytes are only lower bounds (forgotten keys would have hit, and counted).
+    horizon_lower_bound: bool,
 }
 
 impl RowValues {
@@ -57,9 +60,13 @@ impl RowValues {
                 self.slot_rates.get(index).copied().flatten(),
                 self.slot_lower_bounds.get(index).copied().unwrap_or(false),
             ),
-            ColumnKind::Infinite => format::percent(self.infinite_rate),
-            ColumnKind::UniqueBlocks => format::count(self.unique_blocks),
-            ColumnKind::KvBytes => format::bytes(self.kv_bytes),
+            ColumnKind::Infinite => {
+                format::percent_bound(self.infinite_rate, self.horizon_lower_bound)
+            }
+            ColumnKind::UniqueBlocks => {
+                format::count_bound(self.unique_blocks, self.horizon_lower_bound)
+            }
+            ColumnKind::KvBytes => format::bytes_bound(self.kv_bytes, self.horizon_lower_bound),
         }
     }
 }
@@ -135,15 +142,7 @@ pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
         let noun = if hidden_slots == 1 { "slot" } else { "slots" };
         let _ = write!(notes, "· {hidden_slots} {noun} off screen (←→) ");
     }
-    if shown.len() < listed_lanes {
-        // Some rows are scrolled away: say so, and which ones are shown.
-        let _ = write!(
-            notes,
-            "· rows {}–{} of {listed_lanes} (↑↓ PgDn) ",
-            shown.start + 1,
-            shown.end,
-        );
-    }
+    notes.push_str(&scroll_note(&shown, listed_lanes));
     let block = Block::bordered().title(panel_title(&notes, area.width));
     let inner = block.inner(area);
     frame.render_widget(block, area);
@@ -259,9 +258,9 @@ fn table_row<'a>(
 fn sort_and_filter_notes(snap: &LiveSnapshot, view: &App, listed_lanes: usize) -> String {
     let lane_count = snap.lanes.len();
     let mut notes = String::new();
-    if view.sort_by != SortBy::Arrival {
+    if view.sort_by != SortBy::Id || view.sort_descending {
         let column = match view.sort_by {
-            SortBy::Arrival => String::new(),
+            SortBy::Id => "id".to_owned(),
             SortBy::Requests => "requests".to_owned(),
             SortBy::InputTokens => "input tok".to_owned(),
             SortBy::SlotRate => snap
@@ -287,6 +286,24 @@ fn sort_and_filter_notes(snap: &LiveSnapshot, view: &App, listed_lanes: usize) -
         );
     }
     notes
+}
+
+/// When some rows are scrolled away: which ones are shown and the keys that lead to the
+/// others (`PgUp` only with rows above, `PgDn` only with rows below); else nothing.
+fn scroll_note(shown: &std::ops::Range<usize>, listed_lanes: usize) -> String {
+    if shown.len() >= listed_lanes {
+        return String::new();
+    }
+    let keys = match (shown.start > 0, shown.end < listed_lanes) {
+        (true, true) => "↑↓ PgUp PgDn",
+        (true, false) => "↑↓ PgUp",
+        _ => "↑↓ PgDn",
+    };
+    format!(
+        "· rows {}–{} of {listed_lanes} ({keys}) ",
+        shown.start + 1,
+        shown.end
+    )
 }
 
 /// The rows shown when `room` of `count` fit: all of them, else a window around `selected`
@@ -315,6 +332,7 @@ fn row_values(snap: &LiveSnapshot) -> Vec<RowValues> {
             infinite_rate: lane.infinite_hit_rate(),
             unique_blocks: lane.unique_blocks,
             kv_bytes: lane.unique_kv_bytes(),
+            horizon_lower_bound: lane.is_lower_bound(None),
         })
         .collect();
     if snap.lanes.len() > 1 {
@@ -330,6 +348,7 @@ fn row_values(snap: &LiveSnapshot) -> Vec<RowValues> {
             infinite_rate: totals.infinite_hit_rate(),
             unique_blocks: totals.unique_blocks,
             kv_bytes: totals.unique_kv_bytes,
+            horizon_lower_bound: snap.lanes.iter().any(|lane| lane.is_lower_bound(None)),
         });
     }
     rows
@@ -374,6 +393,7 @@ fn pool_row_values(snap: &LiveSnapshot) -> Option<RowValues> {
         infinite_rate: pool.infinite_hit_rate(),
         unique_blocks: pool.unique_blocks,
         kv_bytes: pool.unique_kv_bytes(),
+        horizon_lower_bound: pool.is_lower_bound(None),
     })
 }
 
@@ -449,7 +469,7 @@ fn columns(snap: &LiveSnapshot, view: &App, rows: &[RowValues]) -> Vec<Column> {
     }
     columns.extend([
         Column {
-            // `≤ H` under a memory horizon: the ∞ bound is then a lower bound.
+            // `∞ H=…` under a memory horizon: the ∞ bound is then a lower bound (`≥`).
             header: format::infinite_label(snap.memory_horizon),
             width: 7,
             drop_rank: 20,
@@ -657,6 +677,34 @@ mod tests {
             }
             prop_assert!(checked > 0, "no row found in {lines:#?}");
         }
+    }
+
+    #[test]
+    fn the_paging_hint_names_the_keys_that_lead_somewhere() {
+        use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+        let snap = LiveSnapshot {
+            lanes: (0..30)
+                .map(|index| LaneSnapshot {
+                    instance_id: format!("n{index:02}"),
+                    requests: 1,
+                    input_tokens: 16,
+                    ..LaneSnapshot::default()
+                })
+                .collect(),
+            ..LiveSnapshot::default()
+        };
+        let mut view = App::default();
+        view.observe(&snap);
+        let title = |view: &App| drawn_lines(&snap, view, 120, 10)[0].clone();
+        let first = title(&view);
+        assert!(first.contains("(↑↓ PgDn)"), "{first}");
+        view.handle_key(KeyEvent::new(KeyCode::PageDown, KeyModifiers::NONE));
+        view.handle_key(KeyEvent::new(KeyCode::PageDown, KeyModifiers::NONE));
+        let middle = title(&view);
+        assert!(middle.contains("(↑↓ PgUp PgDn)"), "{middle}");
+        view.handle_key(KeyEvent::new(KeyCode::Char('G'), KeyModifiers::NONE));
+        let last = title(&view);
+        assert!(last.contains("(↑↓ PgUp)"), "the last page: {last}");
     }
 
     #[test]

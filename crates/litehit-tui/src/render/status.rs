@@ -12,7 +12,7 @@ use ratatui::text::{Line, Span};
 use super::format;
 use crate::app::App;
 use litehit_live::LiveSnapshot;
-use litehit_live::snapshot::FactsWrite;
+use litehit_live::snapshot::{FactsWrite, LineErrorView};
 use litehit_live::tail::TailNotice;
 
 /// How long a file event stays on the status line.
@@ -139,6 +139,51 @@ pub fn loggable_notices(snap: &LiveSnapshot) -> Vec<Notice> {
     notices.extend(file_notice(snap));
     notices.extend(write_events_notice(snap));
     notices
+}
+
+/// The longest error message a notice log entry keeps (a line's error can quote the line).
+const LOGGED_ERROR_CHARS: usize = 160;
+
+/// The log's entry for `count` bad lines skipped since its last one (folded into this one),
+/// with the last line's error.
+pub fn bad_lines_notice(count: u64, last_error: Option<&LineErrorView>) -> Notice {
+    let noun = litehit_core::display::bad_lines_noun(count);
+    let what = if count == 1 {
+        format!("{noun} skipped")
+    } else {
+        format!(
+            "{} {noun} skipped (folded into one entry)",
+            format::count(count)
+        )
+    };
+    let text = match last_error {
+        Some(error) => format!(
+            "{what}; the last, line {}: {}",
+            error.line_number,
+            format::fit(&error.message, LOGGED_ERROR_CHARS)
+        ),
+        None => what,
+    };
+    Notice::new(text, Style::new().yellow(), true)
+}
+
+/// The log's entry for `count` out-of-order timestamps (clamped) since its last one.
+pub fn out_of_order_notice(count: u64) -> Notice {
+    let noun = if count == 1 {
+        "out-of-order timestamp"
+    } else {
+        "out-of-order timestamps"
+    };
+    let folded = if count == 1 {
+        ""
+    } else {
+        " (folded into one entry)"
+    };
+    Notice::new(
+        format!("{} {noun} clamped{folded}", format::count(count)),
+        Style::new().yellow(),
+        false,
+    )
 }
 
 /// The notice of a `b` change to `block_bytes`: logged once per change by the app (the

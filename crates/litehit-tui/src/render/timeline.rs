@@ -338,6 +338,12 @@ pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
     draw(buf, area, &layout, snap, view);
 }
 
+/// Where the line of a series with one window starting at `x` (seconds) ends: at the
+/// window's end, within the axis.
+fn single_window_end(layout: &TimelineLayout, x: f64) -> f64 {
+    (x + layout.window_ns as f64 / 1e9).min(layout.plot.x_bounds[1])
+}
+
 /// The colour of the pool's line beside the totals (the slots have theirs, ∞ is gray).
 const POOL_BESIDE_COLOR: Color = Color::White;
 
@@ -376,14 +382,10 @@ fn draw(buf: &mut Buffer, area: Rect, layout: &TimelineLayout, snap: &LiveSnapsh
             .x_bounds(plot.x_bounds)
             .y_bounds(plot.y_bounds)
             .paint(|ctx| {
-                if points.len() == 1 {
-                    ctx.draw(&CanvasLine::new(
-                        points[0].0,
-                        points[0].1,
-                        points[0].0,
-                        points[0].1,
-                        color,
-                    ));
+                if let [(x, y)] = points[..] {
+                    // One window (a short trace): its rate over its whole width, not a dot.
+                    let end = single_window_end(layout, x);
+                    ctx.draw(&CanvasLine::new(x, y, end, y, color));
                 }
                 for pair in points.windows(2) {
                     ctx.draw(&CanvasLine::new(
@@ -398,6 +400,11 @@ fn draw(buf: &mut Buffer, area: Rect, layout: &TimelineLayout, snap: &LiveSnapsh
     for series in layout.series.iter().rev() {
         let Some(&(x, y)) = series.points.last() else {
             continue;
+        };
+        let x = if series.points.len() == 1 {
+            single_window_end(layout, x)
+        } else {
+            x
         };
         let label = series_label(snap, series.slot, series.pool_beside);
         let width = u16::try_from(label.chars().count()).unwrap_or(u16::MAX);
