@@ -65,12 +65,16 @@ impl Monitor {
             "/v1/trace",
             WAIT,
         );
-        Self {
+        let monitor = Self {
             child,
             port,
             stdout,
             facts,
-        }
+        };
+        // Its first JSON line: it now runs headless, its signal handlers set (a SIGTERM
+        // before them would end it with no line).
+        monitor.wait_for("a first JSON line", |_| true);
+        monitor
     }
 
     pub(crate) fn connect(&self) -> Client {

@@ -315,3 +315,25 @@ fn with_a_token_file_posts_need_the_bearer_token() {
     assert_eq!(last["http_refused"]["token"], 2, "{last}");
     assert_eq!(last["total"]["requests"], 1, "{last}");
 }
+
+/// Issue #27, low: hyper keeps the two largest `u64` lengths for itself and answered 431.
+#[test]
+fn a_content_length_hyper_cannot_hold_is_413_like_any_body_over_max_body() {
+    let dir = tempfile::tempdir().unwrap();
+    let monitor = Monitor::start(dir.path(), &["--block-size", "16"]);
+    for length in ["18446744073709551615", "18446744073709551614"] {
+        let head = format!(
+            "POST /v1/trace HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-ndjson\r\n\
+             Content-Length: {length}\r\n\r\n"
+        );
+        let reply = read_until_closed(&mut hold(monitor.port, head.as_bytes()));
+        assert_eq!(status_of(&reply), Some(413), "{length}: {reply}");
+        assert!(reply.contains("--max-body"), "{reply}");
+    }
+    // The guard changes nothing else: a plain post is read as sent.
+    assert_eq!(post_until_accepted(monitor.port, GOOD)["accepted"], 1);
+    let (code, last) = monitor.stop();
+    assert_eq!(code, Some(0), "{last}");
+    assert_eq!(last["http_refused"]["body_size"], 2, "{last}");
+    assert_eq!(last["total"]["requests"], 1, "{last}");
+}

@@ -27,7 +27,8 @@
 //! 403  a foreign Host (loopback binds) or Origin
 //! 404  another path          405  another method (Allow: POST)
 //! 408  the body paused longer than --http-idle-timeout
-//! 413  over --max-body (as sent, or once decompressed)
+//! 413  over --max-body (as sent, or once decompressed; a Content-Length hyper cannot hold
+//!      too, see `length_guard.rs`)
 //! 415  a Content-Type other than JSON lines, or a Content-Encoding other than gzip or identity
 //! 503  over --max-connections or --max-body-total (Retry-After), the monitor is stopping,
 //!      or finished (--exit-at-eof)
@@ -52,9 +53,11 @@ use tokio::sync::oneshot;
 use crate::{IngestEvent, LiveError, LiveHandle, Result};
 
 mod admission;
+mod length_guard;
 pub mod limits;
 
 pub use admission::ACCEPTED_CONTENT_TYPES;
+use length_guard::LengthGuard;
 use limits::{BodyLease, ConnectionLimits, HttpCounters, Refused};
 
 /// The one endpoint.
@@ -296,7 +299,7 @@ async fn serve(
                 let connection = hyper::server::conn::http1::Builder::new()
                     .timer(TokioTimer::new())
                     .header_read_timeout(state.limits.idle_timeout)
-                    .serve_connection(TokioIo::new(stream), service);
+                    .serve_connection(TokioIo::new(LengthGuard::new(stream)), service);
                 let connection = graceful.watch(connection);
                 tokio::spawn(async move {
                     // A client that hangs up mid-request is its own problem, not the monitor's;
