@@ -44,13 +44,8 @@ impl Monitor {
     /// `exec`s the monitor (one process, its pid the child's).
     pub(crate) fn start_limited(dir: &Path, limits: &str, extra: &[&str]) -> Self {
         let facts = dir.join("watch_facts.csv");
-        let mut command = litehit();
-        let program = command.get_program().to_owned();
-        command = std::process::Command::new("sh");
+        let mut command = litehit_under(limits);
         command
-            .arg("-c")
-            .arg(format!("{limits}exec \"$0\" \"$@\""))
-            .arg(program)
             .args(["watch", "--listen", "0", "--headless", "--interval", "0.2"])
             .arg("--facts-out")
             .arg(&facts)
@@ -123,6 +118,25 @@ impl Monitor {
         let last = last.expect("at least one JSON line");
         (status.code(), serde_json::from_str(&last).unwrap())
     }
+}
+
+/// [`litehit`] (its environment and stdin) run by `sh -c` after `limits` (`ulimit -n 1024 &&
+/// `), which `exec`s it: one process, its pid the child's.
+pub(crate) fn litehit_under(limits: &str) -> std::process::Command {
+    let plain = litehit();
+    let mut command = std::process::Command::new("sh");
+    command
+        .arg("-c")
+        .arg(format!("{limits}exec \"$0\" \"$@\""))
+        .arg(plain.get_program())
+        .stdin(std::process::Stdio::null());
+    for (name, value) in plain.get_envs() {
+        match value {
+            Some(value) => command.env(name, value),
+            None => command.env_remove(name),
+        };
+    }
+    command
 }
 
 impl Drop for Monitor {

@@ -12,7 +12,7 @@ use std::io::{Read as _, Write as _};
 use std::net::TcpStream;
 use std::time::Instant;
 
-use crate::http_ingest::{Monitor, WAIT};
+use crate::http_ingest::{Monitor, WAIT, litehit_under};
 use serde_json::Value;
 
 const GOOD: &str = r#"{"type":"get","instance_id":"a","timestamp_ns":1,"keys":[7],"input_len":20}"#;
@@ -336,4 +336,39 @@ fn a_content_length_hyper_cannot_hold_is_413_like_any_body_over_max_body() {
     assert_eq!(code, Some(0), "{last}");
     assert_eq!(last["http_refused"]["body_size"], 2, "{last}");
     assert_eq!(last["total"]["requests"], 1, "{last}");
+}
+
+/// A budget that cannot hold is said at start, before anything listens.
+#[test]
+fn budgets_that_cannot_hold_are_refused_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty_token = dir.path().join("token");
+    std::fs::write(&empty_token, "\n").unwrap();
+    let run = |limits: &str, flags: &[&str]| {
+        let output = litehit_under(limits)
+            .args(["watch", "--listen", "0", "--headless"])
+            .args(flags)
+            .output()
+            .unwrap();
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    let (code, stderr) = run("", &["--max-body", "1MiB", "--max-body-total", "1KiB"]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("--max-body-total 1024 is less than --max-body 1048576"),
+        "{stderr}"
+    );
+    let (code, stderr) = run("ulimit -n 1024 && ", &["--max-connections", "1000"]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("the open-files limit is 1024 (ulimit -n)")
+            && stderr.contains("give at most 896"),
+        "{stderr}"
+    );
+    let (code, stderr) = run("", &["--listen-token-file", empty_token.to_str().unwrap()]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("the file is empty"), "{stderr}");
 }
