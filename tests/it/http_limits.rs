@@ -110,12 +110,35 @@ fn idle_and_half_sent_connections_are_closed_and_a_paused_body_gets_408() {
     assert_eq!(last["total"]["requests"], 1, "{last}");
 }
 
+/// Raises this test process' own open-files limit to `needed` (within its hard limit), so
+/// that it can hold the connections the monitor under test is limited against.
+fn hold_enough_descriptors_here(needed: u64) {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let limit = getrlimit(Resource::Nofile);
+    if limit.current.is_some_and(|current| current < needed) {
+        assert!(
+            limit.maximum.is_none_or(|maximum| maximum >= needed),
+            "this test holds {needed} descriptors; the hard limit is {:?}",
+            limit.maximum
+        );
+        setrlimit(
+            Resource::Nofile,
+            Rlimit {
+                current: Some(needed),
+                maximum: limit.maximum,
+            },
+        )
+        .unwrap();
+    }
+}
+
 /// Issue #27 point 3: ~1,100 half-sent requests under a 1024-descriptor limit.
 #[test]
 fn held_connections_under_ulimit_n_1024_leave_the_follower_its_files_and_posts_their_turn() {
     const HELD: u64 = 1100;
     // `--max-connections`' default under `ulimit -n 1024`: 1024 less the 128 kept.
     const CAP: u64 = 896;
+    hold_enough_descriptors_here(HELD + 100);
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("trace.jsonl");
     std::fs::write(&trace, rows(1, 50)).unwrap();

@@ -17,7 +17,7 @@
 //! thread's), or stop the monitor: a bad request gets a 4xx, a bad line is a `rejected`
 //! entry of a 200 reply, and a body memory cannot hold is a 503. Every budget is bounded
 //! ([`limits`]: open connections, idle time, body memory across connections) and browsers are
-//! kept out ([`admission`]: `Host`, `Origin`, `Content-Type`, the optional bearer token); see
+//! kept out (`admission.rs`: `Host`, `Origin`, `Content-Type`, the optional bearer token); see
 //! docs/OPERATIONS.md for the budgets and `docs/SIDECAR.md` for a proxy in front.
 //!
 //! ```text
