@@ -106,7 +106,8 @@ fn post_all(port: u16, bodies: &[Vec<u8>]) -> u64 {
     let mut accepted = 0;
     for body in bodies {
         let head = format!(
-            "POST /v1/trace HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {}\r\n\r\n",
+            "POST /v1/trace HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-ndjson\r\n\
+             Content-Length: {}\r\n\r\n",
             body.len()
         );
         writer.write_all(head.as_bytes()).expect("send");

@@ -123,8 +123,8 @@ fn main() {
     let server = HttpServer::start_with(
         listener,
         Endpoints {
-            trace: None,
             metrics: true,
+            ..Endpoints::default()
         },
         &live,
     )

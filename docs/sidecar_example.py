@@ -11,6 +11,8 @@ tail included (it never becomes a key, but it counts in the hit-rate denominator
     python3 sidecar_example.py --demo --block-size 16
     # POST the rows to `litehit watch --listen 8080` instead of printing them
     python3 sidecar_example.py --demo --block-size 16 --post http://127.0.0.1:8080/v1/trace
+    # ... to a monitor started with --listen-token-file token.txt
+    python3 sidecar_example.py --demo --block-size 16 --post URL --token-file token.txt
 """
 
 import argparse
@@ -87,6 +89,7 @@ def main():
     parser.add_argument("--block-size", type=int, required=True, help="tokens per block")
     parser.add_argument("--demo", action="store_true", help="made-up requests, not stdin")
     parser.add_argument("--post", metavar="URL", help="POST the rows here instead of printing")
+    parser.add_argument("--token-file", metavar="PATH", help="with --post: the bearer token (watch --listen-token-file)")
     args = parser.parse_args()
     if args.block_size <= 0:
         parser.error("--block-size must be positive")
@@ -104,7 +107,11 @@ def main():
     if args.post:
         body = "".join(lines).encode()
         post = urllib.request.Request(args.post, data=body, method="POST")
+        # JSON lines: the monitor refuses the types a web page can send (text/plain, forms).
         post.add_header("Content-Type", "application/x-ndjson")
+        if args.token_file:
+            with open(args.token_file, encoding="utf-8") as token:
+                post.add_header("Authorization", "Bearer " + token.read().strip())
         with urllib.request.urlopen(post) as reply:
             print(reply.read().decode(), file=sys.stderr, end="")
     else:

@@ -149,6 +149,10 @@ fn pool_error(
 }
 
 #[derive(Debug, Subcommand)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "one value per run, parsed once: boxing `watch`'s flags would save nothing"
+)]
 pub enum Command {
     /// Replay a trace once and publish capacity-free facts (`litehit_facts.csv`)
     Replay(ReplayArgs),

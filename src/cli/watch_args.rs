@@ -15,7 +15,8 @@ use litehit_core::projector::Capacity;
 litehit watch /var/log/kv/trace.jsonl --capacity-gb 10,40,80\n  \
 litehit watch trace.jsonl --config litehit.json --from-end\n  \
 litehit watch trace.jsonl --headless --exit-at-eof --interval 1\n  \
-litehit watch --listen 8080 --headless   (rows POSTed to http://127.0.0.1:8080/v1/trace)\n  \
+litehit watch --listen 8080 --headless   (rows POSTed to http://127.0.0.1:8080/v1/trace \
+as application/x-ndjson)\n  \
 litehit watch trace.jsonl --headless --metrics-listen 9464   (Prometheus: GET /metrics)\n  \
 litehit watch --format openai gateway.jsonl --tokenizer Qwen3-8B/ --template-kwarg enable_thinking=false"
 )]
@@ -124,10 +125,11 @@ pub struct WatchArgs {
           value_parser = parse_duration_seconds)]
     pub window_seconds: f64,
 
-    /// Also take trace lines over HTTP: `POST /v1/trace`, read as if appended to TRACE (see
-    /// docs/SIDECAR.md). PORT alone listens on 127.0.0.1:PORT; any other address must be
-    /// given in full (IP:PORT) and is open to all who reach it: there is no authentication.
-    /// Port 0 takes a free port; the address is printed on stderr
+    /// Also take trace lines over HTTP: `POST /v1/trace` with `Content-Type:
+    /// application/x-ndjson` (or application/jsonl, application/json), read as if appended to
+    /// TRACE (see docs/SIDECAR.md). PORT alone listens on 127.0.0.1:PORT; any other address
+    /// must be given in full (IP:PORT) and is open to all who reach it unless
+    /// --listen-token-file is given. Port 0 takes a free port; the address is printed on stderr
     #[arg(long, value_name = "[IP:]PORT", value_parser = parse_listen_address)]
     pub listen: Option<SocketAddr>,
 
@@ -143,6 +145,38 @@ pub struct WatchArgs {
     #[arg(long, value_name = "BYTES", default_value = "64MiB", value_parser = parse_byte_size,
           requires = "listen")]
     pub max_body: u64,
+
+    /// With --listen: bytes all bodies being read may hold at once, as declared by their
+    /// Content-Length before any byte arrives, as they arrive, and once decompressed (at least
+    /// --max-body); a body over it gets 503 with Retry-After and the monitor goes on.
+    /// Default: 4 × --max-body (256MiB)
+    #[arg(long, value_name = "BYTES", value_parser = parse_byte_size, requires = "listen")]
+    pub max_body_total: Option<u64>,
+
+    /// With --listen or --metrics-listen: close a connection that has not sent a whole request
+    /// head this long after it opened or after its last reply (idle or half-sent), and answer
+    /// 408 to a body that pauses this long
+    #[arg(long, value_name = "SECONDS", default_value_t = 30.0,
+          value_parser = parse_duration_seconds)]
+    pub http_idle_timeout: f64,
+
+    /// With --listen or --metrics-listen: connections open at once, over both servers; more get
+    /// 503 and are closed at once. Default: the open-files limit (ulimit -n) less 128 kept for
+    /// the monitor's own files (the followed trace, the facts), at most 4096
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_connections: Option<u64>,
+
+    /// On a loopback --listen or --metrics-listen, a name besides 127.0.0.1, ::1 and localhost
+    /// that the Host header may carry (a proxy's name, e.g. monitor.internal); repeat or
+    /// comma-separate for more. Other names get 403 (DNS rebinding); a non-loopback bind
+    /// takes any Host
+    #[arg(long, value_name = "NAME", value_delimiter = ',')]
+    pub allowed_host: Vec<String>,
+
+    /// With --listen: posts must carry `Authorization: Bearer TOKEN`, TOKEN being this file's
+    /// content (surrounding whitespace ignored); others get 401
+    #[arg(long, value_name = "PATH", requires = "listen")]
+    pub listen_token_file: Option<PathBuf>,
 
     /// Serve `GET /metrics` in the Prometheus text format (see docs/OPERATIONS.md): hit tokens
     /// per instance and slot, the ∞ bound, the capacity for 50/90/95/99 % of it, unique
@@ -349,6 +383,41 @@ mod tests {
         assert_eq!(watch.args.max_body, 1 << 20);
         assert!(Watch::try_parse_from(["watch", "--listen", "1", "--max-body", "1MB"]).is_err());
         assert!(Watch::try_parse_from(["watch", "t", "--max-body", "1MiB"]).is_err());
+    }
+
+    #[test]
+    fn test_http_budgets_and_checks() {
+        let watch = Watch::parse_from(["watch", "--listen", "1"]);
+        assert_eq!(watch.args.max_body_total, None);
+        assert!((watch.args.http_idle_timeout - 30.0).abs() < f64::EPSILON);
+        assert_eq!(watch.args.max_connections, None);
+        let watch = Watch::parse_from([
+            "watch",
+            "--listen",
+            "1",
+            "--max-body-total",
+            "1GiB",
+            "--http-idle-timeout",
+            "2.5",
+            "--max-connections",
+            "100",
+            "--allowed-host",
+            "a.internal,b.internal",
+            "--allowed-host",
+            "c",
+            "--listen-token-file",
+            "token",
+        ]);
+        assert_eq!(watch.args.max_body_total, Some(1 << 30));
+        assert!((watch.args.http_idle_timeout - 2.5).abs() < f64::EPSILON);
+        assert_eq!(watch.args.max_connections, Some(100));
+        assert_eq!(watch.args.allowed_host, ["a.internal", "b.internal", "c"]);
+        assert_eq!(watch.args.listen_token_file, Some(PathBuf::from("token")));
+        assert!(
+            Watch::try_parse_from(["watch", "--listen", "1", "--max-connections", "0"]).is_err()
+        );
+        assert!(Watch::try_parse_from(["watch", "t", "--listen-token-file", "x"]).is_err());
+        assert!(Watch::try_parse_from(["watch", "t", "--max-body-total", "1GiB"]).is_err());
     }
 
     #[test]

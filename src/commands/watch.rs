@@ -15,6 +15,7 @@ use litehit_core::formats::{Compression, peek_first_line, read_magic};
 use litehit_core::projector::Capacity;
 use litehit_live::LiveSnapshot;
 use litehit_live::headless::{self, HeadlessOptions};
+use litehit_live::http::limits::{self, ConnectionLimits};
 use litehit_live::http::{Endpoints, HttpListener, HttpOptions, HttpServer};
 use litehit_live::ingest::{self, EngineForFormat, IngestConfig, LineTransform};
 use litehit_live::snapshot::FactsWrite;
@@ -42,8 +43,12 @@ pub fn run(args: &WatchArgs) -> color_eyre::Result<()> {
     // Bound before the monitor starts: a port in use is said now, and port 0 has its number.
     let (listener, metrics_listener, shared) = bind_listeners(args)?;
     config.listen = listener.as_ref().map(HttpListener::local_addr);
+    let http = http_budgets(args)?;
+    if listener.is_some() || metrics_listener.is_some() {
+        config.http_counters = Some(Arc::clone(&http.limits.counters));
+    }
     let live = ingest::spawn(config)?;
-    let servers = start_servers(args, &live, listener, metrics_listener, shared)?;
+    let servers = start_servers(&http, &live, listener, metrics_listener, shared)?;
     let last = if args.headless {
         let options = HeadlessOptions { interval };
         let last = headless::run(&live, options, &mut std::io::stdout().lock())?;
@@ -114,9 +119,9 @@ pub fn run(args: &WatchArgs) -> color_eyre::Result<()> {
 fn bind_listener(address: std::net::SocketAddr) -> color_eyre::Result<HttpListener> {
     if !address.ip().is_loopback() {
         eprintln!(
-            "litehit: warning: --listen {address} is not a loopback address and the endpoint \
-             has no authentication: anyone who reaches it can post rows (put an authenticating \
-             proxy in front, see docs/SIDECAR.md)"
+            "litehit: warning: --listen {address} is not a loopback address: anyone who reaches \
+             it can post rows unless --listen-token-file is given (or an authenticating proxy \
+             is in front, see docs/SIDECAR.md)"
         );
     }
     Ok(HttpListener::bind(address)?)
@@ -137,10 +142,74 @@ fn bind_listeners(
     Ok((listener, metrics_listener, shared))
 }
 
+/// The HTTP servers' budgets and checks, from the flags (both servers share `limits`, so the
+/// connection cap and the counters are the run's).
+struct HttpBudgets {
+    trace: HttpOptions,
+    limits: ConnectionLimits,
+}
+
+/// `--max-body-total`, `--http-idle-timeout`, `--max-connections`, `--allowed-host` and
+/// `--listen-token-file`, checked.
+fn http_budgets(args: &WatchArgs) -> color_eyre::Result<HttpBudgets> {
+    let max_body_total_bytes = match args.max_body_total {
+        Some(total) if total < args.max_body => bail!(
+            "--max-body-total {total} is less than --max-body {}: one body could never be held",
+            args.max_body
+        ),
+        Some(total) => total,
+        None => args
+            .max_body
+            .saturating_mul(litehit_live::http::DEFAULT_BODIES_IN_MEMORY),
+    };
+    let open_files = limits::open_files_limit();
+    let max_connections = match args.max_connections {
+        None => limits::default_max_connections(open_files),
+        Some(connections) => {
+            if let Some(open_files) = open_files
+                && connections.saturating_add(limits::RESERVED_FDS) > open_files
+            {
+                bail!(
+                    "--max-connections {connections} leaves the monitor too few file                      descriptors: the open-files limit is {open_files} (ulimit -n) and {} are                      kept for its own files; give at most {} or raise the limit",
+                    limits::RESERVED_FDS,
+                    open_files.saturating_sub(limits::RESERVED_FDS)
+                );
+            }
+            usize::try_from(connections).unwrap_or(usize::MAX)
+        }
+    };
+    let token = args
+        .listen_token_file
+        .as_deref()
+        .map(|path| {
+            let text = std::fs::read_to_string(path)
+                .wrap_err_with(|| format!("reading --listen-token-file {}", path.display()))?;
+            let token = text.trim();
+            if token.is_empty() {
+                bail!("--listen-token-file {}: the file is empty", path.display());
+            }
+            Ok(token.to_owned())
+        })
+        .transpose()?;
+    Ok(HttpBudgets {
+        trace: HttpOptions {
+            max_body_bytes: args.max_body,
+            max_body_total_bytes,
+            token,
+        },
+        limits: ConnectionLimits {
+            idle_timeout: seconds("--http-idle-timeout", args.http_idle_timeout)?,
+            max_connections,
+            allowed_hosts: args.allowed_host.clone(),
+            counters: Arc::default(),
+        },
+    })
+}
+
 /// Starts the HTTP servers on the bound sockets and says where they listen; they serve
 /// until dropped.
 fn start_servers(
-    args: &WatchArgs,
+    http: &HttpBudgets,
     live: &litehit_live::LiveHandle,
     listener: Option<HttpListener>,
     metrics_listener: Option<HttpListener>,
@@ -149,10 +218,9 @@ fn start_servers(
     let server = listener
         .map(|listener| {
             let endpoints = Endpoints {
-                trace: Some(HttpOptions {
-                    max_body_bytes: args.max_body,
-                }),
+                trace: Some(http.trace.clone()),
                 metrics: shared,
+                limits: http.limits.clone(),
             };
             HttpServer::start_with(listener, endpoints, live)
         })
@@ -169,6 +237,7 @@ fn start_servers(
             let endpoints = Endpoints {
                 trace: None,
                 metrics: true,
+                limits: http.limits.clone(),
             };
             HttpServer::start_with(listener, endpoints, live)
         })

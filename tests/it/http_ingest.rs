@@ -21,24 +21,30 @@ use litehit_core::workload::WorkloadConfig;
 use serde_json::Value;
 
 /// Longest wait for anything (startup, a reply, the exit): a hang fails the test.
-const WAIT: Duration = Duration::from_secs(120);
+pub(crate) const WAIT: Duration = Duration::from_secs(120);
 const CLIENTS: usize = 8;
 const ROWS_PER_CLIENT: usize = 10_000;
 const ROWS_PER_POST: usize = 500;
 
 /// A headless monitor with `--listen 0` and `--facts-out`, its port read from stderr.
-struct Monitor {
+pub(crate) struct Monitor {
     child: Child,
-    port: u16,
+    pub(crate) port: u16,
     stdout: mpsc::Receiver<String>,
     /// Where `--facts-out` writes when the monitor stops.
     facts: PathBuf,
 }
 
 impl Monitor {
-    fn start(dir: &Path, extra: &[&str]) -> Self {
+    pub(crate) fn start(dir: &Path, extra: &[&str]) -> Self {
+        Self::start_limited(dir, "", extra)
+    }
+
+    /// As [`Monitor::start`], run by `sh -c` after `limits` (`ulimit -n 1024 && `), which
+    /// `exec`s the monitor (one process, its pid the child's).
+    pub(crate) fn start_limited(dir: &Path, limits: &str, extra: &[&str]) -> Self {
         let facts = dir.join("watch_facts.csv");
-        let mut command = litehit();
+        let mut command = litehit_under(limits);
         command
             .args(["watch", "--listen", "0", "--headless", "--interval", "0.2"])
             .arg("--facts-out")
@@ -54,20 +60,40 @@ impl Monitor {
             "/v1/trace",
             WAIT,
         );
-        Self {
+        let monitor = Self {
             child,
             port,
             stdout,
             facts,
-        }
+        };
+        // Its first JSON line: it now runs headless, its signal handlers set (a SIGTERM
+        // before them would end it with no line).
+        monitor.wait_for("a first JSON line", |_| true);
+        monitor
     }
 
-    fn connect(&self) -> Client {
+    pub(crate) fn connect(&self) -> Client {
         Client::connect(self.port)
     }
 
+    /// The next headless JSON line that satisfies `done` (bounded by [`WAIT`]).
+    pub(crate) fn wait_for(&self, what: &str, done: impl Fn(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = self
+                .stdout
+                .recv_timeout(left)
+                .unwrap_or_else(|error| panic!("still not {what}: {error}"));
+            let json: Value = serde_json::from_str(&line).unwrap();
+            if done(&json) {
+                return json;
+            }
+        }
+    }
+
     /// SIGTERM, then the exit code and the last headless JSON line.
-    fn stop(mut self) -> (Option<i32>, Value) {
+    pub(crate) fn stop(mut self) -> (Option<i32>, Value) {
         send_signal(self.child.id(), "TERM");
         let deadline = Instant::now() + WAIT;
         let status = loop {
@@ -94,6 +120,25 @@ impl Monitor {
     }
 }
 
+/// [`litehit`] (its environment and stdin) run by `sh -c` after `limits` (`ulimit -n 1024 &&
+/// `), which `exec`s it: one process, its pid the child's.
+pub(crate) fn litehit_under(limits: &str) -> std::process::Command {
+    let plain = litehit();
+    let mut command = std::process::Command::new("sh");
+    command
+        .arg("-c")
+        .arg(format!("{limits}exec \"$0\" \"$@\""))
+        .arg(plain.get_program())
+        .stdin(std::process::Stdio::null());
+    for (name, value) in plain.get_envs() {
+        match value {
+            Some(value) => command.env(name, value),
+            None => command.env_remove(name),
+        };
+    }
+    command
+}
+
 impl Drop for Monitor {
     fn drop(&mut self) {
         // A failed test must not leave a monitor running.
@@ -103,25 +148,25 @@ impl Drop for Monitor {
 }
 
 /// One keep-alive HTTP/1.1 connection with hand-written requests.
-struct Client {
-    writer: TcpStream,
+pub(crate) struct Client {
+    pub(crate) writer: TcpStream,
     reader: BufReader<TcpStream>,
 }
 
 /// A parsed response.
 #[derive(Debug)]
-struct Reply {
-    status: u16,
+pub(crate) struct Reply {
+    pub(crate) status: u16,
     headers: Vec<(String, String)>,
-    body: String,
+    pub(crate) body: String,
 }
 
 impl Reply {
-    fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_str(&self.body).unwrap_or_else(|_| panic!("not JSON: {self:?}"))
     }
 
-    fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(key, _)| key.eq_ignore_ascii_case(name))
@@ -130,7 +175,7 @@ impl Reply {
 }
 
 impl Client {
-    fn connect(port: u16) -> Self {
+    pub(crate) fn connect(port: u16) -> Self {
         let stream = TcpStream::connect(("127.0.0.1", port)).expect("the monitor listens");
         stream.set_read_timeout(Some(WAIT)).unwrap();
         stream.set_write_timeout(Some(WAIT)).unwrap();
@@ -140,11 +185,11 @@ impl Client {
         }
     }
 
-    fn post(&mut self, body: &[u8], headers: &[(&str, &str)]) -> Reply {
+    pub(crate) fn post(&mut self, body: &[u8], headers: &[(&str, &str)]) -> Reply {
         self.request("POST", "/v1/trace", body, headers)
     }
 
-    fn request(
+    pub(crate) fn request(
         &mut self,
         method: &str,
         path: &str,
@@ -152,9 +197,21 @@ impl Client {
         headers: &[(&str, &str)],
     ) -> Reply {
         let mut head = format!(
-            "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {}\r\n",
+            "{method} {path} HTTP/1.1\r\nContent-Length: {}\r\n",
             body.len()
         );
+        let given = |header: &str| {
+            headers
+                .iter()
+                .any(|(name, _)| name.eq_ignore_ascii_case(header))
+        };
+        // This host, and posts in JSON lines, unless the test says otherwise.
+        if !given("host") {
+            head.push_str("Host: 127.0.0.1\r\n");
+        }
+        if method == "POST" && !given("content-type") {
+            head.push_str("Content-Type: application/x-ndjson\r\n");
+        }
         for (name, value) in headers {
             let _ = write!(head, "{name}: {value}\r\n"); // writing to a String cannot fail
         }
@@ -168,7 +225,8 @@ impl Client {
     /// A body sent in chunks, with no Content-Length announced.
     fn post_chunked(&mut self, body: &[u8]) -> Reply {
         let mut bytes =
-            b"POST /v1/trace HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+            b"POST /v1/trace HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-ndjson\r\n\
+              Transfer-Encoding: chunked\r\n\r\n"
                 .to_vec();
         for chunk in body.chunks(1000) {
             bytes.extend_from_slice(format!("{:x}\r\n", chunk.len()).as_bytes());
@@ -180,7 +238,7 @@ impl Client {
         self.read_reply()
     }
 
-    fn read_reply(&mut self) -> Reply {
+    pub(crate) fn read_reply(&mut self) -> Reply {
         let mut status_line = String::new();
         self.reader.read_line(&mut status_line).unwrap();
         let status: u16 = status_line

@@ -26,6 +26,7 @@ mod grammar_entry_points;
 mod horizon;
 mod horizon_surfaces;
 mod http_ingest;
+mod http_limits;
 mod key_shapes;
 mod memory;
 mod metrics;

@@ -195,6 +195,10 @@ pub struct Report {
     /// The HTTP ingest endpoint, with `--listen` (absent otherwise).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub http: Option<HttpDto>,
+    /// What the HTTP servers refused, with `--listen` or `--metrics-listen` (absent
+    /// otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub http_refused: Option<HttpRefusedDto>,
     pub memory: MemoryDto,
     pub bad_lines: u64,
     pub last_error: Option<ErrorDto>,
@@ -527,6 +531,28 @@ pub struct HttpDto {
     pub held_requests: u64,
 }
 
+/// The HTTP servers' refusals by reason, and what they hold now
+/// ([`crate::snapshot::HttpRefusals`]).
+#[derive(Debug, Serialize)]
+pub struct HttpRefusedDto {
+    pub open_connections: u64,
+    /// 503: over --max-connections.
+    pub connection_cap: u64,
+    /// 403: a foreign Host or Origin.
+    pub host_or_origin: u64,
+    /// 401: no or the wrong --listen-token-file token.
+    pub token: u64,
+    /// 415: not a JSON-lines Content-Type.
+    pub content_type: u64,
+    /// Idle, half-sent or paused past --http-idle-timeout.
+    pub timeout: u64,
+    /// 413: over --max-body.
+    pub body_size: u64,
+    /// 503: over --max-body-total (or memory).
+    pub body_memory: u64,
+    pub body_bytes_held: u64,
+}
+
 #[derive(Debug, Serialize)]
 pub struct MemoryDto {
     pub core_bytes: u64,
@@ -684,6 +710,17 @@ impl Report {
                 accepted_lines: http.accepted_lines,
                 rejected_lines: http.rejected_lines,
                 held_requests: http.held_requests,
+            }),
+            http_refused: snap.http_refused.map(|refused| HttpRefusedDto {
+                open_connections: refused.open_connections,
+                connection_cap: refused.connection_cap,
+                host_or_origin: refused.host_or_origin,
+                token: refused.token,
+                content_type: refused.content_type,
+                timeout: refused.timeout,
+                body_size: refused.body_size,
+                body_memory: refused.body_memory,
+                body_bytes_held: refused.body_bytes_held,
             }),
             memory: MemoryDto {
                 core_bytes: snap.memory.core_bytes,

@@ -19,8 +19,9 @@
 //!           rate meter, facts spill and facts writer (one file each)
 //! snapshot  LiveSnapshot: the finished numbers one frame shows
 //! headless  `--headless`: one JSON line per interval from the same snapshot
-//! http      `watch --listen`: POST /v1/trace hands each body to the ingest thread;
-//!           `--metrics-listen`: GET /metrics
+//! http/     `watch --listen`: POST /v1/trace hands each body to the ingest thread;
+//!           `--metrics-listen`: GET /metrics; limits (connections, idle time, body
+//!           memory) and admission (Host, Origin, Content-Type, bearer token)
 //! metrics   the latest snapshot in the Prometheus text format (names, labels, help)
 //! error     LiveError: what stops the monitor from starting (trace problems never do)
 //! ```
@@ -78,9 +79,6 @@ pub enum IngestEvent {
     /// A body posted to the HTTP endpoint, read through the same pipeline as file lines and
     /// answered on its reply channel.
     HttpBatch(http::HttpBatch),
-    /// The HTTP endpoint could not hold a posted body (`bytes` more were needed): the run
-    /// stops, out of memory, as when the engine cannot grow.
-    OutOfMemory { bytes: usize },
 }
 
 /// Sends commands to the ingest thread from any thread.

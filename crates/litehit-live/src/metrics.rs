@@ -27,6 +27,9 @@
 //! litehit_memory_horizon_bytes{instance}                gauge    with --memory-horizon only
 //! litehit_build_info{version}                           info
 //! litehit_pool_info{instance,shared_by}                 info     only with watch --pool
+//! litehit_http_refused_total{reason}                    counter  with --listen or --metrics-listen
+//! litehit_http_open_connections                         gauge    with --listen or --metrics-listen
+//! litehit_http_body_bytes                               gauge    with --listen or --metrics-listen
 //! ```
 
 use std::borrow::Cow;
@@ -405,6 +408,10 @@ fn encode_snapshot(snap: &LiveSnapshot, mut encoder: DescriptorEncoder) -> fmt::
 
     encode_horizon(&mut encoder, &lanes, &instances)?;
 
+    if let Some(refused) = &snap.http_refused {
+        encode_http(&mut encoder, refused)?;
+    }
+
     let metric = encoder.encode_descriptor(
         "litehit_build",
         "The litehit version",
@@ -414,6 +421,45 @@ fn encode_snapshot(snap: &LiveSnapshot, mut encoder: DescriptorEncoder) -> fmt::
     let mut metric = metric;
     metric.encode_info(&[("version", env!("CARGO_PKG_VERSION"))])?;
     Ok(())
+}
+
+/// `litehit_http_refused_total{reason}` and the HTTP servers' gauges (`--listen`,
+/// `--metrics-listen`).
+fn encode_http(
+    encoder: &mut DescriptorEncoder,
+    refused: &crate::snapshot::HttpRefusals,
+) -> fmt::Result {
+    let mut family = encoder.encode_descriptor(
+        "litehit_http_refused",
+        "Connections and requests the HTTP servers refused, by reason: connection_cap (503, \
+         --max-connections), host_or_origin (403), token (401), content_type (415), timeout \
+         (--http-idle-timeout), body_size (413, --max-body), body_memory (503, --max-body-total)",
+        None,
+        MetricType::Counter,
+    )?;
+    for (reason, count) in [
+        ("connection_cap", refused.connection_cap),
+        ("host_or_origin", refused.host_or_origin),
+        ("token", refused.token),
+        ("content_type", refused.content_type),
+        ("timeout", refused.timeout),
+        ("body_size", refused.body_size),
+        ("body_memory", refused.body_memory),
+    ] {
+        ConstCounter::new(count).encode(family.encode_family(&[("reason", reason)])?)?;
+    }
+    gauge(
+        encoder,
+        "litehit_http_open_connections",
+        "Connections the HTTP servers hold open now (at most --max-connections)",
+        refused.open_connections,
+    )?;
+    gauge(
+        encoder,
+        "litehit_http_body_bytes",
+        "Bytes the bodies being read hold now (at most --max-body-total)",
+        refused.body_bytes_held,
+    )
 }
 
 /// `litehit_memory_horizon_{blocks,bytes}{instance}`, for the lanes with a horizon: the

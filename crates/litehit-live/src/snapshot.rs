@@ -498,6 +498,31 @@ pub struct HttpStatus {
     pub held_requests: u64,
 }
 
+/// The HTTP servers' budgets and checks (`watch --listen`, `--metrics-listen`): what they
+/// refused so far, one counter per reason, and what they hold now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct HttpRefusals {
+    /// Connections open now.
+    pub open_connections: u64,
+    /// Connections refused over `--max-connections` (503).
+    pub connection_cap: u64,
+    /// Requests with a foreign `Host` or `Origin` (403).
+    pub host_or_origin: u64,
+    /// Posts without the `--listen-token-file` bearer token (401).
+    pub token: u64,
+    /// Posts whose `Content-Type` is not JSON lines (415).
+    pub content_type: u64,
+    /// Connections closed idle or half-sent, and bodies that paused, past
+    /// `--http-idle-timeout` (408).
+    pub timeout: u64,
+    /// Bodies over `--max-body` (413).
+    pub body_size: u64,
+    /// Bodies refused over `--max-body-total`, or that memory could not hold (503).
+    pub body_memory: u64,
+    /// Bytes the bodies being read hold now, against `--max-body-total`.
+    pub body_bytes_held: u64,
+}
+
 /// The background facts snapshot (`s`).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum FactsWrite {
@@ -544,6 +569,8 @@ pub struct LiveSnapshot {
     pub trace_format: Option<&'static str>,
     /// The HTTP ingest endpoint, with `--listen`.
     pub http: Option<HttpStatus>,
+    /// What the HTTP servers refused, with `--listen` or `--metrics-listen`.
+    pub http_refused: Option<HttpRefusals>,
     pub slots: Vec<Slot>,
     /// The cache tiers each lane's hits are split among (`watch --tiers`).
     pub tiers: Option<TierPlan>,

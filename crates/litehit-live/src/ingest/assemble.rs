@@ -262,6 +262,11 @@ impl Ingest {
                 held_requests: self.held_batches.len() as u64,
                 ..pipeline.http.clone()
             }),
+            http_refused: self
+                .config
+                .http_counters
+                .as_ref()
+                .map(|counters| counters.load()),
             slots: pipeline.slots.clone(),
             tiers: pipeline.tiers.clone(),
             timeline: pipeline.timeline.snapshot(

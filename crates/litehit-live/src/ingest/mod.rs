@@ -131,6 +131,8 @@ pub struct IngestConfig {
     pub follow_file: bool,
     /// The HTTP endpoint's address, shown in the snapshot (`watch --listen`).
     pub listen: Option<std::net::SocketAddr>,
+    /// The HTTP servers' refusal counters, copied into each snapshot (any server running).
+    pub http_counters: Option<Arc<crate::http::limits::HttpCounters>>,
     /// Every lane's memory horizon (`watch --memory-horizon`; `None`: exact at every
     /// capacity): see `Engine::with_memory_horizon`.
     pub memory_horizon: Option<Capacity>,
@@ -199,6 +201,7 @@ impl IngestConfig {
             engine_for_format: None,
             follow_file: true,
             listen: None,
+            http_counters: None,
             memory_horizon: None,
             line_transform: None,
             source_format: None,
@@ -486,10 +489,6 @@ impl Ingest {
                 }
             }
             IngestEvent::HttpBatch(batch) => self.read_batch(batch),
-            IngestEvent::OutOfMemory { bytes } => {
-                self.pipeline.run_out_of_memory(bytes);
-                self.stop_if_out_of_memory();
-            }
             IngestEvent::FactsWritten(result) => {
                 self.writing_facts = false;
                 self.facts_write = result;

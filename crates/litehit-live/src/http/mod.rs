@@ -15,16 +15,23 @@
 //!
 //! What it must never do: parse a trace line or touch engine state (that is the ingest
 //! thread's), or stop the monitor: a bad request gets a 4xx, a bad line is a `rejected`
-//! entry of a 200 reply. It has no authentication: it listens on loopback unless told
-//! otherwise (see `docs/SIDECAR.md` for a proxy in front).
+//! entry of a 200 reply, and a body memory cannot hold is a 503. Every budget is bounded
+//! ([`limits`]: open connections, idle time, body memory across connections) and browsers are
+//! kept out (`admission.rs`: `Host`, `Origin`, `Content-Type`, the optional bearer token); see
+//! docs/OPERATIONS.md for the budgets and `docs/SIDECAR.md` for a proxy in front.
 //!
 //! ```text
 //! 200  {"accepted":N,"rejected":M,"rejected_lines":[{"line":3,"reason":"…"}]}
 //! 400  the body could not be read, or is not valid gzip
+//! 401  --listen-token-file given, and no `Authorization: Bearer TOKEN` or the wrong one
+//! 403  a foreign Host (loopback binds) or Origin
 //! 404  another path          405  another method (Allow: POST)
-//! 413  over --max-body (as sent, or once decompressed)
-//! 415  a Content-Encoding other than gzip or identity
-//! 503  the monitor is stopping, or finished (--exit-at-eof)
+//! 408  the body paused longer than --http-idle-timeout
+//! 413  over --max-body (as sent, or once decompressed; a Content-Length hyper cannot hold
+//!      too, see `length_guard.rs`)
+//! 415  a Content-Type other than JSON lines, or a Content-Encoding other than gzip or identity
+//! 503  over --max-connections or --max-body-total (Retry-After), the monitor is stopping,
+//!      or finished (--exit-at-eof)
 //! ```
 
 use std::convert::Infallible;
@@ -38,17 +45,27 @@ use http_body_util::{BodyExt as _, Full, LengthLimitError, Limited};
 use hyper::body::{Bytes, Incoming};
 use hyper::header::{self, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use serde::Serialize;
 use tokio::sync::oneshot;
 
 use crate::{IngestEvent, LiveError, LiveHandle, Result};
 
+mod admission;
+mod length_guard;
+pub mod limits;
+
+pub use admission::ACCEPTED_CONTENT_TYPES;
+use length_guard::LengthGuard;
+use limits::{BodyLease, ConnectionLimits, HttpCounters, Refused};
+
 /// The one endpoint.
 pub const TRACE_PATH: &str = "/v1/trace";
 /// Default of `--max-body`.
 pub const DEFAULT_MAX_BODY_BYTES: u64 = 64 << 20;
+/// Default of `--max-body-total`, in bodies of `--max-body` bytes.
+pub const DEFAULT_BODIES_IN_MEMORY: u64 = 4;
 /// At shutdown, requests being read get this long to be answered.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 /// Threads that read and decompress bodies (parsing is the ingest thread's).
@@ -91,16 +108,23 @@ pub struct HttpBatch {
 }
 
 /// What the endpoint accepts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HttpOptions {
     /// Larger bodies get 413, as sent and once decompressed (`--max-body`).
     pub max_body_bytes: u64,
+    /// Bytes all bodies being read hold at once, as declared or as they arrive, and once
+    /// decompressed (`--max-body-total`); a body over it gets 503 (at least `max_body_bytes`).
+    pub max_body_total_bytes: u64,
+    /// Posts must carry `Authorization: Bearer TOKEN` (`--listen-token-file`).
+    pub token: Option<String>,
 }
 
 impl Default for HttpOptions {
     fn default() -> Self {
         Self {
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            max_body_total_bytes: DEFAULT_BODIES_IN_MEMORY * DEFAULT_MAX_BODY_BYTES,
+            token: None,
         }
     }
 }
@@ -133,12 +157,14 @@ impl HttpListener {
 
 /// What one server serves: `POST /v1/trace` (`--listen`), `GET /metrics`
 /// (`--metrics-listen`), or both when the two flags name the same address.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 pub struct Endpoints {
     /// `POST /v1/trace`, with its limits.
     pub trace: Option<HttpOptions>,
     /// `GET /metrics`: the latest snapshot in the Prometheus text format.
     pub metrics: bool,
+    /// Open connections, idle time and the names a loopback bind answers to.
+    pub limits: ConnectionLimits,
 }
 
 /// The running endpoint; dropping it stops accepting, lets requests being read finish (for
@@ -155,7 +181,7 @@ impl HttpServer {
     pub fn start(listener: HttpListener, options: HttpOptions, live: &LiveHandle) -> Result<Self> {
         let endpoints = Endpoints {
             trace: Some(options),
-            metrics: false,
+            ..Endpoints::default()
         };
         Self::start_with(listener, endpoints, live)
     }
@@ -178,12 +204,12 @@ impl HttpServer {
         let state = Arc::new(State {
             events: live.events.clone(),
             trace: endpoints.trace.is_some(),
-            max_body_bytes: endpoints
-                .trace
-                .map_or(DEFAULT_MAX_BODY_BYTES, |options| options.max_body_bytes),
+            options: endpoints.trace.unwrap_or_default(),
             metrics: endpoints
                 .metrics
                 .then(|| crate::metrics::Exporter::new(live.snapshots())),
+            loopback_bind: local_addr.ip().is_loopback(),
+            limits: endpoints.limits,
         });
         let (stop, stopped) = oneshot::channel();
         let thread = std::thread::Builder::new()
@@ -221,9 +247,18 @@ struct State {
     events: Sender<IngestEvent>,
     /// Whether `POST /v1/trace` is served here.
     trace: bool,
-    max_body_bytes: u64,
+    options: HttpOptions,
     /// `GET /metrics`, when served here.
     metrics: Option<crate::metrics::Exporter>,
+    /// Whether the socket is bound to a loopback address (then `Host` is checked).
+    loopback_bind: bool,
+    limits: ConnectionLimits,
+}
+
+impl State {
+    fn counters(&self) -> &Arc<HttpCounters> {
+        &self.limits.counters
+    }
 }
 
 async fn serve(
@@ -247,17 +282,32 @@ async fn serve(
                     tokio::time::sleep(ACCEPT_BACKOFF).await;
                     continue;
                 };
-                let state = Arc::clone(&state);
+                let counters = Arc::clone(state.counters());
+                let Some(open) = counters.open_connection(state.limits.max_connections) else {
+                    // Over the cap: said at once and closed, so the descriptor is back now.
+                    counters.count(Refused::ConnectionCap);
+                    let _ = stream.try_write(limits::OVER_CAP_REPLY);
+                    continue;
+                };
+                let service_state = Arc::clone(&state);
                 let service = hyper::service::service_fn(move |request| {
-                    let state = Arc::clone(&state);
+                    let state = Arc::clone(&service_state);
                     async move { Ok::<_, Infallible>(handle(request, &state).await) }
                 });
+                // A connection that has not sent a whole head this long after it opened, or
+                // after its last reply, is closed (half-sent requests, idle keep-alives).
                 let connection = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), service);
+                    .timer(TokioTimer::new())
+                    .header_read_timeout(state.limits.idle_timeout)
+                    .serve_connection(TokioIo::new(LengthGuard::new(stream)), service);
                 let connection = graceful.watch(connection);
                 tokio::spawn(async move {
-                    // A client that hangs up mid-request is its own problem, not the monitor's.
-                    let _ = connection.await;
+                    // A client that hangs up mid-request is its own problem, not the monitor's;
+                    // one that idled past the timeout is counted.
+                    if connection.await.is_err_and(|error| error.is_timeout()) {
+                        counters.count(Refused::Timeout);
+                    }
+                    drop(open);
                 });
             }
         }
@@ -266,10 +316,12 @@ async fn serve(
     let _ = tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown()).await;
 }
 
-/// A request refused before (or instead of) reading it: status and message.
+/// A request refused before (or instead of) reading it: status and message, and the counter
+/// it goes to (if it is one of the budgets' or checks').
 struct Refusal {
     status: StatusCode,
     message: String,
+    counted: Option<Refused>,
 }
 
 impl Refusal {
@@ -277,11 +329,29 @@ impl Refusal {
         Self {
             status,
             message: message.into(),
+            counted: None,
+        }
+    }
+
+    fn counted(status: StatusCode, message: impl Into<String>, refused: Refused) -> Self {
+        Self {
+            counted: Some(refused),
+            ..Self::new(status, message)
         }
     }
 }
 
 async fn handle(request: Request<Incoming>, state: &State) -> Response<Full<Bytes>> {
+    if let Err(message) = admission::check_host_and_origin(
+        request.headers(),
+        state.loopback_bind,
+        &state.limits.allowed_hosts,
+    ) {
+        return refusal_response(
+            state,
+            &Refusal::counted(StatusCode::FORBIDDEN, message, Refused::HostOrOrigin),
+        );
+    }
     if let Some(exporter) = &state.metrics
         && request.uri().path() == crate::metrics::METRICS_PATH
     {
@@ -289,19 +359,33 @@ async fn handle(request: Request<Incoming>, state: &State) -> Response<Full<Byte
     }
     match read_batch(request, state).await {
         Ok(report) => json_response(StatusCode::OK, &report),
-        Err(refusal) => {
-            let mut response = json_response(
-                refusal.status,
-                &serde_json::json!({ "error": refusal.message }),
-            );
-            if refusal.status == StatusCode::METHOD_NOT_ALLOWED {
-                response
-                    .headers_mut()
-                    .insert(header::ALLOW, HeaderValue::from_static("POST"));
-            }
-            response
+        Err(refusal) => refusal_response(state, &refusal),
+    }
+}
+
+/// The reply to a refused request (counted, if it is one of the budgets' or checks').
+fn refusal_response(state: &State, refusal: &Refusal) -> Response<Full<Bytes>> {
+    let mut response = json_response(
+        refusal.status,
+        &serde_json::json!({ "error": refusal.message }),
+    );
+    let headers = response.headers_mut();
+    match refusal.status {
+        StatusCode::METHOD_NOT_ALLOWED => {
+            headers.insert(header::ALLOW, HeaderValue::from_static("POST"));
+        }
+        StatusCode::UNAUTHORIZED => {
+            headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        _ => {}
+    }
+    if let Some(refused) = refusal.counted {
+        state.counters().count(refused);
+        if refused == Refused::BodyMemory {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
         }
     }
+    response
 }
 
 async fn read_batch(
@@ -333,12 +417,14 @@ async fn read_batch(
             ),
         ));
     }
+    admit_post(request.headers(), state)?;
     let gzip = is_gzip(&request)?;
-    let max = state.max_body_bytes;
+    let max = state.options.max_body_bytes;
     let too_large = || {
-        Refusal::new(
+        Refusal::counted(
             StatusCode::PAYLOAD_TOO_LARGE,
             format!("the body is over the limit of {max} bytes (--max-body)"),
+            Refused::BodySize,
         )
     };
     let declared = request
@@ -349,31 +435,42 @@ async fn read_batch(
         return Err(too_large());
     }
     let limit = usize::try_from(max).unwrap_or(usize::MAX);
-    let body = read_body(request.into_body(), limit, declared)
-        .await
-        .map_err(|error| match error {
-            BodyError::TooLarge => too_large(),
-            BodyError::OutOfMemory(bytes) => out_of_memory(state, bytes),
-            BodyError::Read(message) => Refusal::new(
-                StatusCode::BAD_REQUEST,
-                format!("reading the body failed: {message}"),
-            ),
-        })?;
-    let body = if gzip && !body.is_empty() {
-        tokio::task::spawn_blocking(move || gunzip(&body, max))
-            .await
-            .map_err(|error| {
-                Refusal::new(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    format!("decompressing the body failed: {error}"),
-                )
-            })?
-            .map_err(|error| match error {
-                GunzipError::Refused(refusal) => refusal,
-                GunzipError::OutOfMemory(bytes) => out_of_memory(state, bytes),
-            })?
+    let memory = BodyMemory {
+        counters: state.counters(),
+        total_bytes: state.options.max_body_total_bytes,
+    };
+    let mut lease = BodyLease::new(state.counters());
+    // What a body declares is taken from the budget before any byte of it is held, so
+    // declarations alone cannot hold more than the budget (the bytes come as they arrive).
+    if let Some(length) = declared
+        && !memory.grow(&mut lease, length)
+    {
+        return Err(memory.refusal(length));
+    }
+    let idle_timeout = state.limits.idle_timeout;
+    let body = read_body(
+        request.into_body(),
+        limit,
+        declared,
+        idle_timeout,
+        &memory,
+        &mut lease,
+    )
+    .await
+    .map_err(|error| match error {
+        BodyError::TooLarge => too_large(),
+        BodyError::OutOfMemory(bytes) => memory.refusal(bytes as u64),
+        BodyError::Idle => idle_refusal(idle_timeout),
+        BodyError::Read(message) => Refusal::new(
+            StatusCode::BAD_REQUEST,
+            format!("reading the body failed: {message}"),
+        ),
+    })?;
+    // The lease is held until the ingest thread has read the body (the end of this function).
+    let (body, _lease) = if gzip && !body.is_empty() {
+        gunzip_within(body, state, lease).await?
     } else {
-        body
+        (body, lease)
     };
     let (reply, answer) = oneshot::channel();
     let stopping = || {
@@ -394,6 +491,63 @@ async fn read_batch(
         )),
         Err(_) => Err(stopping()),
     }
+}
+
+/// The bearer token (with `--listen-token-file`) and the JSON-lines `Content-Type` of a post.
+fn admit_post(headers: &hyper::HeaderMap, state: &State) -> std::result::Result<(), Refusal> {
+    if let Some(token) = &state.options.token
+        && !admission::has_token(headers, token)
+    {
+        return Err(Refusal::counted(
+            StatusCode::UNAUTHORIZED,
+            "no bearer token, or not the one of --listen-token-file: send \
+             'Authorization: Bearer TOKEN'",
+            Refused::Token,
+        ));
+    }
+    admission::check_content_type(headers).map_err(|message| {
+        Refusal::counted(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            message,
+            Refused::ContentType,
+        )
+    })
+}
+
+/// Decompresses a gzip `body` on a blocking thread, its lines held within `lease` (grown
+/// from the body-memory budget); returns the lines and the lease.
+async fn gunzip_within(
+    body: Vec<u8>,
+    state: &State,
+    mut lease: BodyLease,
+) -> std::result::Result<(Vec<u8>, BodyLease), Refusal> {
+    let counters = Arc::clone(state.counters());
+    let total_bytes = state.options.max_body_total_bytes;
+    let max = state.options.max_body_bytes;
+    let (lines, lease) = tokio::task::spawn_blocking(move || {
+        let memory = BodyMemory {
+            counters: &counters,
+            total_bytes,
+        };
+        let lines = gunzip(&body, max, |bytes| memory.grow(&mut lease, bytes as u64));
+        (lines, lease)
+    })
+    .await
+    .map_err(|error| {
+        Refusal::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("decompressing the body failed: {error}"),
+        )
+    })?;
+    let memory = BodyMemory {
+        counters: state.counters(),
+        total_bytes,
+    };
+    let lines = lines.map_err(|error| match error {
+        GunzipError::Refused(refusal) => refusal,
+        GunzipError::OutOfMemory(bytes) => memory.refusal(bytes as u64),
+    })?;
+    Ok((lines, lease))
 }
 
 /// Whether the body is gzip (`Content-Encoding: gzip`); any other encoding but `identity` is
@@ -423,28 +577,74 @@ fn is_gzip(request: &Request<Incoming>) -> std::result::Result<bool, Refusal> {
 enum BodyError {
     /// Over `--max-body`.
     TooLarge,
-    /// Holding it needed this many more bytes than memory had.
+    /// Holding it needed this many bytes, over `--max-body-total` or more than memory had.
     OutOfMemory(usize),
+    /// No byte came for `--http-idle-timeout`.
+    Idle,
     Read(String),
 }
 
-/// Reads a body of at most `limit` bytes into one buffer that grows fallibly (a body
-/// larger than memory is an error that stops the run cleanly, never an abort).
+/// The 408 to a body that paused longer than `--http-idle-timeout`.
+fn idle_refusal(idle_timeout: Duration) -> Refusal {
+    Refusal::counted(
+        StatusCode::REQUEST_TIMEOUT,
+        format!(
+            "the body paused longer than {} s (--http-idle-timeout)",
+            idle_timeout.as_secs_f64()
+        ),
+        Refused::Timeout,
+    )
+}
+
+/// The body-memory budget every request's lease is taken from.
+struct BodyMemory<'a> {
+    counters: &'a Arc<HttpCounters>,
+    total_bytes: u64,
+}
+
+impl BodyMemory<'_> {
+    /// Grows `lease` to hold at least `bytes`; false when the budget has not that much left.
+    fn grow(&self, lease: &mut BodyLease, bytes: u64) -> bool {
+        let more = bytes.saturating_sub(lease.bytes());
+        more == 0 || self.counters.grow_lease(lease, more, self.total_bytes)
+    }
+
+    /// The 503 for a body the budget (or memory) cannot hold now; the monitor goes on.
+    fn refusal(&self, bytes: u64) -> Refusal {
+        Refusal::counted(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "bodies being read hold too much memory to take {bytes} bytes more (at most {} \
+                 bytes at once, --max-body-total); retry later",
+                self.total_bytes
+            ),
+            Refused::BodyMemory,
+        )
+    }
+}
+
+/// Reads a body of at most `limit` bytes into one buffer that grows, as bytes arrive, within
+/// `lease` (grown from `memory` as needed) and fallibly (a body memory cannot hold is a 503 to
+/// its client, never an abort nor a stop).
 async fn read_body(
     body: Incoming,
     limit: usize,
     declared: Option<u64>,
+    idle_timeout: Duration,
+    memory: &BodyMemory<'_>,
+    lease: &mut BodyLease,
 ) -> std::result::Result<Vec<u8>, BodyError> {
     let mut body = Limited::new(body, limit);
     let mut bytes: Vec<u8> = Vec::new();
-    // The declared length (already checked against the limit) is reserved at once.
+    // The buffer never grows past what was declared (already checked against the limit).
     let declared = declared.and_then(|length| usize::try_from(length).ok());
-    if let Some(length) = declared {
-        bytes
-            .try_reserve_exact(length)
-            .map_err(|_| BodyError::OutOfMemory(length))?;
-    }
-    while let Some(frame) = body.frame().await {
+    loop {
+        let Some(frame) = tokio::time::timeout(idle_timeout, body.frame())
+            .await
+            .map_err(|_| BodyError::Idle)?
+        else {
+            break;
+        };
         let frame = frame.map_err(|error| {
             if error.downcast_ref::<LengthLimitError>().is_some() {
                 BodyError::TooLarge
@@ -453,43 +653,62 @@ async fn read_body(
             }
         })?;
         if let Ok(data) = frame.into_data() {
-            bytes
-                .try_reserve(data.len())
-                .map_err(|_| BodyError::OutOfMemory(bytes.len().saturating_add(data.len())))?;
+            let needed = bytes.len().saturating_add(data.len());
+            if needed > bytes.capacity() {
+                let capacity = needed
+                    .max(bytes.capacity().saturating_mul(2))
+                    .min(declared.unwrap_or(limit).max(needed));
+                if !memory.grow(lease, capacity as u64) {
+                    return Err(BodyError::OutOfMemory(capacity));
+                }
+                bytes
+                    .try_reserve_exact(capacity - bytes.len())
+                    .map_err(|_| BodyError::OutOfMemory(capacity))?;
+            }
             bytes.extend_from_slice(&data);
         }
     }
     Ok(bytes)
 }
 
-/// The reply to a body that memory could not hold; the run stops, out of memory (the ingest
-/// thread says so on every surface and the command exits 1).
-fn out_of_memory(state: &State, bytes: usize) -> Refusal {
-    let _ = state.events.send(IngestEvent::OutOfMemory { bytes });
-    Refusal::new(
-        StatusCode::SERVICE_UNAVAILABLE,
-        format!("out of memory holding a {bytes}-byte body; the monitor stops"),
-    )
-}
-
 /// Why a gzip body could not be decompressed.
 enum GunzipError {
     Refused(Refusal),
-    /// The decompressed lines needed this many bytes more than memory had.
+    /// The decompressed lines needed this many bytes, over `--max-body-total` or more than
+    /// memory had.
     OutOfMemory(usize),
 }
 
 /// Decompresses a gzip body (several members are read as one stream, as `gzip -c a b`
-/// writes them), refusing one that grows past `max_bytes`; the output grows fallibly.
-fn gunzip(body: &[u8], max_bytes: u64) -> std::result::Result<Vec<u8>, GunzipError> {
+/// writes them), refusing one that grows past `max_bytes`; the output grows fallibly, each
+/// growth first allowed by `may_hold` (given the output's new capacity).
+fn gunzip(
+    body: &[u8],
+    max_bytes: u64,
+    mut may_hold: impl FnMut(usize) -> bool,
+) -> std::result::Result<Vec<u8>, GunzipError> {
     const STEP: usize = 64 * 1024;
     let mut lines = Vec::new();
     let mut decoder = flate2::read::MultiGzDecoder::new(body).take(max_bytes.saturating_add(1));
+    let ceiling = usize::try_from(max_bytes.saturating_add(1)).unwrap_or(usize::MAX);
     loop {
         if lines.capacity() - lines.len() < STEP {
-            lines
-                .try_reserve(STEP)
-                .map_err(|_| GunzipError::OutOfMemory(lines.len().saturating_add(STEP)))?;
+            // Never more than one byte past the limit (which `take` stops at), and always
+            // room for one more byte.
+            let capacity = lines
+                .capacity()
+                .saturating_mul(2)
+                .max(lines.len().saturating_add(STEP))
+                .min(ceiling)
+                .max(lines.len().saturating_add(1));
+            if capacity > lines.capacity() {
+                if !may_hold(body.len().saturating_add(capacity)) {
+                    return Err(GunzipError::OutOfMemory(capacity));
+                }
+                lines
+                    .try_reserve_exact(capacity - lines.len())
+                    .map_err(|_| GunzipError::OutOfMemory(capacity))?;
+            }
         }
         let start = lines.len();
         lines.resize(lines.capacity(), 0);
@@ -508,13 +727,14 @@ fn gunzip(body: &[u8], max_bytes: u64) -> std::result::Result<Vec<u8>, GunzipErr
         };
         lines.truncate(start + read);
         if read == 0 {
-            break; // a read into at least `STEP` bytes of room gave none: the end
+            break; // a read into some room gave none: the end
         }
     }
     if lines.len() as u64 > max_bytes {
-        return Err(GunzipError::Refused(Refusal::new(
+        return Err(GunzipError::Refused(Refusal::counted(
             StatusCode::PAYLOAD_TOO_LARGE,
             format!("the body decompresses to more than {max_bytes} bytes (--max-body)"),
+            Refused::BodySize,
         )));
     }
     Ok(lines)
@@ -580,12 +800,12 @@ mod tests {
     fn gunzip_reads_concatenated_members() {
         let mut body = gzip(b"a\n");
         body.extend(gzip(b"b\n"));
-        assert_eq!(gunzip(&body, 100).ok().unwrap(), b"a\nb\n");
+        assert_eq!(gunzip(&body, 100, |_| true).ok().unwrap(), b"a\nb\n");
     }
 
     #[test]
     fn gunzip_refuses_garbage_and_bombs() {
-        let refused = |body: &[u8], max| match gunzip(body, max) {
+        let refused = |body: &[u8], max| match gunzip(body, max, |_| true) {
             Err(GunzipError::Refused(refusal)) => refusal,
             _ => panic!("refused expected"),
         };
@@ -598,7 +818,28 @@ mod tests {
         );
         let bomb = refused(&gzip(&[b'x'; 1000]), 999);
         assert_eq!(bomb.status, StatusCode::PAYLOAD_TOO_LARGE);
-        assert_eq!(gunzip(&gzip(&[b'x'; 1000]), 1000).ok().unwrap().len(), 1000);
+        assert_eq!(
+            gunzip(&gzip(&[b'x'; 1000]), 1000, |_| true)
+                .ok()
+                .unwrap()
+                .len(),
+            1000
+        );
+    }
+
+    #[test]
+    fn gunzip_grows_only_as_far_as_it_may_hold() {
+        let packed = gzip(&vec![b'x'; 200_000]);
+        let mut largest = 0;
+        let lines = gunzip(&packed, 200_000, |bytes| {
+            largest = largest.max(bytes);
+            true
+        });
+        assert_eq!(lines.ok().unwrap().len(), 200_000);
+        // The compressed body and at most one byte past the limit.
+        assert!(largest <= packed.len() + 200_001, "{largest}");
+        let refused = gunzip(&packed, 200_000, |bytes| bytes < 100_000);
+        assert!(matches!(refused, Err(GunzipError::OutOfMemory(_))));
     }
 
     #[test]
