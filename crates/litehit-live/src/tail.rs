@@ -19,6 +19,16 @@
 //! long, or a modification time that long ago (a backlog of old generations drains at full
 //! speed). A writer that still appends to a renamed file is read until then.
 //!
+//! A generation queued behind the one being read is watched too: truncated (and maybe
+//! refilled) before its turn — a writer that restarts within the rotation grace and reopens
+//! its log with `"w"` — it counts what it held (seen, never read) as lost bytes, and what it
+//! holds then is read. A finished generation of the followed file is remembered by identity
+//! with the offset reached and its fingerprints (the last [`REMEMBERED_GENERATIONS`]): when
+//! it comes back at the path (a symlink flipped back, a file renamed back) it is read from
+//! where reading stopped, so nothing is read twice and what was appended since is read; a
+//! file that no longer holds what was read there (inode reused, truncated) is read from its
+//! start. A followed directory forgets the files it read once they are gone from it.
+//!
 //! Truncation is detected by more than length: the file shrank below what was read, or its
 //! first bytes are no longer the ones read (truncated and refilled past the old offset before
 //! the next check). After a truncation the file is read from its start; what was not read of
@@ -188,6 +198,65 @@ impl Generation {
         Ok(now[..read] != self.head[..])
     }
 
+    /// For a generation queued and not read yet: whether content it held was replaced since it
+    /// was last looked at (it shrank below the length seen, or its first bytes changed — a
+    /// writer that restarts and reopens its log with `"w"`). Returns the bytes lost (seen,
+    /// never read); what it holds now is then read from its start.
+    fn lost_while_queued(&mut self) -> io::Result<Option<u64>> {
+        let len = self.file.metadata()?.len();
+        let mut now = vec![0; self.head.len()];
+        let read = read_at(&self.file, &mut now, 0)?;
+        if len >= self.known_len && now[..read] == self.head[..] {
+            self.known_len = len;
+            return Ok(None);
+        }
+        let lost = self.known_len.saturating_sub(self.read_offset);
+        self.read_offset = 0;
+        self.file.seek(SeekFrom::Start(0))?;
+        self.known_len = len;
+        self.recent.clear();
+        self.head.clear();
+        self.take_head()?;
+        Ok(Some(lost))
+    }
+
+    /// Reads its first bytes (up to [`FINGERPRINT_BYTES`]) as its fingerprint, without moving
+    /// the read position: a generation queued now is then known by content as well.
+    fn take_head(&mut self) -> io::Result<()> {
+        if !self.head.is_empty() || self.read_offset > 0 {
+            return Ok(());
+        }
+        let mut head = vec![0; FINGERPRINT_BYTES];
+        let read = read_at(&self.file, &mut head, 0)?;
+        head.truncate(read);
+        self.head = head;
+        Ok(())
+    }
+
+    /// Whether this file is `before` (same identity, still holding what was read of it: the
+    /// same first bytes and the same bytes just before the offset reached): then reading
+    /// resumes there, so nothing is read twice and what was appended since is read.
+    fn resume(&mut self, before: &ReadBefore) -> io::Result<bool> {
+        if self.identity != Some(before.identity) || self.known_len < before.read_offset {
+            return Ok(false);
+        }
+        let mut head = vec![0; before.head.len()];
+        let mut recent = vec![0; before.recent.len()];
+        let recent_at = before.read_offset - before.recent.len() as u64;
+        if read_at(&self.file, &mut head, 0)? != head.len()
+            || head != before.head
+            || read_at(&self.file, &mut recent, recent_at)? != recent.len()
+            || recent != before.recent
+        {
+            return Ok(false);
+        }
+        self.file.seek(SeekFrom::Start(before.read_offset))?;
+        self.read_offset = before.read_offset;
+        self.head.clone_from(&before.head);
+        self.recent.clone_from(&before.recent);
+        Ok(true)
+    }
+
     /// Whether its last change is at least `grace` old.
     fn quiet_for(&self, grace: Duration) -> bool {
         let modified = self.file.metadata().and_then(|meta| meta.modified());
@@ -197,6 +266,20 @@ impl Generation {
                 .is_ok_and(|age| age >= grace)
         })
     }
+}
+
+/// How many finished generations [`Tailer`] remembers (identity, offset reached and
+/// fingerprints, about 200 bytes each), so one that comes back at the path (a symlink flipped
+/// back, a file renamed back) is not read again; the oldest is forgotten first.
+pub const REMEMBERED_GENERATIONS: usize = 256;
+
+/// A generation read before and finished: where reading stopped, and what it held there.
+#[derive(Debug, Clone)]
+struct ReadBefore {
+    identity: FileIdentity,
+    read_offset: u64,
+    head: Vec<u8>,
+    recent: Vec<u8>,
 }
 
 /// A file of a followed directory, not opened yet.
@@ -273,8 +356,12 @@ pub struct Tailer {
     current_renamed_away: bool,
     /// Generations waiting their turn, oldest first.
     queue: VecDeque<Queued>,
-    /// Directory entries already read or skipped: `(path, identity)`.
+    /// Directory entries already read or skipped: `(path, identity)`; entries no longer in
+    /// the directory are forgotten at the next listing, so this is bounded by its size.
     done: std::collections::HashSet<(PathBuf, Option<(u64, u64)>)>,
+    /// Generations of the followed file read and finished, newest last (at most
+    /// [`REMEMBERED_GENERATIONS`]): one back at the path resumes where reading stopped.
+    read_before: VecDeque<ReadBefore>,
     /// Read but not yet handed out: `buffer[handed_out..]` starts with the pending partial line.
     buffer: Vec<u8>,
     handed_out: usize,
@@ -356,6 +443,7 @@ impl Tailer {
             current_renamed_away: false,
             queue: VecDeque::new(),
             done: std::collections::HashSet::new(),
+            read_before: VecDeque::new(),
             buffer: Vec::with_capacity(READ_CHUNK_BYTES),
             handed_out: 0,
             skip_to_newline: false,
@@ -540,9 +628,71 @@ impl Tailer {
     }
 
     fn check_file(&mut self, path: &Path) -> io::Result<Option<TailNotice>> {
+        let queued_notice = self.check_queued_truncations()?;
         if self.current.is_some() {
             self.queue_renamed_generations()?;
         }
+        Ok(self.check_file_path(path)?.or(queued_notice))
+    }
+
+    /// Generations queued behind the one being read can be truncated (and refilled) before
+    /// their turn — a writer that restarts within the rotation grace and reopens its log with
+    /// `"w"`: what they held is then counted as lost ([`Self::lost_bytes`]), and what they
+    /// hold now is read.
+    fn check_queued_truncations(&mut self) -> io::Result<Option<TailNotice>> {
+        let mut notice = None;
+        for queued in &mut self.queue {
+            if let Queued::Open(generation) = queued
+                && let Some(lost) = generation.lost_while_queued()?
+            {
+                self.lost_bytes += lost;
+                notice = Some(TailNotice::Truncated);
+            }
+        }
+        Ok(notice)
+    }
+
+    /// Opens the file at `path` as a new generation: one read before (see
+    /// [`REMEMBERED_GENERATIONS`]) resumes where reading stopped; any other is read from its
+    /// start, with its first bytes taken as its fingerprint now.
+    fn open_generation(&mut self, path: &Path) -> io::Result<Option<Generation>> {
+        let Some(mut generation) = Generation::open(path)? else {
+            return Ok(None);
+        };
+        let found = generation.identity.and_then(|identity| {
+            self.read_before
+                .iter()
+                .rposition(|before| before.identity == identity)
+        });
+        if let Some(index) = found
+            && let Some(before) = self.read_before.remove(index)
+            && generation.resume(&before)?
+        {
+            return Ok(Some(generation));
+        }
+        generation.take_head()?;
+        Ok(Some(generation))
+    }
+
+    /// Remembers a finished generation of the followed file (see [`ReadBefore`]).
+    fn remember(&mut self, generation: &Generation) {
+        let Some(identity) = generation.identity else {
+            return;
+        };
+        self.read_before
+            .retain(|before| before.identity != identity);
+        if self.read_before.len() == REMEMBERED_GENERATIONS {
+            self.read_before.pop_front();
+        }
+        self.read_before.push_back(ReadBefore {
+            identity,
+            read_offset: generation.read_offset,
+            head: generation.head.clone(),
+            recent: generation.recent.clone(),
+        });
+    }
+
+    fn check_file_path(&mut self, path: &Path) -> io::Result<Option<TailNotice>> {
         let path_meta = match std::fs::metadata(path) {
             Ok(meta) => Some(meta),
             Err(err) if err.kind() == io::ErrorKind::NotFound => None,
@@ -585,7 +735,7 @@ impl Tailer {
                 return Ok(None);
             }
             // A new generation: opened now, so no rotation can take it away unread.
-            if let Some(generation) = Generation::open(path)? {
+            if let Some(generation) = self.open_generation(path)? {
                 self.queue.push_back(Queued::Open(generation));
             }
             return Ok(None);
@@ -614,7 +764,7 @@ impl Tailer {
             if !meta.is_file() || known {
                 continue;
             }
-            if let Some(generation) = Generation::open(&renamed)?
+            if let Some(generation) = self.open_generation(&renamed)?
                 && generation.identity == identity
             {
                 self.current_renamed_away = true;
@@ -626,7 +776,7 @@ impl Tailer {
 
     /// The first file (or one created after the path was missing).
     fn open_first(&mut self, path: &Path) -> io::Result<Option<TailNotice>> {
-        let Some(mut generation) = (match Generation::open(path) {
+        let Some(mut generation) = (match self.open_generation(path) {
             Ok(generation) => generation,
             Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(err) => return Err(err),
@@ -744,6 +894,7 @@ impl Tailer {
             Err(err) => return Err(err),
         };
         let mut found: Vec<(SystemTime, PathBuf, Pending)> = Vec::new();
+        let mut listed = std::collections::HashSet::new();
         for entry in entries {
             let entry = entry?;
             let name = entry.file_name();
@@ -772,10 +923,17 @@ impl Tailer {
                     && pending.path == path
                     && pending.identity == identity
                 {
+                    if meta.len() < pending.len {
+                        // Truncated before its turn: what it held is gone unread.
+                        self.lost_bytes += pending.len;
+                    }
                     pending.len = meta.len();
                 }
             }
             let key = (path.clone(), identity.map(|id| (id.device, id.inode)));
+            if self.done.contains(&key) {
+                listed.insert(key.clone());
+            }
             let known = self.done.contains(&key)
                 || self
                     .current
@@ -796,6 +954,8 @@ impl Tailer {
                 },
             ));
         }
+        // Files gone from the directory are forgotten: `done` stays as small as the listing.
+        self.done.retain(|key| listed.contains(key));
         match order {
             DirectoryOrder::Name => found.sort_by(|a, b| a.1.cmp(&b.1)),
             DirectoryOrder::Mtime => found.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1))),
@@ -949,10 +1109,15 @@ impl Tailer {
             }
             self.handed_out = self.buffer.len();
             let done = self.current.take().expect("a generation is being read");
-            self.done.insert((
-                done.path.clone(),
-                done.identity.map(|id| (id.device, id.inode)),
-            ));
+            self.skip_to_newline = false;
+            if matches!(self.target, Target::Directory { .. }) {
+                self.done.insert((
+                    done.path.clone(),
+                    done.identity.map(|id| (id.device, id.inode)),
+                ));
+            } else {
+                self.remember(&done);
+            }
             let notice = self.next_generation()?;
             return Ok((&self.buffer[..self.handed_out], notice));
         }
@@ -964,7 +1129,11 @@ impl Tailer {
     fn next_generation(&mut self) -> io::Result<Option<TailNotice>> {
         match self.target {
             Target::File(_) | Target::Stdin => {
-                if let Some(Queued::Open(generation)) = self.queue.pop_front() {
+                if let Some(Queued::Open(mut generation)) = self.queue.pop_front() {
+                    // Truncated since the last check: what it held then is lost.
+                    if let Some(lost) = generation.lost_while_queued()? {
+                        self.lost_bytes += lost;
+                    }
                     self.begin(generation);
                 }
                 Ok(Some(TailNotice::Replaced))
