@@ -27,6 +27,7 @@ mod horizon;
 mod horizon_surfaces;
 mod http_ingest;
 mod key_shapes;
+mod line_cap;
 mod memory;
 mod metrics;
 mod mrc;

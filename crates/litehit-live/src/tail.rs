@@ -380,6 +380,10 @@ pub struct Tailer {
     rotation_grace: Duration,
     /// Standard input reached its end.
     input_ended: bool,
+    /// The longest line handed out, without its newline (`--max-line-bytes`).
+    max_line_bytes: u64,
+    /// Lines dropped for being longer than `max_line_bytes`.
+    long_lines: u64,
     /// Where the file watcher saw the followed path renamed to, oldest first (see
     /// [`RenameSink`]).
     renamed_to: RenameSink,
@@ -456,6 +460,8 @@ impl Tailer {
             lost_generations: 0,
             rotation_grace: ROTATION_GRACE,
             input_ended: false,
+            max_line_bytes: litehit_core::formats::DEFAULT_MAX_LINE_BYTES,
+            long_lines: 0,
             renamed_to: RenameSink::default(),
         }
     }
@@ -482,6 +488,25 @@ impl Tailer {
     pub fn with_rotation_grace(mut self, grace: Duration) -> Self {
         self.rotation_grace = grace;
         self
+    }
+
+    /// Sets the longest line read, without its newline (`--max-line-bytes`;
+    /// [`litehit_core::formats::DEFAULT_MAX_LINE_BYTES`] by default). A partial line that
+    /// grows past it is dropped and the rest of it skipped up to its newline, so the read
+    /// buffer never holds more than this plus one read; each such line is counted in
+    /// [`Self::long_lines`]. (A complete line past it that came in one read is handed out:
+    /// the caller applies the same cap to each line.)
+    #[must_use]
+    pub fn with_max_line_bytes(mut self, max_line_bytes: u64) -> Self {
+        self.max_line_bytes = max_line_bytes;
+        self
+    }
+
+    /// Lines dropped for being longer than the cap (see [`Self::with_max_line_bytes`]), so
+    /// far. A [`Self::read_chunk`] that drops one hands out no line after it: the lines it
+    /// returns all came before the dropped one.
+    pub fn long_lines(&self) -> u64 {
+        self.long_lines
     }
 
     /// Whether the file being read is no longer at the followed path (appends to it come
@@ -1044,15 +1069,14 @@ impl Tailer {
             current.saw(offset, &self.buffer[self.buffer.len() - fresh..]);
             current.read_offset += read;
             read_now += read;
-            if self.skip_to_newline {
-                let skip = match memchr::memchr(b'\n', &self.buffer) {
-                    Some(newline) => {
-                        self.skip_to_newline = false;
-                        newline + 1
-                    }
-                    None => self.buffer.len(),
-                };
-                self.buffer.drain(..skip);
+            if skip_or_drop(
+                &mut self.buffer,
+                &mut self.skip_to_newline,
+                self.max_line_bytes,
+            ) {
+                // Nothing else is read now: the caller counts it before the lines after it.
+                self.long_lines += 1;
+                break;
             }
             let tail = &self.buffer[searched.min(self.buffer.len())..];
             if read == 0 || memchr::memchr(b'\n', tail).is_some() {
@@ -1150,6 +1174,33 @@ impl Tailer {
             }
         }
     }
+}
+
+/// Drops the bytes of `buffer` up to and including its first newline while `skip_to_newline`
+/// (the rest of a line not read); then, if `buffer` is one line past `max_line_bytes` with no
+/// newline yet, drops it and skips the rest of it (returns true): no more than the cap is
+/// held.
+fn skip_or_drop(buffer: &mut Vec<u8>, skip_to_newline: &mut bool, max_line_bytes: u64) -> bool {
+    if *skip_to_newline {
+        let skip = match memchr::memchr(b'\n', buffer) {
+            Some(newline) => {
+                *skip_to_newline = false;
+                newline + 1
+            }
+            None => buffer.len(),
+        };
+        buffer.drain(..skip);
+    }
+    if *skip_to_newline
+        || !litehit_core::formats::is_too_long(buffer.len(), max_line_bytes)
+        || memchr::memchr(b'\n', buffer).is_some()
+    {
+        return false;
+    }
+    buffer.clear();
+    buffer.shrink_to(READ_CHUNK_BYTES);
+    *skip_to_newline = true;
+    true
 }
 
 /// A copy of `current`'s old content beside `path` (logrotate `copytruncate`): a regular
