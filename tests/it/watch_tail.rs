@@ -788,3 +788,31 @@ fn a_symlink_flipped_back_to_a_file_read_before_resumes_where_it_stopped() {
     assert_eq!(drain(&mut tailer).0, ["b100"], "from where reading stopped");
     assert_eq!(tailer.lost_bytes(), 0);
 }
+
+/// Issue #26: a file whose last line has no newline, renamed away (or deleted) with nothing
+/// new at the path, is finished once quiet for the grace: that line is read, once and whole.
+#[test]
+fn an_unterminated_last_line_is_read_once_its_file_is_renamed_away() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("trace.jsonl");
+    append(&path, "a\nb");
+    let mut tailer = Tailer::new(&path, StartAt::Beginning).with_rotation_grace(Duration::ZERO);
+    assert_eq!(
+        drain(&mut tailer).0,
+        ["a"],
+        "at its path, the file may still grow"
+    );
+    assert_eq!(tailer.pending_partial_bytes(), 1);
+
+    fs::rename(&path, dir.path().join("trace.jsonl.1")).unwrap();
+    let (lines, notices) = drain(&mut tailer);
+    assert_eq!(lines, ["b"], "renamed away and quiet: it is complete");
+    assert_eq!(notices, [TailNotice::Deleted, TailNotice::Waiting]);
+    assert!(!tailer.is_open(), "the next file at the path is waited for");
+    assert_eq!(tailer.pending_partial_bytes(), 0);
+
+    append(&path, "c\n");
+    let (lines, notices) = drain(&mut tailer);
+    assert_eq!(lines, ["c"], "nothing of the old file again");
+    assert_eq!(notices, [TailNotice::Opened]);
+}

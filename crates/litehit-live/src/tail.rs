@@ -19,6 +19,15 @@
 //! long, or a modification time that long ago (a backlog of old generations drains at full
 //! speed). A writer that still appends to a renamed file is read until then.
 //!
+//! A partial last line (no newline yet) is handed out only when its file is known complete,
+//! so it is never read twice or in halves: when its generation is finished (rotation); when
+//! the file was renamed away or deleted with nothing new at the path and has been quiet for
+//! the rotation grace (it is then finished too, and the next file at the path is waited for);
+//! at the end of standard input; and, through [`Tailer::take_partial_line`], when the caller
+//! stops (`--exit-at-eof` at the end of the input, or quitting). A file still at its path
+//! that merely stopped growing is not known complete: its writer may be in the middle of the
+//! line.
+//!
 //! A generation queued behind the one being read is watched too: truncated (and maybe
 //! refilled) before its turn — a writer that restarts within the rotation grace and reopens
 //! its log with `"w"` — it counts what it held (seen, never read) as lost bytes, and what it
@@ -1117,8 +1126,13 @@ impl Tailer {
         if read_now > 0 {
             current.idle_since = None;
         }
+        // A file renamed away or deleted, with nothing new at the path, whose last line has no
+        // newline: finished as a rotated one is, so that line is read (once, whole).
+        let vanished_with_partial_line = matches!(self.target, Target::File(_))
+            && self.current_renamed_away
+            && !self.buffer.is_empty();
         let finished = read_now == 0
-            && successor_waiting
+            && (successor_waiting || vanished_with_partial_line)
             && (current.complete
                 || current
                     .idle_since
@@ -1153,13 +1167,15 @@ impl Tailer {
     fn next_generation(&mut self) -> io::Result<Option<TailNotice>> {
         match self.target {
             Target::File(_) | Target::Stdin => {
-                if let Some(Queued::Open(mut generation)) = self.queue.pop_front() {
-                    // Truncated since the last check: what it held then is lost.
-                    if let Some(lost) = generation.lost_while_queued()? {
-                        self.lost_bytes += lost;
-                    }
-                    self.begin(generation);
+                let Some(Queued::Open(mut generation)) = self.queue.pop_front() else {
+                    // A vanished file finished: the next one at the path is waited for.
+                    return Ok(None);
+                };
+                // Truncated since the last check: what it held then is lost.
+                if let Some(lost) = generation.lost_while_queued()? {
+                    self.lost_bytes += lost;
                 }
+                self.begin(generation);
                 Ok(Some(TailNotice::Replaced))
             }
             Target::Directory { .. } => {
