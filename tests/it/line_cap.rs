@@ -281,3 +281,47 @@ fn a_zero_cap_is_refused() {
         run.stderr
     );
 }
+
+#[test]
+fn a_posted_line_past_the_cap_is_rejected_with_the_reason() {
+    use crate::common::cli_bin::{Announced, litehit, spawn_announcing_port};
+    let mut command = litehit();
+    command.args([
+        "watch",
+        "--listen",
+        "0",
+        "--headless",
+        "--max-line-bytes",
+        "1KiB",
+    ]);
+    let Announced {
+        mut child, port, ..
+    } = spawn_announcing_port(
+        &mut command,
+        "litehit: listening on http://",
+        "/v1/trace",
+        std::time::Duration::from_secs(60),
+    );
+    let body = format!("{}{}\n{}", row(0), "z".repeat(2000), row(1));
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(
+        stream,
+        "POST /v1/trace HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut reply = String::new();
+    stream.read_to_string(&mut reply).unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    let json: Value = serde_json::from_str(&reply[reply.find("\r\n\r\n").unwrap() + 4..]).unwrap();
+    assert_eq!(json["accepted"], 2, "{reply}");
+    assert_eq!(json["rejected"], 1, "{reply}");
+    assert_eq!(json["rejected_lines"][0]["line"], 2, "{reply}");
+    assert!(
+        json["rejected_lines"][0]["reason"]
+            .as_str()
+            .is_some_and(|reason| reason.contains("longer than --max-line-bytes (1 KiB)")),
+        "{reply}"
+    );
+}
