@@ -180,12 +180,13 @@ impl Generation {
 
     /// Remembers what was just read at `offset` for the fingerprints.
     fn saw(&mut self, offset: u64, bytes: &[u8]) {
-        if offset < FINGERPRINT_BYTES as u64 {
-            let start = usize::try_from(offset).unwrap_or(FINGERPRINT_BYTES);
-            if start == self.head.len() {
-                let take = (FINGERPRINT_BYTES - start).min(bytes.len());
-                self.head.extend_from_slice(&bytes[..take]);
-            }
+        // Bytes just past the head so far (it may have been taken short, at open) extend it.
+        let end = offset.saturating_add(bytes.len() as u64);
+        let head_len = self.head.len() as u64;
+        if head_len < FINGERPRINT_BYTES as u64 && offset <= head_len && end > head_len {
+            let from = usize::try_from(head_len - offset).unwrap_or(0);
+            let take = (FINGERPRINT_BYTES - self.head.len()).min(bytes.len() - from);
+            self.head.extend_from_slice(&bytes[from..from + take]);
         }
         let keep = FINGERPRINT_BYTES.min(bytes.len());
         self.recent.extend_from_slice(&bytes[bytes.len() - keep..]);
@@ -217,6 +218,11 @@ impl Generation {
         let read = read_at(&self.file, &mut now, 0)?;
         if len >= self.known_len && now[..read] == self.head[..] {
             self.known_len = len;
+            if self.head.len() < FINGERPRINT_BYTES && self.read_offset == 0 {
+                // Taken short (the file was shorter then): its first bytes now, same prefix.
+                self.head.clear();
+                self.take_head()?;
+            }
             return Ok(None);
         }
         let lost = self.known_len.saturating_sub(self.read_offset);
