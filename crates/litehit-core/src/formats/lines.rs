@@ -43,7 +43,6 @@ pub fn line_too_long_reason(max_line_bytes: u64) -> String {
 }
 
 /// Whether a line of `len` bytes (without its newline) is over the cap.
-#[inline]
 #[must_use]
 pub fn is_too_long(len: usize, max_line_bytes: u64) -> bool {
     u64::try_from(len).map_or(true, |len| len > max_line_bytes)
