@@ -809,10 +809,15 @@ fn an_unterminated_last_line_is_read_once_its_file_is_renamed_away() {
     assert_eq!(lines, ["b"], "renamed away and quiet: it is complete");
     assert_eq!(notices, [TailNotice::Deleted, TailNotice::Waiting]);
     assert!(!tailer.is_open(), "the next file at the path is waited for");
+    assert!(
+        tailer.vanished_read(),
+        "the end of the input for --exit-at-eof"
+    );
     assert_eq!(tailer.pending_partial_bytes(), 0);
 
     append(&path, "c\n");
     let (lines, notices) = drain(&mut tailer);
     assert_eq!(lines, ["c"], "nothing of the old file again");
     assert_eq!(notices, [TailNotice::Opened]);
+    assert!(!tailer.vanished_read());
 }

@@ -399,6 +399,9 @@ pub struct Tailer {
     max_line_bytes: u64,
     /// Lines dropped for being longer than `max_line_bytes`.
     long_lines: u64,
+    /// The last generation was renamed away or deleted and read to its end, last line
+    /// included, and no file has been opened since.
+    vanished_read: bool,
     /// Where the file watcher saw the followed path renamed to, oldest first (see
     /// [`RenameSink`]).
     renamed_to: RenameSink,
@@ -477,6 +480,7 @@ impl Tailer {
             input_ended: false,
             max_line_bytes: litehit_core::formats::DEFAULT_MAX_LINE_BYTES,
             long_lines: 0,
+            vanished_read: false,
             renamed_to: RenameSink::default(),
         }
     }
@@ -490,6 +494,13 @@ impl Tailer {
     /// until its writer closes it ([`Self::input_ended`]).
     pub fn stdin() -> Self {
         Self::with_target(Target::Stdin, StartAt::Beginning)
+    }
+
+    /// Whether the file followed was renamed away or deleted and has been read to its end,
+    /// its unterminated last line included, with no file opened since: the end of the input
+    /// for `--exit-at-eof`, as a file read to its end is.
+    pub fn vanished_read(&self) -> bool {
+        self.vanished_read
     }
 
     /// Whether standard input has ended (everything it sent was read).
@@ -864,6 +875,7 @@ impl Tailer {
         self.current = Some(generation);
         self.current_renamed_away = false;
         self.deleted_reported = false;
+        self.vanished_read = false;
     }
 
     fn refuse(&mut self, identity: Option<FileIdentity>) -> Option<TailNotice> {
@@ -1175,6 +1187,7 @@ impl Tailer {
             Target::File(_) | Target::Stdin => {
                 let Some(Queued::Open(mut generation)) = self.queue.pop_front() else {
                     // A vanished file finished: the next one at the path is waited for.
+                    self.vanished_read = true;
                     return Ok(None);
                 };
                 // Truncated since the last check: what it held then is lost.

@@ -642,7 +642,8 @@ impl Ingest {
             self.polled = false;
         }
         let input_over = self.tailer.input_ended() && !chunk;
-        if (self.config.exit_at_eof && caught_up && !chunk && !self.tailer.switch_pending())
+        let at_end = caught_up || self.tailer.vanished_read();
+        if (self.config.exit_at_eof && at_end && !chunk && !self.tailer.switch_pending())
             || (input_over && !self.finished)
         {
             self.read_unterminated_last_line();
