@@ -268,6 +268,7 @@ fn bench_trace(name: &str, path: &Path, workers: usize, runs: usize) {
             &parser,
             &mut engine,
             workers,
+            litehit_core::formats::DEFAULT_MAX_LINE_BYTES,
             &mut |row| {
                 append_fact_row(&mut rows.borrow_mut(), &row);
                 pipeline_digest = add_to_digest(pipeline_digest, row.fact);

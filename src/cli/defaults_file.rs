@@ -62,6 +62,11 @@ pub const KEYS: &[(&str, &str, &str)] = &[
         "with listen: the largest body accepted (64MiB)",
     ),
     (
+        "max-line-bytes",
+        "replay, trace, watch",
+        "the longest line read (16MiB)",
+    ),
+    (
         "memory-horizon",
         "replay, watch",
         "forget keys deeper than this capacity (20TiB)",
@@ -125,6 +130,7 @@ pub struct Defaults {
     pub kv_bytes_per_token: Option<u64>,
     pub listen: Option<SocketAddr>,
     pub max_body: Option<u64>,
+    pub max_line_bytes: Option<u64>,
     pub memory_horizon: Option<Capacity>,
     pub metrics_listen: Option<SocketAddr>,
     pub rotation_grace: Option<f64>,
@@ -302,6 +308,10 @@ impl Defaults {
             "listen" => self.listen = Some(parse_listen_address(&text()?)?),
             "metrics-listen" => self.metrics_listen = Some(parse_listen_address(&text()?)?),
             "max-body" => self.max_body = Some(parse_byte_size(&text()?).map_err(message)?),
+            "max-line-bytes" => {
+                self.max_line_bytes =
+                    Some(litehit_core::grammar::parse_max_line_bytes(&text()?).map_err(message)?);
+            }
             "memory-horizon" => {
                 self.memory_horizon = Some(parse_memory_horizon(&text()?).map_err(message)?);
             }
@@ -354,6 +364,8 @@ impl Defaults {
                 *target = value;
             }
         };
+        let fill_line_cap =
+            |line_cap: &mut super::LineCapFlags| self.fill_line_cap(line_cap, &typed);
         let fill_tiers = |tier_args: &mut TierArgs| {
             if !typed("tiers")
                 && let Some(tiers) = &self.tiers
@@ -383,6 +395,7 @@ impl Defaults {
             Command::Mrc(args) => fill_tiers(&mut args.tier_args),
             Command::Watch(args) => {
                 fill_tiers(&mut args.tier_args);
+                fill_line_cap(&mut args.line_cap);
                 if args.config.is_none() {
                     self.fill_lane_bytes(&mut args.lane, &typed);
                     if !typed("capacity_gb")
@@ -431,6 +444,7 @@ impl Defaults {
                 }
             }
             Command::Replay(args) => {
+                fill_line_cap(&mut args.line_cap);
                 // Lane parameters only for a trace (`--out`): a config file has its own.
                 if args.out.is_some() {
                     self.fill_lane_bytes(&mut args.lane, &typed);
@@ -439,7 +453,15 @@ impl Defaults {
                     args.memory_horizon = self.memory_horizon;
                 }
             }
-            Command::Query(_) | Command::Trace(_) | Command::Completions(_) | Command::Man(_) => {}
+            Command::Trace(args) => fill_line_cap(&mut args.line_cap),
+            Command::Query(_) | Command::Completions(_) | Command::Man(_) => {}
+        }
+    }
+
+    /// `max-line-bytes`, unless the flag was typed.
+    fn fill_line_cap(&self, line_cap: &mut super::LineCapFlags, typed: &dyn Fn(&str) -> bool) {
+        if let Some(max_line_bytes) = self.max_line_bytes.filter(|_| !typed("max_line_bytes")) {
+            line_cap.max_line_bytes = max_line_bytes;
         }
     }
 

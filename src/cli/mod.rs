@@ -223,10 +223,33 @@ pub struct ReplayArgs {
     #[command(flatten)]
     pub openai: trace_args::TokenizeFlags,
 
+    #[command(flatten)]
+    pub line_cap: LineCapFlags,
+
     /// Set by `replay --format openai` for the replay of the trace it converted: the log's
     /// format and size, for the summary (not a flag).
     #[arg(skip)]
     pub converted_from: Option<crate::output::summary::ConvertedInput>,
+}
+
+/// `--max-line-bytes`, one definition for every command that reads lines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::Args)]
+pub struct LineCapFlags {
+    /// The longest line read, without its newline (16MiB, 1048576): `replay` and `trace`
+    /// fail on a longer line, naming the file and the line; `watch` skips it and counts it as
+    /// a bad line. No more than this of a line is held in memory
+    #[arg(long, value_name = "BYTES",
+          default_value = litehit_core::grammar::DEFAULT_MAX_LINE_BYTES_TEXT,
+          value_parser = litehit_core::grammar::parse_max_line_bytes)]
+    pub max_line_bytes: u64,
+}
+
+impl Default for LineCapFlags {
+    fn default() -> Self {
+        Self {
+            max_line_bytes: litehit_core::formats::DEFAULT_MAX_LINE_BYTES,
+        }
+    }
 }
 
 /// `--shard K/N`.

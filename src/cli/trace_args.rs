@@ -34,6 +34,9 @@ pub struct TraceArgs {
     #[command(flatten)]
     pub tokenize: TokenizeFlags,
 
+    #[command(flatten)]
+    pub line_cap: super::LineCapFlags,
+
     /// No summary on stderr
     #[arg(long, short)]
     pub quiet: bool,

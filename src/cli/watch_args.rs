@@ -103,6 +103,9 @@ pub struct WatchArgs {
     #[command(flatten)]
     pub openai: super::trace_args::TokenizeFlags,
 
+    #[command(flatten)]
+    pub line_cap: super::LineCapFlags,
+
     /// No TUI: print one JSON line per --interval on stdout with the same numbers
     #[arg(long)]
     pub headless: bool,

@@ -249,7 +249,8 @@ pub(crate) fn open_and_detect(
         // Cut short, the line is no JSON whatever it holds: say so rather than where it broke.
         bail!(
             "{}: line {} is longer than {} MiB, the most read to detect the format (or the file \
-             is not a text trace); pass --format to read it whole",
+             is not a text trace); pass --format (and a --max-line-bytes above its length) to \
+             read it whole",
             path.display(),
             peeked.first_line_number,
             litehit_core::formats::MAX_PEEK_BYTES >> 20

@@ -115,6 +115,8 @@ struct ReplayPlan {
     format: TraceFormat,
     engine: EngineConfig,
     worker_count: usize,
+    /// `--max-line-bytes`: a longer line stops the replay.
+    max_line_bytes: u64,
     /// `--shard K/N`: only these instances are replayed.
     shard: Option<litehit_core::engine::shard::Shard>,
 }
@@ -186,7 +188,13 @@ fn run_openai(args: &ReplayArgs, flags: &crate::cli::trace_args::TokenizeFlags) 
     let trace_path = trace.path().to_path_buf();
     let summary = {
         let mut out = std::io::BufWriter::new(trace.as_file_mut());
-        let summary = super::trace::convert_file(&converter, &args.input, &mut out, &trace_path)?;
+        let summary = super::trace::convert_file(
+            &converter,
+            &args.input,
+            args.line_cap.max_line_bytes,
+            &mut out,
+            &trace_path,
+        )?;
         std::io::Write::flush(&mut out)?;
         summary
     };
@@ -263,6 +271,7 @@ fn resolve_plan(args: &ReplayArgs) -> Result<ReplayPlan> {
             format: plan.trace_format.unwrap_or(detected),
             engine: plan.engine,
             worker_count: worker_count(None),
+            max_line_bytes: args.line_cap.max_line_bytes,
             shard: args.shard,
         });
     }
@@ -316,6 +325,7 @@ fn resolve_plan(args: &ReplayArgs) -> Result<ReplayPlan> {
         format,
         engine,
         worker_count: worker_count(pipeline_worker_count),
+        max_line_bytes: args.line_cap.max_line_bytes,
         shard: args.shard,
     })
 }
@@ -364,6 +374,7 @@ fn replay_plan(
         &parser,
         &mut engine,
         plan.worker_count,
+        plan.max_line_bytes,
         &mut |row| append_fact_row(&mut rows.borrow_mut(), &row),
         &mut |totals| {
             if let Some(signal) = interrupts.received() {

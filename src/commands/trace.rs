@@ -28,12 +28,24 @@ pub fn run(args: &TraceArgs) -> Result<()> {
     let converter = build_converter(&args.tokenize, args.block_size)?;
     let summary = if args.out == Path::new("-") {
         let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-        let summary = convert_file(&converter, &args.log, &mut out, &args.out)?;
+        let summary = convert_file(
+            &converter,
+            &args.log,
+            args.line_cap.max_line_bytes,
+            &mut out,
+            &args.out,
+        )?;
         out.flush()?;
         summary
     } else {
         litehit_core::facts::file::write_atomically(&args.out, |out| {
-            convert_file(&converter, &args.log, out, &args.out)
+            convert_file(
+                &converter,
+                &args.log,
+                args.line_cap.max_line_bytes,
+                out,
+                &args.out,
+            )
         })?
     };
     if !args.quiet {
@@ -85,16 +97,21 @@ pub fn openai_lane(lane: &LaneFlags) -> LaneFlags {
     }
 }
 
-/// Converts the log at `log` into trace rows on `out`.
+/// Converts the log at `log` into trace rows on `out`; a line longer than `max_line_bytes`
+/// is an error naming it (`--max-line-bytes`), read no further than the cap.
 pub fn convert_file(
     converter: &Converter,
     log: &Path,
+    max_line_bytes: u64,
     out: &mut impl Write,
     out_path: &Path,
 ) -> Result<ConvertSummary> {
     let reader = litehit_core::formats::open_trace(log)
         .wrap_err_with(|| format!("opening {}", log.display()))?;
-    let reader = BufReader::with_capacity(READ_BUFFER_BYTES, reader);
+    let reader = BufReader::with_capacity(
+        READ_BUFFER_BYTES,
+        litehit_core::formats::LineCapReader::new(reader, max_line_bytes),
+    );
     Ok(converter.convert(reader, log, out, out_path)?)
 }
 

@@ -562,6 +562,7 @@ fn trace_ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
     let mut config = IngestConfig::new(trace_path, engine);
     config.directory = directory;
     config.rotation_grace = rotation_grace;
+    config.max_line_bytes = args.line_cap.max_line_bytes;
     if !slots.is_empty() {
         config.slots = slots;
     }

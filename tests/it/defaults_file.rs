@@ -319,3 +319,17 @@ fn no_color_is_honoured_under_auto_and_always_wins_over_it() {
     let never = demo_screen(&setup, "", &["NO_COLOR="]);
     assert_eq!(colour_codes(&never), 0, "the file's never");
 }
+
+#[test]
+fn max_line_bytes_comes_from_the_file_and_the_flag_wins() {
+    let setup = Setup::new("max-line-bytes = \"100B\"\n");
+    let run = setup.run(&["replay", "trace.jsonl", "--out", "capped", "-q"]);
+    assert!(
+        run.stderr
+            .contains("line 1: longer than --max-line-bytes (100 B)"),
+        "{}",
+        run.stderr
+    );
+    // The typed flag wins: the replay succeeds.
+    setup.replay("typed", &["--max-line-bytes", "1MiB"], &[]);
+}

@@ -366,3 +366,29 @@ fn the_facts_spill_is_a_visible_file_beside_the_facts_and_goes_when_the_monitor_
         .collect();
     assert_eq!(left, [std::ffi::OsString::from("facts.csv")]);
 }
+
+/// Issue #27 (High 7): a writer restarts within the rotation grace and reopens the new file
+/// with `"w"`: what that file held before its turn is shown as lost bytes, not dropped.
+#[test]
+fn a_rotated_in_file_truncated_before_its_turn_shows_its_lost_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("trace.jsonl");
+    let facts = dir.path().join("facts.csv");
+    fs::write(&trace, rows(0, 10)).unwrap();
+    let mut monitor = start_monitor(&[trace.to_str().unwrap(), "--rotation-grace", "1h"], &facts);
+    monitor.wait_for("the first file", |report| requests(report) == 10);
+    fs::rename(&trace, dir.path().join("trace.jsonl.1")).unwrap();
+    let queued = rows(10, 20);
+    fs::write(&trace, &queued).unwrap();
+    // Queued, and seen whole (its bytes are in the backlog).
+    monitor.wait_for("the new file queued", |report| {
+        report["queued_files"] == 1 && report["backlog_bytes"].as_u64() == Some(queued.len() as u64)
+    });
+    fs::write(&trace, rows(30, 5)).unwrap(); // the restarted writer's "w"
+    let report = monitor.wait_for("the lost bytes", |report| {
+        report["lost_bytes"].as_u64() == Some(queued.len() as u64)
+    });
+    assert_eq!(requests(&report), 10, "the old file is still in its grace");
+    let (status, stderr) = monitor.stop();
+    assert!(status.success(), "{stderr}");
+}

@@ -350,8 +350,17 @@ fn a_first_line_past_the_detection_limit_says_so_with_its_line_number() {
         &["long.jsonl: line 3 is longer than 64 MiB", "--format"],
     );
     assert!(!run.stderr.contains("EOF"), "{}", run.stderr);
-    // With the format given, the line is read whole.
-    ok(replay_to(&trace, &out, &["--format", "mooncake"]));
+    // With the format given (and a line cap above its length), the line is read whole.
+    let run = replay_to(&trace, &out, &["--format", "mooncake"]);
+    assert_mentions(
+        failed(&run),
+        &["line 3: longer than --max-line-bytes (16 MiB)"],
+    );
+    ok(replay_to(
+        &trace,
+        &out,
+        &["--format", "mooncake", "--max-line-bytes", "128MiB"],
+    ));
     assert_eq!(read_facts(&out.join("litehit_facts.csv")).len(), 1);
 }
 

@@ -706,3 +706,118 @@ fn logrotate_create_keeps_reading_the_old_file_until_it_goes_quiet() {
     assert_eq!(notices, [TailNotice::Replaced]);
     assert!(!tailer.switch_pending());
 }
+
+/// Makes `link` point at `target` the way `ln -sfn` does: a new symlink renamed over it.
+fn point_symlink(link: &Path, target: &Path) {
+    let temporary = link.with_extension("flip");
+    std::os::unix::fs::symlink(target, &temporary).unwrap();
+    fs::rename(&temporary, link).unwrap();
+}
+
+/// Issue #27 (High 7): a writer that restarts within the rotation grace and reopens the new
+/// file with `"w"` truncates it before its turn; what it held was seen and is counted.
+#[test]
+fn a_queued_generation_truncated_before_its_turn_is_counted_as_lost() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("trace.jsonl");
+    let rotated = dir.path().join("trace.jsonl.1");
+    append(&path, "a\n");
+    // A grace no test outlasts: the old file is left only once its mtime is made old.
+    let mut tailer =
+        Tailer::new(&path, StartAt::Beginning).with_rotation_grace(Duration::from_secs(3600));
+    assert_eq!(drain(&mut tailer).0, ["a"]);
+
+    fs::rename(&path, &rotated).unwrap();
+    append(&path, "x\ny\n");
+    assert!(
+        drain(&mut tailer).0.is_empty(),
+        "the old file is in its grace"
+    );
+    assert_eq!(tailer.queued(), 1);
+    // The writer restarts and reopens the new file with "w".
+    fs::write(&path, "z\n").unwrap();
+    let (lines, notices) = drain(&mut tailer);
+    assert!(lines.is_empty());
+    assert_eq!(notices, [TailNotice::Truncated]);
+    assert_eq!(tailer.lost_bytes(), "x\ny\n".len() as u64);
+
+    let an_hour_ago = std::time::SystemTime::now() - Duration::from_secs(7200);
+    fs::File::options()
+        .write(true)
+        .open(&rotated)
+        .unwrap()
+        .set_modified(an_hour_ago)
+        .unwrap();
+    let (lines, notices) = drain(&mut tailer);
+    assert_eq!(lines, ["z"], "what the file holds now is read");
+    assert_eq!(notices, [TailNotice::Replaced]);
+    assert_eq!(tailer.lost_bytes(), "x\ny\n".len() as u64, "counted once");
+}
+
+/// Issue #27 (Medium 3): a followed symlink flipped between two files already read reads
+/// neither again; what was appended to one since is read, from where reading stopped.
+#[test]
+fn a_symlink_flipped_back_to_a_file_read_before_resumes_where_it_stopped() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a.jsonl"), dir.path().join("b.jsonl"));
+    let rows = |name: &str| -> String {
+        (0..100).fold(String::new(), |mut text, i| {
+            let _ = writeln!(text, "{name}{i}");
+            text
+        })
+    };
+    append(&a, &rows("a"));
+    append(&b, &rows("b"));
+    let link = dir.path().join("trace.jsonl");
+    point_symlink(&link, &a);
+    let mut tailer = Tailer::new(&link, StartAt::Beginning).with_rotation_grace(Duration::ZERO);
+    let mut lines = drain(&mut tailer).0;
+    for flip in 0..10 {
+        point_symlink(&link, if flip % 2 == 0 { &b } else { &a });
+        lines.extend(drain(&mut tailer).0);
+    }
+    assert_eq!(lines.len(), 200, "each row once, not 1,100");
+    assert_eq!(lines[..100], rows("a").lines().collect::<Vec<_>>()[..]);
+    assert_eq!(lines[100..], rows("b").lines().collect::<Vec<_>>()[..]);
+
+    // The link is at `a` again; `b` grows while it is not followed, then comes back.
+    append(&a, "a100\n");
+    append(&b, "b100\n");
+    assert_eq!(drain(&mut tailer).0, ["a100"]);
+    point_symlink(&link, &b);
+    assert_eq!(drain(&mut tailer).0, ["b100"], "from where reading stopped");
+    assert_eq!(tailer.lost_bytes(), 0);
+}
+
+/// Issue #26: a file whose last line has no newline, renamed away (or deleted) with nothing
+/// new at the path, is finished once quiet for the grace: that line is read, once and whole.
+#[test]
+fn an_unterminated_last_line_is_read_once_its_file_is_renamed_away() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("trace.jsonl");
+    append(&path, "a\nb");
+    let mut tailer = Tailer::new(&path, StartAt::Beginning).with_rotation_grace(Duration::ZERO);
+    assert_eq!(
+        drain(&mut tailer).0,
+        ["a"],
+        "at its path, the file may still grow"
+    );
+    assert_eq!(tailer.pending_partial_bytes(), 1);
+
+    fs::rename(&path, dir.path().join("trace.jsonl.1")).unwrap();
+    let (lines, notices) = drain(&mut tailer);
+    assert_eq!(lines, ["b"], "renamed away and quiet: it is complete");
+    assert_eq!(notices, [TailNotice::Deleted, TailNotice::Waiting]);
+    assert!(!tailer.is_open(), "the next file at the path is waited for");
+    assert!(
+        tailer.vanished_read(),
+        "the end of the input for --exit-at-eof"
+    );
+    assert_eq!(tailer.pending_partial_bytes(), 0);
+
+    append(&path, "c\n");
+    let (lines, notices) = drain(&mut tailer);
+    assert_eq!(lines, ["c"], "nothing of the old file again");
+    assert_eq!(notices, [TailNotice::Opened]);
+    assert!(!tailer.vanished_read());
+}

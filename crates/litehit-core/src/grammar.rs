@@ -258,6 +258,21 @@ pub fn parse_byte_size(input: &str) -> Result<u64> {
         .ok_or_else(|| expected(input, EXPECTED))
 }
 
+/// Default of `--max-line-bytes` as typed (help text, defaults file):
+/// [`crate::formats::DEFAULT_MAX_LINE_BYTES`] in this grammar.
+pub const DEFAULT_MAX_LINE_BYTES_TEXT: &str = "16MiB";
+
+/// A `--max-line-bytes`: a byte size ([`parse_byte_size`]), at least one byte.
+pub fn parse_max_line_bytes(input: &str) -> Result<u64> {
+    match parse_byte_size(input)? {
+        0 => Err(GrammarError::WrongKind {
+            input: input.to_owned(),
+            why: "a line cap of 0 bytes would refuse every line; give at least 1",
+        }),
+        bytes => Ok(bytes),
+    }
+}
+
 /// A duration in seconds: a plain number is seconds (`30`, `1.5`); units `ms`, `s`, `m`,
 /// `h`, `d`. Finite and not negative.
 pub fn parse_duration_seconds(input: &str) -> Result<f64> {
@@ -377,6 +392,17 @@ fn parse_hex_float(text: &str) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn max_line_bytes_is_a_byte_size_of_at_least_one_and_its_default_reads_as_typed() {
+        assert_eq!(
+            parse_max_line_bytes(DEFAULT_MAX_LINE_BYTES_TEXT),
+            Ok(crate::formats::DEFAULT_MAX_LINE_BYTES)
+        );
+        assert_eq!(parse_max_line_bytes("64KiB"), Ok(64 << 10));
+        assert!(parse_max_line_bytes("0").is_err());
+        assert!(parse_max_line_bytes("16MB").is_err());
+    }
 
     #[test]
     fn capacity_inputs() {

@@ -19,6 +19,25 @@
 //! long, or a modification time that long ago (a backlog of old generations drains at full
 //! speed). A writer that still appends to a renamed file is read until then.
 //!
+//! A partial last line (no newline yet) is handed out only when its file is known complete,
+//! so it is never read twice or in halves: when its generation is finished (rotation); when
+//! the file was renamed away or deleted with nothing new at the path and has been quiet for
+//! the rotation grace (it is then finished too, and the next file at the path is waited for);
+//! at the end of standard input; and, through [`Tailer::take_partial_line`], when the caller
+//! stops (`--exit-at-eof` at the end of the input, or quitting). A file still at its path
+//! that merely stopped growing is not known complete: its writer may be in the middle of the
+//! line.
+//!
+//! A generation queued behind the one being read is watched too: truncated (and maybe
+//! refilled) before its turn — a writer that restarts within the rotation grace and reopens
+//! its log with `"w"` — it counts what it held (seen, never read) as lost bytes, and what it
+//! holds then is read. A finished generation of the followed file is remembered by identity
+//! with the offset reached and its fingerprints (the last [`REMEMBERED_GENERATIONS`]): when
+//! it comes back at the path (a symlink flipped back, a file renamed back) it is read from
+//! where reading stopped, so nothing is read twice and what was appended since is read; a
+//! file that no longer holds what was read there (inode reused, truncated) is read from its
+//! start. A followed directory forgets the files it read once they are gone from it.
+//!
 //! Truncation is detected by more than length: the file shrank below what was read, or its
 //! first bytes are no longer the ones read (truncated and refilled past the old offset before
 //! the next check). After a truncation the file is read from its start; what was not read of
@@ -161,12 +180,13 @@ impl Generation {
 
     /// Remembers what was just read at `offset` for the fingerprints.
     fn saw(&mut self, offset: u64, bytes: &[u8]) {
-        if offset < FINGERPRINT_BYTES as u64 {
-            let start = usize::try_from(offset).unwrap_or(FINGERPRINT_BYTES);
-            if start == self.head.len() {
-                let take = (FINGERPRINT_BYTES - start).min(bytes.len());
-                self.head.extend_from_slice(&bytes[..take]);
-            }
+        // Bytes just past the head so far (it may have been taken short, at open) extend it.
+        let end = offset.saturating_add(bytes.len() as u64);
+        let head_len = self.head.len() as u64;
+        if head_len < FINGERPRINT_BYTES as u64 && offset <= head_len && end > head_len {
+            let from = usize::try_from(head_len - offset).unwrap_or(0);
+            let take = (FINGERPRINT_BYTES - self.head.len()).min(bytes.len() - from);
+            self.head.extend_from_slice(&bytes[from..from + take]);
         }
         let keep = FINGERPRINT_BYTES.min(bytes.len());
         self.recent.extend_from_slice(&bytes[bytes.len() - keep..]);
@@ -188,6 +208,70 @@ impl Generation {
         Ok(now[..read] != self.head[..])
     }
 
+    /// For a generation queued and not read yet: whether content it held was replaced since it
+    /// was last looked at (it shrank below the length seen, or its first bytes changed — a
+    /// writer that restarts and reopens its log with `"w"`). Returns the bytes lost (seen,
+    /// never read); what it holds now is then read from its start.
+    fn lost_while_queued(&mut self) -> io::Result<Option<u64>> {
+        let len = self.file.metadata()?.len();
+        let mut now = vec![0; self.head.len()];
+        let read = read_at(&self.file, &mut now, 0)?;
+        if len >= self.known_len && now[..read] == self.head[..] {
+            self.known_len = len;
+            if self.head.len() < FINGERPRINT_BYTES && self.read_offset == 0 {
+                // Taken short (the file was shorter then): its first bytes now, same prefix.
+                self.head.clear();
+                self.take_head()?;
+            }
+            return Ok(None);
+        }
+        let lost = self.known_len.saturating_sub(self.read_offset);
+        self.read_offset = 0;
+        self.file.seek(SeekFrom::Start(0))?;
+        self.known_len = len;
+        self.recent.clear();
+        self.head.clear();
+        self.take_head()?;
+        Ok(Some(lost))
+    }
+
+    /// Reads its first bytes (up to [`FINGERPRINT_BYTES`]) as its fingerprint, without moving
+    /// the read position: a generation queued now is then known by content as well.
+    fn take_head(&mut self) -> io::Result<()> {
+        if !self.head.is_empty() || self.read_offset > 0 {
+            return Ok(());
+        }
+        let mut head = vec![0; FINGERPRINT_BYTES];
+        let read = read_at(&self.file, &mut head, 0)?;
+        head.truncate(read);
+        self.head = head;
+        Ok(())
+    }
+
+    /// Whether this file is `before` (same identity, still holding what was read of it: the
+    /// same first bytes and the same bytes just before the offset reached): then reading
+    /// resumes there, so nothing is read twice and what was appended since is read.
+    fn resume(&mut self, before: &ReadBefore) -> io::Result<bool> {
+        if self.identity != Some(before.identity) || self.known_len < before.read_offset {
+            return Ok(false);
+        }
+        let mut head = vec![0; before.head.len()];
+        let mut recent = vec![0; before.recent.len()];
+        let recent_at = before.read_offset - before.recent.len() as u64;
+        if read_at(&self.file, &mut head, 0)? != head.len()
+            || head != before.head
+            || read_at(&self.file, &mut recent, recent_at)? != recent.len()
+            || recent != before.recent
+        {
+            return Ok(false);
+        }
+        self.file.seek(SeekFrom::Start(before.read_offset))?;
+        self.read_offset = before.read_offset;
+        self.head.clone_from(&before.head);
+        self.recent.clone_from(&before.recent);
+        Ok(true)
+    }
+
     /// Whether its last change is at least `grace` old.
     fn quiet_for(&self, grace: Duration) -> bool {
         let modified = self.file.metadata().and_then(|meta| meta.modified());
@@ -197,6 +281,20 @@ impl Generation {
                 .is_ok_and(|age| age >= grace)
         })
     }
+}
+
+/// How many finished generations [`Tailer`] remembers (identity, offset reached and
+/// fingerprints, about 200 bytes each), so one that comes back at the path (a symlink flipped
+/// back, a file renamed back) is not read again; the oldest is forgotten first.
+pub const REMEMBERED_GENERATIONS: usize = 256;
+
+/// A generation read before and finished: where reading stopped, and what it held there.
+#[derive(Debug, Clone)]
+struct ReadBefore {
+    identity: FileIdentity,
+    read_offset: u64,
+    head: Vec<u8>,
+    recent: Vec<u8>,
 }
 
 /// A file of a followed directory, not opened yet.
@@ -273,8 +371,12 @@ pub struct Tailer {
     current_renamed_away: bool,
     /// Generations waiting their turn, oldest first.
     queue: VecDeque<Queued>,
-    /// Directory entries already read or skipped: `(path, identity)`.
+    /// Directory entries already read or skipped: `(path, identity)`; entries no longer in
+    /// the directory are forgotten at the next listing, so this is bounded by its size.
     done: std::collections::HashSet<(PathBuf, Option<(u64, u64)>)>,
+    /// Generations of the followed file read and finished, newest last (at most
+    /// [`REMEMBERED_GENERATIONS`]): one back at the path resumes where reading stopped.
+    read_before: VecDeque<ReadBefore>,
     /// Read but not yet handed out: `buffer[handed_out..]` starts with the pending partial line.
     buffer: Vec<u8>,
     handed_out: usize,
@@ -293,6 +395,13 @@ pub struct Tailer {
     rotation_grace: Duration,
     /// Standard input reached its end.
     input_ended: bool,
+    /// The longest line handed out, without its newline (`--max-line-bytes`).
+    max_line_bytes: u64,
+    /// Lines dropped for being longer than `max_line_bytes`.
+    long_lines: u64,
+    /// The last generation was renamed away or deleted and read to its end, last line
+    /// included, and no file has been opened since.
+    vanished_read: bool,
     /// Where the file watcher saw the followed path renamed to, oldest first (see
     /// [`RenameSink`]).
     renamed_to: RenameSink,
@@ -356,6 +465,7 @@ impl Tailer {
             current_renamed_away: false,
             queue: VecDeque::new(),
             done: std::collections::HashSet::new(),
+            read_before: VecDeque::new(),
             buffer: Vec::with_capacity(READ_CHUNK_BYTES),
             handed_out: 0,
             skip_to_newline: false,
@@ -368,6 +478,9 @@ impl Tailer {
             lost_generations: 0,
             rotation_grace: ROTATION_GRACE,
             input_ended: false,
+            max_line_bytes: litehit_core::formats::DEFAULT_MAX_LINE_BYTES,
+            long_lines: 0,
+            vanished_read: false,
             renamed_to: RenameSink::default(),
         }
     }
@@ -383,6 +496,13 @@ impl Tailer {
         Self::with_target(Target::Stdin, StartAt::Beginning)
     }
 
+    /// Whether the file followed was renamed away or deleted and has been read to its end,
+    /// its unterminated last line included, with no file opened since: the end of the input
+    /// for `--exit-at-eof`, as a file read to its end is.
+    pub fn vanished_read(&self) -> bool {
+        self.vanished_read
+    }
+
     /// Whether standard input has ended (everything it sent was read).
     pub fn input_ended(&self) -> bool {
         self.input_ended
@@ -394,6 +514,25 @@ impl Tailer {
     pub fn with_rotation_grace(mut self, grace: Duration) -> Self {
         self.rotation_grace = grace;
         self
+    }
+
+    /// Sets the longest line read, without its newline (`--max-line-bytes`;
+    /// [`litehit_core::formats::DEFAULT_MAX_LINE_BYTES`] by default). A partial line that
+    /// grows past it is dropped and the rest of it skipped up to its newline, so the read
+    /// buffer never holds more than this plus one read; each such line is counted in
+    /// [`Self::long_lines`]. (A complete line past it that came in one read is handed out:
+    /// the caller applies the same cap to each line.)
+    #[must_use]
+    pub fn with_max_line_bytes(mut self, max_line_bytes: u64) -> Self {
+        self.max_line_bytes = max_line_bytes;
+        self
+    }
+
+    /// Lines dropped for being longer than the cap (see [`Self::with_max_line_bytes`]), so
+    /// far. A [`Self::read_chunk`] that drops one hands out no line after it: the lines it
+    /// returns all came before the dropped one.
+    pub fn long_lines(&self) -> u64 {
+        self.long_lines
     }
 
     /// Whether the file being read is no longer at the followed path (appends to it come
@@ -540,9 +679,71 @@ impl Tailer {
     }
 
     fn check_file(&mut self, path: &Path) -> io::Result<Option<TailNotice>> {
+        let queued_notice = self.check_queued_truncations()?;
         if self.current.is_some() {
             self.queue_renamed_generations()?;
         }
+        Ok(self.check_file_path(path)?.or(queued_notice))
+    }
+
+    /// Generations queued behind the one being read can be truncated (and refilled) before
+    /// their turn — a writer that restarts within the rotation grace and reopens its log with
+    /// `"w"`: what they held is then counted as lost ([`Self::lost_bytes`]), and what they
+    /// hold now is read.
+    fn check_queued_truncations(&mut self) -> io::Result<Option<TailNotice>> {
+        let mut notice = None;
+        for queued in &mut self.queue {
+            if let Queued::Open(generation) = queued
+                && let Some(lost) = generation.lost_while_queued()?
+            {
+                self.lost_bytes += lost;
+                notice = Some(TailNotice::Truncated);
+            }
+        }
+        Ok(notice)
+    }
+
+    /// Opens the file at `path` as a new generation: one read before (see
+    /// [`REMEMBERED_GENERATIONS`]) resumes where reading stopped; any other is read from its
+    /// start, with its first bytes taken as its fingerprint now.
+    fn open_generation(&mut self, path: &Path) -> io::Result<Option<Generation>> {
+        let Some(mut generation) = Generation::open(path)? else {
+            return Ok(None);
+        };
+        let found = generation.identity.and_then(|identity| {
+            self.read_before
+                .iter()
+                .rposition(|before| before.identity == identity)
+        });
+        if let Some(index) = found
+            && let Some(before) = self.read_before.remove(index)
+            && generation.resume(&before)?
+        {
+            return Ok(Some(generation));
+        }
+        generation.take_head()?;
+        Ok(Some(generation))
+    }
+
+    /// Remembers a finished generation of the followed file (see [`ReadBefore`]).
+    fn remember(&mut self, generation: &Generation) {
+        let Some(identity) = generation.identity else {
+            return;
+        };
+        self.read_before
+            .retain(|before| before.identity != identity);
+        if self.read_before.len() == REMEMBERED_GENERATIONS {
+            self.read_before.pop_front();
+        }
+        self.read_before.push_back(ReadBefore {
+            identity,
+            read_offset: generation.read_offset,
+            head: generation.head.clone(),
+            recent: generation.recent.clone(),
+        });
+    }
+
+    fn check_file_path(&mut self, path: &Path) -> io::Result<Option<TailNotice>> {
         let path_meta = match std::fs::metadata(path) {
             Ok(meta) => Some(meta),
             Err(err) if err.kind() == io::ErrorKind::NotFound => None,
@@ -585,7 +786,7 @@ impl Tailer {
                 return Ok(None);
             }
             // A new generation: opened now, so no rotation can take it away unread.
-            if let Some(generation) = Generation::open(path)? {
+            if let Some(generation) = self.open_generation(path)? {
                 self.queue.push_back(Queued::Open(generation));
             }
             return Ok(None);
@@ -614,7 +815,7 @@ impl Tailer {
             if !meta.is_file() || known {
                 continue;
             }
-            if let Some(generation) = Generation::open(&renamed)?
+            if let Some(generation) = self.open_generation(&renamed)?
                 && generation.identity == identity
             {
                 self.current_renamed_away = true;
@@ -626,7 +827,7 @@ impl Tailer {
 
     /// The first file (or one created after the path was missing).
     fn open_first(&mut self, path: &Path) -> io::Result<Option<TailNotice>> {
-        let Some(mut generation) = (match Generation::open(path) {
+        let Some(mut generation) = (match self.open_generation(path) {
             Ok(generation) => generation,
             Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(err) => return Err(err),
@@ -674,6 +875,7 @@ impl Tailer {
         self.current = Some(generation);
         self.current_renamed_away = false;
         self.deleted_reported = false;
+        self.vanished_read = false;
     }
 
     fn refuse(&mut self, identity: Option<FileIdentity>) -> Option<TailNotice> {
@@ -744,6 +946,7 @@ impl Tailer {
             Err(err) => return Err(err),
         };
         let mut found: Vec<(SystemTime, PathBuf, Pending)> = Vec::new();
+        let mut listed = std::collections::HashSet::new();
         for entry in entries {
             let entry = entry?;
             let name = entry.file_name();
@@ -772,10 +975,17 @@ impl Tailer {
                     && pending.path == path
                     && pending.identity == identity
                 {
+                    if meta.len() < pending.len {
+                        // Truncated before its turn: what it held is gone unread.
+                        self.lost_bytes += pending.len;
+                    }
                     pending.len = meta.len();
                 }
             }
             let key = (path.clone(), identity.map(|id| (id.device, id.inode)));
+            if self.done.contains(&key) {
+                listed.insert(key.clone());
+            }
             let known = self.done.contains(&key)
                 || self
                     .current
@@ -796,6 +1006,8 @@ impl Tailer {
                 },
             ));
         }
+        // Files gone from the directory are forgotten: `done` stays as small as the listing.
+        self.done.retain(|key| listed.contains(key));
         match order {
             DirectoryOrder::Name => found.sort_by(|a, b| a.1.cmp(&b.1)),
             DirectoryOrder::Mtime => found.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1))),
@@ -884,15 +1096,14 @@ impl Tailer {
             current.saw(offset, &self.buffer[self.buffer.len() - fresh..]);
             current.read_offset += read;
             read_now += read;
-            if self.skip_to_newline {
-                let skip = match memchr::memchr(b'\n', &self.buffer) {
-                    Some(newline) => {
-                        self.skip_to_newline = false;
-                        newline + 1
-                    }
-                    None => self.buffer.len(),
-                };
-                self.buffer.drain(..skip);
+            if skip_or_drop(
+                &mut self.buffer,
+                &mut self.skip_to_newline,
+                self.max_line_bytes,
+            ) {
+                // Nothing else is read now: the caller counts it before the lines after it.
+                self.long_lines += 1;
+                break;
             }
             let tail = &self.buffer[searched.min(self.buffer.len())..];
             if read == 0 || memchr::memchr(b'\n', tail).is_some() {
@@ -933,8 +1144,13 @@ impl Tailer {
         if read_now > 0 {
             current.idle_since = None;
         }
+        // A file renamed away or deleted, with nothing new at the path, whose last line has no
+        // newline: finished as a rotated one is, so that line is read (once, whole).
+        let vanished_with_partial_line = matches!(self.target, Target::File(_))
+            && self.current_renamed_away
+            && !self.buffer.is_empty();
         let finished = read_now == 0
-            && successor_waiting
+            && (successor_waiting || vanished_with_partial_line)
             && (current.complete
                 || current
                     .idle_since
@@ -949,10 +1165,15 @@ impl Tailer {
             }
             self.handed_out = self.buffer.len();
             let done = self.current.take().expect("a generation is being read");
-            self.done.insert((
-                done.path.clone(),
-                done.identity.map(|id| (id.device, id.inode)),
-            ));
+            self.skip_to_newline = false;
+            if matches!(self.target, Target::Directory { .. }) {
+                self.done.insert((
+                    done.path.clone(),
+                    done.identity.map(|id| (id.device, id.inode)),
+                ));
+            } else {
+                self.remember(&done);
+            }
             let notice = self.next_generation()?;
             return Ok((&self.buffer[..self.handed_out], notice));
         }
@@ -964,9 +1185,16 @@ impl Tailer {
     fn next_generation(&mut self) -> io::Result<Option<TailNotice>> {
         match self.target {
             Target::File(_) | Target::Stdin => {
-                if let Some(Queued::Open(generation)) = self.queue.pop_front() {
-                    self.begin(generation);
+                let Some(Queued::Open(mut generation)) = self.queue.pop_front() else {
+                    // A vanished file finished: the next one at the path is waited for.
+                    self.vanished_read = true;
+                    return Ok(None);
+                };
+                // Truncated since the last check: what it held then is lost.
+                if let Some(lost) = generation.lost_while_queued()? {
+                    self.lost_bytes += lost;
                 }
+                self.begin(generation);
                 Ok(Some(TailNotice::Replaced))
             }
             Target::Directory { .. } => {
@@ -981,6 +1209,33 @@ impl Tailer {
             }
         }
     }
+}
+
+/// Drops the bytes of `buffer` up to and including its first newline while `skip_to_newline`
+/// (the rest of a line not read); then, if `buffer` is one line past `max_line_bytes` with no
+/// newline yet, drops it and skips the rest of it (returns true): no more than the cap is
+/// held.
+fn skip_or_drop(buffer: &mut Vec<u8>, skip_to_newline: &mut bool, max_line_bytes: u64) -> bool {
+    if *skip_to_newline {
+        let skip = match memchr::memchr(b'\n', buffer) {
+            Some(newline) => {
+                *skip_to_newline = false;
+                newline + 1
+            }
+            None => buffer.len(),
+        };
+        buffer.drain(..skip);
+    }
+    if *skip_to_newline
+        || !litehit_core::formats::is_too_long(buffer.len(), max_line_bytes)
+        || memchr::memchr(b'\n', buffer).is_some()
+    {
+        return false;
+    }
+    buffer.clear();
+    buffer.shrink_to(READ_CHUNK_BYTES);
+    *skip_to_newline = true;
+    true
 }
 
 /// A copy of `current`'s old content beside `path` (logrotate `copytruncate`): a regular

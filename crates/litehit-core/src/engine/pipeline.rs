@@ -165,12 +165,15 @@ struct ParsedChunk {
 
 /// Replays `reader` through `engine`, calling `on_fact` for every row in input order and
 /// `on_progress(totals)` after each chunk (an error from it stops the run, e.g. when the
-/// output cannot be written). With `worker_count == 0` or `1`, one parse worker.
+/// output cannot be written). With `worker_count == 0` or `1`, one parse worker. A line
+/// longer than `max_line_bytes` stops it with [`crate::formats::line_too_long`]; no more than
+/// that of a line is held.
 pub fn replay_stream<R: Read + Send>(
     reader: R,
     parser: &LineParser,
     engine: &mut Engine,
     worker_count: usize,
+    max_line_bytes: u64,
     on_fact: &mut dyn FnMut(FactRow<'_>),
     on_progress: &mut dyn FnMut(PipelineTotals) -> std::io::Result<()>,
 ) -> Result<PipelineTotals, PipelineError> {
@@ -195,6 +198,7 @@ pub fn replay_stream<R: Read + Send>(
                 .spawn_scoped(scope, move || {
                     parse_worker(
                         &mut worker_parser,
+                        max_line_bytes,
                         &raw_receiver,
                         &parsed_sender,
                         &recycle_receiver,
@@ -209,7 +213,7 @@ pub fn replay_stream<R: Read + Send>(
         let reader_thread = std::thread::Builder::new()
             .name("litehit-read".into())
             .spawn_scoped(scope, move || {
-                read_chunks(reader, &raw_senders, &raw_recycle_receiver)
+                read_chunks(reader, max_line_bytes, &raw_senders, &raw_recycle_receiver)
             })?;
 
         let mut totals = PipelineTotals::default();
@@ -248,22 +252,25 @@ pub fn replay_stream<R: Read + Send>(
             .expect("the reader thread does not panic");
         outcome?;
         match read_result {
-            Err(error) if error.kind() == std::io::ErrorKind::OutOfMemory => {
+            Err(PipelineError::Io(error)) if error.kind() == std::io::ErrorKind::OutOfMemory => {
                 // What the lanes hold plus the headroom the reader could not find.
                 let headroom = crate::hitcore::GROWTH_HEADROOM_BYTES as u64;
                 Err(PipelineError::Engine(engine.out_of_memory(headroom)))
             }
-            other => other.map(|()| totals).map_err(PipelineError::Io),
+            other => other.map(|()| totals),
         }
     })
 }
 
-/// Cuts the stream into chunks of whole lines and deals them round-robin.
+/// Cuts the stream into chunks of whole lines and deals them round-robin. A partial line
+/// grown past `max_line_bytes` stops it: memory holds no more of a line than that (plus one
+/// read).
 fn read_chunks<R: Read>(
     mut reader: R,
+    max_line_bytes: u64,
     senders: &[SyncSender<RawChunk>],
     recycled: &Receiver<Vec<u8>>,
-) -> std::io::Result<()> {
+) -> Result<(), PipelineError> {
     let mut carry: Vec<u8> = Vec::new();
     let mut next_line_number = 1_u64;
     let mut sent_chunks = 0_usize;
@@ -290,11 +297,17 @@ fn read_chunks<R: Read>(
                 Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {
                     bytes.truncate(filled);
                 }
-                Err(error) => return Err(error),
+                Err(error) => return Err(error.into()),
             }
             if !has_newline {
                 has_newline = memchr::memchr(b'\n', &bytes[scanned_for_newline..]).is_some();
                 scanned_for_newline = bytes.len();
+                if !has_newline && crate::formats::is_too_long(bytes.len(), max_line_bytes) {
+                    // The whole buffer is one line, still without its end.
+                    return Err(
+                        crate::formats::line_too_long(next_line_number, max_line_bytes).into(),
+                    );
+                }
             }
         }
         if !at_eof {
@@ -333,6 +346,7 @@ fn grow_to(buffer: &mut Vec<u8>, len: usize) -> std::io::Result<()> {
 
 fn parse_worker(
     parser: &mut LineParser,
+    max_line_bytes: u64,
     raw: &Receiver<RawChunk>,
     parsed: &SyncSender<ParsedChunk>,
     recycled: &Receiver<ParsedChunk>,
@@ -346,7 +360,7 @@ fn parse_worker(
         out.lines = 0;
         out.ignored_lines = 0;
         out.first_ignored_line = None;
-        parse_chunk(parser, &chunk, &mut out);
+        parse_chunk(parser, max_line_bytes, &chunk, &mut out);
         // The raw buffer can be reused by the reader; a full queue just drops it.
         let _ = raw_recycle.try_send(chunk.bytes);
         if parsed.send(out).is_err() {
@@ -355,7 +369,12 @@ fn parse_worker(
     }
 }
 
-fn parse_chunk(parser: &mut LineParser, chunk: &RawChunk, out: &mut ParsedChunk) {
+fn parse_chunk(
+    parser: &mut LineParser,
+    max_line_bytes: u64,
+    chunk: &RawChunk,
+    out: &mut ParsedChunk,
+) {
     let mut splitter = LineSplitter::starting_at(chunk.first_line_number);
     let mut rest = &chunk.bytes[..];
     loop {
@@ -374,6 +393,13 @@ fn parse_chunk(parser: &mut LineParser, chunk: &RawChunk, out: &mut ParsedChunk)
             None => return,
         };
         out.lines += 1;
+        if crate::formats::is_too_long(line.bytes.len(), max_line_bytes) {
+            out.error = Some(crate::formats::line_too_long(
+                line.line_number,
+                max_line_bytes,
+            ));
+            return;
+        }
         if out.event_count == out.events.len() {
             out.events.push(TraceEvent::default());
             out.line_numbers.push(0);
@@ -437,6 +463,14 @@ mod tests {
     }
 
     fn run(text: &str, workers: usize) -> Result<(Vec<String>, PipelineTotals), PipelineError> {
+        run_capped(text, workers, crate::formats::DEFAULT_MAX_LINE_BYTES)
+    }
+
+    fn run_capped(
+        text: &str,
+        workers: usize,
+        max_line_bytes: u64,
+    ) -> Result<(Vec<String>, PipelineTotals), PipelineError> {
         let parser = LineParser::new(TraceFormat::Standard, ParseOptions::default());
         let mut engine = engine();
         let mut rows = Vec::new();
@@ -445,6 +479,7 @@ mod tests {
             &parser,
             &mut engine,
             workers,
+            max_line_bytes,
             &mut |row| {
                 rows.push(format!(
                     "{} {} {:?}",
@@ -532,6 +567,30 @@ mod tests {
         ] {
             assert_eq!(lines_seen.to_string(), text);
         }
+    }
+
+    #[test]
+    fn a_line_past_the_cap_stops_the_replay_naming_it_complete_or_not() {
+        let text = trace(3);
+        let longest = text.lines().map(str::len).max().unwrap() as u64;
+        assert!(
+            run_capped(&text, 2, longest).is_ok(),
+            "a line at the cap is read"
+        );
+        let error = run_capped(&text, 2, longest - 1).unwrap_err();
+        assert!(
+            error.to_string().contains("--max-line-bytes") && error.line_number().is_some(),
+            "{error}"
+        );
+        // A line that never ends, far past the cap (and past a chunk): stopped at the cap.
+        let endless = format!("{text}{}", "x".repeat(4 * CHUNK_BYTES));
+        let error = run_capped(&endless, 1, 1000).unwrap_err();
+        assert_eq!(error.line_number(), Some(4), "{error}");
+        assert!(
+            error
+                .to_string()
+                .starts_with("line 4: longer than --max-line-bytes (1000 B)")
+        );
     }
 
     #[test]

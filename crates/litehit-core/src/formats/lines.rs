@@ -5,12 +5,99 @@
 //! only ever takes *complete* lines, reporting how many bytes it consumed so a tailer can keep
 //! a partial last line for later. [`TraceLines`] is the offline reader built on it: it reads at
 //! least [`MIN_READ_BYTES`] at a time and yields the unterminated last line at end of file.
-//! Nothing here interprets a line's content.
+//! Owns the line-length rule too ([`line_too_long`], `--max-line-bytes`, default
+//! [`DEFAULT_MAX_LINE_BYTES`]) and [`LineCapReader`], which enforces it under readers that
+//! would hold a line of any length. Nothing here interprets a line's content.
 
 use std::io::{self, Read};
 
 /// The least number of bytes [`TraceLines`] asks the reader for in one `read` call.
 pub const MIN_READ_BYTES: usize = 64 * 1024;
+
+/// Default of `--max-line-bytes`, the longest line read (without its newline): far above any
+/// real trace row, so that memory stays bounded whatever the input holds (typed as
+/// [`crate::grammar::DEFAULT_MAX_LINE_BYTES_TEXT`]).
+pub const DEFAULT_MAX_LINE_BYTES: u64 = 16 << 20;
+
+/// The one rule for a line longer than `--max-line-bytes`, in every reader: offline it is an
+/// error (naming the file, this line and the flag), live the line is skipped and counted as a
+/// bad line with this reason. Readers stop holding such a line once it passes the cap, so
+/// memory is bounded by the cap, not by the input.
+#[must_use]
+pub fn line_too_long(line_number: u64, max_line_bytes: u64) -> super::ParseError {
+    super::ParseError {
+        line_number,
+        trace_id: None,
+        field: None,
+        message: line_too_long_reason(max_line_bytes),
+    }
+}
+
+/// What [`line_too_long`] says, without the line number.
+#[must_use]
+pub fn line_too_long_reason(max_line_bytes: u64) -> String {
+    format!(
+        "longer than --max-line-bytes ({}); raise it to read longer lines",
+        crate::display::bytes(max_line_bytes, crate::display::Precision::Significant(4))
+    )
+}
+
+/// Whether a line of `len` bytes (without its newline) is over the cap.
+#[must_use]
+pub fn is_too_long(len: usize, max_line_bytes: u64) -> bool {
+    u64::try_from(len).map_or(true, |len| len > max_line_bytes)
+}
+
+/// A reader that fails with [`line_too_long`] (as an `InvalidData` I/O error) as soon as a
+/// line grows past `max_line_bytes`, for line readers that would otherwise hold a line of any
+/// length (`BufRead::lines` in the `trace` converter).
+#[derive(Debug)]
+pub struct LineCapReader<R> {
+    inner: R,
+    max_line_bytes: u64,
+    line_number: u64,
+    /// Bytes of the current line seen so far.
+    line_bytes: u64,
+}
+
+impl<R: Read> LineCapReader<R> {
+    pub fn new(inner: R, max_line_bytes: u64) -> Self {
+        Self {
+            inner,
+            max_line_bytes,
+            line_number: 1,
+            line_bytes: 0,
+        }
+    }
+}
+
+impl<R: Read> Read for LineCapReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let read = self.inner.read(buf)?;
+        let mut rest = &buf[..read];
+        loop {
+            let (segment, ends_line) = match memchr::memchr(b'\n', rest) {
+                Some(newline) => (&rest[..newline], true),
+                None => (rest, false),
+            };
+            self.line_bytes += segment.len() as u64;
+            // A `\r` before the newline is no part of the line.
+            let over = self.line_bytes - u64::from(ends_line && segment.ends_with(b"\r"));
+            if over > self.max_line_bytes {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    line_too_long(self.line_number, self.max_line_bytes),
+                ));
+            }
+            if !ends_line {
+                return Ok(read);
+            }
+            self.line_number += 1;
+            self.line_bytes = 0;
+            rest = &rest[segment.len() + 1..];
+        }
+    }
+}
 
 /// One line without its terminator (`\n` or `\r\n`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -246,6 +333,28 @@ mod tests {
         })
         .unwrap();
         out
+    }
+
+    #[test]
+    fn the_line_cap_reader_fails_on_the_first_line_past_the_cap() {
+        let mut text = String::new();
+        let read = |input: &[u8], cap| {
+            let mut text = String::new();
+            LineCapReader::new(input, cap)
+                .read_to_string(&mut text)
+                .map(|_| text)
+        };
+        assert_eq!(read(b"abc\r\nde\nfgh", 3).unwrap(), "abc\r\nde\nfgh");
+        let error = read(b"abc\nde\nfghi\n", 3).unwrap_err();
+        assert_eq!(error.kind(), io::ErrorKind::InvalidData);
+        assert_eq!(
+            error.to_string(),
+            "line 3: longer than --max-line-bytes (3 B); raise it to read longer lines"
+        );
+        // Byte by byte, the same line at fault.
+        let mut capped = LineCapReader::new(Trickle(b"ab\r\nabc\nabcd"), 3);
+        let error = capped.read_to_string(&mut text).unwrap_err();
+        assert!(error.to_string().starts_with("line 3: "), "{error}");
     }
 
     #[test]

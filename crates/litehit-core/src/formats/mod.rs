@@ -63,7 +63,8 @@ mod standard;
 
 pub use detect::detect_format;
 pub use lines::{
-    CompleteLines, LineSplitter, MIN_READ_BYTES, SplitLine, TraceLines, for_each_line,
+    CompleteLines, DEFAULT_MAX_LINE_BYTES, LineCapReader, LineSplitter, MIN_READ_BYTES, SplitLine,
+    TraceLines, for_each_line, is_too_long, line_too_long, line_too_long_reason,
     split_complete_lines,
 };
 pub use lmcache::chunk_hash_key;

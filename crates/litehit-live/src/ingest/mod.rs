@@ -57,7 +57,9 @@ fn tailer_for(config: &IngestConfig) -> Tailer {
     } else {
         Tailer::new(&config.trace_path, config.start_at)
     };
-    tailer.with_rotation_grace(config.rotation_grace)
+    tailer
+        .with_rotation_grace(config.rotation_grace)
+        .with_max_line_bytes(config.max_line_bytes)
 }
 use crate::{Command, IngestEvent, LiveHandle, SlotId};
 use litehit_core::engine::{Engine, EngineConfig, LaneSet, Policy};
@@ -92,6 +94,10 @@ pub struct IngestConfig {
     pub directory: Option<(glob::Pattern, DirectoryOrder)>,
     /// How long a finished-looking file generation must stay quiet before reading moves on.
     pub rotation_grace: Duration,
+    /// The longest line read, without its newline (`--max-line-bytes`): a longer one, from
+    /// the file or in a posted body, is skipped and counted as a bad line, and no more than
+    /// this of it is held in memory.
+    pub max_line_bytes: u64,
     pub start_at: StartAt,
     pub engine: EngineConfig,
     /// `None`: detect from the first non-empty line.
@@ -180,6 +186,7 @@ impl IngestConfig {
             trace_path: trace_path.into(),
             directory: None,
             rotation_grace: crate::tail::ROTATION_GRACE,
+            max_line_bytes: litehit_core::formats::DEFAULT_MAX_LINE_BYTES,
             start_at: StartAt::Beginning,
             engine,
             format: None,
@@ -282,6 +289,9 @@ struct Ingest {
     config: IngestConfig,
     tailer: Tailer,
     generation_seen: u64,
+    /// The tailer's count of lines dropped past the cap, as far as the pipeline has counted
+    /// them.
+    long_lines_seen: u64,
     pipeline: Pipeline,
     next_slot_id: SlotId,
     events_tx: Sender<IngestEvent>,
@@ -339,6 +349,7 @@ impl Ingest {
         let mut ingest = Self {
             tailer: tailer_for(&config),
             generation_seen: 0,
+            long_lines_seen: 0,
             pipeline,
             next_slot_id,
             events_tx,
@@ -596,6 +607,11 @@ impl Ingest {
                 return false;
             }
         };
+        // A line dropped past the cap came after every line just processed.
+        for _ in self.long_lines_seen..self.tailer.long_lines() {
+            self.pipeline.skip_long_line();
+        }
+        self.long_lines_seen = self.tailer.long_lines();
         if self.stop_if_out_of_memory() {
             return false;
         }
@@ -625,7 +641,8 @@ impl Ingest {
             self.polled = false;
         }
         let input_over = self.tailer.input_ended() && !chunk;
-        if (self.config.exit_at_eof && caught_up && !chunk && !self.tailer.switch_pending())
+        let at_end = caught_up || self.tailer.vanished_read();
+        if (self.config.exit_at_eof && at_end && !chunk && !self.tailer.switch_pending())
             || (input_over && !self.finished)
         {
             self.read_unterminated_last_line();

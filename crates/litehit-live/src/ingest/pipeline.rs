@@ -44,6 +44,8 @@ pub(super) struct Pipeline {
     pub(super) event: TraceEvent,
     /// Number of the next line in the current file generation.
     pub(super) line_number: u64,
+    /// See [`IngestConfig::max_line_bytes`].
+    max_line_bytes: u64,
     pub(super) slots: Vec<Slot>,
     /// KV bytes per block set live (`b`) for every lane's projections; `None`: each lane's.
     pub(super) assumed_block_bytes: Option<u64>,
@@ -78,6 +80,7 @@ impl Pipeline {
             line_transform: config.line_transform.clone(),
             event: TraceEvent::default(),
             line_number: 1,
+            max_line_bytes: config.max_line_bytes,
             slots,
             assumed_block_bytes: None,
             tiers: config.tiers.clone(),
@@ -102,7 +105,10 @@ impl Pipeline {
             while let Some(newline) = memchr::memchr(b'\n', rest) {
                 let line = &rest[..newline];
                 rest = &rest[newline + 1..];
-                lines.push((self.line_number, line.strip_suffix(b"\r").unwrap_or(line)));
+                let line = line.strip_suffix(b"\r").unwrap_or(line);
+                if !self.refuse_long_line(line, self.line_number) {
+                    lines.push((self.line_number, line));
+                }
                 self.line_number += 1;
             }
             self.process_transformed(&lines);
@@ -117,8 +123,34 @@ impl Pipeline {
             }
             let line_number = self.line_number;
             self.line_number += 1;
-            self.process_line(line, line_number);
+            if !self.refuse_long_line(line, line_number) {
+                self.process_line(line, line_number);
+            }
         }
+    }
+
+    /// A line the tailer dropped for being longer than `--max-line-bytes` (it never holds
+    /// more of one): it takes its line number and is counted as a bad line.
+    pub(super) fn skip_long_line(&mut self) {
+        let line_number = self.line_number;
+        self.line_number += 1;
+        self.engine.record_bad_line(
+            line_number,
+            litehit_core::formats::line_too_long_reason(self.max_line_bytes),
+        );
+    }
+
+    /// Whether `line` is longer than `--max-line-bytes`: then it is counted as a bad line
+    /// with that reason, and not read.
+    fn refuse_long_line(&mut self, line: &[u8], line_number: u64) -> bool {
+        if !litehit_core::formats::is_too_long(line.len(), self.max_line_bytes) {
+            return false;
+        }
+        self.engine.record_bad_line(
+            line_number,
+            litehit_core::formats::line_too_long_reason(self.max_line_bytes),
+        );
+        true
     }
 
     /// Parses and replays every line of a posted body (the last line needs no `\n`), with
@@ -138,7 +170,9 @@ impl Pipeline {
                 continue;
             }
             let bad_before = self.engine.stats().bad_lines;
-            if self.line_transform.is_some() {
+            if self.refuse_long_line(line, line_number) {
+                // Counted as bad: reported below.
+            } else if self.line_transform.is_some() {
                 self.process_transformed(&[(line_number, line)]);
             } else {
                 self.process_line(line, line_number);
