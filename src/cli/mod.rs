@@ -50,7 +50,7 @@ impl Cli {
     /// `strtod` reads them all as capacities (any negative one is unlimited). So a `query`
     /// argument that reads as a capacity and starts with one `-` is passed on with a leading
     /// space, which [`parse_capacity_gb`] skips as `strtod` does. The same holds for the
-    /// value after `--capacity-gb` (`watch`, `demo`: `--capacity-gb -inf`).
+    /// values after `--capacity-gb` (`watch`, `demo`: `--capacity-gb -inf`).
     pub fn parse_args_from<I, T>(args: I) -> Result<Self, clap::Error>
     where
         I: IntoIterator<Item = T>,
@@ -67,13 +67,21 @@ impl Cli {
         T: Into<std::ffi::OsString>,
     {
         let mut args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
-        for at in 1..args.len() {
-            if args[at - 1] == "--capacity-gb"
-                && let Some(text) = args[at].to_str()
-                && text.starts_with('-')
-                && parse_capacity(text).is_ok()
-            {
-                args[at] = format!(" {text}").into();
+        // `--capacity-gb` takes every value up to the next flag (`--capacity-gb 10 -1 80`).
+        let mut in_capacity_list = false;
+        for arg in &mut args {
+            if arg == "--capacity-gb" {
+                in_capacity_list = true;
+                continue;
+            }
+            let Some(text) = arg.to_str() else { continue };
+            if !text.starts_with('-') {
+                continue;
+            }
+            if in_capacity_list && parse_capacity(text).is_ok() {
+                *arg = format!(" {text}").into();
+            } else {
+                in_capacity_list = false;
             }
         }
         if args.get(1).is_some_and(|command| command == "query") {
@@ -387,6 +395,7 @@ mod tests {
             "-.5",
             "-inf",
             "-1",
+            "-1e400",
             "--summary-only",
         ])
         .unwrap();
@@ -399,10 +408,64 @@ mod tests {
             .iter()
             .map(|arg| parse_capacity_gb(arg).unwrap())
             .collect();
-        assert_eq!(capacities, [-1e-9, -0.5, f64::NEG_INFINITY, -1.0]);
+        assert_eq!(
+            capacities,
+            [-1e-9, -0.5, f64::NEG_INFINITY, -1.0, f64::NEG_INFINITY]
+        );
         assert!(
             Cli::parse_args_from(["litehit", "query", "f.csv", "-", "-x"]).is_err(),
             "an unknown flag is still one"
+        );
+    }
+
+    /// Issue 26: `--capacity-gb 10 40` read 40 as TRACE; a list flag takes every value up to
+    /// the next flag, negative unlimited ones included.
+    #[test]
+    fn watch_capacity_slots_take_every_value_after_the_flag() {
+        use litehit_core::projector::Capacity;
+        let cli = Cli::parse_args_from([
+            "litehit",
+            "watch",
+            "t.jsonl",
+            "--capacity-gb",
+            "10",
+            "-inf",
+            "80,1000b",
+            "-1",
+            "--headless",
+        ])
+        .unwrap();
+        let Command::Watch(args) = cli.command else {
+            panic!("a watch")
+        };
+        assert_eq!(
+            args.capacity_gb,
+            [
+                Capacity::Gigabytes(10.0),
+                Capacity::Infinite,
+                Capacity::Gigabytes(80.0),
+                Capacity::Blocks(1000),
+                Capacity::Infinite
+            ]
+        );
+        assert!(args.headless);
+        let error = Cli::parse_args_from(["litehit", "watch", "--capacity-gb", "10", "t.jsonl"])
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("--capacity-gb"), "{error}");
+        // `--tiers` too: the file after the list is a tier (refused by the tier grammar), and
+        // then FACTS is missing.
+        let Command::Query(query) =
+            Cli::parse_args_from(["litehit", "query", "f.csv", "-", "--tiers", "80GB", "4TB"])
+                .unwrap()
+                .command
+        else {
+            panic!("a query")
+        };
+        assert_eq!(query.tier_args.tiers, ["80GB", "4TB"]);
+        assert!(query.capacity_gb.is_empty());
+        assert!(
+            Cli::parse_args_from(["litehit", "mrc", "--tiers", "80GB", "512GB", "f.csv"]).is_err()
         );
     }
 

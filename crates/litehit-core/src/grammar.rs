@@ -215,6 +215,7 @@ pub fn parse_memory_horizon(input: &str) -> Result<Capacity> {
 /// value is an unlimited slot. A block count is refused with the flag that takes it.
 pub fn parse_capacity_gb(input: &str) -> Result<f64> {
     match capacity_text(input)? {
+        CapacityText::Gigabytes(gb) if gb == f64::INFINITY => Err(GrammarError::TooLarge),
         CapacityText::Gigabytes(gb) | CapacityText::Unlimited(gb) => Ok(gb),
         CapacityText::Blocks(_) => Err(GrammarError::WrongKind {
             input: input.to_owned(),
@@ -326,7 +327,9 @@ fn is_unlimited_word(lower: &str) -> bool {
 }
 
 /// `strtod`'s number, the whole text consumed: decimal (`2.5e1`) or hexadecimal (`0x1.8p3`);
-/// NaN and infinities are no numbers here (the unlimited words are read before).
+/// NaN and the infinity words are no numbers here (the unlimited words are read before). A
+/// number too large for a double overflows to ±∞, as `strtod` returns ±`HUGE_VAL`: `-1e400`
+/// is −∞ (an unlimited capacity, as any negative one), `1e400` is +∞ (refused as too large).
 fn strtod_number(text: &str) -> Option<f64> {
     let value: f64 = text
         .parse()
@@ -337,7 +340,7 @@ fn strtod_number(text: &str) -> Option<f64> {
                 .any(|byte| byte.is_ascii_alphabetic() && !matches!(byte, b'e' | b'E'))
         })
         .or_else(|| parse_hex_float(text))?;
-    value.is_finite().then_some(value)
+    (!value.is_nan()).then_some(value)
 }
 
 /// `strtod`'s hexadecimal form: `[sign] 0x hex-digits [. hex-digits] [p [sign] decimal]`,
@@ -471,8 +474,7 @@ mod tests {
             assert_eq!(parse_capacity_gb(text).ok(), Some(expected), "{text}");
         }
         for bad in [
-            "nan", "0x", "0xg", "0x1p", "0x1.2.3", "12abc", "", "0x1p+", "GB", "1e999", "1000b",
-            "0x1g",
+            "nan", "0x", "0xg", "0x1p", "0x1.2.3", "12abc", "", "0x1p+", "GB", "1000b", "0x1g",
         ] {
             assert_eq!(parse_capacity_gb(bad).ok(), None, "{bad:?}");
         }
@@ -490,6 +492,32 @@ mod tests {
                 parse_capacity_gb(word).ok(),
                 Some(f64::NEG_INFINITY),
                 "{word}"
+            );
+        }
+        // A negative number too large for a double is strtod's −∞: unlimited, as upstream
+        // reads it (issue 26), in `query` and in every other capacity.
+        for overflow in ["-1e400", "-1e999GB", "-0x1p99999"] {
+            assert_eq!(
+                parse_capacity_gb(overflow).ok(),
+                Some(f64::NEG_INFINITY),
+                "{overflow}"
+            );
+            assert_eq!(
+                parse_capacity(overflow),
+                Ok(Capacity::Infinite),
+                "{overflow}"
+            );
+        }
+        for too_large in ["1e400", "1e999", "0x1p99999", "1e400TB"] {
+            assert_eq!(
+                parse_capacity_gb(too_large),
+                Err(GrammarError::TooLarge),
+                "{too_large}"
+            );
+            assert_eq!(
+                parse_capacity(too_large),
+                Err(GrammarError::TooLarge),
+                "{too_large}"
             );
         }
         // +inf (undefined upstream) and LiteHit's own words read as upstream's unlimited -1.
