@@ -73,6 +73,12 @@ pub fn run(args: &MrcArgs) -> color_eyre::Result<()> {
         );
     }
     let report = curves.report(args.max_curve_points);
+    super::warn_implausible_kv_sizes(
+        report
+            .instances
+            .iter()
+            .map(|instance| (instance.block_bytes, instance.block_size_tokens)),
+    );
     if args.png.is_some() || args.svg.is_some() {
         // File names, or the paths as given when names repeat (shards in several directories).
         let names: Vec<String> = facts

@@ -756,6 +756,25 @@ pub struct TotalKnee {
     pub point: TotalPoint,
 }
 
+/// The GiB columns assume each instance's KV size: a blank line and one `warning:` line per
+/// implausible one (the core's rule), or nothing.
+fn kv_size_warnings(report: &MrcReport) -> String {
+    let warnings = litehit_core::config::ImplausibleKvSize::distinct(
+        report
+            .instances
+            .iter()
+            .map(|instance| (instance.block_bytes, instance.block_size_tokens)),
+    );
+    let mut out = String::new();
+    if !warnings.is_empty() {
+        out.push('\n');
+    }
+    for warning in warnings {
+        let _ = writeln!(out, "warning: {warning}");
+    }
+    out
+}
+
 /// The human-readable table of `litehit mrc`.
 #[must_use]
 pub fn render_table(report: &MrcReport) -> String {
@@ -849,6 +868,7 @@ pub fn render_table(report: &MrcReport) -> String {
     if let Some(pool) = &report.pool {
         out.push_str(&render_pool_lines(pool));
     }
+    out.push_str(&kv_size_warnings(report));
     out.push_str(concat!(
         "\nCumulative token hit rate of an exact LRU prefix cache. A p% knee is the smallest\n",
         "capacity reaching p% of the ∞-capacity hit rate; saturation is the smallest reaching all\n",

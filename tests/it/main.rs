@@ -27,6 +27,7 @@ mod horizon;
 mod horizon_surfaces;
 mod http_ingest;
 mod key_shapes;
+mod kv_size_warning;
 mod memory;
 mod metrics;
 mod mrc;

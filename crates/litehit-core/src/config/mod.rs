@@ -28,6 +28,7 @@
 mod file;
 mod flags;
 mod json;
+mod kv_size;
 mod plan;
 
 use std::path::PathBuf;
@@ -37,6 +38,7 @@ use crate::formats::TraceFormat;
 
 pub use file::{load_config_file, load_config_file_read_as, parse_config_str};
 pub use flags::resolve_single_instance;
+pub use kv_size::{ImplausibleKvSize, PLAUSIBLE_KV_BYTES_PER_TOKEN};
 pub use plan::{ConfigFile, EnginePlan, PlanSource};
 
 /// Upstream's default trace block size (config key `block_size`) when no format is known.
