@@ -872,7 +872,7 @@ pub fn render_table(report: &MrcReport) -> String {
     out.push_str(concat!(
         "\nCumulative token hit rate of an exact LRU prefix cache. A p% knee is the smallest\n",
         "capacity reaching p% of the ∞-capacity hit rate; saturation is the smallest reaching all\n",
-        "of it. GB = 2^30 bytes, (n) = blocks. total: every instance with its own cache of that\n",
+        "of it. GiB = 2^30 bytes, (n) = blocks. total: every instance with its own cache of that\n",
         "size, as in the overall line of `litehit query`.\n",
     ));
     out
@@ -948,7 +948,7 @@ fn format_percent(rate: f64) -> String {
     display::percent(Some(rate), 2)
 }
 
-/// A knee or saturation cell: `-` when nothing ever hits (every knee would read `0 GB`,
+/// A knee or saturation cell: `-` when nothing ever hits (every knee would read `0 GiB`,
 /// true but unhelpful), else [`format_capacity`].
 fn knee_cell(hits: bool, capacity_gb: f64, capacity_blocks: Option<u64>) -> String {
     if hits {
@@ -958,14 +958,14 @@ fn knee_cell(hits: bool, capacity_gb: f64, capacity_blocks: Option<u64>) -> Stri
     }
 }
 
-/// `12.34 GB (91)`; the block count is omitted when unknown. The GB figure is rounded
+/// `12.34 GiB (91)`; the block count is omitted when unknown. The GB figure is rounded
 /// *up*: every capacity shown is a smallest capacity reaching a target, so the figure typed
 /// back into `query` must reach it too.
 fn format_capacity(capacity_gb: f64, capacity_blocks: Option<u64>) -> String {
     let gb = display::significant_up(capacity_gb, 4);
     match capacity_blocks {
-        Some(blocks) => format!("{gb} GB ({blocks})"),
-        None => format!("{gb} GB"),
+        Some(blocks) => format!("{gb} GiB ({blocks})"),
+        None => format!("{gb} GiB"),
     }
 }
 
@@ -1171,7 +1171,7 @@ mod tests {
             last_cells, ["-"; 5],
             "four knees and the saturation: {table}"
         );
-        assert!(!table.contains("0 GB"), "{table}");
+        assert!(!table.contains("0 GiB"), "{table}");
     }
 
     #[test]
