@@ -18,7 +18,7 @@ use clap::{Parser, Subcommand};
 use litehit_core::config::SingleInstanceFlags;
 use litehit_core::formats::TraceFormat;
 use litehit_core::grammar::{
-    parse_byte_size, parse_capacity, parse_capacity_gb, parse_whole_seconds,
+    parse_byte_size, parse_capacity, parse_capacity_gb, parse_duration_ns,
 };
 
 /// Exact LRU prefix-cache hit rates at any capacity, from one pass over a KV-cache block trace.
@@ -268,9 +268,11 @@ pub struct LaneFlags {
     #[arg(long, value_name = "BYTES", value_parser = parse_byte_size)]
     pub kv_bytes_per_token: Option<u64>,
 
-    /// Fixed TTL in seconds: a block unused for this long is gone at every capacity
-    #[arg(long, value_name = "SECONDS", value_parser = parse_whole_seconds)]
-    pub ttl_seconds: Option<u64>,
+    /// Fixed TTL: a block unused for this long is gone at every capacity. Seconds (`600`,
+    /// `1.5`) or a duration (`1.5s`, `250ms`, `10m`, `2h`)
+    #[arg(long = "ttl-seconds", id = "ttl_seconds", value_name = "DURATION",
+          value_parser = parse_duration_ns)]
+    pub ttl_ns: Option<u64>,
 
     /// Keys are raw per-block hashes: chain them with the prefix hash first
     #[arg(long)]
@@ -314,7 +316,7 @@ impl LaneFlags {
             block_size_tokens: self.block_size,
             block_bytes: self.block_bytes,
             kv_bytes_per_token: self.kv_bytes_per_token,
-            ttl_seconds: self.ttl_seconds,
+            ttl_ns: self.ttl_ns,
             prefix_hash: self.prefix_hash,
             instance: self.instance.clone(),
             trace_block_size_tokens: self.trace_block_size,
@@ -345,7 +347,7 @@ impl LaneFlags {
             trace_block_size,
             block_bytes,
             kv_bytes_per_token,
-            ttl_seconds,
+            ttl_ns,
             prefix_hash,
             instance,
             pool: _, // also applies to a config file's lanes
@@ -354,7 +356,7 @@ impl LaneFlags {
             || trace_block_size.is_some()
             || block_bytes.is_some()
             || kv_bytes_per_token.is_some()
-            || ttl_seconds.is_some()
+            || ttl_ns.is_some()
             || *prefix_hash
             || instance.is_some()
     }
@@ -520,7 +522,7 @@ mod tests {
         assert_eq!(flags.block_size_tokens, Some(32));
         assert_eq!(flags.trace_block_size_tokens, Some(16));
         assert_eq!(flags.block_bytes, Some(4096));
-        assert_eq!(flags.ttl_seconds, Some(60));
+        assert_eq!(flags.ttl_ns, Some(60_000_000_000));
         assert!(flags.prefix_hash);
         assert_eq!(flags.format, Some(TraceFormat::Mooncake));
         assert!(args.lane.any_lane_parameter());

@@ -389,7 +389,7 @@ mod tests {
         assert_eq!(flags.block_size_tokens, Some(64));
         assert_eq!(flags.trace_block_size_tokens, Some(16));
         assert_eq!(flags.block_bytes, Some(4096));
-        assert_eq!(flags.ttl_seconds, Some(30));
+        assert_eq!(flags.ttl_ns, Some(30_000_000_000));
         assert!(flags.prefix_hash);
         assert_eq!(flags.instance.as_deref(), Some("i1"));
         assert_eq!(flags.format, Some(TraceFormat::Mooncake));

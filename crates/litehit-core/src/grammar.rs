@@ -3,8 +3,9 @@
 //!
 //! Every entry point reads through here — `query`'s GB arguments and `--capacity-blocks`,
 //! `watch --capacity-gb`, the monitor's add-slot dialog, `--block-bytes`,
-//! `--kv-bytes-per-token`, `--ttl-seconds`, `--interval`, `--window-seconds` — so a spelling
-//! that works in one place works in all of them, and is refused with the same words where it
+//! `--kv-bytes-per-token`, `--ttl-seconds` (to the nanosecond), `--interval`,
+//! `--window-seconds` — so a spelling that works in one place works in all of them, and is
+//! refused with the same words where it
 //! does not fit (a block count is no GB argument of `query`, an unlimited size is no TTL).
 //!
 //! The spellings:
@@ -290,16 +291,20 @@ pub fn parse_duration_seconds(input: &str) -> Result<f64> {
     }
 }
 
-/// A duration that is a whole number of seconds (a TTL): the spellings of
-/// [`parse_duration_seconds`], refused when they leave a fraction of a second.
-pub fn parse_whole_seconds(input: &str) -> Result<u64> {
-    const EXPECTED: &str = "a whole number of seconds, e.g. 600, 600s or 10m";
-    // A plain count is read exactly (every u64, as before the units existed).
+/// A duration in whole nanoseconds (a TTL: `--ttl-seconds`): the spellings of
+/// [`parse_duration_seconds`] (`600`, `1.5s`, `250ms`, `10m`), rounded to the nearest
+/// nanosecond; a plain count of seconds is read exactly. Refused when the nanoseconds do
+/// not fit 64 bits (about 584 years).
+pub fn parse_duration_ns(input: &str) -> Result<u64> {
+    const EXPECTED: &str = "a duration, e.g. 600, 1.5s, 250ms or 10m, below 2^64 ns";
+    const NANOS_PER_SECOND: u64 = 1_000_000_000;
     if let Ok(seconds) = input.trim().parse::<u64>() {
-        return Ok(seconds);
+        return seconds
+            .checked_mul(NANOS_PER_SECOND)
+            .ok_or_else(|| expected(input, EXPECTED));
     }
-    let seconds = parse_duration_seconds(input).map_err(|_| expected(input, EXPECTED))?;
-    if seconds.fract() != 0.0 || seconds >= u64::MAX as f64 {
+    let ns = (parse_duration_seconds(input).map_err(|_| expected(input, EXPECTED))? * 1e9).round();
+    if ns >= u64::MAX as f64 {
         return Err(expected(input, EXPECTED));
     }
     #[allow(
@@ -307,7 +312,7 @@ pub fn parse_whole_seconds(input: &str) -> Result<u64> {
         clippy::cast_sign_loss,
         reason = "a whole, non-negative number below 2^64"
     )]
-    Ok(seconds as u64)
+    Ok(ns as u64)
 }
 
 fn expected(input: &str, expected: &'static str) -> GrammarError {
@@ -599,10 +604,19 @@ mod tests {
         for bad in ["-1", "inf", "nan", "", "10 minutes", "0x10", "1e999"] {
             assert!(parse_duration_seconds(bad).is_err(), "{bad}");
         }
-        assert_eq!(parse_whole_seconds("10m"), Ok(600));
-        assert_eq!(parse_whole_seconds("60"), Ok(60));
-        assert_eq!(parse_whole_seconds("18446744073709551615"), Ok(u64::MAX));
-        assert!(parse_whole_seconds("1.5").is_err());
-        assert!(parse_whole_seconds("250ms").is_err());
+        // A TTL takes every duration the README promises (issue 26: `1.5s` was refused).
+        assert_eq!(parse_duration_ns("10m"), Ok(600_000_000_000));
+        assert_eq!(parse_duration_ns("60"), Ok(60_000_000_000));
+        assert_eq!(parse_duration_ns("1.5s"), Ok(1_500_000_000));
+        assert_eq!(parse_duration_ns("1.5"), Ok(1_500_000_000));
+        assert_eq!(parse_duration_ns("250ms"), Ok(250_000_000));
+        assert_eq!(parse_duration_ns("0.1s"), Ok(100_000_000));
+        assert_eq!(
+            parse_duration_ns("18446744073"),
+            Ok(18_446_744_073_000_000_000)
+        );
+        assert!(parse_duration_ns("18446744074").is_err());
+        assert!(parse_duration_ns("1000y").is_err());
+        assert!(parse_duration_ns("-1").is_err());
     }
 }

@@ -136,8 +136,9 @@ pub struct SingleInstanceFlags {
     /// `--kv-bytes-per-token`: `block_bytes = this × block_size_tokens`. Default
     /// [`DEFAULT_KV_BYTES_PER_TOKEN`] when `--block-bytes` is not given either.
     pub kv_bytes_per_token: Option<u64>,
-    /// `--ttl-seconds`: fixed TTL, `0` or absent = none.
-    pub ttl_seconds: Option<u64>,
+    /// `--ttl-seconds` in nanoseconds (it takes `1.5s`, `250ms`): fixed TTL, `0` or absent =
+    /// none.
+    pub ttl_ns: Option<u64>,
     /// `--prefix-hash`: chain raw per-block hashes before re-blocking.
     pub prefix_hash: bool,
     /// `--instance`: route every row to this one lane.
