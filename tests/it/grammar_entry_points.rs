@@ -57,6 +57,13 @@ const CAPACITIES: &[(&str, Means, Means, Means)] = &[
         Means::Blocks(1000),
         Means::Blocks(1000),
     ),
+    // As the screens label a block slot (issue 26).
+    (
+        "1000blk",
+        Means::Refused,
+        Means::Blocks(1000),
+        Means::Blocks(1000),
+    ),
     ("inf", Means::Unlimited, Means::Refused, Means::Unlimited),
     (
         "infinite",

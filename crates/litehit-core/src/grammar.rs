@@ -12,9 +12,9 @@
 //!
 //! | value | spellings |
 //! |---|---|
-//! | capacity (and tier size) | binary GB: `40`, `0.5`, `40GB`, `40GiB`, `40g`, hex as C's `strtod` (`0x10`); binary TB (1024 GB): `4TB`, `0.5TiB`, `1 tb`; blocks: `1000b`, `1000blocks`, `1000 blocks`; unlimited: `inf`, `infinite`, `infinity`, `∞`, any negative number (`-1`), as upstream |
+//! | capacity (and tier size) | binary GB: `40`, `0.5`, `40GB`, `40GiB`, `40g`, hex as C's `strtod` (`0x10`); binary TB (1024 GB): `4TB`, `0.5TiB`, `1 tb`; blocks: `1000b`, `1000blk` (as the screens label them), `1000blocks`, `1000 blocks`; unlimited: `inf`, `infinite`, `infinity`, `∞`, any negative number (`-1`), as upstream |
 //! | byte size | `1048576`, `128KiB`, `1MiB`, `2GiB`, `1TiB` (binary; a `B` alone is bytes) |
-//! | block count | `1000`, `1000b`, `1000blocks` |
+//! | block count | `1000`, `1000b`, `1000blk`, `1000blocks` |
 //! | duration | seconds: `30`, `1.5`, `30s`; `250ms`, `10m`, `2h`, `1d` |
 //!
 //! Upstream-compatible spellings are read exactly as upstream reads them: a capacity argument
@@ -113,6 +113,7 @@ fn capacity_text(input: &str) -> Result<CapacityText> {
     }
     if let Some(digits) = lower
         .strip_suffix("blocks")
+        .or_else(|| lower.strip_suffix("blk"))
         .or_else(|| lower.strip_suffix('b'))
     {
         let digits = digits.trim_end();
@@ -225,12 +226,13 @@ pub fn parse_capacity_gb(input: &str) -> Result<f64> {
     }
 }
 
-/// A whole number of blocks: `1000`, `1000b`, `1000blocks`.
+/// A whole number of blocks: `1000`, `1000b`, `1000blk`, `1000blocks`.
 pub fn parse_block_count(input: &str) -> Result<u64> {
     const EXPECTED: &str = "a whole number of blocks, e.g. 1000 or 1000b";
     let lower = input.trim().to_ascii_lowercase();
     let digits = lower
         .strip_suffix("blocks")
+        .or_else(|| lower.strip_suffix("blk"))
         .or_else(|| lower.strip_suffix('b'))
         .unwrap_or(&lower)
         .trim_end();
@@ -399,6 +401,10 @@ mod tests {
             ("1000b", Ok(Capacity::Blocks(1000))),
             ("1000B", Ok(Capacity::Blocks(1000))),
             ("7 blocks", Ok(Capacity::Blocks(7))),
+            // As the screens label a block slot (issue 26), so a label typed back is the slot.
+            ("5000blk", Ok(Capacity::Blocks(5000))),
+            ("5000 BLK", Ok(Capacity::Blocks(5000))),
+            ("1.5blk", Err(())),
             ("40blocks", Ok(Capacity::Blocks(40))),
             ("inf", Ok(Capacity::Infinite)),
             ("infinite", Ok(Capacity::Infinite)),
@@ -432,6 +438,15 @@ mod tests {
             })
         );
         assert_eq!(parse_capacity("  "), Err(GrammarError::Empty));
+        // Every label the screens show reads back as its slot.
+        for capacity in [
+            Capacity::Blocks(5000),
+            Capacity::Gigabytes(0.5),
+            Capacity::Infinite,
+        ] {
+            let label = crate::display::capacity_label(capacity);
+            assert_eq!(parse_capacity(&label), Ok(capacity), "{label}");
+        }
         assert_eq!(parse_capacity("1e12"), Err(GrammarError::TooLarge));
     }
 
@@ -560,6 +575,7 @@ mod tests {
             ("1000", 1000),
             ("1000b", 1000),
             ("7blocks", 7),
+            ("7blk", 7),
             (" 7 B ", 7),
         ] {
             assert_eq!(parse_block_count(text), Ok(count), "{text}");

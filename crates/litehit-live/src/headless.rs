@@ -941,7 +941,7 @@ mod tests {
         };
         let text = summary_text(&snap);
         assert!(
-            text.contains("token hit rate at 40 GiB, 7 b, ∞\n"),
+            text.contains("token hit rate at 40 GiB, 7 blk, ∞\n"),
             "the screen's spelling: {text}"
         );
         assert!(!text.contains("set live with b"), "{text}");
