@@ -18,7 +18,7 @@ use clap::{Parser, Subcommand};
 use litehit_core::config::SingleInstanceFlags;
 use litehit_core::formats::TraceFormat;
 use litehit_core::grammar::{
-    parse_byte_size, parse_capacity, parse_capacity_gb, parse_whole_seconds,
+    parse_byte_size, parse_capacity, parse_capacity_gb, parse_duration_ns,
 };
 
 /// Exact LRU prefix-cache hit rates at any capacity, from one pass over a KV-cache block trace.
@@ -50,7 +50,7 @@ impl Cli {
     /// `strtod` reads them all as capacities (any negative one is unlimited). So a `query`
     /// argument that reads as a capacity and starts with one `-` is passed on with a leading
     /// space, which [`parse_capacity_gb`] skips as `strtod` does. The same holds for the
-    /// value after `--capacity-gb` (`watch`, `demo`: `--capacity-gb -inf`).
+    /// values after `--capacity-gb` (`watch`, `demo`: `--capacity-gb -inf`).
     pub fn parse_args_from<I, T>(args: I) -> Result<Self, clap::Error>
     where
         I: IntoIterator<Item = T>,
@@ -67,13 +67,21 @@ impl Cli {
         T: Into<std::ffi::OsString>,
     {
         let mut args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
-        for at in 1..args.len() {
-            if args[at - 1] == "--capacity-gb"
-                && let Some(text) = args[at].to_str()
-                && text.starts_with('-')
-                && parse_capacity(text).is_ok()
-            {
-                args[at] = format!(" {text}").into();
+        // `--capacity-gb` takes every value up to the next flag (`--capacity-gb 10 -1 80`).
+        let mut in_capacity_list = false;
+        for arg in &mut args {
+            if arg == "--capacity-gb" {
+                in_capacity_list = true;
+                continue;
+            }
+            let Some(text) = arg.to_str() else { continue };
+            if !text.starts_with('-') {
+                continue;
+            }
+            if in_capacity_list && parse_capacity(text).is_ok() {
+                *arg = format!(" {text}").into();
+            } else {
+                in_capacity_list = false;
             }
         }
         if args.get(1).is_some_and(|command| command == "query") {
@@ -287,9 +295,11 @@ pub struct LaneFlags {
     #[arg(long, value_name = "BYTES", value_parser = parse_byte_size)]
     pub kv_bytes_per_token: Option<u64>,
 
-    /// Fixed TTL in seconds: a block unused for this long is gone at every capacity
-    #[arg(long, value_name = "SECONDS", value_parser = parse_whole_seconds)]
-    pub ttl_seconds: Option<u64>,
+    /// Fixed TTL: a block unused for this long is gone at every capacity. Seconds (`600`,
+    /// `1.5`) or a duration (`1.5s`, `250ms`, `10m`, `2h`)
+    #[arg(long = "ttl-seconds", id = "ttl_seconds", value_name = "DURATION",
+          value_parser = parse_duration_ns)]
+    pub ttl_ns: Option<u64>,
 
     /// Keys are raw per-block hashes: chain them with the prefix hash first
     #[arg(long)]
@@ -333,7 +343,7 @@ impl LaneFlags {
             block_size_tokens: self.block_size,
             block_bytes: self.block_bytes,
             kv_bytes_per_token: self.kv_bytes_per_token,
-            ttl_seconds: self.ttl_seconds,
+            ttl_ns: self.ttl_ns,
             prefix_hash: self.prefix_hash,
             instance: self.instance.clone(),
             trace_block_size_tokens: self.trace_block_size,
@@ -364,7 +374,7 @@ impl LaneFlags {
             trace_block_size,
             block_bytes,
             kv_bytes_per_token,
-            ttl_seconds,
+            ttl_ns,
             prefix_hash,
             instance,
             pool: _, // also applies to a config file's lanes
@@ -373,7 +383,7 @@ impl LaneFlags {
             || trace_block_size.is_some()
             || block_bytes.is_some()
             || kv_bytes_per_token.is_some()
-            || ttl_seconds.is_some()
+            || ttl_ns.is_some()
             || *prefix_hash
             || instance.is_some()
     }
@@ -414,6 +424,7 @@ mod tests {
             "-.5",
             "-inf",
             "-1",
+            "-1e400",
             "--summary-only",
         ])
         .unwrap();
@@ -426,10 +437,64 @@ mod tests {
             .iter()
             .map(|arg| parse_capacity_gb(arg).unwrap())
             .collect();
-        assert_eq!(capacities, [-1e-9, -0.5, f64::NEG_INFINITY, -1.0]);
+        assert_eq!(
+            capacities,
+            [-1e-9, -0.5, f64::NEG_INFINITY, -1.0, f64::NEG_INFINITY]
+        );
         assert!(
             Cli::parse_args_from(["litehit", "query", "f.csv", "-", "-x"]).is_err(),
             "an unknown flag is still one"
+        );
+    }
+
+    /// Issue 26: `--capacity-gb 10 40` read 40 as TRACE; a list flag takes every value up to
+    /// the next flag, negative unlimited ones included.
+    #[test]
+    fn watch_capacity_slots_take_every_value_after_the_flag() {
+        use litehit_core::projector::Capacity;
+        let cli = Cli::parse_args_from([
+            "litehit",
+            "watch",
+            "t.jsonl",
+            "--capacity-gb",
+            "10",
+            "-inf",
+            "80,1000b",
+            "-1",
+            "--headless",
+        ])
+        .unwrap();
+        let Command::Watch(args) = cli.command else {
+            panic!("a watch")
+        };
+        assert_eq!(
+            args.capacity_gb,
+            [
+                Capacity::Gigabytes(10.0),
+                Capacity::Infinite,
+                Capacity::Gigabytes(80.0),
+                Capacity::Blocks(1000),
+                Capacity::Infinite
+            ]
+        );
+        assert!(args.headless);
+        let error = Cli::parse_args_from(["litehit", "watch", "--capacity-gb", "10", "t.jsonl"])
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("--capacity-gb"), "{error}");
+        // `--tiers` too: the file after the list is a tier (refused by the tier grammar), and
+        // then FACTS is missing.
+        let Command::Query(query) =
+            Cli::parse_args_from(["litehit", "query", "f.csv", "-", "--tiers", "80GB", "4TB"])
+                .unwrap()
+                .command
+        else {
+            panic!("a query")
+        };
+        assert_eq!(query.tier_args.tiers, ["80GB", "4TB"]);
+        assert!(query.capacity_gb.is_empty());
+        assert!(
+            Cli::parse_args_from(["litehit", "mrc", "--tiers", "80GB", "512GB", "f.csv"]).is_err()
         );
     }
 
@@ -484,7 +549,7 @@ mod tests {
         assert_eq!(flags.block_size_tokens, Some(32));
         assert_eq!(flags.trace_block_size_tokens, Some(16));
         assert_eq!(flags.block_bytes, Some(4096));
-        assert_eq!(flags.ttl_seconds, Some(60));
+        assert_eq!(flags.ttl_ns, Some(60_000_000_000));
         assert!(flags.prefix_hash);
         assert_eq!(flags.format, Some(TraceFormat::Mooncake));
         assert!(args.lane.any_lane_parameter());

@@ -13,10 +13,10 @@ pub const DEFAULT_MAX_CURVE_POINTS: usize = 1000;
 #[command(
     after_long_help = "The table lists, per instance and for the total: requests, input tokens, block \
 geometry, the hit rate with unlimited capacity, the smallest capacity reaching 50/90/95/99% of it \
-(GB with blocks in parentheses) and the saturation capacity (the smallest reaching it fully). With --from/--to/--exclude-warmup, only \
+(GiB with blocks in parentheses) and the saturation capacity (the smallest reaching it fully). With --from/--to/--exclude-warmup, only \
 the rows in that span of trace time are accounted, and the table (`accounted:`), --json \
 (`accounted_span`) and the plots' subtitle say which span. \
-GB = 2^30 bytes. The total gives every instance its own cache of the same size in bytes, as the \
+GiB = 2^30 bytes. The total gives every instance its own cache of the same size in bytes, as the \
 overall line of `litehit query` does.\n\nRows of one instance must share block_size_tokens and \
 block_bytes.\n\nExample:\n  litehit mrc out/litehit_facts.csv --png mrc.png"
 )]
@@ -32,7 +32,7 @@ pub struct MrcArgs {
     #[arg(long)]
     pub json: bool,
 
-    /// Also write a PNG plot (hit rate % vs capacity GB) to FILE, atomically; `-` writes it
+    /// Also write a PNG plot (hit rate % vs capacity GiB) to FILE, atomically; `-` writes it
     /// to stdout (the table then goes to stderr)
     #[arg(long, value_name = "FILE")]
     pub png: Option<PathBuf>,

@@ -4,6 +4,14 @@ use std::path::PathBuf;
 
 use litehit_core::grammar::parse_block_count;
 
+/// A `--capacity-blocks` value; a refused one says where the GB capacities go, since a GB
+/// value typed after the flag is one of its values (issue 26).
+fn parse_block_slot(input: &str) -> Result<u64, String> {
+    parse_block_count(input).map_err(|error| {
+        format!("{error} (every value up to the next flag is a block count: type GB capacities before --capacity-blocks)")
+    })
+}
+
 /// Capacity query over a facts file: per-request hit blocks and rates plus summaries.
 #[derive(Debug, Clone, Default, PartialEq, clap::Args)]
 #[command(
@@ -37,9 +45,12 @@ pub struct QueryArgs {
     #[arg(value_name = "CAPACITY_GB", allow_negative_numbers = true)]
     pub capacity_gb: Vec<String>,
 
-    /// Extra capacity slots in blocks (independent of `block_bytes`), after the GB slots;
-    /// comma-separated or repeated
-    #[arg(long, value_name = "N,...", value_delimiter = ',', value_parser = parse_block_count)]
+    /// Extra capacity slots in blocks (independent of `block_bytes`): `1000` or `1000b`,
+    /// comma-separated, space-separated or repeated. Every value after the flag, up to the
+    /// next flag, is a block count (a GB capacity typed there is refused, never read as
+    /// GB): type the GB capacities before it. In the JSONL the GB slots come first
+    #[arg(long, value_name = "N", num_args = 1.., value_delimiter = ',',
+          allow_negative_numbers = true, value_parser = parse_block_slot)]
     pub capacity_blocks: Vec<u64>,
 
     /// Write only the summary lines (per instance and overall), not one line per row
@@ -109,8 +120,9 @@ pub struct TierArgs {
     /// adds `tier_mode`, `tier_names`, `tier_sizes`, `tier_hit_blocks`, `tier_hit_tokens`,
     /// `tier_shares` and `miss_share` to each summary line; `mrc` adds a tier table (`tiers`
     /// in --json); `watch` shows a tiers panel, `tiers` in each --headless instance and
-    /// total, and `litehit_tier_hit_tokens_total` in /metrics
-    #[arg(long, value_name = "[NAME=]SIZE,...", value_delimiter = ',')]
+    /// total, and `litehit_tier_hit_tokens_total` in /metrics. Every value after the flag, up
+    /// to the next flag, is a tier (space-separated too)
+    #[arg(long, value_name = "[NAME=]SIZE", num_args = 1.., value_delimiter = ',')]
     pub tiers: Vec<String>,
 
     /// How the tiers relate: `exclusive` (an LRU hierarchy: evictions are demoted to the next
@@ -259,6 +271,31 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(error.contains("a whole number of blocks"), "{error}");
+    }
+
+    /// Issue 26: `--capacity-blocks 10 100 500` took only 10, and 100 and 500 became GB slots.
+    #[test]
+    fn block_slots_take_every_value_after_the_flag() {
+        let args = parse(&[
+            "f.csv",
+            "-",
+            "40",
+            "--capacity-blocks",
+            "10",
+            "100,500b",
+            "1000",
+            "--summary-only",
+            "80",
+        ]);
+        assert_eq!(args.capacity_blocks, [10, 100, 500, 1000]);
+        assert_eq!(args.capacity_gb, ["40", "80"]);
+        for after in ["40GB", "-1", "0.5", "inf"] {
+            let error =
+                Wrapper::try_parse_from(["query", "f.csv", "-", "--capacity-blocks", "10", after])
+                    .unwrap_err()
+                    .to_string();
+            assert!(error.contains("--capacity-blocks"), "{after}: {error}");
+        }
     }
 
     #[test]

@@ -57,10 +57,12 @@ pub struct WatchArgs {
 
     /// Capacity slots, comma-separated: binary GB (GB × 2^30 bytes: 40, 0.5, 40GB), binary TB
     /// (4TB = 4096 GB) or blocks (1000b); ∞ is always shown; more can be added live with `a`. Default: the config's
-    /// capacity_gb, else 10,40,80
+    /// capacity_gb, else 10,40,80. Every value after the flag, up to the next flag, is a
+    /// slot (space-separated too): type TRACE before it
     #[arg(
         long,
-        value_name = "GB,...",
+        value_name = "GB",
+        num_args = 1..,
         value_delimiter = ',',
         value_parser = parse_capacity,
         allow_negative_numbers = true
@@ -459,7 +461,7 @@ mod tests {
         assert_eq!(flags.block_size_tokens, Some(64));
         assert_eq!(flags.trace_block_size_tokens, Some(16));
         assert_eq!(flags.block_bytes, Some(4096));
-        assert_eq!(flags.ttl_seconds, Some(30));
+        assert_eq!(flags.ttl_ns, Some(30_000_000_000));
         assert!(flags.prefix_hash);
         assert_eq!(flags.instance.as_deref(), Some("i1"));
         assert_eq!(flags.format, Some(TraceFormat::Mooncake));

@@ -214,6 +214,15 @@ pub(crate) fn note(note: Option<&str>) {
     }
 }
 
+/// Warns on stderr, once per geometry, of every implausible KV size per token among
+/// `geometries` (`(block_bytes, block_size_tokens)`): the rule is the core's
+/// ([`litehit_core::config::ImplausibleKvSize`]).
+pub(crate) fn warn_implausible_kv_sizes(geometries: impl IntoIterator<Item = (u64, u64)>) {
+    for warning in litehit_core::config::ImplausibleKvSize::distinct(geometries) {
+        note(Some(&format!("warning: {warning}")));
+    }
+}
+
 /// Refuses an input named as litehit's temp files are (`.NAME.PID.RANDOM.tmp`): it may be a
 /// publication in progress, or a killed run's that the next writer of `NAME` removes.
 pub(crate) fn refuse_temp_input(path: &std::path::Path) -> color_eyre::Result<()> {

@@ -73,6 +73,12 @@ pub fn run(args: &MrcArgs) -> color_eyre::Result<()> {
         );
     }
     let report = curves.report(args.max_curve_points);
+    super::warn_implausible_kv_sizes(
+        report
+            .instances
+            .iter()
+            .map(|instance| (instance.block_bytes, instance.block_size_tokens)),
+    );
     if args.png.is_some() || args.svg.is_some() {
         // The trace as `--title` names it (facts do not record it), else the facts files by
         // their directory and name (`run-0412/litehit_facts.csv`: the file name alone is

@@ -116,6 +116,7 @@ pub fn run(args: &QueryArgs) -> color_eyre::Result<()> {
     };
     super::note_lanes_in_several_files(&summary.lanes_in_several_files, &facts_paths);
     super::note(summary.pool_note.as_deref());
+    super::warn_implausible_kv_sizes(summary.geometries);
     Ok(())
 }
 

@@ -153,6 +153,12 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
             },
         );
     }
+    super::warn_implausible_kv_sizes(
+        engine
+            .lanes()
+            .iter()
+            .map(|lane| (lane.spec().block_bytes, lane.spec().block_size_tokens)),
+    );
     if !args.quiet {
         let summaries: Vec<LaneSummary> = engine.lanes().iter().map(LaneSummary::of).collect();
         eprint!(

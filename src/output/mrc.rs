@@ -756,6 +756,25 @@ pub struct TotalKnee {
     pub point: TotalPoint,
 }
 
+/// The GiB columns assume each instance's KV size: a blank line and one `warning:` line per
+/// implausible one (the core's rule), or nothing.
+fn kv_size_warnings(report: &MrcReport) -> String {
+    let warnings = litehit_core::config::ImplausibleKvSize::distinct(
+        report
+            .instances
+            .iter()
+            .map(|instance| (instance.block_bytes, instance.block_size_tokens)),
+    );
+    let mut out = String::new();
+    if !warnings.is_empty() {
+        out.push('\n');
+    }
+    for warning in warnings {
+        let _ = writeln!(out, "warning: {warning}");
+    }
+    out
+}
+
 /// The human-readable table of `litehit mrc`.
 #[must_use]
 pub fn render_table(report: &MrcReport) -> String {
@@ -849,10 +868,11 @@ pub fn render_table(report: &MrcReport) -> String {
     if let Some(pool) = &report.pool {
         out.push_str(&render_pool_lines(pool));
     }
+    out.push_str(&kv_size_warnings(report));
     out.push_str(concat!(
         "\nCumulative token hit rate of an exact LRU prefix cache. A p% knee is the smallest\n",
         "capacity reaching p% of the ∞-capacity hit rate; saturation is the smallest reaching all\n",
-        "of it. GB = 2^30 bytes, (n) = blocks. total: every instance with its own cache of that\n",
+        "of it. GiB = 2^30 bytes, (n) = blocks. total: every instance with its own cache of that\n",
         "size, as in the overall line of `litehit query`.\n",
     ));
     out
@@ -928,7 +948,7 @@ fn format_percent(rate: f64) -> String {
     display::percent(Some(rate), 2)
 }
 
-/// A knee or saturation cell: `-` when nothing ever hits (every knee would read `0 GB`,
+/// A knee or saturation cell: `-` when nothing ever hits (every knee would read `0 GiB`,
 /// true but unhelpful), else [`format_capacity`].
 fn knee_cell(hits: bool, capacity_gb: f64, capacity_blocks: Option<u64>) -> String {
     if hits {
@@ -938,14 +958,14 @@ fn knee_cell(hits: bool, capacity_gb: f64, capacity_blocks: Option<u64>) -> Stri
     }
 }
 
-/// `12.34 GB (91)`; the block count is omitted when unknown. The GB figure is rounded
+/// `12.34 GiB (91)`; the block count is omitted when unknown. The GB figure is rounded
 /// *up*: every capacity shown is a smallest capacity reaching a target, so the figure typed
 /// back into `query` must reach it too.
 fn format_capacity(capacity_gb: f64, capacity_blocks: Option<u64>) -> String {
     let gb = display::significant_up(capacity_gb, 4);
     match capacity_blocks {
-        Some(blocks) => format!("{gb} GB ({blocks})"),
-        None => format!("{gb} GB"),
+        Some(blocks) => format!("{gb} GiB ({blocks})"),
+        None => format!("{gb} GiB"),
     }
 }
 
@@ -1151,7 +1171,7 @@ mod tests {
             last_cells, ["-"; 5],
             "four knees and the saturation: {table}"
         );
-        assert!(!table.contains("0 GB"), "{table}");
+        assert!(!table.contains("0 GiB"), "{table}");
     }
 
     #[test]

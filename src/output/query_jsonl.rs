@@ -264,6 +264,9 @@ pub struct QuerySummary {
     pub lanes_in_several_files: Vec<LaneFingerprint>,
     /// [`LaneFingerprints::partial_pool_note`], for the command to print.
     pub pool_note: Option<String>,
+    /// The distinct `(block_bytes, block_size_tokens)` of the rows, in first-seen order (for
+    /// the command's warning on an implausible KV size).
+    pub geometries: Vec<(u64, u64)>,
 }
 
 /// The query failed: a facts file could not be read, or the output could not be written.
@@ -320,6 +323,8 @@ pub struct QueryTotals {
     pool: Option<PoolTotals>,
     /// Every row's lane fingerprint, for [`PoolRule::Recognise`].
     lanes: Option<LaneFingerprints>,
+    /// The distinct `(block_bytes, block_size_tokens)` of the rows, in first-seen order.
+    geometries: Vec<(u64, u64)>,
 }
 
 /// The pool lane's facts on the capacity axis: N is known only at the end, and the
@@ -365,6 +370,7 @@ impl QueryTotals {
             pool_rule: None,
             pool: None,
             lanes: None,
+            geometries: Vec::new(),
         }
     }
 
@@ -463,6 +469,10 @@ impl QueryTotals {
     /// Projects `record` at every slot, adds it to its instance's totals and the overall
     /// totals, and returns its hit blocks per slot.
     pub fn add_record(&mut self, record: &FactRecord) -> &[u64] {
+        let geometry = (record.block_bytes, record.block_size_tokens);
+        if self.geometries.last() != Some(&geometry) && !self.geometries.contains(&geometry) {
+            self.geometries.push(geometry);
+        }
         self.project(record);
         let instance = self.instance_slot(&record.instance_id);
         let block_size_tokens = record.block_size_tokens;
@@ -564,6 +574,7 @@ impl QueryTotals {
             pool: None,
             lanes_in_several_files: Vec::new(),
             pool_note: None,
+            geometries: self.geometries,
         }
     }
 

@@ -92,6 +92,6 @@ fn readme_commands_run_on_the_sample_trace() {
     assert!(table.starts_with("instance"), "{table}");
     for row in ["prefill-0", "prefill-1", "total"] {
         let line = table.lines().find(|line| line.starts_with(row)).unwrap();
-        assert!(line.contains(" GB ("), "a knee in GB and blocks: {line}");
+        assert!(line.contains(" GiB ("), "a knee in GiB and blocks: {line}");
     }
 }

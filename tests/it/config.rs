@@ -1007,13 +1007,6 @@ fn each_flag_validation_names_the_flag() {
         ),
         (
             SingleInstanceFlags {
-                ttl_seconds: Some(u64::MAX),
-                ..SingleInstanceFlags::default()
-            },
-            "--ttl-seconds: 18446744073709551615 seconds overflows a u64 count of nanoseconds",
-        ),
-        (
-            SingleInstanceFlags {
                 instance: Some(String::new()),
                 ..SingleInstanceFlags::default()
             },
@@ -1055,7 +1048,7 @@ fn flags_and_the_equivalent_config_file_resolve_to_the_same_engine() {
         block_size_tokens: Some(1024),
         block_bytes: Some(675_864_576),
         kv_bytes_per_token: None,
-        ttl_seconds: Some(60),
+        ttl_ns: Some(60_000_000_000),
         prefix_hash: true,
         instance: Some("kimi-k3.tp8".to_owned()),
         trace_block_size_tokens: Some(256),
@@ -1125,7 +1118,7 @@ proptest! {
             block_size_tokens: Some(block_size),
             block_bytes: None,
             kv_bytes_per_token: Some(bytes_per_token),
-            ttl_seconds: Some(ttl_seconds),
+            ttl_ns: Some(ttl_seconds * 1_000_000_000),
             prefix_hash,
             instance: Some(instance.clone()),
             trace_block_size_tokens: Some(trace_block_size),

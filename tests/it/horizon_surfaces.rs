@@ -125,7 +125,7 @@ fn the_tui_shows_the_infinite_column_under_the_horizon_as_a_lower_bound() {
 
     // A horizon in blocks is shown in blocks.
     let text = screen(&snapshot(Some(Capacity::Blocks(50_000_000))), 160, 44);
-    assert!(header_row(&text).contains("∞ H=50000000 b"), "{text}");
+    assert!(header_row(&text).contains("∞ H=50000000 blk"), "{text}");
 }
 
 /// Two instances with reuse deeper than the horizon (so the bound really differs).

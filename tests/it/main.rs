@@ -28,6 +28,7 @@ mod horizon_surfaces;
 mod http_ingest;
 mod http_limits;
 mod key_shapes;
+mod kv_size_warning;
 mod line_cap;
 mod memory;
 mod metrics;

@@ -205,7 +205,7 @@ fn lane(id: &str, horizon: Option<u64>, ttl_ns: u64) -> LaneSnapshot {
 
 #[test]
 fn slots_above_the_memory_horizon_read_as_lower_bounds() {
-    // 5000 blocks of 2 MiB ≈ 9.77 GiB: the 10 and 40 GiB slots lie above it, 1000 b below.
+    // 5000 blocks of 2 MiB ≈ 9.77 GiB: the 10 and 40 GiB slots lie above it, 1000 blk below.
     let snap = LiveSnapshot {
         slots: slots(),
         lanes: vec![lane("engine-0", Some(5_000), 0)],
@@ -239,19 +239,24 @@ fn slots_above_the_memory_horizon_read_as_lower_bounds() {
             let bytes = format!("≥{}", format::bytes(snap.lanes[0].unique_kv_bytes()));
             assert!(row.contains(&bytes), "KV bytes {bytes}: {row:?}");
         }
-        assert!(screen.contains("∞ H=5000 b"), "the ∞ header:\n{screen}");
+        assert!(screen.contains("∞ H=5000 blk"), "the ∞ header:\n{screen}");
         assert!(
             screen.contains("≥ lower bound above the horizon"),
             "the title note:\n{screen}"
         );
         if width == 80 {
-            // The compact legend on the chart's border names the horizon too.
-            assert!(screen.contains("╌∞ H=5000 b"), "compact legend:\n{screen}");
+            // The compact legend on the chart's border names the slots; the horizon's
+            // `∞ H=5000 blk` no longer fits beside `1000 blk` at 40 columns (it is in the
+            // table's header).
+            assert!(
+                screen.contains("┊10 GiB─┊40 GiB─┊1000 blk"),
+                "compact legend:\n{screen}"
+            );
         }
         if width == 120 {
             // The curve's legend marks the same slots.
             assert!(screen.contains("10 GiB ≥41.20%"), "legend:\n{screen}");
-            assert!(screen.contains("1000 b 20.00%"), "legend:\n{screen}");
+            assert!(screen.contains("1000 blk 20.00%"), "legend:\n{screen}");
         }
     }
     // Without a horizon nothing is marked.

@@ -267,17 +267,17 @@ fn watch_shows_exact_rates_late_slots_and_snapshots_facts() {
         tmux.keys(&["a"]);
         tmux.keys(&[slot, "Enter"]);
     }
-    // Wait for the row to have both new columns: "3 b" alone may be a chart axis label.
+    // Wait for the row to have both new columns: "3 blk" alone may be a chart axis label.
     let screen = tmux.wait_for("the late slots", |s| {
-        s.contains("2 b")
-            && s.contains("3 b")
+        s.contains("2 blk")
+            && s.contains("3 blk")
             && row(s, "i1").is_some_and(|(_, rates)| rates.len() == 4)
     });
     let (_, rates) = row(&screen, "i1").unwrap();
     assert_eq!(
         rates,
         ["51.85%", "51.85%", "59.26%", "59.26%"],
-        "2 b, 3 b, 1 GB (1048576 blocks of 1 KiB), ∞: by block count"
+        "2 blk, 3 blk, 1 GiB (1048576 blocks of 1 KiB), ∞: by block count"
     );
 
     // A generated workload on two instances, appended in ragged pieces (partial lines).

@@ -240,14 +240,14 @@ pub fn fit_middle(text: &str, width: usize) -> String {
 }
 
 /// A capacity slot's label in binary units, the one spelling readers see (`40 GiB`,
-/// `0.5 GiB`, `1000 b`, `∞`): the TUI, its exit summary and the tier panel; typed input keeps
+/// `0.5 GiB`, `1000 blk`, `∞`; `blk`, not `b`, which reads as bytes): the TUI, its exit summary and the tier panel; typed input keeps
 /// accepting `40`, `40gb` and `40 GiB` alike.
 #[must_use]
 pub fn capacity_label(capacity: crate::projector::Capacity) -> String {
     use crate::projector::Capacity;
     match capacity {
         Capacity::Gigabytes(gb) => format!("{} GiB", short_float(gb)),
-        Capacity::Blocks(blocks) => format!("{blocks} b"),
+        Capacity::Blocks(blocks) => format!("{blocks} blk"),
         Capacity::Infinite => "∞".to_owned(),
     }
 }

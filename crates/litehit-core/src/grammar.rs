@@ -3,17 +3,18 @@
 //!
 //! Every entry point reads through here — `query`'s GB arguments and `--capacity-blocks`,
 //! `watch --capacity-gb`, the monitor's add-slot dialog, `--block-bytes`,
-//! `--kv-bytes-per-token`, `--ttl-seconds`, `--interval`, `--window-seconds` — so a spelling
-//! that works in one place works in all of them, and is refused with the same words where it
+//! `--kv-bytes-per-token`, `--ttl-seconds` (to the nanosecond), `--interval`,
+//! `--window-seconds` — so a spelling that works in one place works in all of them, and is
+//! refused with the same words where it
 //! does not fit (a block count is no GB argument of `query`, an unlimited size is no TTL).
 //!
 //! The spellings:
 //!
 //! | value | spellings |
 //! |---|---|
-//! | capacity (and tier size) | binary GB: `40`, `0.5`, `40GB`, `40GiB`, `40g`, hex as C's `strtod` (`0x10`); binary TB (1024 GB): `4TB`, `0.5TiB`, `1 tb`; blocks: `1000b`, `1000blocks`, `1000 blocks`; unlimited: `inf`, `infinite`, `infinity`, `∞`, any negative number (`-1`), as upstream |
+//! | capacity (and tier size) | binary GB: `40`, `0.5`, `40GB`, `40GiB`, `40g`, hex as C's `strtod` (`0x10`); binary TB (1024 GB): `4TB`, `0.5TiB`, `1 tb`; blocks: `1000b`, `1000blk` (as the screens label them), `1000blocks`, `1000 blocks`; unlimited: `inf`, `infinite`, `infinity`, `∞`, any negative number (`-1`), as upstream |
 //! | byte size | `1048576`, `128KiB`, `1MiB`, `2GiB`, `1TiB` (binary; a `B` alone is bytes) |
-//! | block count | `1000`, `1000b`, `1000blocks` |
+//! | block count | `1000`, `1000b`, `1000blk`, `1000blocks` |
 //! | duration | seconds: `30`, `1.5`, `30s`; `250ms`, `10m`, `2h`, `1d` |
 //!
 //! Upstream-compatible spellings are read exactly as upstream reads them: a capacity argument
@@ -112,6 +113,7 @@ fn capacity_text(input: &str) -> Result<CapacityText> {
     }
     if let Some(digits) = lower
         .strip_suffix("blocks")
+        .or_else(|| lower.strip_suffix("blk"))
         .or_else(|| lower.strip_suffix('b'))
     {
         let digits = digits.trim_end();
@@ -215,6 +217,7 @@ pub fn parse_memory_horizon(input: &str) -> Result<Capacity> {
 /// value is an unlimited slot. A block count is refused with the flag that takes it.
 pub fn parse_capacity_gb(input: &str) -> Result<f64> {
     match capacity_text(input)? {
+        CapacityText::Gigabytes(gb) if gb == f64::INFINITY => Err(GrammarError::TooLarge),
         CapacityText::Gigabytes(gb) | CapacityText::Unlimited(gb) => Ok(gb),
         CapacityText::Blocks(_) => Err(GrammarError::WrongKind {
             input: input.to_owned(),
@@ -223,12 +226,13 @@ pub fn parse_capacity_gb(input: &str) -> Result<f64> {
     }
 }
 
-/// A whole number of blocks: `1000`, `1000b`, `1000blocks`.
+/// A whole number of blocks: `1000`, `1000b`, `1000blk`, `1000blocks`.
 pub fn parse_block_count(input: &str) -> Result<u64> {
     const EXPECTED: &str = "a whole number of blocks, e.g. 1000 or 1000b";
     let lower = input.trim().to_ascii_lowercase();
     let digits = lower
         .strip_suffix("blocks")
+        .or_else(|| lower.strip_suffix("blk"))
         .or_else(|| lower.strip_suffix('b'))
         .unwrap_or(&lower)
         .trim_end();
@@ -304,16 +308,20 @@ pub fn parse_duration_seconds(input: &str) -> Result<f64> {
     }
 }
 
-/// A duration that is a whole number of seconds (a TTL): the spellings of
-/// [`parse_duration_seconds`], refused when they leave a fraction of a second.
-pub fn parse_whole_seconds(input: &str) -> Result<u64> {
-    const EXPECTED: &str = "a whole number of seconds, e.g. 600, 600s or 10m";
-    // A plain count is read exactly (every u64, as before the units existed).
+/// A duration in whole nanoseconds (a TTL: `--ttl-seconds`): the spellings of
+/// [`parse_duration_seconds`] (`600`, `1.5s`, `250ms`, `10m`), rounded to the nearest
+/// nanosecond; a plain count of seconds is read exactly. Refused when the nanoseconds do
+/// not fit 64 bits (about 584 years).
+pub fn parse_duration_ns(input: &str) -> Result<u64> {
+    const EXPECTED: &str = "a duration, e.g. 600, 1.5s, 250ms or 10m, below 2^64 ns";
+    const NANOS_PER_SECOND: u64 = 1_000_000_000;
     if let Ok(seconds) = input.trim().parse::<u64>() {
-        return Ok(seconds);
+        return seconds
+            .checked_mul(NANOS_PER_SECOND)
+            .ok_or_else(|| expected(input, EXPECTED));
     }
-    let seconds = parse_duration_seconds(input).map_err(|_| expected(input, EXPECTED))?;
-    if seconds.fract() != 0.0 || seconds >= u64::MAX as f64 {
+    let ns = (parse_duration_seconds(input).map_err(|_| expected(input, EXPECTED))? * 1e9).round();
+    if ns >= u64::MAX as f64 {
         return Err(expected(input, EXPECTED));
     }
     #[allow(
@@ -321,7 +329,7 @@ pub fn parse_whole_seconds(input: &str) -> Result<u64> {
         clippy::cast_sign_loss,
         reason = "a whole, non-negative number below 2^64"
     )]
-    Ok(seconds as u64)
+    Ok(ns as u64)
 }
 
 fn expected(input: &str, expected: &'static str) -> GrammarError {
@@ -341,7 +349,9 @@ fn is_unlimited_word(lower: &str) -> bool {
 }
 
 /// `strtod`'s number, the whole text consumed: decimal (`2.5e1`) or hexadecimal (`0x1.8p3`);
-/// NaN and infinities are no numbers here (the unlimited words are read before).
+/// NaN and the infinity words are no numbers here (the unlimited words are read before). A
+/// number too large for a double overflows to ±∞, as `strtod` returns ±`HUGE_VAL`: `-1e400`
+/// is −∞ (an unlimited capacity, as any negative one), `1e400` is +∞ (refused as too large).
 fn strtod_number(text: &str) -> Option<f64> {
     let value: f64 = text
         .parse()
@@ -352,7 +362,7 @@ fn strtod_number(text: &str) -> Option<f64> {
                 .any(|byte| byte.is_ascii_alphabetic() && !matches!(byte, b'e' | b'E'))
         })
         .or_else(|| parse_hex_float(text))?;
-    value.is_finite().then_some(value)
+    (!value.is_nan()).then_some(value)
 }
 
 /// `strtod`'s hexadecimal form: `[sign] 0x hex-digits [. hex-digits] [p [sign] decimal]`,
@@ -417,6 +427,10 @@ mod tests {
             ("1000b", Ok(Capacity::Blocks(1000))),
             ("1000B", Ok(Capacity::Blocks(1000))),
             ("7 blocks", Ok(Capacity::Blocks(7))),
+            // As the screens label a block slot (issue 26), so a label typed back is the slot.
+            ("5000blk", Ok(Capacity::Blocks(5000))),
+            ("5000 BLK", Ok(Capacity::Blocks(5000))),
+            ("1.5blk", Err(())),
             ("40blocks", Ok(Capacity::Blocks(40))),
             ("inf", Ok(Capacity::Infinite)),
             ("infinite", Ok(Capacity::Infinite)),
@@ -450,6 +464,15 @@ mod tests {
             })
         );
         assert_eq!(parse_capacity("  "), Err(GrammarError::Empty));
+        // Every label the screens show reads back as its slot.
+        for capacity in [
+            Capacity::Blocks(5000),
+            Capacity::Gigabytes(0.5),
+            Capacity::Infinite,
+        ] {
+            let label = crate::display::capacity_label(capacity);
+            assert_eq!(parse_capacity(&label), Ok(capacity), "{label}");
+        }
         assert_eq!(parse_capacity("1e12"), Err(GrammarError::TooLarge));
     }
 
@@ -497,8 +520,7 @@ mod tests {
             assert_eq!(parse_capacity_gb(text).ok(), Some(expected), "{text}");
         }
         for bad in [
-            "nan", "0x", "0xg", "0x1p", "0x1.2.3", "12abc", "", "0x1p+", "GB", "1e999", "1000b",
-            "0x1g",
+            "nan", "0x", "0xg", "0x1p", "0x1.2.3", "12abc", "", "0x1p+", "GB", "1000b", "0x1g",
         ] {
             assert_eq!(parse_capacity_gb(bad).ok(), None, "{bad:?}");
         }
@@ -516,6 +538,32 @@ mod tests {
                 parse_capacity_gb(word).ok(),
                 Some(f64::NEG_INFINITY),
                 "{word}"
+            );
+        }
+        // A negative number too large for a double is strtod's −∞: unlimited, as upstream
+        // reads it (issue 26), in `query` and in every other capacity.
+        for overflow in ["-1e400", "-1e999GB", "-0x1p99999"] {
+            assert_eq!(
+                parse_capacity_gb(overflow).ok(),
+                Some(f64::NEG_INFINITY),
+                "{overflow}"
+            );
+            assert_eq!(
+                parse_capacity(overflow),
+                Ok(Capacity::Infinite),
+                "{overflow}"
+            );
+        }
+        for too_large in ["1e400", "1e999", "0x1p99999", "1e400TB"] {
+            assert_eq!(
+                parse_capacity_gb(too_large),
+                Err(GrammarError::TooLarge),
+                "{too_large}"
+            );
+            assert_eq!(
+                parse_capacity(too_large),
+                Err(GrammarError::TooLarge),
+                "{too_large}"
             );
         }
         // +inf (undefined upstream) and LiteHit's own words read as upstream's unlimited -1.
@@ -553,6 +601,7 @@ mod tests {
             ("1000", 1000),
             ("1000b", 1000),
             ("7blocks", 7),
+            ("7blk", 7),
             (" 7 B ", 7),
         ] {
             assert_eq!(parse_block_count(text), Ok(count), "{text}");
@@ -597,10 +646,19 @@ mod tests {
         for bad in ["-1", "inf", "nan", "", "10 minutes", "0x10", "1e999"] {
             assert!(parse_duration_seconds(bad).is_err(), "{bad}");
         }
-        assert_eq!(parse_whole_seconds("10m"), Ok(600));
-        assert_eq!(parse_whole_seconds("60"), Ok(60));
-        assert_eq!(parse_whole_seconds("18446744073709551615"), Ok(u64::MAX));
-        assert!(parse_whole_seconds("1.5").is_err());
-        assert!(parse_whole_seconds("250ms").is_err());
+        // A TTL takes every duration the README promises (issue 26: `1.5s` was refused).
+        assert_eq!(parse_duration_ns("10m"), Ok(600_000_000_000));
+        assert_eq!(parse_duration_ns("60"), Ok(60_000_000_000));
+        assert_eq!(parse_duration_ns("1.5s"), Ok(1_500_000_000));
+        assert_eq!(parse_duration_ns("1.5"), Ok(1_500_000_000));
+        assert_eq!(parse_duration_ns("250ms"), Ok(250_000_000));
+        assert_eq!(parse_duration_ns("0.1s"), Ok(100_000_000));
+        assert_eq!(
+            parse_duration_ns("18446744073"),
+            Ok(18_446_744_073_000_000_000)
+        );
+        assert!(parse_duration_ns("18446744074").is_err());
+        assert!(parse_duration_ns("1000y").is_err());
+        assert!(parse_duration_ns("-1").is_err());
     }
 }

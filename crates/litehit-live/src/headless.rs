@@ -260,6 +260,10 @@ pub struct InstanceDto {
     pub input_tokens: u64,
     pub block_size_tokens: u64,
     pub block_bytes: u64,
+    /// When `block_bytes / block_size_tokens` is no real model's KV size per token (the
+    /// core's rule, `ImplausibleKvSize`): the warning, as `replay` and `query` print it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kv_size_warning: Option<String>,
     /// Cumulative hit tokens per slot.
     pub hit_tokens: Vec<u64>,
     /// Cumulative token hit rate per slot (`null` before the first request).
@@ -353,6 +357,11 @@ impl InstanceDto {
             input_tokens: lane.input_tokens,
             block_size_tokens: lane.block_size_tokens,
             block_bytes: lane.block_bytes,
+            kv_size_warning: litehit_core::config::ImplausibleKvSize::check(
+                lane.block_bytes,
+                lane.block_size_tokens,
+            )
+            .map(|warning| warning.to_string()),
             hit_tokens: (0..slot_count).map(|i| lane.slot_hit_tokens(i)).collect(),
             hit_rates: (0..slot_count).map(|i| lane.slot_hit_rate(i)).collect(),
             infinite_hit_tokens: lane.infinite_hit_tokens(),
@@ -1018,6 +1027,32 @@ mod tests {
         assert_eq!(report["total"]["unique_blocks_is_lower_bound"], false);
     }
 
+    /// Issue 26: each instance says when its KV size per token is no real model's.
+    #[test]
+    fn an_implausible_kv_size_is_a_field_of_its_instance() {
+        let snap = LiveSnapshot {
+            lanes: vec![
+                LaneSnapshot {
+                    block_size_tokens: 512,
+                    block_bytes: 1 << 20,
+                    ..lane("small", vec![], 0)
+                },
+                LaneSnapshot {
+                    block_bytes: 1 << 20,
+                    ..lane("plausible", vec![], 0)
+                },
+            ],
+            ..LiveSnapshot::default()
+        };
+        let report = serde_json::to_value(Report::of(&snap)).unwrap();
+        let warning = report["instances"][0]["kv_size_warning"].as_str().unwrap();
+        assert!(
+            warning.starts_with("implausible KV size: 2 KiB per token"),
+            "{warning}"
+        );
+        assert!(report["instances"][1].get("kv_size_warning").is_none());
+    }
+
     #[test]
     fn the_exit_summary_has_a_column_per_slot_then_infinity() {
         let mut snap = LiveSnapshot {
@@ -1036,7 +1071,7 @@ mod tests {
         };
         let text = summary_text(&snap);
         assert!(
-            text.contains("token hit rate at 40 GiB, 7 b, ∞\n"),
+            text.contains("token hit rate at 40 GiB, 7 blk, ∞\n"),
             "the screen's spelling: {text}"
         );
         assert!(!text.contains("set live with b"), "{text}");

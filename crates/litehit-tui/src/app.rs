@@ -244,7 +244,7 @@ impl FactsOnQuit {
 pub const KEY_HELP: &[(&str, &str)] = &[
     ("?", "show / hide this help"),
     ("a", "add a slot (40, 0.5 = GiB; 1000b = blocks)"),
-    ("b", "assume other KV bytes per block (1MiB)"),
+    ("b", "assume KV bytes per block"),
     ("d / Del", "delete the selected slot"),
     ("← → / h l", "select a slot"),
     ("↑ ↓ / k j", "select an instance (curve, timeline)"),

@@ -1,4 +1,4 @@
-//! The `litehit mrc` plot: cumulative token hit rate (%) versus cache capacity (GB), one line
+//! The `litehit mrc` plot: cumulative token hit rate (%) versus cache capacity (GiB), one line
 //! per instance (plus the total when there are several), each instance's unlimited-capacity
 //! ceiling as a dashed line and its 50/90/95/99 % knees as dots.
 //!
@@ -481,7 +481,7 @@ fn draw(data: &PlotData, fonts: &Fonts, canvas: &mut impl Canvas) {
             let center = (x_pixel(data, gb), y_pixel(data, rate));
             canvas.circle(center, 4.5, series.color, outline);
             if labelled == Some(index) {
-                let label = format!("{percent}% of ∞ at {} GB", display::significant_up(gb, 4));
+                let label = format!("{percent}% of ∞ at {} GiB", display::significant_up(gb, 4));
                 canvas.text(&label, (center.0 + 6.0, center.1 + 15.0), knee_label_style);
             }
         }
@@ -560,7 +560,7 @@ fn draw_axes(data: &PlotData, canvas: &mut impl Canvas) {
     );
     let axis_style = TextStyle::new(15.0, TEXT_COLOR, Anchor::Middle);
     canvas.text(
-        "cache capacity per instance (GB = 2^30 bytes)",
+        "cache capacity per instance (GiB = 2^30 bytes)",
         (f64::midpoint(PLOT_LEFT, PLOT_RIGHT), height - 24.0),
         axis_style,
     );
@@ -695,7 +695,7 @@ mod tests {
     fn embedded_fonts_parse_and_measure() {
         let fonts = Fonts::load();
         let style = TextStyle::new(13.0, TEXT_COLOR, Anchor::Start);
-        let width = fonts.text_width("capacity 1024 GB", style);
+        let width = fonts.text_width("capacity 1024 GiB", style);
         assert!((80.0..140.0).contains(&width), "{width}");
         assert!(fonts.text_width("∞", style) > 0.0);
     }

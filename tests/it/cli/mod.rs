@@ -9,6 +9,7 @@
 //!
 //! One module per section; the helpers they share are below.
 
+mod capacity_arguments;
 mod fail_fast;
 mod generated;
 mod help;

@@ -227,9 +227,9 @@ fn hisim_smoke_trace_replays_with_prefix_hash_and_four_times_coarser_blocks() {
         "query",
         path_str(&out.join(FACTS)),
         "-",
+        "-1",
         "--capacity-blocks",
         "1,20,100",
-        "-1",
     ]);
     let output = parse_query_output(&query.stdout);
     for (row, hits) in output.rows.iter().zip(&expected) {

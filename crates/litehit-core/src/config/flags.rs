@@ -17,7 +17,7 @@
 use super::{
     ConfigError, DEFAULT_KV_BYTES_PER_TOKEN, DEFAULT_LANE_ID, Result, SingleInstanceConfig,
     SingleInstanceFlags, coarsening_violation, default_block_size_tokens, fixed_block_size_tokens,
-    lane, ttl_ns_from_seconds,
+    lane,
 };
 use crate::engine::{EngineConfig, LaneSet, Routing};
 use crate::formats::TraceFormat;
@@ -51,13 +51,7 @@ pub fn resolve_single_instance(flags: &SingleInstanceFlags) -> Result<SingleInst
     }
 
     let block_bytes = block_bytes(flags, block_size_tokens)?;
-    let ttl_seconds = flags.ttl_seconds.unwrap_or(0);
-    let ttl_ns = ttl_ns_from_seconds(ttl_seconds).ok_or_else(|| {
-        flag_error(
-            "--ttl-seconds",
-            format!("{ttl_seconds} seconds overflows a u64 count of nanoseconds"),
-        )
-    })?;
+    let ttl_ns = flags.ttl_ns.unwrap_or(0);
 
     let (lanes, routing) = match flags.instance.as_deref() {
         Some("") => return Err(flag_error("--instance", "must not be empty")),

@@ -28,6 +28,7 @@
 mod file;
 mod flags;
 mod json;
+mod kv_size;
 mod plan;
 
 use std::path::PathBuf;
@@ -37,6 +38,7 @@ use crate::formats::TraceFormat;
 
 pub use file::{load_config_file, load_config_file_read_as, parse_config_str};
 pub use flags::resolve_single_instance;
+pub use kv_size::{ImplausibleKvSize, PLAUSIBLE_KV_BYTES_PER_TOKEN};
 pub use plan::{ConfigFile, EnginePlan, PlanSource};
 
 /// Upstream's default trace block size (config key `block_size`) when no format is known.
@@ -134,8 +136,9 @@ pub struct SingleInstanceFlags {
     /// `--kv-bytes-per-token`: `block_bytes = this × block_size_tokens`. Default
     /// [`DEFAULT_KV_BYTES_PER_TOKEN`] when `--block-bytes` is not given either.
     pub kv_bytes_per_token: Option<u64>,
-    /// `--ttl-seconds`: fixed TTL, `0` or absent = none.
-    pub ttl_seconds: Option<u64>,
+    /// `--ttl-seconds` in nanoseconds (it takes `1.5s`, `250ms`): fixed TTL, `0` or absent =
+    /// none.
+    pub ttl_ns: Option<u64>,
     /// `--prefix-hash`: chain raw per-block hashes before re-blocking.
     pub prefix_hash: bool,
     /// `--instance`: route every row to this one lane.

@@ -102,25 +102,25 @@ pub fn fit_middle_columns(text: &str, width: usize) -> String {
     head
 }
 
-/// A capacity slot's label in binary units (`40 GiB`, `1000 b`, `∞`): the core's one spelling.
+/// A capacity slot's label in binary units (`40 GiB`, `1000 blk`, `∞`): the core's one spelling.
 pub fn capacity(capacity: Capacity) -> String {
     display::capacity_label(capacity)
 }
 
 /// A memory horizon as it was given, in binary bytes (`20.00 TiB`) or blocks
-/// (`50000000 b`).
+/// (`50000000 blk`).
 pub fn memory_horizon(horizon: Capacity) -> String {
     match horizon {
         Capacity::Gigabytes(gb) => {
             bytes(litehit_core::projector::capacity_bytes_for_gb(gb).unwrap_or(u64::MAX))
         }
-        Capacity::Blocks(blocks) => format!("{blocks} b"),
+        Capacity::Blocks(blocks) => format!("{blocks} blk"),
         Capacity::Infinite => "∞".to_owned(),
     }
 }
 
 /// The ∞ column's header and legend: `∞`, or under a memory horizon `∞ H=20.00 TiB` /
-/// `∞ H=50000000 b`: still the unlimited cache, but of a monitor that forgets keys deeper
+/// `∞ H=50000000 blk`: still the unlimited cache, but of a monitor that forgets keys deeper
 /// than H, so its hits (marked `≥`) are a lower bound of the unlimited ones. (Not `≤ H`,
 /// which read as "a cache of up to H".)
 pub fn infinite_label(memory_horizon: Option<Capacity>) -> String {
@@ -189,7 +189,7 @@ mod tests {
         assert_eq!(axis_gb(1e20), "1.00e20 GiB");
         assert_eq!(axis_gb(0.0002), "2.00e-4 GiB");
         assert_eq!(capacity(Capacity::Gigabytes(1e-7)), "1.00e-7 GiB");
-        assert_eq!(capacity(Capacity::Blocks(1000)), "1000 b");
+        assert_eq!(capacity(Capacity::Blocks(1000)), "1000 blk");
         assert_eq!(infinite_label(None), "∞");
         assert_eq!(
             infinite_label(Some(Capacity::Gigabytes(20.0 * 1024.0))),
@@ -197,7 +197,7 @@ mod tests {
         );
         assert_eq!(
             infinite_label(Some(Capacity::Blocks(50_000_000))),
-            "∞ H=50000000 b"
+            "∞ H=50000000 blk"
         );
         assert_eq!(per_second(1_200_000.0, "blocks"), "1.20M blocks/s");
         assert_eq!(duration(Duration::from_secs(185)), "3m05s");

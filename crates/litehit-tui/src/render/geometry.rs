@@ -69,8 +69,14 @@ pub fn lane_geometry(lane: &LaneSnapshot) -> String {
             format::duration(std::time::Duration::from_nanos(lane.ttl_ns))
         )
     };
+    // An implausible KV size per token (the core's rule) right after the block bytes, so a
+    // narrow screen keeps it.
+    let warning =
+        litehit_core::config::ImplausibleKvSize::check(lane.block_bytes, lane.block_size_tokens)
+            .map(|warning| format!("{} · ", warning.short()))
+            .unwrap_or_default();
     format!(
-        "{} tok/block · {}/block · {blocks_per_gib} blocks/GiB · {ttl}",
+        "{} tok/block · {}/block · {warning}{blocks_per_gib} blocks/GiB · {ttl}",
         format::count(lane.block_size_tokens),
         format::bytes(lane.block_bytes),
     )
@@ -137,15 +143,27 @@ mod tests {
             "512 tok/block · 64.00 MiB/block · 16 blocks/GiB · no TTL"
         );
         assert_eq!(
-            lane_geometry(&lane("a", 3 << 20, 90_000_000_000)),
-            "512 tok/block · 3.00 MiB/block · 341.3 blocks/GiB · TTL 1m30s"
+            lane_geometry(&lane("a", 48 << 20, 90_000_000_000)),
+            "512 tok/block · 48.00 MiB/block · 21.33 blocks/GiB · TTL 1m30s"
         );
+    }
+
+    /// Issue 26: 1 MiB per 512-token block is 2 KiB per token, no real model's KV size.
+    #[test]
+    fn warns_of_an_implausible_kv_size_per_token() {
+        assert_eq!(
+            lane_geometry(&lane("a", 1 << 20, 0)),
+            "512 tok/block · 1.00 MiB/block · ⚠ implausible KV size 2 KiB/token · 1024 \
+             blocks/GiB · no TTL"
+        );
+        // 128 KiB per token (an 8B model in bf16): no warning.
+        assert!(!lane_geometry(&lane("a", 64 << 20, 0)).contains("implausible"));
     }
 
     #[test]
     fn one_line_for_a_shared_geometry_else_the_selected_lanes() {
         let mut snap = LiveSnapshot {
-            lanes: vec![lane("a", 1 << 20, 0), lane("b", 1 << 20, 0)],
+            lanes: vec![lane("a", 64 << 20, 0), lane("b", 64 << 20, 0)],
             ..LiveSnapshot::default()
         };
         snap.source.format = Some(TraceFormat::Mooncake);
@@ -153,16 +171,16 @@ mod tests {
         view.observe(&snap);
         assert_eq!(
             text(&snap, &view),
-            "mooncake · 512 tok/block · 1.00 MiB/block · 1024 blocks/GiB · no TTL"
+            "mooncake · 512 tok/block · 64.00 MiB/block · 16 blocks/GiB · no TTL"
         );
-        snap.lanes[1].block_bytes = 2 << 20;
+        snap.lanes[1].block_bytes = 32 << 20;
         view.observe(&snap);
         view.handle_key(crossterm::event::KeyEvent::from(
             crossterm::event::KeyCode::Down,
         ));
         assert_eq!(
             text(&snap, &view),
-            "mooncake · b: 512 tok/block · 2.00 MiB/block · 512 blocks/GiB · no TTL · 2 \
+            "mooncake · b: 512 tok/block · 32.00 MiB/block · 32 blocks/GiB · no TTL · 2 \
              geometries (↑↓)"
         );
         snap.lanes.clear();

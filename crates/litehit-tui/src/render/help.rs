@@ -8,7 +8,7 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Clear, Paragraph, Wrap};
 
-use super::centered;
+use super::{centered, format};
 #[cfg(test)]
 use crate::app::HELP_LINES;
 use crate::app::{App, KEY_HELP};
@@ -34,8 +34,22 @@ pub const NUMBER_HELP: &[(&str, &str)] = &[
 /// Width of the key / term column.
 const TERM_WIDTH: usize = 14;
 
-pub fn render(frame: &mut Frame, area: Rect, _snap: &LiveSnapshot, view: &App) {
-    let entry = |term: &str, what: &'static str, style: Style| {
+/// The `b` key's current value: the block bytes assumed with `b`, else the one every lane
+/// has (none when the lanes differ or there is none yet), so the help shows what `b` would
+/// change, never an example that reads as a value.
+fn current_block_bytes(snap: &LiveSnapshot) -> Option<u64> {
+    snap.assumed_block_bytes.or_else(|| {
+        let first = snap.lanes.first()?.block_bytes;
+        snap.lanes
+            .iter()
+            .all(|lane| lane.block_bytes == first)
+            .then_some(first)
+            .filter(|&bytes| bytes > 0)
+    })
+}
+
+pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
+    let entry = |term: &str, what: String, style: Style| {
         Line::from(vec![
             Span::styled(format!("{term:>TERM_WIDTH$}  "), style),
             Span::raw(what),
@@ -44,11 +58,12 @@ pub fn render(frame: &mut Frame, area: Rect, _snap: &LiveSnapshot, view: &App) {
     let mut lines: Vec<Line> = KEY_HELP
         .iter()
         .map(|&(key, what)| {
-            // The quit key says what it does here: it asks only where facts can be lost.
-            let what = if key.starts_with("q ") {
-                view.facts_on_quit.quit_help()
-            } else {
-                what
+            // The quit key says what it does here: it asks only where facts can be lost; the
+            // `b` key shows the bytes per block in use.
+            let what = match current_block_bytes(snap) {
+                _ if key.starts_with("q ") => view.facts_on_quit.quit_help().to_owned(),
+                Some(bytes) if key == "b" => format!("{what} (now {})", format::bytes(bytes)),
+                _ => what.to_owned(),
             };
             entry(key, what, Style::new().bold().yellow())
         })
@@ -56,7 +71,7 @@ pub fn render(frame: &mut Frame, area: Rect, _snap: &LiveSnapshot, view: &App) {
     lines.extend(
         NUMBER_HELP
             .iter()
-            .map(|(term, what)| entry(term, what, Style::new().bold().cyan())),
+            .map(|&(term, what)| entry(term, what.to_owned(), Style::new().bold().cyan())),
     );
     let total = lines.len();
     let height = u16::try_from(total).unwrap_or(u16::MAX).saturating_add(2);
@@ -93,9 +108,13 @@ mod tests {
     use ratatui::backend::TestBackend;
 
     fn drawn(view: &App) -> Vec<String> {
+        drawn_with(view, &LiveSnapshot::default())
+    }
+
+    fn drawn_with(view: &App, snap: &LiveSnapshot) -> Vec<String> {
         let mut terminal = Terminal::new(TestBackend::new(60, 20)).expect("test backend");
         terminal
-            .draw(|frame| render(frame, frame.area(), &LiveSnapshot::default(), view))
+            .draw(|frame| render(frame, frame.area(), snap, view))
             .expect("drawn");
         let buffer = terminal.backend().buffer();
         (0..20)
@@ -158,5 +177,39 @@ mod tests {
             text.iter().any(|line| line.contains('└')),
             "bottom border missing:\n{screen}"
         );
+    }
+
+    /// Issue 26: `b … (1MiB)` read as the current value; the line shows the real one.
+    #[test]
+    fn the_b_key_shows_the_block_bytes_in_use() {
+        let b_line = |snap: &LiveSnapshot| {
+            drawn_with(&App::default(), snap)
+                .into_iter()
+                .find(|line| line.contains("assume KV bytes per block"))
+                .expect("the b line")
+        };
+        let mut snap = LiveSnapshot::default();
+        assert!(!b_line(&snap).contains("now"), "nothing known yet");
+        snap.lanes = vec![
+            litehit_live::snapshot::LaneSnapshot {
+                block_bytes: 2 << 20,
+                ..Default::default()
+            };
+            2
+        ];
+        assert!(
+            b_line(&snap).contains("(now 2.00 MiB)"),
+            "{}",
+            b_line(&snap)
+        );
+        snap.assumed_block_bytes = Some(64 << 20);
+        assert!(
+            b_line(&snap).contains("(now 64.00 MiB)"),
+            "{}",
+            b_line(&snap)
+        );
+        snap.assumed_block_bytes = None;
+        snap.lanes[1].block_bytes = 4 << 20;
+        assert!(!b_line(&snap).contains("now"), "the lanes differ");
     }
 }
