@@ -29,6 +29,7 @@ mod http_ingest;
 mod key_shapes;
 mod memory;
 mod metrics;
+mod metrics_prometheus;
 mod mrc;
 mod openai_live;
 mod parity;
