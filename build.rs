@@ -6,12 +6,18 @@
 //! and counts them in its closing `ignored` figure. With `CI` set they always run, and a missing
 //! file fails them (`tests/it/common/mod.rs`, `shared_file`), so a green CI run never hides a
 //! skipped check.
+//!
+//! The same for Prometheus' own tools, `prometheus` and `promtool` (Debian's `prometheus`
+//! package), which `tests/it/metrics_prometheus.rs` runs: without them on `PATH` and without
+//! `CI`, those tests are compiled with `cfg(litehit_prometheus_absent)` and ignored; with `CI`
+//! set they run, and a missing tool fails them.
 
 use std::env;
 use std::path::PathBuf;
 
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(litehit_shared_absent)");
+    println!("cargo::rustc-check-cfg=cfg(litehit_prometheus_absent)");
     println!("cargo::rerun-if-changed=build.rs");
     println!("cargo::rerun-if-env-changed=CI");
     let manifest_dir =
@@ -24,5 +30,27 @@ fn main() {
         // Not watched while absent: cargo would rerun this script, and so rebuild the package,
         // on every build. After adding `../shared`, `touch build.rs` (the ignore reason says so).
         println!("cargo::rustc-cfg=litehit_shared_absent");
+    }
+    prometheus_tools();
+}
+
+/// Sets `cfg(litehit_prometheus_absent)` when `prometheus` or `promtool` is not on `PATH` and
+/// `CI` is unset. Found tools are watched, so removing one is noticed; after installing them,
+/// `touch build.rs` (the ignore reason says so), as for `../shared`.
+fn prometheus_tools() {
+    let path = env::var_os("PATH").unwrap_or_default();
+    let found: Vec<Option<PathBuf>> = ["prometheus", "promtool"]
+        .into_iter()
+        .map(|program| {
+            env::split_paths(&path)
+                .map(|dir| dir.join(program))
+                .find(|candidate| candidate.is_file())
+        })
+        .collect();
+    for tool in found.iter().flatten() {
+        println!("cargo::rerun-if-changed={}", tool.display());
+    }
+    if found.iter().any(Option::is_none) && env::var_os("CI").is_none() {
+        println!("cargo::rustc-cfg=litehit_prometheus_absent");
     }
 }

@@ -16,7 +16,7 @@ use crate::common::cli_bin::{
     Announced, generate, litehit, parse_query_output, replay_to, run_in, spawn_announcing_port,
     standard_trace, write_file,
 };
-use crate::common::http::get;
+use crate::common::http::{get, get_accepting};
 use litehit_core::workload::WorkloadConfig;
 use serde_json::Value;
 
@@ -29,11 +29,17 @@ const CAPACITY_BLOCKS: u64 = 300;
 const LABELS: [&str; 3] = ["0.5GiB", "2GiB", "300blocks"];
 
 /// One sample line: name, labels, value.
-type Samples = Vec<(String, BTreeMap<String, String>, u64)>;
+pub(crate) type Samples = Vec<(String, BTreeMap<String, String>, u64)>;
 
-/// Parses the sample lines of a text exposition (comments skipped; values must be integers).
+/// Parses an OpenMetrics exposition, which ends with `# EOF`.
 fn parse_exposition(text: &str) -> Samples {
     assert!(text.ends_with("# EOF\n"), "the exposition ends with # EOF");
+    parse_samples(text)
+}
+
+/// Parses the sample lines of an exposition in either format (comments skipped; values must
+/// be integers; label values unescaped).
+pub(crate) fn parse_samples(text: &str) -> Samples {
     let mut samples = Vec::new();
     for line in text.lines().filter(|line| !line.starts_with('#')) {
         let (series, value) = line.rsplit_once(' ').expect("`series value`");
@@ -68,7 +74,7 @@ fn parse_exposition(text: &str) -> Samples {
     samples
 }
 
-fn sample(samples: &Samples, name: &str, labels: &[(&str, &str)]) -> u64 {
+pub(crate) fn sample(samples: &Samples, name: &str, labels: &[(&str, &str)]) -> u64 {
     let found: Vec<u64> = samples
         .iter()
         .filter(|(n, map, _)| {
@@ -89,14 +95,15 @@ fn sample(samples: &Samples, name: &str, labels: &[(&str, &str)]) -> u64 {
 }
 
 /// A headless monitor following `trace` with `--metrics-listen 0`.
-struct Monitor {
+pub(crate) struct Monitor {
     child: Child,
-    port: u16,
+    pub(crate) port: u16,
     stdout: mpsc::Receiver<String>,
 }
 
 impl Monitor {
-    fn start(trace: &Path, extra: &[&str]) -> Self {
+    /// Slots `0.5,2` GB and 300 blocks, and `extra` flags.
+    pub(crate) fn start(trace: &Path, extra: &[&str]) -> Self {
         let mut command = litehit();
         command
             .arg("watch")
@@ -125,7 +132,7 @@ impl Monitor {
     }
 
     /// Waits for a headless line that has read `requests` requests and is following.
-    fn wait_for_requests(&self, requests: u64) -> Value {
+    pub(crate) fn wait_for_requests(&self, requests: u64) -> Value {
         let deadline = Instant::now() + WAIT;
         let mut last = String::new();
         loop {
@@ -180,6 +187,34 @@ fn offline(dir: &Path, trace: &Path) -> (crate::common::cli_bin::QueryOutput, Va
     (query, mrc)
 }
 
+/// `GET /metrics` as `curl` and as Prometheus ask: the classic text format by default,
+/// OpenMetrics when asked for, with the same samples (returned).
+fn scrape_both_formats(port: u16) -> Samples {
+    // The classic text format by default, OpenMetrics when asked for: the same samples.
+    let (status, head, body) = get(port, "/metrics");
+    assert_eq!(status, 200, "{head}\n{body}");
+    let head = head.to_ascii_lowercase();
+    assert!(
+        head.contains("content-type: text/plain; version=0.0.4; charset=utf-8"),
+        "{head}"
+    );
+    assert!(head.contains("vary: accept"), "{head}");
+    let samples = parse_samples(&body);
+    let (status, head, body) = get_accepting(
+        port,
+        "/metrics",
+        "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5",
+    );
+    assert_eq!(status, 200, "{head}\n{body}");
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("content-type: application/openmetrics-text; version=1.0.0"),
+        "{head}"
+    );
+    assert_eq!(parse_exposition(&body), samples);
+    samples
+}
+
 #[test]
 fn scraped_counters_equal_headless_replay_query_and_mrc() {
     let dir = tempfile::tempdir().unwrap();
@@ -187,14 +222,7 @@ fn scraped_counters_equal_headless_replay_query_and_mrc() {
     let trace = write_file(dir.path(), "trace.jsonl", &text);
     let monitor = Monitor::start(&trace, &[]);
     let report = monitor.wait_for_requests(REQUESTS as u64);
-    let (status, head, body) = get(monitor.port, "/metrics");
-    assert_eq!(status, 200, "{head}\n{body}");
-    assert!(
-        head.to_ascii_lowercase()
-            .contains("content-type: application/openmetrics-text"),
-        "{head}"
-    );
-    let samples = parse_exposition(&body);
+    let samples = scrape_both_formats(monitor.port);
 
     let (query, mrc) = offline(dir.path(), &trace);
     assert_eq!(query.instance_summaries.len(), 2);
@@ -289,7 +317,7 @@ fn a_bad_line_appended_is_counted(monitor: &Monitor, trace: &Path) {
     let deadline = Instant::now() + WAIT;
     loop {
         let (_, _, body) = get(monitor.port, "/metrics");
-        if sample(&parse_exposition(&body), "litehit_bad_lines_total", &[]) == 1 {
+        if sample(&parse_samples(&body), "litehit_bad_lines_total", &[]) == 1 {
             break;
         }
         assert!(Instant::now() < deadline, "the bad line was never counted");
@@ -307,7 +335,7 @@ fn a_shared_server_serves_trace_posts_and_metrics() {
     let report = monitor.wait_for_requests(REQUESTS as u64);
     let (status, _, body) = get(monitor.port, "/metrics");
     assert_eq!(status, 200, "{body}");
-    let samples = parse_exposition(&body);
+    let samples = parse_samples(&body);
     let total: u64 = samples
         .iter()
         .filter(|(name, _, _)| name == "litehit_requests_total")

@@ -1,12 +1,16 @@
-//! `watch --metrics-listen`: the latest [`LiveSnapshot`] in the Prometheus text format.
+//! `watch --metrics-listen`: the latest [`LiveSnapshot`] in a Prometheus exposition format.
 //!
 //! Owns the metric names, their help text and label spelling, and nothing else: every value
 //! is a field of the snapshot the ingest thread published last (the capacity for a fraction
 //! of the ∞ hits included, computed there from the accumulator), so a scrape never touches
-//! engine state and costs one pass over the snapshot. Encoding goes through `prometheus-client`
-//! (the Prometheus project's own Rust client, OpenMetrics text), with a [`Collector`] that reads
-//! the snapshot at scrape time instead of registered atomics: slots added or removed in the TUI
-//! appear or disappear with the next scrape, and nothing is kept between scrapes.
+//! engine state and costs one pass over the snapshot. That pass, [`encode_snapshot`], states
+//! each family and its samples once to an [`Exposition`], which spells them in one format
+//! ([`Format`], chosen from the scrape's `Accept` header): OpenMetrics through
+//! `prometheus-client` (the Prometheus project's own Rust client, `openmetrics.rs`, with a
+//! `Collector` that reads the snapshot at scrape time instead of registered atomics: slots
+//! added or removed in the TUI appear or disappear with the next scrape, and nothing is kept
+//! between scrapes), or the classic text format 0.0.4 (`text.rs`), which that crate does not
+//! write. The two carry the same sample lines; only the metadata lines differ.
 //!
 //! ```text
 //! litehit_requests_total{instance}                      counter
@@ -25,12 +29,16 @@
 //! litehit_ingest_lag_bytes                              gauge
 //! litehit_memory_horizon_blocks{instance}               gauge    with --memory-horizon only
 //! litehit_memory_horizon_bytes{instance}                gauge    with --memory-horizon only
-//! litehit_build_info{version}                           info
+//! litehit_build_info{version}                           info     (a gauge of value 1 in text 0.0.4)
 //! litehit_pool_info{instance,shared_by}                 info     only with watch --pool
 //! litehit_http_refused_total{reason}                    counter  with --listen or --metrics-listen
 //! litehit_http_open_connections                         gauge    with --listen or --metrics-listen
 //! litehit_http_body_bytes                               gauge    with --listen or --metrics-listen
 //! ```
+
+mod format;
+mod openmetrics;
+mod text;
 
 use std::borrow::Cow;
 use std::fmt;
@@ -38,24 +46,22 @@ use std::sync::Arc;
 
 use litehit_core::projector::Capacity;
 use prometheus_client::collector::Collector;
-use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric as _};
-use prometheus_client::metrics::MetricType;
-use prometheus_client::metrics::counter::ConstCounter;
-use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::encoding::DescriptorEncoder;
 use prometheus_client::registry::Registry;
 use tokio::sync::watch;
 
+pub use self::format::Format;
+use self::openmetrics::OpenMetricsWriter;
+use self::text::TextWriter;
 use crate::LiveSnapshot;
 
 /// The scrape path.
 pub const METRICS_PATH: &str = "/metrics";
-/// The reply's content type (OpenMetrics text, which Prometheus reads).
-pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 /// The `capacity` label of the unlimited-capacity bound.
 pub const INFINITE_CAPACITY_LABEL: &str = "inf";
 
 /// Every metric name exported, as it appears in samples (counters with `_total`, the info
-/// metric with `_info`).
+/// metric with `_info`; in both formats).
 pub const METRIC_NAMES: [&str; 15] = [
     "litehit_requests_total",
     "litehit_input_tokens_total",
@@ -102,7 +108,9 @@ pub fn fraction_label(percent: u32) -> String {
 /// The exposition of the latest published snapshot, for the HTTP endpoint.
 #[derive(Debug)]
 pub struct Exporter {
+    /// OpenMetrics: `prometheus-client`'s registry, with a collector reading `snapshots`.
     registry: Registry,
+    snapshots: watch::Receiver<Arc<LiveSnapshot>>,
 }
 
 impl Exporter {
@@ -110,32 +118,44 @@ impl Exporter {
     #[must_use]
     pub fn new(snapshots: watch::Receiver<Arc<LiveSnapshot>>) -> Self {
         let mut registry = Registry::default();
-        registry.register_collector(Box::new(Latest(snapshots)));
-        Self { registry }
+        registry.register_collector(Box::new(Latest(snapshots.clone())));
+        Self {
+            registry,
+            snapshots,
+        }
     }
 
-    /// One scrape: the text exposition, `# EOF` last.
+    /// One scrape in OpenMetrics (what Prometheus asks for): `# EOF` last.
     pub fn scrape(&self) -> Result<String, fmt::Error> {
+        self.scrape_as(Format::OpenMetrics)
+    }
+
+    /// One scrape in `format`.
+    pub fn scrape_as(&self, format: Format) -> Result<String, fmt::Error> {
         let mut text = String::new();
-        prometheus_client::encoding::text::encode(&mut text, &self.registry)?;
+        match format {
+            Format::OpenMetrics => {
+                prometheus_client::encoding::text::encode(&mut text, &self.registry)?;
+            }
+            Format::Text => {
+                let snap = Arc::clone(&self.snapshots.borrow());
+                encode_snapshot(&snap, &mut TextWriter::new(&mut text))?;
+            }
+        }
         Ok(text)
     }
 }
 
-/// The text exposition of one snapshot (what a scrape serves when `snap` is the latest).
+/// The OpenMetrics exposition of one snapshot (what a scrape asking for OpenMetrics serves
+/// when `snap` is the latest).
 pub fn encode(snap: &LiveSnapshot) -> Result<String, fmt::Error> {
-    #[derive(Debug)]
-    struct Fixed(Arc<LiveSnapshot>);
-    impl Collector for Fixed {
-        fn encode(&self, encoder: DescriptorEncoder) -> fmt::Result {
-            encode_snapshot(&self.0, encoder)
-        }
-    }
-    let mut registry = Registry::default();
-    registry.register_collector(Box::new(Fixed(Arc::new(snap.clone()))));
-    let mut text = String::new();
-    prometheus_client::encoding::text::encode(&mut text, &registry)?;
-    Ok(text)
+    encode_as(snap, Format::OpenMetrics)
+}
+
+/// The exposition of one snapshot in `format`.
+pub fn encode_as(snap: &LiveSnapshot, format: Format) -> Result<String, fmt::Error> {
+    let (_publish, snapshots) = watch::channel(Arc::new(snap.clone()));
+    Exporter::new(snapshots).scrape_as(format)
 }
 
 /// Reads the latest snapshot at scrape time.
@@ -145,11 +165,47 @@ struct Latest(watch::Receiver<Arc<LiveSnapshot>>);
 impl Collector for Latest {
     fn encode(&self, encoder: DescriptorEncoder) -> fmt::Result {
         let snap = Arc::clone(&self.0.borrow());
-        encode_snapshot(&snap, encoder)
+        encode_snapshot(&snap, &mut OpenMetricsWriter(encoder))
     }
 }
 
-/// A label value escaped for the text format (`\`, `"` and newlines).
+/// A metric family's type; each format spells it its own way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Counter,
+    Gauge,
+    /// Labels naming something, value 1.
+    Info,
+}
+
+/// One family as the walk states it.
+#[derive(Debug, Clone, Copy)]
+struct Family<'a> {
+    /// The base name (OpenMetrics' `HELP`/`TYPE` name): without `_total` or `_info`.
+    name: &'a str,
+    /// Unescaped; each format escapes it its own way.
+    help: &'a str,
+    kind: Kind,
+}
+
+/// A format the walk over a snapshot writes into.
+trait Exposition {
+    /// Writes `family`'s metadata, then runs `samples`, which writes its samples.
+    fn family(
+        &mut self,
+        family: Family<'_>,
+        samples: &mut dyn FnMut(&mut dyn Samples) -> fmt::Result,
+    ) -> fmt::Result;
+}
+
+/// The samples of the family being written.
+trait Samples {
+    /// One sample: `labels` with their values escaped ([`escaped`]), and its value (1 for an
+    /// info metric).
+    fn sample(&mut self, labels: &[(&str, &str)], value: u64) -> fmt::Result;
+}
+
+/// A label value escaped for either format (both escape `\`, `"` and newline alike).
 fn escaped(value: &str) -> Cow<'_, str> {
     if !value.contains(['\\', '"', '\n']) {
         return Cow::Borrowed(value);
@@ -166,61 +222,70 @@ fn escaped(value: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-fn counter(encoder: &mut DescriptorEncoder, name: &str, help: &str, value: u64) -> fmt::Result {
-    let metric = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
-    ConstCounter::new(value).encode(metric)
+/// A family with one sample and no labels.
+fn single(out: &mut dyn Exposition, family: Family<'_>, value: u64) -> fmt::Result {
+    out.family(family, &mut |samples| samples.sample(&[], value))
 }
 
-fn gauge(encoder: &mut DescriptorEncoder, name: &str, help: &str, value: u64) -> fmt::Result {
-    let metric = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
-    ConstGauge::new(value).encode(metric)
+/// A family with one sample per lane, labelled by its instance.
+fn per_instance(
+    out: &mut dyn Exposition,
+    family: Family<'_>,
+    lanes: &[&crate::snapshot::LaneSnapshot],
+    instances: &[Cow<'_, str>],
+    value: impl Fn(&crate::snapshot::LaneSnapshot) -> u64,
+) -> fmt::Result {
+    out.family(family, &mut |samples| {
+        for (lane, instance) in lanes.iter().zip(instances) {
+            samples.sample(&[("instance", instance.as_ref())], value(lane))?;
+        }
+        Ok(())
+    })
 }
 
 /// `litehit_tier_hit_tokens_total{instance,tier}`: the hit tokens each tier served (`watch
 /// --tiers`), from the lanes' tier figures (the pool's, last in `lanes`, at N × each tier);
 /// a tier reaching above the memory horizon carries `lower_bound="true"`.
 fn encode_tiers(
-    encoder: &mut DescriptorEncoder,
+    out: &mut dyn Exposition,
     lanes: &[&crate::snapshot::LaneSnapshot],
     instances: &[Cow<'_, str>],
     names: &[String],
 ) -> fmt::Result {
     let names: Vec<Cow<'_, str>> = names.iter().map(|name| escaped(name)).collect();
-    let mut family = encoder.encode_descriptor(
-        "litehit_tier_hit_tokens",
-        "Prefix-cache hit tokens served by this cache tier (watch --tiers), per instance; \
-         the pool's tiers (litehit_pool_info) are at shared_by × each tier's size; under \
-         --memory-horizon, a tier reaching above litehit_memory_horizon_bytes is a lower \
-         bound and carries the label lower_bound=true",
-        None,
-        MetricType::Counter,
-    )?;
-    for (lane, instance) in lanes.iter().zip(instances) {
-        for (index, (name, tokens)) in names.iter().zip(lane.tier_hit_tokens()).enumerate() {
-            let labels = [
-                ("instance", instance.as_ref()),
-                ("tier", name.as_ref()),
-                LOWER_BOUND_LABEL,
-            ];
-            // The third label only on a lower bound.
-            let lower_bound = lane.tier_lower_bounds.get(index).copied().unwrap_or(false);
-            let labels = &labels[..if lower_bound { 3 } else { 2 }];
-            ConstCounter::new(tokens).encode(family.encode_family(&labels)?)?;
+    let family = Family {
+        name: "litehit_tier_hit_tokens",
+        help: "Prefix-cache hit tokens served by this cache tier (watch --tiers), per instance; \
+               the pool's tiers (litehit_pool_info) are at shared_by × each tier's size; under \
+               --memory-horizon, a tier reaching above litehit_memory_horizon_bytes is a lower \
+               bound and carries the label lower_bound=true",
+        kind: Kind::Counter,
+    };
+    out.family(family, &mut |samples| {
+        for (lane, instance) in lanes.iter().zip(instances) {
+            for (index, (name, tokens)) in names.iter().zip(lane.tier_hit_tokens()).enumerate() {
+                let labels = [
+                    ("instance", instance.as_ref()),
+                    ("tier", name.as_ref()),
+                    LOWER_BOUND_LABEL,
+                ];
+                // The third label only on a lower bound.
+                let lower_bound = lane.tier_lower_bounds.get(index).copied().unwrap_or(false);
+                samples.sample(&labels[..if lower_bound { 3 } else { 2 }], tokens)?;
+            }
         }
-    }
-    Ok(())
+        Ok(())
+    })
 }
 
-#[expect(clippy::too_many_lines, reason = "one block per metric family")]
-fn encode_snapshot(snap: &LiveSnapshot, mut encoder: DescriptorEncoder) -> fmt::Result {
-    // The instances, then the shared pool lane (`watch --pool`) as one more `instance`, which
-    // `litehit_pool_info` names.
-    let lanes: Vec<&crate::snapshot::LaneSnapshot> = snap.lanes.iter().chain(&snap.pool).collect();
-    let instances: Vec<Cow<'_, str>> = lanes
-        .iter()
-        .map(|lane| escaped(&lane.instance_id))
-        .collect();
-    // One series per distinct finite slot label (two slots of one size are one series).
+/// `litehit_hit_tokens_total{instance,capacity}`: one series per instance and distinct finite
+/// slot label (two slots of one size are one series), then `inf`.
+fn encode_hit_tokens(
+    out: &mut dyn Exposition,
+    snap: &LiveSnapshot,
+    lanes: &[&crate::snapshot::LaneSnapshot],
+    instances: &[Cow<'_, str>],
+) -> fmt::Result {
     let mut slot_labels: Vec<(usize, String)> = Vec::with_capacity(snap.slots.len());
     for (index, slot) in snap.slots.iter().enumerate() {
         if let Some(label) = capacity_label(slot.capacity)
@@ -229,235 +294,270 @@ fn encode_snapshot(snap: &LiveSnapshot, mut encoder: DescriptorEncoder) -> fmt::
             slot_labels.push((index, label));
         }
     }
-
-    let mut family = encoder.encode_descriptor(
-        "litehit_requests",
-        "Requests (get/lookup rows) read, per instance",
-        None,
-        MetricType::Counter,
-    )?;
-    for (lane, instance) in lanes.iter().zip(&instances) {
-        let labels = [("instance", instance.as_ref())];
-        ConstCounter::new(lane.requests).encode(family.encode_family(&labels)?)?;
-    }
-
-    let mut family = encoder.encode_descriptor(
-        "litehit_input_tokens",
-        "Input tokens of the requests read, per instance",
-        None,
-        MetricType::Counter,
-    )?;
-    for (lane, instance) in lanes.iter().zip(&instances) {
-        let labels = [("instance", instance.as_ref())];
-        ConstCounter::new(lane.input_tokens).encode(family.encode_family(&labels)?)?;
-    }
-
-    let mut family = encoder.encode_descriptor(
-        "litehit_hit_tokens",
-        "Prefix-cache hit tokens of an exact LRU cache of this capacity per instance \
-         (capacity inf: unlimited, the upper bound); under --memory-horizon, series above \
-         litehit_memory_horizon_bytes (inf included) are lower bounds and carry the label \
-         lower_bound=true",
-        None,
-        MetricType::Counter,
-    )?;
-    for (position, (lane, instance)) in lanes.iter().zip(&instances).enumerate() {
-        // The pool's slots are at N × each slot's blocks (the N instances' caches together).
-        let shared_by = if position == snap.lanes.len() {
-            snap.pool_shared_by()
-        } else {
-            1
-        };
-        let series = slot_labels
-            .iter()
-            .map(|(index, label)| {
-                let capacity = litehit_core::projector::pooled_capacity_blocks(
-                    snap.slots[*index].capacity,
-                    lane.block_bytes,
-                    shared_by,
-                );
-                (label.as_str(), capacity, lane.slot_hit_tokens(*index))
-            })
-            .chain([(INFINITE_CAPACITY_LABEL, None, lane.infinite_hit_tokens())]);
-        for (label, capacity_blocks, hits) in series {
-            let labels = [
-                ("instance", instance.as_ref()),
-                ("capacity", label),
-                LOWER_BOUND_LABEL,
-            ];
-            // The third label only on a lower bound.
-            let labels = &labels[..if lane.is_lower_bound(capacity_blocks) {
-                3
+    let family = Family {
+        name: "litehit_hit_tokens",
+        help: "Prefix-cache hit tokens of an exact LRU cache of this capacity per instance \
+               (capacity inf: unlimited, the upper bound); under --memory-horizon, series above \
+               litehit_memory_horizon_bytes (inf included) are lower bounds and carry the label \
+               lower_bound=true",
+        kind: Kind::Counter,
+    };
+    out.family(family, &mut |samples| {
+        for (position, (lane, instance)) in lanes.iter().zip(instances).enumerate() {
+            // The pool's slots are at N × each slot's blocks (the N instances' caches together).
+            let shared_by = if position == snap.lanes.len() {
+                snap.pool_shared_by()
             } else {
-                2
-            }];
-            ConstCounter::new(hits).encode(family.encode_family(&labels)?)?;
+                1
+            };
+            let series = slot_labels
+                .iter()
+                .map(|(index, label)| {
+                    let capacity = litehit_core::projector::pooled_capacity_blocks(
+                        snap.slots[*index].capacity,
+                        lane.block_bytes,
+                        shared_by,
+                    );
+                    (label.as_str(), capacity, lane.slot_hit_tokens(*index))
+                })
+                .chain([(INFINITE_CAPACITY_LABEL, None, lane.infinite_hit_tokens())]);
+            for (label, capacity_blocks, hits) in series {
+                let labels = [
+                    ("instance", instance.as_ref()),
+                    ("capacity", label),
+                    LOWER_BOUND_LABEL,
+                ];
+                // The third label only on a lower bound.
+                let count = if lane.is_lower_bound(capacity_blocks) {
+                    3
+                } else {
+                    2
+                };
+                samples.sample(&labels[..count], hits)?;
+            }
         }
-    }
+        Ok(())
+    })
+}
 
+/// The one walk over a snapshot: every family and its samples, in exposition order.
+#[expect(clippy::too_many_lines, reason = "one block per metric family")]
+fn encode_snapshot(snap: &LiveSnapshot, out: &mut dyn Exposition) -> fmt::Result {
+    // The instances, then the shared pool lane (`watch --pool`) as one more `instance`, which
+    // `litehit_pool_info` names.
+    let lanes: Vec<&crate::snapshot::LaneSnapshot> = snap.lanes.iter().chain(&snap.pool).collect();
+    let instances: Vec<Cow<'_, str>> = lanes
+        .iter()
+        .map(|lane| escaped(&lane.instance_id))
+        .collect();
+
+    let family = |name, help, kind| Family { name, help, kind };
+    per_instance(
+        out,
+        family(
+            "litehit_requests",
+            "Requests (get/lookup rows) read, per instance",
+            Kind::Counter,
+        ),
+        &lanes,
+        &instances,
+        |lane| lane.requests,
+    )?;
+    per_instance(
+        out,
+        family(
+            "litehit_input_tokens",
+            "Input tokens of the requests read, per instance",
+            Kind::Counter,
+        ),
+        &lanes,
+        &instances,
+        |lane| lane.input_tokens,
+    )?;
+    encode_hit_tokens(out, snap, &lanes, &instances)?;
     if let Some(tiers) = &snap.tiers {
-        encode_tiers(&mut encoder, &lanes, &instances, &tiers.names)?;
+        encode_tiers(out, &lanes, &instances, &tiers.names)?;
     }
-
-    counter(
-        &mut encoder,
-        "litehit_bad_lines",
-        "Trace lines skipped as bad (unparsable or rejected by the engine)",
+    single(
+        out,
+        family(
+            "litehit_bad_lines",
+            "Trace lines skipped as bad (unparsable or rejected by the engine)",
+            Kind::Counter,
+        ),
         snap.health.bad_lines,
     )?;
-
-    let mut family = encoder.encode_descriptor(
-        "litehit_ttl_expired_blocks",
-        "Blocks dropped because their TTL expired, per instance",
-        None,
-        MetricType::Counter,
+    per_instance(
+        out,
+        family(
+            "litehit_ttl_expired_blocks",
+            "Blocks dropped because their TTL expired, per instance",
+            Kind::Counter,
+        ),
+        &lanes,
+        &instances,
+        |lane| lane.ttl_expired_blocks,
     )?;
-    for (lane, instance) in lanes.iter().zip(&instances) {
-        let labels = [("instance", instance.as_ref())];
-        ConstCounter::new(lane.ttl_expired_blocks).encode(family.encode_family(&labels)?)?;
-    }
-
-    let mut family = encoder.encode_descriptor(
-        "litehit_unique_blocks",
-        "Distinct blocks resident at unlimited capacity (expired excluded), per instance",
-        None,
-        MetricType::Gauge,
+    per_instance(
+        out,
+        family(
+            "litehit_unique_blocks",
+            "Distinct blocks resident at unlimited capacity (expired excluded), per instance",
+            Kind::Gauge,
+        ),
+        &lanes,
+        &instances,
+        |lane| lane.unique_blocks,
     )?;
-    for (lane, instance) in lanes.iter().zip(&instances) {
-        let labels = [("instance", instance.as_ref())];
-        ConstGauge::new(lane.unique_blocks).encode(family.encode_family(&labels)?)?;
-    }
 
-    let mut family = encoder.encode_descriptor(
+    let capacity_for_fraction = family(
         "litehit_capacity_for_fraction_bytes",
         "Smallest per-instance cache size whose cumulative hits reach this fraction of the \
          unlimited-capacity hits (for the shared pool lane, its total size); under \
          --memory-horizon these are lower bounds and carry the label lower_bound=true",
-        None,
-        MetricType::Gauge,
-    )?;
-    for (lane, instance) in lanes.iter().zip(&instances) {
-        for point in &lane.capacity_for_fraction {
-            let fraction = fraction_label(point.percent);
-            let labels = [
-                ("instance", instance.as_ref()),
-                ("fraction", fraction.as_str()),
-                LOWER_BOUND_LABEL,
-            ];
-            // The third label only on a lower bound.
-            let labels = &labels[..if lane.knees_are_lower_bounds() { 3 } else { 2 }];
-            ConstGauge::new(point.capacity_blocks.saturating_mul(lane.block_bytes))
-                .encode(family.encode_family(&labels)?)?;
+        Kind::Gauge,
+    );
+    out.family(capacity_for_fraction, &mut |samples| {
+        for (lane, instance) in lanes.iter().zip(&instances) {
+            for point in &lane.capacity_for_fraction {
+                let fraction = fraction_label(point.percent);
+                let labels = [
+                    ("instance", instance.as_ref()),
+                    ("fraction", fraction.as_str()),
+                    LOWER_BOUND_LABEL,
+                ];
+                // The third label only on a lower bound.
+                let count = if lane.knees_are_lower_bounds() { 3 } else { 2 };
+                samples.sample(
+                    &labels[..count],
+                    point.capacity_blocks.saturating_mul(lane.block_bytes),
+                )?;
+            }
         }
-    }
+        Ok(())
+    })?;
 
-    let mut family = encoder.encode_descriptor(
+    let memory = &snap.memory;
+    let memory_bytes = family(
         "litehit_memory_bytes",
         "Heap bytes held by the monitor, by part",
-        None,
-        MetricType::Gauge,
-    )?;
-    let memory = &snap.memory;
-    for (part, bytes) in [
-        ("core", memory.core_bytes),
-        ("accumulator", memory.accumulator_bytes),
-        ("facts_buffer", memory.facts_buffer_bytes),
-        ("monitor", memory.monitor_bytes),
-    ] {
-        ConstGauge::new(bytes).encode(family.encode_family(&[("part", part)])?)?;
-    }
-
-    gauge(
-        &mut encoder,
-        "litehit_facts_spill_bytes",
-        "Facts rows spilled to disk for a later facts snapshot",
+        Kind::Gauge,
+    );
+    out.family(memory_bytes, &mut |samples| {
+        for (part, bytes) in [
+            ("core", memory.core_bytes),
+            ("accumulator", memory.accumulator_bytes),
+            ("facts_buffer", memory.facts_buffer_bytes),
+            ("monitor", memory.monitor_bytes),
+        ] {
+            samples.sample(&[("part", part)], bytes)?;
+        }
+        Ok(())
+    })?;
+    single(
+        out,
+        family(
+            "litehit_facts_spill_bytes",
+            "Facts rows spilled to disk for a later facts snapshot",
+            Kind::Gauge,
+        ),
         memory.facts_on_disk_bytes,
     )?;
-    gauge(
-        &mut encoder,
-        "litehit_facts_retention_stopped",
-        "1 when a failed spill write stopped keeping facts rows (the numbers go on)",
+    single(
+        out,
+        family(
+            "litehit_facts_retention_stopped",
+            "1 when a failed spill write stopped keeping facts rows (the numbers go on)",
+            Kind::Gauge,
+        ),
         u64::from(matches!(
             snap.facts_retention,
             crate::snapshot::FactsRetention::Stopped { .. }
         )),
     )?;
-    gauge(
-        &mut encoder,
-        "litehit_ingest_lag_bytes",
-        "Bytes of the followed trace not read yet",
+    single(
+        out,
+        family(
+            "litehit_ingest_lag_bytes",
+            "Bytes of the followed trace not read yet",
+            Kind::Gauge,
+        ),
         snap.source.backlog_bytes,
     )?;
 
     if let (Some(_), Some(pool)) = (&snap.pool, instances.last()) {
         let shared_by = snap.lanes.len().to_string();
-        let metric = encoder.encode_descriptor(
+        let pool_info = family(
             "litehit_pool",
             "The instance that is the shared pool lane (watch --pool): one cache fed by every \
              instance's rows; its capacity=\"C\" series are the pool at shared_by × C, the \
              total capacity of the instances' caches of C each",
-            None,
-            MetricType::Info,
-        )?;
-        let mut metric = metric;
-        metric.encode_info(&[
-            ("instance", pool.as_ref()),
-            ("shared_by", shared_by.as_str()),
-        ])?;
+            Kind::Info,
+        );
+        out.family(pool_info, &mut |samples| {
+            samples.sample(
+                &[
+                    ("instance", pool.as_ref()),
+                    ("shared_by", shared_by.as_str()),
+                ],
+                1,
+            )
+        })?;
     }
 
-    encode_horizon(&mut encoder, &lanes, &instances)?;
+    encode_horizon(out, &lanes, &instances)?;
 
     if let Some(refused) = &snap.http_refused {
-        encode_http(&mut encoder, refused)?;
+        encode_http(out, refused)?;
     }
 
-    let metric = encoder.encode_descriptor(
-        "litehit_build",
-        "The litehit version",
-        None,
-        MetricType::Info,
-    )?;
-    let mut metric = metric;
-    metric.encode_info(&[("version", env!("CARGO_PKG_VERSION"))])?;
-    Ok(())
+    let build_info = family("litehit_build", "The litehit version", Kind::Info);
+    out.family(build_info, &mut |samples| {
+        samples.sample(&[("version", env!("CARGO_PKG_VERSION"))], 1)
+    })
 }
 
 /// `litehit_http_refused_total{reason}` and the HTTP servers' gauges (`--listen`,
 /// `--metrics-listen`).
-fn encode_http(
-    encoder: &mut DescriptorEncoder,
-    refused: &crate::snapshot::HttpRefusals,
-) -> fmt::Result {
-    let mut family = encoder.encode_descriptor(
+fn encode_http(out: &mut dyn Exposition, refused: &crate::snapshot::HttpRefusals) -> fmt::Result {
+    let family = |name, help, kind| Family { name, help, kind };
+    let refusals = family(
         "litehit_http_refused",
         "Connections and requests the HTTP servers refused, by reason: connection_cap (503, \
          --max-connections), host_or_origin (403), token (401), content_type (415), timeout \
          (--http-idle-timeout), body_size (413, --max-body), body_memory (503, --max-body-total)",
-        None,
-        MetricType::Counter,
-    )?;
-    for (reason, count) in [
-        ("connection_cap", refused.connection_cap),
-        ("host_or_origin", refused.host_or_origin),
-        ("token", refused.token),
-        ("content_type", refused.content_type),
-        ("timeout", refused.timeout),
-        ("body_size", refused.body_size),
-        ("body_memory", refused.body_memory),
-    ] {
-        ConstCounter::new(count).encode(family.encode_family(&[("reason", reason)])?)?;
-    }
-    gauge(
-        encoder,
-        "litehit_http_open_connections",
-        "Connections the HTTP servers hold open now (at most --max-connections)",
+        Kind::Counter,
+    );
+    out.family(refusals, &mut |samples| {
+        for (reason, count) in [
+            ("connection_cap", refused.connection_cap),
+            ("host_or_origin", refused.host_or_origin),
+            ("token", refused.token),
+            ("content_type", refused.content_type),
+            ("timeout", refused.timeout),
+            ("body_size", refused.body_size),
+            ("body_memory", refused.body_memory),
+        ] {
+            samples.sample(&[("reason", reason)], count)?;
+        }
+        Ok(())
+    })?;
+    single(
+        out,
+        family(
+            "litehit_http_open_connections",
+            "Connections the HTTP servers hold open now (at most --max-connections)",
+            Kind::Gauge,
+        ),
         refused.open_connections,
     )?;
-    gauge(
-        encoder,
-        "litehit_http_body_bytes",
-        "Bytes the bodies being read hold now (at most --max-body-total)",
+    single(
+        out,
+        family(
+            "litehit_http_body_bytes",
+            "Bytes the bodies being read hold now (at most --max-body-total)",
+            Kind::Gauge,
+        ),
         refused.body_bytes_held,
     )
 }
@@ -465,7 +565,7 @@ fn encode_http(
 /// `litehit_memory_horizon_{blocks,bytes}{instance}`, for the lanes with a horizon: the
 /// instances, then the shared pool (which has the same horizon, on its own total capacity).
 fn encode_horizon(
-    encoder: &mut DescriptorEncoder,
+    out: &mut dyn Exposition,
     lanes: &[&crate::snapshot::LaneSnapshot],
     instances: &[Cow<'_, str>],
 ) -> fmt::Result {
@@ -483,18 +583,24 @@ fn encode_horizon(
             true,
         ),
     ] {
-        let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
-        for (lane, instance) in lanes.iter().zip(instances) {
-            let value = if bytes {
-                lane.memory_horizon_bytes()
-            } else {
-                lane.memory_horizon_blocks
-            };
-            if let Some(value) = value {
-                let labels = [("instance", instance.as_ref())];
-                ConstGauge::new(value).encode(family.encode_family(&labels)?)?;
+        let family = Family {
+            name,
+            help,
+            kind: Kind::Gauge,
+        };
+        out.family(family, &mut |samples| {
+            for (lane, instance) in lanes.iter().zip(instances) {
+                let value = if bytes {
+                    lane.memory_horizon_bytes()
+                } else {
+                    lane.memory_horizon_blocks
+                };
+                if let Some(value) = value {
+                    samples.sample(&[("instance", instance.as_ref())], value)?;
+                }
             }
-        }
+            Ok(())
+        })?;
     }
     Ok(())
 }
@@ -673,5 +779,152 @@ mod tests {
             text.contains("are lower bounds and carry the label"),
             "{text}"
         );
+    }
+
+    /// Every surface at once: two instances (one with a hostile id), a pool, GB, block and
+    /// unlimited slots, tiers, a horizon, knees.
+    fn everything() -> LiveSnapshot {
+        let lane = |id: &str, requests: u64| LaneSnapshot {
+            instance_id: id.to_owned(),
+            block_size_tokens: 10,
+            block_bytes: 1000,
+            requests,
+            input_tokens: 30 * requests,
+            slot_hit_blocks: vec![requests, requests + 1, requests + 2],
+            infinite_hit_blocks: requests + 3,
+            tier_hit_blocks: vec![1, requests],
+            tier_lower_bounds: vec![false, true],
+            memory_horizon_blocks: Some(5),
+            capacity_for_fraction: vec![FractionCapacity {
+                percent: 95,
+                capacity_blocks: requests,
+                hit_blocks: 1,
+            }],
+            ..LaneSnapshot::default()
+        };
+        LiveSnapshot {
+            slots: [
+                Capacity::Gigabytes(0.5),
+                Capacity::Blocks(7),
+                Capacity::Infinite,
+            ]
+            .into_iter()
+            .zip(1..)
+            .map(|(capacity, id)| Slot { id, capacity })
+            .collect(),
+            lanes: vec![lane(HOSTILE, 3), lane("plain", 4)],
+            pool: Some(lane("pool", 7)),
+            memory_horizon: Some(Capacity::Blocks(5)),
+            tiers: Some(litehit_core::projector::tiers::TierPlan {
+                names: vec!["hbm".to_owned(), "s\"sd".to_owned()],
+                sizes_text: vec!["40GB".to_owned(), "4TB".to_owned()],
+                capacities: vec![Capacity::Gigabytes(40.0), Capacity::Gigabytes(4096.0)],
+                ..Default::default()
+            }),
+            ..LiveSnapshot::default()
+        }
+    }
+
+    /// An instance id with every character the formats escape, and some they do not.
+    const HOSTILE: &str = "a\"b\\c\nd é🚀 {x=\"1\"} # EOF";
+    const HOSTILE_ESCAPED: &str = "a\\\"b\\\\c\\nd é🚀 {x=\\\"1\\\"} # EOF";
+
+    fn sample_lines(text: &str) -> Vec<&str> {
+        text.lines().filter(|line| !line.starts_with('#')).collect()
+    }
+
+    #[test]
+    fn both_formats_carry_the_same_samples() {
+        let snap = everything();
+        let openmetrics = encode_as(&snap, Format::OpenMetrics).unwrap();
+        let text = encode_as(&snap, Format::Text).unwrap();
+        assert_eq!(sample_lines(&openmetrics), sample_lines(&text));
+        assert_eq!(encode(&snap).unwrap(), openmetrics);
+        // Every family is there, the pool's and the horizon's included.
+        for name in METRIC_NAMES.into_iter().chain([POOL_INFO_METRIC]) {
+            assert!(
+                sample_lines(&text)
+                    .iter()
+                    .any(|line| line.starts_with(name)),
+                "{name} missing from:\n{text}"
+            );
+        }
+        let instance = format!("instance=\"{HOSTILE_ESCAPED}\"");
+        for line in [
+            format!("litehit_requests_total{{{instance}}} 3"),
+            format!(
+                "litehit_hit_tokens_total{{{instance},capacity=\"0.5GiB\",lower_bound=\"true\"}} 30"
+            ),
+            format!(
+                "litehit_hit_tokens_total{{{instance},capacity=\"7blocks\",lower_bound=\"true\"}} 40"
+            ),
+            format!(
+                "litehit_tier_hit_tokens_total{{{instance},tier=\"s\\\"sd\",lower_bound=\"true\"}} 30"
+            ),
+            format!("litehit_memory_horizon_bytes{{{instance}}} 5000"),
+            "litehit_pool_info{instance=\"pool\",shared_by=\"2\"} 1".to_owned(),
+            format!(
+                "litehit_build_info{{version=\"{}\"}} 1",
+                env!("CARGO_PKG_VERSION")
+            ),
+            "litehit_bad_lines_total 0".to_owned(),
+        ] {
+            assert!(
+                sample_lines(&text).contains(&line.as_str()),
+                "{line:?} missing from:\n{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_text_format_names_families_by_their_samples() {
+        let text = encode_as(&everything(), Format::Text).unwrap();
+        assert!(
+            !text.contains("# EOF\n") && !text.contains("# UNIT"),
+            "{text}"
+        );
+        for line in [
+            "# HELP litehit_requests_total Requests (get/lookup rows) read, per instance\n",
+            "# TYPE litehit_requests_total counter\n",
+            "# TYPE litehit_bad_lines_total counter\n",
+            "# TYPE litehit_unique_blocks gauge\n",
+            "# TYPE litehit_pool_info gauge\n",
+            "# TYPE litehit_build_info gauge\n",
+            // 0.0.4 escapes only `\` and newline in help text.
+            "its capacity=\"C\" series",
+        ] {
+            assert!(text.contains(line), "{line:?} missing from:\n{text}");
+        }
+        // Each family's samples follow its HELP and TYPE, under the same name.
+        let (mut help, mut family) = ("", "");
+        for line in text.lines() {
+            if let Some(rest) = line.strip_prefix("# HELP ") {
+                help = rest.split_once(' ').unwrap().0;
+            } else if let Some(rest) = line.strip_prefix("# TYPE ") {
+                let (name, kind) = rest.split_once(' ').unwrap();
+                assert!(matches!(kind, "counter" | "gauge"), "{line}");
+                assert_eq!(kind == "counter", name.ends_with("_total"), "{line}");
+                assert_eq!(name, help, "{line}");
+                family = name;
+            } else {
+                let name = line.split(['{', ' ']).next().unwrap();
+                assert_eq!(name, family, "{line}");
+            }
+        }
+    }
+
+    #[test]
+    fn openmetrics_keeps_base_names_info_and_eof() {
+        let text = encode_as(&everything(), Format::OpenMetrics).unwrap();
+        for line in [
+            "# TYPE litehit_requests counter\n",
+            "# TYPE litehit_pool info\n",
+            "# TYPE litehit_build info\n",
+            // OpenMetrics escapes `"` in help text too.
+            "its capacity=\\\"C\\\" series",
+        ] {
+            assert!(text.contains(line), "{line:?} missing from:\n{text}");
+        }
+        assert!(text.ends_with("\n# EOF\n"), "{text}");
     }
 }

@@ -740,7 +740,8 @@ fn gunzip(
     Ok(lines)
 }
 
-/// `GET /metrics` (or `HEAD`): the latest snapshot's exposition.
+/// `GET /metrics` (or `HEAD`): the latest snapshot's exposition, in the format the `Accept`
+/// header negotiates ([`crate::metrics::Format::negotiate`]).
 fn metrics_response(
     request: &Request<Incoming>,
     exporter: &crate::metrics::Exporter,
@@ -759,17 +760,25 @@ fn metrics_response(
             .insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
         return response;
     }
-    let Ok(text) = exporter.scrape() else {
+    // The classic text format unless OpenMetrics is asked for, as client libraries choose.
+    let accept = request
+        .headers()
+        .get(header::ACCEPT)
+        .and_then(|value| value.to_str().ok());
+    let format = crate::metrics::Format::negotiate(accept);
+    let Ok(text) = exporter.scrape_as(format) else {
         return json_response(
             StatusCode::INTERNAL_SERVER_ERROR,
             &serde_json::json!({ "error": "encoding the metrics failed" }),
         );
     };
     let mut response = Response::new(Full::new(Bytes::from(text)));
-    response.headers_mut().insert(
+    let headers = response.headers_mut();
+    headers.insert(
         header::CONTENT_TYPE,
-        HeaderValue::from_static(crate::metrics::CONTENT_TYPE),
+        HeaderValue::from_static(format.content_type()),
     );
+    headers.insert(header::VARY, HeaderValue::from_static("accept"));
     response
 }
 
