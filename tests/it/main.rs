@@ -51,6 +51,7 @@ mod sql_spark;
 mod tiers;
 mod tiers_review;
 mod tokenize;
+mod tokenize_real;
 mod tui_block_bytes_notice;
 mod tui_cells;
 mod tui_charts;
