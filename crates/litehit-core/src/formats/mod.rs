@@ -302,11 +302,24 @@ impl LineParser {
             }
             Ok(outcome)
         });
-        outcome.map_err(|fault| ParseError {
-            line_number,
-            trace_id: trace_id_of_line(line),
-            field: fault.field,
-            message: fault.message,
+        outcome.map_err(|fault| {
+            let mut message = fault.message;
+            // A line of another format (`--format standard` on a Mooncake file): say which.
+            if let Some(detected) = detect_format(line)
+                && detected != self.format()
+            {
+                message.push_str(&format!(
+                    " (this line looks like {name}: --format {name}, or no --format to detect \
+                     it)",
+                    name = detected.name()
+                ));
+            }
+            ParseError {
+                line_number,
+                trace_id: trace_id_of_line(line),
+                field: fault.field,
+                message,
+            }
         })
     }
 }
