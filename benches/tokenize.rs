@@ -174,6 +174,12 @@ fn convert_uncached(tokenizer: &str, template: Option<&str>, log: &Path, trace: 
 }
 
 fn main() {
+    // `litehit trace` runs in this process and starts it again to render chat templates.
+    if litehit_tokenize::sandbox::is_renderer_invocation() {
+        litehit_tokenize::sandbox::serve(std::io::stdin(), std::io::stdout())
+            .expect("the template renderer");
+        return;
+    }
     let mode = Mode::from_env_and_args();
     let args = common::bench_args();
     let conversations = args

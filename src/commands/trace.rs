@@ -12,8 +12,9 @@ use crate::cli::trace_args::{TokenizeFlags, TraceArgs};
 use crate::cli::trace_format_arg::FormatArg;
 use litehit_core::formats::TraceFormat;
 use litehit_tokenize::record::FieldPaths;
+use litehit_tokenize::sandbox::RendererCommand;
 use litehit_tokenize::template::{
-    ChatTemplate, TemplateOptions, TokenizerConfig, parse_template_kwarg,
+    ChatTemplate, TemplateBudget, TemplateOptions, TokenizerConfig, parse_template_kwarg,
 };
 use litehit_tokenize::tokenizer::TextTokenizer;
 use litehit_tokenize::{ConvertOptions, ConvertSummary, Converter};
@@ -118,24 +119,29 @@ pub fn build_converter(flags: &TokenizeFlags, block_size: u64) -> Result<Convert
         add_generation_prompt: !flags.no_generation_prompt,
         kwargs,
     };
-    let template = if let Some(file) = &flags.chat_template {
+    let source = if let Some(file) = &flags.chat_template {
         let source = std::fs::read_to_string(file)
             .wrap_err_with(|| format!("{}: cannot read the chat template", file.display()))?;
-        Some(ChatTemplate::new(
-            source,
-            file.display().to_string(),
-            &config,
-            &options,
-        )?)
+        Some((source, file.display().to_string()))
     } else if let (Some(source), Some(dir)) = (&config.chat_template, tokenizer.dir()) {
-        Some(ChatTemplate::new(
+        Some((
             source.clone(),
             dir.join("tokenizer_config.json").display().to_string(),
-            &config,
-            &options,
-        )?)
+        ))
     } else {
         None
+    };
+    // Untrusted (it came with the model folder): rendered in a child process under budgets.
+    let template = match source {
+        Some((source, name)) => Some(ChatTemplate::sandboxed(
+            source,
+            name,
+            &config,
+            &options,
+            TemplateBudget::default(),
+            RendererCommand::current_exe().wrap_err("locating this program")?,
+        )?),
+        None => None,
     };
     let defaults = FieldPaths::default();
     let fields = FieldPaths {

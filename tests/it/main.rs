@@ -48,6 +48,7 @@ mod seed_example;
 mod shards;
 mod sql;
 mod sql_spark;
+mod template_budget;
 mod tiers;
 mod tiers_review;
 mod tokenize;

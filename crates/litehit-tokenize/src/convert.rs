@@ -338,15 +338,11 @@ impl Converter {
             }
             // Read again in the order the request wrote its objects' keys (a serde_json
             // value sorts them; Python keeps them, and `tojson` prints them).
-            let ordered = ordered_body(text, body_path)
-                .map_err(|message| bad(&in_body("messages"), message))?;
-            let tools = ordered
-                .get_attr("tools")
-                .ok()
-                .filter(|tools| !tools.is_none() && !tools.is_undefined());
-            let messages = ordered.get_attr("messages").unwrap_or_default();
-            let text = template.render(messages, tools).map_err(|message| {
-                bad(&in_body("messages"), format!("chat template: {message}"))
+            let text = template.render_body(text, body_path).map_err(|message| {
+                bad(
+                    &in_body("messages"),
+                    format!("chat template {}: {message}", template.source_name()),
+                )
             })?;
             Prompt::Text(
                 text,
@@ -487,21 +483,6 @@ impl Converter {
     }
 }
 
-/// The request body at `body_path` (dotted, `""`: the record) of the line `text`, as a
-/// template value whose objects keep their keys in the line's order.
-fn ordered_body(text: &str, body_path: &str) -> std::result::Result<minijinja::Value, String> {
-    let record: minijinja::Value =
-        serde_json::from_str(text).map_err(|error| format!("failed to parse JSON: {error}"))?;
-    if body_path.is_empty() {
-        return Ok(record);
-    }
-    body_path.split('.').try_fold(record, |inner, step| {
-        inner
-            .get_attr(step)
-            .map_err(|error| format!("{body_path}: {error}"))
-    })
-}
-
 /// Why a prompt without tokens is bad.
 const EMPTY_PROMPT: &str = "the prompt has no tokens (input_len must be > 0)";
 
@@ -578,7 +559,7 @@ fn json_string(out: &mut Vec<u8>, text: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::template::{TemplateOptions, TokenizerConfig};
+    use crate::template::{TemplateOptions, TokenizerConfig, ordered_body};
 
     #[test]
     fn the_template_sees_the_body_in_the_order_the_line_wrote_it() {
