@@ -164,6 +164,7 @@ fn convert_uncached(tokenizer: &str, template: Option<&str>, log: &Path, trace: 
             block_size: 16,
             fields,
             add_special_tokens: litehit_tokenize::convert::AddSpecialTokens::Auto,
+            skip_bad: false,
         },
     );
     let input = std::io::BufReader::new(std::fs::File::open(log).expect("log"));
