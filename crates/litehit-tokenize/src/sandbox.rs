@@ -195,15 +195,13 @@ impl Sandbox {
         let Some(worker) = guard.as_mut() else {
             return Err("the template renderer is not running".to_owned());
         };
-        match worker.exchange(&[body_path.as_bytes(), b"\0", text.as_bytes()]) {
-            Ok(reply) => reply,
-            Err(_) => {
-                let message = self.death(worker, "this request");
-                // Started again for the next request.
-                *guard = None;
-                Err(message)
-            }
+        if let Ok(reply) = worker.exchange(&[body_path.as_bytes(), b"\0", text.as_bytes()]) {
+            return reply;
         }
+        let message = self.death(worker, "this request");
+        // Started again for the next request.
+        *guard = None;
+        Err(message)
     }
 }
 

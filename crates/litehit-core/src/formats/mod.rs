@@ -308,11 +308,16 @@ impl LineParser {
             if let Some(detected) = detect_format(line)
                 && detected != self.format()
             {
-                message.push_str(&format!(
-                    " (this line looks like {name}: --format {name}, or no --format to detect \
-                     it)",
-                    name = detected.name()
-                ));
+                let name = detected.name();
+                for part in [
+                    " (this line looks like ",
+                    name,
+                    ": --format ",
+                    name,
+                    ", or no --format to detect it)",
+                ] {
+                    message.push_str(part);
+                }
             }
             ParseError {
                 line_number,
