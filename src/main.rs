@@ -8,6 +8,13 @@ use std::io::Write as _;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    // A chat-template renderer for `--format openai` (litehit_tokenize::sandbox): no CLI.
+    if litehit_tokenize::sandbox::is_renderer_invocation() {
+        return match litehit_tokenize::sandbox::serve(std::io::stdin(), std::io::stdout()) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(_) => ExitCode::FAILURE,
+        };
+    }
     litehit::commands::install_error_hooks();
     let (mut cli, matches) = match litehit::cli::Cli::parse_args() {
         Ok(parsed) => parsed,

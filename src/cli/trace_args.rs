@@ -37,6 +37,11 @@ pub struct TraceArgs {
     #[command(flatten)]
     pub line_cap: super::LineCapFlags,
 
+    /// Skip a bad line (bad JSON, a missing field, a template error) instead of stopping at
+    /// it; the summary counts them and names the first
+    #[arg(long)]
+    pub skip_bad: bool,
+
     /// No summary on stderr
     #[arg(long, short)]
     pub quiet: bool,

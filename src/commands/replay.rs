@@ -185,7 +185,7 @@ fn run_openai(args: &ReplayArgs, flags: &crate::cli::trace_args::TokenizeFlags) 
     }
     let lane = super::trace::openai_lane(&args.lane);
     let block_size = lane.block_size.unwrap_or(super::trace::DEFAULT_BLOCK_SIZE);
-    let converter = super::trace::build_converter(flags, block_size)?;
+    let converter = super::trace::build_converter(flags, block_size, false)?;
     let mut trace = tempfile::Builder::new()
         .prefix(".litehit-openai-")
         .suffix(".jsonl")
@@ -207,7 +207,7 @@ fn run_openai(args: &ReplayArgs, flags: &crate::cli::trace_args::TokenizeFlags) 
     if !args.quiet {
         eprint!(
             "{}",
-            super::trace::render_summary(&summary, block_size, &args.input)
+            super::trace::render_summary(&summary, block_size, &args.input, None)
         );
     }
     let mut standard = args.clone();

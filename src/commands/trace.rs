@@ -12,8 +12,9 @@ use crate::cli::trace_args::{TokenizeFlags, TraceArgs};
 use crate::cli::trace_format_arg::FormatArg;
 use litehit_core::formats::TraceFormat;
 use litehit_tokenize::record::FieldPaths;
+use litehit_tokenize::sandbox::RendererCommand;
 use litehit_tokenize::template::{
-    ChatTemplate, TemplateOptions, TokenizerConfig, parse_template_kwarg,
+    ChatTemplate, TemplateBudget, TemplateOptions, TokenizerConfig, parse_template_kwarg,
 };
 use litehit_tokenize::tokenizer::TextTokenizer;
 use litehit_tokenize::{ConvertOptions, ConvertSummary, Converter};
@@ -25,7 +26,7 @@ pub const DEFAULT_BLOCK_SIZE: u64 = 16;
 const READ_BUFFER_BYTES: usize = 1 << 20;
 
 pub fn run(args: &TraceArgs) -> Result<()> {
-    let converter = build_converter(&args.tokenize, args.block_size)?;
+    let converter = build_converter(&args.tokenize, args.block_size, args.skip_bad)?;
     let summary = if args.out == Path::new("-") {
         let mut out = std::io::BufWriter::new(std::io::stdout().lock());
         let summary = convert_file(
@@ -49,7 +50,10 @@ pub fn run(args: &TraceArgs) -> Result<()> {
         })?
     };
     if !args.quiet {
-        eprint!("{}", render_summary(&summary, args.block_size, &args.out));
+        eprint!(
+            "{}",
+            render_summary(&summary, args.block_size, &args.log, Some(&args.out))
+        );
     }
     Ok(())
 }
@@ -117,7 +121,11 @@ pub fn convert_file(
 
 /// The tokenizer, chat template and field paths of the flags; every file is read and the
 /// template rendered once here, so a missing file or a broken template fails at start.
-pub fn build_converter(flags: &TokenizeFlags, block_size: u64) -> Result<Converter> {
+pub fn build_converter(
+    flags: &TokenizeFlags,
+    block_size: u64,
+    skip_bad: bool,
+) -> Result<Converter> {
     let Some(spec) = &flags.tokenizer else {
         bail!("--tokenizer is required: a tokenizer.json (or its directory), or tiktoken:NAME");
     };
@@ -135,24 +143,29 @@ pub fn build_converter(flags: &TokenizeFlags, block_size: u64) -> Result<Convert
         add_generation_prompt: !flags.no_generation_prompt,
         kwargs,
     };
-    let template = if let Some(file) = &flags.chat_template {
+    let source = if let Some(file) = &flags.chat_template {
         let source = std::fs::read_to_string(file)
             .wrap_err_with(|| format!("{}: cannot read the chat template", file.display()))?;
-        Some(ChatTemplate::new(
-            source,
-            file.display().to_string(),
-            &config,
-            &options,
-        )?)
+        Some((source, file.display().to_string()))
     } else if let (Some(source), Some(dir)) = (&config.chat_template, tokenizer.dir()) {
-        Some(ChatTemplate::new(
+        Some((
             source.clone(),
             dir.join("tokenizer_config.json").display().to_string(),
-            &config,
-            &options,
-        )?)
+        ))
     } else {
         None
+    };
+    // Untrusted (it came with the model folder): rendered in a child process under budgets.
+    let template = match source {
+        Some((source, name)) => Some(ChatTemplate::sandboxed(
+            source,
+            name,
+            &config,
+            &options,
+            TemplateBudget::default(),
+            RendererCommand::current_exe().wrap_err("locating this program")?,
+        )?),
+        None => None,
     };
     let defaults = FieldPaths::default();
     let fields = FieldPaths {
@@ -176,19 +189,38 @@ pub fn build_converter(flags: &TokenizeFlags, block_size: u64) -> Result<Convert
             block_size,
             fields,
             add_special_tokens: flags.add_special_tokens.unwrap_or_default(),
+            skip_bad,
         },
     ))
 }
 
-/// What stderr shows after a conversion.
-pub fn render_summary(summary: &ConvertSummary, block_size: u64, out: &Path) -> String {
+/// What stderr shows after converting `log`: into `out`, or (`None`) for a replay.
+pub fn render_summary(
+    summary: &ConvertSummary,
+    block_size: u64,
+    log: &Path,
+    out: Option<&Path>,
+) -> String {
     let mut text = format!(
-        "litehit: {} requests, {} prompt tokens, {} full blocks of {block_size} tokens -> {}\n",
+        "litehit: {}: {} requests, {} prompt tokens, {} full blocks of {block_size} tokens",
+        log.display(),
         summary.requests,
         summary.prompt_tokens,
         summary.blocks,
-        out.display()
     );
+    match out {
+        Some(out) => writeln!(text, " -> {}", out.display()),
+        None => writeln!(text, ", replayed"),
+    }
+    .expect("writing to a String cannot fail");
+    if let Some(first) = &summary.first_skipped {
+        writeln!(
+            text,
+            "litehit: --skip-bad: {} bad lines skipped (the first: {first})",
+            summary.skipped_lines
+        )
+        .expect("writing to a String cannot fail");
+    }
     if summary.usage_compared > 0 {
         write!(
             text,
@@ -205,6 +237,15 @@ pub fn render_summary(summary: &ConvertSummary, block_size: u64, out: &Path) -> 
             .expect("writing to a String cannot fail");
         }
         text.push('\n');
+    }
+    if let Some(line) = summary.first_lone_surrogate_line {
+        writeln!(
+            text,
+            "litehit: {} lone surrogate escapes (\\ud800-\\udfff without a pair, as Python's \
+             json.dumps writes them) read as U+FFFD (the first: line {line})",
+            summary.lone_surrogates
+        )
+        .expect("writing to a String cannot fail");
     }
     text
 }

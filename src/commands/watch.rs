@@ -488,7 +488,11 @@ pub fn ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
     let block_size = super::trace::openai_lane(&args.lane)
         .block_size
         .unwrap_or(super::trace::DEFAULT_BLOCK_SIZE);
-    let converter = Arc::new(super::trace::build_converter(&args.openai, block_size)?);
+    let converter = Arc::new(super::trace::build_converter(
+        &args.openai,
+        block_size,
+        false,
+    )?);
     let mut standard = args.clone();
     standard.lane = super::trace::openai_lane(&args.lane);
     standard.openai = crate::cli::trace_args::TokenizeFlags::default();

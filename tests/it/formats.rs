@@ -752,7 +752,7 @@ fn bailian_chains_complete_blocks_like_the_converter() {
     assert_eq!(event.timestamp_ns, 61_114_000_000);
     assert_eq!(
         (event.instance_id.as_deref(), event.trace_id.as_str()),
-        (None, "")
+        (None, "159")
     );
     // The default block size of a Bailian parser is 16.
     assert_eq!(
@@ -828,6 +828,53 @@ fn bailian_bumps_colliding_timestamps_like_the_converter() {
             .timestamp_ns,
         2_000_000_004
     );
+}
+
+/// <https://github.com/litehit/litehit/issues/26>: `--format standard` on a Mooncake line
+/// names the format the line looks like; a bad line of the right format gets no hint.
+#[test]
+fn a_line_of_another_format_says_which_it_looks_like() {
+    let mooncake =
+        r#"{"timestamp": 27482, "input_length": 6955, "output_length": 52, "hash_ids": [46, 47]}"#;
+    let error = standard(mooncake).unwrap_err().to_string();
+    assert!(
+        error.contains(
+            "(this line looks like mooncake: --format mooncake, or no --format to detect it)"
+        ),
+        "{error}"
+    );
+    let bad_standard =
+        r#"{"type":"get","instance_id":"a","timestamp_ns":-1,"keys":[],"input_len":1}"#;
+    let error = standard(bad_standard).unwrap_err().to_string();
+    assert!(!error.contains("looks like"), "{error}");
+}
+
+/// <https://github.com/litehit/litehit/issues/26>: a Bailian row's `chat_id` is its trace id
+/// (rows got upstream's `trace_default_<ts>` instead); without one, the engine derives that.
+#[test]
+fn bailian_chat_id_is_the_trace_id() {
+    let numbered = r#"{"chat_id": 159, "parent_chat_id": -1, "timestamp": 61, "input_length": 16, "hash_ids": [9]}"#;
+    assert_eq!(
+        parse(TraceFormat::Bailian, 16, numbered).unwrap().trace_id,
+        "159"
+    );
+    let named = r#"{"timestamp": 61, "chat_id": "c\u00e9-7", "input_length": 16, "hash_ids": [9]}"#;
+    assert_eq!(
+        parse(TraceFormat::Bailian, 16, named).unwrap().trace_id,
+        "cé-7"
+    );
+    let without = r#"{"timestamp": 61, "input_length": 16, "hash_ids": [9]}"#;
+    assert_eq!(
+        parse(TraceFormat::Bailian, 16, without).unwrap().trace_id,
+        ""
+    );
+    let null = r#"{"chat_id": null, "timestamp": 61, "input_length": 16, "hash_ids": [9]}"#;
+    assert_eq!(parse(TraceFormat::Bailian, 16, null).unwrap().trace_id, "");
+    let bad = r#"{"chat_id": [1], "timestamp": 61, "input_length": 16, "hash_ids": [9]}"#;
+    let error = parse(TraceFormat::Bailian, 16, bad)
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("chat_id"), "{error}");
 }
 
 #[test]

@@ -601,3 +601,130 @@ fn an_openai_replay_names_its_format_and_tiktoken_chat_needs_a_template() {
     );
     assert!(!message.contains("tokenizer_config.json"), "{message}");
 }
+
+/// <https://github.com/litehit/litehit/issues/26>: `replay --format openai` named its input as
+/// the output of the conversion (`-> chat.jsonl`).
+#[test]
+fn an_openai_replay_summary_names_the_log_as_input() {
+    let fixture = Fixture::new();
+    let log = write_file(
+        fixture.dir.path(),
+        "chat.jsonl",
+        &json!({"prompt": "w1 w2 w3 w4 w5"}).to_string(),
+    );
+    let out = fixture.path("out");
+    let run = ok(run_in(
+        None,
+        [
+            "replay",
+            "--format",
+            "openai",
+            log.to_str().unwrap(),
+            "--tokenizer",
+            fixture.path("tokenizer.json").to_str().unwrap(),
+            "--line-time",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    ));
+    assert!(!run.stderr.contains("-> "), "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains(&format!("litehit: {}: 1 requests, ", log.display()))
+            && run.stderr.contains(" tokens, replayed\n"),
+        "{}",
+        run.stderr
+    );
+}
+
+/// <https://github.com/litehit/litehit/issues/26>: `trace` stopped at its first bad line;
+/// `--skip-bad` skips and counts them (a template error, bad JSON, an empty prompt), and the
+/// good lines' rows are the ones a clean log gives.
+#[test]
+fn skip_bad_skips_and_counts_bad_lines() {
+    let fixture = Fixture::new();
+    let good = [
+        json!({"prompt": "w1 w2 w3 w4 w5"}).to_string(),
+        json!({"prompt": "w6 w7 w8 w9"}).to_string(),
+    ];
+    let clean = fixture.trace(&format!("{}\n\n\n{}\n", good[0], good[1]), &[]);
+    let log = format!(
+        "{}\n{{not json\n{}\n{}\n",
+        good[0],
+        json!({"body": {"prompt_token_ids": []}}),
+        good[1]
+    );
+    let log_path = write_file(fixture.dir.path(), "log.jsonl", &log);
+    let out = fixture.path("skipped.jsonl");
+    let mut args = fixture.trace_args(&log_path, &out);
+    args.retain(|arg| arg != "--quiet");
+    // Without the flag: the first bad line stops it.
+    let run = run_in(None, &args);
+    let message = failed(&run);
+    assert!(
+        message.contains("log.jsonl:2: failed to parse JSON"),
+        "{message}"
+    );
+    args.push("--skip-bad".to_owned());
+    let run = ok(run_in(None, &args));
+    assert!(
+        run.stderr
+            .contains("litehit: --skip-bad: 2 bad lines skipped (the first: ")
+            && run.stderr.contains("log.jsonl:2: failed to parse JSON"),
+        "{}",
+        run.stderr
+    );
+    let rows: Vec<Value> = fs::read_to_string(&out)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let without_ids = |rows: &[Value]| -> Vec<(Value, Value)> {
+        rows.iter()
+            .map(|row| (row["keys"].clone(), row["input_len"].clone()))
+            .collect()
+    };
+    assert_eq!(without_ids(&rows), without_ids(&clean));
+}
+
+/// <https://github.com/litehit/litehit/issues/26>: a log without times hints at `--line-time`.
+#[test]
+fn a_log_without_times_hints_at_line_time() {
+    let fixture = Fixture::new();
+    let log_path = write_file(
+        fixture.dir.path(),
+        "log.jsonl",
+        &json!({"prompt": "w1"}).to_string(),
+    );
+    let mut args = fixture.trace_args(&log_path, &fixture.path("out.jsonl"));
+    args.retain(|arg| arg != "--line-time");
+    let run = run_in(None, &args);
+    let message = failed(&run);
+    assert!(
+        message.contains("log.jsonl:1: field \"timestamp\": missing (--time-field names the time; --line-time numbers the lines of a log without times)"),
+        "{message}"
+    );
+}
+
+/// <https://github.com/litehit/litehit/issues/27>: one lone surrogate escape (`"\ud800"`,
+/// which Python's `json.dumps` writes) stopped `trace`; it is read as U+FFFD and counted.
+#[test]
+fn a_lone_surrogate_is_read_as_a_replacement_character_and_counted() {
+    let fixture = Fixture::new();
+    // python3 -c 'import json; print(json.dumps({"prompt": "w1 \ud800 w2"}))'
+    let log = "{\"prompt\": \"w1 \\ud800 w2\"}\n{\"prompt\": \"w3 \\ud83d\\ude00\"}\n";
+    let log_path = write_file(fixture.dir.path(), "log.jsonl", log);
+    let out = fixture.path("out.jsonl");
+    let mut args = fixture.trace_args(&log_path, &out);
+    args.retain(|arg| arg != "--quiet");
+    let run = ok(run_in(None, &args));
+    assert!(
+        run.stderr.contains("litehit: 1 lone surrogate escapes (")
+            && run.stderr.contains("read as U+FFFD (the first: line 1)"),
+        "{}",
+        run.stderr
+    );
+    let first: Value =
+        serde_json::from_str(fs::read_to_string(&out).unwrap().lines().next().unwrap()).unwrap();
+    assert_eq!(input_len(&first), fixture.count("w1 \u{fffd} w2", true));
+}

@@ -11,7 +11,9 @@ use serde_json::Value;
 
 use crate::blocks::{block_keys, root_seed};
 use crate::error::{Result, TokenizeError};
-use crate::record::{DEFAULT_INSTANCE, FieldPaths, as_text, field, find_body};
+use crate::record::{
+    DEFAULT_INSTANCE, FieldPaths, as_text, field, find_body, replace_lone_surrogates,
+};
 use crate::template::ChatTemplate;
 use crate::tokenizer::TextTokenizer;
 
@@ -32,6 +34,8 @@ pub struct ConvertOptions {
     pub block_size: usize,
     pub fields: FieldPaths,
     pub add_special_tokens: AddSpecialTokens,
+    /// Skip a bad line (counted in the summary) instead of stopping at it.
+    pub skip_bad: bool,
 }
 
 /// What a conversion saw.
@@ -47,6 +51,21 @@ pub struct ConvertSummary {
     pub usage_differs: u64,
     /// The first difference: line, our count, the engine's.
     pub first_usage_difference: Option<(u64, u64, u64)>,
+    /// Lone surrogate escapes (`"\ud800"`, as Python's `json.dumps` writes) read as U+FFFD.
+    pub lone_surrogates: u64,
+    /// The first line that had one.
+    pub first_lone_surrogate_line: Option<u64>,
+    /// Bad lines skipped ([`ConvertOptions::skip_bad`]).
+    pub skipped_lines: u64,
+    /// The error of the first.
+    pub first_skipped: Option<String>,
+}
+
+impl ConvertSummary {
+    fn skip(&mut self, error: &TokenizeError) {
+        self.skipped_lines += 1;
+        self.first_skipped.get_or_insert_with(|| error.to_string());
+    }
 }
 
 /// The tokenizer, the optional chat template and the options: converts any number of logs.
@@ -63,6 +82,8 @@ const BATCH_LINES: usize = 512;
 /// A parsed line waiting for its tokens.
 struct Pending {
     line: u64,
+    /// Lone surrogate escapes read as U+FFFD.
+    lone_surrogates: u64,
     timestamp_ns: i64,
     trace_id: String,
     instance_id: String,
@@ -111,7 +132,11 @@ impl Converter {
             if text.trim().is_empty() {
                 continue;
             }
-            pending.push(self.parse_line(&text, path, line_no)?);
+            match self.parse_line(&text, path, line_no) {
+                Ok(request) => pending.push(request),
+                Err(error) if self.options.skip_bad => summary.skip(&error),
+                Err(error) => return Err(error),
+            }
             if pending.len() == BATCH_LINES {
                 self.flush(&mut pending, path, &mut writer, &mut summary)?;
                 writer.drain(out, out_path)?;
@@ -194,6 +219,11 @@ impl Converter {
     }
 
     fn parse_line(&self, text: &str, path: &Path, line: u64) -> Result<Pending> {
+        // Python writes a lone surrogate as `"\ud800"`: read as U+FFFD, and counted.
+        let replaced = replace_lone_surrogates(text);
+        let (text, lone_surrogates) = replaced
+            .as_ref()
+            .map_or((text, 0), |(fixed, count)| (fixed.as_str(), *count));
         let fields = &self.options.fields;
         let record: Value = serde_json::from_str(text).map_err(|error| TokenizeError::Json {
             path: path.to_path_buf(),
@@ -224,8 +254,14 @@ impl Converter {
         let timestamp_ns = match &fields.time {
             None => i64::try_from(line).unwrap_or(i64::MAX),
             Some(time) => {
-                let value = field(&record, body, time)
-                    .ok_or_else(|| bad(time, "missing (--time-field names the time)".to_owned()))?;
+                let value = field(&record, body, time).ok_or_else(|| {
+                    bad(
+                        time,
+                        "missing (--time-field names the time; --line-time numbers the lines \
+                         of a log without times)"
+                            .to_owned(),
+                    )
+                })?;
                 fields.time_unit.to_ns(value).ok_or_else(|| {
                     bad(
                         time,
@@ -275,6 +311,7 @@ impl Converter {
         let prompt = self.prompt_of(text, body, body_path, path, line)?;
         Ok(Pending {
             line,
+            lone_surrogates,
             timestamp_ns,
             trace_id,
             instance_id,
@@ -338,15 +375,11 @@ impl Converter {
             }
             // Read again in the order the request wrote its objects' keys (a serde_json
             // value sorts them; Python keeps them, and `tojson` prints them).
-            let ordered = ordered_body(text, body_path)
-                .map_err(|message| bad(&in_body("messages"), message))?;
-            let tools = ordered
-                .get_attr("tools")
-                .ok()
-                .filter(|tools| !tools.is_none() && !tools.is_undefined());
-            let messages = ordered.get_attr("messages").unwrap_or_default();
-            let text = template.render(messages, tools).map_err(|message| {
-                bad(&in_body("messages"), format!("chat template: {message}"))
+            let text = template.render_body(text, body_path).map_err(|message| {
+                bad(
+                    &in_body("messages"),
+                    format!("chat template {}: {message}", template.source_name()),
+                )
             })?;
             Prompt::Text(
                 text,
@@ -389,21 +422,56 @@ impl Converter {
         writer: &mut RowWriter,
         summary: &mut ConvertSummary,
     ) -> Result<()> {
-        let mut encoded = self.encode_texts(pending, path)?.into_iter();
-        for mut request in pending.drain(..) {
-            let tokens = take_tokens(&mut request, &mut encoded);
-            if tokens.is_empty() {
-                return Err(TokenizeError::Field {
-                    path: path.to_path_buf(),
-                    line: request.line,
-                    field: "prompt".to_owned(),
-                    message: EMPTY_PROMPT.to_owned(),
-                });
+        let tokens: Vec<Result<Vec<u32>>> = match self.encode_texts(pending, path) {
+            Ok(encoded) => {
+                let mut encoded = encoded.into_iter();
+                pending
+                    .iter_mut()
+                    .map(|request| Ok(take_tokens(request, &mut encoded)))
+                    .collect()
             }
+            Err(error) if !self.options.skip_bad => return Err(error),
+            // One text fails: each alone, so only the failing lines are skipped.
+            Err(_) => pending
+                .iter_mut()
+                .map(|request| {
+                    let one = std::slice::from_ref(&*request);
+                    let mut encoded = self.encode_texts(one, path)?.into_iter();
+                    Ok(take_tokens(request, &mut encoded))
+                })
+                .collect(),
+        };
+        for (request, tokens) in pending.drain(..).zip(tokens) {
+            let tokens = tokens.and_then(|tokens| {
+                if tokens.is_empty() {
+                    Err(TokenizeError::Field {
+                        path: path.to_path_buf(),
+                        line: request.line,
+                        field: "prompt".to_owned(),
+                        message: EMPTY_PROMPT.to_owned(),
+                    })
+                } else {
+                    Ok(tokens)
+                }
+            });
+            let tokens = match tokens {
+                Ok(tokens) => tokens,
+                Err(error) if self.options.skip_bad => {
+                    summary.skip(&error);
+                    continue;
+                }
+                Err(error) => return Err(error),
+            };
             let input_len = tokens.len() as u64;
             writer.row(&request, &tokens, self.options.block_size);
             summary.requests += 1;
             summary.prompt_tokens += input_len;
+            if request.lone_surrogates > 0 {
+                summary.lone_surrogates += request.lone_surrogates;
+                summary
+                    .first_lone_surrogate_line
+                    .get_or_insert(request.line);
+            }
             summary.blocks += input_len / self.options.block_size as u64;
             if let Some(engine_count) = request.usage {
                 summary.usage_compared += 1;
@@ -487,21 +555,6 @@ impl Converter {
     }
 }
 
-/// The request body at `body_path` (dotted, `""`: the record) of the line `text`, as a
-/// template value whose objects keep their keys in the line's order.
-fn ordered_body(text: &str, body_path: &str) -> std::result::Result<minijinja::Value, String> {
-    let record: minijinja::Value =
-        serde_json::from_str(text).map_err(|error| format!("failed to parse JSON: {error}"))?;
-    if body_path.is_empty() {
-        return Ok(record);
-    }
-    body_path.split('.').try_fold(record, |inner, step| {
-        inner
-            .get_attr(step)
-            .map_err(|error| format!("{body_path}: {error}"))
-    })
-}
-
 /// Why a prompt without tokens is bad.
 const EMPTY_PROMPT: &str = "the prompt has no tokens (input_len must be > 0)";
 
@@ -578,7 +631,7 @@ fn json_string(out: &mut Vec<u8>, text: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::template::{TemplateOptions, TokenizerConfig};
+    use crate::template::{TemplateOptions, TokenizerConfig, ordered_body};
 
     #[test]
     fn the_template_sees_the_body_in_the_order_the_line_wrote_it() {

@@ -9,6 +9,9 @@
 //! re-sent history exactly) → [`blocks`] (full blocks,
 //! each key chained on its parent's) → [`convert`] (the loop, the rows and the summary).
 //!
+//! Chat templates are untrusted: each render has a fuel and a memory budget, the memory one
+//! enforced by rendering in a child process ([`sandbox`]).
+//!
 //! What it must never do: download anything (no hub, no network feature of `tokenizers`),
 //! print, or exit. Errors name file, line and field ([`TokenizeError`]); the caller reports.
 #![warn(clippy::unwrap_used)]
@@ -18,6 +21,7 @@ pub mod convert;
 pub mod error;
 pub mod pyjson;
 pub mod record;
+pub mod sandbox;
 pub mod segments;
 pub mod template;
 pub mod tokenizer;

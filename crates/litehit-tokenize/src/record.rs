@@ -144,6 +144,57 @@ pub fn as_text(value: &Value) -> Option<String> {
     }
 }
 
+/// `text` (a JSON line) with each lone surrogate escape (`\ud800`–`\udfff` not in a
+/// high-low pair, which Python's `json.dumps` writes for a lone surrogate and strict JSON
+/// parsers refuse) replaced by `\ufffd` (U+FFFD), as Python's `errors="replace"` decodes it,
+/// and how many were replaced; `None` when there is none (no allocation then).
+pub fn replace_lone_surrogates(text: &str) -> Option<(String, u64)> {
+    if !text.contains("\\ud") && !text.contains("\\uD") {
+        return None;
+    }
+    let bytes = text.as_bytes();
+    let surrogate_at = |at: usize| -> Option<u32> {
+        let escape = bytes.get(at..at + 6)?;
+        if escape[0] != b'\\' || escape[1] != b'u' {
+            return None;
+        }
+        let hex = std::str::from_utf8(&escape[2..]).ok()?;
+        u32::from_str_radix(hex, 16)
+            .ok()
+            .filter(|code| (0xD800..=0xDFFF).contains(code))
+    };
+    let mut out = String::with_capacity(text.len());
+    let mut replaced = 0_u64;
+    let mut copied = 0;
+    let mut at = 0;
+    while at < bytes.len() {
+        if bytes[at] != b'\\' {
+            at += 1;
+            continue;
+        }
+        match surrogate_at(at) {
+            // A high-low pair is a character.
+            Some(0xD800..=0xDBFF) if surrogate_at(at + 6).is_some_and(|low| low >= 0xDC00) => {
+                at += 12;
+            }
+            Some(_) => {
+                out.push_str(&text[copied..at]);
+                out.push_str("\\ufffd");
+                replaced += 1;
+                at += 6;
+                copied = at;
+            }
+            // Any other escape: its second byte is never the start of one.
+            None => at += 2,
+        }
+    }
+    if replaced == 0 {
+        return None;
+    }
+    out.push_str(&text[copied..]);
+    Some((out, replaced))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -171,6 +222,21 @@ mod tests {
         assert_eq!(field(&record, body, "user"), Some(&json!("t1")));
         assert_eq!(field(&record, body, "body.user"), Some(&json!("t1")));
         assert_eq!(field(&record, body, "absent"), None);
+    }
+
+    /// <https://github.com/litehit/litehit/issues/27>: Python's `json.dumps("\ud800")`.
+    #[test]
+    fn lone_surrogates_become_replacement_characters() {
+        let line = r#"{"a": "x\ud800y", "b": "\ud83d\ude00", "c": "\\ud800", "d": "\uDC00"}"#;
+        let (fixed, count) = replace_lone_surrogates(line).unwrap();
+        assert_eq!(count, 2);
+        let value: Value = serde_json::from_str(&fixed).unwrap();
+        assert_eq!(value["a"], "x\u{fffd}y");
+        assert_eq!(value["b"], "😀", "a pair stays");
+        assert_eq!(value["c"], "\\ud800", "an escaped backslash is no escape");
+        assert_eq!(value["d"], "\u{fffd}");
+        assert!(replace_lone_surrogates(r#"{"b": "\ud83d\ude00 ok"}"#).is_none());
+        assert!(replace_lone_surrogates(r#"{"plain": 1}"#).is_none());
     }
 
     #[test]

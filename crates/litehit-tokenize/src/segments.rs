@@ -10,8 +10,13 @@
 //! caching) otherwise:
 //!
 //! * no truncation or padding, and special tokens are split (not `encode_special_tokens`);
-//! * every added token matches its raw text only: not `normalized`, `lstrip`, `rstrip` or
-//!   `single_word` (those look past the token, or match after normalization);
+//! * no added token is `lstrip`, `rstrip` or `single_word` (those look past the token);
+//! * an added token that is `normalized` matches the normalized text of the pieces between
+//!   the others, in a second pass (Hugging Face's `AddedVocabulary::extract_and_normalize`).
+//!   When the normalizer is the identity (none, or an empty `Sequence`: DeepSeek V3's 15
+//!   `normalized` tokens, `<｜User｜>` and `<｜Assistant｜>` among them), that second pass is
+//!   on the raw text too and is done here; otherwise those tokens stay inside the pieces,
+//!   which are then longer but still exact (the tokenizer splits them itself);
 //! * no Metaspace pre-tokenizer with `prepend_scheme: first` (it prepends to the piece at the
 //!   start of the whole text only), and no BPE dropout (random);
 //! * probe texts (each added token between words, whitespace and non-ASCII text) encode to
@@ -34,9 +39,15 @@ pub const CACHE_TOKEN_IDS: usize = 16 << 20;
 
 /// Splits texts at the added tokens and caches the ids of the pieces between them.
 pub struct SegmentSplitter {
+    /// The added tokens matched on the raw text (not `normalized`).
     matcher: AhoCorasick,
     /// The id of each pattern of `matcher`.
     ids: Vec<u32>,
+    /// The `normalized` added tokens, matched between the others' matches, when the
+    /// normalizer is the identity (so their normalized text is their raw text).
+    normalized_matcher: Option<AhoCorasick>,
+    /// The id of each pattern of `normalized_matcher`.
+    normalized_ids: Vec<u32>,
     cache: Mutex<SegmentCache>,
 }
 
@@ -81,29 +92,56 @@ impl SegmentSplitter {
             return None;
         }
         let mut added: Vec<(String, u32)> = Vec::new();
+        let mut normalized: Vec<(String, u32)> = Vec::new();
         for (id, token) in tokenizer.get_added_tokens_decoder() {
-            if token.normalized || token.lstrip || token.rstrip || token.single_word {
+            if token.lstrip || token.rstrip || token.single_word {
                 return None;
             }
-            if !token.content.is_empty() {
+            if token.content.is_empty() {
+                continue;
+            }
+            if token.normalized {
+                normalized.push((token.content.clone(), id));
+            } else {
                 added.push((token.content.clone(), id));
             }
         }
         added.sort_unstable();
-        let matcher = AhoCorasickBuilder::new()
-            .match_kind(MatchKind::LeftmostLongest)
-            .build(added.iter().map(|(content, _)| content))
-            .ok()?;
+        normalized.sort_unstable();
+        let identity_normalizer = tokenizer.get_normalizer().is_none_or(|normalizer| {
+            serde_json::to_value(normalizer).is_ok_and(|value| is_identity(&value))
+        });
+        let leftmost_longest = |tokens: &[(String, u32)]| {
+            AhoCorasickBuilder::new()
+                .match_kind(MatchKind::LeftmostLongest)
+                .build(tokens.iter().map(|(content, _)| content))
+                .ok()
+        };
+        let normalized_matcher = if identity_normalizer && !normalized.is_empty() {
+            Some(leftmost_longest(&normalized)?)
+        } else {
+            None
+        };
         let splitter = Self {
-            matcher,
+            matcher: leftmost_longest(&added)?,
             ids: added.iter().map(|(_, id)| *id).collect(),
+            normalized_ids: normalized.iter().map(|(_, id)| *id).collect(),
+            normalized_matcher,
             cache: Mutex::new(SegmentCache::new(budget)),
         };
-        splitter.probes_agree(tokenizer, &added).then_some(splitter)
+        let probed: Vec<&str> = added
+            .iter()
+            .take(16)
+            .chain(normalized.iter().take(16))
+            .map(|(content, _)| content.as_str())
+            .collect();
+        splitter
+            .probes_agree(tokenizer, &probed)
+            .then_some(splitter)
     }
 
     /// Whether the probe texts encode alike with and without splitting.
-    fn probes_agree(&self, tokenizer: &tokenizers::Tokenizer, added: &[(String, u32)]) -> bool {
+    fn probes_agree(&self, tokenizer: &tokenizers::Tokenizer, added: &[&str]) -> bool {
         let fillers = [
             "Hello world",
             " leading",
@@ -112,7 +150,7 @@ impl SegmentSplitter {
             "",
         ];
         let mut probes: Vec<String> = fillers.iter().map(|text| (*text).to_owned()).collect();
-        for (at, (content, _)) in added.iter().take(16).enumerate() {
+        for (at, content) in added.iter().enumerate() {
             let before = fillers[at % fillers.len()];
             let after = fillers[(at + 1) % fillers.len()];
             probes.push(format!("{before}{content}{after}{content}{content} x"));
@@ -124,23 +162,33 @@ impl SegmentSplitter {
         })
     }
 
-    /// The pieces of `text`: added tokens and the (non-empty) texts between them.
+    /// The pieces of `text`: added tokens and the (non-empty) texts between them. As the
+    /// tokenizer does: the raw-text tokens first, then the `normalized` ones between them.
     fn split<'a>(&self, text: &'a str) -> Vec<Piece<'a>> {
         let mut pieces = Vec::new();
         let mut at = 0;
         for found in self.matcher.find_iter(text) {
-            if found.start() > at {
-                let piece = &text[at..found.start()];
-                pieces.push(Piece::Text(xxh3_128(piece.as_bytes()), piece));
-            }
+            self.split_normalized(&text[at..found.start()], &mut pieces);
             pieces.push(Piece::Added(self.ids[found.pattern().as_usize()]));
             at = found.end();
         }
-        if at < text.len() {
-            let piece = &text[at..];
-            pieces.push(Piece::Text(xxh3_128(piece.as_bytes()), piece));
-        }
+        self.split_normalized(&text[at..], &mut pieces);
         pieces
+    }
+
+    /// The pieces of `text` (between two raw-text tokens) at the `normalized` tokens.
+    fn split_normalized<'a>(&self, text: &'a str, pieces: &mut Vec<Piece<'a>>) {
+        let mut at = 0;
+        if let Some(matcher) = &self.normalized_matcher {
+            for found in matcher.find_iter(text) {
+                push_text(&text[at..found.start()], pieces);
+                pieces.push(Piece::Added(
+                    self.normalized_ids[found.pattern().as_usize()],
+                ));
+                at = found.end();
+            }
+        }
+        push_text(&text[at..], pieces);
     }
 
     /// The ids of each text without special tokens: the pieces not in the cache are encoded
@@ -203,6 +251,28 @@ impl SegmentSplitter {
             cache.young.len() + cache.old.len(),
             cache.young_ids + cache.old_ids,
         )
+    }
+}
+
+/// `text` as a piece, unless empty.
+fn push_text<'a>(text: &'a str, pieces: &mut Vec<Piece<'a>>) {
+    if !text.is_empty() {
+        pieces.push(Piece::Text(xxh3_128(text.as_bytes()), text));
+    }
+}
+
+/// Whether a normalizer leaves every text as it is: an empty `Sequence` (of such).
+fn is_identity(value: &Value) -> bool {
+    match value {
+        Value::Null => true,
+        Value::Object(map) => {
+            map.get("type").and_then(Value::as_str) == Some("Sequence")
+                && map
+                    .get("normalizers")
+                    .and_then(Value::as_array)
+                    .is_some_and(|inner| inner.iter().all(is_identity))
+        }
+        _ => false,
     }
 }
 
@@ -392,6 +462,36 @@ mod tests {
         .unwrap()
     }
 
+    /// [`byte_level_bpe`] whose non-special added tokens are `normalized` (as DeepSeek V3's
+    /// `<｜User｜>`), with `normalizer`; `<|im_start|>x` (normalized) starts with
+    /// `<|im_start|>` (not), so a one-pass split would differ from the tokenizer's two.
+    fn normalized_added(normalizer: Value) -> tokenizers::Tokenizer {
+        byte_level_bpe(|json| {
+            json["normalizer"] = normalizer;
+            json["added_tokens"][2]["normalized"] = true.into();
+            json["added_tokens"][3]["normalized"] = true.into();
+        })
+    }
+
+    /// <https://github.com/litehit/litehit/issues/26>: DeepSeek V3's `normalized` added
+    /// tokens turned the cache off; with an identity normalizer they are split on, with
+    /// another one they stay inside the pieces.
+    #[test]
+    fn normalized_added_tokens_keep_the_cache() {
+        let identity = SegmentSplitter::for_tokenizer(&normalized_added(
+            serde_json::json!({"type": "Sequence", "normalizers": []}),
+        ))
+        .expect("cached with an identity normalizer");
+        assert!(identity.normalized_matcher.is_some());
+        let pieces = identity.split("a<think>b<|im_start|>xc");
+        assert_eq!(pieces.len(), 5, "a, <think>, b, <|im_start|>, xc");
+        let nfc =
+            SegmentSplitter::for_tokenizer(&normalized_added(serde_json::json!({"type": "NFC"})))
+                .expect("cached with NFC too, the normalized tokens inside the pieces");
+        assert!(nfc.normalized_matcher.is_none());
+        assert_eq!(nfc.split("a<think>b<|im_start|>xc").len(), 3);
+    }
+
     /// Texts of added tokens, words, whitespace and non-ASCII (NFC-composable) pieces.
     fn texts() -> impl proptest::strategy::Strategy<Value = Vec<String>> {
         use proptest::prelude::*;
@@ -425,7 +525,13 @@ mod tests {
         /// with evictions: the budget is small).
         #[test]
         fn cached_pieces_encode_exactly_as_the_whole_text(batches in proptest::collection::vec(texts(), 1..4)) {
-            for tokenizer in [byte_level_bpe(|_| {}), word_level()] {
+            for tokenizer in [
+                byte_level_bpe(|_| {}),
+                word_level(),
+                normalized_added(serde_json::json!(null)),
+                normalized_added(serde_json::json!({"type": "Sequence", "normalizers": []})),
+                normalized_added(serde_json::json!({"type": "NFC"})),
+            ] {
                 let splitter = SegmentSplitter::for_tokenizer_with_budget(&tokenizer, 64)
                     .expect("exact for this tokenizer");
                 for batch in &batches {
@@ -448,8 +554,6 @@ mod tests {
         assert!(SegmentSplitter::for_tokenizer(&metaspace_first).is_none());
         let lstrip = byte_level_bpe(|json| json["added_tokens"][0]["lstrip"] = true.into());
         assert!(SegmentSplitter::for_tokenizer(&lstrip).is_none());
-        let normalized = byte_level_bpe(|json| json["added_tokens"][1]["normalized"] = true.into());
-        assert!(SegmentSplitter::for_tokenizer(&normalized).is_none());
         let truncated = byte_level_bpe(|json| {
             json["truncation"] = serde_json::json!({"direction": "Right", "max_length": 8,
                 "strategy": "LongestFirst", "stride": 0});

@@ -14,6 +14,32 @@ use crate::error::{Result, TokenizeError};
 
 const TEMPLATE_NAME: &str = "chat_template";
 
+/// What one render of a chat template may use. Templates come with downloaded model folders,
+/// so they are untrusted: fuel bounds the steps (a loop nest), memory what the strings it
+/// builds may take (a string doubled in a loop), each per request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TemplateBudget {
+    /// minijinja fuel: about one unit per template instruction.
+    pub fuel: u64,
+    /// Bytes the renderer process may map beyond what it maps at start (`RLIMIT_AS`).
+    pub memory_bytes: u64,
+}
+
+/// Fuel per render by default: a real template spends tens of units per message.
+pub const DEFAULT_TEMPLATE_FUEL: u64 = 5_000_000;
+
+/// Memory per renderer by default.
+pub const DEFAULT_TEMPLATE_MEMORY_BYTES: u64 = 1 << 30;
+
+impl Default for TemplateBudget {
+    fn default() -> Self {
+        Self {
+            fuel: DEFAULT_TEMPLATE_FUEL,
+            memory_bytes: DEFAULT_TEMPLATE_MEMORY_BYTES,
+        }
+    }
+}
+
 /// A compiled chat template and its fixed context.
 pub struct ChatTemplate {
     env: minijinja::Environment<'static>,
@@ -21,6 +47,8 @@ pub struct ChatTemplate {
     source_name: String,
     /// bos/eos tokens, `add_generation_prompt` and the kwargs: merged under each request's.
     base_context: Map<String, Value>,
+    /// Renders in a child process under the memory budget, when set (`crate::sandbox`).
+    sandbox: Option<crate::sandbox::Sandbox>,
 }
 
 impl std::fmt::Debug for ChatTemplate {
@@ -125,7 +153,77 @@ impl ChatTemplate {
         config: &TokenizerConfig,
         options: &TemplateOptions,
     ) -> Result<Self> {
+        Self::with_fuel(
+            source,
+            source_name,
+            config,
+            options,
+            TemplateBudget::default().fuel,
+        )
+    }
+
+    /// [`Self::new`], rendered in a child process (`renderer`: a program that runs
+    /// [`crate::sandbox::serve`]) under `budget`: a template that runs out of either fails
+    /// that request with an error naming the template; the process is started again for the
+    /// next one. The probe conversation is rendered there too.
+    pub fn sandboxed(
+        source: String,
+        source_name: String,
+        config: &TokenizerConfig,
+        options: &TemplateOptions,
+        budget: TemplateBudget,
+        renderer: crate::sandbox::RendererCommand,
+    ) -> Result<Self> {
+        let init = crate::sandbox::Init {
+            source: source.clone(),
+            source_name: source_name.clone(),
+            bos_token: config.bos_token.clone(),
+            eos_token: config.eos_token.clone(),
+            add_generation_prompt: options.add_generation_prompt,
+            kwargs: options.kwargs.clone(),
+            fuel: budget.fuel,
+            memory_bytes: budget.memory_bytes,
+        };
+        // Compiled here too (no render): a syntax error is reported without a process.
+        let mut template = Self::compile(source, source_name, config, options, budget.fuel)?;
+        let sandbox = crate::sandbox::Sandbox::start(renderer, &init).map_err(|message| {
+            TokenizeError::Template {
+                source_name: template.source_name.clone(),
+                message,
+            }
+        })?;
+        template.sandbox = Some(sandbox);
+        Ok(template)
+    }
+
+    /// [`Self::new`] with `fuel` per render.
+    pub fn with_fuel(
+        source: String,
+        source_name: String,
+        config: &TokenizerConfig,
+        options: &TemplateOptions,
+        fuel: u64,
+    ) -> Result<Self> {
+        let template = Self::compile(source, source_name, config, options, fuel)?;
+        let probe = serde_json::json!([{"role": "user", "content": "hello"}]);
+        template
+            .render_json(&probe, None)
+            .map_err(|message| TokenizeError::Template {
+                source_name: template.source_name.clone(),
+                message: format!("fails on a one-message probe conversation: {message}"),
+            })?;
+        Ok(template)
+    }
+
+    fn compile(
+        source: String,
+        source_name: String,
+        config: &TokenizerConfig,
+        options: &TemplateOptions,
+        fuel: u64,
+    ) -> Result<Self> {
         let mut env = minijinja::Environment::new();
+        env.set_fuel(Some(fuel));
         env.set_trim_blocks(true);
         env.set_lstrip_blocks(true);
         env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
@@ -162,19 +260,34 @@ impl ChatTemplate {
         for (name, value) in &options.kwargs {
             base_context.insert(name.clone(), value.clone());
         }
-        let template = Self {
+        Ok(Self {
             env,
             source_name,
             base_context,
-        };
-        let probe = serde_json::json!([{"role": "user", "content": "hello"}]);
-        template
-            .render_json(&probe, None)
-            .map_err(|message| TokenizeError::Template {
-                source_name: template.source_name.clone(),
-                message: format!("fails on a one-message probe conversation: {message}"),
-            })?;
-        Ok(template)
+            sandbox: None,
+        })
+    }
+
+    /// Where the template came from (a file, or a `tokenizer_config.json`).
+    pub fn source_name(&self) -> &str {
+        &self.source_name
+    }
+
+    /// Renders the `messages` (and `tools`) of the request body at `body_path` (dotted,
+    /// `""`: the record) of the log line `text`, in the order the line wrote its objects'
+    /// keys; in the child process when sandboxed. The error is minijinja's message, or why
+    /// the renderer stopped.
+    pub fn render_body(&self, text: &str, body_path: &str) -> std::result::Result<String, String> {
+        if let Some(sandbox) = &self.sandbox {
+            return sandbox.render(text, body_path);
+        }
+        let ordered = ordered_body(text, body_path)?;
+        let tools = ordered
+            .get_attr("tools")
+            .ok()
+            .filter(|tools| !tools.is_none() && !tools.is_undefined());
+        let messages = ordered.get_attr("messages").unwrap_or_default();
+        self.render(messages, tools)
     }
 
     /// Renders one request's `messages` (and `tools`); the error is minijinja's message.
@@ -214,6 +327,21 @@ impl ChatTemplate {
             tools.map(minijinja::Value::from_serialize),
         )
     }
+}
+
+/// The request body at `body_path` (dotted, `""`: the record) of the line `text`, as a
+/// template value whose objects keep their keys in the line's order.
+pub fn ordered_body(text: &str, body_path: &str) -> std::result::Result<minijinja::Value, String> {
+    let record: minijinja::Value =
+        serde_json::from_str(text).map_err(|error| format!("failed to parse JSON: {error}"))?;
+    if body_path.is_empty() {
+        return Ok(record);
+    }
+    body_path.split('.').try_fold(record, |inner, step| {
+        inner
+            .get_attr(step)
+            .map_err(|error| format!("{body_path}: {error}"))
+    })
 }
 
 /// minijinja's message with its cause chain, on one line.

@@ -361,9 +361,10 @@ fn ambiguous_instance_fails_and_points_to_override_instance_id() {
 #[test]
 fn rows_without_instance_id_go_to_the_override_lane_and_are_named_after_it() {
     let dir = tempdir();
-    // Qwen-Bailian rows: no instance id, no trace id (the default id names an instance).
-    let trace = "{\"chat_id\": 1, \"timestamp\": 1.5, \"input_length\": 40, \"output_length\": 3, \"hash_ids\": [1, 2, 3]}\n\
-                 {\"chat_id\": 2, \"timestamp\": 2.0, \"input_length\": 70, \"output_length\": 3, \"hash_ids\": [1, 2, 4, 5, 6]}\n";
+    // Qwen-Bailian rows: no instance id, no trace id (no `chat_id`: the default id names an
+    // instance).
+    let trace = "{\"turn\": 1, \"timestamp\": 1.5, \"input_length\": 40, \"output_length\": 3, \"hash_ids\": [1, 2, 3]}\n\
+                 {\"turn\": 1, \"timestamp\": 2.0, \"input_length\": 70, \"output_length\": 3, \"hash_ids\": [1, 2, 4, 5, 6]}\n";
     let instances = [
         InstanceSpec {
             instance_id: "a",

@@ -4,6 +4,7 @@
 pub mod cli_bin;
 pub mod headless;
 pub mod http;
+pub mod npm_tokenizers;
 pub mod oracle;
 pub mod traces;
 

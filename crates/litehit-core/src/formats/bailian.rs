@@ -20,14 +20,24 @@
 //!   converter would have sorted such input instead).
 //! * Missing `timestamp` means 0 and missing `hash_ids` means `[]`, as in the converter; a
 //!   negative `timestamp` is rejected (as Mooncake's);
-//!   `input_length` is required and must be `> 0`. The instance is `None` and the trace id
-//!   empty (the engine derives upstream's default id). Other fields (`chat_id`, `type`, ...)
-//!   are ignored. Lines that fail do not advance the bumping state (the converter skips them).
+//!   `input_length` is required and must be `> 0`. The instance is `None`. The trace id is
+//!   `chat_id` (an integer or a string) when the line has one, else empty (the engine derives
+//!   upstream's default id, `trace_default_<ts>`). Other fields (`parent_chat_id`, `type`,
+//!   ...) are ignored. Lines that fail do not advance the bumping state (the converter skips
+//!   them).
 
-use super::hash_ids_row::Field;
-use super::json::{self, Cursor, Fault, JsonInt, JsonNumber};
+use super::json::{self, Cursor, Fault, JsonInt, JsonNumber, field_set};
 use super::{InstanceSlot, LineOutcome, TraceEvent, keep_full_blocks, reset_event, seconds_to_ns};
 use crate::preprocess::apply_prefix_hash_in_place;
+
+field_set! {
+    enum Field {
+        Timestamp => b"timestamp",
+        InputLength => b"input_length",
+        HashIds => b"hash_ids",
+        ChatId => b"chat_id",
+    }
+}
 
 /// The converter's timestamp allocation state after the last accepted line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,6 +71,7 @@ impl BailianReader {
                 Field::Timestamp => timestamp = cur.number()?,
                 Field::InputLength => input_length = Some(cur.positive_i64()?),
                 Field::HashIds => cur.key_array_into(&mut event.keys)?,
+                Field::ChatId => chat_id_into(cur, &mut event.trace_id)?,
             }
             Ok(())
         })?;
@@ -101,5 +112,24 @@ impl BailianReader {
         event.timestamp_ns = get_ns;
         event.input_token_len = input_length;
         Ok(LineOutcome::Event)
+    }
+}
+
+/// `chat_id` as the trace id: a string as it is, an integer in decimal; `null` is none.
+fn chat_id_into(cur: &mut Cursor<'_>, out: &mut String) -> Result<(), Fault> {
+    out.clear();
+    match cur.peek() {
+        Some(b'"') => cur.string_into(out),
+        Some(b'n') => cur.skip_value(),
+        _ => {
+            let id = cur
+                .integer()
+                .map_err(|_| Fault::field("chat_id", "expected an integer or a string"))?;
+            if id.negative {
+                out.push('-');
+            }
+            json::write_decimal(out, id.magnitude);
+            Ok(())
+        }
     }
 }

@@ -1,5 +1,5 @@
-//! The fields Mooncake and Qwen-Bailian rows share (`timestamp`, `input_length`,
-//! `hash_ids`): one field set for both readers; they differ in units and key semantics.
+//! The fields of a Mooncake row (`timestamp`, `input_length`,
+//! `hash_ids`); Qwen-Bailian rows have them too, plus `chat_id` (`bailian.rs`).
 
 use super::json::field_set;
 

@@ -303,11 +303,29 @@ impl LineParser {
             }
             Ok(outcome)
         });
-        outcome.map_err(|fault| ParseError {
-            line_number,
-            trace_id: trace_id_of_line(line),
-            field: fault.field,
-            message: fault.message,
+        outcome.map_err(|fault| {
+            let mut message = fault.message;
+            // A line of another format (`--format standard` on a Mooncake file): say which.
+            if let Some(detected) = detect_format(line)
+                && detected != self.format()
+            {
+                let name = detected.name();
+                for part in [
+                    " (this line looks like ",
+                    name,
+                    ": --format ",
+                    name,
+                    ", or no --format to detect it)",
+                ] {
+                    message.push_str(part);
+                }
+            }
+            ParseError {
+                line_number,
+                trace_id: trace_id_of_line(line),
+                field: fault.field,
+                message,
+            }
         })
     }
 }
