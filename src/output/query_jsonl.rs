@@ -273,6 +273,9 @@ pub enum QueryError {
     Facts(#[from] FactsError),
     #[error("write to output log failed")]
     Write(#[source] io::Error),
+    /// The output thread could not start (out of memory or threads).
+    #[error("starting the output thread")]
+    Spawn(#[source] io::Error),
     #[error(transparent)]
     Pool(#[from] PoolCheckError),
     #[error(transparent)]
@@ -1185,17 +1188,20 @@ pub fn query_facts_files_planned<W: Write + Send>(
         let (full_sender, full_receiver) = mpsc::sync_channel::<RowBatch>(BATCHES_IN_FLIGHT);
         let (empty_sender, empty_receiver) = mpsc::channel::<RowBatch>();
         let (read_result, written) = thread::scope(|scope| {
-            let formatter = scope.spawn(move || -> io::Result<W> {
-                let mut buffer = LineBuffer::with_capacity(FLUSH_THRESHOLD_BYTES + 64 * 1024);
-                for mut batch in full_receiver {
-                    batch.write_lines(slot_count, &mut buffer, &mut out)?;
-                    batch.clear();
-                    // The reader may be done already; then the batch is simply dropped.
-                    let _ = empty_sender.send(batch);
-                }
-                out.write_all(buffer.as_bytes())?;
-                Ok(out)
-            });
+            let formatter = thread::Builder::new()
+                .name("litehit-format".into())
+                .spawn_scoped(scope, move || -> io::Result<W> {
+                    let mut buffer = LineBuffer::with_capacity(FLUSH_THRESHOLD_BYTES + 64 * 1024);
+                    for mut batch in full_receiver {
+                        batch.write_lines(slot_count, &mut buffer, &mut out)?;
+                        batch.clear();
+                        // The reader may be done already; then the batch is simply dropped.
+                        let _ = empty_sender.send(batch);
+                    }
+                    out.write_all(buffer.as_bytes())?;
+                    Ok(out)
+                })
+                .map_err(QueryError::Spawn)?;
             let read_result = (|| -> Result<(), QueryError> {
                 let mut batch = RowBatch::default();
                 for (index, reader) in readers.iter_mut().enumerate() {
@@ -1227,8 +1233,8 @@ pub fn query_facts_files_planned<W: Write + Send>(
             let written = formatter
                 .join()
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            (read_result, written)
-        });
+            Ok::<_, QueryError>((read_result, written))
+        })?;
         out = written.map_err(QueryError::Write)?;
         read_result?;
     }
