@@ -167,6 +167,9 @@ pub struct MrcBuilder {
     /// The first and last `timestamp_ns` of every row read by [`Self::add_facts_files_in`],
     /// in the span or not (to say where the trace is when a span holds no row).
     seen_span: Option<(i64, i64)>,
+    /// Σ `input_token_len` of the files read so far (see
+    /// [`FactsReader::continue_input_tokens`]).
+    input_tokens_read: u64,
 }
 
 impl MrcBuilder {
@@ -232,6 +235,8 @@ impl MrcBuilder {
         let mut record = FactRecord::default();
         for path in paths {
             let mut reader = FactsReader::open(path)?;
+            // The rows of every file together: no total can wrap (the reader refuses).
+            reader.continue_input_tokens(self.input_tokens_read);
             self.lanes.start_file(self.files_read.len());
             self.files_read.push(path.clone());
             while reader.next_record(&mut record)? {
@@ -245,6 +250,7 @@ impl MrcBuilder {
                     mixed_geometry(reader.path(), reader.line_number(), &record, mismatch)
                 })?;
             }
+            self.input_tokens_read = reader.input_tokens_read();
         }
         Ok(())
     }

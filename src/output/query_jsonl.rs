@@ -478,7 +478,8 @@ impl QueryTotals {
         // and then its own totals are taken out again (see `try_into_summary`).
         for totals in [&mut self.instances[instance].1, &mut self.overall] {
             totals.requests += 1;
-            // Unchecked (wrapping) u64 sums, as upstream.
+            // Exact: the reader refuses a row that would take the input tokens of all the
+            // rows past u64, and a row's hit tokens never exceed its input tokens.
             totals.total_input_tokens = totals
                 .total_input_tokens
                 .wrapping_add(record.input_token_len);
@@ -1172,8 +1173,11 @@ pub fn query_facts_files_planned<W: Write + Send>(
     let mut seen = SeenRows::default();
     let mut record = FactRecord::default();
     if options.summary_only {
+        let mut input_tokens_read = 0;
         for (index, reader) in readers.iter_mut().enumerate() {
             totals.start_file(index);
+            // The rows of every file together: no total can wrap (the reader refuses).
+            reader.continue_input_tokens(input_tokens_read);
             while reader.next_record(&mut record)? {
                 totals.observe(&record);
                 seen.add(record.timestamp_ns);
@@ -1182,6 +1186,7 @@ pub fn query_facts_files_planned<W: Write + Send>(
                     totals.add_record(&record);
                 }
             }
+            input_tokens_read = reader.input_tokens_read();
         }
     } else {
         let slot_count = totals.slots().len();
@@ -1204,8 +1209,10 @@ pub fn query_facts_files_planned<W: Write + Send>(
                 .map_err(QueryError::Spawn)?;
             let read_result = (|| -> Result<(), QueryError> {
                 let mut batch = RowBatch::default();
+                let mut input_tokens_read = 0;
                 for (index, reader) in readers.iter_mut().enumerate() {
                     totals.start_file(index);
+                    reader.continue_input_tokens(input_tokens_read);
                     while reader.next_record(&mut record)? {
                         totals.observe(&record);
                         seen.add(record.timestamp_ns);
@@ -1224,6 +1231,7 @@ pub fn query_facts_files_planned<W: Write + Send>(
                             }
                         }
                     }
+                    input_tokens_read = reader.input_tokens_read();
                 }
                 // A send error means the formatter stopped; its join result carries why.
                 let _ = full_sender.send(batch);

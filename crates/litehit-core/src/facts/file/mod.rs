@@ -177,6 +177,16 @@ pub enum FactsRowError {
          input_token_len / block_size_tokens"
     )]
     CurveLongerThanInput { curve_blocks: u64, full_blocks: u64 },
+    /// Not an upstream check: every total (per instance, overall, per window, per tier, the
+    /// pool's, `mrc`'s) is a sum of these, and a wrapped sum is no parity (issue #27).
+    #[error(
+        "input_token_len {input_token_len} takes the sum of input_token_len over the rows \
+         read ({total_before} before this row) past 2^64 - 1; every total over them would wrap"
+    )]
+    InputTokensOverflow {
+        input_token_len: u64,
+        total_before: u64,
+    },
 }
 
 /// Why a `hit_curve` field could not be parsed (upstream's messages, verbatim).

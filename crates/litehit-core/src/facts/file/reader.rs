@@ -1,6 +1,7 @@
 //! Streaming facts reader with upstream's parsing rules (`ParseLiteHitFactRow`, REFERENCE §7,
-//! §8.2): line-based, header must match exactly, empty lines skipped, any malformed row is an
-//! error naming the file and the 1-based physical line.
+//! §8.2): line-based, header must match exactly (after a UTF-8 byte-order mark, which a
+//! spreadsheet's CSV export starts with), empty lines skipped, any malformed row is an error
+//! naming the file and the 1-based physical line.
 
 use std::io::{BufRead, BufReader, ErrorKind, Read};
 use std::path::{Path, PathBuf};
@@ -24,6 +25,9 @@ pub struct FactsReader<R> {
     partial_line: Vec<u8>,
     line_number: u64,
     parser: RowParser,
+    /// Σ `input_token_len` of the rows read (and of earlier files, see
+    /// [`FactsReader::continue_input_tokens`]); a row that would wrap it is refused.
+    input_tokens_read: u64,
 }
 
 impl<R> std::fmt::Debug for FactsReader<R> {
@@ -57,8 +61,11 @@ impl<R: Read> FactsReader<R> {
             partial_line: Vec::with_capacity(256),
             line_number: 0,
             parser: RowParser::default(),
+            input_tokens_read: 0,
         };
         let header = this.with_next_line(|_, line| {
+            // A spreadsheet's CSV export starts with a UTF-8 byte-order mark.
+            let line = crate::formats::strip_bom(line);
             (line != FACTS_HEADER.as_bytes()).then(|| {
                 String::from_utf8_lossy(line)
                     .chars()
@@ -89,7 +96,21 @@ impl<R: Read> FactsReader<R> {
             match parsed {
                 None => return Ok(false),
                 Some(None) => {} // an empty line is skipped
-                Some(Some(Ok(()))) => return Ok(true),
+                Some(Some(Ok(()))) => {
+                    let Some(total) = self.input_tokens_read.checked_add(record.input_token_len)
+                    else {
+                        return Err(FactsError::Row {
+                            path: self.path.clone(),
+                            line: self.line_number,
+                            reason: FactsRowError::InputTokensOverflow {
+                                input_token_len: record.input_token_len,
+                                total_before: self.input_tokens_read,
+                            },
+                        });
+                    };
+                    self.input_tokens_read = total;
+                    return Ok(true);
+                }
                 Some(Some(Err(reason))) => {
                     return Err(FactsError::Row {
                         path: self.path.clone(),
@@ -99,6 +120,21 @@ impl<R: Read> FactsReader<R> {
                 }
             }
         }
+    }
+
+    /// Σ `input_token_len` of the rows read so far (with the files before, when given).
+    #[must_use]
+    pub fn input_tokens_read(&self) -> u64 {
+        self.input_tokens_read
+    }
+
+    /// Counts `input_tokens_before` (the rows of the files read before this one) in the
+    /// running total, so that the rows of all the files together are refused as soon as
+    /// their input tokens would pass 2^64 − 1: every sum the commands make over them (per
+    /// instance, overall, per window and tier, the pool's, `mrc`'s) is then exact, and
+    /// hit tokens, never more than a row's input tokens, cannot wrap either.
+    pub fn continue_input_tokens(&mut self, input_tokens_before: u64) {
+        self.input_tokens_read = input_tokens_before;
     }
 
     /// The name used in errors.
@@ -873,6 +909,25 @@ mod tests {
             "f.csv: facts line 2: hit_curve covers 1 blocks, more than the 0 full blocks of \
              input_token_len / block_size_tokens"
         );
+    }
+
+    /// Issue #27 (Low): a facts CSV exported by a spreadsheet starts with a UTF-8 byte-order
+    /// mark; its header is the header all the same, and its rows are read.
+    #[test]
+    fn a_byte_order_mark_before_the_header_is_skipped() {
+        let text = format!("\u{feff}{FACTS_HEADER}\n1,a,5,32,16,1048576,\"[[0,2]]\"\n");
+        let mut reader = FactsReader::from_reader(text.as_bytes(), "facts.csv").unwrap();
+        let mut record = FactRecord::default();
+        assert!(reader.next_record(&mut record).unwrap());
+        assert_eq!(record.instance_id, "a");
+        assert_eq!(record.fact.hit_curve.len(), 1);
+        assert!(!reader.next_record(&mut record).unwrap());
+        // Only before the header: a mark anywhere else is the header mismatch it always was.
+        let text = format!("{FACTS_HEADER}\u{feff}\n");
+        assert!(matches!(
+            FactsReader::from_reader(text.as_bytes(), "facts.csv"),
+            Err(FactsError::HeaderMismatch { .. })
+        ));
     }
 
     #[test]
