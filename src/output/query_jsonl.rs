@@ -1153,7 +1153,8 @@ pub fn query_facts_files<W: Write + Send>(
 }
 
 /// [`query_facts_files`] with cache tiers (tier fields in every summary) and a time range
-/// (rows outside it are neither written nor summed).
+/// (rows outside it are neither written nor summed). The readers count the input tokens of
+/// every file's rows together, so no total can wrap (a row that would is refused).
 pub fn query_facts_files_planned<W: Write + Send>(
     facts_paths: &[PathBuf],
     slots: QuerySlots,
@@ -1173,21 +1174,7 @@ pub fn query_facts_files_planned<W: Write + Send>(
     let mut seen = SeenRows::default();
     let mut record = FactRecord::default();
     if options.summary_only {
-        let mut input_tokens_read = 0;
-        for (index, reader) in readers.iter_mut().enumerate() {
-            totals.start_file(index);
-            // The rows of every file together: no total can wrap (the reader refuses).
-            reader.continue_input_tokens(input_tokens_read);
-            while reader.next_record(&mut record)? {
-                totals.observe(&record);
-                seen.add(record.timestamp_ns);
-                if range.contains(record.timestamp_ns) {
-                    seen.accounted = true;
-                    totals.add_record(&record);
-                }
-            }
-            input_tokens_read = reader.input_tokens_read();
-        }
+        sum_rows(&mut readers, &mut totals, &mut seen, range)?;
     } else {
         let slot_count = totals.slots().len();
         let (full_sender, full_receiver) = mpsc::sync_channel::<RowBatch>(BATCHES_IN_FLIGHT);
@@ -1268,6 +1255,31 @@ pub fn query_facts_files_planned<W: Write + Send>(
         .map_err(QueryError::Write)?;
     out.flush().map_err(QueryError::Write)?;
     Ok((out, summary))
+}
+
+/// `--summary-only`: every row of every file into `totals`, none written.
+fn sum_rows<R: std::io::Read>(
+    readers: &mut [FactsReader<R>],
+    totals: &mut QueryTotals,
+    seen: &mut SeenRows,
+    range: TimeRange,
+) -> Result<(), QueryError> {
+    let mut record = FactRecord::default();
+    let mut input_tokens_read = 0;
+    for (index, reader) in readers.iter_mut().enumerate() {
+        totals.start_file(index);
+        reader.continue_input_tokens(input_tokens_read);
+        while reader.next_record(&mut record)? {
+            totals.observe(&record);
+            seen.add(record.timestamp_ns);
+            if range.contains(record.timestamp_ns) {
+                seen.accounted = true;
+                totals.add_record(&record);
+            }
+        }
+        input_tokens_read = reader.input_tokens_read();
+    }
+    Ok(())
 }
 
 /// Reads the accounted rows of pool lane `name` a second time, into the pool's accumulation:

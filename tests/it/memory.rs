@@ -111,20 +111,12 @@ fn four_lane_trace() -> String {
     text
 }
 
-/// Issue #27 (High 6): every offline command, and `watch --headless --exit-at-eof`, under a
-/// sweep of `ulimit -v` limits exits 0, or 1 with a message, and never panics (101) or aborts
-/// (134, a signal). The facts hold a pool lane and a hit 200 M blocks deep, which made `mrc`
-/// and `query --pool` panic ("capacity accumulator: out of memory growing by …") where the
-/// curve's 1.6 GB array did not fit. `MALLOC_ARENA_MAX=2` and limits well above what each
-/// command needs to start (≈ 75 MB for the debug binary) keep glibc's per-thread arenas
-/// (64 MiB of address space each) from making the first small allocation of some thread
-/// fail, which Rust aborts on (docs/OPERATIONS.md, "Memory limits").
-#[test]
-fn every_command_under_a_memory_limit_exits_0_or_1_with_a_message() {
-    let dir = tempfile::tempdir().unwrap();
-    let trace = dir.path().join("trace.jsonl");
+/// The sweep's inputs in `dir`: a four-lane trace, facts with a pool lane and a deep hit,
+/// facts whose second row never ends, and an OpenAI request log.
+fn sweep_inputs(dir: &std::path::Path) -> [std::path::PathBuf; 4] {
+    let trace = dir.join("trace.jsonl");
     std::fs::write(&trace, four_lane_trace()).unwrap();
-    let facts = dir.path().join("facts.csv");
+    let facts = dir.join("facts.csv");
     std::fs::write(
         &facts,
         "trace_id,instance_id,timestamp_ns,input_token_len,block_size_tokens,block_bytes,hit_curve\n\
@@ -134,7 +126,16 @@ fn every_command_under_a_memory_limit_exits_0_or_1_with_a_message() {
          2,pool,2000000000,1024,16,1048576,\"[[0,2]]\"\n",
     )
     .unwrap();
-    let log = dir.path().join("log.jsonl");
+    // A facts file whose second row never ends (48 MiB without a line end): its buffer grows
+    // fallibly, so a limit makes it an error naming the line, not an abort.
+    let endless = dir.join("endless.csv");
+    let mut endless_text = String::from(
+        "trace_id,instance_id,timestamp_ns,input_token_len,block_size_tokens,block_bytes,hit_curve\n\
+         1,a,1,1024,16,1048576,\"[]\"\n",
+    );
+    endless_text.push_str(&"1".repeat(48 << 20));
+    std::fs::write(&endless, endless_text).unwrap();
+    let log = dir.join("log.jsonl");
     let mut log_text = String::new();
     for request in 0..200 {
         writeln!(
@@ -145,15 +146,32 @@ fn every_command_under_a_memory_limit_exits_0_or_1_with_a_message() {
         .unwrap();
     }
     std::fs::write(&log, log_text).unwrap();
-    let (trace, facts, log) = (
+    [trace, facts, endless, log]
+}
+
+/// Issue #27 (High 6): every offline command, and `watch --headless --exit-at-eof`, under a
+/// sweep of `ulimit -v` limits exits 0, or 1 with a message, and never panics (101) or aborts
+/// (134, a signal). The facts hold a pool lane and a hit 200 M blocks deep, which made `mrc`
+/// and `query --pool` panic ("capacity accumulator: out of memory growing by …") where the
+/// curve's 1.6 GB array did not fit; a facts line without end aborted. `MALLOC_ARENA_MAX=2` and limits well above what each
+/// command needs to start (≈ 75 MB for the debug binary) keep glibc's per-thread arenas
+/// (64 MiB of address space each) from making the first small allocation of some thread
+/// fail, which Rust aborts on (docs/OPERATIONS.md, "Memory limits").
+#[test]
+fn every_command_under_a_memory_limit_exits_0_or_1_with_a_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let [trace, facts, endless, log] = sweep_inputs(dir.path());
+    let (trace, facts, endless, log) = (
         trace.to_str().unwrap(),
         facts.to_str().unwrap(),
+        endless.to_str().unwrap(),
         log.to_str().unwrap(),
     );
     let out = dir.path().join("out");
     let out = out.to_str().unwrap();
-    let commands: [&[&str]; 8] = [
+    let commands: [&[&str]; 9] = [
         &["replay", trace, "--out", out, "--quiet"],
+        &["query", endless, "-", "1", "--summary-only"],
         &["mrc", facts, "--pool", "pool"],
         &["query", facts, "-", "1", "--pool", "pool"],
         &["query", facts, "-", "1", "--pool", "pool", "--window", "1s"],

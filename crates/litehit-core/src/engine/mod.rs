@@ -505,21 +505,10 @@ impl Engine {
             self.normalized
                 .push((params, start..self.batch.keys.len(), input_token_len));
         }
-        let planned = self
-            .normalized_input_tokens()
-            .and_then(|tokens| self.input_tokens_planned.checked_add(tokens));
-        let Some(planned) = planned else {
-            self.batch.keys.truncate(keys_start);
-            let error = EngineError::InputTokensOverflow {
-                line_number,
-                trace_id: trace_id.clone(),
-                input_token_len: self.normalized.first().map_or(0, |(_, _, tokens)| *tokens),
-                total_before: self.input_tokens_planned,
-            };
+        if let Err(error) = self.plan_input_tokens(line_number, &trace_id, keys_start) {
             self.derived_trace_id = trace_id;
             return Err(error);
-        };
-        self.input_tokens_planned = planned;
+        }
         let trace_id_start = self.batch.trace_ids.len();
         self.batch.trace_ids.push_str(&trace_id);
         let trace_id_range = trace_id_start..self.batch.trace_ids.len();
@@ -547,6 +536,30 @@ impl Engine {
         }
         self.stats.read_events += 1;
         self.derived_trace_id = trace_id;
+        Ok(())
+    }
+
+    /// Adds the event's input tokens (once per target) to the sum of the rows planned, or
+    /// refuses the event (its keys taken out of the batch again) when the sum would wrap.
+    fn plan_input_tokens(
+        &mut self,
+        line_number: u64,
+        trace_id: &str,
+        keys_start: usize,
+    ) -> Result<(), EngineError> {
+        let planned = self
+            .normalized_input_tokens()
+            .and_then(|tokens| self.input_tokens_planned.checked_add(tokens));
+        let Some(planned) = planned else {
+            self.batch.keys.truncate(keys_start);
+            return Err(EngineError::InputTokensOverflow {
+                line_number,
+                trace_id: trace_id.to_owned(),
+                input_token_len: self.normalized.first().map_or(0, |(_, _, tokens)| *tokens),
+                total_before: self.input_tokens_planned,
+            });
+        };
+        self.input_tokens_planned = planned;
         Ok(())
     }
 

@@ -452,6 +452,7 @@ fn batch_hands_out_rows_before_the_first_bad_event() {
 #[test]
 fn input_tokens_that_would_wrap_a_total_are_refused() {
     let half = i64::MAX;
+    let half_tokens = half.cast_unsigned();
     let events = [
         event(Some("a"), 1, &[1], half),
         event(Some("b"), 2, &[1], half), // another lane: the fleet total counts both
@@ -470,7 +471,7 @@ fn input_tokens_that_would_wrap_a_total_are_refused() {
     assert!(
         error.to_string().contains(&format!(
             "field \"input_len\": {half} takes the input tokens of the rows read so far ({}",
-            2 * half as u64
+            2 * half_tokens
         )),
         "{error}"
     );
@@ -479,5 +480,5 @@ fn input_tokens_that_would_wrap_a_total_are_refused() {
     assert_eq!(rows.len(), 3);
     assert_eq!(live.stats().bad_lines, 1);
     let totals: Vec<u64> = live.lanes().iter().map(Lane::input_tokens).collect();
-    assert_eq!(totals, [half as u64 + 1, half as u64]);
+    assert_eq!(totals, [half_tokens + 1, half_tokens]);
 }

@@ -177,6 +177,9 @@ pub enum FactsRowError {
          input_token_len / block_size_tokens"
     )]
     CurveLongerThanInput { curve_blocks: u64, full_blocks: u64 },
+    /// A line too long for the memory left (a broken or hostile file).
+    #[error("out of memory reading a line of {line_bytes} bytes")]
+    OutOfMemory { line_bytes: usize },
     /// Not an upstream check: every total (per instance, overall, per window, per tier, the
     /// pool's, `mrc`'s) is a sum of these, and a wrapped sum is no parity (issue #27).
     #[error(

@@ -149,6 +149,24 @@ impl<R: Read> FactsReader<R> {
         self.line_number
     }
 
+    /// Room for `additional` more bytes of a line that straddles buffer fills: a line
+    /// without end (a broken or hostile file) is an error once memory runs out, not an abort.
+    fn reserve_partial_line(&mut self, additional: usize, line: u64) -> Result<()> {
+        if self.partial_line.try_reserve(additional).is_ok() {
+            return Ok(());
+        }
+        Err(FactsError::Read {
+            path: self.path.clone(),
+            source: std::io::Error::new(
+                ErrorKind::OutOfMemory,
+                format!(
+                    "line {line}: out of memory after {} bytes without a line end",
+                    self.partial_line.len()
+                ),
+            ),
+        })
+    }
+
     /// Calls `handle` with the next physical line without its `\n` (a `\r` stays, as with
     /// `std::getline`); `None` at the end of the input.
     fn with_next_line<T>(
@@ -178,6 +196,8 @@ impl<R: Read> FactsReader<R> {
             }
             let Some(end) = memchr::memchr(b'\n', available) else {
                 let length = available.len();
+                self.reserve_partial_line(length, self.line_number + 1)?;
+                let available = self.reader.buffer();
                 self.partial_line.extend_from_slice(available);
                 self.reader.consume(length);
                 continue;
@@ -186,6 +206,8 @@ impl<R: Read> FactsReader<R> {
             let value = if self.partial_line.is_empty() {
                 handle(&mut self.parser, &available[..end])
             } else {
+                self.reserve_partial_line(end, self.line_number)?;
+                let available = self.reader.buffer();
                 self.partial_line.extend_from_slice(&available[..end]);
                 let value = handle(&mut self.parser, &self.partial_line);
                 self.partial_line.clear();
@@ -264,7 +286,16 @@ impl RowParser {
         let input_token_len = parse_u64_field("input_token_len", input_token_len)?;
         let block_size_tokens = parse_u64_field("block_size_tokens", block_size_tokens)?;
         let block_bytes = parse_u64_field("block_bytes", block_bytes)?;
-        parse_hit_curve(hit_curve, &mut record.fact.hit_curve)?;
+        // A segment takes at least 5 bytes (`[0,1]`) and a separator: room for as many as
+        // the field could hold, fallibly (reused: no allocation once warm).
+        let segments = hit_curve.len() / 6 + 1;
+        let curve = &mut record.fact.hit_curve;
+        if curve.capacity() < segments && curve.try_reserve(segments - curve.len()).is_err() {
+            return Err(FactsRowError::OutOfMemory {
+                line_bytes: line.len(),
+            });
+        }
+        parse_hit_curve(hit_curve, curve)?;
         if block_bytes == 0 || block_size_tokens == 0 {
             return Err(FactsRowError::NonPositiveBlock);
         }
@@ -294,6 +325,12 @@ impl RowParser {
     /// `""` inside quotes is one literal quote, the next lone `"` ends quoted mode.
     fn split(&mut self, line: &[u8]) -> Result<(), FactsRowError> {
         self.unquoted.clear();
+        // The unquoted fields are never longer than the line: room once, fallibly.
+        if self.unquoted.try_reserve(line.len()).is_err() {
+            return Err(FactsRowError::OutOfMemory {
+                line_bytes: line.len(),
+            });
+        }
         let mut field_count = 0_usize;
         let mut rest = line;
         loop {
