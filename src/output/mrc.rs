@@ -240,6 +240,8 @@ impl MrcBuilder {
             self.lanes.start_file(self.files_read.len());
             self.files_read.push(path.clone());
             while reader.next_record(&mut record)? {
+                self.try_reserve_instance()
+                    .map_err(|_| reader.out_of_memory())?;
                 self.observe(&record);
                 self.seen_span =
                     super::query_windows::widen_span(self.seen_span, record.timestamp_ns);
@@ -303,6 +305,14 @@ impl MrcBuilder {
             lanes_in_several_files: self.lanes.lanes_in_several_files().cloned().collect(),
             pool_note: self.lanes.partial_pool_note(),
         })
+    }
+
+    /// Room for one more instance, fallibly (its table's growth is the one that can be
+    /// large: the reader's memory checks cover the rest).
+    fn try_reserve_instance(&mut self) -> Result<(), std::collections::TryReserveError> {
+        self.lanes.try_reserve_lane()?;
+        self.instances.try_reserve(1)?;
+        self.index.try_reserve(1)
     }
 
     fn instance_slot(&mut self, record: &FactRecord) -> usize {

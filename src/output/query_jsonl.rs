@@ -595,6 +595,16 @@ impl QueryTotals {
         }
     }
 
+    /// Room for one more instance, fallibly: call before [`Self::observe`] and
+    /// [`Self::add_record`] (its tables' growth is the one that can be large; the reader's memory checks cover the rest).
+    pub fn try_reserve_instance(&mut self) -> Result<(), std::collections::TryReserveError> {
+        if let Some(lanes) = &mut self.lanes {
+            lanes.try_reserve_lane()?;
+        }
+        self.instances.try_reserve(1)?;
+        self.instance_index.try_reserve(1)
+    }
+
     /// Index of the totals of `instance_id`, created on first sight.
     fn instance_slot(&mut self, instance_id: &str) -> usize {
         if let Some(last) = self.last_instance
@@ -1201,6 +1211,9 @@ pub fn query_facts_files_planned<W: Write + Send>(
                     totals.start_file(index);
                     reader.continue_input_tokens(input_tokens_read);
                     while reader.next_record(&mut record)? {
+                        totals
+                            .try_reserve_instance()
+                            .map_err(|_| reader.out_of_memory())?;
                         totals.observe(&record);
                         seen.add(record.timestamp_ns);
                         if !range.contains(record.timestamp_ns) {
@@ -1270,6 +1283,9 @@ fn sum_rows<R: std::io::Read>(
         totals.start_file(index);
         reader.continue_input_tokens(input_tokens_read);
         while reader.next_record(&mut record)? {
+            totals
+                .try_reserve_instance()
+                .map_err(|_| reader.out_of_memory())?;
             totals.observe(&record);
             seen.add(record.timestamp_ns);
             if range.contains(record.timestamp_ns) {

@@ -240,6 +240,19 @@ impl CapacityAxisAccumulator {
         let block_count = new_len / BLOCK_CAPACITIES;
         let growth_bytes =
             ((new_len - self.slope_delta.len() + 2 * (block_count + 1)) * size_of::<u64>()) as u64;
+        // Room for the growth and the run's clean stop (see `hitcore::GROWTH_HEADROOM_BYTES`),
+        // asked before anything is reserved: a refused growth keeps no capacity.
+        let mut probe: Vec<u8> = Vec::new();
+        if usize::try_from(growth_bytes)
+            .ok()
+            .and_then(|bytes| bytes.checked_add(crate::hitcore::GROWTH_HEADROOM_BYTES))
+            .is_none_or(|bytes| probe.try_reserve_exact(bytes).is_err())
+        {
+            return Err(GrowthFailed {
+                bytes: growth_bytes + crate::hitcore::GROWTH_HEADROOM_BYTES as u64,
+            });
+        }
+        drop(probe);
         let mut block_delta_tree = Vec::new();
         let mut block_weighted_tree = Vec::new();
         self.slope_delta
@@ -249,12 +262,6 @@ impl CapacityAxisAccumulator {
             .map_err(|_| GrowthFailed {
                 bytes: growth_bytes,
             })?;
-        // Leave room for the run's clean stop (see `hitcore::GROWTH_HEADROOM_BYTES`).
-        if !crate::hitcore::headroom_left() {
-            return Err(GrowthFailed {
-                bytes: growth_bytes + crate::hitcore::GROWTH_HEADROOM_BYTES as u64,
-            });
-        }
         self.slope_delta.resize(new_len, 0);
         // Changes kept sparse while the array could not grow (the map holds only keys at or
         // above the array's end, so the two never overlap).

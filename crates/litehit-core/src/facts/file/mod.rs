@@ -110,6 +110,14 @@ pub enum FactsError {
         }
     )]
     HeaderMismatch { path: PathBuf, found: String },
+    /// What reading builds (instances, curves, windows) left less than
+    /// [`crate::hitcore::GROWTH_HEADROOM_BYTES`] free: a clean stop while one is possible.
+    #[error(
+        "{}: facts line {line}: out of memory after {rows} rows (what they built leaves less \
+         than 8 MiB free)",
+        path.display()
+    )]
+    OutOfMemory { path: PathBuf, line: u64, rows: u64 },
     #[error("{}: facts line {line}: {reason}", path.display())]
     Row {
         path: PathBuf,

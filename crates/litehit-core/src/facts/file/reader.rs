@@ -12,6 +12,14 @@ use crate::facts::{FactRecord, HitCurveSegment};
 /// Read buffer: large enough that `read` syscalls do not show up in a profile.
 const READ_BUFFER_BYTES: usize = 1 << 20;
 
+/// Rows, and line bytes, read between two checks that memory is left
+/// ([`crate::hitcore::headroom_left`]): what the commands build per row (an instance, curve
+/// changes, a window) is at most a few hundred bytes plus a small multiple of the line, so
+/// between checks it stays well inside the 8 MiB the check asks for, and no infallible
+/// allocation of theirs meets an exhausted memory.
+const ROWS_PER_MEMORY_CHECK: u64 = 1024;
+const LINE_BYTES_PER_MEMORY_CHECK: u64 = 256 << 10;
+
 /// Longest header excerpt quoted in a header-mismatch error.
 const MAX_HEADER_EXCERPT_CHARS: usize = 200;
 
@@ -28,6 +36,10 @@ pub struct FactsReader<R> {
     /// Σ `input_token_len` of the rows read (and of earlier files, see
     /// [`FactsReader::continue_input_tokens`]); a row that would wrap it is refused.
     input_tokens_read: u64,
+    /// Rows read, and rows and line bytes since memory was last checked.
+    rows_read: u64,
+    rows_unchecked: u64,
+    line_bytes_unchecked: u64,
 }
 
 impl<R> std::fmt::Debug for FactsReader<R> {
@@ -62,6 +74,9 @@ impl<R: Read> FactsReader<R> {
             line_number: 0,
             parser: RowParser::default(),
             input_tokens_read: 0,
+            rows_read: 0,
+            rows_unchecked: 0,
+            line_bytes_unchecked: 0,
         };
         let header = this.with_next_line(|_, line| {
             // A spreadsheet's CSV export starts with a UTF-8 byte-order mark.
@@ -85,8 +100,11 @@ impl<R: Read> FactsReader<R> {
 
     /// Reads the next row into `record`; `Ok(false)` at the end of the file.
     pub fn next_record(&mut self, record: &mut FactRecord) -> Result<bool> {
+        self.check_memory()?;
         loop {
+            let mut line_bytes = 0;
             let parsed = self.with_next_line(|parser, line| {
+                line_bytes = line.len() as u64;
                 (!line.is_empty()).then(|| {
                     parser
                         .parse(line, record)
@@ -109,6 +127,9 @@ impl<R: Read> FactsReader<R> {
                         });
                     };
                     self.input_tokens_read = total;
+                    self.rows_read += 1;
+                    self.rows_unchecked += 1;
+                    self.line_bytes_unchecked += line_bytes;
                     return Ok(true);
                 }
                 Some(Some(Err(reason))) => {
@@ -119,6 +140,38 @@ impl<R: Read> FactsReader<R> {
                     });
                 }
             }
+        }
+    }
+
+    /// Every [`ROWS_PER_MEMORY_CHECK`] rows or [`LINE_BYTES_PER_MEMORY_CHECK`] bytes: fails
+    /// when less than [`crate::hitcore::GROWTH_HEADROOM_BYTES`] could still be allocated, so
+    /// that what the caller built from the rows runs out here, with a message, rather than
+    /// in an allocation that aborts.
+    fn check_memory(&mut self) -> Result<()> {
+        if self.rows_unchecked < ROWS_PER_MEMORY_CHECK
+            && self.line_bytes_unchecked < LINE_BYTES_PER_MEMORY_CHECK
+        {
+            return Ok(());
+        }
+        self.rows_unchecked = 0;
+        self.line_bytes_unchecked = 0;
+        if crate::hitcore::headroom_left() {
+            return Ok(());
+        }
+        Err(FactsError::OutOfMemory {
+            path: self.path.clone(),
+            line: self.line_number + 1,
+            rows: self.rows_read,
+        })
+    }
+
+    /// The error for a caller whose own table could not grow for the row just read.
+    #[must_use]
+    pub fn out_of_memory(&self) -> FactsError {
+        FactsError::OutOfMemory {
+            path: self.path.clone(),
+            line: self.line_number,
+            rows: self.rows_read,
         }
     }
 
