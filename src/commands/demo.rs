@@ -93,7 +93,8 @@ pub fn run(args: &DemoArgs) -> color_eyre::Result<()> {
                 );
                 // Everything is written: a bounded demo ends once it is all read.
                 commander.send(Command::StopAtEof);
-            })?
+            })
+            .wrap_err("starting the demo writer thread")?
     };
     let result = if args.headless {
         let options = HeadlessOptions {

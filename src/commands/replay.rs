@@ -52,33 +52,38 @@ impl InterruptWatch {
     /// checks for one between chunks, and a read from a terminal or an idle pipe (`replay -`)
     /// can wait for input forever. `discard` removes what the run wrote first. Disarmed when
     /// the returned guard drops (before publishing).
-    fn end_stuck_reads(&self, discard: impl FnOnce() + Send + 'static) -> StuckReadGuard {
+    /// Fails when its thread cannot start (out of memory or threads).
+    fn end_stuck_reads(&self, discard: impl FnOnce() + Send + 'static) -> Result<StuckReadGuard> {
         let signal = self.signals.watcher();
         let disarmed = Arc::new(AtomicBool::new(false));
         let thread = {
             let disarmed = Arc::clone(&disarmed);
-            std::thread::spawn(move || {
-                let mut since: Option<std::time::Instant> = None;
-                while !disarmed.load(Ordering::Relaxed) {
-                    // Parked, so that disarming (which unparks) never waits out a nap.
-                    std::thread::park_timeout(std::time::Duration::from_millis(50));
-                    let Some(number) = signal.received() else {
-                        continue;
-                    };
-                    let first_seen = *since.get_or_insert_with(std::time::Instant::now);
-                    if first_seen.elapsed() >= STUCK_READ_GRACE && !disarmed.load(Ordering::Relaxed)
-                    {
-                        discard();
-                        eprintln!("litehit: {}", Interrupted { signal: number });
-                        std::process::exit(128 + number);
+            std::thread::Builder::new()
+                .name("litehit-signals".into())
+                .spawn(move || {
+                    let mut since: Option<std::time::Instant> = None;
+                    while !disarmed.load(Ordering::Relaxed) {
+                        // Parked, so that disarming (which unparks) never waits out a nap.
+                        std::thread::park_timeout(std::time::Duration::from_millis(50));
+                        let Some(number) = signal.received() else {
+                            continue;
+                        };
+                        let first_seen = *since.get_or_insert_with(std::time::Instant::now);
+                        if first_seen.elapsed() >= STUCK_READ_GRACE
+                            && !disarmed.load(Ordering::Relaxed)
+                        {
+                            discard();
+                            eprintln!("litehit: {}", Interrupted { signal: number });
+                            std::process::exit(128 + number);
+                        }
                     }
-                }
-            })
+                })
+                .wrap_err("starting the signal watch thread")?
         };
-        StuckReadGuard {
+        Ok(StuckReadGuard {
             disarmed,
             thread: Some(thread),
-        }
+        })
     }
 }
 
@@ -369,7 +374,7 @@ fn replay_plan(
     super::refuse_temp_input(&plan.trace_path)?;
     let mut writer = AtomicFactsWriter::create_file(&facts_path)?;
     let interrupts = InterruptWatch::install()?;
-    let stuck_reads = interrupts.end_stuck_reads(writer.discard_on_exit());
+    let stuck_reads = interrupts.end_stuck_reads(writer.discard_on_exit())?;
     let mut interrupted = None;
     let progress = show_progress.then(|| progress_bar(&plan.trace_path));
     // Filled by the row callback, drained by the progress callback (both on this thread).

@@ -167,6 +167,9 @@ pub struct MrcBuilder {
     /// The first and last `timestamp_ns` of every row read by [`Self::add_facts_files_in`],
     /// in the span or not (to say where the trace is when a span holds no row).
     seen_span: Option<(i64, i64)>,
+    /// Σ `input_token_len` of the files read so far (see
+    /// [`FactsReader::continue_input_tokens`]).
+    input_tokens_read: u64,
 }
 
 impl MrcBuilder {
@@ -232,9 +235,13 @@ impl MrcBuilder {
         let mut record = FactRecord::default();
         for path in paths {
             let mut reader = FactsReader::open(path)?;
+            // The rows of every file together: no total can wrap (the reader refuses).
+            reader.continue_input_tokens(self.input_tokens_read);
             self.lanes.start_file(self.files_read.len());
             self.files_read.push(path.clone());
             while reader.next_record(&mut record)? {
+                self.try_reserve_instance()
+                    .map_err(|_| reader.out_of_memory())?;
                 self.observe(&record);
                 self.seen_span =
                     super::query_windows::widen_span(self.seen_span, record.timestamp_ns);
@@ -245,6 +252,7 @@ impl MrcBuilder {
                     mixed_geometry(reader.path(), reader.line_number(), &record, mismatch)
                 })?;
             }
+            self.input_tokens_read = reader.input_tokens_read();
         }
         Ok(())
     }
@@ -297,6 +305,14 @@ impl MrcBuilder {
             lanes_in_several_files: self.lanes.lanes_in_several_files().cloned().collect(),
             pool_note: self.lanes.partial_pool_note(),
         })
+    }
+
+    /// Room for one more instance, fallibly (its table's growth is the one that can be
+    /// large: the reader's memory checks cover the rest).
+    fn try_reserve_instance(&mut self) -> Result<(), std::collections::TryReserveError> {
+        self.lanes.try_reserve_lane()?;
+        self.instances.try_reserve(1)?;
+        self.index.try_reserve(1)
     }
 
     fn instance_slot(&mut self, record: &FactRecord) -> usize {

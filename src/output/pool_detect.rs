@@ -163,6 +163,13 @@ impl LaneFingerprints {
         self.last_lane = None;
     }
 
+    /// Room for one more lane, fallibly (call before [`Self::observe`]): the lane table is
+    /// what grows large with many instances.
+    pub fn try_reserve_lane(&mut self) -> Result<(), std::collections::TryReserveError> {
+        self.lanes.try_reserve(1)?;
+        self.index.try_reserve(1)
+    }
+
     /// Adds one row (accounted or not) to its lane's fingerprint.
     pub fn observe(&mut self, record: &FactRecord) {
         let lane = self.lane_slot(&record.instance_id);

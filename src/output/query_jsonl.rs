@@ -276,6 +276,9 @@ pub enum QueryError {
     Facts(#[from] FactsError),
     #[error("write to output log failed")]
     Write(#[source] io::Error),
+    /// The output thread could not start (out of memory or threads).
+    #[error("starting the output thread")]
+    Spawn(#[source] io::Error),
     #[error(transparent)]
     Pool(#[from] PoolCheckError),
     #[error(transparent)]
@@ -485,7 +488,8 @@ impl QueryTotals {
         // and then its own totals are taken out again (see `try_into_summary`).
         for totals in [&mut self.instances[instance].1, &mut self.overall] {
             totals.requests += 1;
-            // Unchecked (wrapping) u64 sums, as upstream.
+            // Exact: the reader refuses a row that would take the input tokens of all the
+            // rows past u64, and a row's hit tokens never exceed its input tokens.
             totals.total_input_tokens = totals
                 .total_input_tokens
                 .wrapping_add(record.input_token_len);
@@ -600,6 +604,16 @@ impl QueryTotals {
                 None => projector::project_infinite(&record.fact),
             };
         }
+    }
+
+    /// Room for one more instance, fallibly: call before [`Self::observe`] and
+    /// [`Self::add_record`] (its tables' growth is the one that can be large; the reader's memory checks cover the rest).
+    pub fn try_reserve_instance(&mut self) -> Result<(), std::collections::TryReserveError> {
+        if let Some(lanes) = &mut self.lanes {
+            lanes.try_reserve_lane()?;
+        }
+        self.instances.try_reserve(1)?;
+        self.instance_index.try_reserve(1)
     }
 
     /// Index of the totals of `instance_id`, created on first sight.
@@ -1160,7 +1174,8 @@ pub fn query_facts_files<W: Write + Send>(
 }
 
 /// [`query_facts_files`] with cache tiers (tier fields in every summary) and a time range
-/// (rows outside it are neither written nor summed).
+/// (rows outside it are neither written nor summed). The readers count the input tokens of
+/// every file's rows together, so no total can wrap (a row that would is refused).
 pub fn query_facts_files_planned<W: Write + Send>(
     facts_paths: &[PathBuf],
     slots: QuerySlots,
@@ -1180,38 +1195,36 @@ pub fn query_facts_files_planned<W: Write + Send>(
     let mut seen = SeenRows::default();
     let mut record = FactRecord::default();
     if options.summary_only {
-        for (index, reader) in readers.iter_mut().enumerate() {
-            totals.start_file(index);
-            while reader.next_record(&mut record)? {
-                totals.observe(&record);
-                seen.add(record.timestamp_ns);
-                if range.contains(record.timestamp_ns) {
-                    seen.accounted = true;
-                    totals.add_record(&record);
-                }
-            }
-        }
+        sum_rows(&mut readers, &mut totals, &mut seen, range)?;
     } else {
         let slot_count = totals.slots().len();
         let (full_sender, full_receiver) = mpsc::sync_channel::<RowBatch>(BATCHES_IN_FLIGHT);
         let (empty_sender, empty_receiver) = mpsc::channel::<RowBatch>();
         let (read_result, written) = thread::scope(|scope| {
-            let formatter = scope.spawn(move || -> io::Result<W> {
-                let mut buffer = LineBuffer::with_capacity(FLUSH_THRESHOLD_BYTES + 64 * 1024);
-                for mut batch in full_receiver {
-                    batch.write_lines(slot_count, &mut buffer, &mut out)?;
-                    batch.clear();
-                    // The reader may be done already; then the batch is simply dropped.
-                    let _ = empty_sender.send(batch);
-                }
-                out.write_all(buffer.as_bytes())?;
-                Ok(out)
-            });
+            let formatter = thread::Builder::new()
+                .name("litehit-format".into())
+                .spawn_scoped(scope, move || -> io::Result<W> {
+                    let mut buffer = LineBuffer::with_capacity(FLUSH_THRESHOLD_BYTES + 64 * 1024);
+                    for mut batch in full_receiver {
+                        batch.write_lines(slot_count, &mut buffer, &mut out)?;
+                        batch.clear();
+                        // The reader may be done already; then the batch is simply dropped.
+                        let _ = empty_sender.send(batch);
+                    }
+                    out.write_all(buffer.as_bytes())?;
+                    Ok(out)
+                })
+                .map_err(QueryError::Spawn)?;
             let read_result = (|| -> Result<(), QueryError> {
                 let mut batch = RowBatch::default();
+                let mut input_tokens_read = 0;
                 for (index, reader) in readers.iter_mut().enumerate() {
                     totals.start_file(index);
+                    reader.continue_input_tokens(input_tokens_read);
                     while reader.next_record(&mut record)? {
+                        totals
+                            .try_reserve_instance()
+                            .map_err(|_| reader.out_of_memory())?;
                         totals.observe(&record);
                         seen.add(record.timestamp_ns);
                         if !range.contains(record.timestamp_ns) {
@@ -1229,6 +1242,7 @@ pub fn query_facts_files_planned<W: Write + Send>(
                             }
                         }
                     }
+                    input_tokens_read = reader.input_tokens_read();
                 }
                 // A send error means the formatter stopped; its join result carries why.
                 let _ = full_sender.send(batch);
@@ -1238,8 +1252,8 @@ pub fn query_facts_files_planned<W: Write + Send>(
             let written = formatter
                 .join()
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            (read_result, written)
-        });
+            Ok::<_, QueryError>((read_result, written))
+        })?;
         out = written.map_err(QueryError::Write)?;
         read_result?;
     }
@@ -1265,6 +1279,34 @@ pub fn query_facts_files_planned<W: Write + Send>(
         .map_err(QueryError::Write)?;
     out.flush().map_err(QueryError::Write)?;
     Ok((out, summary))
+}
+
+/// `--summary-only`: every row of every file into `totals`, none written.
+fn sum_rows<R: std::io::Read>(
+    readers: &mut [FactsReader<R>],
+    totals: &mut QueryTotals,
+    seen: &mut SeenRows,
+    range: TimeRange,
+) -> Result<(), QueryError> {
+    let mut record = FactRecord::default();
+    let mut input_tokens_read = 0;
+    for (index, reader) in readers.iter_mut().enumerate() {
+        totals.start_file(index);
+        reader.continue_input_tokens(input_tokens_read);
+        while reader.next_record(&mut record)? {
+            totals
+                .try_reserve_instance()
+                .map_err(|_| reader.out_of_memory())?;
+            totals.observe(&record);
+            seen.add(record.timestamp_ns);
+            if range.contains(record.timestamp_ns) {
+                seen.accounted = true;
+                totals.add_record(&record);
+            }
+        }
+        input_tokens_read = reader.input_tokens_read();
+    }
+    Ok(())
 }
 
 /// Reads the accounted rows of pool lane `name` a second time, into the pool's accumulation:

@@ -942,10 +942,14 @@ pub fn query_windows_with_pool(
         windows = windows.with_pool_lane(&name, instances);
     }
     let mut record = FactRecord::default();
+    let mut input_tokens_read = 0;
     for reader in &mut readers {
+        // The rows of every file together: no window's total can wrap (the reader refuses).
+        reader.continue_input_tokens(input_tokens_read);
         while reader.next_record(&mut record)? {
             windows.add_record(&record);
         }
+        input_tokens_read = reader.input_tokens_read();
     }
     windows.check_pool()?;
     Ok(windows)

@@ -44,6 +44,14 @@ fn no_wrapper_repeats_its_cause() {
             }),
         ),
         ("QueryError::Write", Box::new(QueryError::Write(cause()))),
+        ("QueryError::Spawn", Box::new(QueryError::Spawn(cause()))),
+        (
+            "PipelineError::Spawn",
+            Box::new(PipelineError::Spawn {
+                thread: "parse",
+                source: cause(),
+            }),
+        ),
         (
             "QueryError::Facts",
             Box::new(QueryError::Facts(FactsError::Read {

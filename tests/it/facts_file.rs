@@ -94,7 +94,14 @@ fn extremes_and_empty_curves_round_trip() {
             ..record("a\rb", "tab\there", -1, &[[1, 1], [3, 2], [9, 4]])
         },
     ];
-    assert_eq!(read_all(&csv_of(&records)).unwrap(), records);
+    // One file each: rows whose input tokens sum past 2^64 - 1 are refused together
+    // (`input_tokens_that_would_wrap_a_total_are_refused_naming_the_row`).
+    for record in records {
+        assert_eq!(
+            read_all(&csv_of(std::slice::from_ref(&record))).unwrap(),
+            [record]
+        );
+    }
 }
 
 #[test]
@@ -319,5 +326,155 @@ fn create_fails_cleanly_when_directory_cannot_be_made() {
     assert!(
         error.to_string().starts_with("failed to create "),
         "{error}"
+    );
+}
+
+/// Issue #27 (Low): a facts CSV a spreadsheet exported starts with a UTF-8 byte-order mark;
+/// `query` (JSONL and text summary) and `mrc` read it as the same file without the mark, and
+/// `replay` reads a trace that starts with one.
+#[test]
+fn a_byte_order_mark_is_read_by_query_mrc_and_replay() {
+    use crate::common::cli_bin::{ok, run_in};
+    let dir = tempfile::tempdir().unwrap();
+    let rows =
+        format!("{FACTS_HEADER}\n1,a,5,32,16,1048576,\"[]\"\n2,a,6,32,16,1048576,\"[[0,2]]\"\n");
+    let plain = dir.path().join("plain.csv");
+    let marked = dir.path().join("marked.csv");
+    fs::write(&plain, &rows).unwrap();
+    fs::write(&marked, format!("\u{feff}{rows}")).unwrap();
+    for args in [
+        &["query", "FACTS", "-", "1"][..],
+        &["query", "FACTS", "-", "1", "--summary-only"],
+        &["query", "FACTS", "-", "1", "--window", "1s", "--csv"],
+        &["mrc", "FACTS"],
+        &["mrc", "FACTS", "--json"],
+    ] {
+        let with = |path: &Path| -> Vec<String> {
+            args.iter()
+                .map(|arg| {
+                    if *arg == "FACTS" {
+                        path.display().to_string()
+                    } else {
+                        (*arg).to_owned()
+                    }
+                })
+                .collect()
+        };
+        let expected = ok(run_in(None, with(&plain))).stdout;
+        assert!(expected.contains('1'), "{expected}");
+        assert_eq!(ok(run_in(None, with(&marked))).stdout, expected, "{args:?}");
+    }
+    let trace = dir.path().join("trace.jsonl");
+    fs::write(
+        &trace,
+        "\u{feff}{\"type\":\"get\",\"instance_id\":\"a\",\"trace_id\":\"t1\",\"timestamp_ns\":1,\"keys\":[1,2],\"input_len\":32}\n\
+         {\"type\":\"get\",\"instance_id\":\"a\",\"trace_id\":\"t2\",\"timestamp_ns\":2,\"keys\":[1,2],\"input_len\":32}\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    ok(run_in(
+        None,
+        [
+            "replay",
+            trace.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--block-size",
+            "16",
+            "--quiet",
+        ],
+    ));
+    let facts = fs::read_to_string(out.join(FACTS_FILE_NAME)).unwrap();
+    assert!(facts.contains("\nt1,a,1,32,16,"), "{facts}");
+    assert!(facts.contains("\nt2,a,2,32,16,"), "{facts}");
+}
+
+/// Issue #27 (Medium 4): two rows of 2^63 input tokens and one of 1,024 summed to 1,024
+/// (wrapped), so `query` gave a hit rate of 12.0 and `mrc` 1200.00 %. Every sum over facts
+/// rows follows one rule: the rows read (all the files together) are refused at the row that
+/// would take their input tokens past 2^64 − 1, naming file, line and field; summaries,
+/// windows, tiers, the pool and `mrc` all read through it.
+#[test]
+fn input_tokens_that_would_wrap_a_total_are_refused_naming_the_row() {
+    use crate::common::cli_bin::{assert_mentions, failed, ok, run_in};
+    let dir = tempfile::tempdir().unwrap();
+    let half = 1_u64 << 63;
+    let rows = |instance: &str, first_trace: u64| {
+        format!(
+            "{first_trace},{instance},1000000000,{half},16,1048576,\"[]\"\n\
+             {},{instance},2000000000,{half},16,1048576,\"[]\"\n\
+             {},{instance},3000000000,1024,16,1048576,\"[[0,48]]\"\n",
+            first_trace + 1,
+            first_trace + 2
+        )
+    };
+    let facts = dir.path().join("wrap.csv");
+    fs::write(&facts, format!("{FACTS_HEADER}\n{}", rows("a", 1))).unwrap();
+    let facts = facts.to_str().unwrap();
+    for args in [
+        &["query", facts, "-", "1"][..],
+        &["query", facts, "-", "1", "--summary-only"],
+        &["query", facts, "-", "1", "--window", "1s"],
+        &["query", facts, "-", "1", "--window", "1s", "--csv"],
+        &["query", facts, "-", "1", "--tiers", "1,2"],
+        &["mrc", facts],
+        &["mrc", facts, "--json"],
+    ] {
+        let run = run_in(None, args);
+        assert_mentions(
+            failed(&run),
+            &[
+                &format!("{facts}: facts line 3: input_token_len {half}"),
+                &format!("({half} before this row) past 2^64 - 1"),
+            ],
+        );
+        assert_eq!(run.stdout, "", "{args:?}: printed before the error");
+    }
+    // Across files: each file fits alone, their rows together do not (a pool lane and the
+    // summaries sum over every file).
+    let first = dir.path().join("first.csv");
+    let second = dir.path().join("second.csv");
+    fs::write(
+        &first,
+        format!("{FACTS_HEADER}\n1,a,1,{half},16,1048576,\"[]\"\n"),
+    )
+    .unwrap();
+    fs::write(
+        &second,
+        format!("{FACTS_HEADER}\n2,b,2,{half},16,1048576,\"[]\"\n"),
+    )
+    .unwrap();
+    let (first, second) = (first.to_str().unwrap(), second.to_str().unwrap());
+    for args in [
+        &["query", first, "-", "1", "--shard", second][..],
+        &[
+            "query", first, "-", "1", "--shard", second, "--window", "1s",
+        ],
+        &["mrc", first, second],
+    ] {
+        assert_mentions(
+            failed(&run_in(None, args)),
+            &[&format!("{second}: facts line 2: input_token_len {half}")],
+        );
+    }
+    // Up to 2^64 - 1 in all is read, exactly.
+    let most = dir.path().join("most.csv");
+    fs::write(
+        &most,
+        format!(
+            "{FACTS_HEADER}\n1,a,1,{half},16,1048576,\"[]\"\n2,a,2,{},16,1048576,\"[]\"\n",
+            half - 1
+        ),
+    )
+    .unwrap();
+    let run = ok(run_in(
+        None,
+        ["query", most.to_str().unwrap(), "-", "1", "--summary-only"],
+    ));
+    assert!(
+        run.stdout
+            .contains(&format!("\"total_input_tokens\":{}", u64::MAX)),
+        "{}",
+        run.stdout
     );
 }

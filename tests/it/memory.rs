@@ -90,3 +90,164 @@ fn replay_out_of_memory_exits_1_with_the_message_and_no_temp_left() {
         "no limit made the replay run out of memory"
     );
 }
+
+/// Four instances of 100 requests of 1,000 fresh keys each (400 k unique blocks), so that a
+/// replay runs its lanes on threads of their own.
+fn four_lane_trace() -> String {
+    let mut text = String::new();
+    for request in 0..400_u64 {
+        let keys: Vec<String> = (0..1_000_u64)
+            .map(|block| (request * 1_000 + block).to_string())
+            .collect();
+        writeln!(
+            text,
+            r#"{{"type":"get","instance_id":"i{}","trace_id":"t{request}","timestamp_ns":{},"keys":[{}],"input_len":256000}}"#,
+            request % 4,
+            request + 1,
+            keys.join(",")
+        )
+        .unwrap();
+    }
+    text
+}
+
+/// The sweep's inputs in `dir`: a four-lane trace, facts with a pool lane and a deep hit,
+/// facts whose second row never ends, facts of 120,000 instances and an OpenAI request log.
+fn sweep_inputs(dir: &std::path::Path) -> [std::path::PathBuf; 5] {
+    let trace = dir.join("trace.jsonl");
+    std::fs::write(&trace, four_lane_trace()).unwrap();
+    let facts = dir.join("facts.csv");
+    std::fs::write(
+        &facts,
+        "trace_id,instance_id,timestamp_ns,input_token_len,block_size_tokens,block_bytes,hit_curve\n\
+         1,a,1000000000,1024,16,1048576,\"[[200000000,1]]\"\n\
+         1,pool,1000000000,1024,16,1048576,\"[[200000000,1]]\"\n\
+         2,a,2000000000,1024,16,1048576,\"[[0,2]]\"\n\
+         2,pool,2000000000,1024,16,1048576,\"[[0,2]]\"\n",
+    )
+    .unwrap();
+    // A facts file whose second row never ends (48 MiB without a line end): its buffer grows
+    // fallibly, so a limit makes it an error naming the line, not an abort.
+    let endless = dir.join("endless.csv");
+    let mut endless_text = String::from(
+        "trace_id,instance_id,timestamp_ns,input_token_len,block_size_tokens,block_bytes,hit_curve\n\
+         1,a,1,1024,16,1048576,\"[]\"\n",
+    );
+    endless_text.push_str(&"1".repeat(48 << 20));
+    std::fs::write(&endless, endless_text).unwrap();
+    // 120,000 instances of one row each: what mrc and query build per instance (its curve, its
+    // totals) outgrows the limits; the reader stops them while memory is left.
+    let many = dir.join("many.csv");
+    let mut many_text = String::from(
+        "trace_id,instance_id,timestamp_ns,input_token_len,block_size_tokens,block_bytes,hit_curve\n",
+    );
+    for row in 0..120_000 {
+        writeln!(many_text, "{row},i{row},{row},1024,16,1048576,\"[[0,1]]\"").unwrap();
+    }
+    std::fs::write(&many, many_text).unwrap();
+    let log = dir.join("log.jsonl");
+    let mut log_text = String::new();
+    for request in 0..200 {
+        writeln!(
+            log_text,
+            r#"{{"prompt":"{} request {request}"}}"#,
+            "a shared system prompt of some words ".repeat(40)
+        )
+        .unwrap();
+    }
+    std::fs::write(&log, log_text).unwrap();
+    [trace, facts, endless, many, log]
+}
+
+/// Issue #27 (High 6): every offline command, and `watch --headless --exit-at-eof`, under a
+/// sweep of `ulimit -v` limits exits 0, or 1 with a message, and never panics (101) or aborts
+/// (134, a signal). The facts hold a pool lane and a hit 200 M blocks deep, which made `mrc`
+/// and `query --pool` panic ("capacity accumulator: out of memory growing by …") where the
+/// curve's 1.6 GB array did not fit; a facts line without end, or facts of many instances,
+/// aborted. `MALLOC_ARENA_MAX=2` and limits well above what each
+/// command needs to start (≈ 75 MB for the debug binary) keep glibc's per-thread arenas
+/// (64 MiB of address space each) from making the first small allocation of some thread
+/// fail, which Rust aborts on (docs/OPERATIONS.md, "Memory limits").
+#[test]
+fn every_command_under_a_memory_limit_exits_0_or_1_with_a_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let [trace, facts, endless, many, log] = sweep_inputs(dir.path());
+    let (trace, facts, endless, many, log) = (
+        trace.to_str().unwrap(),
+        facts.to_str().unwrap(),
+        endless.to_str().unwrap(),
+        many.to_str().unwrap(),
+        log.to_str().unwrap(),
+    );
+    let out = dir.path().join("out");
+    let out = out.to_str().unwrap();
+    let commands: [&[&str]; 11] = [
+        &["replay", trace, "--out", out, "--quiet"],
+        &["query", endless, "-", "1", "--summary-only"],
+        &["query", many, "-", "1", "--summary-only"],
+        &["mrc", many],
+        &["mrc", facts, "--pool", "pool"],
+        &["query", facts, "-", "1", "--pool", "pool"],
+        &["query", facts, "-", "1", "--pool", "pool", "--window", "1s"],
+        &["query", facts, "-", "1", "--pool", "pool", "--tiers", "1,2"],
+        &[
+            "trace",
+            log,
+            "--out",
+            "-",
+            "--tokenizer",
+            "tiktoken:cl100k_base",
+            "--line-time",
+            "--quiet",
+        ],
+        &[
+            "watch",
+            trace,
+            "--headless",
+            "--exit-at-eof",
+            "--interval",
+            "0.2",
+        ],
+        &[
+            "demo",
+            "--headless",
+            "--requests",
+            "300",
+            "--rate",
+            "100000",
+        ],
+    ];
+    for limit_kib in [130_000_u64, 200_000, 300_000] {
+        for args in commands {
+            let _ = std::fs::remove_dir_all(out);
+            let output = Command::new("sh")
+                .arg("-c")
+                .arg(format!("ulimit -v {limit_kib} && exec \"$0\" \"$@\""))
+                .arg(env!("CARGO_BIN_EXE_litehit"))
+                .args(args)
+                .env("MALLOC_ARENA_MAX", "2")
+                .env("XDG_CONFIG_HOME", crate::common::cli_bin::NO_CONFIG_HOME)
+                .env_remove("LITEHIT_CONFIG")
+                .env_remove("RUST_BACKTRACE")
+                .env_remove("RUST_LIB_BACKTRACE")
+                .current_dir(dir.path())
+                .stdin(std::process::Stdio::null())
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            let code = output.status.code();
+            let command = args.join(" ");
+            assert!(
+                matches!(code, Some(0 | 1)),
+                "limit {limit_kib} KiB, {command}: exit {code:?} (a panic or an abort), \
+                 stderr: {stderr}"
+            );
+            if code == Some(1) {
+                assert!(
+                    stderr.starts_with("litehit: ") && !stderr.contains("panicked"),
+                    "limit {limit_kib} KiB, {command}: {stderr}"
+                );
+            }
+        }
+    }
+}

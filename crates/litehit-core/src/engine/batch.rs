@@ -123,19 +123,42 @@ impl Batch {
             let mut work = work;
             // The calling thread takes the first lane; every other lane gets a thread.
             let first = work.next();
-            let spawned: Vec<_> = work
-                .map(|((lane, items), facts)| {
-                    scope.spawn(move || replay_lane(lane, items, keys, facts))
+            // A lane whose thread cannot start (out of memory or threads) replays on this
+            // thread instead: the same facts, only later. Its work is sent once the thread
+            // is running, so a failed spawn hands it back.
+            let runs: Vec<_> = work
+                .map(|lane_work| {
+                    let (sender, receiver) = std::sync::mpsc::sync_channel::<LaneWork<'_>>(1);
+                    let spawned = std::thread::Builder::new()
+                        .name("litehit-lane".into())
+                        .spawn_scoped(scope, move || {
+                            let ((lane, items), facts) = receiver
+                                .recv()
+                                .expect("the work is sent as soon as the thread exists");
+                            replay_lane(lane, items, keys, facts)
+                        });
+                    match spawned {
+                        Ok(handle) => {
+                            sender
+                                .send(lane_work)
+                                .expect("the lane thread waits for its work");
+                            LaneRun::Thread(handle)
+                        }
+                        Err(_) => LaneRun::Here(lane_work),
+                    }
                 })
                 .collect();
             let mut first_failure = Ok(());
             if let Some(((lane, items), facts)) = first {
                 first_failure = replay_lane(lane, items, keys, facts);
             }
-            for handle in spawned {
-                let outcome = handle
-                    .join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            for run in runs {
+                let outcome = match run {
+                    LaneRun::Thread(handle) => handle
+                        .join()
+                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+                    LaneRun::Here(((lane, items), facts)) => replay_lane(lane, items, keys, facts),
+                };
                 if first_failure.is_ok() {
                     first_failure = outcome;
                 }
@@ -143,6 +166,16 @@ impl Batch {
             first_failure
         })
     }
+}
+
+/// One lane's work in a batch: the lane, its items and where its facts go.
+type LaneWork<'a> = ((&'a mut Lane, &'a Vec<WorkItem>), &'a mut LaneFacts);
+
+/// A lane's share of a batch: on its own thread, or on the calling one when the thread could
+/// not start.
+enum LaneRun<'scope, W> {
+    Thread(std::thread::ScopedJoinHandle<'scope, Result<(), OutOfMemory>>),
+    Here(W),
 }
 
 fn replay_lane(

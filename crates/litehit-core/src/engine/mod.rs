@@ -106,6 +106,19 @@ pub enum EngineError {
         /// In the message (with the block-size hint after it), not a `#[source]`.
         error: NormalizeError,
     },
+    /// Every lane's input-token total (and the fleet's, the pool's and the windows') is a part
+    /// of the sum this row would wrap (issue #27).
+    #[error(
+        "line {line_number}: trace_id[{trace_id}]: field \"input_len\": {input_token_len} \
+         takes the input tokens of the rows read so far ({total_before}, once per lane a row \
+         feeds) past 2^64 - 1; every total of them would wrap"
+    )]
+    InputTokensOverflow {
+        line_number: u64,
+        trace_id: String,
+        input_token_len: u64,
+        total_before: u64,
+    },
     #[error("lane {instance_id}: {reason}")]
     InvalidLane { instance_id: String, reason: String },
     #[error(
@@ -127,7 +140,8 @@ impl EngineError {
         match self {
             Self::OutOfOrder { line_number, .. }
             | Self::Route { line_number, .. }
-            | Self::InvalidRequest { line_number, .. } => Some(*line_number),
+            | Self::InvalidRequest { line_number, .. }
+            | Self::InputTokensOverflow { line_number, .. } => Some(*line_number),
             Self::InvalidLane { .. } | Self::OutOfMemory { .. } => None,
         }
     }
@@ -176,6 +190,9 @@ pub struct Engine {
     memory_horizon: Option<Capacity>,
     /// The index of the shared pool lane ([`EngineConfig::pool`]), if any.
     pool_lane: Option<usize>,
+    /// Σ input tokens of the rows planned, once per lane each feeds: every lane's total, the
+    /// fleet's and the pool's are parts of it, so a row that would wrap it is refused.
+    input_tokens_planned: u64,
 }
 
 impl Engine {
@@ -216,6 +233,7 @@ impl Engine {
             capacity_curves: true,
             memory_horizon: None,
             pool_lane,
+            input_tokens_planned: 0,
         })
     }
 
@@ -487,6 +505,10 @@ impl Engine {
             self.normalized
                 .push((params, start..self.batch.keys.len(), input_token_len));
         }
+        if let Err(error) = self.plan_input_tokens(line_number, &trace_id, keys_start) {
+            self.derived_trace_id = trace_id;
+            return Err(error);
+        }
         let trace_id_start = self.batch.trace_ids.len();
         self.batch.trace_ids.push_str(&trace_id);
         let trace_id_range = trace_id_start..self.batch.trace_ids.len();
@@ -515,6 +537,39 @@ impl Engine {
         self.stats.read_events += 1;
         self.derived_trace_id = trace_id;
         Ok(())
+    }
+
+    /// Adds the event's input tokens (once per target) to the sum of the rows planned, or
+    /// refuses the event (its keys taken out of the batch again) when the sum would wrap.
+    fn plan_input_tokens(
+        &mut self,
+        line_number: u64,
+        trace_id: &str,
+        keys_start: usize,
+    ) -> Result<(), EngineError> {
+        let planned = self
+            .normalized_input_tokens()
+            .and_then(|tokens| self.input_tokens_planned.checked_add(tokens));
+        let Some(planned) = planned else {
+            self.batch.keys.truncate(keys_start);
+            return Err(EngineError::InputTokensOverflow {
+                line_number,
+                trace_id: trace_id.to_owned(),
+                input_token_len: self.normalized.first().map_or(0, |(_, _, tokens)| *tokens),
+                total_before: self.input_tokens_planned,
+            });
+        };
+        self.input_tokens_planned = planned;
+        Ok(())
+    }
+
+    /// Σ over the event's targets of its normalized input tokens; `None` past `u64`.
+    fn normalized_input_tokens(&self) -> Option<u64> {
+        self.targets.iter().try_fold(0_u64, |sum, &lane_index| {
+            let params = self.lanes[lane_index].normalize_params();
+            let (_, _, tokens) = self.normalized.iter().find(|(p, _, _)| *p == params)?;
+            sum.checked_add(*tokens)
+        })
     }
 
     /// Enforces (offline) or clamps and counts (live) timestamp order; writes count too.

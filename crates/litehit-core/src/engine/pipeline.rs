@@ -29,6 +29,12 @@ const CHUNKS_IN_FLIGHT_PER_WORKER: usize = 2;
 pub enum PipelineError {
     #[error("reading the trace")]
     Io(#[from] std::io::Error),
+    /// A reader or parse thread could not start (out of memory or threads).
+    #[error("starting the {thread} thread")]
+    Spawn {
+        thread: &'static str,
+        source: std::io::Error,
+    },
     #[error(transparent)]
     Parse(#[from] ParseError),
     #[error(transparent)]
@@ -40,7 +46,7 @@ impl PipelineError {
     #[must_use]
     pub fn line_number(&self) -> Option<u64> {
         match self {
-            Self::Io(_) => None,
+            Self::Io(_) | Self::Spawn { .. } => None,
             Self::Parse(error) => Some(error.line_number),
             Self::Engine(error) => error.line_number(),
         }
@@ -204,6 +210,10 @@ pub fn replay_stream<R: Read + Send>(
                         &recycle_receiver,
                         &raw_recycle,
                     );
+                })
+                .map_err(|source| PipelineError::Spawn {
+                    thread: "parse",
+                    source,
                 })?;
             raw_senders.push(raw_sender);
             parsed_receivers.push(parsed_receiver);
@@ -214,6 +224,10 @@ pub fn replay_stream<R: Read + Send>(
             .name("litehit-read".into())
             .spawn_scoped(scope, move || {
                 read_chunks(reader, max_line_bytes, &raw_senders, &raw_recycle_receiver)
+            })
+            .map_err(|source| PipelineError::Spawn {
+                thread: "read",
+                source,
             })?;
 
         let mut totals = PipelineTotals::default();

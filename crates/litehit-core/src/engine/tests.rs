@@ -443,3 +443,42 @@ fn batch_hands_out_rows_before_the_first_bad_event() {
         "nothing after the bad event was replayed"
     );
 }
+
+/// Issue #27 (Medium 4): input tokens that would wrap a lane's total (here three rows of
+/// 2^63 − 1 tokens: blocks of 2^62 tokens make such lengths valid) are refused at the row,
+/// naming line, trace and field; offline fails fast, live skips and counts the row, and the
+/// totals stay exact. Without the check the lane's `+=` overflowed (a panic in a debug build,
+/// a wrapped hit rate in a release one).
+#[test]
+fn input_tokens_that_would_wrap_a_total_are_refused() {
+    let half = i64::MAX;
+    let half_tokens = half.cast_unsigned();
+    let events = [
+        event(Some("a"), 1, &[1], half),
+        event(Some("b"), 2, &[1], half), // another lane: the fleet total counts both
+        event(Some("a"), 3, &[1], half),
+        event(Some("a"), 4, &[], 1), // 2^64 - 1 in all: fits
+    ];
+    let config = || EngineConfig {
+        trace_block_size_tokens: 1 << 62,
+        lanes: LaneSet::OnTheFly(spec("default", 1 << 62)),
+        routing: Routing::ByInstance,
+        pool: None,
+    };
+    let mut offline = Engine::new(config(), Policy::FailFast).unwrap();
+    let error = run(&mut offline, &events).unwrap_err();
+    assert_eq!(error.line_number(), Some(3));
+    assert!(
+        error.to_string().contains(&format!(
+            "field \"input_len\": {half} takes the input tokens of the rows read so far ({}",
+            2 * half_tokens
+        )),
+        "{error}"
+    );
+    let mut live = Engine::new(config(), Policy::SkipAndCount).unwrap();
+    let rows = run(&mut live, &events).unwrap();
+    assert_eq!(rows.len(), 3);
+    assert_eq!(live.stats().bad_lines, 1);
+    let totals: Vec<u64> = live.lanes().iter().map(Lane::input_tokens).collect();
+    assert_eq!(totals, [half_tokens + 1, half_tokens]);
+}

@@ -33,7 +33,8 @@ pub struct CapacityAxisAccumulator {
     block_delta_tree: Vec<u64>,
     /// Fenwick tree (1-based) over blocks of `Σ t·Δ(t)`.
     block_weighted_tree: Vec<u64>,
-    /// `Δ(t)` for `t >= MAX_DENSE_CAPACITY_BLOCKS`.
+    /// `Δ(t)` for `t >= slope_delta.len()`: capacities of `MAX_DENSE_CAPACITY_BLOCKS` and
+    /// more, and smaller ones when the dense array could not grow to them.
     sparse_delta: BTreeMap<u64, u64>,
     infinite_hit_blocks: u64,
     fact_count: u64,
@@ -190,7 +191,14 @@ impl CapacityAxisAccumulator {
     }
 
     fn add_slope_change(&mut self, capacity_blocks: u64, delta: u64) {
-        if capacity_blocks >= MAX_DENSE_CAPACITY_BLOCKS {
+        // Beyond the dense array's reach, or when the memory to grow it is not there (a
+        // hostile facts row, a memory limit): the sparse map, exact all the same.
+        if capacity_blocks >= MAX_DENSE_CAPACITY_BLOCKS
+            || (capacity_blocks >= self.slope_delta.len() as u64
+                && self
+                    .try_grow_to(usize::try_from(capacity_blocks).unwrap_or(usize::MAX) + 1)
+                    .is_err())
+        {
             let cell = self.sparse_delta.entry(capacity_blocks).or_insert(0);
             *cell = cell.wrapping_add(delta);
             if *cell == 0 {
@@ -199,9 +207,6 @@ impl CapacityAxisAccumulator {
             return;
         }
         let t = usize::try_from(capacity_blocks).expect("dense capacities fit in usize");
-        if t >= self.slope_delta.len() {
-            self.grow_to(t + 1);
-        }
         self.slope_delta[t] = self.slope_delta[t].wrapping_add(delta);
         let weighted = delta.wrapping_mul(capacity_blocks);
         let mut node = t / BLOCK_CAPACITIES + 1;
@@ -224,17 +229,9 @@ impl CapacityAxisAccumulator {
         (delta_sum, weighted_sum)
     }
 
-    /// Grows the dense array (geometrically) and rebuilds both trees in O(n).
-    ///
-    /// # Panics
-    /// When memory runs out ([`Self::try_reserve_for`] grows fallibly first).
-    fn grow_to(&mut self, min_len: usize) {
-        if let Err(error) = self.try_grow_to(min_len) {
-            panic!("capacity accumulator: {error}");
-        }
-    }
-
-    /// [`Self::grow_to`], leaving everything unchanged when the memory is not there.
+    /// Grows the dense array (geometrically), moves the sparse map's changes it now covers
+    /// into it and rebuilds both trees in O(n); leaves everything unchanged when the memory
+    /// is not there.
     fn try_grow_to(&mut self, min_len: usize) -> Result<(), GrowthFailed> {
         let new_len = min_len
             .max(self.slope_delta.len() * 2)
@@ -243,6 +240,19 @@ impl CapacityAxisAccumulator {
         let block_count = new_len / BLOCK_CAPACITIES;
         let growth_bytes =
             ((new_len - self.slope_delta.len() + 2 * (block_count + 1)) * size_of::<u64>()) as u64;
+        // Room for the growth and the run's clean stop (see `hitcore::GROWTH_HEADROOM_BYTES`),
+        // asked before anything is reserved: a refused growth keeps no capacity.
+        let mut probe: Vec<u8> = Vec::new();
+        if usize::try_from(growth_bytes)
+            .ok()
+            .and_then(|bytes| bytes.checked_add(crate::hitcore::GROWTH_HEADROOM_BYTES))
+            .is_none_or(|bytes| probe.try_reserve_exact(bytes).is_err())
+        {
+            return Err(GrowthFailed {
+                bytes: growth_bytes + crate::hitcore::GROWTH_HEADROOM_BYTES as u64,
+            });
+        }
+        drop(probe);
         let mut block_delta_tree = Vec::new();
         let mut block_weighted_tree = Vec::new();
         self.slope_delta
@@ -252,13 +262,18 @@ impl CapacityAxisAccumulator {
             .map_err(|_| GrowthFailed {
                 bytes: growth_bytes,
             })?;
-        // Leave room for the run's clean stop (see `hitcore::GROWTH_HEADROOM_BYTES`).
-        if !crate::hitcore::headroom_left() {
-            return Err(GrowthFailed {
-                bytes: growth_bytes + crate::hitcore::GROWTH_HEADROOM_BYTES as u64,
-            });
-        }
         self.slope_delta.resize(new_len, 0);
+        // Changes kept sparse while the array could not grow (the map holds only keys at or
+        // above the array's end, so the two never overlap).
+        while let Some(entry) = self.sparse_delta.first_entry() {
+            let Ok(t) = usize::try_from(*entry.key()) else {
+                break;
+            };
+            if t >= new_len || *entry.key() >= MAX_DENSE_CAPACITY_BLOCKS {
+                break;
+            }
+            self.slope_delta[t] = self.slope_delta[t].wrapping_add(entry.remove());
+        }
         block_delta_tree.resize(block_count + 1, 0);
         block_weighted_tree.resize(block_count + 1, 0);
         self.block_delta_tree = block_delta_tree;
@@ -320,6 +335,56 @@ mod tests {
         .iter()
         .map(|p| RequestFact::from_pairs(p))
         .collect()
+    }
+
+    /// A change kept in the sparse map because the dense array could not grow (memory
+    /// refused) moves into the array when it grows later; every answer stays exact.
+    #[test]
+    fn changes_kept_sparse_when_growth_failed_stay_exact() {
+        let facts = facts();
+        let mut expected = CapacityAxisAccumulator::new();
+        let mut acc = CapacityAxisAccumulator::new();
+        for f in &facts {
+            expected.add_fact(f);
+        }
+        // What `add_slope_change` does when `try_grow_to` fails: the ramp [300, 302) sparse,
+        // below the dense limit and beyond the (empty) array.
+        let deep = RequestFact::from_pairs(&[[300, 2]]);
+        expected.add_fact(&deep);
+        for (t, delta) in [(300, 1), (302, u64::MAX)] {
+            acc.sparse_delta.insert(t, delta);
+        }
+        acc.infinite_hit_blocks += 2;
+        acc.fact_count += 1;
+        for capacity_blocks in [0, 299, 300, 301, 302, 1000] {
+            assert_eq!(
+                acc.hit_blocks_at(capacity_blocks),
+                expected_ramp(capacity_blocks)
+            );
+        }
+        for f in &facts {
+            acc.add_fact(f);
+        }
+        // The facts grew the array past 302: the sparse changes moved into it.
+        assert!(acc.slope_delta.len() > 302);
+        assert!(acc.sparse_delta.is_empty());
+        for capacity_blocks in (0..400).chain([u64::MAX]) {
+            assert_eq!(
+                acc.hit_blocks_at(capacity_blocks),
+                expected.hit_blocks_at(capacity_blocks),
+                "capacity {capacity_blocks}"
+            );
+        }
+        assert_eq!(acc.curve_points(), expected.curve_points());
+        assert_eq!(
+            acc.saturation_capacity_blocks(),
+            expected.saturation_capacity_blocks()
+        );
+    }
+
+    /// Hit blocks of the ramp [300, 302) at `capacity_blocks`.
+    fn expected_ramp(capacity_blocks: u64) -> u64 {
+        (capacity_blocks + 1).saturating_sub(300).min(2)
     }
 
     #[test]

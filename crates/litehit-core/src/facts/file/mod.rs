@@ -110,6 +110,14 @@ pub enum FactsError {
         }
     )]
     HeaderMismatch { path: PathBuf, found: String },
+    /// What reading builds (instances, curves, windows) left less than
+    /// [`crate::hitcore::GROWTH_HEADROOM_BYTES`] free: a clean stop while one is possible.
+    #[error(
+        "{}: facts line {line}: out of memory after {rows} rows (what they built leaves less \
+         than 8 MiB free)",
+        path.display()
+    )]
+    OutOfMemory { path: PathBuf, line: u64, rows: u64 },
     #[error("{}: facts line {line}: {reason}", path.display())]
     Row {
         path: PathBuf,
@@ -177,6 +185,19 @@ pub enum FactsRowError {
          input_token_len / block_size_tokens"
     )]
     CurveLongerThanInput { curve_blocks: u64, full_blocks: u64 },
+    /// A line too long for the memory left (a broken or hostile file).
+    #[error("out of memory reading a line of {line_bytes} bytes")]
+    OutOfMemory { line_bytes: usize },
+    /// Not an upstream check: every total (per instance, overall, per window, per tier, the
+    /// pool's, `mrc`'s) is a sum of these, and a wrapped sum is no parity (issue #27).
+    #[error(
+        "input_token_len {input_token_len} takes the sum of input_token_len over the rows \
+         read ({total_before} before this row) past 2^64 - 1; every total over them would wrap"
+    )]
+    InputTokensOverflow {
+        input_token_len: u64,
+        total_before: u64,
+    },
 }
 
 /// Why a `hit_curve` field could not be parsed (upstream's messages, verbatim).

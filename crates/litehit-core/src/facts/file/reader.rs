@@ -1,6 +1,7 @@
 //! Streaming facts reader with upstream's parsing rules (`ParseLiteHitFactRow`, REFERENCE §7,
-//! §8.2): line-based, header must match exactly, empty lines skipped, any malformed row is an
-//! error naming the file and the 1-based physical line.
+//! §8.2): line-based, header must match exactly (after a UTF-8 byte-order mark, which a
+//! spreadsheet's CSV export starts with), empty lines skipped, any malformed row is an error
+//! naming the file and the 1-based physical line.
 
 use std::io::{BufRead, BufReader, ErrorKind, Read};
 use std::path::{Path, PathBuf};
@@ -10,6 +11,14 @@ use crate::facts::{FactRecord, HitCurveSegment};
 
 /// Read buffer: large enough that `read` syscalls do not show up in a profile.
 const READ_BUFFER_BYTES: usize = 1 << 20;
+
+/// Rows, and line bytes, read between two checks that memory is left
+/// ([`crate::hitcore::headroom_left`]): what the commands build per row (an instance, curve
+/// changes, a window) is at most a few hundred bytes plus a small multiple of the line, so
+/// between checks it stays well inside the 8 MiB the check asks for, and no infallible
+/// allocation of theirs meets an exhausted memory.
+const ROWS_PER_MEMORY_CHECK: u64 = 1024;
+const LINE_BYTES_PER_MEMORY_CHECK: u64 = 256 << 10;
 
 /// Longest header excerpt quoted in a header-mismatch error.
 const MAX_HEADER_EXCERPT_CHARS: usize = 200;
@@ -24,6 +33,13 @@ pub struct FactsReader<R> {
     partial_line: Vec<u8>,
     line_number: u64,
     parser: RowParser,
+    /// Σ `input_token_len` of the rows read (and of earlier files, see
+    /// [`FactsReader::continue_input_tokens`]); a row that would wrap it is refused.
+    input_tokens_read: u64,
+    /// Rows read, and rows and line bytes since memory was last checked.
+    rows_read: u64,
+    rows_unchecked: u64,
+    line_bytes_unchecked: u64,
 }
 
 impl<R> std::fmt::Debug for FactsReader<R> {
@@ -57,8 +73,14 @@ impl<R: Read> FactsReader<R> {
             partial_line: Vec::with_capacity(256),
             line_number: 0,
             parser: RowParser::default(),
+            input_tokens_read: 0,
+            rows_read: 0,
+            rows_unchecked: 0,
+            line_bytes_unchecked: 0,
         };
         let header = this.with_next_line(|_, line| {
+            // A spreadsheet's CSV export starts with a UTF-8 byte-order mark.
+            let line = crate::formats::strip_bom(line);
             (line != FACTS_HEADER.as_bytes()).then(|| {
                 String::from_utf8_lossy(line)
                     .chars()
@@ -78,8 +100,11 @@ impl<R: Read> FactsReader<R> {
 
     /// Reads the next row into `record`; `Ok(false)` at the end of the file.
     pub fn next_record(&mut self, record: &mut FactRecord) -> Result<bool> {
+        self.check_memory()?;
         loop {
+            let mut line_bytes = 0;
             let parsed = self.with_next_line(|parser, line| {
+                line_bytes = line.len() as u64;
                 (!line.is_empty()).then(|| {
                     parser
                         .parse(line, record)
@@ -89,7 +114,24 @@ impl<R: Read> FactsReader<R> {
             match parsed {
                 None => return Ok(false),
                 Some(None) => {} // an empty line is skipped
-                Some(Some(Ok(()))) => return Ok(true),
+                Some(Some(Ok(()))) => {
+                    let Some(total) = self.input_tokens_read.checked_add(record.input_token_len)
+                    else {
+                        return Err(FactsError::Row {
+                            path: self.path.clone(),
+                            line: self.line_number,
+                            reason: FactsRowError::InputTokensOverflow {
+                                input_token_len: record.input_token_len,
+                                total_before: self.input_tokens_read,
+                            },
+                        });
+                    };
+                    self.input_tokens_read = total;
+                    self.rows_read += 1;
+                    self.rows_unchecked += 1;
+                    self.line_bytes_unchecked += line_bytes;
+                    return Ok(true);
+                }
                 Some(Some(Err(reason))) => {
                     return Err(FactsError::Row {
                         path: self.path.clone(),
@@ -99,6 +141,53 @@ impl<R: Read> FactsReader<R> {
                 }
             }
         }
+    }
+
+    /// Every [`ROWS_PER_MEMORY_CHECK`] rows or [`LINE_BYTES_PER_MEMORY_CHECK`] bytes: fails
+    /// when less than [`crate::hitcore::GROWTH_HEADROOM_BYTES`] could still be allocated, so
+    /// that what the caller built from the rows runs out here, with a message, rather than
+    /// in an allocation that aborts.
+    fn check_memory(&mut self) -> Result<()> {
+        if self.rows_unchecked < ROWS_PER_MEMORY_CHECK
+            && self.line_bytes_unchecked < LINE_BYTES_PER_MEMORY_CHECK
+        {
+            return Ok(());
+        }
+        self.rows_unchecked = 0;
+        self.line_bytes_unchecked = 0;
+        if crate::hitcore::headroom_left() {
+            return Ok(());
+        }
+        Err(FactsError::OutOfMemory {
+            path: self.path.clone(),
+            line: self.line_number + 1,
+            rows: self.rows_read,
+        })
+    }
+
+    /// The error for a caller whose own table could not grow for the row just read.
+    #[must_use]
+    pub fn out_of_memory(&self) -> FactsError {
+        FactsError::OutOfMemory {
+            path: self.path.clone(),
+            line: self.line_number,
+            rows: self.rows_read,
+        }
+    }
+
+    /// Σ `input_token_len` of the rows read so far (with the files before, when given).
+    #[must_use]
+    pub fn input_tokens_read(&self) -> u64 {
+        self.input_tokens_read
+    }
+
+    /// Counts `input_tokens_before` (the rows of the files read before this one) in the
+    /// running total, so that the rows of all the files together are refused as soon as
+    /// their input tokens would pass 2^64 − 1: every sum the commands make over them (per
+    /// instance, overall, per window and tier, the pool's, `mrc`'s) is then exact, and
+    /// hit tokens, never more than a row's input tokens, cannot wrap either.
+    pub fn continue_input_tokens(&mut self, input_tokens_before: u64) {
+        self.input_tokens_read = input_tokens_before;
     }
 
     /// The name used in errors.
@@ -111,6 +200,24 @@ impl<R: Read> FactsReader<R> {
     #[must_use]
     pub fn line_number(&self) -> u64 {
         self.line_number
+    }
+
+    /// Room for `additional` more bytes of a line that straddles buffer fills: a line
+    /// without end (a broken or hostile file) is an error once memory runs out, not an abort.
+    fn reserve_partial_line(&mut self, additional: usize, line: u64) -> Result<()> {
+        if self.partial_line.try_reserve(additional).is_ok() {
+            return Ok(());
+        }
+        Err(FactsError::Read {
+            path: self.path.clone(),
+            source: std::io::Error::new(
+                ErrorKind::OutOfMemory,
+                format!(
+                    "line {line}: out of memory after {} bytes without a line end",
+                    self.partial_line.len()
+                ),
+            ),
+        })
     }
 
     /// Calls `handle` with the next physical line without its `\n` (a `\r` stays, as with
@@ -142,6 +249,8 @@ impl<R: Read> FactsReader<R> {
             }
             let Some(end) = memchr::memchr(b'\n', available) else {
                 let length = available.len();
+                self.reserve_partial_line(length, self.line_number + 1)?;
+                let available = self.reader.buffer();
                 self.partial_line.extend_from_slice(available);
                 self.reader.consume(length);
                 continue;
@@ -150,6 +259,8 @@ impl<R: Read> FactsReader<R> {
             let value = if self.partial_line.is_empty() {
                 handle(&mut self.parser, &available[..end])
             } else {
+                self.reserve_partial_line(end, self.line_number)?;
+                let available = self.reader.buffer();
                 self.partial_line.extend_from_slice(&available[..end]);
                 let value = handle(&mut self.parser, &self.partial_line);
                 self.partial_line.clear();
@@ -228,7 +339,16 @@ impl RowParser {
         let input_token_len = parse_u64_field("input_token_len", input_token_len)?;
         let block_size_tokens = parse_u64_field("block_size_tokens", block_size_tokens)?;
         let block_bytes = parse_u64_field("block_bytes", block_bytes)?;
-        parse_hit_curve(hit_curve, &mut record.fact.hit_curve)?;
+        // A segment takes at least 5 bytes (`[0,1]`) and a separator: room for as many as
+        // the field could hold, fallibly (reused: no allocation once warm).
+        let segments = hit_curve.len() / 6 + 1;
+        let curve = &mut record.fact.hit_curve;
+        if curve.capacity() < segments && curve.try_reserve(segments - curve.len()).is_err() {
+            return Err(FactsRowError::OutOfMemory {
+                line_bytes: line.len(),
+            });
+        }
+        parse_hit_curve(hit_curve, curve)?;
         if block_bytes == 0 || block_size_tokens == 0 {
             return Err(FactsRowError::NonPositiveBlock);
         }
@@ -258,6 +378,12 @@ impl RowParser {
     /// `""` inside quotes is one literal quote, the next lone `"` ends quoted mode.
     fn split(&mut self, line: &[u8]) -> Result<(), FactsRowError> {
         self.unquoted.clear();
+        // The unquoted fields are never longer than the line: room once, fallibly.
+        if self.unquoted.try_reserve(line.len()).is_err() {
+            return Err(FactsRowError::OutOfMemory {
+                line_bytes: line.len(),
+            });
+        }
         let mut field_count = 0_usize;
         let mut rest = line;
         loop {
@@ -873,6 +999,25 @@ mod tests {
             "f.csv: facts line 2: hit_curve covers 1 blocks, more than the 0 full blocks of \
              input_token_len / block_size_tokens"
         );
+    }
+
+    /// Issue #27 (Low): a facts CSV exported by a spreadsheet starts with a UTF-8 byte-order
+    /// mark; its header is the header all the same, and its rows are read.
+    #[test]
+    fn a_byte_order_mark_before_the_header_is_skipped() {
+        let text = format!("\u{feff}{FACTS_HEADER}\n1,a,5,32,16,1048576,\"[[0,2]]\"\n");
+        let mut reader = FactsReader::from_reader(text.as_bytes(), "facts.csv").unwrap();
+        let mut record = FactRecord::default();
+        assert!(reader.next_record(&mut record).unwrap());
+        assert_eq!(record.instance_id, "a");
+        assert_eq!(record.fact.hit_curve.len(), 1);
+        assert!(!reader.next_record(&mut record).unwrap());
+        // Only before the header: a mark anywhere else is the header mismatch it always was.
+        let text = format!("{FACTS_HEADER}\u{feff}\n");
+        assert!(matches!(
+            FactsReader::from_reader(text.as_bytes(), "facts.csv"),
+            Err(FactsError::HeaderMismatch { .. })
+        ));
     }
 
     #[test]
