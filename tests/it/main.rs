@@ -50,6 +50,7 @@ mod replay_summary_order;
 mod seed_example;
 mod shards;
 mod shared_data_guard;
+mod slot_policy;
 mod sql;
 mod sql_spark;
 mod tiers;
