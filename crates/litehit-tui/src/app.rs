@@ -446,7 +446,7 @@ impl App {
 
     /// Adds the snapshot's notices to the log when they are new.
     fn log_notices(&mut self, snap: &LiveSnapshot) {
-        for notice in crate::render::status::loggable_notices(snap) {
+        for notice in crate::notice::loggable_notices(snap) {
             let at = snap.uptime.saturating_sub(notice.age.unwrap_or_default());
             // The same event in the next snapshot: same text, same moment (an age-less
             // notice, a problem still current, is one entry while it lasts).
@@ -467,7 +467,7 @@ impl App {
             health.bad_lines,
             snap.uptime,
         ) {
-            let notice = crate::render::status::bad_lines_notice(count, health.last_error.as_ref());
+            let notice = crate::notice::bad_lines_notice(count, health.last_error.as_ref());
             self.push_notice(snap.uptime, notice);
         }
         if let Some(count) = input_to_log(
@@ -475,7 +475,7 @@ impl App {
             health.out_of_order_timestamps,
             snap.uptime,
         ) {
-            let notice = crate::render::status::out_of_order_notice(count);
+            let notice = crate::notice::out_of_order_notice(count);
             self.push_notice(snap.uptime, notice);
         }
         // A `b` change is a state, not an event: logged when it changes (also back to an
@@ -483,13 +483,13 @@ impl App {
         if snap.assumed_block_bytes != self.logged_block_bytes {
             self.logged_block_bytes = snap.assumed_block_bytes;
             if let Some(block_bytes) = snap.assumed_block_bytes {
-                let notice = crate::render::status::block_bytes_notice(block_bytes);
+                let notice = crate::notice::block_bytes_notice(block_bytes);
                 self.push_notice(snap.uptime, notice);
             }
         }
     }
 
-    fn push_notice(&mut self, at: Duration, notice: crate::render::status::Notice) {
+    fn push_notice(&mut self, at: Duration, notice: crate::notice::Notice) {
         if self.notice_log.len() == NOTICE_LOG_LEN {
             self.notice_log.pop_front();
         }
