@@ -32,6 +32,7 @@ mod kv_size_warning;
 mod line_cap;
 mod memory;
 mod metrics;
+mod module_layout;
 mod mrc;
 mod openai_live;
 mod parity;
