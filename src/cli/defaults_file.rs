@@ -246,6 +246,22 @@ pub fn parse(path: &Path, text: &str) -> Result<Defaults, DefaultsError> {
                 .to_owned(),
         });
     }
+    if let Some(slots) = &defaults.capacity_gb {
+        // The one slot policy, as `--capacity-gb` and the add-slot dialog apply it.
+        let block_bytes: Vec<u64> = defaults.block_bytes.into_iter().collect();
+        if let Err(error) = litehit_core::slots::check(slots, &block_bytes) {
+            let key = table
+                .keys()
+                .find(|key| key.get_ref() == "capacity-gb")
+                .expect("the key was read");
+            return Err(DefaultsError::Value {
+                path: path.to_owned(),
+                line: line_of(key.span().start),
+                key: Some(key.get_ref().clone()),
+                message: error.to_string(),
+            });
+        }
+    }
     Ok(defaults)
 }
 

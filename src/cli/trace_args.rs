@@ -5,6 +5,9 @@ use std::path::PathBuf;
 use litehit_tokenize::convert::AddSpecialTokens;
 use litehit_tokenize::record::TimeUnit;
 
+/// Tokens per block when none is given (vLLM's default).
+pub const DEFAULT_BLOCK_SIZE: u64 = 16;
+
 /// `litehit trace LOG --out TRACE`.
 #[derive(Debug, Clone, PartialEq, clap::Args)]
 #[command(after_long_help = "Examples:\n  \
@@ -27,7 +30,7 @@ pub struct TraceArgs {
     pub out: PathBuf,
 
     /// Tokens per block: each full block gets a key, the partial tail none
-    #[arg(long, value_name = "TOKENS", default_value_t = crate::commands::trace::DEFAULT_BLOCK_SIZE,
+    #[arg(long, value_name = "TOKENS", default_value_t = DEFAULT_BLOCK_SIZE,
           value_parser = clap::value_parser!(u64).range(1..))]
     pub block_size: u64,
 

@@ -56,7 +56,8 @@ pub struct WatchArgs {
     pub config: Option<PathBuf>,
 
     /// Capacity slots, comma-separated: binary GB (GB × 2^30 bytes: 40, 0.5, 40GB), binary TB
-    /// (4TB = 4096 GB) or blocks (1000b); ∞ is always shown; more can be added live with `a`. Default: the config's
+    /// (4TB = 4096 GB) or blocks (1000b); ∞ is always shown; more can be added live with `a`.
+    /// Each slot holds at least one block and has its own block count. Default: the config's
     /// capacity_gb, else 10,40,80. Every value after the flag, up to the next flag, is a
     /// slot (space-separated too): type TRACE before it
     #[arg(

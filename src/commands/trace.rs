@@ -19,8 +19,8 @@ use litehit_tokenize::template::{
 use litehit_tokenize::tokenizer::TextTokenizer;
 use litehit_tokenize::{ConvertOptions, ConvertSummary, Converter};
 
-/// Tokens per block when none is given (vLLM's default).
-pub const DEFAULT_BLOCK_SIZE: u64 = 16;
+/// Tokens per block when none is given: defined beside its flag, `--block-size`.
+pub use crate::cli::trace_args::DEFAULT_BLOCK_SIZE;
 
 /// Read buffer of the log.
 const READ_BUFFER_BYTES: usize = 1 << 20;

@@ -561,7 +561,14 @@ fn trace_ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
     } else {
         args.capacity_gb.clone()
     };
-    check_slots(&slots)?;
+    // Slots are compared as block counts at the lanes' block bytes once they are known (a
+    // trace still to name its format may change them).
+    let block_bytes = if engine_for_format.is_none() {
+        lane_block_bytes(&engine.lanes)
+    } else {
+        Vec::new()
+    };
+    check_slots_at(&slots, &block_bytes)?;
     let (directory, rotation_grace) = follow_options(args, &trace_path)?;
     let mut config = IngestConfig::new(trace_path, engine);
     config.directory = directory;
@@ -675,19 +682,25 @@ pub(crate) fn frame_period(fps: f64) -> color_eyre::Result<Duration> {
     Ok(Duration::from_secs_f64(1.0 / fps.clamp(0.5, 120.0)))
 }
 
-/// The slots the monitor starts with must be distinct, and not ∞ (always the last column).
+/// The slots the monitor starts with, before any block size is known: the one slot policy
+/// ([`litehit_core::slots`]) the defaults file and the add-slot dialog apply too.
 pub fn check_slots(slots: &[Capacity]) -> color_eyre::Result<()> {
-    for (index, capacity) in slots.iter().enumerate() {
-        if *capacity == Capacity::Infinite {
-            bail!(
-                "--capacity-gb: unlimited (inf, -1) is always shown (the ∞ column); leave it out"
-            );
+    check_slots_at(slots, &[])
+}
+
+/// [`check_slots`] with the lanes' block bytes known: block counts are compared.
+fn check_slots_at(slots: &[Capacity], block_bytes: &[u64]) -> color_eyre::Result<()> {
+    litehit_core::slots::check(slots, block_bytes).map_err(|error| eyre!("--capacity-gb: {error}"))
+}
+
+/// The block bytes of the lanes `lanes` names.
+fn lane_block_bytes(lanes: &litehit_core::engine::LaneSet) -> Vec<u64> {
+    match lanes {
+        litehit_core::engine::LaneSet::Configured(specs) => {
+            specs.iter().map(|spec| spec.block_bytes).collect()
         }
-        if slots[..index].contains(capacity) {
-            bail!("--capacity-gb: {capacity} is given twice");
-        }
+        litehit_core::engine::LaneSet::OnTheFly(template) => vec![template.block_bytes],
     }
-    Ok(())
 }
 
 /// Whether `path` is a file with at least one byte (so its format can be told now).

@@ -12,5 +12,6 @@ pub mod number_format;
 pub mod plot;
 pub mod pool_detect;
 pub mod query_jsonl;
+pub mod query_span;
 pub mod query_windows;
 pub mod summary;

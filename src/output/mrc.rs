@@ -10,7 +10,10 @@
 //!   `block_size_tokens` / input tokens.
 //! * **Total** means every instance with its own cache of the same size in bytes, exactly as
 //!   the overall summary line of `litehit query`: at `B` bytes the total hit tokens are
-//!   `Σᵢ hitsᵢ(floor(B / block_bytesᵢ)) × block_size_tokensᵢ`. Its knees are found by a binary
+//!   `Σᵢ hitsᵢ(floor(B / block_bytesᵢ)) × block_size_tokensᵢ`. Its knees are **equal-share
+//!   knees** (the smallest equal per-instance size `B` whose total reaches the target; not
+//!   the live monitor's "Σ of instance knees", each instance's own knee summed), in JSON
+//!   `total.knees` (per-instance capacities). They are found by a binary
 //!   search over bytes (the total is a non-decreasing step function of `B`); they are also
 //!   given in blocks when every instance has the same `block_bytes`.
 //! * **Knee p%**: the smallest capacity whose cumulative hit rate reaches p% of the
@@ -763,7 +766,8 @@ pub struct TotalPoint {
     pub hit_rate: f64,
 }
 
-/// The smallest per-instance cache size reaching `percent`% of the total ceiling.
+/// An equal-share knee: the smallest per-instance cache size (the same for every instance)
+/// reaching `percent`% of the total ceiling.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct TotalKnee {
     pub percent: u32,
@@ -889,7 +893,9 @@ pub fn render_table(report: &MrcReport) -> String {
         "\nCumulative token hit rate of an exact LRU prefix cache. A p% knee is the smallest\n",
         "capacity reaching p% of the ∞-capacity hit rate; saturation is the smallest reaching all\n",
         "of it. GiB = 2^30 bytes, (n) = blocks. total: every instance with its own cache of that\n",
-        "size, as in the overall line of `litehit query`.\n",
+        "size, as in the overall line of `litehit query`; its knees are equal-share knees (the\n",
+        "smallest equal per-instance size whose total reaches p%), not the Σ of instance knees\n",
+        "that `watch` shows.\n",
     ));
     out
 }
@@ -922,7 +928,7 @@ fn render_pool_lines(pool: &PoolReport) -> String {
         return out;
     };
     let mut rows = vec![[
-        "at total knee".to_owned(),
+        "at equal-share knee".to_owned(),
         "per instance C".to_owned(),
         "total N × C".to_owned(),
         "N caches of C".to_owned(),

@@ -81,40 +81,11 @@ pub struct QueryOptions {
     pub summary_only: bool,
 }
 
+/// The accounted span lives in [`super::query_span`].
+pub use super::query_span::TimeRange;
 /// Cache tiers to split each summary's hits among (`query --tiers`); the same plan `watch
 /// --tiers` shows live.
 pub use litehit_core::projector::tiers::TierPlan;
-
-/// Which rows the query accounts: timestamps in `[from_ns, to_ns)`. The facts already hold
-/// the cache state built from the start of the trace; only the accounting is restricted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TimeRange {
-    pub from_ns: i64,
-    pub to_ns: i64,
-}
-
-impl Default for TimeRange {
-    fn default() -> Self {
-        Self {
-            from_ns: i64::MIN,
-            to_ns: i64::MAX,
-        }
-    }
-}
-
-impl TimeRange {
-    /// Whether a row at `timestamp_ns` is accounted (`to_ns == i64::MAX` includes it).
-    #[must_use]
-    pub fn contains(&self, timestamp_ns: i64) -> bool {
-        timestamp_ns >= self.from_ns && (timestamp_ns < self.to_ns || self.to_ns == i64::MAX)
-    }
-
-    /// Whether every row is accounted.
-    #[must_use]
-    pub fn is_everything(&self) -> bool {
-        *self == Self::default()
-    }
-}
 
 /// What a query adds to upstream's: cache tiers and a time range (both off by default, and
 /// then the output is byte for byte upstream's).
@@ -299,7 +270,7 @@ pub enum QueryError {
         other: u64,
     },
     #[error(transparent)]
-    EmptySpan(#[from] super::query_windows::EmptySpan),
+    EmptySpan(#[from] super::query_span::EmptySpan),
 }
 
 /// Projection at every slot plus the running totals, without any output.
@@ -1153,7 +1124,7 @@ struct SeenRows {
 
 impl SeenRows {
     fn add(&mut self, timestamp_ns: i64) {
-        self.span = super::query_windows::widen_span(self.span, timestamp_ns);
+        self.span = super::query_span::widen_span(self.span, timestamp_ns);
     }
 }
 
@@ -1260,7 +1231,7 @@ pub fn query_facts_files_planned<W: Write + Send>(
     // Before any summary: a file given twice would double every count in it.
     totals.check_no_repeated_rows(facts_paths)?;
     if !range.is_everything() && !seen.accounted {
-        return Err(super::query_windows::EmptySpan {
+        return Err(super::query_span::EmptySpan {
             range,
             trace: seen.span,
         }

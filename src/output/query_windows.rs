@@ -18,9 +18,11 @@ use std::path::PathBuf;
 use super::number_format::{append_g6, append_json_string};
 use super::pool_detect::LaneFingerprints;
 use super::query_jsonl::{
-    PoolRule, QueryError, QuerySlots, QueryTotals, TierPlan, TimeRange,
-    append_block_count_or_unlimited,
+    PoolRule, QueryError, QuerySlots, QueryTotals, TierPlan, append_block_count_or_unlimited,
 };
+/// Where `query` and `mrc` find them, as before they moved to [`super::query_span`].
+pub use super::query_span::{EmptySpan, widen_span};
+use super::query_span::{TimeRange, time_in_message};
 use super::summary::ratio;
 use litehit_core::display;
 use litehit_core::facts::FactRecord;
@@ -134,64 +136,6 @@ impl TimeSpec {
     }
 }
 
-/// A time in a message: `trace time 600 s (timestamp_ns 1700000600000000000)`, the trace
-/// time from the trace's first request `first_ns` when there is one.
-fn time_in_message(ns: i64, first_ns: Option<i64>) -> String {
-    match first_ns {
-        Some(first_ns) => format!(
-            "trace time {} s (timestamp_ns {ns})",
-            display::seconds_of_ns(i128::from(ns) - i128::from(first_ns))
-        ),
-        None => format!("timestamp_ns {ns}"),
-    }
-}
-
-/// `from` to `to` of an accounted span (`start`/`end` for an open side), for messages.
-fn span_in_message(range: TimeRange, first_ns: Option<i64>) -> String {
-    let side = |ns: i64, open: i64, word: &str| {
-        if ns == open {
-            format!("the {word}")
-        } else {
-            time_in_message(ns, first_ns)
-        }
-    };
-    format!(
-        "from {} to {}",
-        side(range.from_ns, i64::MIN, "start"),
-        side(range.to_ns, i64::MAX, "end")
-    )
-}
-
-/// An accounted span (`--from`, `--to`, `--exclude-warmup`) that holds no facts row: an
-/// error in `query` and `mrc` alike (zeros would read as a measurement), naming the span and
-/// the trace's own, so the user sees which side missed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub struct EmptySpan {
-    pub range: TimeRange,
-    /// The first and last `timestamp_ns` of every row read; `None` when there was no row.
-    pub trace: Option<(i64, i64)>,
-}
-
-impl std::fmt::Display for EmptySpan {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let first_ns = self.trace.map(|(first, _)| first);
-        write!(
-            f,
-            "no facts row in the accounted span ({}): ",
-            span_in_message(self.range, first_ns)
-        )?;
-        match self.trace {
-            Some((first, last)) => write!(
-                f,
-                "the trace's rows run from {} to {}",
-                time_in_message(first, first_ns),
-                time_in_message(last, first_ns)
-            ),
-            None => f.write_str("the facts have no rows"),
-        }
-    }
-}
-
 /// `Err` with both ends when the resolved span starts at or after its end (`--from 30m --to
 /// 10m`, or a warm-up that ends after `--to`): no row could be in it.
 pub fn check_span_order(range: TimeRange, first_ns: Option<i64>) -> Result<(), String> {
@@ -214,15 +158,6 @@ fn offset_ns(base_ns: i64, offset_ns: f64) -> i64 {
     )]
     let offset = offset_ns.floor() as i64;
     base_ns.saturating_add(offset)
-}
-
-/// `span` (the smallest and largest `timestamp_ns` so far, `None` before any row) widened to
-/// hold `timestamp_ns`: every pass that says where the trace's rows are keeps it this way.
-#[must_use]
-pub fn widen_span(span: Option<(i64, i64)>, timestamp_ns: i64) -> Option<(i64, i64)> {
-    Some(span.map_or((timestamp_ns, timestamp_ns), |(first, last)| {
-        (first.min(timestamp_ns), last.max(timestamp_ns))
-    }))
 }
 
 /// The smallest and largest `timestamp_ns` over every row of `facts_paths` (`None` without

@@ -533,3 +533,22 @@ fn a_legend_of_many_instances_names_the_total_and_counts_the_rest() {
     );
     assert!(svg.contains("… and 20 more instances"), "{svg}");
 }
+
+/// Issue #28: `mrc`'s total knee and `watch`'s sum of knees are two definitions; each has
+/// its own name where the user reads it.
+#[test]
+fn the_total_knees_are_named_equal_share_knees_not_a_sum() {
+    let dir = tempfile::tempdir().unwrap();
+    let facts = dir.path().join("f.csv");
+    fs::write(
+        &facts,
+        format!("{FACTS_HEADER}\nr1,a,1,8,4,1024,\"[[1,2]]\"\nr2,b,1,8,4,1024,\"[[1,2]]\"\n"),
+    )
+    .unwrap();
+    let report = MrcCurves::from_facts_files(&[facts]).unwrap().report(10);
+    let table = litehit::output::mrc::render_table(&report);
+    assert!(
+        table.contains("its knees are equal-share knees (the\nsmallest equal per-instance size whose total reaches p%), not the Σ of instance knees"),
+        "{table}"
+    );
+}

@@ -155,7 +155,7 @@ proptest! {
         let part = |knees: &Option<Vec<u64>>| {
             knees.as_deref().map_or_else(|| "no hits yet".to_owned(), expected_values)
         };
-        let total = format!("Σ all: {}", part(&sums));
+        let total = format!("Σ of instance knees: {}", part(&sums));
 
         // Lane a selected (the first row): a, then the sum.
         let line = targets_line(&snap, &app);
@@ -207,7 +207,8 @@ fn small_screens_keep_the_table_and_never_cut_a_number() {
             .collect();
         for piece in &pieces {
             assert!(
-                ["a", "b", "Σ all"].contains(piece) || values.iter().any(|value| value == piece),
+                ["a", "b", "Σ of instance knees"].contains(piece)
+                    || values.iter().any(|value| value == piece),
                 "{width}×{height}: a cut value {piece:?} in {line:?}"
             );
         }

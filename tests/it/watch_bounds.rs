@@ -342,7 +342,7 @@ fn under_a_horizon_the_knees_are_lower_bounds_on_every_surface() {
     );
     assert!(line.contains(&expected), "{expected:?} not in {line:?}");
     assert!(
-        line.contains(&format!("Σ all: {LOWER_BOUND_MARK}")),
+        line.contains(&format!("Σ of instance knees: {LOWER_BOUND_MARK}")),
         "{line}"
     );
     // The chart's legend says its knees are lower bounds.
@@ -408,7 +408,7 @@ fn the_pool_has_its_knees_in_total_capacity_on_every_surface() {
         let rows = screen(&snap, &app);
         let line = row_with(&rows, "to reach 90/95/99 % of ∞");
         let expected = format!(
-            "pool (shared): {} │ Σ all: ",
+            "pool (shared): {} │ Σ of instance knees: ",
             targets_values(&shown_knee_bytes(pool_lane), !horizon.is_empty())
         );
         assert!(line.contains(&expected), "{expected:?} not in {line:?}");

@@ -44,5 +44,6 @@ pub mod grammar;
 pub mod hitcore;
 pub mod preprocess;
 pub mod projector;
+pub mod slots;
 
 pub mod workload;

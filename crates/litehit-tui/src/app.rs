@@ -446,7 +446,7 @@ impl App {
 
     /// Adds the snapshot's notices to the log when they are new.
     fn log_notices(&mut self, snap: &LiveSnapshot) {
-        for notice in crate::render::status::loggable_notices(snap) {
+        for notice in crate::notice::loggable_notices(snap) {
             let at = snap.uptime.saturating_sub(notice.age.unwrap_or_default());
             // The same event in the next snapshot: same text, same moment (an age-less
             // notice, a problem still current, is one entry while it lasts).
@@ -467,7 +467,7 @@ impl App {
             health.bad_lines,
             snap.uptime,
         ) {
-            let notice = crate::render::status::bad_lines_notice(count, health.last_error.as_ref());
+            let notice = crate::notice::bad_lines_notice(count, health.last_error.as_ref());
             self.push_notice(snap.uptime, notice);
         }
         if let Some(count) = input_to_log(
@@ -475,7 +475,7 @@ impl App {
             health.out_of_order_timestamps,
             snap.uptime,
         ) {
-            let notice = crate::render::status::out_of_order_notice(count);
+            let notice = crate::notice::out_of_order_notice(count);
             self.push_notice(snap.uptime, notice);
         }
         // A `b` change is a state, not an event: logged when it changes (also back to an
@@ -483,13 +483,13 @@ impl App {
         if snap.assumed_block_bytes != self.logged_block_bytes {
             self.logged_block_bytes = snap.assumed_block_bytes;
             if let Some(block_bytes) = snap.assumed_block_bytes {
-                let notice = crate::render::status::block_bytes_notice(block_bytes);
+                let notice = crate::notice::block_bytes_notice(block_bytes);
                 self.push_notice(snap.uptime, notice);
             }
         }
     }
 
-    fn push_notice(&mut self, at: Duration, notice: crate::render::status::Notice) {
+    fn push_notice(&mut self, at: Duration, notice: crate::notice::Notice) {
         if self.notice_log.len() == NOTICE_LOG_LEN {
             self.notice_log.pop_front();
         }
@@ -515,62 +515,12 @@ impl App {
         Some(Command::SetFramePeriod(self.frame_period()))
     }
 
-    /// Why `capacity` (typed as `input`) is no new slot, if it is not.
-    fn refuse_slot(&self, input: &str, capacity: Capacity) -> Option<String> {
-        let typed = input.trim();
-        if typed.starts_with('-') {
-            return Some(format!(
-                "{typed:?}: negative capacities are refused (for unlimited see the ∞ column)"
-            ));
-        }
-        match capacity {
-            Capacity::Infinite => {
-                return Some("∞ is always shown (the last column)".to_owned());
-            }
-            Capacity::Gigabytes(0.0) => {
-                return Some("0 GiB holds no block: type a size above 0".to_owned());
-            }
-            Capacity::Blocks(0) => {
-                return Some("0 blocks hold nothing: type a count above 0".to_owned());
-            }
-            Capacity::Gigabytes(_) | Capacity::Blocks(_) => {}
-        }
-        // Compared as block counts where every lane's block bytes are known: `1e-12` GB is
-        // the same 0 blocks as any other size under one block.
-        let counts = |capacity: Capacity| -> Vec<Option<u64>> {
-            self.lane_block_bytes
-                .iter()
-                .map(|&block_bytes| capacity.blocks(block_bytes))
-                .collect()
-        };
-        if !self.lane_block_bytes.is_empty()
-            && counts(capacity).iter().all(|&count| count == Some(0))
-        {
-            let block = self.lane_block_bytes.iter().max().copied().unwrap_or(0);
-            return Some(format!(
-                "{typed:?} is 0 blocks of {}: it holds nothing",
-                crate::render::format::bytes(block)
-            ));
-        }
-        let same = |existing: Capacity| {
-            existing == capacity
-                || (!self.lane_block_bytes.is_empty() && counts(existing) == counts(capacity))
-        };
-        if let Some(&existing) = self
-            .slot_capacities
-            .iter()
-            .find(|&&existing| same(existing))
-        {
-            return Some(if existing == capacity {
-                format!("{typed:?} is a slot already")
-            } else {
-                format!(
-                    "{typed:?} is the same block count as the slot {} already",
-                    crate::render::format::capacity(existing)
-                )
-            });
-        }
-        None
+    /// Why `capacity` is no new slot, if it is not: the one slot policy `watch --capacity-gb`
+    /// and the defaults file apply too, at the lanes' block bytes.
+    fn refuse_slot(&self, capacity: Capacity) -> Option<String> {
+        litehit_core::slots::check_new(&self.slot_capacities, capacity, &self.lane_block_bytes)
+            .err()
+            .map(|error| error.to_string())
     }
 
     /// A mouse event: a click on a table row selects it, the wheel moves the selection.
@@ -739,7 +689,7 @@ impl App {
                     let input = editor.input.clone();
                     match parse_capacity(&input) {
                         Ok(capacity) => {
-                            if let Some(reason) = self.refuse_slot(&input, capacity) {
+                            if let Some(reason) = self.refuse_slot(capacity) {
                                 self.set_editor_error(reason);
                                 None
                             } else {
@@ -958,7 +908,7 @@ mod tests {
         app.handle_key(press(KeyCode::Char('a')));
         type_text(&mut app, "40 GiB");
         assert_eq!(app.handle_key(press(KeyCode::Enter)), None);
-        assert!(editor_error(&app).contains("a slot already"));
+        assert!(editor_error(&app).contains("is given twice"));
         for _ in 0..6 {
             app.handle_key(press(KeyCode::Backspace));
         }
@@ -1434,20 +1384,26 @@ mod tests {
         // 64 MiB blocks: 10 GiB = 160 blocks.
         app.observe(&with_geometry(64 << 20, &[Capacity::Gigabytes(10.0)]));
         for (text, reason) in [
-            ("0", "0 GiB holds no block"),
-            ("0b", "0 blocks hold nothing"),
-            ("-5", "negative capacities are refused"),
-            ("inf", "∞ is always shown"),
+            ("0", "0 GiB is 0 blocks of 64.00 MiB"),
+            ("0b", "0 blk is 0 blocks"),
+            (
+                "-5",
+                "unlimited (inf, or any negative size) is always shown",
+            ),
+            (
+                "inf",
+                "unlimited (inf, or any negative size) is always shown",
+            ),
             ("1e-12", "is 0 blocks of 64.00 MiB"),
             ("160b", "the same block count as the slot 10 GiB"),
             ("10.00000001", "the same block count as the slot 10 GiB"),
-            ("10 GiB", "is a slot already"),
+            ("10 GiB", "10 GiB is given twice"),
         ] {
             assert_eq!(try_slot(&mut app, text), None, "{text} is refused");
             let shown = editor_error(&app);
             assert!(shown.contains(reason), "{text}: {shown}");
             assert!(
-                !shown.contains("∞ is always") || text == "inf",
+                !shown.contains("always shown") || text == "inf" || text == "-5",
                 "{text}: {shown}"
             );
         }

@@ -9,6 +9,7 @@
 
 pub mod app;
 pub mod event;
+pub mod notice;
 pub mod render;
 
 use std::sync::Arc;

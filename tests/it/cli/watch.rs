@@ -271,9 +271,16 @@ fn watch_refuses_what_it_cannot_follow_with_a_clear_message() {
     assert_mentions(failed(&run), &["no-such-dir does not exist"]);
     // Slots: distinct, and ∞ is a column already.
     for (slots, fragment) in [
-        ("40,40GB", "40 GB is given twice"),
-        ("10,inf", "unlimited (inf, -1) is always shown"),
-        ("-1", "unlimited (inf, -1) is always shown"),
+        ("40,40GB", "40 GiB is given twice"),
+        (
+            "10,inf",
+            "unlimited (inf, or any negative size) is always shown",
+        ),
+        (
+            "-1",
+            "unlimited (inf, or any negative size) is always shown",
+        ),
+        ("0", "0 GiB is 0 blocks"),
     ] {
         let run = run_in(None, ["demo", "--headless", "--capacity-gb", slots]);
         assert_mentions(failed(&run), &[fragment]);

@@ -3,7 +3,7 @@
 //! ```text
 //! litehit watch trace.jsonl · following · notify · backlog 0 B            <- title (1 line)
 //! geometry mooncake · 512 tok/block · 64.00 MiB/block · 16 blocks/GiB     <- geometry.rs
-//! to reach 90/95/99 % of ∞ · i1: 12.4 GiB · 20.2 GiB · 51 GiB │ Σ all: …   <- targets.rs
+//! to reach 90/95/99 % of ∞ · i1: 12.4 GiB · 20.2 GiB · 51 GiB │ Σ of instance knees: …  <- targets.rs
 //! ┌ instances ─────────────────────────────────────────────────────────────┐
 //! │ instance   requests  input tok  10 GiB  40 GiB     ∞   unique  KV bytes │ <- instances.rs
 //! │ total …                                                               │

@@ -1,10 +1,11 @@
 //! The capacity-for-target line: the smallest capacity whose hits reach 90, 95 and 99 % of
 //! the ∞ bound's, for the selected instance (or the shared pool, in its total capacity) and
-//! for every instance together (Σ of each instance's own), the live counterpart of
-//! `litehit mrc`'s knees:
+//! for every instance together: the **Σ of instance knees** (each instance's own knee,
+//! summed), which is not `litehit mrc`'s total row (its equal-share knee: the smallest equal
+//! per-instance size whose total reaches the target):
 //!
 //! ```text
-//!  to reach 90/95/99 % of ∞ · instance-0: 12.3 GiB · 20.1 GiB · 51 GiB │ Σ all: 36.9 GiB · …
+//!  to reach 90/95/99 % of ∞ · instance-0: 12.3 GiB · 20.1 GiB · 51 GiB │ Σ of instance knees: 36.9 GiB · …
 //! ```
 //!
 //! The capacities are the ingest thread's (`LaneSnapshot::capacity_for_fraction`, exact from
@@ -26,6 +27,9 @@ use litehit_live::snapshot::LaneSnapshot;
 /// The targets shown, in percent of the ∞ bound's hits (a subset of
 /// `litehit_live::snapshot::CAPACITY_FRACTION_PERCENTS`).
 pub const SHOWN_PERCENTS: [u32; 3] = [90, 95, 99];
+
+/// The name of the Σ over instances of each one's own knee (not `mrc`'s equal-share knee).
+pub const TOTAL_LABEL: &str = "Σ of instance knees";
 
 /// Significant digits of a capacity (rounded up).
 const DIGITS: i32 = 3;
@@ -69,7 +73,7 @@ fn display_width(text: &str) -> usize {
 
 /// `("instance-0", "12.3 GiB · 20.1 GiB · 51 GiB")` for the selected instance (its id cut to
 /// fit 24 columns) or the shared pool (`pool (shared)`, its total capacity), then
-/// `("Σ all", …)` when there are several; only the totals on the totals row.
+/// `(TOTAL_LABEL, …)` when there are several; only the totals on the totals row.
 pub fn parts(snap: &LiveSnapshot, view: &App) -> Vec<(String, String)> {
     let mut parts = Vec::new();
     let selected = view
@@ -95,7 +99,7 @@ pub fn parts(snap: &LiveSnapshot, view: &App) -> Vec<(String, String)> {
         parts.push((format!("{id}{suffix}"), values));
     }
     if snap.lanes.len() > 1 || selected.is_none() {
-        parts.push(("Σ all".to_owned(), totals_text(snap)));
+        parts.push((TOTAL_LABEL.to_owned(), totals_text(snap)));
     }
     parts
 }
