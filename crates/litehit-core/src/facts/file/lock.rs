@@ -2,7 +2,7 @@
 //! published, held from before its temp file is created until after the rename.
 //!
 //! A lock file is born complete, so its holder can always be named: a writer creates a
-//! private temp file (named as [`atomic`](super::atomic) names temp files), writes its pid
+//! private temp file (named as [`temp`](super::temp) names temp files), writes its pid
 //! into it, locks it, and only then links it to `.<name>.lock`. `link` fails when the name
 //! exists, so one writer's file stands there at a time. A writer that finds the name taken
 //! opens that file without following a symlink (`O_NOFOLLOW`) or blocking on a FIFO
@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use rustix::fs::{FlockOperation, Mode, OFlags};
 
-use super::atomic::{create_temp_file, remove_stale_temp_files};
+use super::temp::{create_temp_file, remove_stale_temp_files};
 use super::{FactsError, Result};
 
 /// How often [`PublishLock::acquire`] starts over: each time, another writer released,

@@ -14,6 +14,7 @@
 mod atomic;
 mod lock;
 mod reader;
+mod temp;
 mod writer;
 
 use std::io;
