@@ -16,6 +16,7 @@ use litehit_core::formats::TraceFormat;
 use litehit_core::workload::{Workload, WorkloadConfig};
 use litehit_live::Command;
 use litehit_live::headless::{self, HeadlessOptions};
+use litehit_live::headless_output::HeadlessOutput;
 use litehit_live::ingest::{self, IngestConfig};
 use litehit_tui::TuiOptions;
 use litehit_tui::app::FactsOnQuit;
@@ -70,6 +71,7 @@ pub fn run(args: &DemoArgs) -> color_eyre::Result<()> {
     config.facts_out = facts_out;
     config.frame_period = frame_period;
 
+    let headless_lines_dropped = Arc::clone(&config.headless_lines_dropped);
     let live = ingest::spawn(config)?;
     let stop = Arc::new(AtomicBool::new(false));
     let writer = {
@@ -99,9 +101,12 @@ pub fn run(args: &DemoArgs) -> color_eyre::Result<()> {
         let options = HeadlessOptions {
             interval: Duration::from_secs(1),
         };
-        headless::run(&live, options, &mut std::io::stdout().lock())
-            .map(drop)
-            .map_err(color_eyre::Report::from)
+        match HeadlessOutput::stdout(Arc::clone(&headless_lines_dropped)) {
+            Ok(out) => headless::run(&live, options, &out)
+                .map_err(color_eyre::Report::from)
+                .and_then(|_| super::watch::finish_output(out)),
+            Err(error) => Err(color_eyre::Report::from(error).wrap_err("opening standard output")),
+        }
     } else {
         let options = TuiOptions {
             fps: args.fps,

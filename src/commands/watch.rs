@@ -15,6 +15,7 @@ use litehit_core::formats::{Compression, peek_first_line, read_magic};
 use litehit_core::projector::Capacity;
 use litehit_live::LiveSnapshot;
 use litehit_live::headless::{self, HeadlessOptions};
+use litehit_live::headless_output::{self, HeadlessOutput};
 use litehit_live::http::{Endpoints, HttpListener, HttpOptions, HttpServer};
 use litehit_live::ingest::{self, EngineForFormat, IngestConfig, LineTransform};
 use litehit_live::snapshot::FactsWrite;
@@ -42,18 +43,24 @@ pub fn run(args: &WatchArgs) -> color_eyre::Result<()> {
     // Bound before the monitor starts: a port in use is said now, and port 0 has its number.
     let (listener, metrics_listener, shared) = bind_listeners(args)?;
     config.listen = listener.as_ref().map(HttpListener::local_addr);
+    let headless_lines_dropped = Arc::clone(&config.headless_lines_dropped);
     let live = ingest::spawn(config)?;
     let servers = start_servers(args, &live, listener, metrics_listener, shared)?;
     let last = if args.headless {
         let options = HeadlessOptions { interval };
-        let last = headless::run(&live, options, &mut std::io::stdout().lock())?;
+        // Lines go through a bounded queue to a writer thread: a reader that stops reading
+        // never blocks ingestion, HTTP or the signals (docs/OPERATIONS.md).
+        let out =
+            HeadlessOutput::stdout(headless_lines_dropped).wrap_err("opening standard output")?;
+        let last = headless::run(&live, options, &out)?;
         // With --facts-out the stopping ingest thread publishes the facts (none without a
         // single fact, as `replay`: the error or the note below says so).
         let stopped = live.shutdown();
         if facts_at_end.is_some() {
             // One more line, so the last one says truly how the facts write went.
-            headless::write_final_line(&mut std::io::stdout().lock(), &stopped)?;
+            headless::write_final_line(&out, &stopped)?;
         }
+        finish_output(out)?;
         report_facts_at_end(&stopped)?;
         refuse_out_of_memory(&stopped)?;
         if let Some(path) = facts_at_end.filter(|_| stopped.facts_write == FactsWrite::Idle) {
@@ -108,6 +115,29 @@ pub fn run(args: &WatchArgs) -> color_eyre::Result<()> {
     // After the ingest thread: batches it answered on the way out still reach their clients.
     drop(servers);
     check_lines_used(&last, args.from_end)
+}
+
+/// Ends the headless output: waits at most `headless_output::DRAIN_WAIT` for a slow reader
+/// to take the last lines, then says on stderr how many lines its reader never got.
+pub(crate) fn finish_output(out: HeadlessOutput) -> color_eyre::Result<()> {
+    let finished = out.finish(headless_output::DRAIN_WAIT);
+    if finished.dropped_lines > 0 {
+        eprintln!(
+            "litehit: {} report {} dropped: standard output was not read (a stalled reader; at \
+             most {} lines wait for it, and {:?} at exit)",
+            finished.dropped_lines,
+            if finished.dropped_lines == 1 {
+                "line"
+            } else {
+                "lines"
+            },
+            headless_output::QUEUE_LINES,
+            headless_output::DRAIN_WAIT
+        );
+    }
+    finished.error.map_or(Ok(()), |message| {
+        Err(eyre!("writing a report line: {message}"))
+    })
 }
 
 /// Binds `--listen`, warning when the address is not loopback (there is no authentication).

@@ -23,6 +23,7 @@ mod formats;
 mod formats_fuzz;
 mod fuzz_corpus;
 mod grammar_entry_points;
+mod headless_output;
 mod horizon;
 mod horizon_surfaces;
 mod http_ingest;

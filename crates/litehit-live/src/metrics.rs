@@ -15,6 +15,7 @@
 //!                                                                (+ lower_bound="true" above a memory horizon)
 //! litehit_tier_hit_tokens_total{instance,tier}          counter  watch --tiers: tokens each tier served
 //! litehit_bad_lines_total                               counter
+//! litehit_headless_lines_dropped_total                  counter
 //! litehit_ttl_expired_blocks_total{instance}            counter
 //! litehit_unique_blocks{instance}                       gauge
 //! litehit_capacity_for_fraction_bytes{instance,fraction} gauge   fraction="0.5" | "0.9" | "0.95" | "0.99"
@@ -53,12 +54,13 @@ pub const INFINITE_CAPACITY_LABEL: &str = "inf";
 
 /// Every metric name exported, as it appears in samples (counters with `_total`, the info
 /// metric with `_info`).
-pub const METRIC_NAMES: [&str; 15] = [
+pub const METRIC_NAMES: [&str; 16] = [
     "litehit_requests_total",
     "litehit_input_tokens_total",
     "litehit_hit_tokens_total",
     "litehit_tier_hit_tokens_total",
     "litehit_bad_lines_total",
+    "litehit_headless_lines_dropped_total",
     "litehit_ttl_expired_blocks_total",
     "litehit_unique_blocks",
     "litehit_capacity_for_fraction_bytes",
@@ -301,6 +303,13 @@ fn encode_snapshot(snap: &LiveSnapshot, mut encoder: DescriptorEncoder) -> fmt::
         "litehit_bad_lines",
         "Trace lines skipped as bad (unparsable or rejected by the engine)",
         snap.health.bad_lines,
+    )?;
+    counter(
+        &mut encoder,
+        "litehit_headless_lines_dropped",
+        "--headless report lines dropped because standard output was not read (its reader \
+         stalled)",
+        snap.headless_lines_dropped,
     )?;
 
     let mut family = encoder.encode_descriptor(

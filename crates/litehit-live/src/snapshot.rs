@@ -579,6 +579,8 @@ pub struct LiveSnapshot {
     /// The memory horizon every lane was given (`--memory-horizon`; never `Infinite`):
     /// results above it, and the ∞ bound, are lower bounds. `None`: exact at every capacity.
     pub memory_horizon: Option<Capacity>,
+    /// `--headless` report lines dropped so far because standard output was not read.
+    pub headless_lines_dropped: u64,
 }
 
 impl LiveSnapshot {

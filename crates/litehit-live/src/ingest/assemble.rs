@@ -309,6 +309,10 @@ impl Ingest {
                 .engine
                 .memory_horizon()
                 .filter(|_| pipeline.engine.has_memory_horizon()),
+            headless_lines_dropped: self
+                .config
+                .headless_lines_dropped
+                .load(std::sync::atomic::Ordering::Relaxed),
         };
         // No receiver left means the UI is gone; the next command will be Shutdown.
         self.snapshots.send_replace(Arc::new(snapshot));

@@ -140,6 +140,9 @@ pub struct IngestConfig {
     /// The name of the input's format when `line_transform` converts it (`openai`), shown
     /// instead of the trace format its lines become.
     pub source_format: Option<&'static str>,
+    /// `--headless` report lines dropped because standard output was not read
+    /// (`crate::headless_output`), counted there and published in every snapshot.
+    pub headless_lines_dropped: Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// Turns the lines of a log that is not a trace into trace lines before they are parsed
@@ -202,6 +205,7 @@ impl IngestConfig {
             memory_horizon: None,
             line_transform: None,
             source_format: None,
+            headless_lines_dropped: Arc::default(),
         }
     }
 }
