@@ -32,7 +32,9 @@ pub fn run(args: &DemoArgs) -> color_eyre::Result<()> {
     super::watch::check_slots(&args.capacity_gb)?;
     // Flags first, as `watch` does: a wrong one is the thing to fix, whatever the terminal.
     let facts_out = litehit_core::facts::file::facts_snapshot_path(&args.facts_out);
-    super::watch::check_facts_out(&facts_out, None)?; // its trace is a fresh temp file
+    // Its trace is a fresh temp file; `s` says then if the directory cannot be written (a
+    // demo started in a read-only directory still runs).
+    super::watch::check_facts_out(&facts_out, None, false)?;
     let frame_period = super::watch::frame_period(args.fps)?;
     if !args.headless {
         litehit_tui::ensure_terminal(false)?;
@@ -69,6 +71,8 @@ pub fn run(args: &DemoArgs) -> color_eyre::Result<()> {
     config.format = Some(TraceFormat::Standard);
     config.slots.clone_from(&args.capacity_gb);
     config.facts_out = facts_out;
+    // Not in the working directory: the spill of a generated trace is the demo's own.
+    config.spill_dir = Some(std::env::temp_dir());
     config.frame_period = frame_period;
 
     let headless_lines_dropped = Arc::clone(&config.headless_lines_dropped);

@@ -543,15 +543,20 @@ fn trace_ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
     config.memory_horizon = args.memory_horizon;
     // The same grammar and tier bands as `query --tiers`.
     config.tiers = super::query::tier_plan(&args.tier_args)?;
+    // The write probe only for a --facts-out given: nothing is written where nothing was
+    // asked (a service's cwd may be read-only; `s` to the default then says why it failed).
     check_facts_out(
         &config.facts_out,
         follow_file.then_some(&*config.trace_path),
+        args.facts_out.is_some(),
     )?;
     // On quit (or SIGTERM / SIGHUP) in the TUI, at the end of input headless.
     config.facts_at_end = args.facts_out.is_some();
     // Facts are kept (spilled) only when something can read them: --facts-out, or `s`.
     config.retain_facts = !args.no_facts && (!args.headless || args.facts_out.is_some());
-    config.spill_dir.clone_from(&args.spill_dir);
+    // The spill waits beside --facts-out (the disk it takes is where the facts go); without
+    // one (the TUI's `s` to the default), in the system temp directory, not the cwd.
+    config.spill_dir = spill_dir(args.spill_dir.as_deref(), args.facts_out.is_some());
     if !args.headless {
         // Headless has no screen to refresh: --fps does not apply (nor is it checked).
         config.frame_period = frame_period(args.fps)?;
@@ -560,6 +565,16 @@ fn trace_ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
         .wrap_err("--window-seconds is too large")?;
     config.exit_at_eof = args.exit_at_eof;
     Ok(config)
+}
+
+/// Where the facts spill waits: `--spill-dir`, else beside `--facts-out` (`None`), else the
+/// system temp directory (`$TMPDIR`, else `/tmp`): nothing is written where nothing was asked.
+pub(crate) fn spill_dir(spill_dir: Option<&Path>, facts_out_given: bool) -> Option<PathBuf> {
+    match spill_dir {
+        Some(dir) => Some(dir.to_path_buf()),
+        None if facts_out_given => None,
+        None => Some(std::env::temp_dir()),
+    }
 }
 
 /// Creates the directory `--facts-out` publishes in when it is missing (a path ending in `/`,
@@ -582,9 +597,12 @@ fn create_facts_out_directory(
 
 /// Where `s` writes the facts snapshot (`watch` and `demo`): not standard output, where the
 /// monitor draws (or prints JSON lines), and not the trace being followed.
+/// `probe_write`: also create (and remove) a temp file there now, for a destination the
+/// user named (never for the default, which a run may never write).
 pub(crate) fn check_facts_out(
     facts_out: &Path,
     trace_path: Option<&Path>,
+    probe_write: bool,
 ) -> color_eyre::Result<()> {
     if litehit_core::facts::file::is_standard_output(facts_out) {
         bail!(
@@ -614,6 +632,9 @@ pub(crate) fn check_facts_out(
     }
     if let Some(trace_path) = trace_path {
         super::refuse_temp_input(trace_path)?;
+    }
+    if !probe_write {
+        return Ok(());
     }
     // A read-only directory is found now too: a temp file is created there and removed.
     litehit_core::facts::file::check_publishable(facts_out)

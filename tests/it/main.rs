@@ -61,6 +61,7 @@ mod tui_targets;
 mod watch_bounds;
 mod watch_facts_dir;
 mod watch_pty;
+mod watch_service;
 mod watch_stop_state;
 mod watch_tail;
 mod watch_tiers;
