@@ -62,6 +62,7 @@ mod watch_bounds;
 mod watch_facts_dir;
 mod watch_pty;
 mod watch_service;
+mod watch_spill;
 mod watch_stop_state;
 mod watch_tail;
 mod watch_tiers;
