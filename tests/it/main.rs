@@ -66,5 +66,6 @@ mod watch_spill;
 mod watch_stop_state;
 mod watch_tail;
 mod watch_tiers;
+mod watch_ttl;
 mod windows;
 mod windows_tiers;

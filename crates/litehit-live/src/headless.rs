@@ -276,6 +276,13 @@ pub struct InstanceDto {
     pub unique_blocks: u64,
     pub unique_kv_bytes: u64,
     pub ttl_expired_blocks: u64,
+    /// Rows that came earlier than this lane's latest and were replayed at its latest (each
+    /// instance keeps its own clock; the pool, fed by every instance, counts the rows not in
+    /// global time order).
+    pub clamped_timestamps: u64,
+    /// With a TTL: whether `clamped_timestamps` made this lane's expiry, and so its hits,
+    /// approximate (`replay` of the time-sorted rows is exact).
+    pub ttl_approximate: bool,
     /// One object per slot, aligned with the top-level `slots`.
     pub slot_results: Vec<SlotResultDto>,
     /// `watch --tiers`: one object per tier, top first (absent without tiers).
@@ -364,6 +371,8 @@ impl InstanceDto {
             unique_blocks: lane.unique_blocks,
             unique_kv_bytes: lane.unique_kv_bytes(),
             ttl_expired_blocks: lane.ttl_expired_blocks,
+            clamped_timestamps: lane.clamped_timestamps,
+            ttl_approximate: lane.ttl_is_approximate(),
             capacity_for_fraction: FractionDto::of_lane(lane),
             slot_results: snap
                 .slots

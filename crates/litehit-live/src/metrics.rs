@@ -16,6 +16,7 @@
 //! litehit_tier_hit_tokens_total{instance,tier}          counter  watch --tiers: tokens each tier served
 //! litehit_bad_lines_total                               counter
 //! litehit_headless_lines_dropped_total                  counter
+//! litehit_clamped_timestamps_total{instance}            counter
 //! litehit_ttl_expired_blocks_total{instance}            counter
 //! litehit_unique_blocks{instance}                       gauge
 //! litehit_capacity_for_fraction_bytes{instance,fraction} gauge   fraction="0.5" | "0.9" | "0.95" | "0.99"
@@ -54,7 +55,7 @@ pub const INFINITE_CAPACITY_LABEL: &str = "inf";
 
 /// Every metric name exported, as it appears in samples (counters with `_total`, the info
 /// metric with `_info`).
-pub const METRIC_NAMES: [&str; 16] = [
+pub const METRIC_NAMES: [&str; 17] = [
     "litehit_requests_total",
     "litehit_input_tokens_total",
     "litehit_hit_tokens_total",
@@ -62,6 +63,7 @@ pub const METRIC_NAMES: [&str; 16] = [
     "litehit_bad_lines_total",
     "litehit_headless_lines_dropped_total",
     "litehit_ttl_expired_blocks_total",
+    "litehit_clamped_timestamps_total",
     "litehit_unique_blocks",
     "litehit_capacity_for_fraction_bytes",
     "litehit_memory_bytes",
@@ -321,6 +323,19 @@ fn encode_snapshot(snap: &LiveSnapshot, mut encoder: DescriptorEncoder) -> fmt::
     for (lane, instance) in lanes.iter().zip(&instances) {
         let labels = [("instance", instance.as_ref())];
         ConstCounter::new(lane.ttl_expired_blocks).encode(family.encode_family(&labels)?)?;
+    }
+
+    let mut family = encoder.encode_descriptor(
+        "litehit_clamped_timestamps",
+        "Rows earlier than the instance's latest, replayed at its latest (the pool: rows not \
+         in global time order); with a TTL, the instance's hit figures are approximate while \
+         this is above 0",
+        None,
+        MetricType::Counter,
+    )?;
+    for (lane, instance) in lanes.iter().zip(&instances) {
+        let labels = [("instance", instance.as_ref())];
+        ConstCounter::new(lane.clamped_timestamps).encode(family.encode_family(&labels)?)?;
     }
 
     let mut family = encoder.encode_descriptor(

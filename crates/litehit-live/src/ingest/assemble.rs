@@ -130,6 +130,7 @@ impl Pipeline {
             request_blocks: lane.request_blocks(),
             unique_blocks: lane.core().current_unique_blocks(),
             ttl_expired_blocks: lane.core().ttl_expired_blocks(),
+            clamped_timestamps: lane.clamped_timestamps(),
             slot_hit_blocks: self
                 .slots
                 .iter()
