@@ -14,6 +14,7 @@ mod config;
 mod core_props;
 mod defaults_file;
 mod defaults_tiers;
+mod demo;
 mod digests;
 mod error_rule;
 mod facts_file;
