@@ -83,33 +83,11 @@ pub fn run(args: &DemoArgs) -> color_eyre::Result<()> {
     let headless_lines_dropped = Arc::clone(&config.headless_lines_dropped);
     let live = ingest::spawn(config)?;
     let stop = Arc::new(AtomicBool::new(false));
-    let writer = {
-        let commander = live.commander();
-        let stop = Arc::clone(&stop);
-        let file = trace;
-        let rate = f64::from(args.rate.max(1));
-        let limit = args.requests.unwrap_or(u64::MAX);
-        let snapshots = live.snapshots();
-        std::thread::Builder::new()
-            .name("litehit-demo-writer".to_owned())
-            .spawn(move || {
-                // How far the monitor has read the trace (published at its frame rate).
-                let read_offset = || snapshots.borrow().source.consumed_bytes;
-                let target = AppendTarget {
-                    max_file_bytes: DEMO_TRACE_MAX_BYTES,
-                    read_offset: &read_offset,
-                };
-                append_steadily(
-                    file,
-                    Workload::new(workload_config),
-                    Pace { rate, limit },
-                    &stop,
-                    &target,
-                );
-                // Everything is written: a bounded demo ends once it is all read.
-                commander.send(Command::StopAtEof);
-            })?
+    let pace = Pace {
+        rate: f64::from(args.rate.max(1)),
+        limit: args.requests.unwrap_or(u64::MAX),
     };
+    let writer = spawn_writer(&live, trace, Workload::new(workload_config), pace, &stop)?;
     let result = if args.headless {
         let options = HeadlessOptions {
             interval: Duration::from_secs(1),
@@ -170,6 +148,32 @@ fn describe(args: &DemoArgs, block_size_tokens: u64) -> String {
         );
     }
     text
+}
+
+/// Starts the thread that appends the generated trace (see [`append_steadily`]); once it
+/// has written everything, a bounded demo ends when it is all read.
+fn spawn_writer(
+    live: &litehit_live::LiveHandle,
+    file: std::fs::File,
+    workload: Workload,
+    pace: Pace,
+    stop: &Arc<AtomicBool>,
+) -> std::io::Result<std::thread::JoinHandle<()>> {
+    let commander = live.commander();
+    let stop = Arc::clone(stop);
+    let snapshots = live.snapshots();
+    std::thread::Builder::new()
+        .name("litehit-demo-writer".to_owned())
+        .spawn(move || {
+            // How far the monitor has read the trace (published at its frame rate).
+            let read_offset = || snapshots.borrow().source.consumed_bytes;
+            let target = AppendTarget {
+                max_file_bytes: DEMO_TRACE_MAX_BYTES,
+                read_offset: &read_offset,
+            };
+            append_steadily(file, workload, pace, &stop, &target);
+            commander.send(Command::StopAtEof);
+        })
 }
 
 /// How fast and how many requests the demo appends.
