@@ -539,6 +539,7 @@ fn trace_ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
         .clone()
         .unwrap_or_else(|| PathBuf::from(litehit_core::facts::file::FACTS_FILE_NAME));
     config.facts_out = litehit_core::facts::file::facts_snapshot_path(&facts_out);
+    config.facts_out_is_default = args.facts_out.is_none();
     config.follow_file = follow_file;
     config.memory_horizon = args.memory_horizon;
     // The same grammar and tier bands as `query --tiers`.

@@ -163,3 +163,57 @@ fn a_facts_out_that_cannot_be_written_names_the_flag() {
         "{stderr}"
     );
 }
+
+/// `s` to the default destination in a directory it cannot write says which flag names
+/// another (the run itself goes on).
+#[test]
+fn a_failed_write_to_the_default_destination_names_the_flag() {
+    use litehit_core::config::{SingleInstanceFlags, resolve_single_instance};
+    use litehit_live::Command as LiveCommand;
+    use litehit_live::ingest::IngestConfig;
+    use litehit_live::snapshot::FactsWrite;
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("trace.jsonl");
+    fs::write(
+        &trace,
+        "{\"type\":\"get\",\"instance_id\":\"a\",\"timestamp_ns\":1,\"keys\":[1],\"input_len\":4}\n",
+    )
+    .unwrap();
+    let flags = SingleInstanceFlags {
+        block_size_tokens: Some(4),
+        ..SingleInstanceFlags::default()
+    };
+    let mut config = IngestConfig::new(&trace, resolve_single_instance(&flags).unwrap().engine);
+    // A destination that cannot be written (its directory is gone), as the default is.
+    config.facts_out = dir.path().join("gone").join("litehit_facts.csv");
+    config.facts_out_is_default = true;
+    config.spill_dir = Some(dir.path().to_path_buf());
+    let live = litehit_live::ingest::spawn(config).unwrap();
+    let mut snapshots = live.snapshots();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    let written = runtime.block_on(async {
+        let wait = async {
+            loop {
+                let snap = std::sync::Arc::clone(&snapshots.borrow_and_update());
+                if snap.health.read_events == 1 && snap.facts_write == FactsWrite::Idle {
+                    live.send(LiveCommand::WriteFacts);
+                }
+                if let FactsWrite::Failed { message, .. } = &snap.facts_write {
+                    return message.clone();
+                }
+                assert!(snapshots.changed().await.is_ok(), "the ingest thread ended");
+            }
+        };
+        tokio::time::timeout(std::time::Duration::from_secs(60), wait)
+            .await
+            .expect("a failed write within 60 s")
+    });
+    assert!(
+        written.contains("name another with --facts-out"),
+        "{written}"
+    );
+    live.shutdown();
+}

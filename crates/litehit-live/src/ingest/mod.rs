@@ -102,6 +102,9 @@ pub struct IngestConfig {
     pub tiers: Option<litehit_core::projector::tiers::TierPlan>,
     /// Where `s` publishes the facts (`.tmp`, fsync, rename).
     pub facts_out: PathBuf,
+    /// `facts_out` is the default, not a path the user named: a failed write says how to
+    /// name another (`--facts-out`).
+    pub facts_out_is_default: bool,
     /// Publish the facts at `facts_out` once more when the run ends (`--headless
     /// --facts-out`, which has no `s` key).
     pub facts_at_end: bool,
@@ -191,6 +194,7 @@ impl IngestConfig {
             ],
             tiers: None,
             facts_out: PathBuf::from("litehit_facts.csv"),
+            facts_out_is_default: false,
             facts_at_end: false,
             frame_period: Duration::from_millis(100),
             heartbeat: HEARTBEAT,
