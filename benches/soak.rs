@@ -36,6 +36,8 @@ struct Sample {
     fds: u64,
     spill_bytes: u64,
     requests: u64,
+    /// Σ `litehit_unique_blocks`: what the core's and accumulator's memory grow with.
+    unique_blocks: u64,
 }
 
 fn main() {
@@ -299,16 +301,23 @@ fn scrape(port: u16) -> String {
 
 /// Σ `litehit_requests_total` over the instances.
 fn requests_total(scrape: &str) -> u64 {
+    sum_of(scrape, "litehit_requests_total{")
+}
+
+/// Σ of the series whose lines start with `prefix`.
+fn sum_of(scrape: &str, prefix: &str) -> u64 {
     scrape
         .lines()
-        .filter_map(|line| line.strip_prefix("litehit_requests_total{"))
+        .filter_map(|line| line.strip_prefix(prefix))
         .filter_map(|rest| rest.rsplit(' ').next()?.parse::<u64>().ok())
         .sum()
 }
 
 /// A scrape, then the process's resident memory, open descriptors and spill bytes.
 fn sample(pid: u32, port: u16, facts_dir: &Path, started: Instant) -> Sample {
-    let requests = requests_total(&scrape(port));
+    let scraped = scrape(port);
+    let requests = requests_total(&scraped);
+    let unique_blocks = sum_of(&scraped, "litehit_unique_blocks{");
     let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     let rss_kib = status
         .lines()
@@ -329,6 +338,7 @@ fn sample(pid: u32, port: u16, facts_dir: &Path, started: Instant) -> Sample {
         fds,
         spill_bytes,
         requests,
+        unique_blocks,
     }
 }
 
@@ -437,8 +447,8 @@ fn report(samples: &[Sample], rows: u64, rotations: u64, seconds: u64) {
         last = index;
         let s = samples[index];
         println!(
-            "{:>8.1} {:>10} {:>5} {:>12} {:>10}",
-            s.at_s, s.rss_kib, s.fds, s.spill_bytes, s.requests
+            "{:>8.1} {:>10} {:>5} {:>12} {:>10} {:>13}",
+            s.at_s, s.rss_kib, s.fds, s.spill_bytes, s.requests, s.unique_blocks
         );
     }
     let max = |f: fn(&Sample) -> u64| samples.iter().map(f).max().unwrap_or(0);
