@@ -89,8 +89,9 @@ pub struct WatchArgs {
     pub no_facts: bool,
 
     /// Where the facts rows wait for a facts write (a named file `.NAME.RANDOM.spill`,
-    /// removed when the monitor stops). Default: beside --facts-out (or litehit_facts.csv),
-    /// so the disk it takes is where the facts go; e.g. --spill-dir /tmp
+    /// removed when the monitor stops, and by a later run if it was killed). Default: beside
+    /// --facts-out, so the disk it takes is where the facts go; without --facts-out, the
+    /// system temp directory ($TMPDIR, else /tmp)
     #[arg(long, value_name = "DIR", conflicts_with = "no_facts")]
     pub spill_dir: Option<PathBuf>,
 

@@ -16,6 +16,7 @@ use litehit_core::formats::TraceFormat;
 use litehit_core::workload::{Workload, WorkloadConfig};
 use litehit_live::Command;
 use litehit_live::headless::{self, HeadlessOptions};
+use litehit_live::headless_output::HeadlessOutput;
 use litehit_live::ingest::{self, IngestConfig};
 use litehit_tui::TuiOptions;
 use litehit_tui::app::FactsOnQuit;
@@ -23,7 +24,8 @@ use litehit_tui::app::FactsOnQuit;
 /// Appends are made in batches this often.
 const WRITE_PERIOD: Duration = Duration::from_millis(50);
 /// The demo's trace starts over once it holds this much (about a minute at the default
-/// rate), so a demo left running does not fill the temp directory.
+/// rate) and the monitor has read all of it, so a demo left running does not fill the temp
+/// directory and never loses a row of its own.
 const DEMO_TRACE_MAX_BYTES: u64 = 256 << 20;
 
 /// Runs the demo until the user quits.
@@ -31,16 +33,22 @@ pub fn run(args: &DemoArgs) -> color_eyre::Result<()> {
     super::watch::check_slots(&args.capacity_gb)?;
     // Flags first, as `watch` does: a wrong one is the thing to fix, whatever the terminal.
     let facts_out = litehit_core::facts::file::facts_snapshot_path(&args.facts_out);
-    super::watch::check_facts_out(&facts_out, None)?; // its trace is a fresh temp file
+    // Its trace is a fresh temp file; `s` says then if the directory cannot be written (a
+    // demo started in a read-only directory still runs).
+    super::watch::check_facts_out(&facts_out, None, false)?;
     let frame_period = super::watch::frame_period(args.fps)?;
     if !args.headless {
         litehit_tui::ensure_terminal(false)?;
     }
-    let trace = tempfile::Builder::new()
+    // The generated trace and the facts spill in a temp directory of their own, removed at
+    // exit (the working directory gets only what `s` is asked to write).
+    let temp_dir = tempfile::Builder::new()
         .prefix("litehit-demo-")
-        .suffix(".jsonl")
-        .tempfile()
-        .wrap_err("creating the demo trace file")?;
+        .tempdir()
+        .wrap_err("creating the demo's temp directory")?;
+    let trace_path = temp_dir.path().join("trace.jsonl");
+    let trace = std::fs::File::create_new(&trace_path)
+        .wrap_err_with(|| format!("creating the demo trace {}", trace_path.display()))?;
     let workload_config = WorkloadConfig {
         seed: args.seed,
         instance_ids: (0..args.instances.max(1))
@@ -56,7 +64,7 @@ pub fn run(args: &DemoArgs) -> color_eyre::Result<()> {
         std::io::stderr(),
         "litehit demo: {what}, appended to {} (removed on exit); `litehit watch TRACE` follows \
          your own",
-        trace.path().display()
+        trace_path.display()
     );
     let plan = PlanSource::Flags(SingleInstanceFlags {
         block_size_tokens: Some(block_size_tokens),
@@ -64,45 +72,33 @@ pub fn run(args: &DemoArgs) -> color_eyre::Result<()> {
         ..SingleInstanceFlags::default()
     })
     .plan_for(Some(TraceFormat::Standard))?;
-    let mut config = IngestConfig::new(trace.path(), plan.engine);
+    let mut config = IngestConfig::new(&trace_path, plan.engine);
     config.format = Some(TraceFormat::Standard);
     config.slots.clone_from(&args.capacity_gb);
     config.facts_out = facts_out;
+    // Not in the working directory: the spill of a generated trace is the demo's own.
+    config.spill_dir = Some(temp_dir.path().to_path_buf());
     config.frame_period = frame_period;
 
+    let headless_lines_dropped = Arc::clone(&config.headless_lines_dropped);
     let live = ingest::spawn(config)?;
     let stop = Arc::new(AtomicBool::new(false));
-    let writer = {
-        let commander = live.commander();
-        let stop = Arc::clone(&stop);
-        let file = trace
-            .reopen()
-            .wrap_err("opening the demo trace for appends")?;
-        let rate = f64::from(args.rate.max(1));
-        let limit = args.requests.unwrap_or(u64::MAX);
-        std::thread::Builder::new()
-            .name("litehit-demo-writer".to_owned())
-            .spawn(move || {
-                append_steadily(
-                    file,
-                    Workload::new(workload_config),
-                    rate,
-                    limit,
-                    &stop,
-                    DEMO_TRACE_MAX_BYTES,
-                );
-                // Everything is written: a bounded demo ends once it is all read.
-                commander.send(Command::StopAtEof);
-            })
-            .wrap_err("starting the demo writer thread")?
+    let pace = Pace {
+        rate: f64::from(args.rate.max(1)),
+        limit: args.requests.unwrap_or(u64::MAX),
     };
+    let writer = spawn_writer(&live, trace, Workload::new(workload_config), pace, &stop)
+        .wrap_err("starting the demo writer thread")?;
     let result = if args.headless {
         let options = HeadlessOptions {
             interval: Duration::from_secs(1),
         };
-        headless::run(&live, options, &mut std::io::stdout().lock())
-            .map(drop)
-            .map_err(color_eyre::Report::from)
+        match HeadlessOutput::stdout(Arc::clone(&headless_lines_dropped)) {
+            Ok(out) => headless::run(&live, options, &out)
+                .map_err(color_eyre::Report::from)
+                .and_then(|_| super::watch::finish_output(out)),
+            Err(error) => Err(color_eyre::Report::from(error).wrap_err("opening standard output")),
+        }
     } else {
         let options = TuiOptions {
             fps: args.fps,
@@ -127,6 +123,7 @@ pub fn run(args: &DemoArgs) -> color_eyre::Result<()> {
     live.shutdown();
     // The writer only appends to a temp file; an error there has nothing left to report to.
     let _ = writer.join();
+    drop(temp_dir); // the trace and the spill with it
     result
 }
 
@@ -154,28 +151,75 @@ fn describe(args: &DemoArgs, block_size_tokens: u64) -> String {
     text
 }
 
-/// Appends `rate` requests per second of wall time until `stop` or `limit` requests.
+/// Starts the thread that appends the generated trace (see [`append_steadily`]); once it
+/// has written everything, a bounded demo ends when it is all read.
+fn spawn_writer(
+    live: &litehit_live::LiveHandle,
+    file: std::fs::File,
+    workload: Workload,
+    pace: Pace,
+    stop: &Arc<AtomicBool>,
+) -> std::io::Result<std::thread::JoinHandle<()>> {
+    let commander = live.commander();
+    let stop = Arc::clone(stop);
+    let snapshots = live.snapshots();
+    std::thread::Builder::new()
+        .name("litehit-demo-writer".to_owned())
+        .spawn(move || {
+            // How far the monitor has read the trace (published at its frame rate).
+            let read_offset = || snapshots.borrow().source.consumed_bytes;
+            let target = AppendTarget {
+                max_file_bytes: DEMO_TRACE_MAX_BYTES,
+                read_offset: &read_offset,
+            };
+            append_steadily(file, workload, pace, &stop, &target);
+            commander.send(Command::StopAtEof);
+        })
+}
+
+/// How fast and how many requests the demo appends.
+#[derive(Debug, Clone, Copy)]
+struct Pace {
+    /// Requests per second of wall time.
+    rate: f64,
+    /// Requests in all.
+    limit: u64,
+}
+
+/// The trace file's bound, and how far its reader has got.
+struct AppendTarget<'a> {
+    /// The file starts over once it holds this much and every byte of it was read.
+    max_file_bytes: u64,
+    /// The byte offset the monitor has read the file to.
+    read_offset: &'a dyn Fn() -> u64,
+}
+
+/// Appends `pace.rate` requests per second of wall time until `stop` or `pace.limit`
+/// requests. At `target.max_file_bytes` the file starts over, but only once the monitor has
+/// read all of it (the generator waits meanwhile: back-pressure, never a lost row), and the
+/// next rows are appended only once the monitor has seen the file start over.
 fn append_steadily(
     mut file: std::fs::File,
     mut workload: Workload,
-    rate: f64,
-    limit: u64,
+    pace: Pace,
     stop: &AtomicBool,
-    max_file_bytes: u64,
+    target: &AppendTarget<'_>,
 ) {
     let started = Instant::now();
     let mut written = 0_u64;
     let mut file_bytes = 0_u64;
     let mut text = String::new();
-    while !stop.load(Ordering::Relaxed) && written < limit {
+    // Rows not generated while waiting for the reader are not owed afterwards.
+    let mut waited = Duration::ZERO;
+    while !stop.load(Ordering::Relaxed) && written < pace.limit {
         #[expect(
             clippy::cast_possible_truncation,
             clippy::cast_sign_loss,
             reason = "a small positive count"
         )]
-        let due = (started.elapsed().as_secs_f64() * rate) as u64;
+        let due = ((started.elapsed().saturating_sub(waited)).as_secs_f64() * pace.rate) as u64;
         text.clear();
-        while written < due.min(limit) {
+        while written < due.min(pace.limit) {
             let Some(request) = workload.next() else {
                 return;
             };
@@ -186,21 +230,62 @@ fn append_steadily(
             return;
         }
         file_bytes += text.len() as u64;
-        if file_bytes >= max_file_bytes {
-            // Start the file over: the monitor keeps its totals across a truncation (as for
-            // any truncated trace), and the temp directory does not fill up.
+        if file_bytes >= target.max_file_bytes {
+            let waiting = Instant::now();
+            // Every byte read first: a truncation must never take rows the monitor has not
+            // read (it keeps its totals across one, as for any truncated trace).
+            if !wait_until(stop, || (target.read_offset)() >= file_bytes) {
+                return;
+            }
             if file.set_len(0).and_then(|()| file.rewind()).is_err() {
                 return;
             }
+            // And seen the file start over before it grows again, or it could take the new
+            // rows for the rest of the old file.
+            if !wait_until(stop, || (target.read_offset)() == 0) {
+                return;
+            }
             file_bytes = 0;
+            waited += waiting.elapsed();
         }
         std::thread::sleep(WRITE_PERIOD);
     }
 }
 
+/// Waits (a write period at a time) until `done`; `false` if `stop` came first.
+fn wait_until(stop: &AtomicBool, done: impl Fn() -> bool) -> bool {
+    while !done() {
+        if stop.load(Ordering::Relaxed) {
+            return false;
+        }
+        std::thread::sleep(WRITE_PERIOD);
+    }
+    true
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Appends up to `limit` requests with a reader that reads everything at once; the
+    /// file's length at the end.
+    fn written_with_cap(max_file_bytes: u64, limit: u64) -> u64 {
+        let file = tempfile::tempfile().unwrap();
+        let reader = file.try_clone().unwrap();
+        let stop = AtomicBool::new(false);
+        let workload = Workload::new(WorkloadConfig::default());
+        let read_offset = || reader.metadata().unwrap().len();
+        let target = AppendTarget {
+            max_file_bytes,
+            read_offset: &read_offset,
+        };
+        let pace = Pace {
+            rate: 20_000.0,
+            limit,
+        };
+        append_steadily(file, workload, pace, &stop, &target);
+        reader.metadata().unwrap().len()
+    }
 
     #[test]
     fn the_title_shows_the_default_demo_whole_at_160_columns() {
@@ -227,21 +312,45 @@ mod tests {
 
     #[test]
     fn the_demo_trace_starts_over_at_its_size_cap() {
-        let written_with_cap = |max_file_bytes: u64| {
-            let file = tempfile::tempfile().unwrap();
-            let reader = file.try_clone().unwrap();
-            let stop = AtomicBool::new(false);
-            let workload = Workload::new(WorkloadConfig::default());
-            // 3000 requests in a few 50 ms writes.
-            append_steadily(file, workload, 20_000.0, 3000, &stop, max_file_bytes);
-            reader.metadata().unwrap().len()
-        };
-        let uncapped = written_with_cap(u64::MAX);
+        // 3000 requests in a few 50 ms writes.
+        let uncapped = written_with_cap(u64::MAX, 3000);
         assert!(uncapped > 100_000, "{uncapped}");
-        let capped = written_with_cap(1);
         assert_eq!(
-            capped, 0,
+            written_with_cap(1, 3000),
+            0,
             "every write passed the cap and started the file over"
+        );
+    }
+
+    /// Issue #26: the demo's size cap truncated rows the monitor had not read.
+    #[test]
+    fn the_demo_never_truncates_rows_not_read() {
+        let file = tempfile::tempfile().unwrap();
+        let reader = file.try_clone().unwrap();
+        let stop = AtomicBool::new(false);
+        let workload = Workload::new(WorkloadConfig::default());
+        // A reader that has read nothing, asked 20 times; then the demo is stopped.
+        let asked = std::cell::Cell::new(0_u32);
+        let read_offset = || {
+            asked.set(asked.get() + 1);
+            if asked.get() >= 20 {
+                stop.store(true, Ordering::Relaxed);
+            }
+            0
+        };
+        let target = AppendTarget {
+            max_file_bytes: 1,
+            read_offset: &read_offset,
+        };
+        let pace = Pace {
+            rate: 20_000.0,
+            limit: 3000,
+        };
+        append_steadily(file, workload, pace, &stop, &target);
+        assert!(asked.get() >= 20, "the generator waited for the reader");
+        assert!(
+            reader.metadata().unwrap().len() > 0,
+            "the unread rows were not truncated"
         );
     }
 }

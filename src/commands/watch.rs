@@ -15,6 +15,7 @@ use litehit_core::formats::{Compression, peek_first_line, read_magic};
 use litehit_core::projector::Capacity;
 use litehit_live::LiveSnapshot;
 use litehit_live::headless::{self, HeadlessOptions};
+use litehit_live::headless_output::{self, HeadlessOutput};
 use litehit_live::http::limits::{self, ConnectionLimits};
 use litehit_live::http::{Endpoints, HttpListener, HttpOptions, HttpServer};
 use litehit_live::ingest::{self, EngineForFormat, IngestConfig, LineTransform};
@@ -47,18 +48,24 @@ pub fn run(args: &WatchArgs) -> color_eyre::Result<()> {
     if listener.is_some() || metrics_listener.is_some() {
         config.http_counters = Some(Arc::clone(&http.limits.counters));
     }
+    let headless_lines_dropped = Arc::clone(&config.headless_lines_dropped);
     let live = ingest::spawn(config)?;
     let servers = start_servers(&http, &live, listener, metrics_listener, shared)?;
     let last = if args.headless {
         let options = HeadlessOptions { interval };
-        let last = headless::run(&live, options, &mut std::io::stdout().lock())?;
+        // Lines go through a bounded queue to a writer thread: a reader that stops reading
+        // never blocks ingestion, HTTP or the signals (docs/OPERATIONS.md).
+        let out =
+            HeadlessOutput::stdout(headless_lines_dropped).wrap_err("opening standard output")?;
+        let last = headless::run(&live, options, &out)?;
         // With --facts-out the stopping ingest thread publishes the facts (none without a
         // single fact, as `replay`: the error or the note below says so).
         let stopped = live.shutdown();
         if facts_at_end.is_some() {
             // One more line, so the last one says truly how the facts write went.
-            headless::write_final_line(&mut std::io::stdout().lock(), &stopped)?;
+            headless::write_final_line(&out, &stopped)?;
         }
+        finish_output(out)?;
         report_facts_at_end(&stopped)?;
         refuse_out_of_memory(&stopped)?;
         if let Some(path) = facts_at_end.filter(|_| stopped.facts_write == FactsWrite::Idle) {
@@ -113,6 +120,29 @@ pub fn run(args: &WatchArgs) -> color_eyre::Result<()> {
     // After the ingest thread: batches it answered on the way out still reach their clients.
     drop(servers);
     check_lines_used(&last, args.from_end)
+}
+
+/// Ends the headless output: waits at most `headless_output::DRAIN_WAIT` for a slow reader
+/// to take the last lines, then says on stderr how many lines its reader never got.
+pub(crate) fn finish_output(out: HeadlessOutput) -> color_eyre::Result<()> {
+    let finished = out.finish(headless_output::DRAIN_WAIT);
+    if finished.dropped_lines > 0 {
+        eprintln!(
+            "litehit: {} report {} dropped: standard output was not read (a stalled reader; at \
+             most {} lines wait for it, and {:?} at exit)",
+            finished.dropped_lines,
+            if finished.dropped_lines == 1 {
+                "line"
+            } else {
+                "lines"
+            },
+            headless_output::QUEUE_LINES,
+            headless_output::DRAIN_WAIT
+        );
+    }
+    finished.error.map_or(Ok(()), |message| {
+        Err(eyre!("writing a report line: {message}"))
+    })
 }
 
 /// Binds `--listen`, warning when the address is not loopback (there is no authentication).
@@ -590,19 +620,25 @@ fn trace_ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
         .clone()
         .unwrap_or_else(|| PathBuf::from(litehit_core::facts::file::FACTS_FILE_NAME));
     config.facts_out = litehit_core::facts::file::facts_snapshot_path(&facts_out);
+    config.facts_out_is_default = args.facts_out.is_none();
     config.follow_file = follow_file;
     config.memory_horizon = args.memory_horizon;
     // The same grammar and tier bands as `query --tiers`.
     config.tiers = super::query::tier_plan(&args.tier_args)?;
+    // The write probe only for a --facts-out given: nothing is written where nothing was
+    // asked (a service's cwd may be read-only; `s` to the default then says why it failed).
     check_facts_out(
         &config.facts_out,
         follow_file.then_some(&*config.trace_path),
+        args.facts_out.is_some(),
     )?;
     // On quit (or SIGTERM / SIGHUP) in the TUI, at the end of input headless.
     config.facts_at_end = args.facts_out.is_some();
     // Facts are kept (spilled) only when something can read them: --facts-out, or `s`.
     config.retain_facts = !args.no_facts && (!args.headless || args.facts_out.is_some());
-    config.spill_dir.clone_from(&args.spill_dir);
+    // The spill waits beside --facts-out (the disk it takes is where the facts go); without
+    // one (the TUI's `s` to the default), in the system temp directory, not the cwd.
+    config.spill_dir = spill_dir(args.spill_dir.as_deref(), args.facts_out.is_some());
     if !args.headless {
         // Headless has no screen to refresh: --fps does not apply (nor is it checked).
         config.frame_period = frame_period(args.fps)?;
@@ -611,6 +647,16 @@ fn trace_ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
         .wrap_err("--window-seconds is too large")?;
     config.exit_at_eof = args.exit_at_eof;
     Ok(config)
+}
+
+/// Where the facts spill waits: `--spill-dir`, else beside `--facts-out` (`None`), else the
+/// system temp directory (`$TMPDIR`, else `/tmp`): nothing is written where nothing was asked.
+pub(crate) fn spill_dir(spill_dir: Option<&Path>, facts_out_given: bool) -> Option<PathBuf> {
+    match spill_dir {
+        Some(dir) => Some(dir.to_path_buf()),
+        None if facts_out_given => None,
+        None => Some(std::env::temp_dir()),
+    }
 }
 
 /// Creates the directory `--facts-out` publishes in when it is missing (a path ending in `/`,
@@ -633,9 +679,12 @@ fn create_facts_out_directory(
 
 /// Where `s` writes the facts snapshot (`watch` and `demo`): not standard output, where the
 /// monitor draws (or prints JSON lines), and not the trace being followed.
+/// `probe_write`: also create (and remove) a temp file there now, for a destination the
+/// user named (never for the default, which a run may never write).
 pub(crate) fn check_facts_out(
     facts_out: &Path,
     trace_path: Option<&Path>,
+    probe_write: bool,
 ) -> color_eyre::Result<()> {
     if litehit_core::facts::file::is_standard_output(facts_out) {
         bail!(
@@ -665,6 +714,9 @@ pub(crate) fn check_facts_out(
     }
     if let Some(trace_path) = trace_path {
         super::refuse_temp_input(trace_path)?;
+    }
+    if !probe_write {
+        return Ok(());
     }
     // A read-only directory is found now too: a temp file is created there and removed.
     litehit_core::facts::file::check_publishable(facts_out)

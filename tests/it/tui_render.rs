@@ -83,6 +83,7 @@ fn lane(
         request_blocks: input_tokens / 16,
         unique_blocks: 52_000,
         ttl_expired_blocks: 0,
+        clamped_timestamps: 0,
         slot_hit_blocks,
         infinite_hit_blocks: infinite,
         saturation_capacity_blocks: saturation,

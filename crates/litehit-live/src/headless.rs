@@ -4,13 +4,14 @@
 //! this edge). Stops at the end of the file with `--exit-at-eof`, on Ctrl-C, or when the
 //! ingest thread ends; the last state is always printed once more before stopping.
 
-use std::io::{self, Write};
+use std::io;
 use std::time::Duration;
 
 use serde::Serialize;
 use tokio::time::MissedTickBehavior;
 
 use crate::error::{LiveError, Result};
+use crate::headless_output::{HeadlessOutput, OutputState};
 use crate::signals::{SecondSignal, StopSignals};
 
 /// How often the run looks for a stop signal.
@@ -33,11 +34,13 @@ pub struct HeadlessOptions {
 /// How long a signal waits for the ingest thread's last snapshot before printing what it has.
 const SHUTDOWN_WAIT: Duration = Duration::from_secs(5);
 
-/// Prints JSON lines until the end (see the module docs); returns the last snapshot.
+/// Prints JSON lines until the end (see the module docs); returns the last snapshot. Lines
+/// go through `out`'s bounded queue: a reader that stops reading never blocks this loop, so
+/// signals, HTTP and ingestion go on (the dropped lines are counted).
 pub fn run(
     live: &LiveHandle,
     options: HeadlessOptions,
-    out: &mut dyn Write,
+    out: &HeadlessOutput,
 ) -> Result<std::sync::Arc<LiveSnapshot>> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
@@ -63,8 +66,8 @@ pub fn run(
         loop {
             tokio::select! {
                 _ = ticker.tick() => {
-                    let written = write_line(out, &snapshots.borrow())?;
-                    if written == Written::ReaderGone {
+                    let written = offer_line(out, &snapshots.borrow())?;
+                    if written == OutputState::ReaderGone {
                         // `| head -1` has what it wanted: stop as on a signal (the facts are
                         // still written if asked), with no one left to print to.
                         live.send(super::Command::Shutdown);
@@ -79,7 +82,7 @@ pub fn run(
                     }
                     let snap = std::sync::Arc::clone(&snapshots.borrow_and_update());
                     if snap.source.state == FollowState::Finished || !ingest_alive {
-                        write_line(out, &snap)?;
+                        write_final_line(out, &snap)?;
                         return Ok(snap);
                     }
                 }
@@ -90,7 +93,7 @@ pub fn run(
                     let stopped = async { while snapshots.changed().await.is_ok() {} };
                     let _ = tokio::time::timeout(SHUTDOWN_WAIT, stopped).await;
                     let snap = live.latest();
-                    write_line(out, &snap)?;
+                    write_final_line(out, &snap)?;
                     return Ok(snap);
                 }
             }
@@ -98,18 +101,12 @@ pub fn run(
     })
 }
 
-/// Whether a report line reached its reader.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Written {
-    Line,
-    /// Standard output is closed (`| head -1` exited): the run ends cleanly.
-    ReaderGone,
-}
-
-/// Writes one more report line for `snap` (after the run, once the facts are written, so the
-/// last line says how that went); a closed standard output is not an error.
-pub fn write_final_line(out: &mut dyn Write, snap: &LiveSnapshot) -> Result<()> {
-    write_line(out, snap).map(|_| ())
+/// Queues one more report line for `snap`, whatever the queue holds (after the run, once the
+/// facts are written, so the last line says how that went); a closed standard output is not
+/// an error.
+pub fn write_final_line(out: &HeadlessOutput, snap: &LiveSnapshot) -> Result<()> {
+    out.push_last(report_line(snap, out.dropped_lines())?);
+    Ok(())
 }
 
 /// `time` as RFC 3339 in UTC with milliseconds (`2026-12-01T21:42:37.123Z`); before 1970 it
@@ -142,13 +139,19 @@ pub fn rfc3339_utc(time: std::time::SystemTime) -> String {
     )
 }
 
-fn write_line(out: &mut dyn Write, snap: &LiveSnapshot) -> Result<Written> {
-    let line = serde_json::to_string(&Report::of(snap)).map_err(LiveError::Encode)?;
-    match writeln!(out, "{line}").and_then(|()| out.flush()) {
-        Ok(()) => Ok(Written::Line),
-        Err(err) if err.kind() == io::ErrorKind::BrokenPipe => Ok(Written::ReaderGone),
-        Err(err) => Err(LiveError::io("writing a report line")(err)),
-    }
+/// Offers a report line for `snap` to `out` (dropped and counted if its reader is behind).
+fn offer_line(out: &HeadlessOutput, snap: &LiveSnapshot) -> Result<OutputState> {
+    out.offer(report_line(snap, out.dropped_lines())?)
+        .map_err(|message| LiveError::io("writing a report line")(io::Error::other(message)))
+}
+
+/// `snap` as one JSON line with its newline; `dropped_lines`: lines dropped before it.
+fn report_line(snap: &LiveSnapshot, dropped_lines: u64) -> Result<Vec<u8>> {
+    let mut report = Report::of(snap);
+    report.dropped_lines = dropped_lines;
+    let mut line = serde_json::to_vec(&report).map_err(LiveError::Encode)?;
+    line.push(b'\n');
+    Ok(line)
 }
 
 /// The version of the report line's layout (`schema`): raised when a field changes meaning or
@@ -215,6 +218,9 @@ pub struct Report {
     pub facts_spill_path: Option<String>,
     pub facts_write: Option<String>,
     pub notice: Option<String>,
+    /// Report lines dropped before this one because standard output was not read (a
+    /// stalled reader: at most `headless_output::QUEUE_LINES` lines wait for it).
+    pub dropped_lines: u64,
 }
 
 #[derive(Debug, Serialize)]
@@ -281,6 +287,13 @@ pub struct InstanceDto {
     /// horizon the keys past it are forgotten and leave the count).
     pub unique_blocks_is_lower_bound: bool,
     pub ttl_expired_blocks: u64,
+    /// Rows that came earlier than this lane's latest and were replayed at its latest (each
+    /// instance keeps its own clock; the pool, fed by every instance, counts the rows not in
+    /// global time order).
+    pub clamped_timestamps: u64,
+    /// With a TTL: whether `clamped_timestamps` made this lane's expiry, and so its hits,
+    /// approximate (`replay` of the time-sorted rows is exact).
+    pub ttl_approximate: bool,
     /// One object per slot, aligned with the top-level `slots`.
     pub slot_results: Vec<SlotResultDto>,
     /// `watch --tiers`: one object per tier, top first (absent without tiers).
@@ -375,6 +388,8 @@ impl InstanceDto {
             unique_kv_bytes: lane.unique_kv_bytes(),
             unique_blocks_is_lower_bound: lane.is_lower_bound(None),
             ttl_expired_blocks: lane.ttl_expired_blocks,
+            clamped_timestamps: lane.clamped_timestamps,
+            ttl_approximate: lane.ttl_is_approximate(),
             capacity_for_fraction: FractionDto::of_lane(lane),
             slot_results: snap
                 .slots
@@ -770,6 +785,7 @@ impl Report {
                 .read_error
                 .clone()
                 .or_else(|| snap.fatal.clone()),
+            dropped_lines: snap.headless_lines_dropped,
         }
     }
 }

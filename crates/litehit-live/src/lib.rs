@@ -19,6 +19,8 @@
 //!           rate meter, facts spill and facts writer (one file each)
 //! snapshot  LiveSnapshot: the finished numbers one frame shows
 //! headless  `--headless`: one JSON line per interval from the same snapshot
+//! headless_output  the lines' bounded queue and writer thread (a stalled reader drops
+//!           lines, counted, and never blocks the run)
 //! http/     `watch --listen`: POST /v1/trace hands each body to the ingest thread;
 //!           `--metrics-listen`: GET /metrics; limits (connections, idle time, body
 //!           memory) and admission (Host, Origin, Content-Type, bearer token)
@@ -31,6 +33,7 @@
 
 mod error;
 pub mod headless;
+pub mod headless_output;
 pub mod http;
 pub mod ingest;
 pub mod metrics;

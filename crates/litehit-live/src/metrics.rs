@@ -19,6 +19,8 @@
 //!                                                                (+ lower_bound="true" above a memory horizon)
 //! litehit_tier_hit_tokens_total{instance,tier}          counter  watch --tiers: tokens each tier served
 //! litehit_bad_lines_total                               counter
+//! litehit_headless_lines_dropped_total                  counter
+//! litehit_clamped_timestamps_total{instance}            counter
 //! litehit_ttl_expired_blocks_total{instance}            counter
 //! litehit_unique_blocks{instance}                       gauge
 //! litehit_capacity_for_fraction_bytes{instance,fraction} gauge   fraction="0.5" | "0.9" | "0.95" | "0.99"
@@ -62,13 +64,15 @@ pub const INFINITE_CAPACITY_LABEL: &str = "inf";
 
 /// Every metric name exported, as it appears in samples (counters with `_total`, the info
 /// metric with `_info`; in both formats).
-pub const METRIC_NAMES: [&str; 15] = [
+pub const METRIC_NAMES: [&str; 17] = [
     "litehit_requests_total",
     "litehit_input_tokens_total",
     "litehit_hit_tokens_total",
     "litehit_tier_hit_tokens_total",
     "litehit_bad_lines_total",
+    "litehit_headless_lines_dropped_total",
     "litehit_ttl_expired_blocks_total",
+    "litehit_clamped_timestamps_total",
     "litehit_unique_blocks",
     "litehit_capacity_for_fraction_bytes",
     "litehit_memory_bytes",
@@ -387,6 +391,16 @@ fn encode_snapshot(snap: &LiveSnapshot, out: &mut dyn Exposition) -> fmt::Result
         ),
         snap.health.bad_lines,
     )?;
+    single(
+        out,
+        family(
+            "litehit_headless_lines_dropped",
+            "--headless report lines dropped because standard output was not read (its reader \
+             stalled)",
+            Kind::Counter,
+        ),
+        snap.headless_lines_dropped,
+    )?;
     per_instance(
         out,
         family(
@@ -397,6 +411,19 @@ fn encode_snapshot(snap: &LiveSnapshot, out: &mut dyn Exposition) -> fmt::Result
         &lanes,
         &instances,
         |lane| lane.ttl_expired_blocks,
+    )?;
+    per_instance(
+        out,
+        family(
+            "litehit_clamped_timestamps",
+            "Rows earlier than the instance's latest, replayed at its latest (the pool: rows not \
+             in global time order); with a TTL, the instance's hit figures are approximate while \
+             this is above 0",
+            Kind::Counter,
+        ),
+        &lanes,
+        &instances,
+        |lane| lane.clamped_timestamps,
     )?;
     per_instance(
         out,

@@ -65,6 +65,10 @@ pub struct LaneSnapshot {
     /// Resident distinct blocks at unlimited capacity (expired excluded).
     pub unique_blocks: u64,
     pub ttl_expired_blocks: u64,
+    /// Rows earlier than this lane's latest, replayed at its latest (each lane keeps its own
+    /// clock; for the pool, rows not in global time order). With a TTL (`ttl_ns` > 0) the
+    /// lane's figures are approximate while this is not 0: [`Self::ttl_is_approximate`].
+    pub clamped_timestamps: u64,
     /// Cumulative hit blocks per slot, aligned with [`LiveSnapshot::slots`].
     pub slot_hit_blocks: Vec<u64>,
     /// Cumulative hit blocks with unlimited capacity (the ∞ bound).
@@ -95,6 +99,13 @@ pub struct LaneSnapshot {
 }
 
 impl LaneSnapshot {
+    /// Whether this lane's TTL expiry ran on a clamped clock (some row came earlier than the
+    /// lane's latest), so its hits are approximate (`replay` of the time-sorted rows is exact).
+    #[must_use]
+    pub fn ttl_is_approximate(&self) -> bool {
+        self.ttl_ns > 0 && self.clamped_timestamps > 0
+    }
+
     /// Cumulative hit tokens at slot `index` (`0` if out of range).
     #[must_use]
     pub fn slot_hit_tokens(&self, index: usize) -> u64 {
@@ -606,6 +617,8 @@ pub struct LiveSnapshot {
     /// The memory horizon every lane was given (`--memory-horizon`; never `Infinite`):
     /// results above it, and the ∞ bound, are lower bounds. `None`: exact at every capacity.
     pub memory_horizon: Option<Capacity>,
+    /// `--headless` report lines dropped so far because standard output was not read.
+    pub headless_lines_dropped: u64,
 }
 
 impl LiveSnapshot {

@@ -20,6 +20,12 @@ pub struct Lane {
     request_blocks: u64,
     /// The shared pool lane ([`crate::engine::EngineConfig::pool`]).
     pool: bool,
+    /// This lane's own clock: the latest timestamp its core has seen (lanes are independent
+    /// caches, so each expires on its own rows' time, not on other instances').
+    clock_ns: Option<i64>,
+    /// Rows earlier than this lane's clock, replayed at the clock (live only: offline order is
+    /// enforced). With a TTL, expiry is then approximate in this lane.
+    clamped_timestamps: u64,
 }
 
 impl Lane {
@@ -39,7 +45,33 @@ impl Lane {
             input_tokens: 0,
             request_blocks: 0,
             pool: false,
+            clock_ns: None,
+            clamped_timestamps: 0,
         }
+    }
+
+    /// The time this lane's core replays a row of `timestamp_ns` at: the row's own, or this
+    /// lane's clock when the row is earlier (clamped and counted: [`Self::clamped_timestamps`]).
+    pub(crate) fn advance_clock(&mut self, timestamp_ns: i64) -> i64 {
+        match self.clock_ns {
+            Some(clock_ns) if timestamp_ns < clock_ns => {
+                self.clamped_timestamps += 1;
+                clock_ns
+            }
+            _ => {
+                self.clock_ns = Some(timestamp_ns);
+                timestamp_ns
+            }
+        }
+    }
+
+    /// Rows of this lane that came earlier than its latest and were replayed at the latest:
+    /// with a TTL, this lane's expiry (and so its hits) is approximate while this is not 0.
+    /// For the pool lane, which takes every instance's rows, it counts the rows not in global
+    /// time order.
+    #[must_use]
+    pub fn clamped_timestamps(&self) -> u64 {
+        self.clamped_timestamps
     }
 
     pub(crate) fn mark_pool(&mut self) {

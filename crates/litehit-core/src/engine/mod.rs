@@ -434,7 +434,9 @@ impl Engine {
     /// Checks, routes and normalizes one event into the batch; nothing is added for an event
     /// that fails.
     fn plan_event(&mut self, event: &TraceEvent, line_number: u64) -> Result<(), EngineError> {
-        let core_timestamp_ns = self.check_timestamp_order(event, line_number)?;
+        // Offline, order is enforced here; live, the engine's clock (windows, the order count)
+        // clamps, while each lane replays on its own clock (below).
+        self.check_timestamp_order(event, line_number)?;
         if event.kind == EventKind::Write {
             self.stats.write_events += 1;
             return Ok(());
@@ -520,6 +522,7 @@ impl Engine {
                 .find(|(p, _, _)| *p == params)
                 .cloned()
                 .expect("every target's parameters were normalized above");
+            let core_timestamp_ns = self.lanes[lane_index].advance_clock(event.timestamp_ns);
             let items = &mut self.batch.items[lane_index];
             self.batch.emits.push(batch::Emit {
                 trace_id: trace_id_range.clone(),

@@ -482,3 +482,70 @@ fn input_tokens_that_would_wrap_a_total_are_refused() {
     let totals: Vec<u64> = live.lanes().iter().map(Lane::input_tokens).collect();
     assert_eq!(totals, [half_tokens + 1, half_tokens]);
 }
+
+/// Issue #27 (Medium 1): rows in time order per instance, interleaved across instances, must
+/// expire on each lane's own clock, not on the latest time of any instance.
+#[test]
+fn each_lane_expires_on_its_own_clock() {
+    let template = LaneSpec {
+        ttl_ns: 10,
+        ..spec("default", 4)
+    };
+    let config = EngineConfig {
+        trace_block_size_tokens: 4,
+        lanes: LaneSet::OnTheFly(template),
+        routing: Routing::ByInstance,
+        pool: None,
+    };
+    let mut engine = Engine::new(config, Policy::SkipAndCount).unwrap();
+    let rows = run(
+        &mut engine,
+        &[
+            event(Some("x"), 100, &[1], 4),
+            // y's rows are in y's time order, behind x's: 20 ns apart, beyond the TTL.
+            event(Some("y"), 0, &[7], 4),
+            event(Some("y"), 20, &[7], 4),
+        ],
+    )
+    .unwrap();
+    assert_eq!(
+        rows[2].2,
+        Vec::<[u64; 2]>::new(),
+        "expired on y's clock: a miss"
+    );
+    assert_eq!(engine.stats().out_of_order_timestamps, 2);
+    let clamped: Vec<u64> = engine
+        .lanes()
+        .iter()
+        .map(Lane::clamped_timestamps)
+        .collect();
+    assert_eq!(
+        clamped,
+        [0, 0],
+        "each lane's rows came in its own time order"
+    );
+}
+
+/// The pool lane takes every instance's rows: rows not in global time order are clamped on
+/// its clock, and counted.
+#[test]
+fn the_pool_counts_rows_out_of_global_order() {
+    let config = EngineConfig {
+        trace_block_size_tokens: 4,
+        lanes: LaneSet::OnTheFly(spec("default", 4)),
+        routing: Routing::ByInstance,
+        pool: Some("pool".to_owned()),
+    };
+    let mut engine = Engine::new(config, Policy::SkipAndCount).unwrap();
+    run(
+        &mut engine,
+        &[
+            event(Some("x"), 100, &[1], 4),
+            event(Some("y"), 0, &[7], 4),
+            event(Some("y"), 20, &[7], 4),
+        ],
+    )
+    .unwrap();
+    let pool = engine.pool_lane().expect("a pool lane");
+    assert_eq!(pool.clamped_timestamps(), 2);
+}

@@ -130,6 +130,7 @@ impl Pipeline {
             request_blocks: lane.request_blocks(),
             unique_blocks: lane.core().current_unique_blocks(),
             ttl_expired_blocks: lane.core().ttl_expired_blocks(),
+            clamped_timestamps: lane.clamped_timestamps(),
             slot_hit_blocks: self
                 .slots
                 .iter()
@@ -314,6 +315,10 @@ impl Ingest {
                 .engine
                 .memory_horizon()
                 .filter(|_| pipeline.engine.has_memory_horizon()),
+            headless_lines_dropped: self
+                .config
+                .headless_lines_dropped
+                .load(std::sync::atomic::Ordering::Relaxed),
         };
         // No receiver left means the UI is gone; the next command will be Shutdown.
         self.snapshots.send_replace(Arc::new(snapshot));

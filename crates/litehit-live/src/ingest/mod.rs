@@ -108,6 +108,9 @@ pub struct IngestConfig {
     pub tiers: Option<litehit_core::projector::tiers::TierPlan>,
     /// Where `s` publishes the facts (`.tmp`, fsync, rename).
     pub facts_out: PathBuf,
+    /// `facts_out` is the default, not a path the user named: a failed write says how to
+    /// name another (`--facts-out`).
+    pub facts_out_is_default: bool,
     /// Publish the facts at `facts_out` once more when the run ends (`--headless
     /// --facts-out`, which has no `s` key).
     pub facts_at_end: bool,
@@ -148,6 +151,9 @@ pub struct IngestConfig {
     /// The name of the input's format when `line_transform` converts it (`openai`), shown
     /// instead of the trace format its lines become.
     pub source_format: Option<&'static str>,
+    /// `--headless` report lines dropped because standard output was not read
+    /// (`crate::headless_output`), counted there and published in every snapshot.
+    pub headless_lines_dropped: Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// Turns the lines of a log that is not a trace into trace lines before they are parsed
@@ -197,6 +203,7 @@ impl IngestConfig {
             ],
             tiers: None,
             facts_out: PathBuf::from("litehit_facts.csv"),
+            facts_out_is_default: false,
             facts_at_end: false,
             frame_period: Duration::from_millis(100),
             heartbeat: HEARTBEAT,
@@ -212,6 +219,7 @@ impl IngestConfig {
             memory_horizon: None,
             line_transform: None,
             source_format: None,
+            headless_lines_dropped: Arc::default(),
         }
     }
 }

@@ -4,7 +4,9 @@
 //! The pipeline hands each row to [`FactsSpill::push`], which formats it (with
 //! `facts::file::append_fact_row`) into a small buffer that goes to the spill file once it
 //! holds [`SPILL_BUFFER_BYTES`]. The spill file is a visible, named file beside the facts
-//! destination (`.NAME.RANDOM.spill`, or in `--spill-dir`), removed when the monitor stops, so
+//! destination (`.NAME.RANDOM.spill`, or in `--spill-dir`), removed when the monitor stops (and,
+//! after a `kill -9`, by the next run for the same destination: the file's `flock` says whether
+//! its run lives), so
 //! what it takes on disk can be seen with `ls` / `du` and is shown on every surface; so the monitor's memory does not grow with the trace;
 //! the writer later copies the file behind the header. Rows are retained only when a reader
 //! exists (`--facts-out`, or the TUI's `s` without `--no-facts`): otherwise no file is created
@@ -16,10 +18,27 @@ use std::fs::File;
 use std::io::{self, Write as _};
 
 use litehit_core::facts::FactRow;
-use litehit_core::facts::file::append_fact_row;
+use litehit_core::facts::file::{append_fact_row, hold_owned_file, remove_unowned_files};
 
 /// Facts rows are spilled to disk once this many bytes are buffered.
 pub(super) const SPILL_BUFFER_BYTES: usize = 1 << 20;
+
+/// How often [`FactsSpill::create`] makes a new spill file when a sweep removed the last.
+const MAX_CREATE_ATTEMPTS: usize = 16;
+
+/// The spill file's suffix: `.NAME.RANDOM.spill`.
+const SPILL_SUFFIX: &str = ".spill";
+
+/// Whether `file_name` is a spill of the facts destination `name`: `.{name}.RANDOM.spill`,
+/// RANDOM alphanumeric (as `tempfile` draws it).
+fn is_spill_name(file_name: &std::ffi::OsStr, name: &str) -> bool {
+    let prefix = format!(".{name}.");
+    file_name
+        .as_encoded_bytes()
+        .strip_prefix(prefix.as_bytes())
+        .and_then(|rest| rest.strip_suffix(SPILL_SUFFIX.as_bytes()))
+        .is_some_and(|random| !random.is_empty() && random.iter().all(u8::is_ascii_alphanumeric))
+}
 
 /// Formatted facts rows: a small buffer in memory, the rest in an unnamed-on-exit temp file.
 pub(super) struct FactsSpill {
@@ -52,19 +71,31 @@ pub(super) fn row_bytes_bound(trace_id: usize, instance_id: usize, segments: usi
 
 impl FactsSpill {
     /// A spill that retains rows, in a new file `.{name}.RANDOM.spill` of `dir` (created
-    /// exclusively, readable by this user only).
+    /// exclusively, readable by this user only, and held with a `flock` while this run
+    /// lives). The spills of killed runs for the same `name` in `dir` are removed first:
+    /// those whose lock is free (`facts::file::remove_unowned_files`, the rule of the
+    /// facts' own lock), never a live monitor's.
     pub(super) fn create(dir: &std::path::Path, name: &str) -> io::Result<Self> {
-        let (file, path) = tempfile::Builder::new()
-            .prefix(&format!(".{name}."))
-            .suffix(".spill")
-            .tempfile_in(dir)?
-            .into_parts();
-        Ok(Self {
-            file: Some(file),
-            path: Some(path),
-            buffer: Vec::with_capacity(SPILL_BUFFER_BYTES + 4096),
-            ..Self::counting_only()
-        })
+        remove_unowned_files(dir, |file_name| is_spill_name(file_name, name));
+        for _ in 0..MAX_CREATE_ATTEMPTS {
+            let (file, path) = tempfile::Builder::new()
+                .prefix(&format!(".{name}."))
+                .suffix(SPILL_SUFFIX)
+                .tempfile_in(dir)?
+                .into_parts();
+            if hold_owned_file(&file, &path)? {
+                return Ok(Self {
+                    file: Some(file),
+                    path: Some(path),
+                    buffer: Vec::with_capacity(SPILL_BUFFER_BYTES + 4096),
+                    ..Self::counting_only()
+                });
+            }
+            // Another run's sweep removed it between its creation and our lock: another.
+        }
+        Err(io::Error::other(
+            "the spill files created kept being removed by other runs",
+        ))
     }
 
     /// Where the spill file is, while rows are retained.
@@ -187,6 +218,34 @@ mod tests {
         append_fact_row(&mut out, &record.as_row());
         let bound = row_bytes_bound(7, 3, 5);
         assert!(out.len() <= bound, "{} > {bound}", out.len());
+    }
+
+    #[test]
+    fn only_spills_of_dead_runs_for_the_same_destination_are_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = |name: &str| dir.path().join(name);
+        // A killed run's spill: no process holds its lock.
+        std::fs::write(path(".facts.csv.Ab12cD.spill"), "rows").unwrap();
+        // Not spills of `facts.csv`: another destination's, a user's files, a symlink.
+        std::fs::write(path(".other.csv.Ab12cD.spill"), "rows").unwrap();
+        std::fs::write(path(".facts.csv.spill"), "mine").unwrap();
+        std::fs::write(path("facts.csv.Ab12cD.spill"), "mine").unwrap();
+        std::os::unix::fs::symlink(path("target"), path(".facts.csv.Zz99zZ.spill")).unwrap();
+        let live = FactsSpill::create(dir.path(), "facts.csv").unwrap();
+        let live_path = live.path().unwrap().to_owned();
+        assert!(!path(".facts.csv.Ab12cD.spill").exists());
+        let next = FactsSpill::create(dir.path(), "facts.csv").unwrap();
+        assert!(live_path.exists(), "a live spill (its lock held) is kept");
+        for kept in [
+            ".other.csv.Ab12cD.spill",
+            ".facts.csv.spill",
+            "facts.csv.Ab12cD.spill",
+        ] {
+            assert!(path(kept).exists(), "{kept}");
+        }
+        assert!(path(".facts.csv.Zz99zZ.spill").symlink_metadata().is_ok());
+        drop((live, next));
+        assert!(!live_path.exists(), "removed when its run ends");
     }
 
     #[test]

@@ -112,6 +112,7 @@ impl Ingest {
                 rows: spill.rows,
                 path,
                 display,
+                is_default: self.config.facts_out_is_default,
             }),
             Err(err) => Err(FactsWrite::Failed {
                 path: display,
@@ -129,6 +130,8 @@ struct FactsJob {
     path: PathBuf,
     /// `path` made absolute, for messages.
     display: String,
+    /// `path` is the default (no `--facts-out` given).
+    is_default: bool,
 }
 
 impl FactsJob {
@@ -141,7 +144,14 @@ impl FactsJob {
             },
             Err(err) => FactsWrite::Failed {
                 path: self.display,
-                message: error_chain(&err),
+                message: if self.is_default {
+                    format!(
+                        "{} (the default destination; name another with --facts-out)",
+                        error_chain(&err)
+                    )
+                } else {
+                    error_chain(&err)
+                },
             },
         }
     }

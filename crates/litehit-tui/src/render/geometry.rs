@@ -63,6 +63,13 @@ pub fn lane_geometry(lane: &LaneSnapshot) -> String {
     };
     let ttl = if lane.ttl_ns == 0 {
         "no TTL".to_owned()
+    } else if lane.ttl_is_approximate() {
+        // Some rows came earlier than the lane's latest: expiry ran on a clamped clock.
+        format!(
+            "TTL {} (approximate: {} rows out of time order)",
+            format::duration(std::time::Duration::from_nanos(lane.ttl_ns)),
+            format::count(lane.clamped_timestamps)
+        )
     } else {
         format!(
             "TTL {}",

@@ -12,6 +12,13 @@
 //! locked and the claim starts over. A holder deletes its lock file (while still holding it)
 //! on release; a writer that opened it before that deletion finds the name gone or another
 //! inode there, and starts over, so two writers never both hold "the" lock.
+//!
+//! The same rule tells a live owner's file from a killed one's, for files that live as long
+//! as a run (the monitor's facts spill): the owner holds a `flock` on the file itself
+//! ([`hold_owned_file`]), which the kernel releases however the owner ends (`kill -9`), and a
+//! later run removes the files whose lock it can take ([`remove_unowned_files`]); an owner
+//! that finds, once it holds the lock, that its path no longer names its file (a sweep took it
+//! just before) makes another.
 
 use std::fs::{self, File};
 use std::io::{ErrorKind, Read as _, Write as _};
@@ -273,4 +280,62 @@ pub(super) fn lock_path_for(final_path: &Path) -> PathBuf {
     name.push(final_path.file_name().unwrap_or_default());
     name.push(".lock");
     final_path.with_file_name(name)
+}
+/// Opens an existing `path` for locking only: never through a symlink, never waiting on a
+/// FIFO, never becoming a controlling terminal.
+fn open_for_lock(path: &Path) -> std::io::Result<File> {
+    let flags =
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY;
+    let fd = rustix::fs::open(path, flags, Mode::empty())?;
+    Ok(File::from(fd))
+}
+
+/// Marks `file`, just created at `path`, as owned by this live process: an exclusive `flock`
+/// on it, held while the file stays open (see the module docs). `Ok(false)` when `path` no
+/// longer names `file` once locked (a later run's sweep took it for a killed run's): the
+/// caller creates another.
+pub fn hold_owned_file(file: &File, path: &Path) -> std::io::Result<bool> {
+    rustix::fs::flock(file, FlockOperation::NonBlockingLockExclusive)?;
+    let held = file.metadata()?;
+    Ok(fs::symlink_metadata(path)
+        .is_ok_and(|now| now.is_file() && (now.dev(), now.ino()) == (held.dev(), held.ino())))
+}
+
+/// Removes the regular files of `dir` whose names `is_candidate` accepts and whose owner is
+/// gone: their `flock` ([`hold_owned_file`]) can be taken, so no live process holds them.
+/// A live owner's file, a symlink, or a file this user cannot open is left alone. Best
+/// effort; returns the paths removed.
+pub fn remove_unowned_files(
+    dir: &Path,
+    is_candidate: impl Fn(&std::ffi::OsStr) -> bool,
+) -> Vec<PathBuf> {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut removed = Vec::new();
+    for entry in entries.flatten() {
+        if !is_candidate(&entry.file_name()) || !entry.file_type().is_ok_and(|kind| kind.is_file())
+        {
+            continue;
+        }
+        let path = entry.path();
+        let Ok(file) = open_for_lock(&path) else {
+            continue;
+        };
+        let Ok(locked) = file.metadata() else {
+            continue;
+        };
+        if !locked.is_file()
+            || rustix::fs::flock(&file, FlockOperation::NonBlockingLockExclusive).is_err()
+        {
+            continue; // its owner is alive (or it is not such a file)
+        }
+        // Held by us now: the owner is gone. Removed only if the path still names it.
+        let still_there = fs::symlink_metadata(&path)
+            .is_ok_and(|now| (now.dev(), now.ino()) == (locked.dev(), locked.ino()));
+        if still_there && fs::remove_file(&path).is_ok() {
+            removed.push(path);
+        }
+    }
+    removed
 }

@@ -25,6 +25,7 @@ pub use atomic::{
     directory_of, ends_in_separator, is_standard_output, is_temp_path, is_where_stdout_goes,
     resolve_symlinks, write_atomically,
 };
+pub use lock::{hold_owned_file, remove_unowned_files};
 pub use reader::{FactsReader, parse_fact_line};
 pub use writer::{append_fact_row, append_hit_curve};
 
