@@ -243,7 +243,8 @@ fn post_steadily(port: u16, copy: &Path, stop: &AtomicBool, posted: &AtomicU64) 
         if !text.is_empty() {
             write!(
                 stream,
-                "POST /v1/trace HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {}\r\n\r\n{text}",
+                "POST /v1/trace HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-ndjson\r\n\
+                 Content-Length: {}\r\n\r\n{text}",
                 text.len()
             )
             .expect("posting");

@@ -185,7 +185,7 @@ pub enum Command {
 #[command(after_long_help = "Examples:\n  \
 litehit replay lite_hit_config.json          # upstream OptimizerLiteHitConfig\n  \
 litehit replay trace.jsonl --out results/     # one lane per instance id, flag parameters\n  \
-litehit replay conversation_trace.jsonl --out out --block-bytes 1048576\n\n\
+litehit replay conversation_trace.jsonl --out out --kv-bytes-per-token 131072   # Llama 3.1 8B, bf16\n\n\
 The facts file is published atomically: written to a fresh hidden temp file beside it, fsynced, \
 then renamed; a second run publishing the same file fails at once. On any error nothing new is published and the error names file, line and trace id.")]
 pub struct ReplayArgs {

@@ -38,8 +38,8 @@ pub struct QueryArgs {
     #[arg(value_name = "OUT")]
     pub out: PathBuf,
 
-    /// Cache capacities in binary GB (GB × 2^30 bytes, floored to whole blocks of each row's
-    /// `block_bytes`): 40, 0.5 or 40GB, or binary TB (4TB, 0.5TiB = 1024 GB each), as --tiers
+    /// Cache capacities in GiB (2^30 bytes, floored to whole blocks of each row's
+    /// `block_bytes`; 40, 0.5, 40GB and 40GiB alike), or TiB (4TB, 0.5TiB = 1024 GiB each), as --tiers
     /// takes them. Order is kept; duplicates and 0 are allowed; a negative value (e.g. -1) or
     /// inf means unlimited capacity. None are needed with --tiers (the tiers are the question)
     #[arg(value_name = "CAPACITY_GB", allow_negative_numbers = true)]

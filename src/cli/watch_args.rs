@@ -55,8 +55,8 @@ pub struct WatchArgs {
     ])]
     pub config: Option<PathBuf>,
 
-    /// Capacity slots, comma-separated: binary GB (GB × 2^30 bytes: 40, 0.5, 40GB), binary TB
-    /// (4TB = 4096 GB) or blocks (1000b); ∞ is always shown; more can be added live with `a`.
+    /// Capacity slots, comma-separated: GiB (2^30 bytes: 40, 0.5, 40GB, 40GiB), TiB
+    /// (4TB = 4096 GiB) or blocks (1000b, 1000blk); ∞ is always shown; more can be added live with `a`.
     /// Each slot holds at least one block and has its own block count. Default: the config's
     /// capacity_gb, else 10,40,80. Every value after the flag, up to the next flag, is a
     /// slot (space-separated too): type TRACE before it
@@ -251,7 +251,7 @@ pub struct DemoArgs {
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
 
-    /// Capacity slots, comma-separated: binary GB (40, 0.5, 40GB), TB (4TB) or blocks (1000b); ∞ is
+    /// Capacity slots, comma-separated: GiB (40, 0.5, 40GB), TiB (4TB) or blocks (1000b); ∞ is
     /// always shown
     #[arg(
         long,

@@ -145,16 +145,27 @@ pub(crate) fn finish_output(out: HeadlessOutput) -> color_eyre::Result<()> {
     })
 }
 
-/// Binds `--listen`, warning when the address is not loopback (there is no authentication).
-fn bind_listener(address: std::net::SocketAddr) -> color_eyre::Result<HttpListener> {
-    if !address.ip().is_loopback() {
-        eprintln!(
-            "litehit: warning: --listen {address} is not a loopback address: anyone who reaches \
-             it can post rows unless --listen-token-file is given (or an authenticating proxy \
-             is in front, see docs/SIDECAR.md)"
-        );
+/// Binds `--listen`, warning when the address is not loopback and no `--listen-token-file`
+/// authenticates the posts.
+fn bind_listener(
+    address: std::net::SocketAddr,
+    token_given: bool,
+) -> color_eyre::Result<HttpListener> {
+    if let Some(warning) = listen_warning(address, token_given) {
+        eprintln!("litehit: warning: {warning}");
     }
     Ok(HttpListener::bind(address)?)
+}
+
+/// The warning for a `--listen` address that others can reach without a token.
+fn listen_warning(address: std::net::SocketAddr, token_given: bool) -> Option<String> {
+    (!address.ip().is_loopback() && !token_given).then(|| {
+        format!(
+            "--listen {address} is not a loopback address: anyone who reaches it can post rows; \
+             give --listen-token-file (or put an authenticating proxy in front, see \
+             docs/SIDECAR.md)"
+        )
+    })
 }
 
 /// Binds `--listen` and `--metrics-listen` (one socket when they name the same address,
@@ -163,7 +174,11 @@ fn bind_listeners(
     args: &WatchArgs,
 ) -> color_eyre::Result<(Option<HttpListener>, Option<HttpListener>, bool)> {
     let shared = args.metrics_listen.is_some() && args.metrics_listen == args.listen;
-    let listener = args.listen.map(bind_listener).transpose()?;
+    let token_given = args.listen_token_file.is_some();
+    let listener = args
+        .listen
+        .map(|address| bind_listener(address, token_given))
+        .transpose()?;
     let metrics_listener = args
         .metrics_listen
         .filter(|_| !shared)
@@ -833,4 +848,22 @@ pub fn print_summary(last: &Arc<LiveSnapshot>) {
     // The terminal may be gone (SIGHUP when it closed): a summary nobody can read is not an
     // error, and `print!` would panic on it.
     let _ = std::io::stdout().write_all(headless::summary_text(last).as_bytes());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::listen_warning;
+
+    #[test]
+    fn a_reachable_listen_address_warns_only_without_a_token() {
+        let open: std::net::SocketAddr = "0.0.0.0:8080".parse().unwrap();
+        let local: std::net::SocketAddr = "127.0.0.1:8080".parse().unwrap();
+        assert!(
+            listen_warning(open, false)
+                .unwrap()
+                .contains("--listen-token-file")
+        );
+        assert_eq!(listen_warning(open, true), None);
+        assert_eq!(listen_warning(local, false), None);
+    }
 }

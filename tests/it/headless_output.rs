@@ -38,8 +38,8 @@ fn request(port: u16, method: &str, path: &str, body: &[u8]) -> (u16, String) {
     stream.set_write_timeout(Some(WAIT)).unwrap();
     write!(
         stream,
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {}\r\nConnection: \
-         close\r\n\r\n",
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-ndjson\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n",
         body.len()
     )
     .unwrap();

@@ -77,8 +77,9 @@ impl std::fmt::Display for ImplausibleKvSize {
             f,
             "implausible KV size: {} per token ({} per {}-token block), where models hold {} \
              to {} per token (Llama 3.1 8B in bf16: 128 KiB), so GB capacities are likely \
-             wrong: replay or watch with your model's --kv-bytes-per-token (if unsure, give no \
-             size: the default is 128 KiB)",
+             wrong: give your model's KV bytes per token (--kv-bytes-per-token; in an upstream \
+             config, location_spec_infos size per block), or no size at all (the default is \
+             128 KiB)",
             self.per_token(),
             display::bytes(self.block_bytes, Precision::Significant(3)),
             self.block_size_tokens,
