@@ -431,6 +431,21 @@ impl Engine {
         failure.map_or(Ok(()), Err)
     }
 
+    /// Opens the lane a first row of a new instance asks for; its index.
+    fn open_lane(&mut self, spec: LaneSpec) -> usize {
+        let index = self.router.add_lane(&spec.instance_id);
+        self.lanes.push(Lane::new(
+            spec,
+            self.config.trace_block_size_tokens,
+            self.capacity_curves,
+        ));
+        if let (Some(horizon), Some(lane)) = (self.memory_horizon, self.lanes.last_mut()) {
+            lane.set_memory_horizon(horizon);
+        }
+        self.batch.ensure_lanes(self.lanes.len());
+        index
+    }
+
     /// Checks, routes and normalizes one event into the batch; nothing is added for an event
     /// that fails.
     fn plan_event(&mut self, event: &TraceEvent, line_number: u64) -> Result<(), EngineError> {
@@ -458,16 +473,7 @@ impl Engine {
             }
         };
         if let Route::NewLane(spec) = route {
-            let index = self.router.add_lane(&spec.instance_id);
-            self.lanes.push(Lane::new(
-                spec,
-                self.config.trace_block_size_tokens,
-                self.capacity_curves,
-            ));
-            if let (Some(horizon), Some(lane)) = (self.memory_horizon, self.lanes.last_mut()) {
-                lane.set_memory_horizon(horizon);
-            }
-            self.batch.ensure_lanes(self.lanes.len());
+            let index = self.open_lane(spec);
             self.targets.clear();
             self.targets.push(index);
         }
