@@ -18,21 +18,9 @@ use super::{Exposition, Family, Kind, Samples};
 /// Writes families into a collector's [`DescriptorEncoder`].
 pub(super) struct OpenMetricsWriter<'a>(pub(super) DescriptorEncoder<'a>);
 
-/// `help` escaped for an OpenMetrics `# HELP` line.
+/// `help` escaped for an OpenMetrics `# HELP` line: `\`, `"` and newline, as a label value.
 fn escaped_help(help: &str) -> Cow<'_, str> {
-    if !help.contains(['\\', '"', '\n']) {
-        return Cow::Borrowed(help);
-    }
-    let mut out = String::with_capacity(help.len() + 8);
-    for c in help.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '"' => out.push_str("\\\""),
-            '\n' => out.push_str("\\n"),
-            c => out.push(c),
-        }
-    }
-    Cow::Owned(out)
+    super::escaped(help)
 }
 
 impl Exposition for OpenMetricsWriter<'_> {
