@@ -95,3 +95,51 @@ fn readme_commands_run_on_the_sample_trace() {
         assert!(line.contains(" GiB ("), "a knee in GiB and blocks: {line}");
     }
 }
+
+/// The README's quick start, read from the README itself: every `litehit` line but `demo` (a
+/// live screen with no end) runs as written, from a directory holding `assets/` as a clone
+/// does; `watch` gets `--headless --exit-at-eof`, so it reads the trace once and stops.
+#[test]
+fn readme_quick_start_runs_as_written() {
+    let readme =
+        fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let start = readme
+        .find("## Quick start")
+        .expect("the README has a Quick start section");
+    let block = readme[start..]
+        .split("```")
+        .nth(1)
+        .expect("the Quick start holds a code block");
+    let commands: Vec<Vec<&str>> = block
+        .lines()
+        .map(|line| line.split(" #").next().unwrap_or(line).trim())
+        .filter(|line| line.starts_with("litehit ") && !line.starts_with("litehit demo"))
+        .map(|line| line.split_whitespace().skip(1).collect())
+        .collect();
+    let subcommands: Vec<&str> = commands.iter().map(|words| words[0]).collect();
+    assert_eq!(subcommands, ["watch", "replay", "query", "mrc"], "{block}");
+
+    let dir = tempfile::tempdir().unwrap();
+    fs::create_dir(dir.path().join("assets")).unwrap();
+    fs::copy(sample_path(), dir.path().join("assets/sample_trace.jsonl")).unwrap();
+    for words in commands {
+        let mut command = litehit();
+        command.current_dir(dir.path()).args(&words);
+        if words[0] == "watch" {
+            command.args(["--headless", "--exit-at-eof"]);
+        }
+        let output = command.output().unwrap();
+        assert!(
+            output.status.success(),
+            "litehit {}: {}",
+            words.join(" "),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        if words[0] == "query" {
+            let stdout = String::from_utf8_lossy(&output.stdout);
+            assert!(stdout.contains("\"summary\":true"), "{stdout}");
+        }
+    }
+    assert!(dir.path().join("results").join(FACTS).is_file());
+    assert!(dir.path().join("mrc.png").is_file());
+}

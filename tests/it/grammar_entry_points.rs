@@ -290,7 +290,7 @@ fn byte_sizes_and_durations_read_alike_in_every_flag() {
         ("600s", Some(600_000_000_000)),
         ("10m", Some(600_000_000_000)),
         ("2h", Some(7_200_000_000_000)),
-        // As the README promises for every duration (issue 26).
+        // As docs/PLANNING.md ("Every value you type") promises for every duration (issue 26).
         ("1.5", Some(1_500_000_000)),
         ("1.5s", Some(1_500_000_000)),
         ("250ms", Some(250_000_000)),
@@ -307,9 +307,9 @@ fn byte_sizes_and_durations_read_alike_in_every_flag() {
     }
 }
 
-/// Issue 26: the README promises `1.5s` for every duration, and `--ttl-seconds 1.5s` was
-/// refused. Through the real binary: a block reused 1.4 s later hits under a TTL of 1.5 s,
-/// one reused 1.7 s later does not, in every spelling of 1.5 s.
+/// Issue 26: the README (now docs/PLANNING.md) promises `1.5s` for every duration, and
+/// `--ttl-seconds 1.5s` was refused. Through the real binary: a block reused 1.4 s later hits
+/// under a TTL of 1.5 s, one reused 1.7 s later does not, in every spelling of 1.5 s.
 #[test]
 fn a_fractional_ttl_replays_to_the_nanosecond() {
     use crate::common::cli_bin::{FACTS, get_row, ok, parse_query_output, replay_to, u64s};

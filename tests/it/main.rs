@@ -7,6 +7,7 @@
 
 mod common;
 
+mod architecture_doc;
 mod assets;
 mod cli;
 mod completions_man;
@@ -16,6 +17,7 @@ mod defaults_file;
 mod defaults_tiers;
 mod demo;
 mod digests;
+mod docs_links;
 mod error_rule;
 mod facts_file;
 mod facts_globs;
