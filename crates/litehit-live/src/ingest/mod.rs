@@ -766,3 +766,53 @@ impl Ingest {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// The files beside `mod.rs`, each importing only from those before it (issue #28, item
+    /// 4: `pipeline.rs` and `timeline.rs` once took a name from `assemble.rs`, which imports
+    /// `pipeline.rs`).
+    const ONE_WAY: &[(&str, &str)] = &[
+        ("rate", include_str!("rate.rs")),
+        ("spill", include_str!("spill.rs")),
+        ("timeline", include_str!("timeline.rs")),
+        ("pipeline", include_str!("pipeline.rs")),
+        ("writer", include_str!("writer.rs")),
+        ("assemble", include_str!("assemble.rs")),
+    ];
+
+    /// Whether `line` names the module `name` in a path (`name::`, not `rename::`).
+    fn names_module(line: &str, name: &str) -> bool {
+        let path = format!("{name}::");
+        line.match_indices(&path).any(|(at, _)| {
+            !line[..at]
+                .chars()
+                .next_back()
+                .is_some_and(|before| before.is_alphanumeric() || before == '_')
+        })
+    }
+
+    #[test]
+    fn the_files_import_one_way() {
+        for (index, (file, text)) in ONE_WAY.iter().enumerate() {
+            for (later, _) in &ONE_WAY[index..] {
+                let named: Vec<(usize, &str)> = text
+                    .lines()
+                    .enumerate()
+                    .filter(|(_, line)| !line.trim_start().starts_with("//"))
+                    .filter(|(_, line)| names_module(line, later))
+                    .map(|(number, line)| (number + 1, line))
+                    .collect();
+                assert!(named.is_empty(), "{file}.rs names {later}.rs: {named:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_module_is_named_only_in_a_path() {
+        assert!(names_module("use super::assemble::x;", "assemble"));
+        assert!(names_module("assemble::x()", "assemble"));
+        assert!(!names_module("reassemble::x()", "assemble"));
+        assert!(!names_module("assemble.rs", "assemble"));
+    }
+}
