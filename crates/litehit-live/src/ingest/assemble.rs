@@ -164,17 +164,11 @@ impl Ingest {
             .saturating_sub(unterminated_bytes);
         let catch_up_eta = (backlog_bytes > 0 && self.rate.bytes_per_s > 0.0)
             .then(|| Duration::from_secs_f64(backlog_bytes as f64 / self.rate.bytes_per_s));
-        let state = if self.finished {
-            FollowState::Finished
-        } else if self.stopped {
-            FollowState::Stopped
-        } else if self.paused {
-            FollowState::Paused
-        } else if self.read_error.is_some() {
+        let state = self.run.shown(if self.read_error.is_some() {
             FollowState::Failed
         } else {
             self.state
-        };
+        });
         let lane_snapshots: Vec<LaneSnapshot> = lanes
             .iter()
             .map(|lane| pipeline.lane_snapshot(lane))
@@ -270,8 +264,8 @@ impl Ingest {
                 write_events: engine_stats.write_events,
                 last_timestamp_ns: engine_stats.last_timestamp_ns,
             },
-            facts_write: self.facts_write.clone(),
-            facts_write_age: now.duration_since(self.facts_write_since),
+            facts_write: self.facts.status().clone(),
+            facts_write_age: self.facts.status_age(now),
             facts_rows: pipeline.spill.rows,
             facts_retention: match (&pipeline.spill.error, pipeline.spill.retaining()) {
                 (Some(message), _) => FactsRetention::Stopped {
