@@ -13,10 +13,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use litehit_core::engine::Lane;
-use litehit_core::projector::Capacity;
 
 use super::Ingest;
-use super::pipeline::Pipeline;
+use super::pipeline::{Pipeline, strip_line_prefix};
+use super::timeline::block_bytes_of;
 use crate::snapshot::{
     CAPACITY_FRACTION_PERCENTS, CurvePoint, FactsRetention, FollowState, FractionCapacity,
     HttpStatus, InputHealth, LaneSnapshot, LineErrorView, LiveSnapshot, MemoryGauge, SourceStatus,
@@ -36,33 +36,6 @@ fn curve_end_blocks(saturation_blocks: u64, largest_slot_blocks: u64) -> u64 {
         .max(largest_slot_blocks.min(saturation_blocks.saturating_mul(64)))
         .max(2);
     wanted.checked_next_power_of_two().unwrap_or(u64::MAX)
-}
-
-/// Cumulative hit blocks of a live lane at `shared_by` × any capacity (the live engine always
-/// keeps the capacity-axis accumulators, so every capacity has an answer), a GB capacity
-/// converted to blocks by the projector with `assumed_block_bytes` when set (`b`), else the
-/// lane's own. `shared_by` is 1 for an instance, N for the shared pool (the fleet's total).
-pub(super) fn live_hit_blocks(
-    lane: &Lane,
-    capacity: Capacity,
-    assumed_block_bytes: Option<u64>,
-    shared_by: u64,
-) -> u64 {
-    let in_blocks = match litehit_core::projector::pooled_capacity_blocks(
-        capacity,
-        block_bytes_of(lane, assumed_block_bytes),
-        shared_by,
-    ) {
-        Some(blocks) => Capacity::Blocks(blocks),
-        None => Capacity::Infinite,
-    };
-    lane.hit_blocks_at(in_blocks)
-        .expect("the live engine keeps capacity curves")
-}
-
-/// The KV bytes per block a lane is projected with: the live assumption, else its own.
-pub(super) fn block_bytes_of(lane: &Lane, assumed_block_bytes: Option<u64>) -> u64 {
-    assumed_block_bytes.unwrap_or(lane.spec().block_bytes)
 }
 
 impl Pipeline {
@@ -191,17 +164,11 @@ impl Ingest {
             .saturating_sub(unterminated_bytes);
         let catch_up_eta = (backlog_bytes > 0 && self.rate.bytes_per_s > 0.0)
             .then(|| Duration::from_secs_f64(backlog_bytes as f64 / self.rate.bytes_per_s));
-        let state = if self.finished {
-            FollowState::Finished
-        } else if self.stopped {
-            FollowState::Stopped
-        } else if self.paused {
-            FollowState::Paused
-        } else if self.read_error.is_some() {
+        let state = self.run.shown(if self.read_error.is_some() {
             FollowState::Failed
         } else {
             self.state
-        };
+        });
         let lane_snapshots: Vec<LaneSnapshot> = lanes
             .iter()
             .map(|lane| pipeline.lane_snapshot(lane))
@@ -297,8 +264,8 @@ impl Ingest {
                 write_events: engine_stats.write_events,
                 last_timestamp_ns: engine_stats.last_timestamp_ns,
             },
-            facts_write: self.facts_write.clone(),
-            facts_write_age: now.duration_since(self.facts_write_since),
+            facts_write: self.facts.status().clone(),
+            facts_write_age: self.facts.status_age(now),
             facts_rows: pipeline.spill.rows,
             facts_retention: match (&pipeline.spill.error, pipeline.spill.retaining()) {
                 (Some(message), _) => FactsRetention::Stopped {
@@ -324,29 +291,5 @@ impl Ingest {
         self.snapshots.send_replace(Arc::new(snapshot));
         self.last_publish = now;
         self.dirty = false;
-    }
-}
-
-/// Engine messages start with `line N: `; the view shows the number separately.
-pub(super) fn strip_line_prefix(message: &str, line_number: u64) -> &str {
-    message
-        .strip_prefix(&format!("line {line_number}: "))
-        .unwrap_or(message)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn line_prefix_is_stripped_once() {
-        assert_eq!(
-            strip_line_prefix("line 7: trace_id[x]: bad", 7),
-            "trace_id[x]: bad"
-        );
-        assert_eq!(
-            strip_line_prefix("field \"keys\": bad", 7),
-            "field \"keys\": bad"
-        );
     }
 }

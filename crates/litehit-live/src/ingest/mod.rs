@@ -22,8 +22,10 @@
 //! assemble.rs  Engine, tailer and run state → LiveSnapshot (lanes, curve, gauges, status)
 //! timeline.rs  hit rates per window of trace time, as differences of cumulative answers
 //! rate.rs      ingest throughput over the last second of wall time
+//! run_state.rs running, paused, finished (input ended) or stopped, and the transitions
 //! spill.rs     facts rows buffered, then spilled to an unnamed temporary file (when read)
-//! writer.rs    the spill behind the header → the facts file, atomically (`s`, or at the end)
+//! writer.rs    the facts writer: the spill behind the header → the facts file, atomically
+//!              (`s` on its thread, or at the end), one write at a time, and its status
 //! ```
 //!
 //! Nothing here leaves this module but [`IngestConfig`], [`EngineForFormat`], [`LineTransform`]
@@ -32,6 +34,7 @@
 mod assemble;
 mod pipeline;
 mod rate;
+mod run_state;
 mod spill;
 mod timeline;
 mod writer;
@@ -45,7 +48,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 use crate::http::{BatchRefused, HttpBatch};
-use crate::snapshot::{FactsWrite, FollowState, IngestRate, LiveSnapshot, Slot};
+use crate::snapshot::{FollowState, IngestRate, LiveSnapshot, Slot};
 use crate::tail::{DirectoryOrder, FileWatcher, StartAt, TailNotice, Tailer, WakeSource};
 
 /// The tailer for what `config` follows: a file, a directory, or standard input.
@@ -67,7 +70,9 @@ use litehit_core::formats::TraceFormat;
 use litehit_core::projector::Capacity;
 use pipeline::Pipeline;
 use rate::RateMeter;
+use run_state::RunState;
 use spill::FactsSpill;
+use writer::FactsWriter;
 
 /// A backlog at least this large shows as "catching up" (smaller ones are a writer's last
 /// burst).
@@ -292,7 +297,6 @@ enum Flow {
     Stop,
 }
 
-#[expect(clippy::struct_excessive_bools, reason = "independent run flags")]
 struct Ingest {
     config: IngestConfig,
     tailer: Tailer,
@@ -307,25 +311,26 @@ struct Ingest {
     snapshots: watch::Sender<Arc<LiveSnapshot>>,
     watcher: Option<FileWatcher>,
     wake: WakeSource,
-    /// A notify event arrived since the last read.
+    /// A notify event arrived since the last read. Apart from `polled`, not one state with it:
+    /// both can hold (a wait timed out, then an event came), and growth found with `polled`
+    /// but not `woken` is what counts as a missed event.
     woken: bool,
     /// A wait for events timed out since the last read (the next read is a poll's).
     polled: bool,
     missed_events: u32,
-    paused: bool,
-    finished: bool,
-    /// The run is ending before the end of input ([`Self::finish`] on a shutdown): what it
-    /// publishes from then on says `Stopped`.
-    stopped: bool,
-    facts_write: FactsWrite,
-    /// When `facts_write` last changed (its age is published, so a message can fade).
-    facts_write_since: Instant,
-    writing_facts: bool,
+    /// Running, paused, finished or stopped: see [`RunState`].
+    run: RunState,
+    /// The facts writer (`s`, and `--facts-out` at the end): the write in flight and its
+    /// status.
+    facts: FactsWriter,
     last_notice: Option<(TailNotice, Instant)>,
     read_error: Option<String>,
+    /// What the reader is doing (waiting, following, catching up), shown while running.
     state: FollowState,
     started: Instant,
     last_publish: Instant,
+    /// Something changed since the last snapshot: one is due at the next frame. A bool of its
+    /// own, as it is in any run state (a paused run's lag, a finished run's facts write).
     dirty: bool,
     sequence: u64,
     rates: RateMeter,
@@ -354,6 +359,11 @@ impl Ingest {
         slots.sort_by(|a, b| a.capacity.order_at(&b.capacity, order_bytes));
         let next_slot_id = slots.len() as u64 + 1;
         let pipeline = Pipeline::new(&config, engine, spill, slots);
+        let facts = FactsWriter::new(
+            config.facts_out.clone(),
+            config.facts_out_is_default,
+            events_tx.clone(),
+        );
         let mut ingest = Self {
             tailer: tailer_for(&config),
             generation_seen: 0,
@@ -368,12 +378,8 @@ impl Ingest {
             woken: false,
             polled: false,
             missed_events: 0,
-            paused: false,
-            finished: false,
-            stopped: false,
-            facts_write: FactsWrite::Idle,
-            facts_write_since: Instant::now(),
-            writing_facts: false,
+            run: RunState::Running,
+            facts,
             last_notice: None,
             read_error: None,
             state: FollowState::Waiting,
@@ -424,15 +430,15 @@ impl Ingest {
                     return;
                 }
             }
-            let progressed = if self.paused || self.finished {
-                if self.paused && self.tailer.refresh_len() {
-                    self.dirty = true; // the lag gauge keeps counting while paused
+            let progressed = match self.run {
+                RunState::Running => self.config.follow_file && self.step(),
+                RunState::Paused => {
+                    if self.tailer.refresh_len() {
+                        self.dirty = true; // the lag gauge keeps counting while paused
+                    }
+                    false
                 }
-                false
-            } else if self.config.follow_file {
-                self.step()
-            } else {
-                false
+                RunState::Finished | RunState::Stopped => false,
             };
             let now = Instant::now();
             let since_publish = now.duration_since(self.last_publish);
@@ -476,11 +482,12 @@ impl Ingest {
     }
 
     fn finish(&mut self) {
-        // Every snapshot from here on (the facts write's, the last one) says the run stopped.
-        self.stopped = true;
+        // Every snapshot from here on (the facts write's, the last one) says the run stopped
+        // (or finished, if it had, or does in the last read).
+        let was_reading = self.run.stop();
         // Quitting with everything read but an unterminated last line: read it as `replay`
         // (and `--exit-at-eof`) do, so the totals agree with theirs.
-        if !self.paused
+        if was_reading
             && self.pipeline.out_of_memory.is_none()
             && self.tailer.pending_partial_bytes() > 0
         {
@@ -492,7 +499,8 @@ impl Ingest {
         }
         self.pipeline.spill.flush();
         if self.config.facts_at_end {
-            self.write_facts_at_end();
+            self.facts
+                .write_at_end(&mut self.pipeline.spill, &self.events_rx);
         }
         self.publish(Instant::now());
     }
@@ -509,9 +517,7 @@ impl Ingest {
             }
             IngestEvent::HttpBatch(batch) => self.read_batch(batch),
             IngestEvent::FactsWritten(result) => {
-                self.writing_facts = false;
-                self.facts_write = result;
-                self.facts_write_since = Instant::now();
+                self.facts.report(result);
                 self.dirty = true;
             }
             IngestEvent::Command(command) => {
@@ -537,14 +543,11 @@ impl Ingest {
                         }
                     }
                     Command::TogglePause => {
-                        self.paused = !self.paused;
-                        if !self.paused {
-                            for batch in std::mem::take(&mut self.held_batches) {
-                                self.read_batch(batch);
-                            }
+                        if self.run.toggle_pause() {
+                            self.read_held_batches();
                         }
                     }
-                    Command::WriteFacts => self.write_facts(),
+                    Command::WriteFacts => self.facts.start(&mut self.pipeline.spill),
                     Command::SetBlockBytes(block_bytes) => self.set_block_bytes(block_bytes),
                     Command::SetFramePeriod(period) => {
                         self.config.frame_period = period.max(Duration::from_millis(1));
@@ -561,20 +564,38 @@ impl Ingest {
     /// Reads a posted batch between two file chunks and answers it; held while paused, refused
     /// once the run has finished (`--exit-at-eof`).
     fn read_batch(&mut self, batch: HttpBatch) {
-        if self.paused {
+        if self.run.holds_batches() {
             self.held_batches.push(batch);
             self.dirty = true;
             return;
         }
-        let reply = if self.finished {
-            Err(BatchRefused::Finished)
-        } else {
+        let reply = if self.run.is_reading() {
             self.dirty = true;
             Ok(self.pipeline.process_batch(&batch.body))
+        } else {
+            Err(BatchRefused::Finished)
         };
         self.stop_if_out_of_memory();
         // The client may have hung up: its rows are read all the same.
         let _ = batch.reply.send(reply);
+    }
+
+    /// The batches held while paused, in arrival order: read when reading resumes, refused
+    /// if the run finished meanwhile.
+    fn read_held_batches(&mut self) {
+        for batch in std::mem::take(&mut self.held_batches) {
+            self.read_batch(batch);
+        }
+    }
+
+    /// Nothing more is read (the input ended, or memory ran out): the run is `Finished`, the
+    /// spill flushed for the facts write, and any batch still held refused.
+    fn finish_input(&mut self) {
+        if self.run.finish() {
+            self.pipeline.spill.flush();
+            self.dirty = true;
+            self.read_held_batches();
+        }
     }
 
     /// Checks the file, reads one chunk and processes it. Returns whether bytes came in.
@@ -651,12 +672,10 @@ impl Ingest {
         let input_over = self.tailer.input_ended() && !chunk;
         let at_end = caught_up || self.tailer.vanished_read();
         if (self.config.exit_at_eof && at_end && !chunk && !self.tailer.switch_pending())
-            || (input_over && !self.finished)
+            || (input_over && self.run != RunState::Finished)
         {
             self.read_unterminated_last_line();
-            self.finished = true;
-            self.pipeline.spill.flush();
-            self.dirty = true;
+            self.finish_input();
         }
         let state = if !self.tailer.is_open() {
             FollowState::Waiting
@@ -680,11 +699,7 @@ impl Ingest {
         if self.pipeline.out_of_memory.is_none() {
             return false;
         }
-        if !self.finished {
-            self.finished = true;
-            self.pipeline.spill.flush();
-            self.dirty = true;
-        }
+        self.finish_input();
         true
     }
 
@@ -764,5 +779,56 @@ impl Ingest {
             self.read_error = Some(message);
             self.dirty = true;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The files beside `mod.rs`, each importing only from those before it (issue #28, item
+    /// 4: `pipeline.rs` and `timeline.rs` once took a name from `assemble.rs`, which imports
+    /// `pipeline.rs`).
+    const ONE_WAY: &[(&str, &str)] = &[
+        ("run_state", include_str!("run_state.rs")),
+        ("rate", include_str!("rate.rs")),
+        ("spill", include_str!("spill.rs")),
+        ("timeline", include_str!("timeline.rs")),
+        ("pipeline", include_str!("pipeline.rs")),
+        ("writer", include_str!("writer.rs")),
+        ("assemble", include_str!("assemble.rs")),
+    ];
+
+    /// Whether `line` names the module `name` in a path (`name::`, not `rename::`).
+    fn names_module(line: &str, name: &str) -> bool {
+        let path = format!("{name}::");
+        line.match_indices(&path).any(|(at, _)| {
+            !line[..at]
+                .chars()
+                .next_back()
+                .is_some_and(|before| before.is_alphanumeric() || before == '_')
+        })
+    }
+
+    #[test]
+    fn the_files_import_one_way() {
+        for (index, (file, text)) in ONE_WAY.iter().enumerate() {
+            for (later, _) in &ONE_WAY[index..] {
+                let named: Vec<(usize, &str)> = text
+                    .lines()
+                    .enumerate()
+                    .filter(|(_, line)| !line.trim_start().starts_with("//"))
+                    .filter(|(_, line)| names_module(line, later))
+                    .map(|(number, line)| (number + 1, line))
+                    .collect();
+                assert!(named.is_empty(), "{file}.rs names {later}.rs: {named:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_module_is_named_only_in_a_path() {
+        assert!(names_module("use super::assemble::x;", "assemble"));
+        assert!(names_module("assemble::x()", "assemble"));
+        assert!(!names_module("reassemble::x()", "assemble"));
+        assert!(!names_module("assemble.rs", "assemble"));
     }
 }

@@ -12,14 +12,14 @@
 //! A batch posted over HTTP (`watch --listen`) runs through the same [`Pipeline::process_line`]
 //! between two file chunks, so its facts, counters and snapshot are exactly as if its lines
 //! had been appended to the followed file; [`Pipeline::process_batch`] also says which of its
-//! lines were rejected, and why, for the reply.
+//! lines were rejected, and why, for the reply. A bad line's message is shown without the
+//! engine's `line N: ` prefix ([`strip_line_prefix`]), in the reply and in the snapshot alike.
 
 use litehit_core::engine::{Engine, EngineError, Policy};
 use litehit_core::formats::{
     LineOutcome, LineParser, ParseOptions, TraceEvent, TraceFormat, detect_format,
 };
 
-use super::assemble::strip_line_prefix;
 use super::spill::{FactsSpill, row_bytes_bound};
 use super::timeline::TimelineBuilder;
 use super::{EngineForFormat, IngestConfig, LineTransform};
@@ -372,5 +372,29 @@ impl Pipeline {
                 self.engine.record_bad_line(line_number, message);
             }
         }
+    }
+}
+
+/// Engine messages start with `line N: `; the view shows the number separately.
+pub(super) fn strip_line_prefix(message: &str, line_number: u64) -> &str {
+    message
+        .strip_prefix(&format!("line {line_number}: "))
+        .unwrap_or(message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_prefix_is_stripped_once() {
+        assert_eq!(
+            strip_line_prefix("line 7: trace_id[x]: bad", 7),
+            "trace_id[x]: bad"
+        );
+        assert_eq!(
+            strip_line_prefix("field \"keys\": bad", 7),
+            "field \"keys\": bad"
+        );
     }
 }

@@ -13,16 +13,46 @@
 //! instances' `lanes` (so never in their Σ). A window in which an instance is born changes N:
 //! its start was marked at the old N, so the pool has no slot figure for it (the ∞ bound
 //! has one); a pool with no request yet has none to change, so the first window has one.
+//!
+//! A lane's cumulative hit blocks at a slot are [`live_hit_blocks`], projected with
+//! [`block_bytes_of`]; the snapshot's lanes take their block bytes from here too.
 
 use std::collections::VecDeque;
 
 use litehit_core::engine::Lane;
+use litehit_core::projector::Capacity;
 
-use super::assemble::live_hit_blocks;
 use crate::snapshot::{LaneWindow, PoolWindow, Slot, Timeline, Window};
 
 /// Closed time windows kept for the timeline.
 const MAX_WINDOWS: usize = 240;
+
+/// Cumulative hit blocks of a live lane at `shared_by` × any capacity (the live engine always
+/// keeps the capacity-axis accumulators, so every capacity has an answer), a GB capacity
+/// converted to blocks by the projector with `assumed_block_bytes` when set (`b`), else the
+/// lane's own. `shared_by` is 1 for an instance, N for the shared pool (the fleet's total).
+pub(super) fn live_hit_blocks(
+    lane: &Lane,
+    capacity: Capacity,
+    assumed_block_bytes: Option<u64>,
+    shared_by: u64,
+) -> u64 {
+    let in_blocks = match litehit_core::projector::pooled_capacity_blocks(
+        capacity,
+        block_bytes_of(lane, assumed_block_bytes),
+        shared_by,
+    ) {
+        Some(blocks) => Capacity::Blocks(blocks),
+        None => Capacity::Infinite,
+    };
+    lane.hit_blocks_at(in_blocks)
+        .expect("the live engine keeps capacity curves")
+}
+
+/// The KV bytes per block a lane is projected with: the live assumption, else its own.
+pub(super) fn block_bytes_of(lane: &Lane, assumed_block_bytes: Option<u64>) -> u64 {
+    assumed_block_bytes.unwrap_or(lane.spec().block_bytes)
+}
 
 /// Cumulative numbers of one lane at a window's start.
 #[derive(Debug, Clone)]

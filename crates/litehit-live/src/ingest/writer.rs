@@ -6,37 +6,96 @@
 //! `s` runs it on a writer thread that reports back as [`IngestEvent::FactsWritten`] (a large
 //! file never stalls ingest or the keys); the end-of-run write runs on the ingest thread. One
 //! write at a time, since both read the same spill. The result, with the absolute path, is
-//! shown as a [`FactsWrite`].
+//! shown as a [`FactsWrite`]. [`FactsWriter`] owns all of it: the write in flight, its thread
+//! and the status; it reads the spill it is handed and knows nothing of the loop.
 
 use std::fs::File;
 use std::io::{self, Read as _, Write as _};
 use std::path::PathBuf;
+use std::sync::mpsc::{Receiver, Sender};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use litehit_core::facts::file::{FACTS_HEADER, FactsError, write_atomically};
 
-use super::Ingest;
+use super::spill::FactsSpill;
 use crate::IngestEvent;
 use crate::snapshot::FactsWrite;
 
-impl Ingest {
-    /// `s`: publishes every fact so far on a writer thread (the replay goes on meanwhile).
-    pub(super) fn write_facts(&mut self) {
-        if self.writing_facts {
+/// Publishes the facts file: one write at a time, its writer thread, and the status shown.
+pub(super) struct FactsWriter {
+    /// Where the facts go (`--facts-out`, or the default).
+    path: PathBuf,
+    /// `path` is the default, not one the user named: a failed write says how to name another.
+    path_is_default: bool,
+    /// A writer thread reports its result here, as [`IngestEvent::FactsWritten`].
+    events_tx: Sender<IngestEvent>,
+    /// The last write's status, shown in every snapshot.
+    status: FactsWrite,
+    /// When `status` last changed (its age is published, so a message can fade).
+    status_since: Instant,
+    /// The `s` write in flight: its thread, until its result is reported (the thread ends
+    /// right after that, so it is left to end on its own). While it is there, a second `s`
+    /// is ignored and the end-of-run write waits for its result.
+    in_flight: Option<JoinHandle<()>>,
+}
+
+impl FactsWriter {
+    /// Idle, for facts published at `path`; writer threads report on `events_tx`.
+    pub(super) fn new(
+        path: PathBuf,
+        path_is_default: bool,
+        events_tx: Sender<IngestEvent>,
+    ) -> Self {
+        Self {
+            path,
+            path_is_default,
+            events_tx,
+            status: FactsWrite::Idle,
+            status_since: Instant::now(),
+            in_flight: None,
+        }
+    }
+
+    /// The last write's status.
+    pub(super) fn status(&self) -> &FactsWrite {
+        &self.status
+    }
+
+    /// How long ago the status last changed.
+    pub(super) fn status_age(&self, now: Instant) -> Duration {
+        now.duration_since(self.status_since)
+    }
+
+    /// Whether an `s` write is in flight.
+    pub(super) fn is_writing(&self) -> bool {
+        self.in_flight.is_some()
+    }
+
+    fn set_status(&mut self, status: FactsWrite) {
+        self.status = status;
+        self.status_since = Instant::now();
+    }
+
+    /// `s`: publishes every fact in `spill` so far on a writer thread (the replay goes on
+    /// meanwhile), which reports as [`IngestEvent::FactsWritten`]. Ignored while a write is in
+    /// flight.
+    pub(super) fn start(&mut self, spill: &mut FactsSpill) {
+        if self.is_writing() {
             return;
         }
-        let job = match self.facts_job() {
+        let job = match self.job(spill) {
             Ok(job) => job,
             Err(failed) => {
-                self.facts_write = failed;
+                self.set_status(failed);
                 return;
             }
         };
         let (path, rows) = (job.display.clone(), job.rows);
-        self.writing_facts = true;
-        self.facts_write = FactsWrite::Writing {
+        self.set_status(FactsWrite::Writing {
             path: path.clone(),
             rows,
-        };
+        });
         let tx = self.events_tx.clone();
         let spawned = std::thread::Builder::new()
             .name("litehit-facts-writer".to_owned())
@@ -44,51 +103,55 @@ impl Ingest {
                 // The ingest thread may have ended (quit during a write): nobody to tell.
                 let _ = tx.send(IngestEvent::FactsWritten(job.run()));
             });
-        if let Err(err) = spawned {
-            self.writing_facts = false;
-            self.facts_write = FactsWrite::Failed {
+        match spawned {
+            Ok(thread) => self.in_flight = Some(thread),
+            Err(err) => self.set_status(FactsWrite::Failed {
                 path,
                 message: format!("starting the writer thread: {err}"),
-            };
+            }),
         }
     }
 
+    /// A writer thread's result ([`IngestEvent::FactsWritten`]): the write is over.
+    pub(super) fn report(&mut self, result: FactsWrite) {
+        self.in_flight = None;
+        self.set_status(result);
+    }
+
     /// At the end of a run that asked for it (`--facts-out`: at the end of input headless, on
-    /// quit in the TUI): publishes every fact on this thread. A run that produced no fact publishes nothing (the status
-    /// stays idle), as `replay` publishes no facts file of zero rows.
-    pub(super) fn write_facts_at_end(&mut self) {
+    /// quit in the TUI): publishes every fact on this thread. A run that produced no fact
+    /// publishes nothing (the status stays as it was), as `replay` publishes no facts file of
+    /// zero rows.
+    pub(super) fn write_at_end(&mut self, spill: &mut FactsSpill, events: &Receiver<IngestEvent>) {
         // The TUI quits at any time, an `s` write perhaps still in flight: wait for it, since
         // two writes would share the temp file. Its writer thread always reports (the ingest
         // thread holds a sender, so the channel stays open); other events at shutdown are
         // dropped, as after it.
-        while self.writing_facts {
-            match self.events_rx.recv() {
-                Ok(IngestEvent::FactsWritten(result)) => {
-                    self.writing_facts = false;
-                    self.facts_write = result;
-                }
+        while self.is_writing() {
+            match events.recv() {
+                Ok(IngestEvent::FactsWritten(result)) => self.report(result),
                 Ok(_) => {}
                 Err(_) => break,
             }
         }
-        if self.pipeline.spill.rows == 0 {
+        if spill.rows == 0 {
             return;
         }
-        self.facts_write = match self.facts_job() {
+        let status = match self.job(spill) {
             Ok(job) => job.run(),
             Err(failed) => failed,
         };
+        self.set_status(status);
     }
 
     /// Takes what a facts write needs from the spill (flushed first).
-    fn facts_job(&mut self) -> Result<FactsJob, FactsWrite> {
-        let path = self.config.facts_out.clone();
+    fn job(&self, spill: &mut FactsSpill) -> Result<FactsJob, FactsWrite> {
+        let path = self.path.clone();
         // Absolute, so the message says where the file went whatever the working directory.
         let display = std::path::absolute(&path)
             .unwrap_or_else(|_| path.clone())
             .display()
             .to_string();
-        let spill = &mut self.pipeline.spill;
         spill.flush();
         if let Some(error) = &spill.error {
             return Err(FactsWrite::Failed {
@@ -112,7 +175,7 @@ impl Ingest {
                 rows: spill.rows,
                 path,
                 display,
-                is_default: self.config.facts_out_is_default,
+                is_default: self.path_is_default,
             }),
             Err(err) => Err(FactsWrite::Failed {
                 path: display,
@@ -215,4 +278,99 @@ fn error_chain(err: &dyn std::error::Error) -> String {
         source = cause.source();
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use litehit_core::facts::FactRecord;
+    use std::sync::mpsc;
+
+    fn fact() -> FactRecord {
+        FactRecord {
+            trace_id: "t".to_owned(),
+            instance_id: "i".to_owned(),
+            ..FactRecord::default()
+        }
+    }
+
+    /// The writer thread's report, waited for at most a minute (it comes in milliseconds).
+    fn reported(events: &Receiver<IngestEvent>) -> FactsWrite {
+        match events.recv_timeout(Duration::from_secs(60)) {
+            Ok(IngestEvent::FactsWritten(result)) => result,
+            other => panic!("expected the writer's report, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn one_write_at_a_time_and_its_report_ends_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("facts.csv");
+        let mut spill = FactsSpill::create(dir.path(), "facts.csv").unwrap();
+        spill.push(&fact().as_row());
+        let (tx, rx) = mpsc::channel();
+        let mut writer = FactsWriter::new(out.clone(), false, tx);
+        assert_eq!(writer.status(), &FactsWrite::Idle);
+
+        writer.start(&mut spill);
+        assert!(writer.is_writing());
+        assert!(matches!(
+            writer.status(),
+            FactsWrite::Writing { rows: 1, .. }
+        ));
+        // A second `s` while the first is in flight starts nothing: its rows are not taken.
+        spill.push(&fact().as_row());
+        writer.start(&mut spill);
+        assert!(matches!(
+            writer.status(),
+            FactsWrite::Writing { rows: 1, .. }
+        ));
+
+        writer.report(reported(&rx));
+        assert!(!writer.is_writing());
+        assert!(matches!(writer.status(), FactsWrite::Done { rows: 1, .. }));
+        assert!(
+            rx.try_recv().is_err(),
+            "the second `s` started no writer thread"
+        );
+        assert_eq!(std::fs::read_to_string(&out).unwrap().lines().count(), 2);
+
+        // Once it is over, the next `s` writes every row so far.
+        writer.start(&mut spill);
+        writer.report(reported(&rx));
+        assert!(matches!(writer.status(), FactsWrite::Done { rows: 2, .. }));
+        assert_eq!(std::fs::read_to_string(&out).unwrap().lines().count(), 3);
+    }
+
+    #[test]
+    fn the_end_write_waits_for_the_write_in_flight_then_writes_every_row() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("facts.csv");
+        let mut spill = FactsSpill::create(dir.path(), "facts.csv").unwrap();
+        spill.push(&fact().as_row());
+        let (tx, rx) = mpsc::channel();
+        let mut writer = FactsWriter::new(out.clone(), false, tx);
+        writer.start(&mut spill);
+        spill.push(&fact().as_row());
+        // The writer thread reports on the channel, after any other event.
+        writer.events_tx.send(IngestEvent::FileChanged).unwrap();
+        writer.write_at_end(&mut spill, &rx);
+        assert!(!writer.is_writing());
+        assert!(matches!(writer.status(), FactsWrite::Done { rows: 2, .. }));
+        assert_eq!(std::fs::read_to_string(&out).unwrap().lines().count(), 3);
+    }
+
+    #[test]
+    fn a_run_without_kept_facts_says_so_and_starts_no_thread() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut spill = FactsSpill::counting_only();
+        let (tx, rx) = mpsc::channel();
+        let mut writer = FactsWriter::new(dir.path().join("facts.csv"), false, tx);
+        writer.start(&mut spill);
+        assert!(!writer.is_writing());
+        assert!(
+            matches!(writer.status(), FactsWrite::Failed { message, .. } if message.contains("--no-facts"))
+        );
+        assert!(rx.try_recv().is_err());
+    }
 }
