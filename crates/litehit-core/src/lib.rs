@@ -9,6 +9,10 @@
 //! a config file or flags become an engine plan; [`workload`] makes seeded synthetic traffic;
 //! [`display`] is the one formatter for what people read.
 //!
+//! Threads: the offline replay parses on [`threads::available`] workers — the caller's own
+//! count if it passes one, else the environment variable `LITEHIT_THREADS` (1 to 256; any other
+//! value is an error naming it), else one per core — so an embedding program can cap them.
+//!
 //! What it must never do: depend on a terminal, a command-line parser, an async runtime or a
 //! file watcher (`cargo tree -p litehit-core -e normal` shows none of clap, ratatui,
 //! crossterm, tokio, notify, color-eyre, indicatif), print to the terminal, or exit the
@@ -45,5 +49,6 @@ pub mod hitcore;
 pub mod preprocess;
 pub mod projector;
 pub mod slots;
+pub mod threads;
 
 pub mod workload;

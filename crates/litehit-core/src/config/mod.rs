@@ -114,7 +114,8 @@ pub struct ReplayConfig {
     /// Our extension key `trace_format`; `None` = detect from the content.
     pub trace_format: Option<TraceFormat>,
     pub engine: EngineConfig,
-    /// `pipeline_worker_count` clamped to at least 1; `None` (key absent) = one per core.
+    /// `pipeline_worker_count` clamped to at least 1; `None` (key absent) = `LITEHIT_THREADS`,
+    /// else one per core ([`crate::threads::available`]).
     pub pipeline_worker_count: Option<usize>,
     /// Every group's `capacity_gb`, merged, sorted ascending and deduplicated. Informative:
     /// facts do not depend on capacities (a query or summary may use them as its slots).
