@@ -144,12 +144,16 @@ pub fn parse_capacity(input: &str) -> Result<Capacity> {
 /// Why a `--tiers` list was refused (the caller names the flag or the defaults-file key).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TierSpecError {
+    /// `=SIZE` without a name: the name is what the table and the metrics show.
     #[error("{entry:?}: a tier name before =")]
     EmptyName { entry: String },
+    /// Two tiers of one name would be indistinguishable in every output.
     #[error("tier name {name} given twice")]
     DuplicateName { name: String },
+    /// The tier's size is no capacity.
     #[error("tier {name}: {error}")]
     Size { name: String, error: GrammarError },
+    /// The sizes are in an order the tier mode cannot use.
     #[error(transparent)]
     Order(#[from] crate::projector::tiers::TierOrderError),
 }

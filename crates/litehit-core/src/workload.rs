@@ -133,11 +133,13 @@ pub fn mix64(mut z: u64) -> u64 {
 pub struct SplitMix64(u64);
 
 impl SplitMix64 {
+    /// A generator that yields the same sequence for the same `seed`, so workloads replay alike.
     #[must_use]
     pub fn new(seed: u64) -> Self {
         Self(seed)
     }
 
+    /// The next pseudo-random value of the sequence.
     pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         mix64(self.0)
@@ -189,6 +191,7 @@ pub struct Workload {
 }
 
 impl Workload {
+    /// The workload `config` describes; the same config always yields the same requests.
     #[must_use]
     pub fn new(config: WorkloadConfig) -> Self {
         let mut rng = SplitMix64::new(config.seed);
@@ -228,6 +231,7 @@ impl Workload {
         workload
     }
 
+    /// The config it was made from, so a caller can describe or reproduce the workload.
     #[must_use]
     pub fn config(&self) -> &WorkloadConfig {
         &self.config

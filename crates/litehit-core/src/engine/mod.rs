@@ -80,6 +80,7 @@ pub struct EngineConfig {
 /// Why a row (or the engine setup) was rejected. Every row error names the line and trace id.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum EngineError {
+    /// The engine keeps one clock: a row older than the last read would replay time backwards.
     #[error(
         "line {line_number}: trace_id[{trace_id}]: trace is not sorted by timestamp_ns ({timestamp_ns} after {previous_timestamp_ns})"
     )]
@@ -89,6 +90,7 @@ pub enum EngineError {
         timestamp_ns: i64,
         previous_timestamp_ns: i64,
     },
+    /// The row names no lane the engine can send it to.
     #[error("line {line_number}: trace_id[{trace_id}]: {error}")]
     Route {
         line_number: u64,
@@ -96,6 +98,7 @@ pub enum EngineError {
         /// In the message, not a `#[source]`: one error, one line.
         error: RouteError,
     },
+    /// The row breaks the length contract, so its blocks cannot be counted.
     #[error(
         "line {line_number}: trace_id[{trace_id}]: invalid request: {error}{}",
         error.block_size_hint()
@@ -119,8 +122,10 @@ pub enum EngineError {
         input_token_len: u64,
         total_before: u64,
     },
+    /// A lane's parameters are unusable (say, a block size that is no coarsening of the trace's).
     #[error("lane {instance_id}: {reason}")]
     InvalidLane { instance_id: String, reason: String },
+    /// A lane's core could not grow: a clean stop instead of an allocation abort.
     #[error(
         "out of memory after {unique_blocks} unique blocks (about {} GiB needed; try --memory-horizon or a TTL)",
         crate::display::significant_up(crate::display::bytes_to_gib(*needed_bytes), 2)
@@ -302,11 +307,14 @@ impl Engine {
         self.router.instances_outside_shard()
     }
 
+    /// The configuration the engine was built from (its lanes and routing), for a caller
+    /// that reports them.
     #[must_use]
     pub fn config(&self) -> &EngineConfig {
         &self.config
     }
 
+    /// Whether a bad row stops the engine or is skipped and counted.
     #[must_use]
     pub fn policy(&self) -> Policy {
         self.policy
@@ -334,6 +342,7 @@ impl Engine {
         }
     }
 
+    /// Rows seen, skipped and the last error: what a caller shows besides the facts.
     #[must_use]
     pub fn stats(&self) -> &EngineStats {
         &self.stats

@@ -27,6 +27,7 @@ const CHUNKS_IN_FLIGHT_PER_WORKER: usize = 2;
 /// Why the pipeline stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum PipelineError {
+    /// The trace could not be read, or `on_progress` returned an error (which stops the run).
     #[error("reading the trace")]
     Io(#[from] std::io::Error),
     /// A reader or parse thread could not start (out of memory or threads).
@@ -35,8 +36,10 @@ pub enum PipelineError {
         thread: &'static str,
         source: std::io::Error,
     },
+    /// A line is no event of the trace's format; it names the line and field.
     #[error(transparent)]
     Parse(#[from] ParseError),
+    /// An event was refused by the engine; it names the line and trace id.
     #[error(transparent)]
     Engine(#[from] EngineError),
 }

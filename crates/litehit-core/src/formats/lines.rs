@@ -61,6 +61,7 @@ pub struct LineCapReader<R> {
 }
 
 impl<R: Read> LineCapReader<R> {
+    /// Wraps `inner`; `max_line_bytes` is the longest line let through (`--max-line-bytes`).
     pub fn new(inner: R, max_line_bytes: u64) -> Self {
         Self {
             inner,
@@ -228,6 +229,7 @@ pub struct TraceLines<R> {
 }
 
 impl<R: Read> TraceLines<R> {
+    /// Lines of `reader`, numbered from 1.
     pub fn new(reader: R) -> Self {
         Self {
             reader,

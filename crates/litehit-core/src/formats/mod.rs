@@ -30,8 +30,10 @@ pub enum TraceFormat {
 /// but still subject to the timestamp-order check).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum EventKind {
+    /// A lookup: it produces a fact.
     #[default]
     Read,
+    /// A store only: it changes the cache, not the facts.
     Write,
 }
 
@@ -244,6 +246,7 @@ enum Reader {
 }
 
 impl LineParser {
+    /// A parser for `format`; one per worker thread, since it owns its scratch buffers.
     pub fn new(format: TraceFormat, options: ParseOptions) -> Self {
         let reader = match format {
             TraceFormat::Standard => Reader::Standard(standard::StandardReader::default()),
@@ -255,6 +258,7 @@ impl LineParser {
         Self { options, reader }
     }
 
+    /// The format this parser reads, as chosen at construction (detection happens before).
     pub fn format(&self) -> TraceFormat {
         match self.reader {
             Reader::Standard(_) => TraceFormat::Standard,
@@ -265,6 +269,7 @@ impl LineParser {
         }
     }
 
+    /// The options it was built with, so a caller can make another parser alike.
     pub fn options(&self) -> ParseOptions {
         self.options
     }

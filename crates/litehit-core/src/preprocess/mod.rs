@@ -11,10 +11,13 @@ pub use prefix_hash::{apply_prefix_hash, apply_prefix_hash_in_place, prefix_hash
 /// Why a request violates the preprocessing contract (messages follow upstream's wording).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum NormalizeError {
+    /// A block of zero tokens would divide by zero.
     #[error("block_size_tokens must be positive")]
     ZeroBlockSize,
+    /// A negative length has no block count.
     #[error("input_token_len must not be negative (found {input_token_len})")]
     NegativeInputLength { input_token_len: i64 },
+    /// An analysis block must be whole trace blocks: keys cannot be split.
     #[error(
         "block_size_tokens {block_size_tokens} must be a multiple of the trace block size \
          {trace_block_size_tokens} (coarsening only)"
@@ -23,6 +26,7 @@ pub enum NormalizeError {
         block_size_tokens: u64,
         trace_block_size_tokens: u64,
     },
+    /// The key count is not what the length says: the trace and its block size disagree.
     #[error(
         "expected {expected_keys} keys (floor(input_len {input_token_len} / trace block size \
          {trace_block_size_tokens})), found {found_keys}"

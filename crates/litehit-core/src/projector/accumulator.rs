@@ -41,6 +41,7 @@ pub struct CapacityAxisAccumulator {
 }
 
 impl CapacityAxisAccumulator {
+    /// An empty axis: every capacity answers 0 until facts are added.
     #[must_use]
     pub fn new() -> Self {
         Self::default()

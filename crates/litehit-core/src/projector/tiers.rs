@@ -47,6 +47,7 @@ pub struct TierPlan {
 /// a lower tier holds a superset of the one above, so it must be larger.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TierOrderError {
+    /// With inclusive tiers a lower tier holds the one above, so it must be larger.
     #[error(
         "inclusive tiers must grow top first (a lower tier holds a superset of the one above): \
          {lower} ({lower_size}) is not larger than {upper} ({upper_size}) above it; list them \

@@ -88,20 +88,24 @@ pub type Result<T, E = FactsError> = std::result::Result<T, E>;
 /// Reading or writing a facts file failed.
 #[derive(Debug, thiserror::Error)]
 pub enum FactsError {
+    /// The file could not be opened (missing, unreadable).
     #[error("failed to open facts file: {}", path.display())]
     Open {
         path: PathBuf,
         #[source]
         source: io::Error,
     },
+    /// Reading stopped part way: the rows read so far are not a whole file.
     #[error("I/O error while reading facts file: {}", path.display())]
     Read {
         path: PathBuf,
         #[source]
         source: io::Error,
     },
+    /// A file without even the header is no facts file, and no empty result either.
     #[error("{}: facts file is empty", path.display())]
     Empty { path: PathBuf },
+    /// The first line is not the facts header, so the columns cannot be trusted.
     #[error(
         "{}: facts file header mismatch: expected {FACTS_HEADER:?}, found {found:?}{}",
         path.display(),
@@ -120,6 +124,7 @@ pub enum FactsError {
         path.display()
     )]
     OutOfMemory { path: PathBuf, line: u64, rows: u64 },
+    /// One row is malformed; the whole file is refused rather than a partial answer given.
     #[error("{}: facts line {line}: {reason}", path.display())]
     Row {
         path: PathBuf,
@@ -127,12 +132,14 @@ pub enum FactsError {
         line: u64,
         reason: FactsRowError,
     },
+    /// The temporary file or the lock beside the target could not be created.
     #[error("failed to create {}", path.display())]
     Create {
         path: PathBuf,
         #[source]
         source: io::Error,
     },
+    /// A write failed (say, a full disk): nothing is published.
     #[error("failed to write {}", path.display())]
     Write {
         path: PathBuf,
@@ -153,6 +160,7 @@ pub enum FactsError {
         /// `pid N, COMMAND` (the command when the system says), as the lock file says.
         holder: String,
     },
+    /// The finished temporary file could not be renamed over the target.
     #[error("failed to publish {} as {}", from.display(), to.display())]
     Publish {
         from: PathBuf,
@@ -165,20 +173,28 @@ pub enum FactsError {
 /// Why one facts row could not be parsed (upstream's messages, verbatim).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FactsRowError {
+    /// Upstream's column count (7); any other is a different file.
     #[error("expected 7 fields, got {found}")]
     FieldCount { found: usize },
+    /// A quote opened and never closed: the rest of the line is one field.
     #[error("unterminated quoted field")]
     UnterminatedQuote,
+    /// A required field holds nothing.
     #[error("{field} is empty")]
     EmptyField { field: &'static str },
+    /// A field that must be an integer is not.
     #[error("{field} is not a valid integer: {value}")]
     NotInteger { field: &'static str, value: String },
+    /// A field that must be a non-negative integer is not.
     #[error("{field} is not a valid unsigned integer: {value}")]
     NotUnsignedInteger { field: &'static str, value: String },
+    /// A text field is no UTF-8, so it could not be shown or compared.
     #[error("{field} is not valid UTF-8")]
     NotUtf8 { field: &'static str },
+    /// The `hit_curve` field is malformed.
     #[error(transparent)]
     HitCurve(#[from] HitCurveError),
+    /// A block of 0 tokens or bytes cannot be projected.
     #[error("block_bytes/block_size_tokens must be positive")]
     NonPositiveBlock,
     /// Not an upstream check: such a row would project to a hit rate over 100 %.
@@ -205,20 +221,28 @@ pub enum FactsRowError {
 /// Why a `hit_curve` field could not be parsed (upstream's messages, verbatim).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum HitCurveError {
+    /// The field is no bracketed list.
     #[error("hit_curve must start with '['")]
     MissingOpen,
+    /// A segment is no bracketed pair.
     #[error("hit_curve segment must start with '['")]
     SegmentMissingOpen,
+    /// A segment's start (required blocks) is no integer.
     #[error("hit_curve segment start is not a valid integer")]
     SegmentStart,
+    /// A segment's two numbers are not separated by a comma.
     #[error("hit_curve segment expects ','")]
     SegmentMissingComma,
+    /// A segment's run length is no integer.
     #[error("hit_curve segment length is not a valid integer")]
     SegmentLength,
+    /// A segment is not closed.
     #[error("hit_curve segment must end with ']'")]
     SegmentMissingClose,
+    /// The list is not closed.
     #[error("hit_curve must end with ']'")]
     MissingClose,
+    /// Something follows the closing bracket.
     #[error("hit_curve has trailing characters")]
     TrailingCharacters,
 }
