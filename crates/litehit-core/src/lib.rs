@@ -81,6 +81,7 @@
 //! assert_eq!((at_2_blocks, at_4_blocks), (vec![0, 2, 2], vec![0, 2, 3]));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+#![warn(missing_docs)]
 #![warn(clippy::unwrap_used)]
 
 pub mod config;

@@ -28,9 +28,12 @@ pub enum KeyStyle {
 /// Knobs of the generator. `Default` gives a realistic small chat workload.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WorkloadConfig {
+    /// Seed of the generator: one seed, one trace, on every machine.
     pub seed: u64,
     /// Instance ids; each conversation is pinned to one.
     pub instance_ids: Vec<String>,
+    /// How many distinct system prompts the conversations share: the prefix hits across
+    /// conversations come from them.
     pub system_prompt_count: usize,
     /// Length range of a system prompt, in blocks.
     pub system_prompt_blocks: (u32, u32),
@@ -46,9 +49,11 @@ pub struct WorkloadConfig {
     pub turn_growth_blocks: (u32, u32),
     /// Longest request in blocks; a conversation that would exceed it ends.
     pub max_request_blocks: u32,
+    /// Tokens per block of the generated keys.
     pub block_size_tokens: u64,
     /// Mean gap between requests (exponential inter-arrival times).
     pub mean_interarrival_ns: u64,
+    /// How block keys are spelled.
     pub key_style: KeyStyle,
 }
 
@@ -75,7 +80,9 @@ impl Default for WorkloadConfig {
 /// One generated request, in trace terms.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SyntheticRequest {
+    /// The instance the request is sent to.
     pub instance_id: String,
+    /// The request's time.
     pub timestamp_ns: i64,
     /// Prefix-chained block keys (complete blocks only).
     pub keys: Vec<i64>,

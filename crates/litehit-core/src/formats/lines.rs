@@ -105,6 +105,7 @@ impl<R: Read> Read for LineCapReader<R> {
 pub struct SplitLine<'b> {
     /// 1-based number of the line in the whole stream.
     pub line_number: u64,
+    /// The line's bytes, borrowed from the reader's buffer (no copy per line).
     pub bytes: &'b [u8],
 }
 

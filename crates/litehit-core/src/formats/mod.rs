@@ -40,11 +40,13 @@ pub enum EventKind {
 /// One parsed trace line. Parsers overwrite it in place so its buffers are reused.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TraceEvent {
+    /// A lookup (makes a fact) or a store (only checked for time order).
     pub kind: EventKind,
     /// The instance (lane) the event belongs to; `None` for formats without one.
     pub instance_id: Option<String>,
     /// The trace's own request id; empty when the format has none (the engine derives one).
     pub trace_id: String,
+    /// The event's time in nanoseconds, converted from the format's own unit.
     pub timestamp_ns: i64,
     /// Block keys at trace granularity (already prefix-chained unless the lane chains them).
     pub keys: Vec<i64>,
@@ -183,6 +185,7 @@ pub struct ParseError {
     pub trace_id: Option<String>,
     /// The top-level field at fault, if the fault is in one.
     pub field: Option<&'static str>,
+    /// What is wrong, without the line and field (the message adds them).
     pub message: String,
 }
 

@@ -308,6 +308,7 @@ impl CapacityAxisAccumulator {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("out of memory growing by {bytes} bytes")]
 pub struct GrowthFailed {
+    /// About how many bytes were asked for, for the message.
     pub bytes: u64,
 }
 

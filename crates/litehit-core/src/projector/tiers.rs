@@ -39,7 +39,9 @@ pub struct TierPlan {
     pub names: Vec<String>,
     /// Each tier's size as typed, echoed in `tier_sizes`.
     pub sizes_text: Vec<String>,
+    /// Each tier's size, top first.
     pub capacities: Vec<Capacity>,
+    /// How the tiers relate: a hierarchy whose capacities add up, or independent LRUs.
     pub mode: TierMode,
 }
 
@@ -54,9 +56,13 @@ pub enum TierOrderError {
          smallest first, or use --tier-mode exclusive"
     )]
     NotLarger {
+        /// The upper tier's name.
         upper: String,
+        /// Its size as typed.
         upper_size: String,
+        /// The lower tier's name.
         lower: String,
+        /// Its size as typed.
         lower_size: String,
     },
     /// A GB size next to a block count: which is larger depends on each lane's block bytes,
@@ -67,9 +73,13 @@ pub enum TierOrderError {
          block bytes; give both in GB/TB or both in blocks"
     )]
     MixedUnits {
+        /// The upper tier's name.
         upper: String,
+        /// Its size as typed.
         upper_size: String,
+        /// The lower tier's name.
         lower: String,
+        /// Its size as typed.
         lower_size: String,
     },
 }
@@ -216,7 +226,9 @@ impl Reach {
 /// The band of the capacity axis one tier serves: thresholds in `(below, upper]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TierBand {
+    /// Where the band starts: hits within this reach are served in front of the tier.
     pub below: Reach,
+    /// Where the band ends: the reach the tier adds its hits up to.
     pub upper: Reach,
 }
 
