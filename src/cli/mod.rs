@@ -202,8 +202,8 @@ pub struct ReplayArgs {
     #[command(flatten)]
     pub lane: LaneFlags,
 
-    /// Parse worker threads (default: the config's `pipeline_worker_count`, else the number
-    /// of cores). The output is byte-identical for any value
+    /// Parse worker threads (default: the config's `pipeline_worker_count`, else
+    /// LITEHIT_THREADS, else the number of cores). The output is byte-identical for any value
     #[arg(long, value_name = "N", value_parser = at_least_one)]
     pub workers: Option<usize>,
 
@@ -389,9 +389,8 @@ impl LaneFlags {
     }
 }
 
-/// Most parse workers `--workers` takes: far more threads than cores only costs memory, and
-/// tens of thousands fail to start.
-const MAX_WORKERS: usize = 256;
+/// Most parse workers `--workers` takes (the same bound as `LITEHIT_THREADS`).
+const MAX_WORKERS: usize = litehit_core::threads::MAX;
 
 /// A worker count in `1..=MAX_WORKERS` (0 would silently mean 1).
 fn at_least_one(text: &str) -> Result<usize, String> {

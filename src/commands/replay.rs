@@ -252,12 +252,10 @@ fn in_trace_units(
 }
 
 fn resolve_plan(args: &ReplayArgs) -> Result<ReplayPlan> {
-    let default_workers = || std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
-    let worker_count = |configured: Option<usize>| {
-        args.workers
-            .or(configured)
-            .unwrap_or_else(default_workers)
-            .max(1)
+    // `--workers`, else the config's count, else LITEHIT_THREADS, else one per core.
+    let worker_count = |configured: Option<usize>| -> Result<usize> {
+        let explicit = args.workers.or(configured).map(|n| n.max(1));
+        Ok(litehit_core::threads::available(explicit.and_then(std::num::NonZeroUsize::new))?.get())
     };
     if let Some(out) = &args.out {
         let facts_path = litehit_core::facts::file::replay_facts_path(out);
@@ -281,7 +279,7 @@ fn resolve_plan(args: &ReplayArgs) -> Result<ReplayPlan> {
             facts_path,
             format: plan.trace_format.unwrap_or(detected),
             engine: plan.engine,
-            worker_count: worker_count(None),
+            worker_count: worker_count(None)?,
             max_line_bytes: args.line_cap.max_line_bytes,
             shard: args.shard,
         });
@@ -335,7 +333,7 @@ fn resolve_plan(args: &ReplayArgs) -> Result<ReplayPlan> {
         facts_path: output_dir.join(litehit_core::facts::file::FACTS_FILE_NAME),
         format,
         engine,
-        worker_count: worker_count(pipeline_worker_count),
+        worker_count: worker_count(pipeline_worker_count)?,
         max_line_bytes: args.line_cap.max_line_bytes,
         shard: args.shard,
     })

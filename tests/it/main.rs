@@ -53,6 +53,7 @@ mod query;
 mod query_review;
 mod query_review2;
 mod replay_summary_order;
+mod replay_threads;
 mod seed_example;
 mod shards;
 mod shared_data_guard;

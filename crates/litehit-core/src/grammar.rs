@@ -37,17 +37,27 @@ pub enum GrammarError {
     Empty,
     /// A block count with a fraction (`1.5b`).
     #[error("{input:?}: expected a whole number of blocks, e.g. 1000b")]
-    FractionalBlocks { input: String },
+    FractionalBlocks {
+        /// The text as typed.
+        input: String,
+    },
     /// A GB capacity whose bytes do not fit 64 bits.
     #[error("too large (2^34 GB or more); for unlimited, type inf")]
     TooLarge,
     /// A value in a unit this entry point does not take (a block count as `query`'s GB).
     #[error("{input:?}: {why}")]
-    WrongKind { input: String, why: &'static str },
+    WrongKind {
+        /// The text as typed.
+        input: String,
+        /// Why this entry point refuses it, and what to give instead.
+        why: &'static str,
+    },
     /// Text that is no value of the kind asked for.
     #[error("{input:?}: expected {expected}")]
     Expected {
+        /// The text as typed.
         input: String,
+        /// What kind of value belongs there, with an example.
         expected: &'static str,
     },
 }
@@ -144,12 +154,27 @@ pub fn parse_capacity(input: &str) -> Result<Capacity> {
 /// Why a `--tiers` list was refused (the caller names the flag or the defaults-file key).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TierSpecError {
+    /// `=SIZE` without a name: the name is what the table and the metrics show.
     #[error("{entry:?}: a tier name before =")]
-    EmptyName { entry: String },
+    EmptyName {
+        /// The list entry as typed.
+        entry: String,
+    },
+    /// Two tiers of one name would be indistinguishable in every output.
     #[error("tier name {name} given twice")]
-    DuplicateName { name: String },
+    DuplicateName {
+        /// The repeated name.
+        name: String,
+    },
+    /// The tier's size is no capacity.
     #[error("tier {name}: {error}")]
-    Size { name: String, error: GrammarError },
+    Size {
+        /// The tier.
+        name: String,
+        /// Why its size is refused.
+        error: GrammarError,
+    },
+    /// The sizes are in an order the tier mode cannot use.
     #[error(transparent)]
     Order(#[from] crate::projector::tiers::TierOrderError),
 }

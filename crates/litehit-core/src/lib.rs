@@ -9,6 +9,10 @@
 //! a config file or flags become an engine plan; [`workload`] makes seeded synthetic traffic;
 //! [`display`] is the one formatter for what people read.
 //!
+//! Threads: the offline replay parses on [`threads::available`] workers — the caller's own
+//! count if it passes one, else the environment variable `LITEHIT_THREADS` (1 to 256; any other
+//! value is an error naming it), else one per core — so an embedding program can cap them.
+//!
 //! What it must never do: depend on a terminal, a command-line parser, an async runtime or a
 //! file watcher (`cargo tree -p litehit-core -e normal` shows none of clap, ratatui,
 //! crossterm, tokio, notify, color-eyre, indicatif), print to the terminal, or exit the
@@ -33,6 +37,51 @@
 //! assert_eq!((hits_at(2048), hits_at(3072)), (7, 7));
 //! assert_eq!(facts.iter().map(project_infinite).sum::<u64>(), 8); // 32 of 54 tokens
 //! ```
+//!
+//! The same from trace lines, through the [`engine`] that `litehit replay` runs (one lane of
+//! 4-token, 1024-byte blocks; `replay_stream` parses on as many workers as it is given):
+//!
+//! ```
+//! use litehit_core::engine::pipeline::replay_stream;
+//! use litehit_core::engine::{Engine, EngineConfig, LaneSet, LaneSpec, Policy, Routing};
+//! use litehit_core::formats::{LineParser, ParseOptions, TraceFormat, DEFAULT_MAX_LINE_BYTES};
+//! use litehit_core::projector::project_bytes;
+//!
+//! let trace = br#"{"type":"get","instance_id":"g","trace_id":"r1","timestamp_ns":1,"keys":[1,2,3],"input_len":12}
+//! {"type":"get","instance_id":"g","trace_id":"r2","timestamp_ns":2,"keys":[1,2,4],"input_len":12}
+//! {"type":"get","instance_id":"g","trace_id":"r3","timestamp_ns":3,"keys":[1,2,3],"input_len":12}
+//! "#;
+//! let lane = LaneSpec {
+//!     instance_id: "g".into(),
+//!     block_size_tokens: 4,
+//!     block_bytes: 1024,
+//!     ttl_ns: 0,
+//!     enable_prefix_hash: false,
+//! };
+//! let config = EngineConfig {
+//!     trace_block_size_tokens: 4,
+//!     lanes: LaneSet::OnTheFly(lane),
+//!     routing: Routing::ByInstance,
+//!     pool: None,
+//! };
+//! let mut engine = Engine::new(config, Policy::FailFast)?;
+//! let parser = LineParser::new(TraceFormat::Standard, ParseOptions::default());
+//! let (mut at_2_blocks, mut at_4_blocks) = (Vec::new(), Vec::new()); // hit blocks per request
+//! let workers = 2; // what `replay` passes: litehit_core::threads::available(None)?
+//! let mut on_fact = |row: litehit_core::facts::FactRow<'_>| {
+//!     at_2_blocks.push(project_bytes(row.fact, 2048, row.block_bytes));
+//!     at_4_blocks.push(project_bytes(row.fact, 4096, row.block_bytes));
+//! };
+//! let max_line_bytes = DEFAULT_MAX_LINE_BYTES;
+//! let mut on_progress = |_totals| Ok(());
+//! replay_stream(
+//!     &trace[..], &parser, &mut engine, workers, max_line_bytes, &mut on_fact, &mut on_progress,
+//! )?;
+//! // r3's block 3 is 4 deep after r2 (behind 4, 2, 1): a hit at 4 blocks, not at 2.
+//! assert_eq!((at_2_blocks, at_4_blocks), (vec![0, 2, 2], vec![0, 2, 3]));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![warn(missing_docs)]
 #![warn(clippy::unwrap_used)]
 
 pub mod config;
@@ -45,5 +94,6 @@ pub mod hitcore;
 pub mod preprocess;
 pub mod projector;
 pub mod slots;
+pub mod threads;
 
 pub mod workload;

@@ -25,6 +25,7 @@ pub enum SlotError {
         empty_what(*.block_bytes)
     )]
     Empty {
+        /// The slot as given.
         capacity: Capacity,
         /// The largest known block size, `None` when none is known.
         block_bytes: Option<u64>,
@@ -34,7 +35,10 @@ pub enum SlotError {
         "{} is given twice: each slot needs its own block count",
         capacity_label(*.capacity)
     )]
-    Twice { capacity: Capacity },
+    Twice {
+        /// The slot given twice.
+        capacity: Capacity,
+    },
     /// Another spelling of an earlier slot's block count.
     #[error(
         "{} is the same block count as the slot {}: each slot needs its own block count",
@@ -42,7 +46,9 @@ pub enum SlotError {
         capacity_label(*.existing)
     )]
     SameBlocks {
+        /// The slot as given.
         capacity: Capacity,
+        /// The earlier slot with the same block count.
         existing: Capacity,
     },
 }

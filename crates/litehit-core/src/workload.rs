@@ -28,9 +28,12 @@ pub enum KeyStyle {
 /// Knobs of the generator. `Default` gives a realistic small chat workload.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WorkloadConfig {
+    /// Seed of the generator: one seed, one trace, on every machine.
     pub seed: u64,
     /// Instance ids; each conversation is pinned to one.
     pub instance_ids: Vec<String>,
+    /// How many distinct system prompts the conversations share: the prefix hits across
+    /// conversations come from them.
     pub system_prompt_count: usize,
     /// Length range of a system prompt, in blocks.
     pub system_prompt_blocks: (u32, u32),
@@ -46,9 +49,11 @@ pub struct WorkloadConfig {
     pub turn_growth_blocks: (u32, u32),
     /// Longest request in blocks; a conversation that would exceed it ends.
     pub max_request_blocks: u32,
+    /// Tokens per block of the generated keys.
     pub block_size_tokens: u64,
     /// Mean gap between requests (exponential inter-arrival times).
     pub mean_interarrival_ns: u64,
+    /// How block keys are spelled.
     pub key_style: KeyStyle,
 }
 
@@ -75,7 +80,9 @@ impl Default for WorkloadConfig {
 /// One generated request, in trace terms.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SyntheticRequest {
+    /// The instance the request is sent to.
     pub instance_id: String,
+    /// The request's time.
     pub timestamp_ns: i64,
     /// Prefix-chained block keys (complete blocks only).
     pub keys: Vec<i64>,
@@ -133,11 +140,13 @@ pub fn mix64(mut z: u64) -> u64 {
 pub struct SplitMix64(u64);
 
 impl SplitMix64 {
+    /// A generator that yields the same sequence for the same `seed`, so workloads replay alike.
     #[must_use]
     pub fn new(seed: u64) -> Self {
         Self(seed)
     }
 
+    /// The next pseudo-random value of the sequence.
     pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         mix64(self.0)
@@ -189,6 +198,7 @@ pub struct Workload {
 }
 
 impl Workload {
+    /// The workload `config` describes; the same config always yields the same requests.
     #[must_use]
     pub fn new(config: WorkloadConfig) -> Self {
         let mut rng = SplitMix64::new(config.seed);
@@ -228,6 +238,7 @@ impl Workload {
         workload
     }
 
+    /// The config it was made from, so a caller can describe or reproduce the workload.
     #[must_use]
     pub fn config(&self) -> &WorkloadConfig {
         &self.config

@@ -52,6 +52,7 @@ pub fn litehit() -> Command {
         .env("COLUMNS", "100")
         .env("XDG_CONFIG_HOME", NO_CONFIG_HOME)
         .env_remove("LITEHIT_CONFIG")
+        .env_remove("LITEHIT_THREADS")
         .env("NO_COLOR", "1")
         .env_remove("RUST_BACKTRACE")
         .env_remove("RUST_LIB_BACKTRACE")

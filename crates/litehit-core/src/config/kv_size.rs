@@ -13,7 +13,9 @@ pub const PLAUSIBLE_KV_BYTES_PER_TOKEN: std::ops::RangeInclusive<u64> = (8 << 10
 /// GB capacities become blocks of an unlikely size, so GB answers are likely wrong.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ImplausibleKvSize {
+    /// KV bytes per block, as configured.
     pub block_bytes: u64,
+    /// Tokens per block, to express the size per token.
     pub block_size_tokens: u64,
 }
 

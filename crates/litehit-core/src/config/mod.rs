@@ -61,43 +61,68 @@ pub enum ConfigError {
     /// The config file could not be read.
     #[error("{}: cannot read config: {error}", path.display())]
     Read {
+        /// The config file, named first in the message.
         path: PathBuf,
+        /// Why the system refused the read.
         error: std::io::Error,
     },
     /// Something inside the config file at `path` is wrong; `error` says what and where.
     #[error("{}: {error}", path.display())]
     File {
+        /// The config file, so a message deep inside it still names the file.
         path: PathBuf,
+        /// What is wrong inside it, with the key's path.
         error: Box<ConfigError>,
     },
     /// The text is not JSON.
     #[error("invalid JSON: {error}")]
-    Json { error: serde_json::Error },
+    Json {
+        /// serde_json's message, with line and column.
+        error: serde_json::Error,
+    },
     /// A required key is absent.
     #[error("{field}: missing, expected {expected}")]
     Missing {
+        /// The key's path (`instances[2].block_size`), so the user finds it.
         field: String,
+        /// What belongs there, as the message says it.
         expected: &'static str,
     },
     /// A present key has the wrong JSON type.
     #[error("{field}: expected {expected}, found {found}")]
     WrongType {
+        /// The key's path.
         field: String,
+        /// The JSON type that belongs there.
         expected: &'static str,
+        /// The JSON type found.
         found: String,
     },
     /// A key is well typed but its value is not allowed.
     #[error("{field}: {reason}")]
-    Invalid { field: String, reason: String },
+    Invalid {
+        /// The key's path.
+        field: String,
+        /// Why the value is not allowed.
+        reason: String,
+    },
     /// A single-instance flag (or a combination of them) is not allowed.
     #[error("{flag}: {reason}")]
-    Flag { flag: &'static str, reason: String },
+    Flag {
+        /// The flag at fault, as typed on the command line.
+        flag: &'static str,
+        /// Why it is not allowed.
+        reason: String,
+    },
     /// Several lanes are configured and a row has no instance id to pick one.
     #[error(
         "a row without an instance id cannot be routed: {lane_count} instances are configured; \
          set override_instance_id to one of them, or fanout_all_instances to true"
     )]
-    AmbiguousDefaultLane { lane_count: usize },
+    AmbiguousDefaultLane {
+        /// How many lanes the config sets, so the message says why it cannot choose.
+        lane_count: usize,
+    },
 }
 
 /// `Result` with [`ConfigError`].
@@ -113,8 +138,10 @@ pub struct ReplayConfig {
     pub output_dir: PathBuf,
     /// Our extension key `trace_format`; `None` = detect from the content.
     pub trace_format: Option<TraceFormat>,
+    /// The lanes and routing the config sets, ready for [`crate::engine::Engine::new`].
     pub engine: EngineConfig,
-    /// `pipeline_worker_count` clamped to at least 1; `None` (key absent) = one per core.
+    /// `pipeline_worker_count` clamped to at least 1; `None` (key absent) = `LITEHIT_THREADS`,
+    /// else one per core ([`crate::threads::available`]).
     pub pipeline_worker_count: Option<usize>,
     /// Every group's `capacity_gb`, merged, sorted ascending and deduplicated. Informative:
     /// facts do not depend on capacities (a query or summary may use them as its slots).
@@ -157,6 +184,7 @@ pub struct SingleInstanceFlags {
 pub struct SingleInstanceConfig {
     /// `--format`, passed through; `None` = detect from the content.
     pub trace_format: Option<TraceFormat>,
+    /// The one lane (or the fleet of like lanes) the flags describe.
     pub engine: EngineConfig,
 }
 

@@ -101,7 +101,9 @@ pub enum PlanSource {
 /// the config's `trace_format`; `None` = read the trace's own).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EnginePlan {
+    /// The lanes and routing to build the engine with.
     pub engine: EngineConfig,
+    /// The trace format the setup names; `None` = detect it from the trace.
     pub trace_format: Option<TraceFormat>,
 }
 

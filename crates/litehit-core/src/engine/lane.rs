@@ -147,6 +147,7 @@ impl Lane {
         self.core.advance_time(now_ns);
     }
 
+    /// The parameters this lane was created with; facts rows copy its block size and bytes.
     #[must_use]
     pub fn spec(&self) -> &LaneSpec {
         &self.spec
@@ -183,6 +184,8 @@ impl Lane {
         self.infinite_hit_blocks
     }
 
+    /// The lane's capacity-free LRU core, read for the live monitor's unique-block, expiry and
+    /// memory figures.
     #[must_use]
     pub fn core(&self) -> &LiteHit {
         &self.core

@@ -31,6 +31,7 @@ pub const DEFAULT_POOL_NAME: &str = "pool";
 /// One lane's analysis parameters (one `LiteHit` core per lane).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LaneSpec {
+    /// The instance this lane replays; its facts rows carry it, and routing matches rows to it.
     pub instance_id: String,
     /// Analysis tokens per block (a multiple of the trace block size).
     pub block_size_tokens: u64,
@@ -69,7 +70,9 @@ pub enum LaneSet {
 pub struct EngineConfig {
     /// The trace's native block size in tokens (upstream config `block_size`).
     pub trace_block_size_tokens: u64,
+    /// Which lanes exist: fixed by a config file, or made per instance seen.
     pub lanes: LaneSet,
+    /// Which lanes each row feeds.
     pub routing: Routing,
     /// `--pool [NAME]` / config key `pool_instance_id`: one more lane, named so, that every
     /// read row also feeds — one LRU shared by all instances. Its facts are ordinary rows with
@@ -80,28 +83,39 @@ pub struct EngineConfig {
 /// Why a row (or the engine setup) was rejected. Every row error names the line and trace id.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum EngineError {
+    /// The engine keeps one clock: a row older than the last read would replay time backwards.
     #[error(
         "line {line_number}: trace_id[{trace_id}]: trace is not sorted by timestamp_ns ({timestamp_ns} after {previous_timestamp_ns})"
     )]
     OutOfOrder {
+        /// The trace line at fault (1-based).
         line_number: u64,
+        /// The row's request id, so the user can find it.
         trace_id: String,
+        /// The row's time.
         timestamp_ns: i64,
+        /// The latest time before it, which it goes behind.
         previous_timestamp_ns: i64,
     },
+    /// The row names no lane the engine can send it to.
     #[error("line {line_number}: trace_id[{trace_id}]: {error}")]
     Route {
+        /// The trace line at fault (1-based).
         line_number: u64,
+        /// The row's request id.
         trace_id: String,
         /// In the message, not a `#[source]`: one error, one line.
         error: RouteError,
     },
+    /// The row breaks the length contract, so its blocks cannot be counted.
     #[error(
         "line {line_number}: trace_id[{trace_id}]: invalid request: {error}{}",
         error.block_size_hint()
     )]
     InvalidRequest {
+        /// The trace line at fault (1-based).
         line_number: u64,
+        /// The row's request id.
         trace_id: String,
         /// In the message (with the block-size hint after it), not a `#[source]`.
         error: NormalizeError,
@@ -114,13 +128,24 @@ pub enum EngineError {
          feeds) past 2^64 - 1; every total of them would wrap"
     )]
     InputTokensOverflow {
+        /// The trace line at fault (1-based).
         line_number: u64,
+        /// The row's request id.
         trace_id: String,
+        /// The row's input length.
         input_token_len: u64,
+        /// The input tokens of the rows before it, once per lane fed.
         total_before: u64,
     },
+    /// A lane's parameters are unusable (say, a block size that is no coarsening of the trace's).
     #[error("lane {instance_id}: {reason}")]
-    InvalidLane { instance_id: String, reason: String },
+    InvalidLane {
+        /// The lane at fault.
+        instance_id: String,
+        /// Why its parameters are unusable.
+        reason: String,
+    },
+    /// A lane's core could not grow: a clean stop instead of an allocation abort.
     #[error(
         "out of memory after {unique_blocks} unique blocks (about {} GiB needed; try --memory-horizon or a TTL)",
         crate::display::significant_up(crate::display::bytes_to_gib(*needed_bytes), 2)
@@ -150,7 +175,9 @@ impl EngineError {
 /// A rejected line as the live monitor shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LineError {
+    /// The line refused (1-based), so it can be found in the trace.
     pub line_number: u64,
+    /// Why it was refused, as the error says it.
     pub message: String,
 }
 
@@ -165,6 +192,7 @@ pub struct EngineStats {
     pub bad_lines: u64,
     /// Timestamps earlier than a previous one (clamped under `SkipAndCount`).
     pub out_of_order_timestamps: u64,
+    /// The most recent refused line, shown so a user sees what is being skipped.
     pub last_error: Option<LineError>,
     /// The latest (clamped) trace timestamp seen.
     pub last_timestamp_ns: Option<i64>,
@@ -302,11 +330,14 @@ impl Engine {
         self.router.instances_outside_shard()
     }
 
+    /// The configuration the engine was built from (its lanes and routing), for a caller
+    /// that reports them.
     #[must_use]
     pub fn config(&self) -> &EngineConfig {
         &self.config
     }
 
+    /// Whether a bad row stops the engine or is skipped and counted.
     #[must_use]
     pub fn policy(&self) -> Policy {
         self.policy
@@ -334,6 +365,7 @@ impl Engine {
         }
     }
 
+    /// Rows seen, skipped and the last error: what a caller shows besides the facts.
     #[must_use]
     pub fn stats(&self) -> &EngineStats {
         &self.stats

@@ -27,16 +27,21 @@ const CHUNKS_IN_FLIGHT_PER_WORKER: usize = 2;
 /// Why the pipeline stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum PipelineError {
+    /// The trace could not be read, or `on_progress` returned an error (which stops the run).
     #[error("reading the trace")]
     Io(#[from] std::io::Error),
     /// A reader or parse thread could not start (out of memory or threads).
     #[error("starting the {thread} thread")]
     Spawn {
+        /// Which thread (`read` or `parse`), named in the message.
         thread: &'static str,
+        /// Why the system refused it.
         source: std::io::Error,
     },
+    /// A line is no event of the trace's format; it names the line and field.
     #[error(transparent)]
     Parse(#[from] ParseError),
+    /// An event was refused by the engine; it names the line and trace id.
     #[error(transparent)]
     Engine(#[from] EngineError),
 }
@@ -56,11 +61,14 @@ impl PipelineError {
 /// What the pipeline read.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PipelineTotals {
+    /// Bytes taken from the reader, for progress and throughput.
     pub bytes: u64,
+    /// Lines read, blank ones included.
     pub lines: u64,
     /// Lines that are events of no interest ([`LineOutcome::Ignored`]: a KVCM event of
     /// another type), and the first of them.
     pub ignored_lines: u64,
+    /// The first such line (1-based), to show one example.
     pub first_ignored_line: Option<u64>,
 }
 
@@ -71,9 +79,11 @@ pub struct PipelineTotals {
 pub struct LinesSeen {
     /// Lines read, blank ones included; `None` when the reader does not count them.
     pub lines: Option<u64>,
+    /// Write events seen: a trace of only writes has no facts, and the message says so.
     pub write_events: u64,
     /// Events of no interest ([`LineOutcome::Ignored`]) and the first of them.
     pub ignored_lines: u64,
+    /// The first such line (1-based), to show one example.
     pub first_ignored_line: Option<u64>,
     /// Lines refused (parse, routing or length errors) where they are skipped.
     pub bad_lines: u64,

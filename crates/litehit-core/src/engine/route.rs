@@ -9,21 +9,32 @@ use crate::engine::{EngineConfig, LaneSet, LaneSpec, Routing};
 /// Why a row could not be routed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RouteError {
+    /// A config file fixes the lanes, so a row from any other instance is a mistake to report.
     #[error("unknown instance[{instance_id}] (configured: {configured})")]
     UnknownInstance {
+        /// The row's instance.
         instance_id: String,
+        /// The instances the config sets, listed so the user sees the choice.
         configured: String,
     },
+    /// Several lanes and a row without instance: picking one silently would skew its facts.
     #[error(
         "row has no instance id and {lane_count} instances are configured: set \
          override_instance_id (or --instance) to pick one, or fanout_all_instances to replay every row on all"
     )]
-    AmbiguousInstance { lane_count: usize },
+    AmbiguousInstance {
+        /// How many lanes are configured.
+        lane_count: usize,
+    },
+    /// An instance named like the shared pool: its rows and the pool's would share one name.
     #[error(
         "instance[{instance_id}] has the shared pool's name: name the pool otherwise, with \
          --pool=NAME (or the config's pool_instance_id)"
     )]
-    PoolNameTaken { instance_id: String },
+    PoolNameTaken {
+        /// The instance whose name is the pool's.
+        instance_id: String,
+    },
 }
 
 /// Maps instance ids to lane indexes and adds lanes on the fly.

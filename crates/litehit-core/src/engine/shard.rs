@@ -9,7 +9,9 @@
 /// Shard `index` of `count` (0-based: `0/4` … `3/4`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Shard {
+    /// Which shard this is, 0-based.
     pub index: u64,
+    /// How many shards the trace is split into.
     pub count: u64,
 }
 
@@ -17,6 +19,7 @@ pub struct Shard {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{input:?}: expected K/N with 0 ≤ K < N, e.g. 0/4 … 3/4")]
 pub struct ShardError {
+    /// The text as typed.
     pub input: String,
 }
 

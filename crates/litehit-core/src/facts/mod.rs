@@ -10,7 +10,9 @@ pub mod file;
 /// at every capacity `>= start_required_blocks + j`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct HitCurveSegment {
+    /// The capacity in blocks at which the run's first block starts to hit.
     pub start_required_blocks: u64,
+    /// How many blocks the run holds, each one more block of capacity than the one before.
     pub run_length: u64,
 }
 
@@ -31,6 +33,7 @@ impl HitCurveSegment {
 /// An empty curve means the request head was cold: zero hits at every capacity.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct RequestFact {
+    /// The runs, in increasing start order; a capacity's hits are summed over them.
     pub hit_curve: Vec<HitCurveSegment>,
 }
 
@@ -76,8 +79,11 @@ impl RequestFact {
 /// One facts row: a fact plus the request identity and the units needed to project it later.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct FactRecord {
+    /// The request's id in the trace.
     pub trace_id: String,
+    /// The lane (instance) the request was replayed on.
     pub instance_id: String,
+    /// The request's time, for windows and timelines.
     pub timestamp_ns: i64,
     /// The hit-rate denominator (original input tokens, incomplete tail included).
     pub input_token_len: u64,
@@ -85,18 +91,26 @@ pub struct FactRecord {
     pub block_size_tokens: u64,
     /// KV bytes per block: capacity blocks = floor(capacity bytes / this), in `projector` only.
     pub block_bytes: u64,
+    /// The capacity-free hit curve.
     pub fact: RequestFact,
 }
 
 /// A borrowed facts row, as the engine produces it (no allocation per row).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FactRow<'a> {
+    /// The request's id in the trace.
     pub trace_id: &'a str,
+    /// The lane (instance) the request was replayed on.
     pub instance_id: &'a str,
+    /// The request's time, for windows and timelines.
     pub timestamp_ns: i64,
+    /// The hit-rate denominator (original input tokens, incomplete tail included).
     pub input_token_len: u64,
+    /// Tokens per analysis block: hit tokens = hit blocks × this.
     pub block_size_tokens: u64,
+    /// KV bytes per block: capacity blocks = floor(capacity bytes / this), in `projector` only.
     pub block_bytes: u64,
+    /// The capacity-free hit curve.
     pub fact: &'a RequestFact,
 }
 

@@ -61,6 +61,7 @@ pub struct LineCapReader<R> {
 }
 
 impl<R: Read> LineCapReader<R> {
+    /// Wraps `inner`; `max_line_bytes` is the longest line let through (`--max-line-bytes`).
     pub fn new(inner: R, max_line_bytes: u64) -> Self {
         Self {
             inner,
@@ -104,6 +105,7 @@ impl<R: Read> Read for LineCapReader<R> {
 pub struct SplitLine<'b> {
     /// 1-based number of the line in the whole stream.
     pub line_number: u64,
+    /// The line's bytes, borrowed from the reader's buffer (no copy per line).
     pub bytes: &'b [u8],
 }
 
@@ -228,6 +230,7 @@ pub struct TraceLines<R> {
 }
 
 impl<R: Read> TraceLines<R> {
+    /// Lines of `reader`, numbered from 1.
     pub fn new(reader: R) -> Self {
         Self {
             reader,

@@ -30,19 +30,23 @@ pub enum TraceFormat {
 /// but still subject to the timestamp-order check).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum EventKind {
+    /// A lookup: it produces a fact.
     #[default]
     Read,
+    /// A store only: it changes the cache, not the facts.
     Write,
 }
 
 /// One parsed trace line. Parsers overwrite it in place so its buffers are reused.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TraceEvent {
+    /// A lookup (makes a fact) or a store (only checked for time order).
     pub kind: EventKind,
     /// The instance (lane) the event belongs to; `None` for formats without one.
     pub instance_id: Option<String>,
     /// The trace's own request id; empty when the format has none (the engine derives one).
     pub trace_id: String,
+    /// The event's time in nanoseconds, converted from the format's own unit.
     pub timestamp_ns: i64,
     /// Block keys at trace granularity (already prefix-chained unless the lane chains them).
     pub keys: Vec<i64>,
@@ -181,6 +185,7 @@ pub struct ParseError {
     pub trace_id: Option<String>,
     /// The top-level field at fault, if the fault is in one.
     pub field: Option<&'static str>,
+    /// What is wrong, without the line and field (the message adds them).
     pub message: String,
 }
 
@@ -244,6 +249,7 @@ enum Reader {
 }
 
 impl LineParser {
+    /// A parser for `format`; one per worker thread, since it owns its scratch buffers.
     pub fn new(format: TraceFormat, options: ParseOptions) -> Self {
         let reader = match format {
             TraceFormat::Standard => Reader::Standard(standard::StandardReader::default()),
@@ -255,6 +261,7 @@ impl LineParser {
         Self { options, reader }
     }
 
+    /// The format this parser reads, as chosen at construction (detection happens before).
     pub fn format(&self) -> TraceFormat {
         match self.reader {
             Reader::Standard(_) => TraceFormat::Standard,
@@ -265,6 +272,7 @@ impl LineParser {
         }
     }
 
+    /// The options it was built with, so a caller can make another parser alike.
     pub fn options(&self) -> ParseOptions {
         self.options
     }

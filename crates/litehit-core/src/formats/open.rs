@@ -18,8 +18,11 @@ const ZSTD_MAGIC: &[u8] = &[0x28, 0xb5, 0x2f, 0xfd];
 /// How a trace file is compressed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Compression {
+    /// Plain text.
     None,
+    /// gzip (magic `1f 8b`).
     Gzip,
+    /// Zstandard (magic `28 b5 2f fd`), any number of frames.
     Zstd,
 }
 
@@ -160,6 +163,7 @@ pub struct ZstdFrames<R> {
 }
 
 impl<R: BufRead> ZstdFrames<R> {
+    /// Decodes `source` from its first frame on.
     pub fn new(source: R) -> Self {
         Self {
             source,

@@ -11,26 +11,39 @@ pub use prefix_hash::{apply_prefix_hash, apply_prefix_hash_in_place, prefix_hash
 /// Why a request violates the preprocessing contract (messages follow upstream's wording).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum NormalizeError {
+    /// A block of zero tokens would divide by zero.
     #[error("block_size_tokens must be positive")]
     ZeroBlockSize,
+    /// A negative length has no block count.
     #[error("input_token_len must not be negative (found {input_token_len})")]
-    NegativeInputLength { input_token_len: i64 },
+    NegativeInputLength {
+        /// The length found.
+        input_token_len: i64,
+    },
+    /// An analysis block must be whole trace blocks: keys cannot be split.
     #[error(
         "block_size_tokens {block_size_tokens} must be a multiple of the trace block size \
          {trace_block_size_tokens} (coarsening only)"
     )]
     NotCoarsening {
+        /// The lane's analysis block size.
         block_size_tokens: u64,
+        /// The trace's native block size.
         trace_block_size_tokens: u64,
     },
+    /// The key count is not what the length says: the trace and its block size disagree.
     #[error(
         "expected {expected_keys} keys (floor(input_len {input_token_len} / trace block size \
          {trace_block_size_tokens})), found {found_keys}"
     )]
     LengthMismatch {
+        /// `floor(input_len / trace block size)`.
         expected_keys: u64,
+        /// The keys the row has.
         found_keys: usize,
+        /// The row's input length.
         input_token_len: u64,
+        /// The trace's native block size.
         trace_block_size_tokens: u64,
     },
 }
@@ -142,6 +155,7 @@ pub struct NormalizeParams {
 /// A request ready for the core: complete analysis blocks plus the token denominator.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NormalizedRequest {
+    /// Keys of the complete analysis blocks, in prefix order: what the core replays.
     pub block_keys: Vec<i64>,
     /// The original input token count, incomplete tail included (never changed by re-blocking).
     pub input_token_len: u64,

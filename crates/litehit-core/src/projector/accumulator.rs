@@ -41,6 +41,7 @@ pub struct CapacityAxisAccumulator {
 }
 
 impl CapacityAxisAccumulator {
+    /// An empty axis: every capacity answers 0 until facts are added.
     #[must_use]
     pub fn new() -> Self {
         Self::default()
@@ -307,6 +308,7 @@ impl CapacityAxisAccumulator {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("out of memory growing by {bytes} bytes")]
 pub struct GrowthFailed {
+    /// About how many bytes were asked for, for the message.
     pub bytes: u64,
 }
 

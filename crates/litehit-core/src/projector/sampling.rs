@@ -60,6 +60,7 @@ pub struct SampledCurve {
     /// Whether the points are the curve's own breakpoints (linear in between, so the curve
     /// is drawn exactly), rather than evenly spaced samples.
     pub exact_breakpoints: bool,
+    /// `(capacity_blocks, hit_blocks)`, by increasing capacity.
     pub points: Vec<(u64, u64)>,
 }
 

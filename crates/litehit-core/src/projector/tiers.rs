@@ -39,7 +39,9 @@ pub struct TierPlan {
     pub names: Vec<String>,
     /// Each tier's size as typed, echoed in `tier_sizes`.
     pub sizes_text: Vec<String>,
+    /// Each tier's size, top first.
     pub capacities: Vec<Capacity>,
+    /// How the tiers relate: a hierarchy whose capacities add up, or independent LRUs.
     pub mode: TierMode,
 }
 
@@ -47,15 +49,20 @@ pub struct TierPlan {
 /// a lower tier holds a superset of the one above, so it must be larger.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TierOrderError {
+    /// With inclusive tiers a lower tier holds the one above, so it must be larger.
     #[error(
         "inclusive tiers must grow top first (a lower tier holds a superset of the one above): \
          {lower} ({lower_size}) is not larger than {upper} ({upper_size}) above it; list them \
          smallest first, or use --tier-mode exclusive"
     )]
     NotLarger {
+        /// The upper tier's name.
         upper: String,
+        /// Its size as typed.
         upper_size: String,
+        /// The lower tier's name.
         lower: String,
+        /// Its size as typed.
         lower_size: String,
     },
     /// A GB size next to a block count: which is larger depends on each lane's block bytes,
@@ -66,9 +73,13 @@ pub enum TierOrderError {
          block bytes; give both in GB/TB or both in blocks"
     )]
     MixedUnits {
+        /// The upper tier's name.
         upper: String,
+        /// Its size as typed.
         upper_size: String,
+        /// The lower tier's name.
         lower: String,
+        /// Its size as typed.
         lower_size: String,
     },
 }
@@ -215,7 +226,9 @@ impl Reach {
 /// The band of the capacity axis one tier serves: thresholds in `(below, upper]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TierBand {
+    /// Where the band starts: hits within this reach are served in front of the tier.
     pub below: Reach,
+    /// Where the band ends: the reach the tier adds its hits up to.
     pub upper: Reach,
 }
 

@@ -88,20 +88,31 @@ pub type Result<T, E = FactsError> = std::result::Result<T, E>;
 /// Reading or writing a facts file failed.
 #[derive(Debug, thiserror::Error)]
 pub enum FactsError {
+    /// The file could not be opened (missing, unreadable).
     #[error("failed to open facts file: {}", path.display())]
     Open {
+        /// The facts file.
         path: PathBuf,
+        /// Why the system refused it.
         #[source]
         source: io::Error,
     },
+    /// Reading stopped part way: the rows read so far are not a whole file.
     #[error("I/O error while reading facts file: {}", path.display())]
     Read {
+        /// The facts file.
         path: PathBuf,
+        /// Why the system refused it.
         #[source]
         source: io::Error,
     },
+    /// A file without even the header is no facts file, and no empty result either.
     #[error("{}: facts file is empty", path.display())]
-    Empty { path: PathBuf },
+    Empty {
+        /// The facts file.
+        path: PathBuf,
+    },
+    /// The first line is not the facts header, so the columns cannot be trusted.
     #[error(
         "{}: facts file header mismatch: expected {FACTS_HEADER:?}, found {found:?}{}",
         path.display(),
@@ -111,7 +122,12 @@ pub enum FactsError {
             ""
         }
     )]
-    HeaderMismatch { path: PathBuf, found: String },
+    HeaderMismatch {
+        /// The facts file.
+        path: PathBuf,
+        /// Its first line, to show what the file is instead.
+        found: String,
+    },
     /// What reading builds (instances, curves, windows) left less than
     /// [`crate::hitcore::GROWTH_HEADROOM_BYTES`] free: a clean stop while one is possible.
     #[error(
@@ -119,23 +135,39 @@ pub enum FactsError {
          than 8 MiB free)",
         path.display()
     )]
-    OutOfMemory { path: PathBuf, line: u64, rows: u64 },
+    OutOfMemory {
+        /// The facts file.
+        path: PathBuf,
+        /// The line being read (1-based).
+        line: u64,
+        /// Rows read before it.
+        rows: u64,
+    },
+    /// One row is malformed; the whole file is refused rather than a partial answer given.
     #[error("{}: facts line {line}: {reason}", path.display())]
     Row {
+        /// The facts file.
         path: PathBuf,
         /// 1-based physical line (the header is line 1).
         line: u64,
+        /// What is wrong with the row.
         reason: FactsRowError,
     },
+    /// The temporary file or the lock beside the target could not be created.
     #[error("failed to create {}", path.display())]
     Create {
+        /// The file being published.
         path: PathBuf,
+        /// Why the system refused it.
         #[source]
         source: io::Error,
     },
+    /// A write failed (say, a full disk): nothing is published.
     #[error("failed to write {}", path.display())]
     Write {
+        /// The file being published.
         path: PathBuf,
+        /// Why the system refused it.
         #[source]
         source: io::Error,
     },
@@ -148,15 +180,21 @@ pub enum FactsError {
         lock.display()
     )]
     Busy {
+        /// The file being published.
         path: PathBuf,
+        /// The lock file beside it, named so the user can see who holds it.
         lock: PathBuf,
         /// `pid N, COMMAND` (the command when the system says), as the lock file says.
         holder: String,
     },
+    /// The finished temporary file could not be renamed over the target.
     #[error("failed to publish {} as {}", from.display(), to.display())]
     Publish {
+        /// The finished temporary file.
         from: PathBuf,
+        /// The target it could not replace.
         to: PathBuf,
+        /// Why the system refused it.
         #[source]
         source: io::Error,
     },
@@ -165,20 +203,47 @@ pub enum FactsError {
 /// Why one facts row could not be parsed (upstream's messages, verbatim).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FactsRowError {
+    /// Upstream's column count (7); any other is a different file.
     #[error("expected 7 fields, got {found}")]
-    FieldCount { found: usize },
+    FieldCount {
+        /// The fields found.
+        found: usize,
+    },
+    /// A quote opened and never closed: the rest of the line is one field.
     #[error("unterminated quoted field")]
     UnterminatedQuote,
+    /// A required field holds nothing.
     #[error("{field} is empty")]
-    EmptyField { field: &'static str },
+    EmptyField {
+        /// The column.
+        field: &'static str,
+    },
+    /// A field that must be an integer is not.
     #[error("{field} is not a valid integer: {value}")]
-    NotInteger { field: &'static str, value: String },
+    NotInteger {
+        /// The column.
+        field: &'static str,
+        /// What it holds.
+        value: String,
+    },
+    /// A field that must be a non-negative integer is not.
     #[error("{field} is not a valid unsigned integer: {value}")]
-    NotUnsignedInteger { field: &'static str, value: String },
+    NotUnsignedInteger {
+        /// The column.
+        field: &'static str,
+        /// What it holds.
+        value: String,
+    },
+    /// A text field is no UTF-8, so it could not be shown or compared.
     #[error("{field} is not valid UTF-8")]
-    NotUtf8 { field: &'static str },
+    NotUtf8 {
+        /// The column.
+        field: &'static str,
+    },
+    /// The `hit_curve` field is malformed.
     #[error(transparent)]
     HitCurve(#[from] HitCurveError),
+    /// A block of 0 tokens or bytes cannot be projected.
     #[error("block_bytes/block_size_tokens must be positive")]
     NonPositiveBlock,
     /// Not an upstream check: such a row would project to a hit rate over 100 %.
@@ -186,10 +251,18 @@ pub enum FactsRowError {
         "hit_curve covers {curve_blocks} blocks, more than the {full_blocks} full blocks of \
          input_token_len / block_size_tokens"
     )]
-    CurveLongerThanInput { curve_blocks: u64, full_blocks: u64 },
+    CurveLongerThanInput {
+        /// The blocks the curve counts as hits at unlimited capacity.
+        curve_blocks: u64,
+        /// The request's full blocks.
+        full_blocks: u64,
+    },
     /// A line too long for the memory left (a broken or hostile file).
     #[error("out of memory reading a line of {line_bytes} bytes")]
-    OutOfMemory { line_bytes: usize },
+    OutOfMemory {
+        /// The line's length so far.
+        line_bytes: usize,
+    },
     /// Not an upstream check: every total (per instance, overall, per window, per tier, the
     /// pool's, `mrc`'s) is a sum of these, and a wrapped sum is no parity (issue #27).
     #[error(
@@ -197,7 +270,9 @@ pub enum FactsRowError {
          read ({total_before} before this row) past 2^64 - 1; every total over them would wrap"
     )]
     InputTokensOverflow {
+        /// The row's `input_token_len`.
         input_token_len: u64,
+        /// The sum over the rows before it.
         total_before: u64,
     },
 }
@@ -205,20 +280,28 @@ pub enum FactsRowError {
 /// Why a `hit_curve` field could not be parsed (upstream's messages, verbatim).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum HitCurveError {
+    /// The field is no bracketed list.
     #[error("hit_curve must start with '['")]
     MissingOpen,
+    /// A segment is no bracketed pair.
     #[error("hit_curve segment must start with '['")]
     SegmentMissingOpen,
+    /// A segment's start (required blocks) is no integer.
     #[error("hit_curve segment start is not a valid integer")]
     SegmentStart,
+    /// A segment's two numbers are not separated by a comma.
     #[error("hit_curve segment expects ','")]
     SegmentMissingComma,
+    /// A segment's run length is no integer.
     #[error("hit_curve segment length is not a valid integer")]
     SegmentLength,
+    /// A segment is not closed.
     #[error("hit_curve segment must end with ']'")]
     SegmentMissingClose,
+    /// The list is not closed.
     #[error("hit_curve must end with ']'")]
     MissingClose,
+    /// Something follows the closing bracket.
     #[error("hit_curve has trailing characters")]
     TrailingCharacters,
 }
