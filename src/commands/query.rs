@@ -65,7 +65,7 @@ pub fn run(args: &QueryArgs) -> color_eyre::Result<()> {
         })
         .transpose()?;
     // Trace time needs the first (and, for a warm-up share, the last) request: a first pass.
-    let (span, pool_rule, instance_ids) = if spec.needs_span() || window_ns.is_some() {
+    let (span, pool_rule, instance_ids, geometries) = if spec.needs_span() || window_ns.is_some() {
         if facts_paths.iter().any(|path| path.as_os_str() == "-") {
             bail!(
                 "trace times (--from/--to in seconds, --exclude-warmup, --window) read the facts \
@@ -74,7 +74,12 @@ pub fn run(args: &QueryArgs) -> color_eyre::Result<()> {
         }
         first_pass(args, &facts_paths)?
     } else {
-        (None, args.pool.rule(), std::collections::HashSet::new())
+        (
+            None,
+            args.pool.rule(),
+            std::collections::HashSet::new(),
+            Vec::new(),
+        )
     };
     let (first_ns, last_ns) = span.unwrap_or((0, 0));
     let time_range = if spec == TimeSpec::default() {
@@ -86,13 +91,16 @@ pub fn run(args: &QueryArgs) -> color_eyre::Result<()> {
     if let Some(window_ns) = window_ns {
         #[expect(clippy::cast_possible_truncation, reason = "checked below 2^63 above")]
         let window_ns = window_ns as i64;
-        return write_windows(
+        write_windows(
             args,
             &facts_paths,
             (slots, tiers),
             (time_range, span, window_ns),
             (&pool_rule, &instance_ids),
-        );
+        )?;
+        // As the plain query: the geometries are the first pass's, every row's.
+        super::warn_implausible_kv_sizes(geometries);
+        return Ok(());
     }
     let plan = QueryPlan {
         tiers,
@@ -120,11 +128,13 @@ pub fn run(args: &QueryArgs) -> color_eyre::Result<()> {
     Ok(())
 }
 
-/// The trace's first and last `timestamp_ns`, the pool lane, every instance id.
+/// The trace's first and last `timestamp_ns`, the pool lane, every instance id, every
+/// distinct `(block_bytes, block_size_tokens)`.
 type FirstPass = (
     Option<(i64, i64)>,
     PoolRule,
     std::collections::HashSet<String>,
+    Vec<(u64, u64)>,
 );
 
 /// The first pass over the facts: the trace's first and last `timestamp_ns`, and the pool
@@ -134,7 +144,8 @@ fn first_pass(
     args: &QueryArgs,
     facts_paths: &[std::path::PathBuf],
 ) -> color_eyre::Result<FirstPass> {
-    let (span, lanes) = trace_span_and_instances(facts_paths).wrap_err("facts query failed")?;
+    let (span, lanes, geometries) =
+        trace_span_and_instances(facts_paths).wrap_err("facts query failed")?;
     super::note_lanes_in_several_files(lanes.lanes(), facts_paths);
     super::note(lanes.partial_pool_note().as_deref());
     let pool = lanes
@@ -150,6 +161,7 @@ fn first_pass(
         span,
         PoolRule::Recognised(pool.map(str::to_owned)),
         instance_ids,
+        geometries,
     ))
 }
 
