@@ -296,6 +296,10 @@ impl Ingest {
                 read_events: engine_stats.read_events,
                 write_events: engine_stats.write_events,
                 last_timestamp_ns: engine_stats.last_timestamp_ns,
+                lone_surrogates: self
+                    .config
+                    .lone_surrogates
+                    .load(std::sync::atomic::Ordering::Relaxed),
             },
             facts_write: self.facts_write.clone(),
             facts_write_age: now.duration_since(self.facts_write_since),
