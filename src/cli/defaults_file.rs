@@ -355,6 +355,87 @@ impl Defaults {
             "listen" => self.listen = Some(parse_listen_address(&text()?)?),
             "metrics-listen" => self.metrics_listen = Some(parse_listen_address(&text()?)?),
             "max-body" => self.max_body = Some(parse_byte_size(&text()?).map_err(message)?),
+            "max-body-total" | "http-idle-timeout" | "max-connections" | "allowed-host"
+            | "listen-token-file" => self.set_http(key, value)?,
+            "max-line-bytes" => {
+                self.max_line_bytes =
+                    Some(litehit_core::grammar::parse_max_line_bytes(&text()?).map_err(message)?);
+            }
+            "memory-horizon" => {
+                self.memory_horizon = Some(parse_memory_horizon(&text()?).map_err(message)?);
+            }
+            "tiers" => {
+                // A list, or one comma-separated string as the flag takes.
+                let entries: Vec<String> = match value {
+                    toml::Value::Array(items) => {
+                        items.iter().map(scalar_text).collect::<Result<_, _>>()?
+                    }
+                    _ => text()?.split(',').map(str::to_owned).collect(),
+                };
+                // Read now with the flag's parser, so a bad tier names this file and line;
+                // the order rule needs the mode too: checked at the end of `parse`.
+                litehit_core::grammar::parse_tier_plan(
+                    &entries,
+                    litehit_core::projector::tiers::TierMode::Exclusive,
+                )
+                .map_err(|error| error.to_string())?;
+                self.tiers = Some(entries);
+            }
+            "tier-mode" => {
+                let text = text()?;
+                self.tier_mode = Some(TierModeArg::from_str(&text, false).map_err(|_| {
+                    format!("expected \"exclusive\" or \"inclusive\", found {text:?}")
+                })?);
+            }
+            _ => {
+                let known: Vec<&str> = KEYS.iter().map(|(key, _, _)| *key).collect();
+                return Err(format!(
+                    "unknown key; the known keys are: {}",
+                    known.join(", ")
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// [`Self::apply`] for `watch`'s HTTP flags.
+    fn fill_http(&self, args: &mut super::watch_args::WatchArgs, typed: &impl Fn(&str) -> bool) {
+        if !typed("listen") && self.listen.is_some() {
+            args.listen = self.listen;
+        }
+        if !typed("metrics_listen") && self.metrics_listen.is_some() {
+            args.metrics_listen = self.metrics_listen;
+        }
+        if let Some(max_body) = self.max_body.filter(|_| !typed("max_body")) {
+            args.max_body = max_body;
+        }
+        if !typed("max_body_total") && self.max_body_total.is_some() {
+            args.max_body_total = self.max_body_total;
+        }
+        if let Some(seconds) = self
+            .http_idle_timeout
+            .filter(|_| !typed("http_idle_timeout"))
+        {
+            args.http_idle_timeout = seconds;
+        }
+        if !typed("max_connections") && self.max_connections.is_some() {
+            args.max_connections = self.max_connections;
+        }
+        if !typed("allowed_host")
+            && let Some(names) = &self.allowed_host
+        {
+            args.allowed_host.clone_from(names);
+        }
+        if !typed("listen_token_file") && self.listen_token_file.is_some() {
+            args.listen_token_file.clone_from(&self.listen_token_file);
+        }
+    }
+
+    /// [`Self::set`] for the HTTP budget keys (`watch --listen` / `--metrics-listen`).
+    fn set_http(&mut self, key: &str, value: &toml::Value) -> Result<(), String> {
+        let text = || scalar_text(value);
+        let message = |error: litehit_core::grammar::GrammarError| error.to_string();
+        match key {
             "max-body-total" => {
                 self.max_body_total = Some(parse_byte_size(&text()?).map_err(message)?);
             }
@@ -395,43 +476,7 @@ impl Defaults {
                 let folder = self.path.parent().unwrap_or_else(|| Path::new(""));
                 self.listen_token_file = Some(folder.join(text));
             }
-            "max-line-bytes" => {
-                self.max_line_bytes =
-                    Some(litehit_core::grammar::parse_max_line_bytes(&text()?).map_err(message)?);
-            }
-            "memory-horizon" => {
-                self.memory_horizon = Some(parse_memory_horizon(&text()?).map_err(message)?);
-            }
-            "tiers" => {
-                // A list, or one comma-separated string as the flag takes.
-                let entries: Vec<String> = match value {
-                    toml::Value::Array(items) => {
-                        items.iter().map(scalar_text).collect::<Result<_, _>>()?
-                    }
-                    _ => text()?.split(',').map(str::to_owned).collect(),
-                };
-                // Read now with the flag's parser, so a bad tier names this file and line;
-                // the order rule needs the mode too: checked at the end of `parse`.
-                litehit_core::grammar::parse_tier_plan(
-                    &entries,
-                    litehit_core::projector::tiers::TierMode::Exclusive,
-                )
-                .map_err(|error| error.to_string())?;
-                self.tiers = Some(entries);
-            }
-            "tier-mode" => {
-                let text = text()?;
-                self.tier_mode = Some(TierModeArg::from_str(&text, false).map_err(|_| {
-                    format!("expected \"exclusive\" or \"inclusive\", found {text:?}")
-                })?);
-            }
-            _ => {
-                let known: Vec<&str> = KEYS.iter().map(|(key, _, _)| *key).collect();
-                return Err(format!(
-                    "unknown key; the known keys are: {}",
-                    known.join(", ")
-                ));
-            }
+            other => return Err(format!("{other} is no HTTP key")),
         }
         Ok(())
     }
@@ -503,34 +548,7 @@ impl Defaults {
                     "rotation_grace",
                     self.rotation_grace,
                 );
-                if !typed("listen") && self.listen.is_some() {
-                    args.listen = self.listen;
-                }
-                if !typed("metrics_listen") && self.metrics_listen.is_some() {
-                    args.metrics_listen = self.metrics_listen;
-                }
-                if let Some(max_body) = self.max_body.filter(|_| !typed("max_body")) {
-                    args.max_body = max_body;
-                }
-                if !typed("max_body_total") && self.max_body_total.is_some() {
-                    args.max_body_total = self.max_body_total;
-                }
-                fill(
-                    &mut args.http_idle_timeout,
-                    "http_idle_timeout",
-                    self.http_idle_timeout,
-                );
-                if !typed("max_connections") && self.max_connections.is_some() {
-                    args.max_connections = self.max_connections;
-                }
-                if !typed("allowed_host")
-                    && let Some(names) = &self.allowed_host
-                {
-                    args.allowed_host.clone_from(names);
-                }
-                if !typed("listen_token_file") && self.listen_token_file.is_some() {
-                    args.listen_token_file.clone_from(&self.listen_token_file);
-                }
+                self.fill_http(args, &typed);
                 if !typed("memory_horizon") && self.memory_horizon.is_some() {
                     args.memory_horizon = self.memory_horizon;
                 }

@@ -1,5 +1,6 @@
 //! `litehit query`: glue from [`QueryArgs`] to [`query_facts_files`]; no analysis here.
 
+use std::collections::HashSet;
 use std::io;
 
 use color_eyre::eyre::{WrapErr, bail, eyre};
@@ -74,12 +75,7 @@ pub fn run(args: &QueryArgs) -> color_eyre::Result<()> {
         }
         first_pass(args, &facts_paths)?
     } else {
-        (
-            None,
-            args.pool.rule(),
-            std::collections::HashSet::new(),
-            Vec::new(),
-        )
+        (None, args.pool.rule(), HashSet::new(), Vec::new())
     };
     let (first_ns, last_ns) = span.unwrap_or((0, 0));
     let time_range = if spec == TimeSpec::default() {
@@ -91,16 +87,13 @@ pub fn run(args: &QueryArgs) -> color_eyre::Result<()> {
     if let Some(window_ns) = window_ns {
         #[expect(clippy::cast_possible_truncation, reason = "checked below 2^63 above")]
         let window_ns = window_ns as i64;
-        write_windows(
+        return write_windows(
             args,
             &facts_paths,
             (slots, tiers),
             (time_range, span, window_ns),
-            (&pool_rule, &instance_ids),
-        )?;
-        // As the plain query: the geometries are the first pass's, every row's.
-        super::warn_implausible_kv_sizes(geometries);
-        return Ok(());
+            (&pool_rule, &instance_ids, geometries),
+        );
     }
     let plan = QueryPlan {
         tiers,
@@ -173,7 +166,11 @@ fn write_windows(
     facts_paths: &[std::path::PathBuf],
     (slots, tiers): (QuerySlots, Option<TierPlan>),
     (time_range, span, window_ns): (TimeRange, Option<(i64, i64)>, i64),
-    (rule, instance_ids): (&PoolRule, &std::collections::HashSet<String>),
+    (rule, instance_ids, geometries): (
+        &PoolRule,
+        &std::collections::HashSet<String>,
+        Vec<(u64, u64)>,
+    ),
 ) -> color_eyre::Result<()> {
     let first_ns = span.map_or(0, |(first, _)| first);
     let to_stdout = is_standard_output(&args.out);
@@ -209,6 +206,8 @@ fn write_windows(
         .wrap_err("facts query failed")?;
         println!("facts query done: {}", args.out.display());
     }
+    // As the plain query: the geometries are the first pass's, every row's.
+    super::warn_implausible_kv_sizes(geometries);
     Ok(())
 }
 

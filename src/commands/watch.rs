@@ -545,14 +545,11 @@ pub fn ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
     let log = config.trace_path.clone();
     let lone_surrogates = Arc::clone(&config.lone_surrogates);
     config.line_transform = Some(LineTransform(Arc::new(move |lines| {
-        let converted = converter.convert_lines(lines, &log);
-        if converted.lone_surrogates > 0 {
-            lone_surrogates.fetch_add(
-                converted.lone_surrogates,
-                std::sync::atomic::Ordering::Relaxed,
-            );
+        let chunk = converter.convert_lines(lines, &log);
+        if chunk.lone_surrogates > 0 {
+            lone_surrogates.fetch_add(chunk.lone_surrogates, std::sync::atomic::Ordering::Relaxed);
         }
-        converted.rows
+        chunk.rows
     })));
     config.source_format = Some(crate::cli::trace_format_arg::FormatArg::OPENAI);
     Ok(config)
