@@ -30,6 +30,11 @@ pub const ENV_CONFIG_FILE: &str = "LITEHIT_CONFIG";
 /// Every key the file knows: (key, the commands it applies to, what it sets).
 pub const KEYS: &[(&str, &str, &str)] = &[
     (
+        "allowed-host",
+        "watch",
+        "with a loopback listen: more Host names: \"a.internal,b\" or [\"a.internal\", \"b\"]",
+    ),
+    (
         "block-bytes",
         "replay, watch",
         "KV-cache bytes per block (1048576, 1MiB)",
@@ -45,6 +50,11 @@ pub const KEYS: &[(&str, &str, &str)] = &[
         "\"auto\" (colour unless NO_COLOR is set), \"always\", \"never\"",
     ),
     ("fps", "watch, demo", "screen refreshes per second at most"),
+    (
+        "http-idle-timeout",
+        "watch",
+        "seconds an HTTP connection may idle or stall (30)",
+    ),
     ("interval", "watch", "seconds between --headless JSON lines"),
     (
         "kv-bytes-per-token",
@@ -57,9 +67,24 @@ pub const KEYS: &[(&str, &str, &str)] = &[
         "take trace lines over HTTP: PORT (loopback) or IP:PORT",
     ),
     (
+        "listen-token-file",
+        "watch",
+        "with listen: the bearer token's file (relative: to this file's folder)",
+    ),
+    (
         "max-body",
         "watch",
         "with listen: the largest body accepted (64MiB)",
+    ),
+    (
+        "max-body-total",
+        "watch",
+        "with listen: bytes all bodies may hold at once (4 × max-body)",
+    ),
+    (
+        "max-connections",
+        "watch",
+        "HTTP connections open at once, over both servers",
     ),
     (
         "max-line-bytes",
@@ -128,8 +153,14 @@ pub struct Defaults {
     pub fps: Option<f64>,
     pub interval: Option<f64>,
     pub kv_bytes_per_token: Option<u64>,
+    pub allowed_host: Option<Vec<String>>,
+    pub http_idle_timeout: Option<f64>,
     pub listen: Option<SocketAddr>,
+    /// `listen-token-file`, a relative path resolved against the defaults file's folder.
+    pub listen_token_file: Option<PathBuf>,
     pub max_body: Option<u64>,
+    pub max_body_total: Option<u64>,
+    pub max_connections: Option<u64>,
     pub max_line_bytes: Option<u64>,
     pub memory_horizon: Option<Capacity>,
     pub metrics_listen: Option<SocketAddr>,
@@ -324,6 +355,8 @@ impl Defaults {
             "listen" => self.listen = Some(parse_listen_address(&text()?)?),
             "metrics-listen" => self.metrics_listen = Some(parse_listen_address(&text()?)?),
             "max-body" => self.max_body = Some(parse_byte_size(&text()?).map_err(message)?),
+            "max-body-total" | "http-idle-timeout" | "max-connections" | "allowed-host"
+            | "listen-token-file" => self.set_http(key, value)?,
             "max-line-bytes" => {
                 self.max_line_bytes =
                     Some(litehit_core::grammar::parse_max_line_bytes(&text()?).map_err(message)?);
@@ -361,6 +394,89 @@ impl Defaults {
                     known.join(", ")
                 ));
             }
+        }
+        Ok(())
+    }
+
+    /// [`Self::apply`] for `watch`'s HTTP flags.
+    fn fill_http(&self, args: &mut super::watch_args::WatchArgs, typed: &impl Fn(&str) -> bool) {
+        if !typed("listen") && self.listen.is_some() {
+            args.listen = self.listen;
+        }
+        if !typed("metrics_listen") && self.metrics_listen.is_some() {
+            args.metrics_listen = self.metrics_listen;
+        }
+        if let Some(max_body) = self.max_body.filter(|_| !typed("max_body")) {
+            args.max_body = max_body;
+        }
+        if !typed("max_body_total") && self.max_body_total.is_some() {
+            args.max_body_total = self.max_body_total;
+        }
+        if let Some(seconds) = self
+            .http_idle_timeout
+            .filter(|_| !typed("http_idle_timeout"))
+        {
+            args.http_idle_timeout = seconds;
+        }
+        if !typed("max_connections") && self.max_connections.is_some() {
+            args.max_connections = self.max_connections;
+        }
+        if !typed("allowed_host")
+            && let Some(names) = &self.allowed_host
+        {
+            args.allowed_host.clone_from(names);
+        }
+        if !typed("listen_token_file") && self.listen_token_file.is_some() {
+            args.listen_token_file.clone_from(&self.listen_token_file);
+        }
+    }
+
+    /// [`Self::set`] for the HTTP budget keys (`watch --listen` / `--metrics-listen`).
+    fn set_http(&mut self, key: &str, value: &toml::Value) -> Result<(), String> {
+        let text = || scalar_text(value);
+        let message = |error: litehit_core::grammar::GrammarError| error.to_string();
+        match key {
+            "max-body-total" => {
+                self.max_body_total = Some(parse_byte_size(&text()?).map_err(message)?);
+            }
+            "http-idle-timeout" => {
+                self.http_idle_timeout = Some(parse_duration_seconds(&text()?).map_err(message)?);
+            }
+            "max-connections" => {
+                // As clap reads `--max-connections` (a whole number, 1 or more).
+                let text = text()?;
+                self.max_connections = Some(
+                    text.trim()
+                        .parse::<u64>()
+                        .ok()
+                        .filter(|&count| count >= 1)
+                        .ok_or_else(|| {
+                            format!(
+                                "expected a whole number of connections (1 or more), found {text:?}"
+                            )
+                        })?,
+                );
+            }
+            "allowed-host" => {
+                // A list, or one comma-separated string as the flag takes.
+                let names: Vec<String> = match value {
+                    toml::Value::Array(items) => {
+                        items.iter().map(scalar_text).collect::<Result<_, _>>()?
+                    }
+                    _ => text()?.split(',').map(str::to_owned).collect(),
+                };
+                self.allowed_host = Some(names);
+            }
+            "listen-token-file" => {
+                let text = text()?;
+                if text.is_empty() {
+                    return Err("expected the path of the token's file, found \"\"".to_owned());
+                }
+                // Relative to the defaults file, wherever the command is started.
+                let folder = self.path.parent().unwrap_or_else(|| Path::new(""));
+                self.listen_token_file = Some(folder.join(text));
+            }
+            other => return Err(format!("{other} is no HTTP key")),
         }
         Ok(())
     }
@@ -432,15 +548,7 @@ impl Defaults {
                     "rotation_grace",
                     self.rotation_grace,
                 );
-                if !typed("listen") && self.listen.is_some() {
-                    args.listen = self.listen;
-                }
-                if !typed("metrics_listen") && self.metrics_listen.is_some() {
-                    args.metrics_listen = self.metrics_listen;
-                }
-                if let Some(max_body) = self.max_body.filter(|_| !typed("max_body")) {
-                    args.max_body = max_body;
-                }
+                self.fill_http(args, &typed);
                 if !typed("memory_horizon") && self.memory_horizon.is_some() {
                     args.memory_horizon = self.memory_horizon;
                 }

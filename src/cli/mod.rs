@@ -84,25 +84,55 @@ impl Cli {
                 in_capacity_list = false;
             }
         }
+        let mut command = <Self as clap::CommandFactory>::command();
         if args.get(1).is_some_and(|command| command == "query") {
+            // After `--capacity-blocks` (up to the next flag) every value is a block count:
+            // a negative one is refused here, echoing what was typed (clap would show the
+            // hidden value, ` -1`, or take `-inf` for a flag).
+            let mut in_block_list = false;
             for arg in args.iter_mut().skip(2).take_while(|arg| *arg != "--") {
                 let Some(text) = arg.to_str() else { continue };
+                if text == "--capacity-blocks" {
+                    in_block_list = true;
+                    continue;
+                }
                 if text.starts_with('-')
                     && !text.starts_with("--")
                     && parse_capacity_gb(text).is_ok()
                 {
+                    if in_block_list && let Err(reason) = query_args::parse_block_slot(text) {
+                        let message = format!(
+                            "invalid value '{text}' for '--capacity-blocks <N>...': {reason}"
+                        );
+                        let typed = args.clone();
+                        return Err(usage_error(
+                            &mut command,
+                            &typed,
+                            clap::error::ErrorKind::ValueValidation,
+                            &message,
+                        ));
+                    }
                     *arg = format!(" {text}").into();
+                } else if text.starts_with('-') {
+                    in_block_list = false;
                 }
             }
         }
-        let mut command = <Self as clap::CommandFactory>::command();
         let matches = match command.try_get_matches_from_mut(&args) {
             Ok(matches) => matches,
             Err(error) => {
                 let missing = error.kind() == clap::error::ErrorKind::MissingRequiredArgument;
-                return Err(pool_took_the_trace(&args)
-                    .filter(|_| missing)
-                    .map_or(error, |message| pool_error(&mut command, &args, &message)));
+                return Err(pool_took_the_trace(&args).filter(|_| missing).map_or(
+                    error,
+                    |message| {
+                        usage_error(
+                            &mut command,
+                            &args,
+                            clap::error::ErrorKind::ArgumentConflict,
+                            &message,
+                        )
+                    },
+                ));
             }
         };
         let cli = <Self as clap::FromArgMatches>::from_arg_matches(&matches)
@@ -113,7 +143,12 @@ impl Cli {
             && watch.trace.is_none()
             && let Some(message) = pool_took_the_trace(&args)
         {
-            return Err(pool_error(&mut command, &args, &message));
+            return Err(usage_error(
+                &mut command,
+                &args,
+                clap::error::ErrorKind::ArgumentConflict,
+                &message,
+            ));
         }
         Ok((cli, matches))
     }
@@ -138,15 +173,16 @@ fn pool_took_the_trace(args: &[std::ffi::OsString]) -> Option<String> {
     })
 }
 
-/// A usage error with `message`, formatted as clap's own for the subcommand typed (usage
-/// line, `--help` hint).
-fn pool_error(
+/// A usage error of `kind` with `message`, formatted as clap's own for the subcommand typed
+/// (usage line, `--help` hint).
+fn usage_error(
     command: &mut clap::Command,
     args: &[std::ffi::OsString],
+    kind: clap::error::ErrorKind,
     message: &str,
 ) -> clap::Error {
     command.build();
-    let error = clap::Error::raw(clap::error::ErrorKind::ArgumentConflict, message);
+    let error = clap::Error::raw(kind, message);
     match args
         .get(1)
         .and_then(|name| command.find_subcommand_mut(name))

@@ -6,7 +6,7 @@ use litehit_core::grammar::parse_block_count;
 
 /// A `--capacity-blocks` value; a refused one says where the GB capacities go, since a GB
 /// value typed after the flag is one of its values (issue 26).
-fn parse_block_slot(input: &str) -> Result<u64, String> {
+pub(super) fn parse_block_slot(input: &str) -> Result<u64, String> {
     parse_block_count(input).map_err(|error| {
         format!("{error} (every value up to the next flag is a block count: type GB capacities before --capacity-blocks)")
     })

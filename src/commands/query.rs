@@ -1,5 +1,6 @@
 //! `litehit query`: glue from [`QueryArgs`] to [`query_facts_files`]; no analysis here.
 
+use std::collections::HashSet;
 use std::io;
 
 use color_eyre::eyre::{WrapErr, bail, eyre};
@@ -65,7 +66,7 @@ pub fn run(args: &QueryArgs) -> color_eyre::Result<()> {
         })
         .transpose()?;
     // Trace time needs the first (and, for a warm-up share, the last) request: a first pass.
-    let (span, pool_rule, instance_ids) = if spec.needs_span() || window_ns.is_some() {
+    let (span, pool_rule, instance_ids, geometries) = if spec.needs_span() || window_ns.is_some() {
         if facts_paths.iter().any(|path| path.as_os_str() == "-") {
             bail!(
                 "trace times (--from/--to in seconds, --exclude-warmup, --window) read the facts \
@@ -74,7 +75,7 @@ pub fn run(args: &QueryArgs) -> color_eyre::Result<()> {
         }
         first_pass(args, &facts_paths)?
     } else {
-        (None, args.pool.rule(), std::collections::HashSet::new())
+        (None, args.pool.rule(), HashSet::new(), Vec::new())
     };
     let (first_ns, last_ns) = span.unwrap_or((0, 0));
     let time_range = if spec == TimeSpec::default() {
@@ -91,7 +92,7 @@ pub fn run(args: &QueryArgs) -> color_eyre::Result<()> {
             &facts_paths,
             (slots, tiers),
             (time_range, span, window_ns),
-            (&pool_rule, &instance_ids),
+            (&pool_rule, &instance_ids, geometries),
         );
     }
     let plan = QueryPlan {
@@ -120,11 +121,13 @@ pub fn run(args: &QueryArgs) -> color_eyre::Result<()> {
     Ok(())
 }
 
-/// The trace's first and last `timestamp_ns`, the pool lane, every instance id.
+/// The trace's first and last `timestamp_ns`, the pool lane, every instance id, every
+/// distinct `(block_bytes, block_size_tokens)`.
 type FirstPass = (
     Option<(i64, i64)>,
     PoolRule,
     std::collections::HashSet<String>,
+    Vec<(u64, u64)>,
 );
 
 /// The first pass over the facts: the trace's first and last `timestamp_ns`, and the pool
@@ -134,7 +137,8 @@ fn first_pass(
     args: &QueryArgs,
     facts_paths: &[std::path::PathBuf],
 ) -> color_eyre::Result<FirstPass> {
-    let (span, lanes) = trace_span_and_instances(facts_paths).wrap_err("facts query failed")?;
+    let (span, lanes, geometries) =
+        trace_span_and_instances(facts_paths).wrap_err("facts query failed")?;
     super::note_lanes_in_several_files(lanes.lanes(), facts_paths);
     super::note(lanes.partial_pool_note().as_deref());
     let pool = lanes
@@ -150,6 +154,7 @@ fn first_pass(
         span,
         PoolRule::Recognised(pool.map(str::to_owned)),
         instance_ids,
+        geometries,
     ))
 }
 
@@ -161,7 +166,11 @@ fn write_windows(
     facts_paths: &[std::path::PathBuf],
     (slots, tiers): (QuerySlots, Option<TierPlan>),
     (time_range, span, window_ns): (TimeRange, Option<(i64, i64)>, i64),
-    (rule, instance_ids): (&PoolRule, &std::collections::HashSet<String>),
+    (rule, instance_ids, geometries): (
+        &PoolRule,
+        &std::collections::HashSet<String>,
+        Vec<(u64, u64)>,
+    ),
 ) -> color_eyre::Result<()> {
     let first_ns = span.map_or(0, |(first, _)| first);
     let to_stdout = is_standard_output(&args.out);
@@ -197,6 +206,8 @@ fn write_windows(
         .wrap_err("facts query failed")?;
         println!("facts query done: {}", args.out.display());
     }
+    // As the plain query: the geometries are the first pass's, every row's.
+    super::warn_implausible_kv_sizes(geometries);
     Ok(())
 }
 

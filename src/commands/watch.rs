@@ -543,8 +543,13 @@ pub fn ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
     standard.openai = crate::cli::trace_args::TokenizeFlags::default();
     let mut config = trace_ingest_config(&standard)?;
     let log = config.trace_path.clone();
+    let lone_surrogates = Arc::clone(&config.lone_surrogates);
     config.line_transform = Some(LineTransform(Arc::new(move |lines| {
-        converter.convert_lines(lines, &log)
+        let chunk = converter.convert_lines(lines, &log);
+        if chunk.lone_surrogates > 0 {
+            lone_surrogates.fetch_add(chunk.lone_surrogates, std::sync::atomic::Ordering::Relaxed);
+        }
+        chunk.rows
     })));
     config.source_format = Some(crate::cli::trace_format_arg::FormatArg::OPENAI);
     Ok(config)

@@ -478,7 +478,7 @@ impl MrcCurves {
     /// breakpoints when there are no more than that).
     #[must_use]
     pub fn report(&self, max_curve_points: usize) -> MrcReport {
-        let instances = self
+        let instances: Vec<InstanceReport> = self
             .instances
             .iter()
             .map(|curve| single_report(curve, max_curve_points))
@@ -507,11 +507,19 @@ impl MrcCurves {
             .pool
             .as_ref()
             .map(|pool| self.pool_report(pool, &total, max_curve_points));
+        let kv_size_warnings =
+            litehit_core::config::ImplausibleKvSize::distinct(instances.iter().map(
+                |instance: &InstanceReport| (instance.block_bytes, instance.block_size_tokens),
+            ))
+            .iter()
+            .map(KvSizeWarning::from)
+            .collect();
         MrcReport {
             knee_percents: KNEE_PERCENTS.to_vec(),
             instances,
             total,
             pool,
+            kv_size_warnings,
         }
     }
 
@@ -649,6 +657,34 @@ pub struct MrcReport {
     /// Only when the facts have a shared pool lane (`replay --pool`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pool: Option<PoolReport>,
+    /// Each distinct implausible KV size per token among the instances (the core's rule,
+    /// `ImplausibleKvSize`), in first-seen order; left out when there is none. The table
+    /// prints these same warnings under it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub kv_size_warnings: Vec<KvSizeWarning>,
+}
+
+/// One implausible KV size per token: the geometry and the warning's text.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KvSizeWarning {
+    pub block_bytes: u64,
+    pub block_size_tokens: u64,
+    /// `block_bytes / block_size_tokens`.
+    pub kv_bytes_per_token: f64,
+    /// The warning as stderr and the table print it (without `warning: `).
+    pub message: String,
+}
+
+impl From<&litehit_core::config::ImplausibleKvSize> for KvSizeWarning {
+    fn from(warning: &litehit_core::config::ImplausibleKvSize) -> Self {
+        let kv_bytes_per_token = warning.block_bytes as f64 / warning.block_size_tokens as f64;
+        Self {
+            block_bytes: warning.block_bytes,
+            block_size_tokens: warning.block_size_tokens,
+            kv_bytes_per_token,
+            message: warning.to_string(),
+        }
+    }
 }
 
 /// The shared pool lane: its own curve (capacity = the pool's, i.e. the fleet's total) and
@@ -779,18 +815,12 @@ pub struct TotalKnee {
 /// The GiB columns assume each instance's KV size: a blank line and one `warning:` line per
 /// implausible one (the core's rule), or nothing.
 fn kv_size_warnings(report: &MrcReport) -> String {
-    let warnings = litehit_core::config::ImplausibleKvSize::distinct(
-        report
-            .instances
-            .iter()
-            .map(|instance| (instance.block_bytes, instance.block_size_tokens)),
-    );
     let mut out = String::new();
-    if !warnings.is_empty() {
+    if !report.kv_size_warnings.is_empty() {
         out.push('\n');
     }
-    for warning in warnings {
-        let _ = writeln!(out, "warning: {warning}");
+    for warning in &report.kv_size_warnings {
+        let _ = writeln!(out, "warning: {}", warning.message);
     }
     out
 }

@@ -174,9 +174,11 @@ pub fn trace_span(facts_paths: &[PathBuf]) -> Result<Option<(i64, i64)>, QueryEr
     Ok(span)
 }
 
-/// The first and last `timestamp_ns` ([`trace_span`]) and every lane's fingerprint (its
-/// `instance_id`, rows and files: the pool lane is recognised from them).
-pub type SpanAndInstances = (Option<(i64, i64)>, LaneFingerprints);
+/// The first and last `timestamp_ns` ([`trace_span`]), every lane's fingerprint (its
+/// `instance_id`, rows and files: the pool lane is recognised from them) and every distinct
+/// `(block_bytes, block_size_tokens)` in first-seen order (for the implausible KV size
+/// warning, as the plain query's summary has them).
+pub type SpanAndInstances = (Option<(i64, i64)>, LaneFingerprints, Vec<(u64, u64)>);
 
 /// [`trace_span`] and every lane of the rows (a pool comparison needs the pool and N, the
 /// instances besides it, before the windows are written); `Err` when two files hold the
@@ -184,6 +186,7 @@ pub type SpanAndInstances = (Option<(i64, i64)>, LaneFingerprints);
 pub fn trace_span_and_instances(facts_paths: &[PathBuf]) -> Result<SpanAndInstances, QueryError> {
     let mut span: Option<(i64, i64)> = None;
     let mut lanes = LaneFingerprints::new();
+    let mut geometries: Vec<(u64, u64)> = Vec::new();
     let mut record = FactRecord::default();
     for (index, path) in facts_paths.iter().enumerate() {
         let mut reader = FactsReader::open(path)?;
@@ -191,11 +194,15 @@ pub fn trace_span_and_instances(facts_paths: &[PathBuf]) -> Result<SpanAndInstan
         while reader.next_record(&mut record)? {
             span = widen_span(span, record.timestamp_ns);
             lanes.observe(&record);
+            let geometry = (record.block_bytes, record.block_size_tokens);
+            if geometries.last() != Some(&geometry) && !geometries.contains(&geometry) {
+                geometries.push(geometry);
+            }
         }
     }
     // Windows are written as rows come: a file given twice is refused before.
     lanes.check_no_repeated_rows(facts_paths)?;
-    Ok((span, lanes))
+    Ok((span, lanes, geometries))
 }
 
 /// N for the pool comparison of `query --window`: the instances besides the pool lane with

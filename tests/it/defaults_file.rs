@@ -333,3 +333,75 @@ fn max_line_bytes_comes_from_the_file_and_the_flag_wins() {
     // The typed flag wins: the replay succeeds.
     setup.replay("typed", &["--max-line-bytes", "1MiB"], &[]);
 }
+
+/// Issue #26: the five HTTP flags are keys of the defaults file, as `listen` and `max-body`
+/// are: read by the flag's own parser, used where the flag was not typed, the typed flag
+/// wins (a typed `--allowed-host` replaces the whole list), and a bad value names the file,
+/// line and key. A relative token file is found beside the defaults file.
+#[test]
+fn http_budget_keys_come_from_the_file_and_the_flags_win() {
+    use litehit::cli::defaults_file::parse;
+    use litehit::cli::{Cli, Command as Sub};
+    let text = "listen = 9000\nhttp-idle-timeout = \"2.5s\"\nmax-connections = 7\n\
+                max-body-total = \"1GiB\"\nallowed-host = [\"a.internal\", \"b.internal\"]\n\
+                listen-token-file = \"token\"\n";
+    let defaults = parse(Path::new("/etc/lh/config.toml"), text).unwrap();
+    let watch = |args: &[&str]| {
+        let (mut cli, matches) =
+            Cli::parse_matches_from(["litehit", "watch"].iter().chain(args)).unwrap();
+        defaults.apply(&mut cli, &matches);
+        let Sub::Watch(watch) = cli.command else {
+            panic!("a watch")
+        };
+        watch
+    };
+    let from_file = watch(&[]);
+    assert!((from_file.http_idle_timeout - 2.5).abs() < f64::EPSILON);
+    assert_eq!(from_file.max_connections, Some(7));
+    assert_eq!(from_file.max_body_total, Some(1 << 30));
+    assert_eq!(from_file.allowed_host, ["a.internal", "b.internal"]);
+    assert_eq!(
+        from_file.listen_token_file,
+        Some(PathBuf::from("/etc/lh/token"))
+    );
+    let typed = watch(&[
+        "--listen",
+        "9001",
+        "--http-idle-timeout",
+        "4",
+        "--max-connections",
+        "9",
+        "--max-body-total",
+        "1MiB",
+        "--allowed-host",
+        "c.internal",
+        "--listen-token-file",
+        "mine",
+    ]);
+    assert!((typed.http_idle_timeout - 4.0).abs() < f64::EPSILON);
+    assert_eq!(typed.max_connections, Some(9));
+    assert_eq!(typed.max_body_total, Some(1 << 20));
+    assert_eq!(typed.allowed_host, ["c.internal"]);
+    assert_eq!(typed.listen_token_file, Some(PathBuf::from("mine")));
+    // One comma-separated string, as the flag takes it.
+    let names = parse(Path::new("c.toml"), "allowed-host = \"x,y\"\n").unwrap();
+    assert_eq!(
+        names.allowed_host,
+        Some(vec!["x".to_owned(), "y".to_owned()])
+    );
+
+    // A bad value stops the command, naming file, line and key (through the binary).
+    for (line, expected) in [
+        ("max-connections = 0", "max-connections: "),
+        ("http-idle-timeout = \"soon\"", "http-idle-timeout: "),
+        ("max-body-total = \"1GB\"", "max-body-total: "),
+        ("listen-token-file = \"\"", "listen-token-file: "),
+        ("allowed-host = [1, [2]]", "allowed-host: "),
+    ] {
+        let setup = Setup::new(&format!("fps = 5\n{line}\n"));
+        let run = setup.run(&["watch", "--listen", "0", "--headless"]);
+        assert_eq!(run.code, Some(1), "{line}: {}", run.stderr);
+        let prefix = format!("litehit: {}:2: {expected}", setup.config_path().display());
+        assert!(run.stderr.starts_with(&prefix), "{line}: {}", run.stderr);
+    }
+}

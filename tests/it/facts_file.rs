@@ -150,11 +150,14 @@ fn newline_in_trace_id_is_written_but_cannot_be_read_back() {
 #[test]
 fn header_rules() {
     assert_eq!(error_text(b""), "mem.csv: facts file is empty");
+    // A CRLF line end is a line end (a spreadsheet's export); a `\r` elsewhere is not.
     let crlf = format!("{FACTS_HEADER}\r\n");
+    assert_eq!(read_all(crlf.as_bytes()).unwrap(), []);
+    let inner = format!("{FACTS_HEADER}\r \n");
     assert!(
-        error_text(crlf.as_bytes())
+        error_text(inner.as_bytes())
             .starts_with("mem.csv: facts file header mismatch: expected \"trace_id,"),
-        "a CRLF header mismatches"
+        "a header with more after its \\r mismatches"
     );
     let text = error_text(b"trace_id,instance_id\n");
     assert!(text.ends_with("found \"trace_id,instance_id\""), "{text}");
@@ -387,6 +390,67 @@ fn a_byte_order_mark_is_read_by_query_mrc_and_replay() {
     let facts = fs::read_to_string(out.join(FACTS_FILE_NAME)).unwrap();
     assert!(facts.contains("\nt1,a,1,32,16,"), "{facts}");
     assert!(facts.contains("\nt2,a,2,32,16,"), "{facts}");
+}
+
+/// Issue #27 (Low): a spreadsheet's "CSV UTF-8" export has a byte-order mark *and* CRLF
+/// line ends; `query` (JSONL, `--window`) and `mrc` read it as the plain file (the header
+/// was refused as `...hit_curve\r`). A really bad row keeps upstream's message.
+#[test]
+fn a_spreadsheet_export_with_bom_and_crlf_is_read_by_query_and_mrc() {
+    use crate::common::cli_bin::{assert_mentions, failed, ok, run_in};
+    let dir = tempfile::tempdir().unwrap();
+    let rows =
+        format!("{FACTS_HEADER}\n1,a,5,32,16,1048576,\"[]\"\n2,a,6,32,16,1048576,\"[[0,2]]\"\n");
+    let plain = dir.path().join("plain.csv");
+    let exported = dir.path().join("exported.csv");
+    fs::write(&plain, &rows).unwrap();
+    fs::write(&exported, format!("\u{feff}{}", rows.replace('\n', "\r\n"))).unwrap();
+    for args in [
+        &["query", "FACTS", "-", "1"][..],
+        &["query", "FACTS", "-", "1", "--window", "1s", "--csv"],
+        &["mrc", "FACTS", "--json"],
+    ] {
+        let with = |path: &Path| -> Vec<String> {
+            args.iter()
+                .map(|arg| {
+                    if *arg == "FACTS" {
+                        path.display().to_string()
+                    } else {
+                        (*arg).to_owned()
+                    }
+                })
+                .collect()
+        };
+        let expected = ok(run_in(None, with(&plain))).stdout;
+        assert!(expected.contains('1'), "{expected}");
+        assert_eq!(
+            ok(run_in(None, with(&exported))).stdout,
+            expected,
+            "{args:?}"
+        );
+    }
+    // The reader alone: same records, and a bad row's message is upstream's, CRLF or not.
+    let crlf = rows.replace('\n', "\r\n");
+    assert_eq!(
+        read_all(format!("\u{feff}{crlf}").as_bytes()).unwrap(),
+        read_all(rows.as_bytes()).unwrap()
+    );
+    let bad = |end: &str| {
+        let text = format!("{FACTS_HEADER}{end}1,a,x,32,16,1048576,\"[]\"{end}");
+        read_all(text.as_bytes()).unwrap_err().to_string()
+    };
+    assert_eq!(bad("\r\n"), bad("\n"));
+    let broken = dir.path().join("broken.csv");
+    fs::write(
+        &broken,
+        format!("\u{feff}{FACTS_HEADER}\r\n1,a,x,32,16,1048576,\"[]\"\r\n"),
+    )
+    .unwrap();
+    let run = run_in(None, ["query", broken.to_str().unwrap(), "-", "1"]);
+    assert_mentions(
+        failed(&run),
+        &["broken.csv: facts line 2: timestamp_ns is not a valid integer: x"],
+    );
 }
 
 /// Issue #27 (Medium 4): two rows of 2^63 input tokens and one of 1,024 summed to 1,024

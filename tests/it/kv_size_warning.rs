@@ -79,6 +79,70 @@ fn replay_query_and_mrc_warn_of_an_implausible_kv_size() {
     assert!(!mrc.stderr.contains("implausible"), "{}", mrc.stderr);
 }
 
+/// Issue 26: `query --window` (whose first pass kept no row geometry) warns on stderr as the
+/// plain query does, once; `mrc --json` carries the warnings in `kv_size_warnings` (left out
+/// when there is none), the same text as the table's.
+#[test]
+fn query_window_and_mrc_json_warn_of_an_implausible_kv_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = trace(dir.path());
+    let out = dir.path().join("out");
+    ok(replay_to(
+        &trace,
+        &out,
+        &["--block-size", "16", "--block-bytes", "16KiB", "--quiet"],
+    ));
+    let facts = out.join(FACTS);
+    let facts = facts.to_str().unwrap();
+    let windows = ok(run_in(None, ["query", facts, "-", "10", "--window", "1s"]));
+    assert!(!windows.stdout.is_empty());
+    assert_eq!(
+        windows
+            .stderr
+            .matches(&format!("litehit: warning: {WARNING}"))
+            .count(),
+        1,
+        "{}",
+        windows.stderr
+    );
+    let mrc = ok(run_in(None, ["mrc", facts, "--json"]));
+    let report: serde_json::Value = serde_json::from_str(&mrc.stdout).unwrap();
+    let warnings = report["kv_size_warnings"].as_array().expect("the field");
+    assert_eq!(warnings.len(), 1, "{report}");
+    assert_eq!(warnings[0]["block_bytes"], 16 * 1024);
+    assert_eq!(warnings[0]["block_size_tokens"], 16);
+    assert_eq!(warnings[0]["kv_bytes_per_token"], 1024.0);
+    let message = warnings[0]["message"].as_str().unwrap();
+    assert!(message.starts_with(WARNING), "{message}");
+    let table = ok(run_in(None, ["mrc", facts])).stdout;
+    assert!(table.contains(&format!("warning: {message}")), "{table}");
+
+    // A real model's size: neither warns, and the JSON has no such field.
+    let plausible = dir.path().join("plausible");
+    ok(replay_to(
+        &trace,
+        &plausible,
+        &[
+            "--block-size",
+            "16",
+            "--kv-bytes-per-token",
+            "131072",
+            "--quiet",
+        ],
+    ));
+    let facts = plausible.join(FACTS);
+    let facts = facts.to_str().unwrap();
+    let windows = ok(run_in(None, ["query", facts, "-", "10", "--window", "1s"]));
+    assert!(
+        !windows.stderr.contains("implausible"),
+        "{}",
+        windows.stderr
+    );
+    let mrc = ok(run_in(None, ["mrc", facts, "--json"]));
+    let report: serde_json::Value = serde_json::from_str(&mrc.stdout).unwrap();
+    assert!(report.get("kv_size_warnings").is_none(), "{report}");
+}
+
 #[test]
 fn headless_instances_carry_the_warning() {
     let dir = tempfile::tempdir().unwrap();

@@ -264,6 +264,60 @@ fn a_growing_log_gives_the_numbers_and_facts_of_a_replay_and_counts_bad_lines() 
     );
 }
 
+/// Issue #26: a lone surrogate escape (`"\ud800"`, as Python's `json.dumps` writes one) is
+/// read as U+FFFD and counted: live, `lone_surrogates` in the headless JSON says what
+/// `trace` says offline (3 here: two in one line, one in another); the
+/// lines are kept, not bad.
+#[test]
+fn lone_surrogates_are_counted_live_as_offline() {
+    let dir = fixture();
+    let line = |id: &str, at: u64, content: &str| {
+        format!(
+            r#"{{"timestamp": {at}, "request_id": "{id}", "body": {{"messages": [{{"role": "user", "content": "{content}"}}]}}}}"#
+        )
+    };
+    let text = [
+        line("r1", 1000, r"w1 w2 \ud800 w3 w4 \udfff w5 w6"),
+        line("r2", 1010, "w1 w2 w3 w4 w5 w6 w7"),
+        line("r3", 1020, r"w7 w8 \ud83d\ude00 w9 \udc00 w10 w11"),
+    ]
+    .join("\n")
+        + "\n";
+    let log = dir.path().join("gateway.jsonl");
+    fs::write(&log, &text).unwrap();
+    // Offline: the summary counts 3 (the pair in r3 is no lone surrogate).
+    let mut args = vec![
+        "trace".to_owned(),
+        log.display().to_string(),
+        "--out".to_owned(),
+        dir.path().join("trace.jsonl").display().to_string(),
+    ];
+    args.extend(tokenize_flags(dir.path()));
+    let offline = ok(run_in(None, &args));
+    assert!(
+        offline.stderr.contains("3 lone surrogate escapes"),
+        "{}",
+        offline.stderr
+    );
+    // Live: the same count, every line a request.
+    let mut args = vec![
+        "--format".to_owned(),
+        "openai".to_owned(),
+        log.display().to_string(),
+        "--capacity-gb".to_owned(),
+        SLOTS.to_owned(),
+    ];
+    args.extend(tokenize_flags(dir.path()));
+    let mut monitor = HeadlessMonitor::start(&args);
+    let report = monitor.wait_for("every line read", |report| {
+        report["total"]["requests"].as_u64() == Some(3)
+    });
+    assert_eq!(report["lone_surrogates"], 3, "{report}");
+    assert_eq!(report["bad_lines"], 0, "{report}");
+    let (status, stderr) = monitor.stop();
+    assert!(status.success(), "{status}: {stderr}");
+}
+
 #[test]
 fn every_spelling_of_an_openai_replay_gives_the_facts_of_trace_then_replay() {
     let dir = fixture();

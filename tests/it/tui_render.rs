@@ -311,6 +311,23 @@ fn errors_shown() {
     insta::assert_snapshot!(draw(&snap, &app, 120, 40).backend());
 }
 
+/// Issue #26: an OpenAI log's lone surrogate escapes (read as U+FFFD, the lines kept) are
+/// counted on the input gauge line, as `trace`/`replay --format openai` count them offline.
+#[test]
+fn lone_surrogates_show_on_the_input_gauge() {
+    let mut snap = several_instances();
+    snap.source.converted_from = Some("openai");
+    let app = App::default();
+    let screen = screen_text(&snap, &app, 160, 40);
+    assert!(!screen.contains("U+FFFD"), "{screen}");
+    snap.health.lone_surrogates = 1234;
+    let screen = screen_text(&snap, &app, 160, 40);
+    assert!(
+        screen.contains("1234 lone surrogates read as U+FFFD"),
+        "{screen}"
+    );
+}
+
 #[test]
 fn a_long_bad_line_message_keeps_its_end() {
     let mut snap = several_instances();

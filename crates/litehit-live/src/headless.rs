@@ -204,6 +204,10 @@ pub struct Report {
     pub http_refused: Option<HttpRefusedDto>,
     pub memory: MemoryDto,
     pub bad_lines: u64,
+    /// `watch --format openai`: lone surrogate escapes (`"\ud800"`) its lines held, read
+    /// as U+FFFD (the lines are kept); absent for trace input.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lone_surrogates: Option<u64>,
     pub last_error: Option<ErrorDto>,
     pub out_of_order_timestamps: u64,
     pub facts_rows: u64,
@@ -755,6 +759,10 @@ impl Report {
                 facts_on_disk_bytes: snap.memory.facts_on_disk_bytes,
             },
             bad_lines: snap.health.bad_lines,
+            lone_surrogates: snap
+                .source
+                .converted_from
+                .map(|_| snap.health.lone_surrogates),
             last_error: snap.health.last_error.as_ref().map(|error| ErrorDto {
                 line_number: error.line_number,
                 message: error.message.clone(),

@@ -33,6 +33,7 @@
 //! litehit_memory_horizon_bytes{instance}                gauge    with --memory-horizon only
 //! litehit_build_info{version}                           info     (a gauge of value 1 in text 0.0.4)
 //! litehit_pool_info{instance,shared_by}                 info     only with watch --pool
+//! litehit_lone_surrogates_total                         counter  only with watch --format openai
 //! litehit_http_refused_total{reason}                    counter  with --listen or --metrics-listen
 //! litehit_http_open_connections                         gauge    with --listen or --metrics-listen
 //! litehit_http_body_bytes                               gauge    with --listen or --metrics-listen
@@ -87,6 +88,10 @@ pub const METRIC_NAMES: [&str; 17] = [
 /// The info metric naming the shared pool lane, exported only with `watch --pool` (so not in
 /// [`METRIC_NAMES`], which every scrape has).
 pub const POOL_INFO_METRIC: &str = "litehit_pool_info";
+
+/// The counter of lone surrogate escapes read as U+FFFD, exported only when the input is an
+/// OpenAI request log (`watch --format openai`; so not in [`METRIC_NAMES`]).
+pub const LONE_SURROGATES_METRIC: &str = "litehit_lone_surrogates_total";
 
 /// The label (and its one value) a `litehit_hit_tokens_total` series carries when it is only
 /// a lower bound: its capacity, or `inf`, lies above the instance's memory horizon.
@@ -391,6 +396,18 @@ fn encode_snapshot(snap: &LiveSnapshot, out: &mut dyn Exposition) -> fmt::Result
         ),
         snap.health.bad_lines,
     )?;
+    if snap.source.converted_from.is_some() {
+        single(
+            out,
+            family(
+                "litehit_lone_surrogates",
+                "Lone surrogate escapes (U+D800 to U+DFFF without a pair) in the OpenAI log's \
+                 lines, read as U+FFFD (the lines are kept)",
+                Kind::Counter,
+            ),
+            snap.health.lone_surrogates,
+        )?;
+    }
     single(
         out,
         family(
@@ -953,5 +970,23 @@ mod tests {
             assert!(text.contains(line), "{line:?} missing from:\n{text}");
         }
         assert!(text.ends_with("\n# EOF\n"), "{text}");
+    }
+
+    /// Issue #26: lone surrogates of an OpenAI log were counted offline only; live they are
+    /// the snapshot's, exported in both formats with an OpenAI input, and absent otherwise.
+    #[test]
+    fn lone_surrogates_are_exported_with_an_openai_input_only() {
+        let mut snap = everything();
+        snap.health.lone_surrogates = 3;
+        for format in [Format::Text, Format::OpenMetrics] {
+            let text = encode_as(&snap, format).unwrap();
+            assert!(!text.contains(LONE_SURROGATES_METRIC), "{text}");
+        }
+        snap.source.converted_from = Some("openai");
+        for format in [Format::Text, Format::OpenMetrics] {
+            let text = encode_as(&snap, format).unwrap();
+            let line = format!("{LONE_SURROGATES_METRIC} 3");
+            assert!(sample_lines(&text).contains(&line.as_str()), "{text}");
+        }
     }
 }

@@ -413,6 +413,10 @@ pub struct InputHealth {
     pub read_events: u64,
     pub write_events: u64,
     pub last_timestamp_ns: Option<i64>,
+    /// Lone surrogate escapes (`"\ud800"`, as Python's `json.dumps` writes them) that an
+    /// OpenAI request log's lines held, read as U+FFFD (`watch --format openai`; the lines
+    /// are kept, as `trace`/`replay --format openai` keep and count them).
+    pub lone_surrogates: u64,
 }
 
 /// What the tailer is doing.

@@ -68,6 +68,15 @@ impl ConvertSummary {
     }
 }
 
+/// What [`Converter::convert_lines`] made of a chunk of live lines.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ConvertedLines {
+    /// Per line: its trace row (without the newline), or why it is bad.
+    pub rows: Vec<std::result::Result<Vec<u8>, String>>,
+    /// Lone surrogate escapes read as U+FFFD in the lines that became rows.
+    pub lone_surrogates: u64,
+}
+
 /// The tokenizer, the optional chat template and the options: converts any number of logs.
 #[derive(Debug)]
 pub struct Converter {
@@ -155,11 +164,9 @@ impl Converter {
     /// gets its trace row (without the newline) or the reason it is bad, as a line-free
     /// message (`field "messages": ...`). Blank lines are the caller's to skip. The texts of
     /// the good lines are tokenized as one batch, the rows are the ones `convert` writes.
-    pub fn convert_lines(
-        &self,
-        lines: &[(u64, &[u8])],
-        path: &Path,
-    ) -> Vec<std::result::Result<Vec<u8>, String>> {
+    /// Also counts the lone surrogate escapes read as U+FFFD in the lines that became rows,
+    /// as [`ConvertSummary::lone_surrogates`] counts them offline.
+    pub fn convert_lines(&self, lines: &[(u64, &[u8])], path: &Path) -> ConvertedLines {
         let mut results: Vec<std::result::Result<Vec<u8>, String>> =
             Vec::with_capacity(lines.len());
         let mut pending = Vec::with_capacity(lines.len());
@@ -203,10 +210,12 @@ impl Converter {
                     .collect(),
             };
         let mut writer = RowWriter::default();
+        let mut lone_surrogates = 0;
         for ((request, tokens), at) in pending.iter().zip(tokens).zip(pending_at) {
             results[at] = match tokens {
                 Ok(tokens) if tokens.is_empty() => Err(EMPTY_PROMPT.to_owned()),
                 Ok(tokens) => {
+                    lone_surrogates += request.lone_surrogates;
                     writer.row(request, &tokens, self.options.block_size);
                     let mut row = std::mem::take(&mut writer.buffer);
                     row.pop(); // the newline
@@ -215,7 +224,10 @@ impl Converter {
                 Err(reason) => Err(reason),
             };
         }
-        results
+        ConvertedLines {
+            rows: results,
+            lone_surrogates,
+        }
     }
 
     fn parse_line(&self, text: &str, path: &Path, line: u64) -> Result<Pending> {

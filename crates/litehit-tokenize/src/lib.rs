@@ -26,5 +26,5 @@ pub mod segments;
 pub mod template;
 pub mod tokenizer;
 
-pub use convert::{ConvertOptions, ConvertSummary, Converter};
+pub use convert::{ConvertOptions, ConvertSummary, ConvertedLines, Converter};
 pub use error::{Result, TokenizeError};

@@ -81,6 +81,63 @@ fn capacity_blocks_takes_every_value_up_to_the_next_flag() {
     }
 }
 
+/// Issue 26: a negative value after `--capacity-blocks` was echoed as `' -1'` (the space
+/// that hides negative capacities from clap); the refusal shows exactly what was typed,
+/// `-inf` and `-.5` (which clap would take for flags) included.
+#[test]
+fn a_refused_negative_block_slot_is_echoed_as_typed() {
+    let dir = tempdir();
+    let facts = write_file(
+        dir.path(),
+        "facts.csv",
+        &format!("{}\n", litehit_core::facts::file::FACTS_HEADER),
+    );
+    for typed in ["-1", "-inf", "-.5", "-1e-9"] {
+        let run = run_in(
+            None,
+            [
+                "query",
+                path_str(&facts),
+                "-",
+                "--capacity-blocks",
+                "10",
+                typed,
+            ],
+        );
+        assert_eq!(run.code, Some(1), "{typed}: {}", run.stdout);
+        let first = run.stderr.lines().next().unwrap_or_default();
+        assert_eq!(
+            first,
+            format!(
+                "error: invalid value '{typed}' for '--capacity-blocks <N>...': \"{typed}\": \
+                 expected a whole number of blocks, e.g. 1000 or 1000b (every value up to the \
+                 next flag is a block count: type GB capacities before --capacity-blocks)"
+            ),
+            "{typed}"
+        );
+        assert!(
+            !run.stderr.contains(&format!(" {typed}'")),
+            "{}",
+            run.stderr
+        );
+    }
+    // After the block list ends (another flag), a negative capacity is a GB slot again.
+    let run = run_ok([
+        "query",
+        path_str(&facts),
+        "-",
+        "--capacity-blocks",
+        "10",
+        "--summary-only",
+        "-1",
+    ]);
+    assert!(
+        run.stdout.contains(r#""capacity_gb":[-1]"#),
+        "{}",
+        run.stdout
+    );
+}
+
 /// Issue 26: upstream's `strtod` reads `-1e400` as −∞, an unlimited slot; so does `-inf`.
 #[test]
 fn an_overflowing_negative_capacity_is_unlimited() {

@@ -263,6 +263,10 @@ impl Ingest {
                 read_events: engine_stats.read_events,
                 write_events: engine_stats.write_events,
                 last_timestamp_ns: engine_stats.last_timestamp_ns,
+                lone_surrogates: self
+                    .config
+                    .lone_surrogates
+                    .load(std::sync::atomic::Ordering::Relaxed),
             },
             facts_write: self.facts.status().clone(),
             facts_write_age: self.facts.status_age(now),

@@ -159,6 +159,9 @@ pub struct IngestConfig {
     /// `--headless` report lines dropped because standard output was not read
     /// (`crate::headless_output`), counted there and published in every snapshot.
     pub headless_lines_dropped: Arc<std::sync::atomic::AtomicU64>,
+    /// Lone surrogate escapes (`"\ud800"`) that `line_transform` read as U+FFFD (`openai`),
+    /// counted by it and published in every snapshot (`InputHealth::lone_surrogates`).
+    pub lone_surrogates: Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// Turns the lines of a log that is not a trace into trace lines before they are parsed
@@ -225,6 +228,7 @@ impl IngestConfig {
             line_transform: None,
             source_format: None,
             headless_lines_dropped: Arc::default(),
+            lone_surrogates: Arc::default(),
         }
     }
 }

@@ -254,6 +254,25 @@ fn input_parts(health: &litehit_live::snapshot::InputHealth) -> Vec<Part> {
             ],
         ),
     ];
+    if health.lone_surrogates > 0 {
+        // An OpenAI log's `"\ud800"` (Python's json.dumps of a lone surrogate): kept as U+FFFD.
+        let count = format::count(health.lone_surrogates);
+        let noun = if health.lone_surrogates == 1 {
+            "lone surrogate"
+        } else {
+            "lone surrogates"
+        };
+        parts.push(
+            part(
+                1,
+                &[
+                    format!("{count} {noun} read as U+FFFD"),
+                    format!("{count} U+FFFD"),
+                ],
+            )
+            .styled(Style::new().yellow()),
+        );
+    }
     if health.write_events > 0 {
         let writes = format::count(health.write_events);
         let noun = if health.write_events == 1 {

@@ -220,8 +220,8 @@ impl<R: Read> FactsReader<R> {
         })
     }
 
-    /// Calls `handle` with the next physical line without its `\n` (a `\r` stays, as with
-    /// `std::getline`); `None` at the end of the input.
+    /// Calls `handle` with the next physical line without its line end (`\n`, or the `\r\n`
+    /// of a spreadsheet's CSV export); `None` at the end of the input.
     fn with_next_line<T>(
         &mut self,
         handle: impl FnOnce(&mut RowParser, &[u8]) -> T,
@@ -243,7 +243,7 @@ impl<R: Read> FactsReader<R> {
                 }
                 // The last line has no `\n`.
                 self.line_number += 1;
-                let value = handle(&mut self.parser, &self.partial_line);
+                let value = handle(&mut self.parser, without_cr(&self.partial_line));
                 self.partial_line.clear();
                 return Ok(Some(value));
             }
@@ -257,12 +257,12 @@ impl<R: Read> FactsReader<R> {
             };
             self.line_number += 1;
             let value = if self.partial_line.is_empty() {
-                handle(&mut self.parser, &available[..end])
+                handle(&mut self.parser, without_cr(&available[..end]))
             } else {
                 self.reserve_partial_line(end, self.line_number)?;
                 let available = self.reader.buffer();
                 self.partial_line.extend_from_slice(&available[..end]);
-                let value = handle(&mut self.parser, &self.partial_line);
+                let value = handle(&mut self.parser, without_cr(&self.partial_line));
                 self.partial_line.clear();
                 value
             };
@@ -270,6 +270,12 @@ impl<R: Read> FactsReader<R> {
             return Ok(Some(value));
         }
     }
+}
+
+/// `line` without a final `\r`: a CRLF line end counts as a line end (only there; a `\r`
+/// anywhere else is the row's own).
+fn without_cr(line: &[u8]) -> &[u8] {
+    line.strip_suffix(b"\r").unwrap_or(line)
 }
 
 /// Beyond upstream's row rules (which `parse_fact_line` keeps exactly): a hit curve cannot
