@@ -247,50 +247,38 @@ pub fn parse(path: &Path, text: &str) -> Result<Defaults, DefaultsError> {
     if let Some(key) = table.keys().find(|key| key.get_ref() == "tiers") {
         defaults.tiers_line = Some(line_of(key.span().start));
     }
+    // A value the whole file makes wrong, named by its key's line (the key was read).
+    let key_error = |name: &str, message: String| {
+        let key = table
+            .keys()
+            .find(|key| key.get_ref() == name)
+            .expect("the key was read");
+        DefaultsError::Value {
+            path: path.to_owned(),
+            line: line_of(key.span().start),
+            key: Some(key.get_ref().clone()),
+            message,
+        }
+    };
     if let Some(tiers) = &defaults.tiers {
         // The file's tiers with the file's mode (or the default one): inclusive order.
         let mode = defaults.tier_mode.unwrap_or_default().into();
         if let Err(error) = litehit_core::grammar::parse_tier_plan(tiers, mode) {
-            let key = table
-                .keys()
-                .find(|key| key.get_ref() == "tiers")
-                .expect("the key was read");
-            return Err(DefaultsError::Value {
-                path: path.to_owned(),
-                line: line_of(key.span().start),
-                key: Some(key.get_ref().clone()),
-                message: error.to_string(),
-            });
+            return Err(key_error("tiers", error.to_string()));
         }
     }
     if defaults.block_bytes.is_some() && defaults.kv_bytes_per_token.is_some() {
-        let key = table
-            .keys()
-            .find(|key| key.get_ref() == "kv-bytes-per-token")
-            .expect("the key was read");
-        return Err(DefaultsError::Value {
-            path: path.to_owned(),
-            line: line_of(key.span().start),
-            key: Some(key.get_ref().clone()),
-            message: "give block-bytes or kv-bytes-per-token, not both (block bytes = this × \
-                      block size)"
+        return Err(key_error(
+            "kv-bytes-per-token",
+            "give block-bytes or kv-bytes-per-token, not both (block bytes = this × block size)"
                 .to_owned(),
-        });
+        ));
     }
     if let Some(slots) = &defaults.capacity_gb {
         // The one slot policy, as `--capacity-gb` and the add-slot dialog apply it.
         let block_bytes: Vec<u64> = defaults.block_bytes.into_iter().collect();
         if let Err(error) = litehit_core::slots::check(slots, &block_bytes) {
-            let key = table
-                .keys()
-                .find(|key| key.get_ref() == "capacity-gb")
-                .expect("the key was read");
-            return Err(DefaultsError::Value {
-                path: path.to_owned(),
-                line: line_of(key.span().start),
-                key: Some(key.get_ref().clone()),
-                message: error.to_string(),
-            });
+            return Err(key_error("capacity-gb", error.to_string()));
         }
     }
     Ok(defaults)
