@@ -1193,15 +1193,9 @@ pub fn query_facts_files_planned<W: Write + Send>(
                     totals.start_file(index);
                     reader.continue_input_tokens(input_tokens_read);
                     while reader.next_record(&mut record)? {
-                        totals
-                            .try_reserve_instance()
-                            .map_err(|_| reader.out_of_memory())?;
-                        totals.observe(&record);
-                        seen.add(record.timestamp_ns);
-                        if !range.contains(record.timestamp_ns) {
+                        if !observe_row(reader, &record, &mut totals, &mut seen, range)? {
                             continue;
                         }
-                        seen.accounted = true;
                         batch.push(&record, totals.add_record(&record));
                         if batch.rows.len() == BATCH_ROWS {
                             let next = empty_receiver.try_recv().unwrap_or_default();
@@ -1252,6 +1246,25 @@ pub fn query_facts_files_planned<W: Write + Send>(
     Ok((out, summary))
 }
 
+/// What every row read tells before it is added: its lane (room for it first: memory may be
+/// short) and its time. Whether it is in `range`, so to be added to `totals`.
+fn observe_row<R: std::io::Read>(
+    reader: &FactsReader<R>,
+    record: &FactRecord,
+    totals: &mut QueryTotals,
+    seen: &mut SeenRows,
+    range: TimeRange,
+) -> Result<bool, QueryError> {
+    totals
+        .try_reserve_instance()
+        .map_err(|_| reader.out_of_memory())?;
+    totals.observe(record);
+    seen.add(record.timestamp_ns);
+    let accounted = range.contains(record.timestamp_ns);
+    seen.accounted |= accounted;
+    Ok(accounted)
+}
+
 /// `--summary-only`: every row of every file into `totals`, none written.
 fn sum_rows<R: std::io::Read>(
     readers: &mut [FactsReader<R>],
@@ -1265,13 +1278,7 @@ fn sum_rows<R: std::io::Read>(
         totals.start_file(index);
         reader.continue_input_tokens(input_tokens_read);
         while reader.next_record(&mut record)? {
-            totals
-                .try_reserve_instance()
-                .map_err(|_| reader.out_of_memory())?;
-            totals.observe(&record);
-            seen.add(record.timestamp_ns);
-            if range.contains(record.timestamp_ns) {
-                seen.accounted = true;
+            if observe_row(reader, &record, totals, seen, range)? {
                 totals.add_record(&record);
             }
         }
