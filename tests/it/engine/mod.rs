@@ -1,0 +1,9 @@
+//! The core engine against the naive oracles: random traces, key shapes, the memory horizon, out-
+//! of-memory, seeded scenarios and facts digests.
+
+mod core_props;
+mod digests;
+mod horizon;
+mod key_shapes;
+pub(crate) mod memory;
+mod seed_example;

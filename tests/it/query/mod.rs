@@ -1,0 +1,13 @@
+//! `litehit query`: upstream byte compatibility, spans and inputs, FACTS globs, tiers, windows and
+//! the SQL of docs/SQL.md.
+
+mod facts_globs;
+mod inputs;
+mod spans;
+pub(crate) mod sql;
+mod sql_spark;
+pub(crate) mod tiers;
+mod tiers_edges;
+mod upstream;
+pub(crate) mod windows;
+mod windows_tiers;

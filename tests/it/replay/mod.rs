@@ -1,0 +1,9 @@
+//! `litehit replay`: upstream parity, safe publication (the race tests stay under `publication`),
+//! shards, the summary, threads and the facts file.
+
+mod facts_file;
+mod parity;
+mod publication;
+pub(crate) mod shards;
+mod summary_order;
+mod threads;

@@ -1,0 +1,6 @@
+//! Request logs through tokenizers: `litehit trace`, real npm tokenizers and the chat-template
+//! budget.
+
+mod real;
+mod template_budget;
+mod trace;

@@ -1,0 +1,9 @@
+//! The live monitor's screens on hand-built snapshots: rendered frames, charts, cells, interaction,
+//! targets and notices.
+
+mod block_bytes_notice;
+mod cells;
+mod charts;
+mod interaction;
+pub(crate) mod render;
+mod targets;

@@ -1,0 +1,16 @@
+//! `litehit watch` and `demo` through the real binary: following files, the headless output, facts
+//! spill, stop state, tiers, TTL and horizon surfaces.
+
+mod bounds;
+mod demo;
+mod facts_dir;
+mod follow;
+mod headless_output;
+mod horizon_surfaces;
+pub(crate) mod pty;
+mod service;
+mod spill;
+mod stop_state;
+mod tail;
+mod tiers;
+mod ttl;
