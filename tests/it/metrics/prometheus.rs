@@ -184,26 +184,60 @@ struct Prometheus {
 }
 
 impl Prometheus {
+    /// Prometheus serving on a free port. The port is picked free a moment before Prometheus
+    /// binds it, so another process may take it first: Prometheus then exits saying so, and it
+    /// is started again on another port (at most `ATTEMPTS` times).
     fn start(dir: &Path, monitor_port: u16) -> Self {
+        const ATTEMPTS: usize = 5;
         let config = write_file(
             dir,
             "prometheus.yml",
             &documented_scrape_config(monitor_port),
         );
-        let log = dir.join("prometheus.log");
-        let port = free_port();
-        let child = Command::new("prometheus")
-            .arg(format!("--config.file={}", config.display()))
-            .arg(format!(
-                "--storage.tsdb.path={}",
-                dir.join("data").display()
-            ))
-            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .expect("prometheus runs (apt-get install prometheus)");
-        Self { child, port, log }
+        for attempt in 1..=ATTEMPTS {
+            let log = dir.join(format!("prometheus.{attempt}.log"));
+            let port = free_port();
+            let child = Command::new("prometheus")
+                .arg(format!("--config.file={}", config.display()))
+                .arg(format!(
+                    "--storage.tsdb.path={}",
+                    dir.join(format!("data.{attempt}")).display()
+                ))
+                .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+                .stdout(Stdio::null())
+                .stderr(std::fs::File::create(&log).unwrap())
+                .spawn()
+                .expect("prometheus runs (apt-get install prometheus)");
+            let mut prometheus = Self { child, port, log };
+            if prometheus.serves() {
+                return prometheus;
+            }
+            let log = prometheus.log();
+            assert!(
+                log.contains("address already in use"),
+                "Prometheus stopped before serving:\n{log}"
+            );
+        }
+        panic!("Prometheus found its port taken {ATTEMPTS} times");
+    }
+
+    /// Waits until this Prometheus answers its API (`true`) or exits (`false`).
+    fn serves(&mut self) -> bool {
+        let deadline = Instant::now() + PROMETHEUS_WAIT;
+        loop {
+            if self.child.try_wait().unwrap().is_some() {
+                return false;
+            }
+            if self.api("/api/v1/status/buildinfo").is_some() {
+                return true;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "Prometheus neither served nor stopped:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
     }
 
     fn log(&self) -> String {
