@@ -12,6 +12,7 @@ mod assets;
 mod cli;
 mod completions_man;
 mod config;
+mod docs_commands;
 mod docs_links;
 mod engine;
 mod error_rule;
