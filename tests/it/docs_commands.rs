@@ -84,12 +84,11 @@ fn documented_commands(page: &str, markdown: &str) -> Vec<Documented> {
     for (index, line) in markdown.lines().enumerate() {
         let trimmed = line.trim_start();
         if let Some(info) = trimmed.strip_prefix("```") {
-            in_shell_block = match in_shell_block {
-                Some(_) => None,
-                None => {
-                    block += 1;
-                    Some(matches!(info.trim(), "sh" | "bash" | "shell" | "console"))
-                }
+            in_shell_block = if in_shell_block.is_some() {
+                None
+            } else {
+                block += 1;
+                Some(matches!(info.trim(), "sh" | "bash" | "shell" | "console"))
             };
             continue;
         }
