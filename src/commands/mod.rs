@@ -200,10 +200,10 @@ pub(crate) fn refuse_repeated_facts(paths: &[std::path::PathBuf]) -> color_eyre:
 /// Prints on stderr the note for lanes with rows in several of `paths` (a facts file split by
 /// rows is fine; two overlapping shardings read together are not, and look the same).
 pub(crate) fn note_lanes_in_several_files(
-    lanes: &[crate::output::pool_detect::LaneFingerprint],
+    lanes: &[litehit_report::LaneFingerprint],
     paths: &[std::path::PathBuf],
 ) {
-    note(crate::output::pool_detect::several_files_note(lanes, paths).as_deref());
+    note(litehit_report::several_files_note(lanes, paths).as_deref());
 }
 
 /// Prints a note (`pool_detect`'s) on stderr, each of its lines after the `litehit: ` prefix.

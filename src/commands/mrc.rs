@@ -7,12 +7,13 @@ use color_eyre::eyre::{WrapErr, bail, eyre};
 
 use super::{same_file, writes_over};
 use crate::cli::mrc_args::MrcArgs;
-use crate::output::mrc::{MrcBuilder, render_table};
-use crate::output::mrc_planner::{PlannedReport, SpanReport, render_tier_table, tier_report};
+use crate::output::mrc::{PlannedReport, render_table, render_tier_table};
 use crate::output::plot::{PlotData, render_png, render_svg};
-use crate::output::query_jsonl::TimeRange;
-use crate::output::query_windows::{EmptySpan, TimeSpec, check_span_order, trace_span};
 use litehit_core::facts::file::{is_standard_output, write_atomically};
+use litehit_report::{
+    EmptySpan, MrcBuilder, SpanReport, TimeRange, TimeSpec, check_span_order, tier_report,
+    trace_span,
+};
 
 /// Builds the curves from the facts, prints the table (or JSON) and writes the plots.
 pub fn run(args: &MrcArgs) -> color_eyre::Result<()> {
@@ -122,7 +123,7 @@ fn build_curves(
     args: &MrcArgs,
     facts: &[std::path::PathBuf],
     range: TimeRange,
-) -> color_eyre::Result<crate::output::mrc::MrcCurves> {
+) -> color_eyre::Result<litehit_report::MrcCurves> {
     let mut builder = MrcBuilder::new().with_pool(args.pool.rule());
     builder
         .add_facts_files_in(facts, range)
@@ -146,9 +147,9 @@ fn build_curves(
 fn write_report(
     out: &mut dyn Write,
     json: bool,
-    report: &crate::output::mrc::MrcReport,
+    report: &litehit_report::MrcReport,
     span: Option<SpanReport>,
-    tier_report: Option<crate::output::mrc_planner::TierReport>,
+    tier_report: Option<litehit_report::TierReport>,
 ) -> color_eyre::Result<()> {
     if json {
         let planned = PlannedReport {
@@ -194,7 +195,7 @@ fn accounted_range(
     };
     let (first_ns, last_ns) = trace.unwrap_or((0, 0));
     let range = spec.resolve(first_ns, last_ns);
-    check_span_order(range, trace.map(|(first, _)| first)).map_err(|message| eyre!(message))?;
+    check_span_order(range, trace.map(|(first, _)| first)).map_err(|error| eyre!(error))?;
     Ok((range, SpanReport::new(range, first_ns)))
 }
 

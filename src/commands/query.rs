@@ -7,16 +7,17 @@ use color_eyre::eyre::{WrapErr, bail, eyre};
 
 use super::writes_over;
 use crate::cli::query_args::{QueryArgs, SpanArgs, TierArgs};
-use crate::output::query_jsonl::{
-    PoolRule, QueryError, QueryOptions, QueryPlan, QuerySlots, TierPlan, TimeRange,
-    query_facts_files_planned,
-};
-use crate::output::query_windows::{
-    EmptySpan, TimePoint, TimeSpec, check_span_order, parse_time_point, parse_warmup,
-    pool_instance_count, query_windows_with_pool, trace_span_and_instances,
-};
+use crate::output::query_jsonl::{QueryOptions, query_facts_files_planned};
+use crate::output::query_windows;
 use litehit_core::facts::file::{is_standard_output, write_atomically};
-use litehit_core::grammar::{GrammarError, parse_capacity_gb, parse_duration_seconds};
+use litehit_core::grammar::{
+    GrammarError, TimePoint, parse_capacity_gb, parse_duration_seconds, parse_time_point,
+    parse_warmup,
+};
+use litehit_report::{
+    EmptySpan, PoolRule, QueryError, QueryPlan, QuerySlots, TierPlan, TimeRange, TimeSpec,
+    check_span_order, pool_instance_count, query_windows_with_pool, trace_span_and_instances,
+};
 
 /// Runs the facts query: JSONL to OUT (atomically) or to stdout for `-`.
 pub fn run(args: &QueryArgs) -> color_eyre::Result<()> {
@@ -83,7 +84,7 @@ pub fn run(args: &QueryArgs) -> color_eyre::Result<()> {
     } else {
         spec.resolve(first_ns, last_ns)
     };
-    check_span_order(time_range, span.map(|(first, _)| first)).map_err(|message| eyre!(message))?;
+    check_span_order(time_range, span.map(|(first, _)| first)).map_err(|error| eyre!(error))?;
     if let Some(window_ns) = window_ns {
         #[expect(clippy::cast_possible_truncation, reason = "checked below 2^63 above")]
         let window_ns = window_ns as i64;
@@ -195,11 +196,10 @@ fn write_windows(
         .wrap_err("facts query failed");
     }
     if to_stdout {
-        windows.write(first_ns, args.csv, &mut io::stdout().lock())?;
+        query_windows::write_windows(&windows, first_ns, args.csv, &mut io::stdout().lock())?;
     } else {
         write_atomically(&args.out, |out| {
-            windows
-                .write(first_ns, args.csv, &mut io::BufWriter::new(out))
+            query_windows::write_windows(&windows, first_ns, args.csv, &mut io::BufWriter::new(out))
                 .map_err(QueryError::Write)
         })
         .map_err(|e: QueryError| eyre!(e))
