@@ -13,8 +13,8 @@
 //! terminal: its results are plain structs (the `mrc` report derives `Serialize`), which the
 //! binary's `output/` encodes as JSONL, CSV, tables and plots.
 //!
-//! A query of two facts rows at 2 blocks and unlimited capacity (what `litehit query FACTS
-//! - 0.5 -1 --capacity-blocks 2` sums):
+//! A query of two facts rows at unlimited capacity and at 2 blocks (the summary `litehit query
+//! FACTS - -1 --capacity-blocks 2` prints):
 //!
 //! ```
 //! use litehit_core::facts::{FactRecord, RequestFact};
