@@ -10,7 +10,72 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use litehit_core::facts::FactRecord;
-use litehit_core::facts::file::{FactsError, FactsReader};
+use litehit_core::facts::file::{FactsError, FactsReader, facts_input_path};
+
+/// A FACTS pattern that cannot be expanded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FactsGlobError {
+    /// Not a valid glob.
+    #[error("{pattern}: not a valid glob: {why}")]
+    Invalid {
+        /// The pattern as given.
+        pattern: String,
+        /// The glob crate's reason.
+        why: String,
+    },
+    /// A directory on the way could not be read.
+    #[error("{pattern}: reading {}", path.display())]
+    Unreadable {
+        /// The pattern as given.
+        pattern: String,
+        /// What could not be read.
+        path: PathBuf,
+    },
+    /// Matches nothing: an error, never an empty input.
+    #[error(
+        "{pattern}: the glob matches no file (quote it so that the shell passes it on; `*` \
+         does not cross a /)"
+    )]
+    NoMatch {
+        /// The pattern as given.
+        pattern: String,
+    },
+}
+
+/// FACTS arguments with their globs expanded (`'shards/*/litehit_facts.csv'`, quoted so that
+/// the shell leaves it alone): a path that exists, `-`, or one without `*`, `?` or `[` is kept
+/// as given; a pattern becomes every path it matches, in name order (a matched directory
+/// means its `litehit_facts.csv`). A pattern that matches nothing is an error.
+pub fn expand_facts_globs(paths: &[PathBuf]) -> Result<Vec<PathBuf>, FactsGlobError> {
+    let mut expanded = Vec::with_capacity(paths.len());
+    for path in paths {
+        let text = path.to_string_lossy();
+        let is_pattern = text.contains(['*', '?', '[']);
+        if !is_pattern || path.as_os_str() == "-" || path.exists() {
+            expanded.push(path.clone());
+            continue;
+        }
+        let matches = glob::glob(&text)
+            .map_err(|error| FactsGlobError::Invalid {
+                pattern: text.to_string(),
+                why: error.to_string(),
+            })?
+            .map(|entry| {
+                entry.map_err(|error| FactsGlobError::Unreadable {
+                    pattern: text.to_string(),
+                    path: error.path().to_path_buf(),
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        if matches.is_empty() {
+            return Err(FactsGlobError::NoMatch {
+                pattern: text.to_string(),
+            });
+        }
+        expanded.extend(matches.iter().map(|path| facts_input_path(path)));
+    }
+    Ok(expanded)
+}
 
 /// One file's reader.
 type Reader = FactsReader<Box<dyn Read + Send>>;

@@ -46,7 +46,7 @@ mod pool_detect;
 mod query;
 mod span;
 
-pub use facts_files::FactsFiles;
+pub use facts_files::{FactsFiles, FactsGlobError, expand_facts_globs};
 pub use mrc::{
     Curve, CurvePoint, GeometryMismatch, InstanceCurve, InstanceReport, KNEE_PERCENTS, Knee,
     KvSizeWarning, MrcBuilder, MrcCurves, MrcError, MrcReport, PoolComparison, PoolKnee, PoolPoint,
