@@ -11,16 +11,14 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use litehit::output::mrc::MrcCurves;
-use litehit::output::query_jsonl::{
-    PoolRule, QueryOptions, QueryPlan, QuerySlots, QuerySummary, TierPlan, TimeRange,
-    query_facts_files, query_facts_files_planned,
-};
-use litehit::output::query_windows::query_windows;
+use litehit::output::query_jsonl::{QueryOptions, query_facts_files, query_facts_files_planned};
 use litehit_core::facts::file::{FACTS_HEADER, FactsReader, append_fact_row};
 use litehit_core::facts::{FactRecord, FactRow, RequestFact};
 use litehit_core::projector::Capacity;
 use litehit_core::projector::tiers::TierMode;
+use litehit_report::{
+    MrcCurves, PoolRule, QueryPlan, QuerySlots, QuerySummary, TierPlan, TimeRange, query_windows,
+};
 
 #[expect(dead_code, reason = "the query bench reads nothing from ../shared")]
 mod common;

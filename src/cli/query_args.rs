@@ -107,8 +107,8 @@ pub struct PoolArg {
 impl PoolArg {
     /// The recognition rule (see `PoolRule`).
     #[must_use]
-    pub fn rule(&self) -> crate::output::query_jsonl::PoolRule {
-        crate::output::query_jsonl::PoolRule::from_flag(self.name.as_deref())
+    pub fn rule(&self) -> litehit_report::PoolRule {
+        litehit_report::PoolRule::from_flag(self.name.as_deref())
     }
 }
 

@@ -30,14 +30,8 @@ const DEMO_TRACE_MAX_BYTES: u64 = 256 << 20;
 
 /// Runs the demo until the user quits.
 pub fn run(args: &DemoArgs) -> color_eyre::Result<()> {
-    super::watch::check_slots(&args.capacity_gb)?;
-    // Flags first, as `watch` does: a wrong one is the thing to fix, whatever the terminal.
-    let facts_out = litehit_core::facts::file::facts_snapshot_path(&args.facts_out);
-    // Its trace is a fresh temp file; `s` says then if the directory cannot be written (a
-    // demo started in a read-only directory still runs).
-    super::watch::check_facts_out(&facts_out, None, false)?;
-    let frame_period = super::watch::frame_period(args.fps)?;
-    if !args.headless {
+    let plan = plan(args)?;
+    if !plan.headless {
         litehit_tui::ensure_terminal(false)?;
     }
     // The generated trace and the facts spill in a temp directory of their own, removed at
@@ -49,47 +43,30 @@ pub fn run(args: &DemoArgs) -> color_eyre::Result<()> {
     let trace_path = temp_dir.path().join("trace.jsonl");
     let trace = std::fs::File::create_new(&trace_path)
         .wrap_err_with(|| format!("creating the demo trace {}", trace_path.display()))?;
-    let workload_config = WorkloadConfig {
-        seed: args.seed,
-        instance_ids: (0..args.instances.max(1))
-            .map(|i| format!("instance-{i}"))
-            .collect(),
-        ..WorkloadConfig::default()
-    };
-    let block_size_tokens = workload_config.block_size_tokens;
-    let what = describe(args, block_size_tokens);
     // Said before the screen opens, so it stays on the terminal after `q` (and headless, the
     // JSON lines on stdout stay clean).
     let _ = writeln!(
         std::io::stderr(),
-        "litehit demo: {what}, appended to {} (removed on exit); `litehit watch TRACE` follows \
+        "litehit demo: {}, appended to {} (removed on exit); `litehit watch TRACE` follows \
          your own",
+        plan.what,
         trace_path.display()
     );
-    let plan = PlanSource::Flags(SingleInstanceFlags {
-        block_size_tokens: Some(block_size_tokens),
-        pool: args.pool.clone(),
-        ..SingleInstanceFlags::default()
-    })
-    .plan_for(Some(TraceFormat::Standard))?;
     let mut config = IngestConfig::new(&trace_path, plan.engine);
     config.format = Some(TraceFormat::Standard);
-    config.slots.clone_from(&args.capacity_gb);
-    config.facts_out = facts_out;
+    config.slots = plan.slots;
+    config.facts_out = plan.facts_out;
     // Not in the working directory: the spill of a generated trace is the demo's own.
     config.spill_dir = Some(temp_dir.path().to_path_buf());
-    config.frame_period = frame_period;
+    config.frame_period = plan.frame_period;
+    let (workload_config, pace, what) = (plan.workload, plan.pace, plan.what);
 
     let headless_lines_dropped = Arc::clone(&config.headless_lines_dropped);
     let live = ingest::spawn(config)?;
     let stop = Arc::new(AtomicBool::new(false));
-    let pace = Pace {
-        rate: f64::from(args.rate.max(1)),
-        limit: args.requests.unwrap_or(u64::MAX),
-    };
     let writer = spawn_writer(&live, trace, Workload::new(workload_config), pace, &stop)
         .wrap_err("starting the demo writer thread")?;
-    let result = if args.headless {
+    let result = if plan.headless {
         let options = HeadlessOptions {
             interval: Duration::from_secs(1),
         };
@@ -101,14 +78,11 @@ pub fn run(args: &DemoArgs) -> color_eyre::Result<()> {
         }
     } else {
         let options = TuiOptions {
-            fps: args.fps,
+            fps: plan.fps,
             // The facts are of a generated trace: quitting loses nothing a seed cannot redo.
             facts_on_quit: FactsOnQuit::Discarded,
             demo: Some(what),
-            color: crate::cli::defaults_file::use_color(
-                args.color,
-                std::env::var_os("NO_COLOR").as_deref(),
-            ),
+            color: plan.color,
         };
         litehit_tui::run(&live, options)
             .map(|last| {
@@ -125,6 +99,70 @@ pub fn run(args: &DemoArgs) -> color_eyre::Result<()> {
     let _ = writer.join();
     drop(temp_dir); // the trace and the spill with it
     result
+}
+
+/// What `demo` was asked, checked and in plain data, before anything is created.
+#[derive(Debug)]
+struct DemoPlan {
+    /// Where `s` writes the facts.
+    facts_out: std::path::PathBuf,
+    frame_period: Duration,
+    /// The generated traffic.
+    workload: WorkloadConfig,
+    pace: Pace,
+    /// What the demo generates, in a few words (the title line and the start-up message).
+    what: String,
+    /// The engine's plan: one lane per instance of the standard trace's blocks.
+    engine: litehit_core::engine::EngineConfig,
+    /// `--capacity-gb`.
+    slots: Vec<litehit_core::projector::Capacity>,
+    headless: bool,
+    fps: f64,
+    color: bool,
+}
+
+/// The plan of `args`: flags first, as `watch` does — a wrong one is the thing to fix,
+/// whatever the terminal.
+fn plan(args: &DemoArgs) -> color_eyre::Result<DemoPlan> {
+    super::watch::check_slots(&args.capacity_gb)?;
+    let facts_out = litehit_core::facts::file::facts_snapshot_path(&args.facts_out);
+    // Its trace is a fresh temp file; `s` says then if the directory cannot be written (a
+    // demo started in a read-only directory still runs).
+    super::watch::check_facts_out(&facts_out, None, false)?;
+    let frame_period = super::watch::frame_period(args.fps)?;
+    let workload = WorkloadConfig {
+        seed: args.seed,
+        instance_ids: (0..args.instances.max(1))
+            .map(|i| format!("instance-{i}"))
+            .collect(),
+        ..WorkloadConfig::default()
+    };
+    let block_size_tokens = workload.block_size_tokens;
+    let engine = PlanSource::Flags(SingleInstanceFlags {
+        block_size_tokens: Some(block_size_tokens),
+        pool: args.pool.clone(),
+        ..SingleInstanceFlags::default()
+    })
+    .plan_for(Some(TraceFormat::Standard))?
+    .engine;
+    Ok(DemoPlan {
+        facts_out,
+        frame_period,
+        what: describe(args, block_size_tokens),
+        workload,
+        pace: Pace {
+            rate: f64::from(args.rate.max(1)),
+            limit: args.requests.unwrap_or(u64::MAX),
+        },
+        engine,
+        slots: args.capacity_gb.clone(),
+        headless: args.headless,
+        fps: args.fps,
+        color: crate::cli::defaults_file::use_color(
+            args.color,
+            std::env::var_os("NO_COLOR").as_deref(),
+        ),
+    })
 }
 
 /// What the demo generates, in a few words: the title line and the start-up message.

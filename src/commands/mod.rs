@@ -148,39 +148,12 @@ pub(crate) fn warn_unknown_config_keys(config_path: &std::path::Path, unknown_ke
     }
 }
 
-/// FACTS arguments of `query` and `mrc` with their globs expanded (`'shards/*/litehit_facts.csv'`,
-/// quoted so that the shell leaves it alone): a path that exists, `-`, or one without `*`,
-/// `?` or `[` is kept as given; a pattern becomes every path it matches, in name order (a
-/// matched directory means its `litehit_facts.csv`). A pattern that matches nothing is an
-/// error, never an empty input.
+/// FACTS arguments of `query` and `mrc` with their globs expanded
+/// ([`litehit_report::expand_facts_globs`]).
 pub(crate) fn expand_facts_globs(
     paths: &[std::path::PathBuf],
 ) -> color_eyre::Result<Vec<std::path::PathBuf>> {
-    let mut expanded = Vec::with_capacity(paths.len());
-    for path in paths {
-        let text = path.to_string_lossy();
-        let is_pattern = text.contains(['*', '?', '[']);
-        if !is_pattern || path.as_os_str() == "-" || path.exists() {
-            expanded.push(path.clone());
-            continue;
-        }
-        let matches = glob::glob(&text)
-            .map_err(|error| eyre!("{text}: not a valid glob: {error}"))?
-            .map(|entry| entry.map_err(|error| eyre!("{text}: reading {}", error.path().display())))
-            .collect::<color_eyre::Result<Vec<_>>>()?;
-        if matches.is_empty() {
-            bail!(
-                "{text}: the glob matches no file (quote it so that the shell passes it on; \
-                 `*` does not cross a /)"
-            );
-        }
-        expanded.extend(
-            matches
-                .iter()
-                .map(|path| litehit_core::facts::file::facts_input_path(path)),
-        );
-    }
-    Ok(expanded)
+    litehit_report::expand_facts_globs(paths).map_err(|error| eyre!(error))
 }
 
 /// Shards of one replay are separate files; the same file twice (as FACTS and again as a
@@ -200,10 +173,10 @@ pub(crate) fn refuse_repeated_facts(paths: &[std::path::PathBuf]) -> color_eyre:
 /// Prints on stderr the note for lanes with rows in several of `paths` (a facts file split by
 /// rows is fine; two overlapping shardings read together are not, and look the same).
 pub(crate) fn note_lanes_in_several_files(
-    lanes: &[crate::output::pool_detect::LaneFingerprint],
+    lanes: &[litehit_report::LaneFingerprint],
     paths: &[std::path::PathBuf],
 ) {
-    note(crate::output::pool_detect::several_files_note(lanes, paths).as_deref());
+    note(litehit_report::several_files_note(lanes, paths).as_deref());
 }
 
 /// Prints a note (`pool_detect`'s) on stderr, each of its lines after the `litehit: ` prefix.

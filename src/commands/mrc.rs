@@ -1,23 +1,77 @@
 //! `litehit mrc`: glue from [`MrcArgs`] to the curves, the report and the plots.
 
 use std::io::{self, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use color_eyre::eyre::{WrapErr, bail, eyre};
 
 use super::{same_file, writes_over};
 use crate::cli::mrc_args::MrcArgs;
-use crate::output::mrc::{MrcBuilder, render_table};
-use crate::output::mrc_planner::{PlannedReport, SpanReport, render_tier_table, tier_report};
+use crate::output::mrc::{PlannedReport, render_table, render_tier_table};
 use crate::output::plot::{PlotData, render_png, render_svg};
-use crate::output::query_jsonl::TimeRange;
-use crate::output::query_windows::{EmptySpan, TimeSpec, check_span_order, trace_span};
 use litehit_core::facts::file::{is_standard_output, write_atomically};
+use litehit_report::{
+    EmptySpan, MrcBuilder, MrcCurves, MrcReport, PoolRule, SpanReport, TierPlan, TierReport,
+    TimeRange, TimeSpec, check_span_order, tier_report, trace_span,
+};
 
 /// Builds the curves from the facts, prints the table (or JSON) and writes the plots.
 pub fn run(args: &MrcArgs) -> color_eyre::Result<()> {
+    let plan = plan(args)?;
+    let (range, span) = accounted_range(&plan)?;
+    let curves = build_curves(&plan, range)?;
+    super::note_lanes_in_several_files(&curves.lanes_in_several_files, &plan.facts);
+    super::note(curves.pool_note.as_deref());
+    if curves.instances.is_empty() {
+        // No curve, no knee: a header-only file (e.g. a replay of a trace with only writes).
+        bail!(
+            "{}: no facts rows, so there is no curve to draw",
+            joined_paths(&plan.facts)
+        );
+    }
+    let report = curves.report(plan.max_curve_points);
+    super::warn_implausible_kv_sizes(
+        report
+            .instances
+            .iter()
+            .map(|instance| (instance.block_bytes, instance.block_size_tokens)),
+    );
+    write_plots(&plan, &curves, &report, span.as_ref())?;
+    // An image on standard output (`--png -`, `--png /dev/stdout`) sends the table to stderr.
+    let mut out: Box<dyn Write> = if plan.image_to_stdout {
+        Box::new(io::stderr().lock())
+    } else {
+        Box::new(io::stdout().lock())
+    };
+    let tier_report = plan.tiers.as_ref().map(|tiers| tier_report(&curves, tiers));
+    write_report(&mut out, plan.json, &report, span, tier_report)?;
+    out.flush()?;
+    Ok(())
+}
+
+/// What `mrc` was asked, checked and in plain data, before any facts row is read.
+#[derive(Debug, Clone)]
+struct MrcPlan {
+    /// FACTS, globs expanded (a directory stands for its `litehit_facts.csv`).
+    facts: Vec<PathBuf>,
+    tiers: Option<TierPlan>,
+    /// `--from`, `--to`, `--exclude-warmup` as typed.
+    span: TimeSpec,
+    pool: PoolRule,
+    max_curve_points: usize,
+    json: bool,
+    png: Option<PathBuf>,
+    svg: Option<PathBuf>,
+    /// A plot goes to standard output: the table goes to stderr.
+    image_to_stdout: bool,
+    /// `--title`: the trace as the plot's subtitle names it.
+    title: Option<String>,
+}
+
+/// The plan of `args`: every check that needs no facts row.
+fn plan(args: &MrcArgs) -> color_eyre::Result<MrcPlan> {
     // A directory stands for the `litehit_facts.csv` a replay published in it.
-    let facts: Vec<std::path::PathBuf> = args
+    let facts: Vec<PathBuf> = args
         .facts
         .iter()
         .map(|path| litehit_core::facts::file::facts_input_path(path))
@@ -27,7 +81,7 @@ pub fn run(args: &MrcArgs) -> color_eyre::Result<()> {
     facts
         .iter()
         .try_for_each(|path| super::refuse_temp_input(path))?;
-    let outputs: Vec<&std::path::PathBuf> = args.png.iter().chain(&args.svg).collect();
+    let outputs: Vec<&PathBuf> = args.png.iter().chain(&args.svg).collect();
     if let [png, svg] = outputs[..]
         && (same_file(png, svg) || (is_standard_output(png) && is_standard_output(svg)))
     {
@@ -49,7 +103,6 @@ pub fn run(args: &MrcArgs) -> color_eyre::Result<()> {
             );
         }
     }
-    // An image on standard output (`--png -`, `--png /dev/stdout`) sends the table to stderr.
     let image_to_stdout = outputs.iter().any(|path| is_standard_output(path));
     if let Some(output) = outputs
         .iter()
@@ -61,71 +114,64 @@ pub fn run(args: &MrcArgs) -> color_eyre::Result<()> {
         );
     }
     let tiers = super::query::tier_plan(&args.tier_args)?;
-    let (range, span) = accounted_range(args, &facts)?;
-    let curves = build_curves(args, &facts, range)?;
-    super::note_lanes_in_several_files(&curves.lanes_in_several_files, &facts);
-    super::note(curves.pool_note.as_deref());
-    if curves.instances.is_empty() {
-        // No curve, no knee: a header-only file (e.g. a replay of a trace with only writes).
-        bail!(
-            "{}: no facts rows, so there is no curve to draw",
-            joined_paths(&facts)
-        );
+    let span = super::query::time_spec(&args.span)?;
+    Ok(MrcPlan {
+        facts,
+        tiers,
+        span,
+        pool: args.pool.rule(),
+        max_curve_points: args.max_curve_points,
+        json: args.json,
+        png: args.png.clone(),
+        svg: args.svg.clone(),
+        image_to_stdout,
+        title: args.title.clone(),
+    })
+}
+
+/// `--png` and `--svg`, when asked for.
+fn write_plots(
+    plan: &MrcPlan,
+    curves: &MrcCurves,
+    report: &MrcReport,
+    span: Option<&SpanReport>,
+) -> color_eyre::Result<()> {
+    if plan.png.is_none() && plan.svg.is_none() {
+        return Ok(());
     }
-    let report = curves.report(args.max_curve_points);
-    super::warn_implausible_kv_sizes(
-        report
-            .instances
-            .iter()
-            .map(|instance| (instance.block_bytes, instance.block_size_tokens)),
-    );
-    if args.png.is_some() || args.svg.is_some() {
-        // The trace as `--title` names it (facts do not record it), else the facts files by
-        // their directory and name (`run-0412/litehit_facts.csv`: the file name alone is
-        // mostly the default), or the paths as given when those repeat.
-        let names: Vec<String> = facts.iter().map(|p| directory_and_name(p)).collect();
-        let repeated = names
-            .iter()
-            .enumerate()
-            .any(|(i, name)| names[..i].contains(name));
-        let source = match &args.title {
-            Some(title) => format!("trace: {title}"),
-            None if repeated => format!("facts: {}", joined_paths(&facts)),
-            None => format!("facts: {}", names.join(", ")),
-        };
-        let source = match &span {
-            Some(span) => format!("{source} · {}", span.describe()),
-            None => source,
-        };
-        let plot = PlotData::from_curves(&curves, &report, &source);
-        if let Some(path) = &args.png {
-            write_file(path, &render_png(&plot))?;
-        }
-        if let Some(path) = &args.svg {
-            write_file(path, render_svg(&plot).as_bytes())?;
-        }
-    }
-    let mut out: Box<dyn Write> = if image_to_stdout {
-        Box::new(io::stderr().lock())
-    } else {
-        Box::new(io::stdout().lock())
+    // The trace as `--title` names it (facts do not record it), else the facts files by
+    // their directory and name (`run-0412/litehit_facts.csv`: the file name alone is
+    // mostly the default), or the paths as given when those repeat.
+    let names: Vec<String> = plan.facts.iter().map(|p| directory_and_name(p)).collect();
+    let repeated = names
+        .iter()
+        .enumerate()
+        .any(|(i, name)| names[..i].contains(name));
+    let source = match &plan.title {
+        Some(title) => format!("trace: {title}"),
+        None if repeated => format!("facts: {}", joined_paths(&plan.facts)),
+        None => format!("facts: {}", names.join(", ")),
     };
-    let tier_report = tiers.as_ref().map(|plan| tier_report(&curves, plan));
-    write_report(&mut out, args.json, &report, span, tier_report)?;
-    out.flush()?;
+    let source = match span {
+        Some(span) => format!("{source} · {}", span.describe()),
+        None => source,
+    };
+    let plot = PlotData::from_curves(curves, report, &source);
+    if let Some(path) = &plan.png {
+        write_file(path, &render_png(&plot))?;
+    }
+    if let Some(path) = &plan.svg {
+        write_file(path, render_svg(&plot).as_bytes())?;
+    }
     Ok(())
 }
 
 /// The curves of the rows in `range`; a span without rows is an error (in `query`'s words:
 /// the span, and where the trace's rows are).
-fn build_curves(
-    args: &MrcArgs,
-    facts: &[std::path::PathBuf],
-    range: TimeRange,
-) -> color_eyre::Result<crate::output::mrc::MrcCurves> {
-    let mut builder = MrcBuilder::new().with_pool(args.pool.rule());
+fn build_curves(plan: &MrcPlan, range: TimeRange) -> color_eyre::Result<MrcCurves> {
+    let mut builder = MrcBuilder::new().with_pool(plan.pool.clone());
     builder
-        .add_facts_files_in(facts, range)
+        .add_facts_files_in(&plan.facts, range)
         .wrap_err("building the miss-ratio curve failed")?;
     // First: a file given twice is the error, whatever the span holds.
     builder
@@ -146,9 +192,9 @@ fn build_curves(
 fn write_report(
     out: &mut dyn Write,
     json: bool,
-    report: &crate::output::mrc::MrcReport,
+    report: &MrcReport,
     span: Option<SpanReport>,
-    tier_report: Option<crate::output::mrc_planner::TierReport>,
+    tier_report: Option<TierReport>,
 ) -> color_eyre::Result<()> {
     if json {
         let planned = PlannedReport {
@@ -173,11 +219,8 @@ fn write_report(
 
 /// The rows `--from/--to/--exclude-warmup` account, and the span to report (`None` for the
 /// whole trace).
-fn accounted_range(
-    args: &MrcArgs,
-    facts: &[std::path::PathBuf],
-) -> color_eyre::Result<(TimeRange, Option<SpanReport>)> {
-    let spec = super::query::time_spec(&args.span)?;
+fn accounted_range(plan: &MrcPlan) -> color_eyre::Result<(TimeRange, Option<SpanReport>)> {
+    let (spec, facts) = (plan.span, &plan.facts);
     if spec == TimeSpec::default() {
         return Ok((TimeRange::default(), None));
     }
@@ -194,7 +237,7 @@ fn accounted_range(
     };
     let (first_ns, last_ns) = trace.unwrap_or((0, 0));
     let range = spec.resolve(first_ns, last_ns);
-    check_span_order(range, trace.map(|(first, _)| first)).map_err(|message| eyre!(message))?;
+    check_span_order(range, trace.map(|(first, _)| first)).map_err(|error| eyre!(error))?;
     Ok((range, SpanReport::new(range, first_ns)))
 }
 

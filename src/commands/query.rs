@@ -2,24 +2,58 @@
 
 use std::collections::HashSet;
 use std::io;
+use std::path::PathBuf;
 
 use color_eyre::eyre::{WrapErr, bail, eyre};
 
 use super::writes_over;
 use crate::cli::query_args::{QueryArgs, SpanArgs, TierArgs};
-use crate::output::query_jsonl::{
-    PoolRule, QueryError, QueryOptions, QueryPlan, QuerySlots, TierPlan, TimeRange,
-    query_facts_files_planned,
-};
-use crate::output::query_windows::{
-    EmptySpan, TimePoint, TimeSpec, check_span_order, parse_time_point, parse_warmup,
-    pool_instance_count, query_windows_with_pool, trace_span_and_instances,
-};
+use crate::output::query_jsonl::{QueryOptions, query_facts_files_planned};
+use crate::output::query_windows;
 use litehit_core::facts::file::{is_standard_output, write_atomically};
-use litehit_core::grammar::{GrammarError, parse_capacity_gb, parse_duration_seconds};
+use litehit_core::grammar::{
+    GrammarError, TimePoint, parse_capacity_gb, parse_duration_seconds, parse_time_point,
+    parse_warmup,
+};
+use litehit_report::{
+    EmptySpan, PoolRule, QueryError, QueryPlan, QuerySlots, TierPlan, TimeRange, TimeSpec,
+    check_span_order, pool_instance_count, query_windows_with_pool, trace_span_and_instances,
+};
 
 /// Runs the facts query: JSONL to OUT (atomically) or to stdout for `-`.
 pub fn run(args: &QueryArgs) -> color_eyre::Result<()> {
+    let plan = plan(args)?;
+    let accounting = accounting(&plan)?;
+    match plan.window_ns {
+        Some(window_ns) => write_windows(&plan, accounting, window_ns),
+        None => write_query(&plan, accounting),
+    }
+}
+
+/// What `query` was asked, checked and in plain data, before any facts row is read.
+#[derive(Debug, Clone)]
+struct QueryCommandPlan {
+    /// FACTS and the shards, globs expanded.
+    facts_paths: Vec<PathBuf>,
+    out: PathBuf,
+    /// OUT is standard output (`-`, or `/dev/stdout`): written through the stdout handle,
+    /// which shares the shell's file offset (`>>`) and the process's other output.
+    to_stdout: bool,
+    /// `--window`'s lines as CSV.
+    csv: bool,
+    slots: QuerySlots,
+    tiers: Option<TierPlan>,
+    options: QueryOptions,
+    /// `--from`, `--to`, `--exclude-warmup` as typed.
+    span: TimeSpec,
+    /// `--window` in nanoseconds (at least 1).
+    window_ns: Option<i64>,
+    /// `--pool [NAME]`.
+    pool: PoolRule,
+}
+
+/// The plan of `args`: every check that needs no facts row.
+fn plan(args: &QueryArgs) -> color_eyre::Result<QueryCommandPlan> {
     // `query FACTS 10 40`: the first capacity would silently become the output file.
     if args.out.as_os_str() != "-" && parse_capacity_gb(&args.out.to_string_lossy()).is_ok() {
         bail!(
@@ -32,17 +66,11 @@ pub fn run(args: &QueryArgs) -> color_eyre::Result<()> {
     }
     let tiers = tier_plan(&args.tier_args)?;
     let slots = slots_for(args, tiers.is_some())?;
-    let options = QueryOptions {
-        summary_only: args.summary_only,
-    };
     let facts_paths = super::expand_facts_globs(&args.facts_paths())?;
     super::refuse_repeated_facts(&facts_paths)?;
     facts_paths
         .iter()
         .try_for_each(|path| super::refuse_temp_input(path))?;
-    // `-`, or stdout under another name (`/dev/stdout`): through the stdout handle, which
-    // shares the shell's file offset (`>>`) and the process's other output.
-    let to_stdout = is_standard_output(&args.out);
     if let Some(input) = facts_paths
         .iter()
         .find(|input| writes_over(&args.out, input))
@@ -53,7 +81,7 @@ pub fn run(args: &QueryArgs) -> color_eyre::Result<()> {
             input.display()
         );
     }
-    let spec = time_spec(&args.span)?;
+    let span = time_spec(&args.span)?;
     let window_ns = args
         .window
         .as_deref()
@@ -65,60 +93,108 @@ pub fn run(args: &QueryArgs) -> color_eyre::Result<()> {
                 .ok_or_else(|| eyre!("invalid --window: {text} (a duration such as 10m or 600s)"))
         })
         .transpose()?;
-    // Trace time needs the first (and, for a warm-up share, the last) request: a first pass.
-    let (span, pool_rule, instance_ids, geometries) = if spec.needs_span() || window_ns.is_some() {
-        if facts_paths.iter().any(|path| path.as_os_str() == "-") {
-            bail!(
-                "trace times (--from/--to in seconds, --exclude-warmup, --window) read the facts \
-                 twice; standard input cannot be: pass a file, or absolute times (ns)"
-            );
-        }
-        first_pass(args, &facts_paths)?
-    } else {
-        (None, args.pool.rule(), HashSet::new(), Vec::new())
-    };
-    let (first_ns, last_ns) = span.unwrap_or((0, 0));
-    let time_range = if spec == TimeSpec::default() {
+    #[expect(clippy::cast_possible_truncation, reason = "checked below 2^63 above")]
+    let window_ns = window_ns.map(|ns| ns as i64);
+    Ok(QueryCommandPlan {
+        to_stdout: is_standard_output(&args.out),
+        out: args.out.clone(),
+        csv: args.csv,
+        facts_paths,
+        slots,
+        tiers,
+        options: QueryOptions {
+            summary_only: args.summary_only,
+        },
+        span,
+        window_ns,
+        pool: args.pool.rule(),
+    })
+}
+
+/// How the rows are accounted, once trace times are resolved: the span, the trace's first
+/// and last `timestamp_ns` (when a first pass read them), the pool rule (recognised by the
+/// first pass, if there was one), every instance id and the rows' geometries (of the first
+/// pass).
+#[derive(Debug, Clone)]
+struct Accounting {
+    time_range: TimeRange,
+    trace: Option<(i64, i64)>,
+    pool: PoolRule,
+    instance_ids: HashSet<String>,
+    geometries: Vec<(u64, u64)>,
+}
+
+/// The accounting of `plan`: trace time needs the first (and, for a warm-up share, the last)
+/// request, so a first pass over the facts when it is asked for.
+fn accounting(plan: &QueryCommandPlan) -> color_eyre::Result<Accounting> {
+    let (trace, pool, instance_ids, geometries) =
+        if plan.span.needs_span() || plan.window_ns.is_some() {
+            if plan.facts_paths.iter().any(|path| path.as_os_str() == "-") {
+                bail!(
+                    "trace times (--from/--to in seconds, --exclude-warmup, --window) read the \
+                     facts twice; standard input cannot be: pass a file, or absolute times (ns)"
+                );
+            }
+            first_pass(plan)?
+        } else {
+            (None, plan.pool.clone(), HashSet::new(), Vec::new())
+        };
+    let (first_ns, last_ns) = trace.unwrap_or((0, 0));
+    let time_range = if plan.span == TimeSpec::default() {
         TimeRange::default()
     } else {
-        spec.resolve(first_ns, last_ns)
+        plan.span.resolve(first_ns, last_ns)
     };
-    check_span_order(time_range, span.map(|(first, _)| first)).map_err(|message| eyre!(message))?;
-    if let Some(window_ns) = window_ns {
-        #[expect(clippy::cast_possible_truncation, reason = "checked below 2^63 above")]
-        let window_ns = window_ns as i64;
-        return write_windows(
-            args,
-            &facts_paths,
-            (slots, tiers),
-            (time_range, span, window_ns),
-            (&pool_rule, &instance_ids, geometries),
-        );
-    }
-    let plan = QueryPlan {
-        tiers,
+    check_span_order(time_range, trace.map(|(first, _)| first)).map_err(|error| eyre!(error))?;
+    Ok(Accounting {
         time_range,
-        pool: Some(pool_rule),
+        trace,
+        pool,
+        instance_ids,
+        geometries,
+    })
+}
+
+/// The plain query: row lines (unless `--summary-only`) and the summaries, to OUT.
+fn write_query(plan: &QueryCommandPlan, accounting: Accounting) -> color_eyre::Result<()> {
+    let query_plan = QueryPlan {
+        tiers: plan.tiers.clone(),
+        time_range: accounting.time_range,
+        pool: Some(accounting.pool),
     };
-    let summary = if to_stdout {
-        query_facts_files_planned(&facts_paths, slots, options, &plan, io::stdout())
+    let summary = if plan.to_stdout {
+        query_to(plan, &query_plan, io::stdout())
             .map(|(_, summary)| summary)
             .wrap_err("facts query failed")?
     } else {
         let mut summary = None;
-        write_atomically(&args.out, |out| {
-            query_facts_files_planned(&facts_paths, slots, options, &plan, out)
-                .map(|(_, done)| summary = Some(done))
+        write_atomically(&plan.out, |out| {
+            query_to(plan, &query_plan, out).map(|(_, done)| summary = Some(done))
         })
         .map_err(|e: QueryError| eyre!(e))
         .wrap_err("facts query failed")?;
-        println!("facts query done: {}", args.out.display());
+        println!("facts query done: {}", plan.out.display());
         summary.unwrap_or_default()
     };
-    super::note_lanes_in_several_files(&summary.lanes_in_several_files, &facts_paths);
+    super::note_lanes_in_several_files(&summary.lanes_in_several_files, &plan.facts_paths);
     super::note(summary.pool_note.as_deref());
     super::warn_implausible_kv_sizes(summary.geometries);
     Ok(())
+}
+
+/// The query of `plan`, accounted as `query_plan` says, written to `out`.
+fn query_to<W: io::Write + Send>(
+    plan: &QueryCommandPlan,
+    query_plan: &QueryPlan,
+    out: W,
+) -> Result<(W, litehit_report::QuerySummary), QueryError> {
+    query_facts_files_planned(
+        &plan.facts_paths,
+        plan.slots.clone(),
+        plan.options,
+        query_plan,
+        out,
+    )
 }
 
 /// The trace's first and last `timestamp_ns`, the pool lane, every instance id, every
@@ -126,23 +202,25 @@ pub fn run(args: &QueryArgs) -> color_eyre::Result<()> {
 type FirstPass = (
     Option<(i64, i64)>,
     PoolRule,
-    std::collections::HashSet<String>,
+    HashSet<String>,
     Vec<(u64, u64)>,
 );
 
 /// The first pass over the facts: the trace's first and last `timestamp_ns`, and the pool
 /// lane recognised by its rows (windows, written as the rows come, need the pool and N up
 /// front; for the rest it saves the pool's second read), with every instance id.
-fn first_pass(
-    args: &QueryArgs,
-    facts_paths: &[std::path::PathBuf],
-) -> color_eyre::Result<FirstPass> {
+fn first_pass(plan: &QueryCommandPlan) -> color_eyre::Result<FirstPass> {
+    let facts_paths = &plan.facts_paths;
     let (span, lanes, geometries) =
         trace_span_and_instances(facts_paths).wrap_err("facts query failed")?;
     super::note_lanes_in_several_files(lanes.lanes(), facts_paths);
     super::note(lanes.partial_pool_note().as_deref());
+    let named = match &plan.pool {
+        PoolRule::Recognise { named } => named.as_deref(),
+        PoolRule::Recognised(_) => None,
+    };
     let pool = lanes
-        .recognise_pool(args.pool.name.as_deref())
+        .recognise_pool(named)
         .map_err(|error| eyre!(error))
         .wrap_err("facts query failed")?;
     let instance_ids = lanes
@@ -162,49 +240,49 @@ fn first_pass(
 /// (atomically) or stdout; the pool lane's rows (`--pool`) are left out of those, as in the
 /// overall line, and (without `--tiers`) get their own lines at N × each slot.
 fn write_windows(
-    args: &QueryArgs,
-    facts_paths: &[std::path::PathBuf],
-    (slots, tiers): (QuerySlots, Option<TierPlan>),
-    (time_range, span, window_ns): (TimeRange, Option<(i64, i64)>, i64),
-    (rule, instance_ids, geometries): (
-        &PoolRule,
-        &std::collections::HashSet<String>,
-        Vec<(u64, u64)>,
-    ),
+    plan: &QueryCommandPlan,
+    accounting: Accounting,
+    window_ns: i64,
 ) -> color_eyre::Result<()> {
-    let first_ns = span.map_or(0, |(first, _)| first);
-    let to_stdout = is_standard_output(&args.out);
-    let pool_instances = pool_instance_count(facts_paths, rule, time_range, instance_ids)
+    let Accounting {
+        time_range,
+        trace,
+        pool,
+        instance_ids,
+        geometries,
+    } = accounting;
+    let first_ns = trace.map_or(0, |(first, _)| first);
+    let facts_paths = &plan.facts_paths;
+    let pool_instances = pool_instance_count(facts_paths, &pool, time_range, &instance_ids)
         .wrap_err("facts query failed")?;
     let windows = query_windows_with_pool(
         facts_paths,
-        slots,
-        tiers,
+        plan.slots.clone(),
+        plan.tiers.clone(),
         time_range,
         first_ns,
         window_ns,
-        Some(rule.clone()),
+        Some(pool),
         pool_instances,
     )
     .wrap_err("facts query failed")?;
     if !time_range.is_everything() && windows.is_empty() {
         return Err(eyre!(EmptySpan {
             range: time_range,
-            trace: span,
+            trace,
         }))
         .wrap_err("facts query failed");
     }
-    if to_stdout {
-        windows.write(first_ns, args.csv, &mut io::stdout().lock())?;
+    if plan.to_stdout {
+        query_windows::write_windows(&windows, first_ns, plan.csv, &mut io::stdout().lock())?;
     } else {
-        write_atomically(&args.out, |out| {
-            windows
-                .write(first_ns, args.csv, &mut io::BufWriter::new(out))
+        write_atomically(&plan.out, |out| {
+            query_windows::write_windows(&windows, first_ns, plan.csv, &mut io::BufWriter::new(out))
                 .map_err(QueryError::Write)
         })
         .map_err(|e: QueryError| eyre!(e))
         .wrap_err("facts query failed")?;
-        println!("facts query done: {}", args.out.display());
+        println!("facts query done: {}", plan.out.display());
     }
     // As the plain query: the geometries are the first pass's, every row's.
     super::warn_implausible_kv_sizes(geometries);

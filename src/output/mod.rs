@@ -1,17 +1,15 @@
-//! Outputs: `projector` → **output** → files and terminals.
+//! Outputs: finished reports → files and terminals.
 //!
-//! Owns every byte `litehit` prints about projected facts: the upstream-compatible query JSONL
-//! (hand-formatted for exact `%g` numbers and speed), the miss-ratio-curve report (serde DTOs,
-//! table) and its plots (SVG text, PNG pixels). It computes hits only through `projector`
-//! and never parses traces or runs the core.
+//! Encoders only: every number here is computed by `litehit-report` (query totals, windows,
+//! the pool comparison, the mrc curves and knees) or the engine (the replay summary); this
+//! module formats them — the upstream-compatible query JSONL (hand-formatted for exact `%g`
+//! numbers and speed), the window lines (JSONL, CSV), the mrc table and JSON, and the plots
+//! (SVG text, PNG pixels). It calls no projection (`tests/it/module_layout.rs`).
 
 mod line_buffer;
 pub mod mrc;
-pub mod mrc_planner;
 pub mod number_format;
 pub mod plot;
-pub mod pool_detect;
 pub mod query_jsonl;
-pub mod query_span;
 pub mod query_windows;
 pub mod summary;

@@ -9,12 +9,12 @@
 //! `total_hit_blocks`, ...) holds the GB slots followed by the block slots. Without block
 //! slots the output is exactly upstream's.
 //!
-//! Hits come from `projector` only. Numbers are formatted by hand (`%g`, in-place digits)
-//! because the query must stream millions of rows per second; [`query_facts_files`] also
-//! formats and writes the row lines on a second thread while the first reads, parses and
-//! projects (the output is identical to the single-threaded [`QueryJsonlWriter`]).
+//! The numbers are `litehit_report`'s ([`QueryRun`], [`QueryTotals`]); this file only
+//! formats them. Numbers are formatted by hand (`%g`, in-place digits) because the query must
+//! stream millions of rows per second; [`query_facts_files`] also formats and writes the row
+//! lines on a second thread while the first reads, parses and projects (the output is
+//! identical to the single-threaded [`QueryJsonlWriter`]).
 
-use std::collections::HashMap;
 use std::io::{self, Write};
 use std::path::PathBuf;
 use std::sync::mpsc;
@@ -24,55 +24,15 @@ use super::line_buffer::LineBuffer;
 use super::number_format::{
     G6_MAX_BYTES, INTEGER_MAX_BYTES, NEEDS_ESCAPE, append_g6, append_json_string,
 };
-use super::pool_detect::{LaneFingerprint, LaneFingerprints, PoolCheckError, RepeatedRows};
-use super::summary::ratio;
 use litehit_core::facts::FactRecord;
-use litehit_core::facts::file::{FactsError, FactsReader};
-use litehit_core::projector::tiers::{
-    TierBand, TierMode, accumulated_tier_hit_blocks, project_tiers, tier_bands,
+use litehit_core::projector::tiers::TierMode;
+use litehit_report::{
+    PoolSummary, QueryError, QueryPlan, QueryRun, QuerySlots, QuerySummary, QueryTotals,
+    SlotTotals, TierPlan, ratio,
 };
-use litehit_core::projector::{self, Capacity};
-
-/// Up to this many instances, an instance is looked up by a linear scan.
-const LINEAR_SEARCH_INSTANCES: usize = 16;
 
 /// Output is handed to the writer in chunks of about this size.
 const FLUSH_THRESHOLD_BYTES: usize = 1 << 20;
-
-/// The capacities a query projects at, in output order: every GB slot, then every block slot.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct QuerySlots {
-    /// Binary GB (`GB × 2^30` bytes, floored), negative (`-1`, `-inf`) = unlimited; echoed
-    /// in `capacity_gb` as upstream does, with `%g` (`-1`, `-inf`).
-    pub capacity_gb: Vec<f64>,
-    /// Exact block counts, independent of `block_bytes`; echoed in `capacity_blocks`.
-    pub capacity_blocks: Vec<u64>,
-}
-
-impl QuerySlots {
-    /// Number of slots.
-    #[must_use]
-    pub fn len(&self) -> usize {
-        self.capacity_gb.len() + self.capacity_blocks.len()
-    }
-
-    /// Whether there is no slot at all.
-    #[must_use]
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// The slots as projector capacities, in output order.
-    #[must_use]
-    pub fn capacities(&self) -> Vec<Capacity> {
-        let gigabytes = self.capacity_gb.iter().map(|&gb| Capacity::from_gb(gb));
-        let blocks = self
-            .capacity_blocks
-            .iter()
-            .map(|&blocks| Capacity::Blocks(blocks));
-        gigabytes.chain(blocks).collect()
-    }
-}
 
 /// Output switches of the query.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -81,658 +41,30 @@ pub struct QueryOptions {
     pub summary_only: bool,
 }
 
-/// The accounted span lives in [`super::query_span`].
-pub use super::query_span::TimeRange;
-/// Cache tiers to split each summary's hits among (`query --tiers`); the same plan `watch
-/// --tiers` shows live.
-pub use litehit_core::projector::tiers::TierPlan;
-
-/// What a query adds to upstream's: cache tiers and a time range (both off by default, and
-/// then the output is byte for byte upstream's).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct QueryPlan {
-    pub tiers: Option<TierPlan>,
-    pub time_range: TimeRange,
-    /// How to find the shared pool lane (`replay --pool`); `None`: the facts are taken as
-    /// having none (every row in the overall line, as upstream).
-    pub pool: Option<PoolRule>,
-}
-
-/// How the shared pool lane is found in facts: by its rows, whatever its name (see
-/// [`super::pool_detect`]), or as a first pass over the same facts already found it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PoolRule {
-    /// Recognise it by its rows while reading; `named` (`--pool NAME`) must be it.
-    Recognise { named: Option<String> },
-    /// Already recognised, by a first pass over the same facts: this lane (`None`: none).
-    Recognised(Option<String>),
-}
-
-impl PoolRule {
-    /// `--pool NAME` if given: recognised by its rows, and checked to be the named lane.
-    #[must_use]
-    pub fn from_flag(name: Option<&str>) -> Self {
-        Self::Recognise {
-            named: name.map(str::to_owned),
+/// The summary lines of `summary`: one per instance, then the overall one (then the pool's
+/// comparison line, with a pool lane), each with the tier fields after `hit_rates` when
+/// `tiers` is given.
+#[must_use]
+pub fn summary_jsonl(
+    summary: &QuerySummary,
+    slots: &QuerySlots,
+    tiers: Option<&TierPlan>,
+) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (instance_id, totals) in &summary.per_instance {
+        append_summary_line(&mut out, Some(instance_id), totals, slots, tiers);
+    }
+    append_summary_line(&mut out, None, &summary.overall, slots, tiers);
+    if let Some(pool) = &summary.pool {
+        append_pool_line(&mut out, pool, &summary.overall, slots);
+        if let Some(tiers) = tiers {
+            // The tier fields go inside the pool line, before its closing brace.
+            out.truncate(out.len() - 2);
+            append_pool_tier_fields(&mut out, pool, &summary.overall, tiers);
+            out.extend_from_slice(b"}\n");
         }
     }
-
-    /// The lane accumulated as the pool while reading: the recognised one, else the one it
-    /// most likely is (`--pool NAME`, else replay's default name). When another lane turns
-    /// out to be the pool, its rows are read a second time.
-    #[must_use]
-    pub fn candidate(&self) -> Option<&str> {
-        match self {
-            Self::Recognise { named } => Some(
-                named
-                    .as_deref()
-                    .unwrap_or(litehit_core::engine::DEFAULT_POOL_NAME),
-            ),
-            Self::Recognised(name) => name.as_deref(),
-        }
-    }
-}
-
-/// The shared pool at the fleet's total capacity, beside the instances' own caches: with N
-/// instances (every instance id but the pool's), slot C compares the pool at N × C with the
-/// N caches of C each (the overall line, which leaves the pool out).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct PoolSummary {
-    pub name: String,
-    /// N: the instances besides the pool.
-    pub instances: u64,
-    /// Per slot: the pool's capacity in blocks, N × the slot's blocks; `None` = unlimited.
-    pub pool_capacity_blocks: Vec<Option<u64>>,
-    /// The pool's requests, input tokens and hits at `pool_capacity_blocks`; with `--tiers`,
-    /// the hits each tier of N × its size served.
-    pub pool: SlotTotals,
-    /// Per tier (with `--tiers`): N × the tier's size in blocks; `None` = unlimited.
-    pub pool_tier_capacity_blocks: Vec<Option<u64>>,
-}
-
-/// Cumulative integers of one summary line.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct SlotTotals {
-    pub requests: u64,
-    pub total_input_tokens: u64,
-    /// Per slot, in output order.
-    pub total_hit_blocks: Vec<u64>,
-    /// Per slot: Σ hit blocks × the row's `block_size_tokens`.
-    pub total_hit_tokens: Vec<u64>,
-    /// Per tier (empty without `--tiers`): hit blocks the tier served.
-    pub tier_hit_blocks: Vec<u64>,
-    /// Per tier: Σ served blocks × the row's `block_size_tokens`.
-    pub tier_hit_tokens: Vec<u64>,
-}
-
-impl SlotTotals {
-    /// Takes `lane`'s sums (added before) out of these, wrapping as the sums do.
-    fn subtract(&mut self, lane: &Self) {
-        self.requests -= lane.requests;
-        self.total_input_tokens = self
-            .total_input_tokens
-            .wrapping_sub(lane.total_input_tokens);
-        for (sums, taken) in [
-            (&mut self.total_hit_blocks, &lane.total_hit_blocks),
-            (&mut self.total_hit_tokens, &lane.total_hit_tokens),
-            (&mut self.tier_hit_blocks, &lane.tier_hit_blocks),
-            (&mut self.tier_hit_tokens, &lane.tier_hit_tokens),
-        ] {
-            for (sum, &value) in sums.iter_mut().zip(taken) {
-                *sum = sum.wrapping_sub(value);
-            }
-        }
-    }
-
-    fn new(slot_count: usize, tier_count: usize) -> Self {
-        Self {
-            requests: 0,
-            total_input_tokens: 0,
-            total_hit_blocks: vec![0; slot_count],
-            total_hit_tokens: vec![0; slot_count],
-            tier_hit_blocks: vec![0; tier_count],
-            tier_hit_tokens: vec![0; tier_count],
-        }
-    }
-
-    /// Share of the input tokens each tier served, then the miss share (input tokens no tier
-    /// served); 0 when there are no input tokens.
-    #[must_use]
-    pub fn tier_shares(&self) -> (Vec<f64>, f64) {
-        let shares = self
-            .tier_hit_tokens
-            .iter()
-            .map(|&tokens| ratio(tokens, self.total_input_tokens))
-            .collect();
-        let served = self
-            .tier_hit_tokens
-            .iter()
-            .fold(0_u64, |sum, &tokens| sum.wrapping_add(tokens));
-        let missed = self.total_input_tokens.saturating_sub(served);
-        (shares, ratio(missed, self.total_input_tokens))
-    }
-
-    /// Cumulative token hit rate per slot (0 when there are no input tokens).
-    #[must_use]
-    pub fn hit_rates(&self) -> Vec<f64> {
-        self.total_hit_tokens
-            .iter()
-            .map(|&tokens| ratio(tokens, self.total_input_tokens))
-            .collect()
-    }
-}
-
-/// What a finished query summed up: per instance (byte order of `instance_id`) and overall.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct QuerySummary {
-    pub per_instance: Vec<(String, SlotTotals)>,
-    /// Every row, or with a pool lane every row but the pool's (the instances' own caches).
-    pub overall: SlotTotals,
-    /// The pool at N × C, when the facts have a pool lane.
-    pub pool: Option<PoolSummary>,
-    /// The lanes with rows in more than one of the files read (for a note: replay shards
-    /// are disjoint by instance); empty when the pool was recognised by a first pass.
-    pub lanes_in_several_files: Vec<LaneFingerprint>,
-    /// [`LaneFingerprints::partial_pool_note`], for the command to print.
-    pub pool_note: Option<String>,
-    /// The distinct `(block_bytes, block_size_tokens)` of the rows, in first-seen order (for
-    /// the command's warning on an implausible KV size).
-    pub geometries: Vec<(u64, u64)>,
-}
-
-/// The query failed: a facts file could not be read, or the output could not be written.
-#[derive(Debug, thiserror::Error)]
-pub enum QueryError {
-    #[error(transparent)]
-    Facts(#[from] FactsError),
-    #[error("write to output log failed")]
-    Write(#[source] io::Error),
-    /// The output thread could not start (out of memory or threads).
-    #[error("starting the output thread")]
-    Spawn(#[source] io::Error),
-    #[error(transparent)]
-    Pool(#[from] PoolCheckError),
-    #[error(transparent)]
-    RepeatedRows(#[from] RepeatedRows),
-    #[error(
-        "{path}: lane {name} is the shared pool lane (its rows are every other lane's), and its \
-         N × C comparison reads its rows a second time, which {path} cannot be: pass the facts \
-         as a file, or name the lane with --pool {name} (then it is read once)"
-    )]
-    PoolNotRereadable { name: String, path: String },
-    #[error(
-        "pool {name}: its rows have several block geometries ({first} and {other} bytes per \
-         block); one shared pool holds blocks of one size"
-    )]
-    PoolGeometry {
-        name: String,
-        first: u64,
-        other: u64,
-    },
-    #[error(transparent)]
-    EmptySpan(#[from] super::query_span::EmptySpan),
-}
-
-/// Projection at every slot plus the running totals, without any output.
-#[derive(Debug, Clone)]
-pub struct QueryTotals {
-    slots: QuerySlots,
-    capacities: Vec<Capacity>,
-    /// `block_bytes` that `slot_capacity_blocks` was computed for.
-    projected_block_bytes: Option<u64>,
-    /// Per slot: capacity in blocks for `projected_block_bytes`; `None` = unlimited.
-    slot_capacity_blocks: Vec<Option<u64>>,
-    hit_blocks: Vec<u64>,
-    instance_index: HashMap<String, usize>,
-    instances: Vec<(String, SlotTotals)>,
-    last_instance: Option<usize>,
-    overall: SlotTotals,
-    tiers: Option<TierPlan>,
-    /// Per tier: the band of the capacity axis it serves, for `projected_block_bytes`.
-    tier_bands: Vec<TierBand>,
-    tier_hit_blocks: Vec<u64>,
-    /// How the pool lane is found (`None`: the facts are taken as having none).
-    pool_rule: Option<PoolRule>,
-    /// The rows of the lane that is (or most likely is) the pool: [`PoolRule::candidate`].
-    pool: Option<PoolTotals>,
-    /// Every row's lane fingerprint, for [`PoolRule::Recognise`].
-    lanes: Option<LaneFingerprints>,
-    /// The distinct `(block_bytes, block_size_tokens)` of the rows, in first-seen order.
-    geometries: Vec<(u64, u64)>,
-}
-
-/// The pool lane's facts on the capacity axis: N is known only at the end, and the
-/// accumulator answers N × C then, exactly, for every row seen.
-#[derive(Debug, Clone)]
-struct PoolTotals {
-    /// The lane accumulated.
-    name: String,
-    accumulator: projector::CapacityAxisAccumulator,
-    requests: u64,
-    input_tokens: u64,
-    /// `(block_size_tokens, block_bytes)` of the pool's rows, once one was seen.
-    geometry: Option<(u64, u64)>,
-    /// A second `block_bytes` among the pool's rows (an error at the end).
-    other_block_bytes: Option<u64>,
-}
-impl QueryTotals {
-    /// Totals over `slots`, all zero.
-    #[must_use]
-    pub fn new(slots: QuerySlots) -> Self {
-        Self::with_tiers(slots, None)
-    }
-
-    /// Totals over `slots`, all zero, that also split the hits among `tiers`.
-    #[must_use]
-    pub fn with_tiers(slots: QuerySlots, tiers: Option<TierPlan>) -> Self {
-        let capacities = slots.capacities();
-        let slot_count = capacities.len();
-        let tier_count = tiers.as_ref().map_or(0, |plan| plan.capacities.len());
-        Self {
-            slots,
-            capacities,
-            projected_block_bytes: None,
-            slot_capacity_blocks: vec![None; slot_count],
-            hit_blocks: vec![0; slot_count],
-            instance_index: HashMap::new(),
-            instances: Vec::new(),
-            last_instance: None,
-            overall: SlotTotals::new(slot_count, tier_count),
-            tiers,
-            tier_bands: Vec::new(),
-            tier_hit_blocks: vec![0; tier_count],
-            pool_rule: None,
-            pool: None,
-            lanes: None,
-            geometries: Vec::new(),
-        }
-    }
-
-    /// Also finds the shared pool lane by `rule` and compares it (see [`PoolSummary`]);
-    /// with [`PoolRule::Recognise`], every row must also go through [`Self::observe`].
-    #[must_use]
-    pub fn with_pool(mut self, rule: Option<PoolRule>) -> Self {
-        self.pool = rule
-            .as_ref()
-            .and_then(PoolRule::candidate)
-            .map(PoolTotals::new);
-        self.lanes = matches!(rule, Some(PoolRule::Recognise { .. })).then(LaneFingerprints::new);
-        self.pool_rule = rule;
-        self
-    }
-
-    /// Whether `instance_id` is the lane accumulated as the pool ([`PoolRule::candidate`]:
-    /// with [`PoolRule::Recognised`], the pool lane).
-    #[must_use]
-    pub fn is_pool(&self, instance_id: &str) -> bool {
-        self.pool
-            .as_ref()
-            .is_some_and(|pool| pool.name == instance_id)
-    }
-
-    /// The rows that follow are from file `index` of the files read (in order).
-    pub fn start_file(&mut self, index: usize) {
-        if let Some(lanes) = &mut self.lanes {
-            lanes.start_file(index);
-        }
-    }
-
-    /// Adds a row, accounted or not, to its lane's fingerprint (the pool lane is recognised
-    /// over every row); nothing without [`PoolRule::Recognise`].
-    pub fn observe(&mut self, record: &FactRecord) {
-        if let Some(lanes) = &mut self.lanes {
-            lanes.observe(record);
-        }
-    }
-
-    /// The pool lane, once every row was observed: recognised by its rows (and `--pool NAME`
-    /// checked), or as the rule says.
-    pub fn resolve_pool(&self) -> Result<Option<String>, QueryError> {
-        Ok(match (&self.pool_rule, &self.lanes) {
-            (Some(PoolRule::Recognise { named }), Some(lanes)) => {
-                lanes.recognise_pool(named.as_deref())?.map(str::to_owned)
-            }
-            (Some(PoolRule::Recognised(name)), _) => name.clone(),
-            _ => None,
-        })
-    }
-
-    /// `Err` when two of `facts_paths` (the files read, in order) hold the same rows of a lane
-    /// (see [`LaneFingerprints::check_no_repeated_rows`]); nothing to check without
-    /// [`PoolRule::Recognise`] (a first pass checked).
-    pub fn check_no_repeated_rows(&self, facts_paths: &[PathBuf]) -> Result<(), RepeatedRows> {
-        self.lanes
-            .as_ref()
-            .map_or(Ok(()), |lanes| lanes.check_no_repeated_rows(facts_paths))
-    }
-
-    /// Indexes of the files with rows of lane `instance_id` (all of them when not known).
-    #[must_use]
-    pub fn files_of(&self, instance_id: &str, file_count: usize) -> Vec<usize> {
-        self.lanes
-            .as_ref()
-            .and_then(|lanes| lanes.lane(instance_id))
-            .map_or_else(|| (0..file_count).collect(), LaneFingerprint::file_indexes)
-    }
-
-    /// Starts the pool's accumulation over, for lane `name` (whose accounted rows then go
-    /// through [`Self::add_pool_row`]).
-    pub fn restart_pool(&mut self, name: &str) {
-        self.pool = Some(PoolTotals::new(name));
-    }
-
-    /// Adds an accounted row of the pool lane to the pool's accumulation only.
-    pub fn add_pool_row(&mut self, record: &FactRecord) {
-        if let Some(pool) = &mut self.pool {
-            pool.add(record);
-        }
-    }
-
-    /// The slots, in output order.
-    #[must_use]
-    pub fn slots(&self) -> &QuerySlots {
-        &self.slots
-    }
-
-    /// The tiers, if any.
-    #[must_use]
-    pub fn tiers(&self) -> Option<&TierPlan> {
-        self.tiers.as_ref()
-    }
-
-    /// Projects `record` at every slot, adds it to its instance's totals and the overall
-    /// totals, and returns its hit blocks per slot.
-    pub fn add_record(&mut self, record: &FactRecord) -> &[u64] {
-        let geometry = (record.block_bytes, record.block_size_tokens);
-        if self.geometries.last() != Some(&geometry) && !self.geometries.contains(&geometry) {
-            self.geometries.push(geometry);
-        }
-        self.project(record);
-        let instance = self.instance_slot(&record.instance_id);
-        let block_size_tokens = record.block_size_tokens;
-        if self.is_pool(&record.instance_id)
-            && let Some(pool) = &mut self.pool
-        {
-            pool.add(record);
-        }
-        // Every row goes into the overall totals: the pool's lane is known only at the end,
-        // and then its own totals are taken out again (see `try_into_summary`).
-        for totals in [&mut self.instances[instance].1, &mut self.overall] {
-            totals.requests += 1;
-            // Exact: the reader refuses a row that would take the input tokens of all the
-            // rows past u64, and a row's hit tokens never exceed its input tokens.
-            totals.total_input_tokens = totals
-                .total_input_tokens
-                .wrapping_add(record.input_token_len);
-            for ((blocks, tokens), &hits) in totals
-                .total_hit_blocks
-                .iter_mut()
-                .zip(&mut totals.total_hit_tokens)
-                .zip(&self.hit_blocks)
-            {
-                *blocks = blocks.wrapping_add(hits);
-                *tokens = tokens.wrapping_add(hits.wrapping_mul(block_size_tokens));
-            }
-            for ((blocks, tokens), &hits) in totals
-                .tier_hit_blocks
-                .iter_mut()
-                .zip(&mut totals.tier_hit_tokens)
-                .zip(&self.tier_hit_blocks)
-            {
-                *blocks = blocks.wrapping_add(hits);
-                *tokens = tokens.wrapping_add(hits.wrapping_mul(block_size_tokens));
-            }
-        }
-        &self.hit_blocks
-    }
-
-    /// Projects `record` at every slot (and tier) without adding it to any total (what
-    /// `--window` needs: it keeps its own sums per window); returns its hit blocks per slot.
-    pub fn project_record(&mut self, record: &FactRecord) -> &[u64] {
-        self.project(record);
-        &self.hit_blocks
-    }
-
-    /// Hit blocks per slot for the record last added.
-    #[must_use]
-    pub fn last_hit_blocks(&self) -> &[u64] {
-        &self.hit_blocks
-    }
-
-    /// Hit blocks each tier served for the record last added (empty without tiers).
-    #[must_use]
-    pub fn last_tier_hit_blocks(&self) -> &[u64] {
-        &self.tier_hit_blocks
-    }
-
-    /// The totals, instances in byte order of `instance_id`, with lane `pool` (from
-    /// [`Self::resolve_pool`]) left out of the overall totals and compared at N × C; its
-    /// rows must have been accumulated ([`Self::is_pool`]). Fails only for a pool
-    /// whose rows have several block sizes.
-    pub fn try_into_summary(mut self, pool: Option<&str>) -> Result<QuerySummary, QueryError> {
-        let pool = match (pool, &self.pool) {
-            (Some(name), Some(totals)) if totals.name == name => {
-                totals.summary(&self.capacities, self.tiers.as_ref(), self.instances.len())?
-            }
-            _ => None,
-        };
-        if let Some(pool) = &pool
-            && let Some((_, lane)) = self.instances.iter().find(|(id, _)| *id == pool.name)
-        {
-            // The pool is not one more instance: the overall line is the instances' own
-            // caches. Wrapping sums, so taking the lane out again is exact.
-            self.overall.subtract(lane);
-        }
-        let several_files = self.lanes.as_ref().map_or_else(Vec::new, |lanes| {
-            lanes.lanes_in_several_files().cloned().collect()
-        });
-        let pool_note = self
-            .lanes
-            .as_ref()
-            .and_then(LaneFingerprints::partial_pool_note);
-        let mut summary = self.into_summary();
-        summary.pool = pool;
-        summary.lanes_in_several_files = several_files;
-        summary.pool_note = pool_note;
-        Ok(summary)
-    }
-
-    /// The totals, instances in byte order of `instance_id`, every row in the overall
-    /// totals (no pool comparison: see [`Self::try_into_summary`]).
-    #[must_use]
-    pub fn into_summary(self) -> QuerySummary {
-        let mut per_instance = self.instances;
-        per_instance.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        QuerySummary {
-            per_instance,
-            overall: self.overall,
-            pool: None,
-            lanes_in_several_files: Vec::new(),
-            pool_note: None,
-            geometries: self.geometries,
-        }
-    }
-
-    /// Fills `hit_blocks` for `record` at every slot, through the projector.
-    fn project(&mut self, record: &FactRecord) {
-        if self.projected_block_bytes != Some(record.block_bytes) {
-            for (capacity_blocks, capacity) in
-                self.slot_capacity_blocks.iter_mut().zip(&self.capacities)
-            {
-                *capacity_blocks = capacity.blocks(record.block_bytes);
-            }
-            if let Some(plan) = &self.tiers {
-                self.tier_bands = tier_bands(&plan.capacities, record.block_bytes, plan.mode);
-            }
-            self.projected_block_bytes = Some(record.block_bytes);
-        }
-        if self.tiers.is_some() {
-            project_tiers(&record.fact, &self.tier_bands, &mut self.tier_hit_blocks);
-        }
-        for (hits, capacity_blocks) in self.hit_blocks.iter_mut().zip(&self.slot_capacity_blocks) {
-            *hits = match *capacity_blocks {
-                Some(capacity_blocks) => projector::project_blocks(&record.fact, capacity_blocks),
-                None => projector::project_infinite(&record.fact),
-            };
-        }
-    }
-
-    /// Room for one more instance, fallibly: call before [`Self::observe`] and
-    /// [`Self::add_record`] (its tables' growth is the one that can be large; the reader's memory checks cover the rest).
-    pub fn try_reserve_instance(&mut self) -> Result<(), std::collections::TryReserveError> {
-        if let Some(lanes) = &mut self.lanes {
-            lanes.try_reserve_lane()?;
-        }
-        self.instances.try_reserve(1)?;
-        self.instance_index.try_reserve(1)
-    }
-
-    /// Index of the totals of `instance_id`, created on first sight.
-    fn instance_slot(&mut self, instance_id: &str) -> usize {
-        if let Some(last) = self.last_instance
-            && self.instances[last].0 == instance_id
-        {
-            return last;
-        }
-        // A few instances (the usual case) are found faster by scanning than by hashing.
-        let known = if self.instances.len() <= LINEAR_SEARCH_INSTANCES {
-            self.instances.iter().position(|(id, _)| id == instance_id)
-        } else {
-            self.instance_index.get(instance_id).copied()
-        };
-        let index = if let Some(index) = known {
-            index
-        } else {
-            let index = self.instances.len();
-            self.instances.push((
-                instance_id.to_owned(),
-                SlotTotals::new(self.capacities.len(), self.tier_hit_blocks.len()),
-            ));
-            self.instance_index.insert(instance_id.to_owned(), index);
-            index
-        };
-        self.last_instance = Some(index);
-        index
-    }
-}
-
-impl PoolTotals {
-    fn new(name: &str) -> Self {
-        Self {
-            name: name.to_owned(),
-            accumulator: projector::CapacityAxisAccumulator::new(),
-            requests: 0,
-            input_tokens: 0,
-            geometry: None,
-            other_block_bytes: None,
-        }
-    }
-
-    fn add(&mut self, record: &FactRecord) {
-        match self.geometry {
-            None => self.geometry = Some((record.block_size_tokens, record.block_bytes)),
-            Some((_, block_bytes)) if block_bytes != record.block_bytes => {
-                self.other_block_bytes.get_or_insert(record.block_bytes);
-            }
-            Some(_) => {}
-        }
-        self.accumulator.add_fact(&record.fact);
-        self.requests += 1;
-        self.input_tokens = self.input_tokens.wrapping_add(record.input_token_len);
-    }
-
-    /// The comparison at `capacities`, with `instance_count` instance ids with accounted
-    /// rows (the pool's among them); `None` when the pool has no accounted rows.
-    fn summary(
-        &self,
-        capacities: &[Capacity],
-        tiers: Option<&TierPlan>,
-        instance_count: usize,
-    ) -> Result<Option<PoolSummary>, QueryError> {
-        let name = &self.name;
-        let Some((block_size_tokens, block_bytes)) = self.geometry else {
-            return Ok(None);
-        };
-        if let Some(other) = self.other_block_bytes {
-            return Err(QueryError::PoolGeometry {
-                name: name.clone(),
-                first: block_bytes,
-                other,
-            });
-        }
-        let instances = instance_count as u64 - 1;
-        let pool_capacity_blocks: Vec<Option<u64>> = capacities
-            .iter()
-            .map(|&capacity| projector::pooled_capacity_blocks(capacity, block_bytes, instances))
-            .collect();
-        let total_hit_blocks: Vec<u64> = pool_capacity_blocks
-            .iter()
-            .map(|capacity| match *capacity {
-                Some(blocks) => self.accumulator.hit_blocks_at(blocks),
-                None => self.accumulator.infinite_hit_blocks(),
-            })
-            .collect();
-        let tokens = |blocks: &[u64]| -> Vec<u64> {
-            blocks
-                .iter()
-                .map(|&blocks| blocks.wrapping_mul(block_size_tokens))
-                .collect()
-        };
-        let total_hit_tokens = tokens(&total_hit_blocks);
-        // The tiers at N × each size: bands of the pooled sizes on the pool's own axis.
-        let pool_tier_capacity_blocks = tiers.map_or_else(Vec::new, |plan| {
-            plan.pooled_capacity_blocks(block_bytes, instances)
-        });
-        let tier_hit_blocks = tiers.map_or_else(Vec::new, |plan| {
-            accumulated_tier_hit_blocks(
-                &self.accumulator,
-                &plan.pooled_bands(block_bytes, instances),
-            )
-        });
-        let tier_hit_tokens = tokens(&tier_hit_blocks);
-        Ok(Some(PoolSummary {
-            name: name.clone(),
-            instances,
-            pool_capacity_blocks,
-            pool: SlotTotals {
-                requests: self.requests,
-                total_input_tokens: self.input_tokens,
-                total_hit_blocks,
-                total_hit_tokens,
-                tier_hit_blocks,
-                tier_hit_tokens,
-            },
-            pool_tier_capacity_blocks,
-        }))
-    }
-}
-
-impl QuerySummary {
-    /// The summary lines: one per instance, then the overall one.
-    #[must_use]
-    pub fn to_jsonl(&self, slots: &QuerySlots) -> Vec<u8> {
-        self.to_jsonl_with_tiers(slots, None)
-    }
-
-    /// The summary lines, each with the tier fields after `hit_rates` when `tiers` is given.
-    #[must_use]
-    pub fn to_jsonl_with_tiers(&self, slots: &QuerySlots, tiers: Option<&TierPlan>) -> Vec<u8> {
-        let mut out = Vec::new();
-        for (instance_id, totals) in &self.per_instance {
-            append_summary_line(&mut out, Some(instance_id), totals, slots, tiers);
-        }
-        append_summary_line(&mut out, None, &self.overall, slots, tiers);
-        if let Some(pool) = &self.pool {
-            append_pool_line(&mut out, pool, &self.overall, slots);
-            if let Some(tiers) = tiers {
-                // The tier fields go inside the pool line, before its closing brace.
-                out.truncate(out.len() - 2);
-                append_pool_tier_fields(&mut out, pool, &self.overall, tiers);
-                out.extend_from_slice(b"}\n");
-            }
-        }
-        out
-    }
+    out
 }
 
 /// The fields of one row line.
@@ -842,7 +174,7 @@ impl<W: Write> QueryJsonlWriter<W> {
         self.out.write_all(self.buffer.as_bytes())?;
         let slots = self.totals.slots().clone();
         let summary = self.totals.into_summary();
-        self.out.write_all(&summary.to_jsonl(&slots))?;
+        self.out.write_all(&summary_jsonl(&summary, &slots, None))?;
         self.out.flush()?;
         Ok((self.out, summary))
     }
@@ -1114,20 +446,6 @@ fn append_tier_fields(out: &mut Vec<u8>, totals: &SlotTotals, tiers: &TierPlan) 
     append_g6(out, miss_share);
 }
 
-/// The rows a query read: their first and last `timestamp_ns`, and whether any was in the
-/// accounted span.
-#[derive(Debug, Clone, Copy, Default)]
-struct SeenRows {
-    span: Option<(i64, i64)>,
-    accounted: bool,
-}
-
-impl SeenRows {
-    fn add(&mut self, timestamp_ns: i64) {
-        self.span = super::query_span::widen_span(self.span, timestamp_ns);
-    }
-}
-
 /// Queries `facts_paths` in order (shards of one run: rows are written file by file, the
 /// summaries add up every file) and writes the JSONL to `out`.
 ///
@@ -1154,21 +472,11 @@ pub fn query_facts_files_planned<W: Write + Send>(
     plan: &QueryPlan,
     mut out: W,
 ) -> Result<(W, QuerySummary), QueryError> {
-    let mut readers = facts_paths
-        .iter()
-        .map(|path| FactsReader::open(path))
-        .collect::<Result<Vec<_>, _>>()?;
-    let mut totals =
-        QueryTotals::with_tiers(slots, plan.tiers.clone()).with_pool(plan.pool.clone());
-    let range = plan.time_range;
-    // For a span: whether it holds a row, and the trace's own first and last timestamps to
-    // say so when it does not.
-    let mut seen = SeenRows::default();
-    let mut record = FactRecord::default();
+    let mut run = QueryRun::open(facts_paths, slots, plan)?;
     if options.summary_only {
-        sum_rows(&mut readers, &mut totals, &mut seen, range)?;
+        run.read_rows(|_, _| Ok(()))?;
     } else {
-        let slot_count = totals.slots().len();
+        let slot_count = run.slots().len();
         let (full_sender, full_receiver) = mpsc::sync_channel::<RowBatch>(BATCHES_IN_FLIGHT);
         let (empty_sender, empty_receiver) = mpsc::channel::<RowBatch>();
         let (read_result, written) = thread::scope(|scope| {
@@ -1186,33 +494,22 @@ pub fn query_facts_files_planned<W: Write + Send>(
                     Ok(out)
                 })
                 .map_err(QueryError::Spawn)?;
-            let read_result = (|| -> Result<(), QueryError> {
-                let mut batch = RowBatch::default();
-                let mut input_tokens_read = 0;
-                for (index, reader) in readers.iter_mut().enumerate() {
-                    totals.start_file(index);
-                    reader.continue_input_tokens(input_tokens_read);
-                    while reader.next_record(&mut record)? {
-                        if !observe_row(reader, &record, &mut totals, &mut seen, range)? {
-                            continue;
-                        }
-                        batch.push(&record, totals.add_record(&record));
-                        if batch.rows.len() == BATCH_ROWS {
-                            let next = empty_receiver.try_recv().unwrap_or_default();
-                            if full_sender
-                                .send(std::mem::replace(&mut batch, next))
-                                .is_err()
-                            {
-                                return Ok(()); // the formatter stopped: its error is reported
-                            }
-                        }
-                    }
-                    input_tokens_read = reader.input_tokens_read();
+            let mut batch = RowBatch::default();
+            let read_result = run.read_rows(|record, hit_blocks| {
+                batch.push(record, hit_blocks);
+                if batch.rows.len() == BATCH_ROWS {
+                    let next = empty_receiver.try_recv().unwrap_or_default();
+                    // A send error means the formatter stopped; its join result carries why.
+                    full_sender
+                        .send(std::mem::replace(&mut batch, next))
+                        .map_err(|_| io::Error::from(io::ErrorKind::BrokenPipe))?;
                 }
+                Ok(())
+            });
+            if read_result.is_ok() {
                 // A send error means the formatter stopped; its join result carries why.
                 let _ = full_sender.send(batch);
-                Ok(())
-            })();
+            }
             drop(full_sender);
             let written = formatter
                 .join()
@@ -1222,100 +519,13 @@ pub fn query_facts_files_planned<W: Write + Send>(
         out = written.map_err(QueryError::Write)?;
         read_result?;
     }
-    // Before any summary: a file given twice would double every count in it.
-    totals.check_no_repeated_rows(facts_paths)?;
-    if !range.is_everything() && !seen.accounted {
-        return Err(super::query_span::EmptySpan {
-            range,
-            trace: seen.span,
-        }
-        .into());
-    }
-    let pool = totals.resolve_pool()?;
-    if let Some(name) = &pool
-        && !totals.is_pool(name)
-    {
-        reread_pool(facts_paths, name, range, &mut totals)?;
-    }
-    let slots = totals.slots().clone();
-    let tiers = totals.tiers().cloned();
-    let summary = totals.try_into_summary(pool.as_deref())?;
-    out.write_all(&summary.to_jsonl_with_tiers(&slots, tiers.as_ref()))
+    let tiers = plan.tiers.clone();
+    let slots = run.slots().clone();
+    let summary = run.finish()?;
+    out.write_all(&summary_jsonl(&summary, &slots, tiers.as_ref()))
         .map_err(QueryError::Write)?;
     out.flush().map_err(QueryError::Write)?;
     Ok((out, summary))
-}
-
-/// What every row read tells before it is added: its lane (room for it first: memory may be
-/// short) and its time. Whether it is in `range`, so to be added to `totals`.
-fn observe_row<R: std::io::Read>(
-    reader: &FactsReader<R>,
-    record: &FactRecord,
-    totals: &mut QueryTotals,
-    seen: &mut SeenRows,
-    range: TimeRange,
-) -> Result<bool, QueryError> {
-    totals
-        .try_reserve_instance()
-        .map_err(|_| reader.out_of_memory())?;
-    totals.observe(record);
-    seen.add(record.timestamp_ns);
-    let accounted = range.contains(record.timestamp_ns);
-    seen.accounted |= accounted;
-    Ok(accounted)
-}
-
-/// `--summary-only`: every row of every file into `totals`, none written.
-fn sum_rows<R: std::io::Read>(
-    readers: &mut [FactsReader<R>],
-    totals: &mut QueryTotals,
-    seen: &mut SeenRows,
-    range: TimeRange,
-) -> Result<(), QueryError> {
-    let mut record = FactRecord::default();
-    let mut input_tokens_read = 0;
-    for (index, reader) in readers.iter_mut().enumerate() {
-        totals.start_file(index);
-        reader.continue_input_tokens(input_tokens_read);
-        while reader.next_record(&mut record)? {
-            if observe_row(reader, &record, totals, seen, range)? {
-                totals.add_record(&record);
-            }
-        }
-        input_tokens_read = reader.input_tokens_read();
-    }
-    Ok(())
-}
-
-/// Reads the accounted rows of pool lane `name` a second time, into the pool's accumulation:
-/// it was recognised only at the end, and was not the lane most likely to be it (a pool with
-/// a name of its own and no `--pool NAME`). Only the files holding its rows are read.
-fn reread_pool(
-    facts_paths: &[PathBuf],
-    name: &str,
-    range: TimeRange,
-    totals: &mut QueryTotals,
-) -> Result<(), QueryError> {
-    totals.restart_pool(name);
-    let mut record = FactRecord::default();
-    for index in totals.files_of(name, facts_paths.len()) {
-        let path = &facts_paths[index];
-        let rereadable = path.as_os_str() != "-"
-            && std::fs::metadata(path).is_ok_and(|metadata| metadata.is_file());
-        if !rereadable {
-            return Err(QueryError::PoolNotRereadable {
-                name: name.to_owned(),
-                path: path.display().to_string(),
-            });
-        }
-        let mut reader = FactsReader::open(path)?;
-        while reader.next_record(&mut record)? {
-            if record.instance_id == name && range.contains(record.timestamp_ns) {
-                totals.add_pool_row(&record);
-            }
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ use std::time::Duration;
 use unicode_width::UnicodeWidthStr as _;
 
 use litehit_core::engine::Lane;
+use litehit_report::ratio;
 
 /// One lane's totals, as plain numbers.
 #[derive(Debug, Clone, PartialEq)]
@@ -52,13 +53,6 @@ impl LaneSummary {
     pub fn infinite_hit_rate(&self) -> f64 {
         ratio(self.infinite_hit_tokens, self.input_tokens)
     }
-}
-
-/// `numerator / denominator`, or 0 for an empty denominator (the summary, `mrc` and query
-/// outputs print 0 there, as upstream; [`display::ratio`] says `None`).
-#[must_use]
-pub fn ratio(numerator: u64, denominator: u64) -> f64 {
-    display::ratio(numerator, denominator).unwrap_or(0.0)
 }
 
 /// Human-readable bytes with binary units (`1.5 GiB`).

@@ -6,10 +6,10 @@
 use std::error::Error;
 use std::io;
 
-use litehit::output::query_jsonl::QueryError;
 use litehit_core::engine::pipeline::PipelineError;
 use litehit_core::facts::file::FactsError;
 use litehit_live::LiveError;
+use litehit_report::QueryError;
 
 const CAUSE: &str = "the-one-cause-text";
 

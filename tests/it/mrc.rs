@@ -8,10 +8,10 @@ use std::path::{Path, PathBuf};
 
 use litehit::cli::mrc_args::MrcArgs;
 use litehit::commands::mrc::run;
-use litehit::output::mrc::{MrcCurves, MrcError};
-use litehit::output::query_jsonl::{QueryOptions, QuerySlots, query_facts_files};
+use litehit::output::query_jsonl::{QueryOptions, query_facts_files};
 use litehit_core::facts::file::{FACTS_HEADER, append_fact_row};
 use litehit_core::facts::{FactRow, RequestFact};
+use litehit_report::{MrcCurves, MrcError, QuerySlots};
 
 /// xorshift64: deterministic test data without a dependency.
 struct Rng(u64);
@@ -169,7 +169,7 @@ fn mrc_equals_query_at_knees_saturation_and_random_capacities() {
 fn curves_instance<'a>(
     curves: &'a MrcCurves,
     instance_id: &str,
-) -> &'a litehit::output::mrc::InstanceCurve {
+) -> &'a litehit_report::InstanceCurve {
     curves
         .instances
         .iter()

@@ -16,6 +16,8 @@
 //! | byte size | `1048576`, `128KiB`, `1MiB`, `2GiB`, `1TiB` (binary; a `B` alone is bytes) |
 //! | block count | `1000`, `1000b`, `1000blk`, `1000blocks` |
 //! | duration | seconds: `30`, `1.5`, `30s`; `250ms`, `10m`, `2h`, `1d` |
+//! | time point (`--from`, `--to`) | trace seconds as a duration (`600`, `10m`); absolute `timestamp_ns`: an integer of at least 10^15, or any integer with `ns` |
+//! | warm-up (`--exclude-warmup`) | a share `20%` (0 to below 100), or a duration |
 //!
 //! Upstream-compatible spellings are read exactly as upstream reads them: a capacity argument
 //! of `query` follows `strtod` (leading white space skipped, nothing after the number, so
@@ -357,6 +359,70 @@ pub fn parse_duration_ns(input: &str) -> Result<u64> {
     Ok(ns as u64)
 }
 
+/// A plain integer at least this large is an absolute `timestamp_ns` (about 11.6 days after
+/// the Unix epoch; trace times are far smaller, epoch nanoseconds far larger).
+pub const ABSOLUTE_NS_THRESHOLD: u64 = 1_000_000_000_000_000;
+
+/// A point in trace time as typed (`query`/`mrc --from`, `--to`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum TimePoint {
+    /// Seconds since the first request.
+    TraceSeconds(f64),
+    /// An absolute `timestamp_ns`.
+    AbsoluteNs(i64),
+}
+
+/// How much of the start to leave out of the accounting (`--exclude-warmup`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Warmup {
+    /// A share of the trace's span (first to last request), `0.2` for `20%`.
+    Fraction(f64),
+    /// A duration from the first request.
+    Seconds(f64),
+}
+
+/// `--from` / `--to`: trace seconds since the first request (the durations of
+/// [`parse_duration_seconds`]: `600`, `600s`, `10m`), or an absolute `timestamp_ns`: a plain
+/// integer of at least [`ABSOLUTE_NS_THRESHOLD`], or any integer with `ns`
+/// (`1700000000000000000ns`). A plain integer beyond `i64` is refused as too large.
+pub fn parse_time_point(input: &str) -> Result<TimePoint> {
+    let text = input.trim();
+    let absolute = |digits: &str| digits.parse::<i64>().ok().map(TimePoint::AbsoluteNs);
+    if let Some(digits) = text.strip_suffix("ns")
+        && let Some(point) = absolute(digits.trim_end())
+    {
+        return Ok(point);
+    }
+    // A plain integer (digits only) of at least 10^15 is absolute; one beyond i64 is refused.
+    if !text.is_empty()
+        && text.bytes().all(|byte| byte.is_ascii_digit())
+        && text
+            .parse::<u64>()
+            .ok()
+            .is_none_or(|value| value >= ABSOLUTE_NS_THRESHOLD)
+    {
+        return absolute(text).ok_or(GrammarError::TooLarge);
+    }
+    parse_duration_seconds(text).map(TimePoint::TraceSeconds)
+}
+
+/// `--exclude-warmup`: a share of the span (`20%`, from 0% to below 100%) or a duration
+/// (`600s`, `10m`).
+pub fn parse_warmup(input: &str) -> Result<Warmup> {
+    let text = input.trim();
+    if let Some(percent) = text.strip_suffix('%') {
+        return match percent.trim_end().parse::<f64>() {
+            // 100% would leave only the rows at the last timestamp: no warm-up, a mistake.
+            Ok(value) if (0.0..100.0).contains(&value) => Ok(Warmup::Fraction(value / 100.0)),
+            _ => Err(GrammarError::Expected {
+                input: input.to_owned(),
+                expected: "a share from 0% to below 100%, or a duration such as 600s",
+            }),
+        };
+    }
+    parse_duration_seconds(text).map(Warmup::Seconds)
+}
+
 fn expected(input: &str, expected: &'static str) -> GrammarError {
     GrammarError::Expected {
         input: input.to_owned(),
@@ -652,6 +718,32 @@ mod tests {
         for bad in ["1.5MiB", "-1", "", "1MB", "20000000TiB", "0x10"] {
             assert!(parse_byte_size(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn time_points_are_trace_seconds_unless_absolute() {
+        assert_eq!(parse_time_point("600"), Ok(TimePoint::TraceSeconds(600.0)));
+        assert_eq!(parse_time_point("10m"), Ok(TimePoint::TraceSeconds(600.0)));
+        assert_eq!(parse_time_point("1.5s"), Ok(TimePoint::TraceSeconds(1.5)));
+        assert_eq!(
+            parse_time_point("1700000000000000000"),
+            Ok(TimePoint::AbsoluteNs(1_700_000_000_000_000_000))
+        );
+        assert_eq!(parse_time_point("25ns"), Ok(TimePoint::AbsoluteNs(25)));
+        assert_eq!(
+            parse_time_point("999999999999999"),
+            Ok(TimePoint::TraceSeconds(999_999_999_999_999.0))
+        );
+        assert!(parse_time_point("10x").is_err());
+        assert!(parse_time_point("99999999999999999999").is_err());
+    }
+
+    #[test]
+    fn warmup_is_a_share_or_a_duration() {
+        assert_eq!(parse_warmup("20%"), Ok(Warmup::Fraction(0.2)));
+        assert_eq!(parse_warmup("600s"), Ok(Warmup::Seconds(600.0)));
+        assert!(parse_warmup("120%").is_err());
+        assert!(parse_warmup("-5%").is_err());
     }
 
     #[test]

@@ -6,8 +6,8 @@
 //! vector SVG text, `raster` paints pixels itself (anti-aliased lines and circles, text through
 //! `ab_glyph` with a subset of the `DejaVu` Sans font embedded from `assets/fonts/`) and encodes
 //! a PNG with `flate2`. Nothing depends on system fonts or C libraries. Every plotted value is
-//! exact at its sample capacity (one sample per horizontal pixel), read from the curves'
-//! accumulators.
+//! exact at its sample capacity (one sample per horizontal pixel), as
+//! `MrcCurves::sample_hit_rates` answers it: this file only lays the samples out.
 
 mod raster;
 mod svg;
@@ -16,11 +16,10 @@ use std::fmt::Write as _;
 
 use ab_glyph::{Font, FontRef, PxScale, ScaleFont};
 
-use super::mrc::{MrcCurves, MrcReport};
-use super::summary::ratio;
 use litehit_core::display::{self, bytes_to_gib, nice_axis};
 use litehit_core::projector::BYTES_PER_GIB;
 use litehit_core::projector::sampling::evenly_spaced;
+use litehit_report::{MrcCurves, MrcReport};
 
 pub use raster::render_png;
 pub use svg::render_svg;
@@ -117,26 +116,16 @@ impl PlotData {
         let (x_max_gb, x_step_gb) = nice_axis(if data_max_gb > 0.0 { data_max_gb } else { 1.0 }, 6);
 
         let sample_bytes = sample_capacities(x_max_gb);
-        let mut series: Vec<PlotSeries> = curves
+        let samples = curves.sample_hit_rates(&sample_bytes);
+        let mut series: Vec<PlotSeries> = samples
             .instances
             .iter()
             .zip(&report.instances)
             .enumerate()
-            .map(|(index, (curve, instance))| PlotSeries {
+            .map(|(index, (rates, instance))| PlotSeries {
                 label: shorten(&instance.instance_id),
                 color: PALETTE[index % PALETTE.len()],
-                points: sample_bytes
-                    .iter()
-                    .map(|&bytes| {
-                        let hit_tokens = curve
-                            .hit_blocks_at_bytes(bytes)
-                            .wrapping_mul(curve.block_size_tokens);
-                        (
-                            bytes_to_gib(bytes),
-                            percent(hit_tokens, curve.total_input_tokens),
-                        )
-                    })
-                    .collect(),
+                points: points(&sample_bytes, rates),
                 ceiling_percent: instance.infinite_hit_rate * 100.0,
                 knees: instance
                     .knees
@@ -148,9 +137,13 @@ impl PlotData {
             })
             .collect();
         if curves.instances.len() > 1 {
-            series.push(total_series(curves, report, &sample_bytes));
+            series.push(total_series(report, points(&sample_bytes, &samples.total)));
         }
-        if let Some(pool) = pool_series(curves, report, &sample_bytes) {
+        let pool_points = samples
+            .pool
+            .as_deref()
+            .map(|rates| points(&sample_bytes, rates));
+        if let Some(pool) = pool_series(report, pool_points) {
             series.push(pool);
         }
         // Every drawn curve and ceiling fits under the axis (the pool's ceiling is above the
@@ -205,19 +198,21 @@ fn geometry(curves: &MrcCurves) -> String {
     )
 }
 
+/// `(capacity_gb, hit_rate_percent)` at each sampled size.
+fn points(sample_bytes: &[u64], rates: &[f64]) -> Vec<(f64, f64)> {
+    sample_bytes
+        .iter()
+        .zip(rates)
+        .map(|(&bytes, &rate)| (bytes_to_gib(bytes), rate * 100.0))
+        .collect()
+}
+
 /// The total line: every instance with its own cache of each sampled size.
-fn total_series(curves: &MrcCurves, report: &MrcReport, sample_bytes: &[u64]) -> PlotSeries {
-    let total_input_tokens = curves.total_input_tokens();
+fn total_series(report: &MrcReport, points: Vec<(f64, f64)>) -> PlotSeries {
     PlotSeries {
         label: "total (each instance its own cache)".into(),
         color: TOTAL_COLOR,
-        points: sample_bytes
-            .iter()
-            .map(|&bytes| {
-                let hit_tokens = curves.total_hit_tokens_at_bytes(bytes);
-                (bytes_to_gib(bytes), percent(hit_tokens, total_input_tokens))
-            })
-            .collect(),
+        points,
         ceiling_percent: report.total.infinite_hit_rate * 100.0,
         knees: report
             .total
@@ -232,36 +227,14 @@ fn total_series(curves: &MrcCurves, report: &MrcReport, sample_bytes: &[u64]) ->
 
 /// The shared pool lane at the same total capacity as the total line: at a per-instance size
 /// C (the x axis), the pool of N × C (only when the pool and the instances share
-/// `block_bytes`, as in a `replay --pool`).
-fn pool_series(curves: &MrcCurves, report: &MrcReport, sample_bytes: &[u64]) -> Option<PlotSeries> {
-    let (pool, pool_report) = (curves.pool.as_ref()?, report.pool.as_ref()?);
+/// `block_bytes`, as in a `replay --pool`: then `points` are there).
+fn pool_series(report: &MrcReport, points: Option<Vec<(f64, f64)>>) -> Option<PlotSeries> {
+    let pool_report = report.pool.as_ref()?;
     let comparison = pool_report.comparison.as_ref()?;
-    let block_bytes = pool.block_bytes;
-    let instances = pool_report.instances;
     Some(PlotSeries {
-        label: shorten(&format!("{} (shared, N × C)", pool.instance_id)),
+        label: shorten(&format!("{} (shared, N × C)", pool_report.instance_id)),
         color: POOL_COLOR,
-        points: sample_bytes
-            .iter()
-            .map(|&bytes| {
-                let per_instance =
-                    litehit_core::projector::capacity_blocks_for_bytes(bytes, block_bytes);
-                let blocks = litehit_core::projector::pooled_capacity_blocks(
-                    litehit_core::projector::Capacity::Blocks(per_instance),
-                    block_bytes,
-                    instances,
-                )
-                .unwrap_or(u64::MAX);
-                let hit_tokens = pool
-                    .hits
-                    .hit_blocks_at(blocks)
-                    .wrapping_mul(pool.block_size_tokens);
-                (
-                    bytes_to_gib(bytes),
-                    percent(hit_tokens, pool.total_input_tokens),
-                )
-            })
-            .collect(),
+        points: points?,
         ceiling_percent: pool_report.own.infinite_hit_rate * 100.0,
         knees: comparison
             .knees
@@ -292,10 +265,6 @@ fn sample_capacities(x_max_gb: f64) -> Vec<u64> {
         (x_max_gb * BYTES_PER_GIB as f64).floor() as u64,
     );
     evenly_spaced(x_max_bytes, sample_count).collect()
-}
-
-fn percent(hit_tokens: u64, input_tokens: u64) -> f64 {
-    ratio(hit_tokens, input_tokens) * 100.0
 }
 
 fn shorten(label: &str) -> String {
@@ -757,10 +726,8 @@ mod tests {
     /// A figure with every kind of line (instances, the total, the shared pool) and a
     /// subtitle naming an accounted span, as `mrc --from 1s --png` draws it.
     fn pooled_plot_with_a_span() -> PlotData {
-        use crate::output::mrc::MrcBuilder;
-        use crate::output::mrc_planner::SpanReport;
-        use crate::output::query_jsonl::{PoolRule, TimeRange};
         use litehit_core::facts::{FactRecord, RequestFact};
+        use litehit_report::{MrcBuilder, PoolRule, SpanReport, TimeRange};
         let mut builder = MrcBuilder::new().with_pool(PoolRule::from_flag(None));
         for (instance, at, pairs) in [
             ("prefill-0", 1, &[[1_u64, 2_u64]][..]),

@@ -259,9 +259,8 @@ fn many_rows(path: &Path, rows: usize) -> Vec<litehit_core::facts::FactRecord> {
 
 #[test]
 fn two_thread_query_writes_the_same_bytes_as_the_single_thread_writer() {
-    use litehit::output::query_jsonl::{
-        QueryJsonlWriter, QueryOptions, QuerySlots, query_facts_files,
-    };
+    use litehit::output::query_jsonl::{QueryJsonlWriter, QueryOptions, query_facts_files};
+    use litehit_report::QuerySlots;
     let dir = tempfile::tempdir().unwrap();
     let facts = dir.path().join("many.csv");
     let records = many_rows(&facts, 20_000);
@@ -324,7 +323,8 @@ impl std::io::Write for FailingWriter {
 
 #[test]
 fn output_errors_stop_the_query_without_hanging() {
-    use litehit::output::query_jsonl::{QueryError, QueryOptions, QuerySlots, query_facts_files};
+    use litehit::output::query_jsonl::{QueryOptions, query_facts_files};
+    use litehit_report::{QueryError, QuerySlots};
     let dir = tempfile::tempdir().unwrap();
     let facts = dir.path().join("many.csv");
     many_rows(&facts, 60_000);

@@ -1,17 +1,15 @@
-//! What `mrc --tiers` and `mrc --from/--to/--exclude-warmup` add to the report: the split of
-//! each instance's hits among cache tiers, and the span of trace time the report covers.
+//! What `mrc --tiers` adds to the report: the split of each instance's hits among cache
+//! tiers.
 //!
 //! Tier hits come from `projector::tiers` over each instance's accumulator. The total gives
 //! every instance its own tiers of the same sizes, as the rest of the report does; the shared
 //! pool lane (`replay --pool`) has its tiers at N × each size, as `query`'s pool line.
 
-use std::fmt::Write as _;
-
 use serde::Serialize;
 
-use super::mrc::{MrcCurves, MrcReport};
-use super::query_jsonl::{TierPlan, TimeRange};
-use super::summary::ratio;
+use super::curves::MrcCurves;
+use crate::query::TierPlan;
+use crate::ratio;
 use litehit_core::projector::tiers::{TierMode, accumulated_tier_hit_blocks, tier_bands};
 
 /// One row of the tier split: served tokens per tier, their shares of the input tokens and
@@ -21,9 +19,13 @@ pub struct TierRow {
     /// `None` for the total.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub instance_id: Option<String>,
+    /// Σ `input_token_len`.
     pub total_input_tokens: u64,
+    /// Per tier: hit tokens it served.
     pub tier_hit_tokens: Vec<u64>,
+    /// Per tier: its share of the input tokens.
     pub tier_shares: Vec<f64>,
+    /// The share no tier served.
     pub miss_share: f64,
 }
 
@@ -55,10 +57,15 @@ impl TierRow {
 /// `mrc --tiers`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TierReport {
+    /// `exclusive` or `inclusive`.
     pub tier_mode: &'static str,
+    /// Per tier, as typed.
     pub tier_names: Vec<String>,
+    /// Per tier: its size as typed.
     pub tier_sizes: Vec<String>,
+    /// Per instance, in byte order of `instance_id`.
     pub instances: Vec<TierRow>,
+    /// Every instance with its own tiers of the same sizes.
     pub total: TierRow,
     /// The shared pool lane's split, its tiers at N × each size (only with a pool lane).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -74,6 +81,7 @@ pub struct PoolTierRow {
     /// Per tier: N × its size in the pool's blocks (`null`: unlimited).
     pub pool_tier_capacity_blocks: Vec<Option<u64>>,
     #[serde(flatten)]
+    /// The pool's split.
     pub row: TierRow,
 }
 
@@ -130,118 +138,4 @@ pub fn tier_report(curves: &MrcCurves, plan: &TierPlan) -> TierReport {
         total: TierRow::new(None, total_input, total_tokens),
         pool,
     }
-}
-
-/// The span of trace time a report accounts (only when it is not the whole trace).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct SpanReport {
-    /// Seconds since the first request; `None` = from the start.
-    pub from_s: Option<f64>,
-    /// `None` = to the end.
-    pub to_s: Option<f64>,
-    pub from_ns: Option<i64>,
-    pub to_ns: Option<i64>,
-}
-
-impl SpanReport {
-    /// The span of `range` in a trace starting at `first_ns`; `None` for the whole trace.
-    #[must_use]
-    pub fn new(range: TimeRange, first_ns: i64) -> Option<Self> {
-        if range.is_everything() {
-            return None;
-        }
-        #[expect(clippy::cast_precision_loss, reason = "seconds, for display")]
-        let seconds = |ns: i64| (i128::from(ns) - i128::from(first_ns)) as f64 / 1e9;
-        let from_ns = (range.from_ns != i64::MIN).then_some(range.from_ns);
-        let to_ns = (range.to_ns != i64::MAX).then_some(range.to_ns);
-        Some(Self {
-            from_s: from_ns.map(seconds),
-            to_s: to_ns.map(seconds),
-            from_ns,
-            to_ns,
-        })
-    }
-
-    /// `trace time 120 s – end`, for the table and the plot subtitle.
-    #[must_use]
-    pub fn describe(&self) -> String {
-        let end =
-            |s: Option<f64>, open: &str| s.map_or_else(|| open.to_owned(), |s| format!("{s} s"));
-        format!(
-            "trace time {} – {}",
-            end(self.from_s, "start"),
-            end(self.to_s, "end")
-        )
-    }
-}
-
-/// `mrc --json` with the optional tier split and span after the usual fields (the usual
-/// bytes without them).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct PlannedReport<'a> {
-    #[serde(flatten)]
-    pub report: &'a MrcReport,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub accounted_span: Option<SpanReport>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub tiers: Option<TierReport>,
-}
-
-/// The tier table: one row per instance and the total, a column per tier and the misses.
-#[must_use]
-pub fn render_tier_table(report: &TierReport) -> String {
-    let mut out = format!("tiers ({}):\n", report.tier_mode);
-    let mut header = vec!["instance".to_owned()];
-    header.extend(
-        report
-            .tier_names
-            .iter()
-            .zip(&report.tier_sizes)
-            .map(|(name, size)| format!("{name} {size}")),
-    );
-    header.push("miss".to_owned());
-    let row = |id: &str, r: &TierRow| {
-        let mut cells = vec![id.to_owned()];
-        cells.extend(r.tier_shares.iter().map(|s| format!("{:.2}%", s * 100.0)));
-        cells.push(format!("{:.2}%", r.miss_share * 100.0));
-        cells
-    };
-    let mut rows = vec![header];
-    for instance in &report.instances {
-        rows.push(row(instance.instance_id.as_deref().unwrap_or(""), instance));
-    }
-    rows.push(row("total", &report.total));
-    if let Some(pool) = &report.pool {
-        let id = pool.row.instance_id.as_deref().unwrap_or("");
-        rows.push(row(
-            &format!("{id} (shared, ×{})", pool.shared_by),
-            &pool.row,
-        ));
-    }
-    let widths: Vec<usize> = (0..rows[0].len())
-        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
-        .collect();
-    for cells in rows {
-        let line: Vec<String> = cells
-            .iter()
-            .zip(&widths)
-            .enumerate()
-            .map(|(c, (cell, &w))| {
-                if c == 0 {
-                    format!("{cell:<w$}")
-                } else {
-                    format!("{cell:>w$}")
-                }
-            })
-            .collect();
-        let _ = writeln!(out, "{}", line.join("  ").trim_end());
-    }
-    if let Some(pool) = &report.pool {
-        let _ = writeln!(
-            out,
-            "the shared pool's tiers are {} × each size (the {} instances' tiers together)",
-            pool.shared_by, pool.shared_by
-        );
-    }
-    out
 }

@@ -66,12 +66,14 @@ impl RowSums {
 pub struct LaneInFile {
     /// Index of the file (in the order the files were given).
     pub file: usize,
+    /// The lane's rows in that file.
     pub sums: RowSums,
 }
 
 /// What one lane's rows add up to, file by file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LaneFingerprint {
+    /// The lane.
     pub instance_id: String,
     /// The files with rows of this lane, in the order read, each with the lane's rows in it.
     pub files: Vec<LaneInFile>,
@@ -114,18 +116,27 @@ pub struct LaneFingerprints {
 /// `--pool NAME` named no pool lane.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PoolCheckError {
+    /// No rows of the named lane.
     #[error(
         "--pool {name}: no facts rows of instance {name} (the lanes are {lanes}; replay with \
          --pool to add the shared pool lane)"
     )]
-    NoSuchLane { name: String, lanes: String },
+    NoSuchLane {
+        /// The name given.
+        name: String,
+        /// The lanes there are, for the message.
+        lanes: String,
+    },
     #[error(
         "--pool {name}: lane {name} is not a shared pool lane: a pool lane holds a copy of \
          every other lane's rows (same trace_id, timestamp_ns, input_token_len and \
          block_size_tokens), and {name} has {rows} rows{against}{found}"
     )]
+    /// The named lane's rows are not every other lane's.
     NotAPool {
+        /// The name given.
         name: String,
+        /// Its rows.
         rows: u64,
         /// How the other lanes compare (`, the other 3 lanes 3000 together`; with a pool
         /// lane, the instances besides it: `, the other 2 instances 2000 together`).
@@ -144,14 +155,19 @@ pub enum PoolCheckError {
      given twice ({rows} rows each; its requests would be counted twice)"
 )]
 pub struct RepeatedRows {
+    /// The lane.
     pub instance_id: String,
+    /// The first file holding them.
     pub first: String,
+    /// The file holding them again.
     pub second: String,
+    /// Rows of the lane in each.
     pub rows: u64,
 }
 
 impl LaneFingerprints {
     #[must_use]
+    /// No lane seen yet.
     pub fn new() -> Self {
         Self::default()
     }
@@ -168,6 +184,15 @@ impl LaneFingerprints {
     pub fn try_reserve_lane(&mut self) -> Result<(), std::collections::TryReserveError> {
         self.lanes.try_reserve(1)?;
         self.index.try_reserve(1)
+    }
+
+    /// Adds one row (accounted or not) of file `file` (its index, in the order given) to
+    /// its lane's fingerprint.
+    pub fn observe_in_file(&mut self, record: &FactRecord, file: usize) {
+        if file != self.file {
+            self.start_file(file);
+        }
+        self.observe(record);
     }
 
     /// Adds one row (accounted or not) to its lane's fingerprint.

@@ -1,0 +1,136 @@
+//! One query over facts files: every row read in order, each accounted row projected and
+//! handed to the caller (who writes its line, or nothing for `--summary-only`), then the
+//! checks that need every row and the summary. With the pool lane recognised only at the end
+//! and not the lane accumulated as it, its rows are read a second time.
+
+use std::path::PathBuf;
+
+use litehit_core::facts::FactRecord;
+use litehit_core::facts::file::FactsReader;
+
+use super::QueryError;
+use super::plan::{QueryPlan, QuerySlots};
+use super::totals::{QuerySummary, QueryTotals};
+use crate::facts_files::FactsFiles;
+use crate::span::{EmptySpan, TimeRange, widen_span};
+
+/// The rows a query read: their first and last `timestamp_ns`, and whether any was in the
+/// accounted span.
+#[derive(Debug, Clone, Copy, Default)]
+struct SeenRows {
+    span: Option<(i64, i64)>,
+    accounted: bool,
+}
+
+/// A query over facts files, in two steps: [`Self::read_rows`] hands every accounted row
+/// over with its hit blocks per slot, in input order; [`Self::finish`] checks what needs
+/// every row and sums up.
+#[derive(Debug)]
+pub struct QueryRun {
+    files: FactsFiles,
+    totals: QueryTotals,
+    range: TimeRange,
+    seen: SeenRows,
+}
+
+impl QueryRun {
+    /// Opens every file of `facts_paths` (shards of one run: their rows in order, the
+    /// summaries add up every file) and checks its header before any row is read.
+    pub fn open(
+        facts_paths: &[PathBuf],
+        slots: QuerySlots,
+        plan: &QueryPlan,
+    ) -> Result<Self, QueryError> {
+        Ok(Self {
+            files: FactsFiles::open(facts_paths)?,
+            totals: QueryTotals::with_tiers(slots, plan.tiers.clone()).with_pool(plan.pool.clone()),
+            range: plan.time_range,
+            seen: SeenRows::default(),
+        })
+    }
+
+    /// The slots, in output order.
+    #[must_use]
+    pub fn slots(&self) -> &QuerySlots {
+        self.totals.slots()
+    }
+
+    /// Reads every row; each accounted one (in the plan's time range) is projected, summed
+    /// and given to `on_row` with its hit blocks per slot. An error of `on_row` stops the
+    /// reading and is returned as [`QueryError::Write`]. Any malformed row fails the query
+    /// with an error naming the file and line (rows before it were already handed over).
+    pub fn read_rows(
+        &mut self,
+        mut on_row: impl FnMut(&FactRecord, &[u64]) -> std::io::Result<()>,
+    ) -> Result<(), QueryError> {
+        let mut record = FactRecord::default();
+        while self.files.next_record(&mut record)? {
+            // Room for the row's lane first: memory may be short.
+            self.totals
+                .try_reserve_instance()
+                .map_err(|_| self.files.out_of_memory())?;
+            self.totals
+                .observe_in_file(&record, self.files.file_index());
+            self.seen.span = widen_span(self.seen.span, record.timestamp_ns);
+            if !self.range.contains(record.timestamp_ns) {
+                continue;
+            }
+            self.seen.accounted = true;
+            on_row(&record, self.totals.add_record(&record)).map_err(QueryError::Write)?;
+        }
+        Ok(())
+    }
+
+    /// The summary, once every row was read: refuses a file given twice (it would double
+    /// every count in it) and an accounted span without a row, recognises the pool lane (and
+    /// reads its rows again when it was not the lane accumulated as it).
+    pub fn finish(mut self) -> Result<QuerySummary, QueryError> {
+        let facts_paths = self.files.paths().to_vec();
+        self.totals.check_no_repeated_rows(&facts_paths)?;
+        if !self.range.is_everything() && !self.seen.accounted {
+            return Err(EmptySpan {
+                range: self.range,
+                trace: self.seen.span,
+            }
+            .into());
+        }
+        let pool = self.totals.resolve_pool()?;
+        if let Some(name) = &pool
+            && !self.totals.is_pool(name)
+        {
+            reread_pool(&facts_paths, name, self.range, &mut self.totals)?;
+        }
+        self.totals.try_into_summary(pool.as_deref())
+    }
+}
+
+/// Reads the accounted rows of pool lane `name` a second time, into the pool's accumulation:
+/// it was recognised only at the end, and was not the lane most likely to be it (a pool with
+/// a name of its own and no `--pool NAME`). Only the files holding its rows are read.
+fn reread_pool(
+    facts_paths: &[PathBuf],
+    name: &str,
+    range: TimeRange,
+    totals: &mut QueryTotals,
+) -> Result<(), QueryError> {
+    totals.restart_pool(name);
+    let mut record = FactRecord::default();
+    for index in totals.files_of(name, facts_paths.len()) {
+        let path = &facts_paths[index];
+        let rereadable = path.as_os_str() != "-"
+            && std::fs::metadata(path).is_ok_and(|metadata| metadata.is_file());
+        if !rereadable {
+            return Err(QueryError::PoolNotRereadable {
+                name: name.to_owned(),
+                path: path.display().to_string(),
+            });
+        }
+        let mut reader = FactsReader::open(path)?;
+        while reader.next_record(&mut record)? {
+            if record.instance_id == name && range.contains(record.timestamp_ns) {
+                totals.add_pool_row(&record);
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,435 @@
+//! The running totals of a query: every accounted row projected at every slot (and split
+//! among the tiers) through the projector, summed per instance and overall; the pool lane
+//! found by its rows and compared at N × C ([`super::pool`]).
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use litehit_core::facts::FactRecord;
+use litehit_core::projector::tiers::{TierBand, project_tiers, tier_bands};
+use litehit_core::projector::{self, Capacity};
+
+use super::QueryError;
+use super::plan::{PoolRule, QuerySlots, TierPlan};
+use super::pool::{PoolSummary, PoolTotals};
+use crate::pool_detect::{LaneFingerprint, LaneFingerprints, RepeatedRows};
+use crate::ratio;
+
+/// Up to this many instances, an instance is looked up by a linear scan.
+const LINEAR_SEARCH_INSTANCES: usize = 16;
+
+/// Cumulative integers of one summary line.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SlotTotals {
+    /// Accounted rows.
+    pub requests: u64,
+    /// Σ `input_token_len` of those rows.
+    pub total_input_tokens: u64,
+    /// Per slot, in output order.
+    pub total_hit_blocks: Vec<u64>,
+    /// Per slot: Σ hit blocks × the row's `block_size_tokens`.
+    pub total_hit_tokens: Vec<u64>,
+    /// Per tier (empty without `--tiers`): hit blocks the tier served.
+    pub tier_hit_blocks: Vec<u64>,
+    /// Per tier: Σ served blocks × the row's `block_size_tokens`.
+    pub tier_hit_tokens: Vec<u64>,
+}
+
+impl SlotTotals {
+    /// Takes `lane`'s sums (added before) out of these, wrapping as the sums do.
+    fn subtract(&mut self, lane: &Self) {
+        self.requests -= lane.requests;
+        self.total_input_tokens = self
+            .total_input_tokens
+            .wrapping_sub(lane.total_input_tokens);
+        for (sums, taken) in [
+            (&mut self.total_hit_blocks, &lane.total_hit_blocks),
+            (&mut self.total_hit_tokens, &lane.total_hit_tokens),
+            (&mut self.tier_hit_blocks, &lane.tier_hit_blocks),
+            (&mut self.tier_hit_tokens, &lane.tier_hit_tokens),
+        ] {
+            for (sum, &value) in sums.iter_mut().zip(taken) {
+                *sum = sum.wrapping_sub(value);
+            }
+        }
+    }
+
+    fn new(slot_count: usize, tier_count: usize) -> Self {
+        Self {
+            requests: 0,
+            total_input_tokens: 0,
+            total_hit_blocks: vec![0; slot_count],
+            total_hit_tokens: vec![0; slot_count],
+            tier_hit_blocks: vec![0; tier_count],
+            tier_hit_tokens: vec![0; tier_count],
+        }
+    }
+
+    /// Share of the input tokens each tier served, then the miss share (input tokens no tier
+    /// served); 0 when there are no input tokens.
+    #[must_use]
+    pub fn tier_shares(&self) -> (Vec<f64>, f64) {
+        let shares = self
+            .tier_hit_tokens
+            .iter()
+            .map(|&tokens| ratio(tokens, self.total_input_tokens))
+            .collect();
+        let served = self
+            .tier_hit_tokens
+            .iter()
+            .fold(0_u64, |sum, &tokens| sum.wrapping_add(tokens));
+        let missed = self.total_input_tokens.saturating_sub(served);
+        (shares, ratio(missed, self.total_input_tokens))
+    }
+
+    /// Cumulative token hit rate per slot (0 when there are no input tokens).
+    #[must_use]
+    pub fn hit_rates(&self) -> Vec<f64> {
+        self.total_hit_tokens
+            .iter()
+            .map(|&tokens| ratio(tokens, self.total_input_tokens))
+            .collect()
+    }
+}
+
+/// What a finished query summed up: per instance (byte order of `instance_id`) and overall.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct QuerySummary {
+    /// Per instance, in byte order of `instance_id`.
+    pub per_instance: Vec<(String, SlotTotals)>,
+    /// Every row, or with a pool lane every row but the pool's (the instances' own caches).
+    pub overall: SlotTotals,
+    /// The pool at N × C, when the facts have a pool lane.
+    pub pool: Option<PoolSummary>,
+    /// The lanes with rows in more than one of the files read (for a note: replay shards
+    /// are disjoint by instance); empty when the pool was recognised by a first pass.
+    pub lanes_in_several_files: Vec<LaneFingerprint>,
+    /// [`LaneFingerprints::partial_pool_note`], for the command to print.
+    pub pool_note: Option<String>,
+    /// The distinct `(block_bytes, block_size_tokens)` of the rows, in first-seen order (for
+    /// the command's warning on an implausible KV size).
+    pub geometries: Vec<(u64, u64)>,
+}
+
+/// Projection at every slot plus the running totals, without any output.
+#[derive(Debug, Clone)]
+pub struct QueryTotals {
+    slots: QuerySlots,
+    capacities: Vec<Capacity>,
+    /// `block_bytes` that `slot_capacity_blocks` was computed for.
+    projected_block_bytes: Option<u64>,
+    /// Per slot: capacity in blocks for `projected_block_bytes`; `None` = unlimited.
+    slot_capacity_blocks: Vec<Option<u64>>,
+    hit_blocks: Vec<u64>,
+    instance_index: HashMap<String, usize>,
+    instances: Vec<(String, SlotTotals)>,
+    last_instance: Option<usize>,
+    overall: SlotTotals,
+    tiers: Option<TierPlan>,
+    /// Per tier: the band of the capacity axis it serves, for `projected_block_bytes`.
+    tier_bands: Vec<TierBand>,
+    tier_hit_blocks: Vec<u64>,
+    /// How the pool lane is found (`None`: the facts are taken as having none).
+    pool_rule: Option<PoolRule>,
+    /// The rows of the lane that is (or most likely is) the pool: [`PoolRule::candidate`].
+    pool: Option<PoolTotals>,
+    /// Every row's lane fingerprint, for [`PoolRule::Recognise`].
+    lanes: Option<LaneFingerprints>,
+    /// The distinct `(block_bytes, block_size_tokens)` of the rows, in first-seen order.
+    geometries: Vec<(u64, u64)>,
+}
+
+impl QueryTotals {
+    /// Totals over `slots`, all zero.
+    #[must_use]
+    pub fn new(slots: QuerySlots) -> Self {
+        Self::with_tiers(slots, None)
+    }
+
+    /// Totals over `slots`, all zero, that also split the hits among `tiers`.
+    #[must_use]
+    pub fn with_tiers(slots: QuerySlots, tiers: Option<TierPlan>) -> Self {
+        let capacities = slots.capacities();
+        let slot_count = capacities.len();
+        let tier_count = tiers.as_ref().map_or(0, |plan| plan.capacities.len());
+        Self {
+            slots,
+            capacities,
+            projected_block_bytes: None,
+            slot_capacity_blocks: vec![None; slot_count],
+            hit_blocks: vec![0; slot_count],
+            instance_index: HashMap::new(),
+            instances: Vec::new(),
+            last_instance: None,
+            overall: SlotTotals::new(slot_count, tier_count),
+            tiers,
+            tier_bands: Vec::new(),
+            tier_hit_blocks: vec![0; tier_count],
+            pool_rule: None,
+            pool: None,
+            lanes: None,
+            geometries: Vec::new(),
+        }
+    }
+
+    /// Also finds the shared pool lane by `rule` and compares it (see [`PoolSummary`]);
+    /// with [`PoolRule::Recognise`], every row must also go through [`Self::observe_in_file`].
+    #[must_use]
+    pub fn with_pool(mut self, rule: Option<PoolRule>) -> Self {
+        self.pool = rule
+            .as_ref()
+            .and_then(PoolRule::candidate)
+            .map(PoolTotals::new);
+        self.lanes = matches!(rule, Some(PoolRule::Recognise { .. })).then(LaneFingerprints::new);
+        self.pool_rule = rule;
+        self
+    }
+
+    /// Whether `instance_id` is the lane accumulated as the pool ([`PoolRule::candidate`]:
+    /// with [`PoolRule::Recognised`], the pool lane).
+    #[must_use]
+    pub fn is_pool(&self, instance_id: &str) -> bool {
+        self.pool
+            .as_ref()
+            .is_some_and(|pool| pool.name == instance_id)
+    }
+
+    /// Adds a row of file `file` (its index among the files read, in order), accounted or
+    /// not, to its lane's fingerprint (the pool lane is recognised over every row); nothing
+    /// without [`PoolRule::Recognise`].
+    pub fn observe_in_file(&mut self, record: &FactRecord, file: usize) {
+        if let Some(lanes) = &mut self.lanes {
+            lanes.observe_in_file(record, file);
+        }
+    }
+
+    /// The pool lane, once every row was observed: recognised by its rows (and `--pool NAME`
+    /// checked), or as the rule says.
+    pub fn resolve_pool(&self) -> Result<Option<String>, QueryError> {
+        Ok(match (&self.pool_rule, &self.lanes) {
+            (Some(PoolRule::Recognise { named }), Some(lanes)) => {
+                lanes.recognise_pool(named.as_deref())?.map(str::to_owned)
+            }
+            (Some(PoolRule::Recognised(name)), _) => name.clone(),
+            _ => None,
+        })
+    }
+
+    /// `Err` when two of `facts_paths` (the files read, in order) hold the same rows of a lane
+    /// (see [`LaneFingerprints::check_no_repeated_rows`]); nothing to check without
+    /// [`PoolRule::Recognise`] (a first pass checked).
+    pub fn check_no_repeated_rows(&self, facts_paths: &[PathBuf]) -> Result<(), RepeatedRows> {
+        self.lanes
+            .as_ref()
+            .map_or(Ok(()), |lanes| lanes.check_no_repeated_rows(facts_paths))
+    }
+
+    /// Indexes of the files with rows of lane `instance_id` (all of them when not known).
+    #[must_use]
+    pub fn files_of(&self, instance_id: &str, file_count: usize) -> Vec<usize> {
+        self.lanes
+            .as_ref()
+            .and_then(|lanes| lanes.lane(instance_id))
+            .map_or_else(|| (0..file_count).collect(), LaneFingerprint::file_indexes)
+    }
+
+    /// Starts the pool's accumulation over, for lane `name` (whose accounted rows then go
+    /// through [`Self::add_pool_row`]).
+    pub fn restart_pool(&mut self, name: &str) {
+        self.pool = Some(PoolTotals::new(name));
+    }
+
+    /// Adds an accounted row of the pool lane to the pool's accumulation only.
+    pub fn add_pool_row(&mut self, record: &FactRecord) {
+        if let Some(pool) = &mut self.pool {
+            pool.add(record);
+        }
+    }
+
+    /// The slots, in output order.
+    #[must_use]
+    pub fn slots(&self) -> &QuerySlots {
+        &self.slots
+    }
+
+    /// The tiers, if any.
+    #[must_use]
+    pub fn tiers(&self) -> Option<&TierPlan> {
+        self.tiers.as_ref()
+    }
+
+    /// Projects `record` at every slot, adds it to its instance's totals and the overall
+    /// totals, and returns its hit blocks per slot.
+    pub fn add_record(&mut self, record: &FactRecord) -> &[u64] {
+        let geometry = (record.block_bytes, record.block_size_tokens);
+        if self.geometries.last() != Some(&geometry) && !self.geometries.contains(&geometry) {
+            self.geometries.push(geometry);
+        }
+        self.project(record);
+        let instance = self.instance_slot(&record.instance_id);
+        let block_size_tokens = record.block_size_tokens;
+        if self.is_pool(&record.instance_id)
+            && let Some(pool) = &mut self.pool
+        {
+            pool.add(record);
+        }
+        // Every row goes into the overall totals: the pool's lane is known only at the end,
+        // and then its own totals are taken out again (see `try_into_summary`).
+        for totals in [&mut self.instances[instance].1, &mut self.overall] {
+            totals.requests += 1;
+            // Exact: the reader refuses a row that would take the input tokens of all the
+            // rows past u64, and a row's hit tokens never exceed its input tokens.
+            totals.total_input_tokens = totals
+                .total_input_tokens
+                .wrapping_add(record.input_token_len);
+            for ((blocks, tokens), &hits) in totals
+                .total_hit_blocks
+                .iter_mut()
+                .zip(&mut totals.total_hit_tokens)
+                .zip(&self.hit_blocks)
+            {
+                *blocks = blocks.wrapping_add(hits);
+                *tokens = tokens.wrapping_add(hits.wrapping_mul(block_size_tokens));
+            }
+            for ((blocks, tokens), &hits) in totals
+                .tier_hit_blocks
+                .iter_mut()
+                .zip(&mut totals.tier_hit_tokens)
+                .zip(&self.tier_hit_blocks)
+            {
+                *blocks = blocks.wrapping_add(hits);
+                *tokens = tokens.wrapping_add(hits.wrapping_mul(block_size_tokens));
+            }
+        }
+        &self.hit_blocks
+    }
+
+    /// Projects `record` at every slot (and tier) without adding it to any total (what
+    /// `--window` needs: it keeps its own sums per window); returns its hit blocks per slot.
+    pub fn project_record(&mut self, record: &FactRecord) -> &[u64] {
+        self.project(record);
+        &self.hit_blocks
+    }
+
+    /// Hit blocks per slot for the record last added.
+    #[must_use]
+    pub fn last_hit_blocks(&self) -> &[u64] {
+        &self.hit_blocks
+    }
+
+    /// Hit blocks each tier served for the record last added (empty without tiers).
+    #[must_use]
+    pub fn last_tier_hit_blocks(&self) -> &[u64] {
+        &self.tier_hit_blocks
+    }
+
+    /// The totals, instances in byte order of `instance_id`, with lane `pool` (from
+    /// [`Self::resolve_pool`]) left out of the overall totals and compared at N × C; its
+    /// rows must have been accumulated ([`Self::is_pool`]). Fails only for a pool
+    /// whose rows have several block sizes.
+    pub fn try_into_summary(mut self, pool: Option<&str>) -> Result<QuerySummary, QueryError> {
+        let pool = match (pool, &self.pool) {
+            (Some(name), Some(totals)) if totals.name == name => {
+                totals.summary(&self.capacities, self.tiers.as_ref(), self.instances.len())?
+            }
+            _ => None,
+        };
+        if let Some(pool) = &pool
+            && let Some((_, lane)) = self.instances.iter().find(|(id, _)| *id == pool.name)
+        {
+            // The pool is not one more instance: the overall line is the instances' own
+            // caches. Wrapping sums, so taking the lane out again is exact.
+            self.overall.subtract(lane);
+        }
+        let several_files = self.lanes.as_ref().map_or_else(Vec::new, |lanes| {
+            lanes.lanes_in_several_files().cloned().collect()
+        });
+        let pool_note = self
+            .lanes
+            .as_ref()
+            .and_then(LaneFingerprints::partial_pool_note);
+        let mut summary = self.into_summary();
+        summary.pool = pool;
+        summary.lanes_in_several_files = several_files;
+        summary.pool_note = pool_note;
+        Ok(summary)
+    }
+
+    /// The totals, instances in byte order of `instance_id`, every row in the overall
+    /// totals (no pool comparison: see [`Self::try_into_summary`]).
+    #[must_use]
+    pub fn into_summary(self) -> QuerySummary {
+        let mut per_instance = self.instances;
+        per_instance.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        QuerySummary {
+            per_instance,
+            overall: self.overall,
+            pool: None,
+            lanes_in_several_files: Vec::new(),
+            pool_note: None,
+            geometries: self.geometries,
+        }
+    }
+
+    /// Fills `hit_blocks` for `record` at every slot, through the projector.
+    fn project(&mut self, record: &FactRecord) {
+        if self.projected_block_bytes != Some(record.block_bytes) {
+            for (capacity_blocks, capacity) in
+                self.slot_capacity_blocks.iter_mut().zip(&self.capacities)
+            {
+                *capacity_blocks = capacity.blocks(record.block_bytes);
+            }
+            if let Some(plan) = &self.tiers {
+                self.tier_bands = tier_bands(&plan.capacities, record.block_bytes, plan.mode);
+            }
+            self.projected_block_bytes = Some(record.block_bytes);
+        }
+        if self.tiers.is_some() {
+            project_tiers(&record.fact, &self.tier_bands, &mut self.tier_hit_blocks);
+        }
+        for (hits, capacity_blocks) in self.hit_blocks.iter_mut().zip(&self.slot_capacity_blocks) {
+            *hits = match *capacity_blocks {
+                Some(capacity_blocks) => projector::project_blocks(&record.fact, capacity_blocks),
+                None => projector::project_infinite(&record.fact),
+            };
+        }
+    }
+
+    /// Room for one more instance, fallibly: call before [`Self::observe_in_file`] and
+    /// [`Self::add_record`] (its tables' growth is the one that can be large; the reader's memory checks cover the rest).
+    pub fn try_reserve_instance(&mut self) -> Result<(), std::collections::TryReserveError> {
+        if let Some(lanes) = &mut self.lanes {
+            lanes.try_reserve_lane()?;
+        }
+        self.instances.try_reserve(1)?;
+        self.instance_index.try_reserve(1)
+    }
+
+    /// Index of the totals of `instance_id`, created on first sight.
+    fn instance_slot(&mut self, instance_id: &str) -> usize {
+        if let Some(last) = self.last_instance
+            && self.instances[last].0 == instance_id
+        {
+            return last;
+        }
+        // A few instances (the usual case) are found faster by scanning than by hashing.
+        let known = if self.instances.len() <= LINEAR_SEARCH_INSTANCES {
+            self.instances.iter().position(|(id, _)| id == instance_id)
+        } else {
+            self.instance_index.get(instance_id).copied()
+        };
+        let index = if let Some(index) = known {
+            index
+        } else {
+            let index = self.instances.len();
+            self.instances.push((
+                instance_id.to_owned(),
+                SlotTotals::new(self.capacities.len(), self.tier_hit_blocks.len()),
+            ));
+            self.instance_index.insert(instance_id.to_owned(), index);
+            index
+        };
+        self.last_instance = Some(index);
+        index
+    }
+}
