@@ -50,8 +50,8 @@ pub struct WatchArgs {
     /// Upstream LiteHit config (instance groups, block sizes, TTLs, routing); TRACE, if
     /// given, wins over its trace_file_path
     #[arg(long, value_name = "CFG", conflicts_with_all = [
-        "block_size", "block_bytes", "kv_bytes_per_token", "ttl_seconds", "prefix_hash",
-        "instance", "trace_block_size",
+        "block_size", "block_bytes", "kv_bytes_per_token", "model", "ttl_seconds",
+        "prefix_hash", "instance", "trace_block_size",
     ])]
     pub config: Option<PathBuf>,
 
@@ -284,6 +284,9 @@ pub struct DemoArgs {
     /// Stop after this many requests (default: run until quit)
     #[arg(long, value_name = "N")]
     pub requests: Option<u64>,
+
+    #[command(flatten)]
+    pub model: super::model_args::ModelFlags,
 
     /// Add the shared pool lane, NAME (default `pool`), as `watch --pool` does: one LRU
     /// cache fed by every instance's rows, shown beside them at N × each capacity. Written

@@ -66,13 +66,16 @@ pub fn run(args: &DemoArgs) -> color_eyre::Result<()> {
          your own",
         trace_path.display()
     );
+    let model = super::resolve_model(&args.model)?;
     let plan = PlanSource::Flags(SingleInstanceFlags {
         block_size_tokens: Some(block_size_tokens),
         pool: args.pool.clone(),
+        model: model.clone(),
         ..SingleInstanceFlags::default()
     })
     .plan_for(Some(TraceFormat::Standard))?;
     let mut config = IngestConfig::new(&trace_path, plan.engine);
+    config.model = model;
     config.format = Some(TraceFormat::Standard);
     config.slots.clone_from(&args.capacity_gb);
     config.facts_out = facts_out;

@@ -124,6 +124,8 @@ struct ReplayPlan {
     max_line_bytes: u64,
     /// `--shard K/N`: only these instances are replayed.
     shard: Option<litehit_core::engine::shard::Shard>,
+    /// `--model`, resolved: named in the summary.
+    model: Option<config::ModelKvSize>,
 }
 
 pub fn run(args: &ReplayArgs) -> Result<()> {
@@ -134,6 +136,7 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
     let started = Instant::now();
     let trace_path = plan.trace_path.clone();
     let trace_format = plan.format;
+    let model = plan.model.clone();
     let (totals, engine, facts_path) = replay_plan(
         plan,
         args.memory_horizon,
@@ -175,6 +178,9 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
                 &facts_path
             )
         );
+        if let Some(model) = &model {
+            eprint!("{}", crate::output::summary::render_model(model));
+        }
     }
     Ok(())
 }
@@ -270,8 +276,9 @@ fn resolve_plan(args: &ReplayArgs) -> Result<ReplayPlan> {
             reader,
             format: detected,
         } = open_and_detect(&args.input, args.lane.trace_format())?;
-        let plan = config::PlanSource::Flags(args.lane.to_single_instance_flags(None))
-            .plan_for(Some(detected))?;
+        let flags = super::single_instance_flags(&args.lane, None)?;
+        let model = flags.model.clone();
+        let plan = config::PlanSource::Flags(flags).plan_for(Some(detected))?;
         super::warn_assumed_kvcm_key_size(detected, &args.lane);
         return Ok(ReplayPlan {
             trace_path: args.input.clone(),
@@ -282,6 +289,7 @@ fn resolve_plan(args: &ReplayArgs) -> Result<ReplayPlan> {
             worker_count: worker_count(None)?,
             max_line_bytes: args.line_cap.max_line_bytes,
             shard: args.shard,
+            model,
         });
     }
     if args.lane.any_lane_parameter() {
@@ -336,6 +344,7 @@ fn resolve_plan(args: &ReplayArgs) -> Result<ReplayPlan> {
         worker_count: worker_count(pipeline_worker_count)?,
         max_line_bytes: args.line_cap.max_line_bytes,
         shard: args.shard,
+        model: None,
     })
 }
 

@@ -37,6 +37,7 @@ mod line_cap;
 mod memory;
 mod metrics;
 mod metrics_prometheus;
+mod model_geometry;
 mod module_layout;
 mod mrc;
 mod openai_live;

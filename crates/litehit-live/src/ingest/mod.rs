@@ -156,6 +156,8 @@ pub struct IngestConfig {
     /// The name of the input's format when `line_transform` converts it (`openai`), shown
     /// instead of the trace format its lines become.
     pub source_format: Option<&'static str>,
+    /// `--model`, resolved: named in every snapshot ([`crate::LiveSnapshot::model`]).
+    pub model: Option<litehit_core::config::ModelKvSize>,
     /// `--headless` report lines dropped because standard output was not read
     /// (`crate::headless_output`), counted there and published in every snapshot.
     pub headless_lines_dropped: Arc<std::sync::atomic::AtomicU64>,
@@ -227,6 +229,7 @@ impl IngestConfig {
             memory_horizon: None,
             line_transform: None,
             source_format: None,
+            model: None,
             headless_lines_dropped: Arc::default(),
             lone_surrogates: Arc::default(),
         }
