@@ -24,14 +24,13 @@ fn naive_kv_bytes_per_token(config: &Value, dtype_bytes: Option<u64>) -> u64 {
         .unwrap_or(config);
     let int = |key: &str| text.get(key).and_then(Value::as_u64);
     let layers = int("num_hidden_layers").unwrap();
-    let per_layer = match int("kv_lora_rank") {
-        Some(rank) => rank + int("qk_rope_head_dim").unwrap(),
-        None => {
-            let heads = int("num_attention_heads").unwrap();
-            let kv_heads = int("num_key_value_heads").unwrap_or(heads);
-            let head_dim = int("head_dim").unwrap_or_else(|| int("hidden_size").unwrap() / heads);
-            2 * kv_heads * head_dim
-        }
+    let per_layer = if let Some(rank) = int("kv_lora_rank") {
+        rank + int("qk_rope_head_dim").unwrap()
+    } else {
+        let heads = int("num_attention_heads").unwrap();
+        let kv_heads = int("num_key_value_heads").unwrap_or(heads);
+        let head_dim = int("head_dim").unwrap_or_else(|| int("hidden_size").unwrap() / heads);
+        2 * kv_heads * head_dim
     };
     let full_layers = if let Some(types) = text.get("layer_types").and_then(Value::as_array) {
         types.iter().filter(|t| *t == "full_attention").count() as u64
