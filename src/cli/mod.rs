@@ -4,6 +4,7 @@
 //! Every flag is documented where it is defined: the field doc is the `--help` text.
 
 pub mod defaults_file;
+pub mod engine_args;
 pub mod generate_args;
 pub mod model_args;
 pub mod mrc_args;
@@ -254,6 +255,13 @@ pub struct ReplayArgs {
     /// No progress bar and no summary on stderr
     #[arg(long, short)]
     pub quiet: bool,
+
+    /// Whose prefix-cache rules the facts follow: ideal (every cached prefix block hits, as
+    /// upstream), vllm or sglang (a prompt never hits its last token: at most ⌊(input_len −
+    /// 1) / block size⌋ blocks, as both engines compute the last token; docs/PLANNING.md)
+    #[arg(long, value_name = "ENGINE", default_value = "ideal",
+          value_parser = engine_args::parse_engine_rule)]
+    pub engine: litehit_core::facts::EngineRule,
 
     /// Replay only the instances of shard K of N (0 ≤ K < N): those whose instance id's
     /// FNV-1a 64-bit hash is K mod N. Lanes are independent, so N runs `--shard 0/N` …

@@ -114,6 +114,12 @@ pub struct WatchArgs {
     #[arg(long)]
     pub headless: bool,
 
+    /// Whose prefix-cache rules the numbers follow: ideal (every cached prefix block hits),
+    /// vllm or sglang (a prompt never hits its last token; docs/PLANNING.md)
+    #[arg(long, value_name = "ENGINE", default_value = "ideal",
+          value_parser = super::engine_args::parse_engine_rule)]
+    pub engine: litehit_core::facts::EngineRule,
+
     /// Seconds between JSON lines in --headless mode
     #[arg(long, value_name = "SECONDS", default_value_t = 1.0,
           value_parser = parse_duration_seconds)]

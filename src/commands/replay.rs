@@ -139,7 +139,7 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
     let model = plan.model.clone();
     let (totals, engine, facts_path) = replay_plan(
         plan,
-        args.memory_horizon,
+        (args.memory_horizon, args.engine),
         !args.quiet && std::io::stderr().is_terminal(),
     )?;
     if let Some(shard) = args.shard
@@ -180,6 +180,13 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
         );
         if let Some(model) = &model {
             eprint!("{}", crate::output::summary::render_model(model));
+        }
+        if args.engine != litehit_core::facts::EngineRule::Ideal {
+            eprintln!(
+                "engine: {} rules: a prompt never hits its last token (at most ⌊(input_len − 1) \
+                 / block size⌋ blocks)",
+                args.engine.name()
+            );
         }
     }
     Ok(())
@@ -351,10 +358,12 @@ fn resolve_plan(args: &ReplayArgs) -> Result<ReplayPlan> {
 /// Replays the plan and publishes the facts; nothing is published on any error.
 fn replay_plan(
     plan: ReplayPlan,
-    memory_horizon: Option<Capacity>,
+    (memory_horizon, engine_rule): (Option<Capacity>, litehit_core::facts::EngineRule),
     show_progress: bool,
 ) -> Result<(PipelineTotals, Engine, PathBuf)> {
-    let mut engine = Engine::new(plan.engine.clone(), Policy::FailFast)?.without_capacity_curves();
+    let mut engine = Engine::new(plan.engine.clone(), Policy::FailFast)?
+        .without_capacity_curves()
+        .with_engine_rule(engine_rule);
     if let Some(horizon) = memory_horizon {
         engine = engine.with_memory_horizon(horizon);
     }

@@ -18,6 +18,7 @@ mod defaults_tiers;
 mod demo;
 mod digests;
 mod docs_links;
+mod engine_rule;
 mod error_rule;
 mod facts_file;
 mod facts_globs;

@@ -150,6 +150,8 @@ pub struct IngestConfig {
     /// Every lane's memory horizon (`watch --memory-horizon`; `None`: exact at every
     /// capacity): see `Engine::with_memory_horizon`.
     pub memory_horizon: Option<Capacity>,
+    /// The serving engine's rule on each fact (`--engine`): see `Engine::with_engine_rule`.
+    pub engine_rule: litehit_core::facts::EngineRule,
     /// Each line (file or HTTP) goes through this before it is parsed; `None`: lines are
     /// trace lines.
     pub line_transform: Option<LineTransform>,
@@ -227,6 +229,7 @@ impl IngestConfig {
             listen: None,
             http_counters: None,
             memory_horizon: None,
+            engine_rule: litehit_core::facts::EngineRule::Ideal,
             line_transform: None,
             source_format: None,
             model: None,
@@ -243,6 +246,7 @@ pub fn spawn(config: IngestConfig) -> crate::Result<LiveHandle> {
     if let Some(horizon) = config.memory_horizon {
         engine = engine.with_memory_horizon(horizon);
     }
+    engine = engine.with_engine_rule(config.engine_rule);
     let spill = if config.retain_facts {
         let beside = litehit_core::facts::file::directory_of(&config.facts_out);
         let name = config
