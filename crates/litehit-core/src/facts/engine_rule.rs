@@ -101,7 +101,7 @@ mod tests {
         assert_eq!(capped(EngineRule::Vllm, 64), [[3, 2], [9, 1]]);
         assert_eq!(capped(EngineRule::Sglang, 64), [[3, 2], [9, 1]]);
         assert_eq!(capped(EngineRule::Vllm, 65), [[3, 2], [9, 2]]);
-        assert_eq!(capped(EngineRule::Vllm, 48), [[3, 2], [9, 1]]);
+        assert_eq!(capped(EngineRule::Vllm, 48), [[3, 2]]);
         assert_eq!(capped(EngineRule::Vllm, 32), [[3, 1]]);
         assert_eq!(capped(EngineRule::Vllm, 16), Vec::<[u64; 2]>::new());
         assert_eq!(capped(EngineRule::Vllm, 0), Vec::<[u64; 2]>::new());
