@@ -62,6 +62,11 @@ pub const KEYS: &[(&str, &str, &str)] = &[
         "KV-cache bytes per token (128KiB)",
     ),
     (
+        "kv-cache-dtype",
+        "replay, watch, demo, trace",
+        "with a model: its KV cache dtype, \"fp8\", \"bf16\", \"fp16\" or \"fp32\"",
+    ),
+    (
         "listen",
         "watch",
         "take trace lines over HTTP: PORT (loopback) or IP:PORT",
@@ -100,6 +105,11 @@ pub const KEYS: &[(&str, &str, &str)] = &[
         "metrics-listen",
         "watch",
         "serve GET /metrics: PORT (loopback) or IP:PORT",
+    ),
+    (
+        "model",
+        "replay, watch, demo, trace",
+        "the model: a Hugging Face id of a preset, or a config.json (relative: to this file's folder)",
     ),
     (
         "rotation-grace",
@@ -153,6 +163,11 @@ pub struct Defaults {
     pub fps: Option<f64>,
     pub interval: Option<f64>,
     pub kv_bytes_per_token: Option<u64>,
+    /// `kv-cache-dtype`, as `--kv-cache-dtype` reads it.
+    pub kv_cache_dtype: Option<litehit_core::config::KvCacheDtype>,
+    /// `model`: a preset id, or a config path (a relative one resolved against the defaults
+    /// file's folder when it exists there); checked when read.
+    pub model: Option<String>,
     pub allowed_host: Option<Vec<String>>,
     pub http_idle_timeout: Option<f64>,
     pub listen: Option<SocketAddr>,
@@ -274,6 +289,27 @@ pub fn parse(path: &Path, text: &str) -> Result<Defaults, DefaultsError> {
                 .to_owned(),
         ));
     }
+    if defaults.model.is_some()
+        && let Some(other) = [
+            (defaults.block_bytes.is_some(), "block-bytes"),
+            (defaults.kv_bytes_per_token.is_some(), "kv-bytes-per-token"),
+        ]
+        .into_iter()
+        .find_map(|(given, key)| given.then_some(key))
+    {
+        return Err(key_error(
+            "model",
+            format!("give model or {other}, not both (the model gives the KV bytes per token)"),
+        ));
+    }
+    if let Some(model) = &defaults.model {
+        // Read now, so a bad name or config names this file and line.
+        if let Err(error) =
+            litehit_core::config::ModelKvSize::resolve(model, defaults.kv_cache_dtype)
+        {
+            return Err(key_error("model", error.to_string()));
+        }
+    }
     if let Some(slots) = &defaults.capacity_gb {
         // The one slot policy, as `--capacity-gb` and the add-slot dialog apply it.
         let block_bytes: Vec<u64> = defaults.block_bytes.into_iter().collect();
@@ -305,6 +341,27 @@ impl Defaults {
             "block-bytes" => self.block_bytes = Some(parse_byte_size(&text()?).map_err(message)?),
             "kv-bytes-per-token" => {
                 self.kv_bytes_per_token = Some(parse_byte_size(&text()?).map_err(message)?);
+            }
+            "kv-cache-dtype" => {
+                self.kv_cache_dtype = Some(
+                    super::model_args::parse_kv_cache_dtype(&text()?).map_err(|reason| {
+                        format!("{reason}, found {:?}", text().unwrap_or_default())
+                    })?,
+                );
+            }
+            "model" => {
+                let text = text()?;
+                if text.is_empty() {
+                    return Err("expected a model id or a config.json path, found \"\"".to_owned());
+                }
+                // A config beside this file is found wherever the command is started.
+                let folder = self.path.parent().unwrap_or_else(|| Path::new(""));
+                let beside = folder.join(&text);
+                self.model = Some(if Path::new(&text).is_relative() && beside.exists() {
+                    beside.display().to_string()
+                } else {
+                    text
+                });
             }
             "capacity-gb" => {
                 // A list, or one comma-separated string as the flag takes.
@@ -545,6 +602,7 @@ impl Defaults {
                 }
             }
             Command::Demo(args) => {
+                self.fill_model(&mut args.model, &typed);
                 if !typed("capacity_gb")
                     && let Some(slots) = &self.capacity_gb
                 {
@@ -565,7 +623,10 @@ impl Defaults {
                     args.memory_horizon = self.memory_horizon;
                 }
             }
-            Command::Trace(args) => fill_line_cap(&mut args.line_cap),
+            Command::Trace(args) => {
+                fill_line_cap(&mut args.line_cap);
+                self.fill_model(&mut args.model, &typed);
+            }
             Command::Query(_) | Command::Completions(_) | Command::Man(_) => {}
         }
     }
@@ -577,9 +638,14 @@ impl Defaults {
         }
     }
 
-    /// `block-bytes` or `kv-bytes-per-token`, unless either flag was typed (they conflict).
+    /// `block-bytes`, `kv-bytes-per-token` or `model`, unless one of their flags was typed
+    /// (they conflict).
     fn fill_lane_bytes(&self, lane: &mut super::LaneFlags, typed: &dyn Fn(&str) -> bool) {
         if typed("block_bytes") || typed("kv_bytes_per_token") {
+            return;
+        }
+        self.fill_model(&mut lane.model, typed);
+        if lane.model.model.is_some() {
             return;
         }
         if self.block_bytes.is_some() {
@@ -587,6 +653,19 @@ impl Defaults {
         }
         if self.kv_bytes_per_token.is_some() {
             lane.kv_bytes_per_token = self.kv_bytes_per_token;
+        }
+    }
+}
+
+impl Defaults {
+    /// `model` unless `--model` was typed, and `kv-cache-dtype` for whichever model is in
+    /// effect unless `--kv-cache-dtype` was typed.
+    fn fill_model(&self, flags: &mut super::model_args::ModelFlags, typed: &dyn Fn(&str) -> bool) {
+        if !typed("model") && self.model.is_some() {
+            flags.model.clone_from(&self.model);
+        }
+        if flags.model.is_some() && !typed("kv_cache_dtype") && self.kv_cache_dtype.is_some() {
+            flags.kv_cache_dtype = self.kv_cache_dtype;
         }
     }
 }
@@ -645,6 +724,8 @@ mod tests {
                 "capacity-gb" => "[10, \"1000b\"]",
                 "tier-mode" => "\"inclusive\"",
                 "tiers" => "[\"hbm=80GB\", \"4TB\"]",
+                "model" => "\"Qwen/Qwen3-8B\"",
+                "kv-cache-dtype" => "\"fp8\"",
                 _ => "\"1\"",
             };
             let parsed = parse(Path::new("c.toml"), &format!("{key} = {value}\n"));

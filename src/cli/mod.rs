@@ -4,7 +4,9 @@
 //! Every flag is documented where it is defined: the field doc is the `--help` text.
 
 pub mod defaults_file;
+pub mod engine_args;
 pub mod generate_args;
+pub mod model_args;
 pub mod mrc_args;
 pub mod query_args;
 pub mod trace_args;
@@ -221,7 +223,7 @@ pub enum Command {
 #[command(after_long_help = "Examples:\n  \
 litehit replay lite_hit_config.json          # upstream OptimizerLiteHitConfig\n  \
 litehit replay trace.jsonl --out results/     # one lane per instance id, flag parameters\n  \
-litehit replay conversation_trace.jsonl --out out --kv-bytes-per-token 131072   # Llama 3.1 8B, bf16\n\n\
+litehit replay conversation_trace.jsonl --out out --model meta-llama/Llama-3.1-8B-Instruct\n\n\
 The facts file is published atomically: written to a fresh hidden temp file beside it, fsynced, \
 then renamed; a second run publishing the same file fails at once. On any error nothing new is published and the error names file, line and trace id.")]
 pub struct ReplayArgs {
@@ -253,6 +255,13 @@ pub struct ReplayArgs {
     /// No progress bar and no summary on stderr
     #[arg(long, short)]
     pub quiet: bool,
+
+    /// Whose prefix-cache rules the facts follow: ideal (every cached prefix block hits, as
+    /// upstream), vllm or sglang (a prompt never hits its last token: at most ⌊(input_len −
+    /// 1) / block size⌋ blocks, as both engines compute the last token; docs/PLANNING.md)
+    #[arg(long, value_name = "ENGINE", default_value = "ideal",
+          value_parser = engine_args::parse_engine_rule)]
+    pub engine: litehit_core::facts::EngineRule,
 
     /// Replay only the instances of shard K of N (0 ≤ K < N): those whose instance id's
     /// FNV-1a 64-bit hash is K mod N. Lanes are independent, so N runs `--shard 0/N` …
@@ -322,14 +331,17 @@ pub struct LaneFlags {
 
     /// KV-cache bytes per block (all layers, K and V; 1048576 or 1MiB): kept with the facts,
     /// it converts GB capacities to blocks
-    #[arg(long, value_name = "BYTES", conflicts_with = "kv_bytes_per_token",
+    #[arg(long, value_name = "BYTES", conflicts_with_all = ["kv_bytes_per_token", "model"],
           value_parser = parse_byte_size)]
     pub block_bytes: Option<u64>,
 
     /// KV-cache bytes per token; block bytes = this × block size (default 131072 = 128KiB,
-    /// an 8B model in fp16)
-    #[arg(long, value_name = "BYTES", value_parser = parse_byte_size)]
+    /// an 8B model in fp16; --model computes it from the model's config)
+    #[arg(long, value_name = "BYTES", conflicts_with = "model", value_parser = parse_byte_size)]
     pub kv_bytes_per_token: Option<u64>,
+
+    #[command(flatten)]
+    pub model: model_args::ModelFlags,
 
     /// Fixed TTL: a block unused for this long is gone at every capacity. Seconds (`600`,
     /// `1.5`) or a duration (`1.5s`, `250ms`, `10m`, `2h`)
@@ -379,6 +391,8 @@ impl LaneFlags {
             block_size_tokens: self.block_size,
             block_bytes: self.block_bytes,
             kv_bytes_per_token: self.kv_bytes_per_token,
+            // Resolved by the command (`commands::single_instance_flags`): it reads a file.
+            model: None,
             ttl_ns: self.ttl_ns,
             prefix_hash: self.prefix_hash,
             instance: self.instance.clone(),
@@ -410,6 +424,7 @@ impl LaneFlags {
             trace_block_size,
             block_bytes,
             kv_bytes_per_token,
+            model,
             ttl_ns,
             prefix_hash,
             instance,
@@ -419,6 +434,7 @@ impl LaneFlags {
             || trace_block_size.is_some()
             || block_bytes.is_some()
             || kv_bytes_per_token.is_some()
+            || model.model.is_some()
             || ttl_ns.is_some()
             || *prefix_hash
             || instance.is_some()

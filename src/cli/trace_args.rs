@@ -37,6 +37,10 @@ pub struct TraceArgs {
     #[command(flatten)]
     pub tokenize: TokenizeFlags,
 
+    /// With --model: the summary also says the KV bytes the trace's blocks take
+    #[command(flatten)]
+    pub model: super::model_args::ModelFlags,
+
     #[command(flatten)]
     pub line_cap: super::LineCapFlags,
 

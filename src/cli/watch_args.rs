@@ -50,8 +50,8 @@ pub struct WatchArgs {
     /// Upstream LiteHit config (instance groups, block sizes, TTLs, routing); TRACE, if
     /// given, wins over its trace_file_path
     #[arg(long, value_name = "CFG", conflicts_with_all = [
-        "block_size", "block_bytes", "kv_bytes_per_token", "ttl_seconds", "prefix_hash",
-        "instance", "trace_block_size",
+        "block_size", "block_bytes", "kv_bytes_per_token", "model", "ttl_seconds",
+        "prefix_hash", "instance", "trace_block_size",
     ])]
     pub config: Option<PathBuf>,
 
@@ -113,6 +113,12 @@ pub struct WatchArgs {
     /// No TUI: print one JSON line per --interval on stdout with the same numbers
     #[arg(long)]
     pub headless: bool,
+
+    /// Whose prefix-cache rules the numbers follow: ideal (every cached prefix block hits),
+    /// vllm or sglang (a prompt never hits its last token; docs/PLANNING.md)
+    #[arg(long, value_name = "ENGINE", default_value = "ideal",
+          value_parser = super::engine_args::parse_engine_rule)]
+    pub engine: litehit_core::facts::EngineRule,
 
     /// Seconds between JSON lines in --headless mode
     #[arg(long, value_name = "SECONDS", default_value_t = 1.0,
@@ -284,6 +290,9 @@ pub struct DemoArgs {
     /// Stop after this many requests (default: run until quit)
     #[arg(long, value_name = "N")]
     pub requests: Option<u64>,
+
+    #[command(flatten)]
+    pub model: super::model_args::ModelFlags,
 
     /// Add the shared pool lane, NAME (default `pool`), as `watch --pool` does: one LRU
     /// cache fed by every instance's rows, shown beside them at N × each capacity. Written

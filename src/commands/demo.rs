@@ -53,6 +53,7 @@ pub fn run(args: &DemoArgs) -> color_eyre::Result<()> {
         trace_path.display()
     );
     let mut config = IngestConfig::new(&trace_path, plan.engine);
+    config.model = plan.model.clone();
     config.format = Some(TraceFormat::Standard);
     config.slots = plan.slots;
     config.facts_out = plan.facts_out;
@@ -114,6 +115,8 @@ struct DemoPlan {
     what: String,
     /// The engine's plan: one lane per instance of the standard trace's blocks.
     engine: litehit_core::engine::EngineConfig,
+    /// `--model`, resolved: named on the monitor's geometry line.
+    model: Option<litehit_core::config::ModelKvSize>,
     /// `--capacity-gb`.
     slots: Vec<litehit_core::projector::Capacity>,
     headless: bool,
@@ -138,9 +141,11 @@ fn plan(args: &DemoArgs) -> color_eyre::Result<DemoPlan> {
         ..WorkloadConfig::default()
     };
     let block_size_tokens = workload.block_size_tokens;
+    let model = super::resolve_model(&args.model)?;
     let engine = PlanSource::Flags(SingleInstanceFlags {
         block_size_tokens: Some(block_size_tokens),
         pool: args.pool.clone(),
+        model: model.clone(),
         ..SingleInstanceFlags::default()
     })
     .plan_for(Some(TraceFormat::Standard))?
@@ -155,6 +160,7 @@ fn plan(args: &DemoArgs) -> color_eyre::Result<DemoPlan> {
             limit: args.requests.unwrap_or(u64::MAX),
         },
         engine,
+        model,
         slots: args.capacity_gb.clone(),
         headless: args.headless,
         fps: args.fps,

@@ -39,6 +39,33 @@ pub fn install_error_hooks() {
     let _ = installed;
 }
 
+/// `--model` (with `--kv-cache-dtype`) resolved: its KV size, or `None` without one. Each
+/// surface names it and says what is not modelled (`ModelKvSize::windowed_notice`).
+pub(crate) fn resolve_model(
+    flags: &crate::cli::model_args::ModelFlags,
+) -> color_eyre::Result<Option<litehit_core::config::ModelKvSize>> {
+    let Some(name) = &flags.model else {
+        if flags.kv_cache_dtype.is_some() {
+            bail!("--kv-cache-dtype applies to a model's config: give --model NAME_OR_CONFIG");
+        }
+        return Ok(None);
+    };
+    let model = litehit_core::config::ModelKvSize::resolve(name, flags.kv_cache_dtype)
+        .wrap_err("--model")?;
+    Ok(Some(model))
+}
+
+/// The lane flags as the core resolves them, `--model` read (the CLI only parses it).
+pub(crate) fn single_instance_flags(
+    lane: &crate::cli::LaneFlags,
+    detected_format: Option<litehit_core::formats::TraceFormat>,
+) -> color_eyre::Result<litehit_core::config::SingleInstanceFlags> {
+    Ok(litehit_core::config::SingleInstanceFlags {
+        model: resolve_model(&lane.model)?,
+        ..lane.to_single_instance_flags(detected_format)
+    })
+}
+
 /// KVCM logs do not say their key size, and reads rarely carry a length that could catch a
 /// wrong one: `--block-size` alone takes the keys as blocks of that size (as for a standard
 /// trace), which is a silent ×4 on every count if they are the usual 16-token blocks.

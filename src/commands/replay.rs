@@ -124,6 +124,8 @@ struct ReplayPlan {
     max_line_bytes: u64,
     /// `--shard K/N`: only these instances are replayed.
     shard: Option<litehit_core::engine::shard::Shard>,
+    /// `--model`, resolved: named in the summary.
+    model: Option<config::ModelKvSize>,
 }
 
 pub fn run(args: &ReplayArgs) -> Result<()> {
@@ -134,9 +136,10 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
     let started = Instant::now();
     let trace_path = plan.trace_path.clone();
     let trace_format = plan.format;
+    let model = plan.model.clone();
     let (totals, engine, facts_path) = replay_plan(
         plan,
-        args.memory_horizon,
+        (args.memory_horizon, args.engine),
         !args.quiet && std::io::stderr().is_terminal(),
     )?;
     if let Some(shard) = args.shard
@@ -175,6 +178,16 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
                 &facts_path
             )
         );
+        if let Some(model) = &model {
+            eprint!("{}", crate::output::summary::render_model(model));
+        }
+        if args.engine != litehit_core::facts::EngineRule::Ideal {
+            eprintln!(
+                "engine: {} rules: a prompt never hits its last token (at most ⌊(input_len − 1) \
+                 / block size⌋ blocks)",
+                args.engine.name()
+            );
+        }
     }
     Ok(())
 }
@@ -270,8 +283,9 @@ fn resolve_plan(args: &ReplayArgs) -> Result<ReplayPlan> {
             reader,
             format: detected,
         } = open_and_detect(&args.input, args.lane.trace_format())?;
-        let plan = config::PlanSource::Flags(args.lane.to_single_instance_flags(None))
-            .plan_for(Some(detected))?;
+        let flags = super::single_instance_flags(&args.lane, None)?;
+        let model = flags.model.clone();
+        let plan = config::PlanSource::Flags(flags).plan_for(Some(detected))?;
         super::warn_assumed_kvcm_key_size(detected, &args.lane);
         return Ok(ReplayPlan {
             trace_path: args.input.clone(),
@@ -282,6 +296,7 @@ fn resolve_plan(args: &ReplayArgs) -> Result<ReplayPlan> {
             worker_count: worker_count(None)?,
             max_line_bytes: args.line_cap.max_line_bytes,
             shard: args.shard,
+            model,
         });
     }
     if args.lane.any_lane_parameter() {
@@ -336,16 +351,19 @@ fn resolve_plan(args: &ReplayArgs) -> Result<ReplayPlan> {
         worker_count: worker_count(pipeline_worker_count)?,
         max_line_bytes: args.line_cap.max_line_bytes,
         shard: args.shard,
+        model: None,
     })
 }
 
 /// Replays the plan and publishes the facts; nothing is published on any error.
 fn replay_plan(
     plan: ReplayPlan,
-    memory_horizon: Option<Capacity>,
+    (memory_horizon, engine_rule): (Option<Capacity>, litehit_core::facts::EngineRule),
     show_progress: bool,
 ) -> Result<(PipelineTotals, Engine, PathBuf)> {
-    let mut engine = Engine::new(plan.engine.clone(), Policy::FailFast)?.without_capacity_curves();
+    let mut engine = Engine::new(plan.engine.clone(), Policy::FailFast)?
+        .without_capacity_curves()
+        .with_engine_rule(engine_rule);
     if let Some(horizon) = memory_horizon {
         engine = engine.with_memory_horizon(horizon);
     }

@@ -26,6 +26,7 @@ pub use crate::cli::trace_args::DEFAULT_BLOCK_SIZE;
 const READ_BUFFER_BYTES: usize = 1 << 20;
 
 pub fn run(args: &TraceArgs) -> Result<()> {
+    let model = super::resolve_model(&args.model)?;
     let converter = build_converter(&args.tokenize, args.block_size, args.skip_bad)?;
     let summary = if args.out == Path::new("-") {
         let mut out = std::io::BufWriter::new(std::io::stdout().lock());
@@ -54,6 +55,9 @@ pub fn run(args: &TraceArgs) -> Result<()> {
             "{}",
             render_summary(&summary, args.block_size, &args.log, Some(&args.out))
         );
+        if let Some(model) = &model {
+            eprint!("{}", render_model_blocks(model, &summary, args.block_size));
+        }
     }
     Ok(())
 }
@@ -192,6 +196,26 @@ pub fn build_converter(
             skip_bad,
         },
     ))
+}
+
+/// With `--model`: the model's lines of the summary, and the KV bytes one of the trace's
+/// blocks holds (the trace itself has no sizes: `replay --model` gives its rows theirs).
+fn render_model_blocks(
+    model: &litehit_core::config::ModelKvSize,
+    summary: &ConvertSummary,
+    block_size: u64,
+) -> String {
+    let block_bytes = model.kv_bytes_per_token.saturating_mul(block_size);
+    let mut text = crate::output::summary::render_model(model);
+    let _ = writeln!(
+        text,
+        "model: {} per {block_size}-token block; the {} full blocks read, every one computed \
+         anew, would take {} (replay with the same --model for the hits)",
+        crate::output::summary::human_bytes(block_bytes),
+        summary.blocks,
+        crate::output::summary::human_bytes(block_bytes.saturating_mul(summary.blocks))
+    );
+    text
 }
 
 /// What stderr shows after converting `log`: into `out`, or (`None`) for a replay.

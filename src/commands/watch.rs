@@ -514,7 +514,7 @@ fn plan_source(args: &WatchArgs) -> color_eyre::Result<(PlanSource, PathBuf, Vec
                 pool_took_a_name(args.lane.pool.as_deref())
             ),
         };
-        let flags = args.lane.to_single_instance_flags(None);
+        let flags = super::single_instance_flags(&args.lane, None)?;
         (PlanSource::Flags(flags), trace, Vec::new())
     };
     Ok(source)
@@ -558,6 +558,10 @@ pub fn ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
 /// [`ingest_config`] of a trace.
 fn trace_ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
     let (source, trace_path, config_slots) = plan_source(args)?;
+    let model = match &source {
+        PlanSource::Flags(flags) => flags.model.clone(),
+        PlanSource::ConfigFile(_) => None,
+    };
     let follow_file = args.config.is_some() || args.trace.is_some();
     // A trace that exists already names its format, and so its native block size, as in
     // `replay`. For one still to be created (or empty), or rows still to be posted, the
@@ -621,6 +625,7 @@ fn trace_ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
     check_slots_at(&slots, &block_bytes)?;
     let (directory, rotation_grace) = follow_options(args, &trace_path)?;
     let mut config = IngestConfig::new(trace_path, engine);
+    config.model = model;
     config.directory = directory;
     config.rotation_grace = rotation_grace;
     config.max_line_bytes = args.line_cap.max_line_bytes;
@@ -643,6 +648,7 @@ fn trace_ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
     config.facts_out_is_default = args.facts_out.is_none();
     config.follow_file = follow_file;
     config.memory_horizon = args.memory_horizon;
+    config.engine_rule = args.engine;
     // The same grammar and tier bands as `query --tiers`.
     config.tiers = super::query::tier_plan(&args.tier_args)?;
     // The write probe only for a --facts-out given: nothing is written where nothing was

@@ -244,6 +244,17 @@ pub fn render_replay_summary_of(
     out
 }
 
+/// The `--model` lines under the summary: the model and its KV size, and what of it is not
+/// modelled (sliding-window layers), so a GB answer can be read for the model it is for.
+#[must_use]
+pub fn render_model(model: &litehit_core::config::ModelKvSize) -> String {
+    let mut out = format!("model: {}\n", model.describe());
+    if let Some(notice) = model.windowed_notice() {
+        let _ = writeln!(out, "model: {notice}");
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -191,6 +191,9 @@ pub struct Report {
     /// `watch --tiers`: how the tiers relate (`exclusive` or `inclusive`); absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tier_mode: Option<&'static str>,
+    /// `--model`: the model the block bytes were computed for; absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<ModelDto>,
     pub instances: Vec<InstanceDto>,
     /// Σ over instances (each projected with its own block_bytes).
     pub total: TotalDto,
@@ -225,6 +228,35 @@ pub struct Report {
     /// Report lines dropped before this one because standard output was not read (a
     /// stalled reader: at most `headless_output::QUEUE_LINES` lines wait for it).
     pub dropped_lines: u64,
+}
+
+/// `--model`, as the headless line says it.
+#[derive(Debug, Serialize)]
+pub struct ModelDto {
+    /// The preset's Hugging Face id, or the config file as given.
+    pub name: String,
+    pub kv_bytes_per_token: u64,
+    /// `fp8`, `bf16`, `fp16` or `fp32`.
+    pub kv_cache_dtype: &'static str,
+    pub full_attention_layers: u64,
+    /// Sliding-window or linear-attention layers, not modelled (0: none).
+    pub windowed_layers_not_modelled: u64,
+    /// What is not modelled, in words; absent when every layer is full attention.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub notice: Option<String>,
+}
+
+impl ModelDto {
+    fn of(model: &litehit_core::config::ModelKvSize) -> Self {
+        Self {
+            name: model.model.clone(),
+            kv_bytes_per_token: model.kv_bytes_per_token,
+            kv_cache_dtype: model.kv_cache_dtype.name(),
+            full_attention_layers: model.full_attention_layers,
+            windowed_layers_not_modelled: model.windowed_layers,
+            notice: model.windowed_notice(),
+        }
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -674,6 +706,12 @@ impl Report {
                 .collect(),
             memory_horizon: snap.memory_horizon.map(SlotDto::of),
             tier_mode: snap.tiers.as_ref().map(TierPlan::mode_name),
+            // Unless `b` set other bytes since: then the model no longer says the size.
+            model: snap
+                .model
+                .as_ref()
+                .filter(|_| snap.assumed_block_bytes.is_none())
+                .map(ModelDto::of),
             instances: snap
                 .lanes
                 .iter()

@@ -33,6 +33,8 @@
 //! litehit_memory_horizon_bytes{instance}                gauge    with --memory-horizon only
 //! litehit_build_info{version}                           info     (a gauge of value 1 in text 0.0.4)
 //! litehit_pool_info{instance,shared_by}                 info     only with watch --pool
+//! litehit_geometry_info{model,kv_bytes_per_token,kv_cache_dtype,windowed_layers_not_modelled}
+//!                                                       info     only with --model
 //! litehit_lone_surrogates_total                         counter  only with watch --format openai
 //! litehit_http_refused_total{reason}                    counter  with --listen or --metrics-listen
 //! litehit_http_open_connections                         gauge    with --listen or --metrics-listen
@@ -88,6 +90,10 @@ pub const METRIC_NAMES: [&str; 17] = [
 /// The info metric naming the shared pool lane, exported only with `watch --pool` (so not in
 /// [`METRIC_NAMES`], which every scrape has).
 pub const POOL_INFO_METRIC: &str = "litehit_pool_info";
+
+/// The info metric naming `--model` and its KV bytes per token, exported only with
+/// `--model` (so not in [`METRIC_NAMES`]).
+pub const GEOMETRY_INFO_METRIC: &str = "litehit_geometry_info";
 
 /// The counter of lone surrogate escapes read as U+FFFD, exported only when the input is an
 /// OpenAI request log (`watch --format openai`; so not in [`METRIC_NAMES`]).
@@ -549,6 +555,14 @@ fn encode_snapshot(snap: &LiveSnapshot, out: &mut dyn Exposition) -> fmt::Result
         })?;
     }
 
+    if let Some(model) = snap
+        .model
+        .as_ref()
+        .filter(|_| snap.assumed_block_bytes.is_none())
+    {
+        encode_geometry(out, model)?;
+    }
+
     encode_horizon(out, &lanes, &instances)?;
 
     if let Some(refused) = &snap.http_refused {
@@ -558,6 +572,33 @@ fn encode_snapshot(snap: &LiveSnapshot, out: &mut dyn Exposition) -> fmt::Result
     let build_info = family("litehit_build", "The litehit version", Kind::Info);
     out.family(build_info, &mut |samples| {
         samples.sample(&[("version", env!("CARGO_PKG_VERSION"))], 1)
+    })
+}
+
+/// `litehit_geometry_info`: the model (`--model`) the block bytes were computed for.
+fn encode_geometry(
+    out: &mut dyn Exposition,
+    model: &litehit_core::config::ModelKvSize,
+) -> fmt::Result {
+    let geometry_info = Family {
+        name: "litehit_geometry",
+        help: "The model (--model) whose KV cache the capacities hold: its KV bytes per token \
+               (full-attention layers only) and the sliding-window or linear-attention layers \
+               left out (not modelled)",
+        kind: Kind::Info,
+    };
+    let bytes = model.kv_bytes_per_token.to_string();
+    let windowed = model.windowed_layers.to_string();
+    out.family(geometry_info, &mut |samples| {
+        samples.sample(
+            &[
+                ("model", model.model.as_str()),
+                ("kv_bytes_per_token", bytes.as_str()),
+                ("kv_cache_dtype", model.kv_cache_dtype.name()),
+                ("windowed_layers_not_modelled", windowed.as_str()),
+            ],
+            1,
+        )
     })
 }
 

@@ -623,6 +623,9 @@ pub struct LiveSnapshot {
     pub memory_horizon: Option<Capacity>,
     /// `--headless` report lines dropped so far because standard output was not read.
     pub headless_lines_dropped: u64,
+    /// `--model`: the model whose KV size per token made the lanes' block bytes, and its
+    /// windowed layers (not modelled), named on every surface.
+    pub model: Option<litehit_core::config::ModelKvSize>,
 }
 
 impl LiveSnapshot {

@@ -5,5 +5,6 @@ mod defaults_file;
 mod defaults_tiers;
 mod grammar_entry_points;
 mod kv_size_warning;
+mod model_geometry;
 mod slot_policy;
 mod upstream;

@@ -3,6 +3,7 @@
 
 mod core_props;
 mod digests;
+mod engine_rule;
 mod horizon;
 mod key_shapes;
 pub(crate) mod memory;

@@ -35,13 +35,15 @@ const HOSTILE_IDS: [&str; 4] = [
     "ünïcödé 🚀 {x=\"1\"} # EOF",
 ];
 /// `watch` flags beyond the slots `Monitor` sets (0.5 and 2 GB, 300 blocks): tiers, the pool,
-/// a memory horizon.
-const SURFACES: [&str; 5] = [
+/// a memory horizon, a model with sliding-window layers (`litehit_geometry_info`).
+const SURFACES: [&str; 7] = [
     "--tiers",
     "hbm=10b,dram=200b",
     "--pool",
     "--memory-horizon",
     "250b",
+    "--model",
+    "openai/gpt-oss-20b",
 ];
 /// Prometheus 2.42's scrape `Accept` header, for asking as it asks.
 const OPENMETRICS_FIRST: &str = "application/openmetrics-text;version=1.0.0,\
@@ -115,15 +117,23 @@ fn promtool_passes_the_default_answer_of_a_monitor_with_every_surface() {
     );
     // The answer has every family, and the hostile ids read back as they were written.
     let samples = parse_samples(&body);
-    for name in litehit_live::metrics::METRIC_NAMES
-        .into_iter()
-        .chain([litehit_live::metrics::POOL_INFO_METRIC])
-    {
+    for name in litehit_live::metrics::METRIC_NAMES.into_iter().chain([
+        litehit_live::metrics::POOL_INFO_METRIC,
+        litehit_live::metrics::GEOMETRY_INFO_METRIC,
+    ]) {
         assert!(
             samples.iter().any(|(n, _, _)| n == name),
             "{name} missing from:\n{body}"
         );
     }
+    // gpt-oss-20b in bf16: 12 full-attention layers × 2 × 8 KV heads × 64 × 2 bytes.
+    assert!(
+        body.contains(
+            "litehit_geometry_info{model=\"openai/gpt-oss-20b\",kv_bytes_per_token=\"24576\",\
+             kv_cache_dtype=\"bf16\",windowed_layers_not_modelled=\"12\"} 1"
+        ),
+        "{body}"
+    );
     for id in HOSTILE_IDS {
         assert!(
             samples

@@ -5,8 +5,8 @@
 //! else the format's [`default_block_size_tokens`]; the analysis block size is
 //! `--block-size`, else the trace block size (so giving one of the two never makes them
 //! disagree). `block_bytes` is `--block-bytes`, else `--kv-bytes-per-token ×` block size,
-//! else [`DEFAULT_KV_BYTES_PER_TOKEN`] `×` block size (the two flags conflict on the
-//! command line).
+//! else `--model`'s KV bytes per token `×` block size, else [`DEFAULT_KV_BYTES_PER_TOKEN`]
+//! `×` block size (the three flags conflict: giving two is an error).
 //!
 //! The flags mean the same as a config file with one group and one instance: `--ttl-seconds`
 //! is the group's `ttl_seconds`, `--prefix-hash` its `enable_prefix_hash`, `--block-bytes`
@@ -94,10 +94,31 @@ pub fn resolve_single_instance(flags: &SingleInstanceFlags) -> Result<SingleInst
 fn block_bytes(flags: &SingleInstanceFlags, block_size_tokens: u64) -> Result<u64> {
     let block_bytes = positive("--block-bytes", flags.block_bytes)?;
     let kv_bytes_per_token = positive("--kv-bytes-per-token", flags.kv_bytes_per_token)?;
+    if let Some(model) = &flags.model {
+        // The model says the size: a second source of it could only disagree.
+        if let Some(flag) = [
+            (block_bytes.is_some(), "--block-bytes"),
+            (kv_bytes_per_token.is_some(), "--kv-bytes-per-token"),
+        ]
+        .into_iter()
+        .find_map(|(given, flag)| given.then_some(flag))
+        {
+            return Err(flag_error(
+                "--model",
+                format!(
+                    "{} gives the KV bytes per token ({}); leave out {flag}",
+                    model.model, model.kv_bytes_per_token
+                ),
+            ));
+        }
+    }
+    let kv_bytes_per_token =
+        kv_bytes_per_token.or(flags.model.as_ref().map(|m| m.kv_bytes_per_token));
     if let (Some(block_bytes), None) = (block_bytes, kv_bytes_per_token) {
         return Ok(block_bytes);
     }
     let (flag, per_token) = match kv_bytes_per_token {
+        Some(per_token) if flags.model.is_some() => ("--model", per_token),
         Some(per_token) => ("--kv-bytes-per-token", per_token),
         None => ("--block-size", DEFAULT_KV_BYTES_PER_TOKEN),
     };

@@ -79,9 +79,9 @@ impl std::fmt::Display for ImplausibleKvSize {
             f,
             "implausible KV size: {} per token ({} per {}-token block), where models hold {} \
              to {} per token (Llama 3.1 8B in bf16: 128 KiB), so GB capacities are likely \
-             wrong: give your model's KV bytes per token (--kv-bytes-per-token; in an upstream \
-             config, location_spec_infos size per block), or no size at all (the default is \
-             128 KiB)",
+             wrong: name your model (--model with its config.json, or a preset: {}), give its \
+             KV bytes per token (--kv-bytes-per-token; in an upstream config, \
+             location_spec_infos size per block), or no size at all (the default is 128 KiB)",
             self.per_token(),
             display::bytes(self.block_bytes, Precision::Significant(3)),
             self.block_size_tokens,
@@ -93,6 +93,11 @@ impl std::fmt::Display for ImplausibleKvSize {
                 *PLAUSIBLE_KV_BYTES_PER_TOKEN.end(),
                 Precision::Significant(3)
             ),
+            super::model_presets::PRESETS
+                .iter()
+                .map(|preset| preset.id)
+                .collect::<Vec<_>>()
+                .join(", "),
         )
     }
 }
@@ -148,6 +153,8 @@ mod tests {
             "1 MiB per 512-token block",
             "8 KiB to 4 MiB",
             "--kv-bytes-per-token",
+            "--model",
+            "Qwen/Qwen3-8B",
         ] {
             assert!(text.contains(part), "{part}: {text}");
         }

@@ -29,6 +29,8 @@ mod file;
 mod flags;
 mod json;
 mod kv_size;
+mod model;
+mod model_presets;
 mod plan;
 
 use std::path::PathBuf;
@@ -39,6 +41,8 @@ use crate::formats::TraceFormat;
 pub use file::{load_config_file, load_config_file_read_as, parse_config_str};
 pub use flags::resolve_single_instance;
 pub use kv_size::{ImplausibleKvSize, PLAUSIBLE_KV_BYTES_PER_TOKEN};
+pub use model::{ConfigProblem, KvCacheDtype, ModelError, ModelKvSize};
+pub use model_presets::{ModelPreset, PRESETS as MODEL_PRESETS, preset as model_preset};
 pub use plan::{ConfigFile, EnginePlan, PlanSource};
 
 /// Upstream's default trace block size (config key `block_size`) when no format is known.
@@ -163,6 +167,9 @@ pub struct SingleInstanceFlags {
     /// `--kv-bytes-per-token`: `block_bytes = this × block_size_tokens`. Default
     /// [`DEFAULT_KV_BYTES_PER_TOKEN`] when `--block-bytes` is not given either.
     pub kv_bytes_per_token: Option<u64>,
+    /// `--model`, resolved ([`ModelKvSize::resolve`]): its KV bytes per token, in place of
+    /// `--kv-bytes-per-token` (giving both, or `--block-bytes`, is an error).
+    pub model: Option<ModelKvSize>,
     /// `--ttl-seconds` in nanoseconds (it takes `1.5s`, `250ms`): fixed TTL, `0` or absent =
     /// none.
     pub ttl_ns: Option<u64>,

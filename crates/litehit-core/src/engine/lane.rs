@@ -1,7 +1,7 @@
 //! One lane: a `LiteHit` core, its preprocessing parameters and its cumulative counters.
 
 use crate::engine::LaneSpec;
-use crate::facts::RequestFact;
+use crate::facts::{EngineRule, RequestFact};
 use crate::hitcore::{LiteHit, OutOfMemory};
 use crate::preprocess::NormalizeParams;
 use crate::projector::{Capacity, CapacityAxisAccumulator};
@@ -26,6 +26,8 @@ pub struct Lane {
     /// Rows earlier than this lane's clock, replayed at the clock (live only: offline order is
     /// enforced). With a TTL, expiry is then approximate in this lane.
     clamped_timestamps: u64,
+    /// The serving engine's rule on each fact (`--engine`): applied before anything reads it.
+    engine_rule: EngineRule,
 }
 
 impl Lane {
@@ -47,7 +49,12 @@ impl Lane {
             pool: false,
             clock_ns: None,
             clamped_timestamps: 0,
+            engine_rule: EngineRule::Ideal,
         }
+    }
+
+    pub(crate) fn set_engine_rule(&mut self, rule: EngineRule) {
+        self.engine_rule = rule;
     }
 
     /// The time this lane's core replays a row of `timestamp_ns` at: the row's own, or this
@@ -124,6 +131,8 @@ impl Lane {
     ) -> Result<(), OutOfMemory> {
         self.core
             .try_process_request_into(block_keys, timestamp_ns, fact)?;
+        self.engine_rule
+            .apply(fact, input_token_len, self.spec.block_size_tokens);
         if let Some(accumulator) = &mut self.accumulator {
             accumulator
                 .try_reserve_for(fact)

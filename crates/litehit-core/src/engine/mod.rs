@@ -216,6 +216,8 @@ pub struct Engine {
     capacity_curves: bool,
     /// Applied to every lane, also those created later.
     memory_horizon: Option<Capacity>,
+    /// The serving engine's rule on each fact ([`Self::with_engine_rule`]), every lane.
+    serving_rule: crate::facts::EngineRule,
     /// The index of the shared pool lane ([`EngineConfig::pool`]), if any.
     pool_lane: Option<usize>,
     /// Σ input tokens of the rows planned, once per lane each feeds: every lane's total, the
@@ -260,6 +262,7 @@ impl Engine {
             derived_trace_id: String::new(),
             capacity_curves: true,
             memory_horizon: None,
+            serving_rule: crate::facts::EngineRule::Ideal,
             pool_lane,
             input_tokens_planned: 0,
         })
@@ -300,6 +303,23 @@ impl Engine {
             lane.set_memory_horizon(horizon);
         }
         self
+    }
+
+    /// Applies a serving engine's rule to every fact of every lane (`--engine`; see
+    /// [`crate::facts::EngineRule`]): the facts, the ∞ hits and the capacity curves follow it.
+    #[must_use]
+    pub fn with_engine_rule(mut self, rule: crate::facts::EngineRule) -> Self {
+        self.serving_rule = rule;
+        for lane in &mut self.lanes {
+            lane.set_engine_rule(rule);
+        }
+        self
+    }
+
+    /// The rule [`Self::with_engine_rule`] set ([`crate::facts::EngineRule::Ideal`] if none).
+    #[must_use]
+    pub fn engine_rule(&self) -> crate::facts::EngineRule {
+        self.serving_rule
     }
 
     /// The memory horizon [`Self::with_memory_horizon`] set, if any.
@@ -473,6 +493,9 @@ impl Engine {
         ));
         if let (Some(horizon), Some(lane)) = (self.memory_horizon, self.lanes.last_mut()) {
             lane.set_memory_horizon(horizon);
+        }
+        if let Some(lane) = self.lanes.last_mut() {
+            lane.set_engine_rule(self.serving_rule);
         }
         self.batch.ensure_lanes(self.lanes.len());
         index

@@ -4,7 +4,10 @@
 //! arithmetic-run segments. It holds no capacity and no bytes; those meet it only in
 //! `projector`. `file` reads and writes the upstream `litehit_facts.csv`.
 
+pub mod engine_rule;
 pub mod file;
+
+pub use engine_rule::EngineRule;
 
 /// One arithmetic run of the hit curve: the `j`-th block of the run (0-based) is a prefix hit
 /// at every capacity `>= start_required_blocks + j`.

@@ -237,6 +237,7 @@ impl Ingest {
                 .map(|counters| counters.load()),
             slots: pipeline.slots.clone(),
             tiers: pipeline.tiers.clone(),
+            model: self.config.model.clone(),
             timeline: pipeline.timeline.snapshot(
                 lanes,
                 pipeline.engine.pool_lane(),

@@ -150,12 +150,16 @@ pub struct IngestConfig {
     /// Every lane's memory horizon (`watch --memory-horizon`; `None`: exact at every
     /// capacity): see `Engine::with_memory_horizon`.
     pub memory_horizon: Option<Capacity>,
+    /// The serving engine's rule on each fact (`--engine`): see `Engine::with_engine_rule`.
+    pub engine_rule: litehit_core::facts::EngineRule,
     /// Each line (file or HTTP) goes through this before it is parsed; `None`: lines are
     /// trace lines.
     pub line_transform: Option<LineTransform>,
     /// The name of the input's format when `line_transform` converts it (`openai`), shown
     /// instead of the trace format its lines become.
     pub source_format: Option<&'static str>,
+    /// `--model`, resolved: named in every snapshot ([`crate::LiveSnapshot::model`]).
+    pub model: Option<litehit_core::config::ModelKvSize>,
     /// `--headless` report lines dropped because standard output was not read
     /// (`crate::headless_output`), counted there and published in every snapshot.
     pub headless_lines_dropped: Arc<std::sync::atomic::AtomicU64>,
@@ -225,8 +229,10 @@ impl IngestConfig {
             listen: None,
             http_counters: None,
             memory_horizon: None,
+            engine_rule: litehit_core::facts::EngineRule::Ideal,
             line_transform: None,
             source_format: None,
+            model: None,
             headless_lines_dropped: Arc::default(),
             lone_surrogates: Arc::default(),
         }
@@ -240,6 +246,7 @@ pub fn spawn(config: IngestConfig) -> crate::Result<LiveHandle> {
     if let Some(horizon) = config.memory_horizon {
         engine = engine.with_memory_horizon(horizon);
     }
+    engine = engine.with_engine_rule(config.engine_rule);
     let spill = if config.retain_facts {
         let beside = litehit_core::facts::file::directory_of(&config.facts_out);
         let name = config

@@ -252,6 +252,7 @@ impl Pipeline {
                 if let Some(horizon) = self.engine.memory_horizon() {
                     engine = engine.with_memory_horizon(horizon);
                 }
+                engine = engine.with_engine_rule(self.engine.engine_rule());
                 engine.inherit_bad_lines(earlier);
                 self.engine = engine;
                 self.parse_options = ParseOptions {

@@ -98,6 +98,15 @@ fn text(snap: &LiveSnapshot, view: &App) -> String {
             .format
             .map_or("format not known yet", |format| format.name())
     });
+    // The model the block bytes came from (`--model`), unless `b` set other bytes since.
+    let format = match snap
+        .model
+        .as_ref()
+        .filter(|_| snap.assumed_block_bytes.is_none())
+    {
+        Some(model) => format!("{format} · {}", model.short()),
+        None => format.to_owned(),
+    };
     let geometries: Vec<String> = snap.lanes.iter().map(lane_geometry).collect();
     let Some(first) = geometries.first() else {
         return format!("{format} · no request yet");
@@ -193,5 +202,26 @@ mod tests {
         snap.lanes.clear();
         snap.source.format = None;
         assert_eq!(text(&snap, &view), "format not known yet · no request yet");
+    }
+
+    #[test]
+    fn names_the_model_and_its_windowed_layers() {
+        let mut snap = LiveSnapshot {
+            lanes: vec![lane("a", 24_576 * 512, 0)],
+            model: Some(
+                litehit_core::config::ModelKvSize::resolve("openai/gpt-oss-20b", None).unwrap(),
+            ),
+            ..LiveSnapshot::default()
+        };
+        snap.source.format = Some(TraceFormat::Mooncake);
+        let view = App::default();
+        assert_eq!(
+            text(&snap, &view),
+            "mooncake · openai/gpt-oss-20b 24 KiB/token ⚠ 12 of 24 layers windowed, not \
+             modelled · 512 tok/block · 12.00 MiB/block · 85.33 blocks/GiB · no TTL"
+        );
+        // Other bytes set live (`b`): the model no longer says the size.
+        snap.assumed_block_bytes = Some(1 << 26);
+        assert!(!text(&snap, &view).contains("gpt-oss"));
     }
 }
