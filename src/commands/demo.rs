@@ -53,7 +53,7 @@ pub fn run(args: &DemoArgs) -> color_eyre::Result<()> {
         trace_path.display()
     );
     let mut config = IngestConfig::new(&trace_path, plan.engine);
-    config.model = plan.model.clone();
+    config.model = plan.model;
     config.format = Some(TraceFormat::Standard);
     config.slots = plan.slots;
     config.facts_out = plan.facts_out;
