@@ -58,6 +58,7 @@ mod seed_example;
 mod shards;
 mod shared_data_guard;
 mod slot_policy;
+mod snapshot_readers;
 mod sql;
 mod sql_spark;
 mod template_budget;

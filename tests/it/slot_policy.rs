@@ -65,19 +65,22 @@ fn dialog(slots: &str) -> Result<Capacity, String> {
         .map(|text| parse_capacity(text).unwrap())
         .collect();
     let mut app = App::default();
-    app.observe(&LiveSnapshot {
-        slots: existing
-            .iter()
-            .zip(1..)
-            .map(|(&capacity, id)| Slot { id, capacity })
-            .collect(),
-        lanes: vec![LaneSnapshot {
-            block_bytes: BLOCK_BYTES,
-            block_size_tokens: 16,
-            ..LaneSnapshot::default()
-        }],
-        ..LiveSnapshot::default()
-    });
+    app.observe(
+        &LiveSnapshot {
+            slots: existing
+                .iter()
+                .zip(1..)
+                .map(|(&capacity, id)| Slot { id, capacity })
+                .collect(),
+            lanes: vec![LaneSnapshot {
+                block_bytes: BLOCK_BYTES,
+                block_size_tokens: 16,
+                ..LaneSnapshot::default()
+            }],
+            ..LiveSnapshot::default()
+        }
+        .finished(),
+    );
     let press = |code| KeyEvent::new(code, KeyModifiers::NONE);
     app.handle_key(press(KeyCode::Char('a')));
     for c in typed.chars() {

@@ -312,36 +312,31 @@ fn encode_hit_tokens(
         kind: Kind::Counter,
     };
     out.family(family, &mut |samples| {
-        for (position, (lane, instance)) in lanes.iter().zip(instances).enumerate() {
-            // The pool's slots are at N × each slot's blocks (the N instances' caches together).
-            let shared_by = if position == snap.lanes.len() {
-                snap.pool_shared_by()
-            } else {
-                1
-            };
+        for (lane, instance) in lanes.iter().zip(instances) {
+            // The pool's slots are at N × each slot's blocks (the N instances' caches
+            // together): its `slot_is_lower_bound` says so.
             let series = slot_labels
                 .iter()
                 .map(|(index, label)| {
-                    let capacity = litehit_core::projector::pooled_capacity_blocks(
-                        snap.slots[*index].capacity,
-                        lane.block_bytes,
-                        shared_by,
-                    );
-                    (label.as_str(), capacity, lane.slot_hit_tokens(*index))
+                    (
+                        label.as_str(),
+                        lane.slot_is_lower_bound(*index),
+                        lane.slot_hit_tokens(*index),
+                    )
                 })
-                .chain([(INFINITE_CAPACITY_LABEL, None, lane.infinite_hit_tokens())]);
-            for (label, capacity_blocks, hits) in series {
+                .chain([(
+                    INFINITE_CAPACITY_LABEL,
+                    lane.is_lower_bound(None),
+                    lane.infinite_hit_tokens(),
+                )]);
+            for (label, lower_bound, hits) in series {
                 let labels = [
                     ("instance", instance.as_ref()),
                     ("capacity", label),
                     LOWER_BOUND_LABEL,
                 ];
                 // The third label only on a lower bound.
-                let count = if lane.is_lower_bound(capacity_blocks) {
-                    3
-                } else {
-                    2
-                };
+                let count = if lower_bound { 3 } else { 2 };
                 samples.sample(&labels[..count], hits)?;
             }
         }
@@ -529,8 +524,8 @@ fn encode_snapshot(snap: &LiveSnapshot, out: &mut dyn Exposition) -> fmt::Result
         snap.source.backlog_bytes,
     )?;
 
-    if let (Some(_), Some(pool)) = (&snap.pool, instances.last()) {
-        let shared_by = snap.lanes.len().to_string();
+    if let (Some(pool_lane), Some(pool)) = (&snap.pool, instances.last()) {
+        let shared_by = pool_lane.shared_by.to_string();
         let pool_info = family(
             "litehit_pool",
             "The instance that is the shared pool lane (watch --pool): one cache fed by every \
@@ -683,16 +678,21 @@ mod tests {
             slot_hit_blocks: vec![requests],
             ..LaneSnapshot::default()
         };
-        let mut snap = LiveSnapshot {
+        let snap = LiveSnapshot {
             slots: vec![Slot {
                 id: 1,
                 capacity: Capacity::Gigabytes(40.0),
             }],
             lanes: vec![lane("a", 3), lane("b", 4)],
             ..LiveSnapshot::default()
-        };
+        }
+        .finished();
         assert!(!encode(&snap).unwrap().contains(POOL_INFO_METRIC));
-        snap.pool = Some(lane("pool", 7));
+        let snap = LiveSnapshot {
+            pool: Some(lane("pool", 7)),
+            ..snap
+        }
+        .finished();
         let text = encode(&snap).unwrap();
         for line in [
             "litehit_requests_total{instance=\"pool\"} 7\n",
@@ -743,7 +743,8 @@ mod tests {
                 ..Default::default()
             }),
             ..LiveSnapshot::default()
-        };
+        }
+        .finished();
         let text = encode(&snap).unwrap();
         for line in [
             "litehit_requests_total{instance=\"a\\\"b\"} 3\n",
@@ -803,7 +804,8 @@ mod tests {
             ],
             memory_horizon: Some(Capacity::Blocks(5)),
             ..LiveSnapshot::default()
-        };
+        }
+        .finished();
         let text = encode(&snap).unwrap();
         for line in [
             "litehit_hit_tokens_total{instance=\"h\",capacity=\"3blocks\"} 10\n",
@@ -867,6 +869,7 @@ mod tests {
             }),
             ..LiveSnapshot::default()
         }
+        .finished()
     }
 
     /// An instance id with every character the formats escape, and some they do not.
