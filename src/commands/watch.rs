@@ -612,13 +612,10 @@ fn trace_ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
         args.capacity_gb.clone()
     };
     // Slots are compared as block counts at the lanes' block bytes once they are known (a
-    // trace still to name its format may change them).
-    let block_bytes = if engine_for_format.is_none() {
-        lane_block_bytes(&engine.lanes)
-    } else {
-        Vec::new()
-    };
-    check_slots_at(&slots, &block_bytes)?;
+    // trace still to name its format may change them: the ingest thread checks them again
+    // when its first line does).
+    litehit_live::check_slots(&slots, engine_for_format.is_none().then_some(&engine.lanes))
+        .map_err(|error| eyre!(error))?;
     let (directory, rotation_grace) = follow_options(args, &trace_path)?;
     let mut config = IngestConfig::new(trace_path, engine);
     config.directory = directory;
@@ -757,22 +754,7 @@ pub(crate) fn frame_period(fps: f64) -> color_eyre::Result<Duration> {
 /// The slots the monitor starts with, before any block size is known: the one slot policy
 /// ([`litehit_core::slots`]) the defaults file and the add-slot dialog apply too.
 pub fn check_slots(slots: &[Capacity]) -> color_eyre::Result<()> {
-    check_slots_at(slots, &[])
-}
-
-/// [`check_slots`] with the lanes' block bytes known: block counts are compared.
-fn check_slots_at(slots: &[Capacity], block_bytes: &[u64]) -> color_eyre::Result<()> {
-    litehit_core::slots::check(slots, block_bytes).map_err(|error| eyre!("--capacity-gb: {error}"))
-}
-
-/// The block bytes of the lanes `lanes` names.
-fn lane_block_bytes(lanes: &litehit_core::engine::LaneSet) -> Vec<u64> {
-    match lanes {
-        litehit_core::engine::LaneSet::Configured(specs) => {
-            specs.iter().map(|spec| spec.block_bytes).collect()
-        }
-        litehit_core::engine::LaneSet::OnTheFly(template) => vec![template.block_bytes],
-    }
+    litehit_live::check_slots(slots, None).map_err(|error| eyre!(error))
 }
 
 /// Whether `path` is a file with at least one byte (so its format can be told now).
