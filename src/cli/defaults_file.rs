@@ -565,6 +565,7 @@ impl Defaults {
                     args.memory_horizon = self.memory_horizon;
                 }
             }
+            #[cfg(feature = "tokenize")]
             Command::Trace(args) => fill_line_cap(&mut args.line_cap),
             Command::Query(_) | Command::Completions(_) | Command::Man(_) => {}
         }

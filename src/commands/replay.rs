@@ -127,9 +127,12 @@ struct ReplayPlan {
 }
 
 pub fn run(args: &ReplayArgs) -> Result<()> {
+    #[cfg(feature = "tokenize")]
     if super::trace::reads_openai_log(&args.lane, &args.openai)? {
         return run_openai(args, &args.openai);
     }
+    #[cfg(not(feature = "tokenize"))]
+    super::refuse_openai_log(&args.lane)?;
     let plan = resolve_plan(args)?;
     let started = Instant::now();
     let trace_path = plan.trace_path.clone();
@@ -179,6 +182,7 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
     Ok(())
 }
 
+#[cfg(feature = "tokenize")]
 /// `replay LOG --tokenizer ..`: the log is converted by the code of `litehit trace` into a
 /// temporary standard trace, which is then replayed as any other.
 fn run_openai(args: &ReplayArgs, flags: &crate::cli::trace_args::TokenizeFlags) -> Result<()> {

@@ -600,8 +600,8 @@ impl Report {
             .slots
             .iter()
             .map(|slot| {
-                crate::metrics::capacity_label(slot.capacity)
-                    .unwrap_or_else(|| crate::metrics::INFINITE_CAPACITY_LABEL.to_owned())
+                crate::labels::capacity_label(slot.capacity)
+                    .unwrap_or_else(|| crate::labels::INFINITE_CAPACITY_LABEL.to_owned())
             })
             .collect();
         let (total_tiers, total_miss_share, total_miss_is_upper_bound) = tier_fields(

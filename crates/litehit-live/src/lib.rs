@@ -36,6 +36,8 @@ pub mod headless;
 pub mod headless_output;
 pub mod http;
 pub mod ingest;
+mod labels;
+#[cfg(feature = "metrics")]
 pub mod metrics;
 pub mod signals;
 pub mod snapshot;

@@ -47,7 +47,6 @@ use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 
-use litehit_core::projector::Capacity;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::DescriptorEncoder;
 use prometheus_client::registry::Registry;
@@ -58,10 +57,8 @@ use self::openmetrics::OpenMetricsWriter;
 use self::text::TextWriter;
 use crate::LiveSnapshot;
 
-/// The scrape path.
-pub const METRICS_PATH: &str = "/metrics";
-/// The `capacity` label of the unlimited-capacity bound.
-pub const INFINITE_CAPACITY_LABEL: &str = "inf";
+pub use crate::http::METRICS_PATH;
+pub use crate::labels::{INFINITE_CAPACITY_LABEL, capacity_label};
 
 /// Every metric name exported, as it appears in samples (counters with `_total`, the info
 /// metric with `_info`; in both formats).
@@ -96,17 +93,6 @@ pub const LONE_SURROGATES_METRIC: &str = "litehit_lone_surrogates_total";
 /// The label (and its one value) a `litehit_hit_tokens_total` series carries when it is only
 /// a lower bound: its capacity, or `inf`, lies above the instance's memory horizon.
 pub const LOWER_BOUND_LABEL: (&str, &str) = ("lower_bound", "true");
-
-/// The `capacity` label of a slot: its unit in its spelling (`40GiB`, `0.5GiB`, `5000blocks`);
-/// `None` for an unlimited slot, which is the `inf` series.
-#[must_use]
-pub fn capacity_label(capacity: Capacity) -> Option<String> {
-    match capacity {
-        Capacity::Gigabytes(gb) => Some(format!("{gb}GiB")),
-        Capacity::Blocks(blocks) => Some(format!("{blocks}blocks")),
-        Capacity::Infinite => None,
-    }
-}
 
 /// The `fraction` label of a percentage (`95` → `0.95`).
 #[must_use]
@@ -648,6 +634,7 @@ fn encode_horizon(
 mod tests {
     use super::*;
     use crate::snapshot::{FractionCapacity, LaneSnapshot, Slot};
+    use litehit_core::projector::Capacity;
 
     #[test]
     fn capacity_labels_say_their_unit() {
