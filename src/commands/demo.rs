@@ -30,6 +30,7 @@ const DEMO_TRACE_MAX_BYTES: u64 = 256 << 20;
 
 /// Runs the demo until the user quits.
 pub fn run(args: &DemoArgs) -> color_eyre::Result<()> {
+    super::check_thread_cap()?;
     super::watch::check_slots(&args.capacity_gb)?;
     // Flags first, as `watch` does: a wrong one is the thing to fix, whatever the terminal.
     let facts_out = litehit_core::facts::file::facts_snapshot_path(&args.facts_out);

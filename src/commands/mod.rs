@@ -46,6 +46,15 @@ pub(crate) fn refuse_openai_log(lane: &crate::cli::LaneFlags) -> color_eyre::Res
     Ok(())
 }
 
+/// Checks `LITEHIT_THREADS` before `watch` and `demo`: their engine caps its lane threads
+/// (and the HTTP server its workers) with it, so a bad value is an error naming the variable
+/// at start rather than a cap of one later. (`replay` resolves its worker count, which caps
+/// its parse workers and its lane threads, through the same variable.)
+pub(crate) fn check_thread_cap() -> color_eyre::Result<()> {
+    litehit_core::threads::available(None)?;
+    Ok(())
+}
+
 /// Error and panic hooks: no location or environment sections; a panic is a bug.
 pub fn install_error_hooks() {
     let installed = color_eyre::config::HookBuilder::default()

@@ -349,7 +349,13 @@ fn replay_plan(
     memory_horizon: Option<Capacity>,
     show_progress: bool,
 ) -> Result<(PipelineTotals, Engine, PathBuf)> {
-    let mut engine = Engine::new(plan.engine.clone(), Policy::FailFast)?.without_capacity_curves();
+    // The worker count caps the lane threads too (`--workers`, the config, LITEHIT_THREADS or
+    // the cores), as it does the parse workers.
+    let mut engine = Engine::new(plan.engine.clone(), Policy::FailFast)?
+        .without_capacity_curves()
+        .with_threads(
+            std::num::NonZeroUsize::new(plan.worker_count).unwrap_or(std::num::NonZeroUsize::MIN),
+        );
     if let Some(horizon) = memory_horizon {
         engine = engine.with_memory_horizon(horizon);
     }

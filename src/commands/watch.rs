@@ -377,6 +377,7 @@ fn plan_source(args: &WatchArgs) -> color_eyre::Result<(PlanSource, PathBuf, Vec
 /// Resolves the arguments (config file or single-instance flags) into an ingest setup; an
 /// OpenAI request log (`--format openai`) is read as the standard rows its lines become.
 pub fn ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
+    super::check_thread_cap()?;
     #[cfg(not(feature = "tokenize"))]
     {
         super::refuse_openai_log(&args.lane)?;

@@ -30,7 +30,8 @@ use super::{
 
 /// At shutdown, requests being read get this long to be answered.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
-/// Threads that read and decompress bodies (parsing is the ingest thread's).
+/// Threads that read and decompress bodies, at most (`LITEHIT_THREADS` caps them; parsing is
+/// the ingest thread's).
 const WORKER_THREADS: usize = 2;
 /// After a failed `accept` (out of file descriptors), wait this long before the next.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
@@ -122,7 +123,12 @@ impl HttpServer {
         live: &LiveHandle,
     ) -> Result<Self> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(WORKER_THREADS)
+            // `LITEHIT_THREADS` caps this pool too (an invalid one, refused by `watch` at
+            // start, to one thread).
+            .worker_threads(
+                litehit_core::threads::available(None)
+                    .map_or(1, |cap| cap.get().min(WORKER_THREADS)),
+            )
             .thread_name("litehit-http")
             .enable_io()
             .enable_time()
