@@ -711,16 +711,21 @@ pub struct LiveSnapshot {
     pub headless_lines_dropped: u64,
 }
 
-/// Each slot's capacity in blocks of `block_bytes`, at `shared_by` × the slot (1 for an
+/// A slot's capacity in blocks of `block_bytes`, at `shared_by` × the slot (1 for an
 /// instance, N for the shared pool; `None`: ∞): the one place a live slot becomes blocks,
-/// for the hits the ingest reads at it and for the capacities the readers show.
+/// for the hits the ingest reads at it (cumulative and per window) and for the capacities
+/// the readers show.
+#[must_use]
+pub fn slot_blocks(capacity: Capacity, block_bytes: u64, shared_by: u64) -> Option<u64> {
+    litehit_core::projector::pooled_capacity_blocks(capacity, block_bytes, shared_by)
+}
+
+/// [`slot_blocks`] of each of `slots`.
 #[must_use]
 pub fn slot_capacity_blocks(slots: &[Slot], block_bytes: u64, shared_by: u64) -> Vec<Option<u64>> {
     slots
         .iter()
-        .map(|slot| {
-            litehit_core::projector::pooled_capacity_blocks(slot.capacity, block_bytes, shared_by)
-        })
+        .map(|slot| slot_blocks(slot.capacity, block_bytes, shared_by))
         .collect()
 }
 
