@@ -69,6 +69,7 @@ fn snapshot(instances: usize, slots: usize) -> LiveSnapshot {
         lanes,
         ..LiveSnapshot::default()
     }
+    .finished()
 }
 
 fn check(text: &str, format: Format, instances: usize, slots: usize) {

@@ -9,6 +9,7 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     // A chat-template renderer for `--format openai` (litehit_tokenize::sandbox): no CLI.
+    #[cfg(feature = "tokenize")]
     if litehit_tokenize::sandbox::is_renderer_invocation() {
         return match litehit_tokenize::sandbox::serve(std::io::stdin(), std::io::stdout()) {
             Ok(()) => ExitCode::SUCCESS,

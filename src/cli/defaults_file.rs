@@ -623,6 +623,7 @@ impl Defaults {
                     args.memory_horizon = self.memory_horizon;
                 }
             }
+            #[cfg(feature = "tokenize")]
             Command::Trace(args) => {
                 fill_line_cap(&mut args.line_cap);
                 self.fill_model(&mut args.model, &typed);

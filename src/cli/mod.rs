@@ -211,6 +211,7 @@ pub enum Command {
     /// Generate a realistic trace at a steady rate and watch it live (no input needed)
     Demo(watch_args::DemoArgs),
     /// Tokenize an OpenAI request log into a standard block trace (chained block keys)
+    #[cfg(feature = "tokenize")]
     Trace(trace_args::TraceArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) on stdout
     Completions(generate_args::CompletionsArgs),
@@ -273,6 +274,7 @@ pub struct ReplayArgs {
     /// With --format openai (or --tokenizer alone), CONFIG_OR_TRACE is an OpenAI request log,
     /// converted as `litehit trace` converts it (block size: --block-size, default 16) and
     /// replayed
+    #[cfg(feature = "tokenize")]
     #[command(flatten)]
     pub openai: trace_args::TokenizeFlags,
 

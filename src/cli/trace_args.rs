@@ -1,13 +1,17 @@
 //! `litehit trace LOG --out trace.jsonl`: the flags of the OpenAI-log → block-trace bridge.
 
+#[cfg(feature = "tokenize")]
 use std::path::PathBuf;
 
+#[cfg(feature = "tokenize")]
 use litehit_tokenize::convert::AddSpecialTokens;
+#[cfg(feature = "tokenize")]
 use litehit_tokenize::record::TimeUnit;
 
 /// Tokens per block when none is given (vLLM's default).
 pub const DEFAULT_BLOCK_SIZE: u64 = 16;
 
+#[cfg(feature = "tokenize")]
 /// `litehit trace LOG --out TRACE`.
 #[derive(Debug, Clone, PartialEq, clap::Args)]
 #[command(after_long_help = "Examples:\n  \
@@ -54,6 +58,7 @@ pub struct TraceArgs {
     pub quiet: bool,
 }
 
+#[cfg(feature = "tokenize")]
 /// How request text becomes tokens, and where a log line keeps its fields; the defaults are
 /// `FieldPaths::default`'s.
 #[derive(Debug, Clone, Default, PartialEq, clap::Args)]
@@ -121,6 +126,7 @@ pub struct TokenizeFlags {
     pub usage_field: Option<String>,
 }
 
+#[cfg(feature = "tokenize")]
 impl TokenizeFlags {
     /// The first flag given that only an OpenAI log reads, besides `--tokenizer` (as typed).
     #[must_use]
@@ -159,6 +165,7 @@ impl TokenizeFlags {
     }
 }
 
+#[cfg(feature = "tokenize")]
 fn parse_add_special(text: &str) -> Result<AddSpecialTokens, String> {
     match text {
         "auto" => Ok(AddSpecialTokens::Auto),
@@ -168,11 +175,12 @@ fn parse_add_special(text: &str) -> Result<AddSpecialTokens, String> {
     }
 }
 
+#[cfg(feature = "tokenize")]
 fn parse_time_unit(text: &str) -> Result<TimeUnit, String> {
     TimeUnit::from_name(text).ok_or_else(|| "expected s, ms, us or ns".to_owned())
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "tokenize"))]
 mod tests {
     use super::*;
 

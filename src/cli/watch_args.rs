@@ -104,6 +104,7 @@ pub struct WatchArgs {
     /// With --format openai (or --tokenizer alone), TRACE is an OpenAI request log: each line
     /// is converted as `litehit trace` converts it (block size: --block-size, default 16);
     /// a line that cannot be is skipped and counted
+    #[cfg(feature = "tokenize")]
     #[command(flatten)]
     pub openai: super::trace_args::TokenizeFlags,
 

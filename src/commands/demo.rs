@@ -30,6 +30,7 @@ const DEMO_TRACE_MAX_BYTES: u64 = 256 << 20;
 
 /// Runs the demo until the user quits.
 pub fn run(args: &DemoArgs) -> color_eyre::Result<()> {
+    super::check_thread_cap()?;
     let plan = plan(args)?;
     if !plan.headless {
         litehit_tui::ensure_terminal(false)?;

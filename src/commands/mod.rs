@@ -7,8 +7,11 @@ pub mod man;
 pub mod mrc;
 pub mod query;
 pub mod replay;
+#[cfg(feature = "tokenize")]
 pub mod trace;
 pub mod watch;
+#[cfg(feature = "http")]
+mod watch_http;
 
 use color_eyre::eyre::{WrapErr as _, bail, eyre};
 
@@ -23,10 +26,33 @@ pub fn run(cli: Cli) -> color_eyre::Result<()> {
         Command::Mrc(args) => mrc::run(&args),
         Command::Watch(args) => watch::run(&args),
         Command::Demo(args) => demo::run(&args),
+        #[cfg(feature = "tokenize")]
         Command::Trace(args) => trace::run(&args),
         Command::Completions(args) => completions::run(&args),
         Command::Man(args) => man::run(&args),
     }
+}
+
+/// Without the `tokenize` feature: an OpenAI request log (`--format openai`) is refused with
+/// what this build lacks, before anything is read.
+#[cfg(not(feature = "tokenize"))]
+pub(crate) fn refuse_openai_log(lane: &crate::cli::LaneFlags) -> color_eyre::Result<()> {
+    if lane.is_openai() {
+        bail!(
+            "--format openai: this litehit was built without the tokenizer (the `tokenize` \
+             feature); build it with the default features to read OpenAI request logs"
+        );
+    }
+    Ok(())
+}
+
+/// Checks `LITEHIT_THREADS` before `watch` and `demo`: their engine caps its lane threads
+/// (and the HTTP server its workers) with it, so a bad value is an error naming the variable
+/// at start rather than a cap of one later. (`replay` resolves its worker count, which caps
+/// its parse workers and its lane threads, through the same variable.)
+pub(crate) fn check_thread_cap() -> color_eyre::Result<()> {
+    litehit_core::threads::available(None)?;
+    Ok(())
 }
 
 /// Error and panic hooks: no location or environment sections; a panic is a bug.

@@ -129,9 +129,12 @@ struct ReplayPlan {
 }
 
 pub fn run(args: &ReplayArgs) -> Result<()> {
+    #[cfg(feature = "tokenize")]
     if super::trace::reads_openai_log(&args.lane, &args.openai)? {
         return run_openai(args, &args.openai);
     }
+    #[cfg(not(feature = "tokenize"))]
+    super::refuse_openai_log(&args.lane)?;
     let plan = resolve_plan(args)?;
     let started = Instant::now();
     let trace_path = plan.trace_path.clone();
@@ -192,6 +195,7 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
     Ok(())
 }
 
+#[cfg(feature = "tokenize")]
 /// `replay LOG --tokenizer ..`: the log is converted by the code of `litehit trace` into a
 /// temporary standard trace, which is then replayed as any other.
 fn run_openai(args: &ReplayArgs, flags: &crate::cli::trace_args::TokenizeFlags) -> Result<()> {
@@ -361,9 +365,14 @@ fn replay_plan(
     (memory_horizon, engine_rule): (Option<Capacity>, litehit_core::facts::EngineRule),
     show_progress: bool,
 ) -> Result<(PipelineTotals, Engine, PathBuf)> {
+    // The worker count caps the lane threads too (`--workers`, the config, LITEHIT_THREADS or
+    // the cores), as it does the parse workers.
     let mut engine = Engine::new(plan.engine.clone(), Policy::FailFast)?
         .without_capacity_curves()
-        .with_engine_rule(engine_rule);
+        .with_engine_rule(engine_rule)
+        .with_threads(
+            std::num::NonZeroUsize::new(plan.worker_count).unwrap_or(std::num::NonZeroUsize::MIN),
+        );
     if let Some(horizon) = memory_horizon {
         engine = engine.with_memory_horizon(horizon);
     }

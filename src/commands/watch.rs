@@ -16,9 +16,9 @@ use litehit_core::projector::Capacity;
 use litehit_live::LiveSnapshot;
 use litehit_live::headless::{self, HeadlessOptions};
 use litehit_live::headless_output::{self, HeadlessOutput};
-use litehit_live::http::limits::{self, ConnectionLimits};
-use litehit_live::http::{Endpoints, HttpListener, HttpOptions, HttpServer};
-use litehit_live::ingest::{self, EngineForFormat, IngestConfig, LineTransform};
+#[cfg(feature = "tokenize")]
+use litehit_live::ingest::LineTransform;
+use litehit_live::ingest::{self, EngineForFormat, IngestConfig};
 use litehit_live::snapshot::FactsWrite;
 use litehit_live::tail::{DirectoryOrder, StartAt};
 use litehit_tui::TuiOptions;
@@ -42,15 +42,14 @@ pub fn run(args: &WatchArgs) -> color_eyre::Result<()> {
     }
     let facts_at_end = config.facts_at_end.then(|| config.facts_out.clone());
     // Bound before the monitor starts: a port in use is said now, and port 0 has its number.
-    let (listener, metrics_listener, shared) = bind_listeners(args)?;
-    config.listen = listener.as_ref().map(HttpListener::local_addr);
-    let http = http_budgets(args)?;
-    if listener.is_some() || metrics_listener.is_some() {
-        config.http_counters = Some(Arc::clone(&http.limits.counters));
-    }
+    #[cfg(feature = "http")]
+    let bound = super::watch_http::Bound::bind(args, &mut config)?;
+    #[cfg(not(feature = "http"))]
+    refuse_http_flags(args)?;
     let headless_lines_dropped = Arc::clone(&config.headless_lines_dropped);
     let live = ingest::spawn(config)?;
-    let servers = start_servers(&http, &live, listener, metrics_listener, shared)?;
+    #[cfg(feature = "http")]
+    let servers = bound.start(&live)?;
     let last = if args.headless {
         let options = HeadlessOptions { interval };
         // Lines go through a bounded queue to a writer thread: a reader that stops reading
@@ -118,6 +117,7 @@ pub fn run(args: &WatchArgs) -> color_eyre::Result<()> {
         last
     };
     // After the ingest thread: batches it answered on the way out still reach their clients.
+    #[cfg(feature = "http")]
     drop(servers);
     check_lines_used(&last, args.from_end)
 }
@@ -145,171 +145,25 @@ pub(crate) fn finish_output(out: HeadlessOutput) -> color_eyre::Result<()> {
     })
 }
 
-/// Binds `--listen`, warning when the address is not loopback and no `--listen-token-file`
-/// authenticates the posts.
-fn bind_listener(
-    address: std::net::SocketAddr,
-    token_given: bool,
-) -> color_eyre::Result<HttpListener> {
-    if let Some(warning) = listen_warning(address, token_given) {
-        eprintln!("litehit: warning: {warning}");
-    }
-    Ok(HttpListener::bind(address)?)
-}
-
-/// The warning for a `--listen` address that others can reach without a token.
-fn listen_warning(address: std::net::SocketAddr, token_given: bool) -> Option<String> {
-    (!address.ip().is_loopback() && !token_given).then(|| {
-        format!(
-            "--listen {address} is not a loopback address: anyone who reaches it can post rows; \
-             give --listen-token-file (or put an authenticating proxy in front, see \
-             docs/SIDECAR.md)"
-        )
-    })
-}
-
-/// Binds `--listen` and `--metrics-listen` (one socket when they name the same address,
-/// `shared`).
-fn bind_listeners(
-    args: &WatchArgs,
-) -> color_eyre::Result<(Option<HttpListener>, Option<HttpListener>, bool)> {
-    let shared = args.metrics_listen.is_some() && args.metrics_listen == args.listen;
-    let token_given = args.listen_token_file.is_some();
-    let listener = args
-        .listen
-        .map(|address| bind_listener(address, token_given))
-        .transpose()?;
-    let metrics_listener = args
-        .metrics_listen
-        .filter(|_| !shared)
-        .map(bind_metrics_listener)
-        .transpose()?;
-    Ok((listener, metrics_listener, shared))
-}
-
-/// The HTTP servers' budgets and checks, from the flags (both servers share `limits`, so the
-/// connection cap and the counters are the run's).
-struct HttpBudgets {
-    trace: HttpOptions,
-    limits: ConnectionLimits,
-}
-
-/// `--max-body-total`, `--http-idle-timeout`, `--max-connections`, `--allowed-host` and
-/// `--listen-token-file`, checked.
-fn http_budgets(args: &WatchArgs) -> color_eyre::Result<HttpBudgets> {
-    let max_body_total_bytes = match args.max_body_total {
-        Some(total) if total < args.max_body => bail!(
-            "--max-body-total {total} is less than --max-body {}: one body could never be held",
-            args.max_body
-        ),
-        Some(total) => total,
-        None => args
-            .max_body
-            .saturating_mul(litehit_live::http::DEFAULT_BODIES_IN_MEMORY),
-    };
-    let open_files = limits::open_files_limit();
-    let max_connections = match args.max_connections {
-        None => limits::default_max_connections(open_files),
-        Some(connections) => {
-            if let Some(open_files) = open_files
-                && connections.saturating_add(limits::RESERVED_FDS) > open_files
-            {
-                bail!(
-                    "--max-connections {connections} leaves the monitor too few file                      descriptors: the open-files limit is {open_files} (ulimit -n) and {} are                      kept for its own files; give at most {} or raise the limit",
-                    limits::RESERVED_FDS,
-                    open_files.saturating_sub(limits::RESERVED_FDS)
-                );
-            }
-            usize::try_from(connections).unwrap_or(usize::MAX)
-        }
-    };
-    let token = args
-        .listen_token_file
-        .as_deref()
-        .map(|path| {
-            let text = std::fs::read_to_string(path)
-                .wrap_err_with(|| format!("reading --listen-token-file {}", path.display()))?;
-            let token = text.trim();
-            if token.is_empty() {
-                bail!("--listen-token-file {}: the file is empty", path.display());
-            }
-            Ok(token.to_owned())
-        })
-        .transpose()?;
-    Ok(HttpBudgets {
-        trace: HttpOptions {
-            max_body_bytes: args.max_body,
-            max_body_total_bytes,
-            token,
-        },
-        limits: ConnectionLimits {
-            idle_timeout: seconds("--http-idle-timeout", args.http_idle_timeout)?,
-            max_connections,
-            allowed_hosts: args.allowed_host.clone(),
-            counters: Arc::default(),
-        },
-    })
-}
-
-/// Starts the HTTP servers on the bound sockets and says where they listen; they serve
-/// until dropped.
-fn start_servers(
-    http: &HttpBudgets,
-    live: &litehit_live::LiveHandle,
-    listener: Option<HttpListener>,
-    metrics_listener: Option<HttpListener>,
-    shared: bool,
-) -> color_eyre::Result<(Option<HttpServer>, Option<HttpServer>)> {
-    let server = listener
-        .map(|listener| {
-            let endpoints = Endpoints {
-                trace: Some(http.trace.clone()),
-                metrics: shared,
-                limits: http.limits.clone(),
-            };
-            HttpServer::start_with(listener, endpoints, live)
-        })
-        .transpose()?;
-    if let Some(server) = &server {
-        eprintln!(
-            "litehit: listening on http://{}{}",
-            server.local_addr(),
-            litehit_live::http::TRACE_PATH
+/// Without the `http` feature: the HTTP flags name what this build lacks (the monitor still
+/// follows files and standard input).
+#[cfg(not(feature = "http"))]
+fn refuse_http_flags(args: &WatchArgs) -> color_eyre::Result<()> {
+    let given = [
+        ("--listen", args.listen.is_some()),
+        ("--metrics-listen", args.metrics_listen.is_some()),
+        ("--listen-token-file", args.listen_token_file.is_some()),
+        ("--allowed-host", !args.allowed_host.is_empty()),
+        ("--max-connections", args.max_connections.is_some()),
+        ("--max-body-total", args.max_body_total.is_some()),
+    ];
+    if let Some((flag, _)) = given.iter().find(|(_, given)| *given) {
+        bail!(
+            "{flag}: this litehit was built without HTTP (the `http` feature); build it with \
+             the default features to take rows over HTTP or serve /metrics"
         );
     }
-    let metrics_server = metrics_listener
-        .map(|listener| {
-            let endpoints = Endpoints {
-                trace: None,
-                metrics: true,
-                limits: http.limits.clone(),
-            };
-            HttpServer::start_with(listener, endpoints, live)
-        })
-        .transpose()?;
-    if let Some(address) = metrics_server
-        .as_ref()
-        .or(server.as_ref().filter(|_| shared))
-        .map(HttpServer::local_addr)
-    {
-        eprintln!(
-            "litehit: metrics on http://{address}{}",
-            litehit_live::metrics::METRICS_PATH
-        );
-    }
-    Ok((server, metrics_server))
-}
-
-/// Binds `--metrics-listen`, warning when the address is not loopback (anyone who reaches it
-/// reads the instance names and hit rates).
-fn bind_metrics_listener(address: std::net::SocketAddr) -> color_eyre::Result<HttpListener> {
-    if !address.ip().is_loopback() {
-        eprintln!(
-            "litehit: warning: --metrics-listen {address} is not a loopback address and the \
-             endpoint has no authentication: anyone who reaches it reads the metrics"
-        );
-    }
-    Ok(HttpListener::bind(address)?)
+    Ok(())
 }
 
 /// A run whose engine ran out of memory ends with exit 1 and the message (the facts read so
@@ -523,6 +377,19 @@ fn plan_source(args: &WatchArgs) -> color_eyre::Result<(PlanSource, PathBuf, Vec
 /// Resolves the arguments (config file or single-instance flags) into an ingest setup; an
 /// OpenAI request log (`--format openai`) is read as the standard rows its lines become.
 pub fn ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
+    super::check_thread_cap()?;
+    #[cfg(not(feature = "tokenize"))]
+    {
+        super::refuse_openai_log(&args.lane)?;
+        trace_ingest_config(args)
+    }
+    #[cfg(feature = "tokenize")]
+    openai_ingest_config(args)
+}
+
+/// [`ingest_config`] of an OpenAI request log, or of a trace.
+#[cfg(feature = "tokenize")]
+fn openai_ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
     if !super::trace::reads_openai_log(&args.lane, &args.openai)? {
         return trace_ingest_config(args);
     }
@@ -616,13 +483,10 @@ fn trace_ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
         args.capacity_gb.clone()
     };
     // Slots are compared as block counts at the lanes' block bytes once they are known (a
-    // trace still to name its format may change them).
-    let block_bytes = if engine_for_format.is_none() {
-        lane_block_bytes(&engine.lanes)
-    } else {
-        Vec::new()
-    };
-    check_slots_at(&slots, &block_bytes)?;
+    // trace still to name its format may change them: the ingest thread checks them again
+    // when its first line does).
+    litehit_live::check_slots(&slots, engine_for_format.is_none().then_some(&engine.lanes))
+        .map_err(|error| eyre!(error))?;
     let (directory, rotation_grace) = follow_options(args, &trace_path)?;
     let mut config = IngestConfig::new(trace_path, engine);
     config.model = model;
@@ -763,22 +627,7 @@ pub(crate) fn frame_period(fps: f64) -> color_eyre::Result<Duration> {
 /// The slots the monitor starts with, before any block size is known: the one slot policy
 /// ([`litehit_core::slots`]) the defaults file and the add-slot dialog apply too.
 pub fn check_slots(slots: &[Capacity]) -> color_eyre::Result<()> {
-    check_slots_at(slots, &[])
-}
-
-/// [`check_slots`] with the lanes' block bytes known: block counts are compared.
-fn check_slots_at(slots: &[Capacity], block_bytes: &[u64]) -> color_eyre::Result<()> {
-    litehit_core::slots::check(slots, block_bytes).map_err(|error| eyre!("--capacity-gb: {error}"))
-}
-
-/// The block bytes of the lanes `lanes` names.
-fn lane_block_bytes(lanes: &litehit_core::engine::LaneSet) -> Vec<u64> {
-    match lanes {
-        litehit_core::engine::LaneSet::Configured(specs) => {
-            specs.iter().map(|spec| spec.block_bytes).collect()
-        }
-        litehit_core::engine::LaneSet::OnTheFly(template) => vec![template.block_bytes],
-    }
+    litehit_live::check_slots(slots, None).map_err(|error| eyre!(error))
 }
 
 /// Whether `path` is a file with at least one byte (so its format can be told now).
@@ -844,7 +693,7 @@ fn refuse_unfollowable(path: &Path, glob: Option<&str>) -> color_eyre::Result<()
 }
 
 /// A positive, finite number of seconds.
-fn seconds(flag: &str, value: f64) -> color_eyre::Result<Duration> {
+pub(super) fn seconds(flag: &str, value: f64) -> color_eyre::Result<Duration> {
     if value.is_finite() && value > 0.0 {
         Duration::try_from_secs_f64(value).wrap_err_with(|| format!("{flag} {value}"))
     } else {
@@ -859,22 +708,4 @@ pub fn print_summary(last: &Arc<LiveSnapshot>) {
     // The terminal may be gone (SIGHUP when it closed): a summary nobody can read is not an
     // error, and `print!` would panic on it.
     let _ = std::io::stdout().write_all(headless::summary_text(last).as_bytes());
-}
-
-#[cfg(test)]
-mod tests {
-    use super::listen_warning;
-
-    #[test]
-    fn a_reachable_listen_address_warns_only_without_a_token() {
-        let open: std::net::SocketAddr = "0.0.0.0:8080".parse().unwrap();
-        let local: std::net::SocketAddr = "127.0.0.1:8080".parse().unwrap();
-        assert!(
-            listen_warning(open, false)
-                .unwrap()
-                .contains("--listen-token-file")
-        );
-        assert_eq!(listen_warning(open, true), None);
-        assert_eq!(listen_warning(local, false), None);
-    }
 }

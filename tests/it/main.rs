@@ -25,6 +25,7 @@ mod pool;
 mod query;
 mod replay;
 mod shared_data_guard;
+mod snapshot_readers;
 mod tokenize;
 mod tui;
 mod watch;

@@ -11,7 +11,9 @@
 //!
 //! Threads: the offline replay parses on [`threads::available`] workers — the caller's own
 //! count if it passes one, else the environment variable `LITEHIT_THREADS` (1 to 256; any other
-//! value is an error naming it), else one per core — so an embedding program can cap them.
+//! value is an error naming it), else one per core — and the engine replays a batch's lanes on
+//! at most as many threads (`Engine::with_threads`, else the same `threads::available`), so an
+//! embedding program can cap both.
 //!
 //! What it must never do: depend on a terminal, a command-line parser, an async runtime or a
 //! file watcher (`cargo tree -p litehit-core -e normal` shows none of clap, ratatui,

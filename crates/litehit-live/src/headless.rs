@@ -379,14 +379,9 @@ impl FractionDto {
 }
 
 impl InstanceDto {
-    /// One lane's figures; `shared_by` = `Some(N)` for the pool lane, whose slots are at N ×
-    /// each slot's blocks.
-    fn of(
-        lane: &LaneSnapshot,
-        snap: &LiveSnapshot,
-        labels: &[String],
-        shared_by: Option<u64>,
-    ) -> Self {
+    /// One lane's figures; `pool` for the shared pool lane, whose slots are at N × each
+    /// slot's blocks (N its `shared_by`).
+    fn of(lane: &LaneSnapshot, snap: &LiveSnapshot, labels: &[String], pool: bool) -> Self {
         let slot_count = snap.slots.len();
         // The pool's tiers are at N × each tier (its `tier_capacity_blocks` say so).
         let (tiers, miss_share, miss_share_is_upper_bound) = tier_fields(
@@ -395,13 +390,14 @@ impl InstanceDto {
             lane.input_tokens,
             &TierBounds {
                 lower_bounds: &lane.tier_lower_bounds,
+                miss_is_upper_bound: lane.tier_miss_is_upper_bound(),
                 capacity_blocks: Some(&lane.tier_capacity_blocks),
             },
         );
         InstanceDto {
             instance_id: lane.instance_id.clone(),
-            kind: shared_by.map(|_| "pool"),
-            shared_by,
+            kind: pool.then_some("pool"),
+            shared_by: pool.then_some(lane.shared_by),
             requests: lane.requests,
             input_tokens: lane.input_tokens,
             block_size_tokens: lane.block_size_tokens,
@@ -432,21 +428,13 @@ impl InstanceDto {
                 .iter()
                 .zip(labels)
                 .enumerate()
-                .map(|(i, (slot, label))| {
-                    let blocks = litehit_core::projector::pooled_capacity_blocks(
-                        slot.capacity,
-                        lane.block_bytes,
-                        shared_by.unwrap_or(1),
-                    );
-                    SlotResultDto {
-                        label: label.clone(),
-                        capacity_bytes: blocks
-                            .map(|blocks| blocks.saturating_mul(lane.block_bytes)),
-                        capacity_blocks: blocks,
-                        hit_tokens: lane.slot_hit_tokens(i),
-                        hit_rate: lane.slot_hit_rate(i),
-                        lower_bound: lane.is_lower_bound(blocks),
-                    }
+                .map(|(i, (_, label))| SlotResultDto {
+                    label: label.clone(),
+                    capacity_bytes: lane.slot_capacity_bytes(i),
+                    capacity_blocks: lane.slot_capacity_blocks(i),
+                    hit_tokens: lane.slot_hit_tokens(i),
+                    hit_rate: lane.slot_hit_rate(i),
+                    lower_bound: lane.slot_is_lower_bound(i),
                 })
                 .collect(),
             tiers,
@@ -536,9 +524,11 @@ type TierFields = (
     Option<bool>,
 );
 
-/// Per tier: whether it is a lower bound, and its size in blocks (a lane's, not the total's).
+/// Per tier: whether it is a lower bound, whether the miss share is an upper bound, and its
+/// size in blocks (a lane's, not the total's).
 struct TierBounds<'a> {
     lower_bounds: &'a [bool],
+    miss_is_upper_bound: bool,
     capacity_blocks: Option<&'a [Option<u64>]>,
 }
 
@@ -568,9 +558,11 @@ fn tier_fields(
                 .map(|blocks| blocks.get(index).copied().flatten()),
         })
         .collect();
-    let miss_is_upper_bound =
-        litehit_core::projector::tiers::miss_is_upper_bound(bounds.lower_bounds);
-    (Some(tiers), Some(miss_share), Some(miss_is_upper_bound))
+    (
+        Some(tiers),
+        Some(miss_share),
+        Some(bounds.miss_is_upper_bound),
+    )
 }
 
 #[derive(Debug, Serialize)]
@@ -629,44 +621,19 @@ pub struct ErrorDto {
     pub message: String,
 }
 
-/// Σ over the instances (not the pool) of each one's capacity for each fraction of its ∞
-/// hits, per percent: a lower bound when some instance's is.
-fn total_fractions(snap: &LiveSnapshot) -> Vec<FractionDto> {
-    let lanes: Vec<Vec<FractionDto>> = snap.lanes.iter().map(FractionDto::of_lane).collect();
-    crate::snapshot::CAPACITY_FRACTION_PERCENTS
-        .iter()
-        .map(|&percent| {
-            let of_percent = || {
-                lanes
-                    .iter()
-                    .flatten()
-                    .filter(move |fraction| fraction.percent == percent)
-            };
-            FractionDto {
-                percent,
-                capacity_blocks: None,
-                capacity_bytes: of_percent().fold(0_u64, |sum, fraction| {
-                    sum.saturating_add(fraction.capacity_bytes)
-                }),
-                lower_bound: of_percent().any(|fraction| fraction.lower_bound),
-            }
-        })
-        .collect()
-}
-
 impl Report {
     /// The report for one snapshot.
     #[must_use]
     #[expect(clippy::too_many_lines, reason = "one line per field of the report")]
     pub fn of(snap: &LiveSnapshot) -> Self {
         let slot_count = snap.slots.len();
-        let totals: Totals = snap.totals();
+        let totals: &Totals = &snap.totals;
         let labels: Vec<String> = snap
             .slots
             .iter()
             .map(|slot| {
-                crate::metrics::capacity_label(slot.capacity)
-                    .unwrap_or_else(|| crate::metrics::INFINITE_CAPACITY_LABEL.to_owned())
+                crate::labels::capacity_label(slot.capacity)
+                    .unwrap_or_else(|| crate::labels::INFINITE_CAPACITY_LABEL.to_owned())
             })
             .collect();
         let (total_tiers, total_miss_share, total_miss_is_upper_bound) = tier_fields(
@@ -675,6 +642,7 @@ impl Report {
             totals.input_tokens,
             &TierBounds {
                 lower_bounds: &totals.tier_lower_bounds,
+                miss_is_upper_bound: totals.tier_miss_is_upper_bound(),
                 capacity_blocks: None,
             },
         );
@@ -715,11 +683,11 @@ impl Report {
             instances: snap
                 .lanes
                 .iter()
-                .map(|lane| InstanceDto::of(lane, snap, &labels, None))
+                .map(|lane| InstanceDto::of(lane, snap, &labels, false))
                 .chain(
-                    snap.pool.as_ref().map(|pool| {
-                        InstanceDto::of(pool, snap, &labels, Some(snap.pool_shared_by()))
-                    }),
+                    snap.pool
+                        .as_ref()
+                        .map(|pool| InstanceDto::of(pool, snap, &labels, true)),
                 )
                 .collect(),
             total: TotalDto {
@@ -732,10 +700,7 @@ impl Report {
                 infinite_is_lower_bound: snap.infinite_is_lower_bound(),
                 unique_blocks: totals.unique_blocks,
                 unique_kv_bytes: totals.unique_kv_bytes,
-                unique_blocks_is_lower_bound: snap
-                    .lanes
-                    .iter()
-                    .any(|lane| lane.is_lower_bound(None)),
+                unique_blocks_is_lower_bound: totals.infinite_is_lower_bound,
                 slot_results: snap
                     .slots
                     .iter()
@@ -743,24 +708,34 @@ impl Report {
                     .enumerate()
                     .map(|(i, (slot, label))| SlotResultDto {
                         label: label.clone(),
-                        capacity_bytes: match slot.capacity {
-                            Capacity::Gigabytes(gb) => {
-                                litehit_core::projector::capacity_bytes_for_gb(gb)
-                            }
-                            Capacity::Blocks(_) | Capacity::Infinite => None,
-                        },
+                        capacity_bytes: totals.slot_capacity_bytes.get(i).copied().flatten(),
                         capacity_blocks: match slot.capacity {
                             Capacity::Blocks(blocks) => Some(blocks),
                             Capacity::Gigabytes(_) | Capacity::Infinite => None,
                         },
                         hit_tokens: totals.slot_hit_tokens.get(i).copied().unwrap_or(0),
                         hit_rate: totals.slot_hit_rate(i),
-                        lower_bound: snap.lanes.iter().any(|lane| {
-                            lane.is_lower_bound(slot.capacity.blocks(lane.block_bytes))
-                        }),
+                        lower_bound: totals.slot_lower_bounds.get(i).copied().unwrap_or(false),
                     })
                     .collect(),
-                capacity_for_fraction: total_fractions(snap),
+                // Every fraction, 0 before the first instance.
+                capacity_for_fraction: crate::snapshot::CAPACITY_FRACTION_PERCENTS
+                    .iter()
+                    .map(|&percent| {
+                        let sum = totals
+                            .capacity_for_fraction
+                            .iter()
+                            .find(|sum| sum.percent == percent)
+                            .copied()
+                            .unwrap_or_default();
+                        FractionDto {
+                            percent,
+                            capacity_blocks: None,
+                            capacity_bytes: sum.capacity_bytes,
+                            lower_bound: sum.lower_bound,
+                        }
+                    })
+                    .collect(),
                 tiers: total_tiers,
                 miss_share: total_miss_share,
                 miss_share_is_upper_bound: total_miss_is_upper_bound,
@@ -879,24 +854,16 @@ pub fn summary_text(snap: &LiveSnapshot) -> String {
         text,
         "litehit watch {}: {} requests, {} {}; token hit rate at {}",
         snap.source.path,
-        snap.totals().requests,
+        snap.totals.requests,
         snap.health.bad_lines,
         litehit_core::display::bad_lines_noun(snap.health.bad_lines),
         columns.join(", ")
     ); // writing to a String cannot fail
-    // Per slot then ∞: whether the cell of a row summing `lanes` (at `shared_by` × each slot)
-    // is only a lower bound.
-    let bounds = |lanes: &[crate::snapshot::LaneSnapshot], shared_by: u64| -> Vec<bool> {
-        snap.slots
-            .iter()
-            .map(|slot| {
-                lanes
-                    .iter()
-                    .any(|lane| lane.slot_is_lower_bound(slot.capacity, shared_by))
-            })
-            .chain(std::iter::once(
-                lanes.iter().any(|lane| lane.is_lower_bound(None)),
-            ))
+    // Per slot then ∞: whether a lane's cell is only a lower bound.
+    let bounds = |lane: &crate::snapshot::LaneSnapshot| -> Vec<bool> {
+        (0..snap.slots.len())
+            .map(|index| lane.slot_is_lower_bound(index))
+            .chain(std::iter::once(lane.is_lower_bound(None)))
             .collect()
     };
     let mut row = |name: &str,
@@ -916,31 +883,36 @@ pub fn summary_text(snap: &LiveSnapshot) -> String {
             &lane.instance_id,
             &|i| lane.slot_hit_rate(i),
             lane.infinite_hit_rate(),
-            &bounds(std::slice::from_ref(lane), 1),
+            &bounds(lane),
         );
     }
     if snap.lanes.len() > 1 {
-        let totals = snap.totals();
+        let totals = &snap.totals;
+        let total_bounds: Vec<bool> = totals
+            .slot_lower_bounds
+            .iter()
+            .copied()
+            .chain(std::iter::once(totals.infinite_is_lower_bound))
+            .collect();
         row(
             "total",
             &|i| totals.slot_hit_rate(i),
             totals.infinite_hit_rate(),
-            &bounds(&snap.lanes, 1),
+            &total_bounds,
         );
     }
     if let Some(pool) = &snap.pool {
         row(
             &format!(
                 "{} (shared, {} × each slot)",
-                pool.instance_id,
-                snap.lanes.len()
+                pool.instance_id, pool.shared_by
             ),
             &|i| pool.slot_hit_rate(i),
             pool.infinite_hit_rate(),
-            &bounds(std::slice::from_ref(pool), snap.pool_shared_by()),
+            &bounds(pool),
         );
     }
-    if snap.lanes.iter().any(|lane| lane.is_lower_bound(None)) {
+    if snap.totals.infinite_is_lower_bound {
         let _ = writeln!(
             text,
             "  (≥: a lower bound: the memory horizon forgets keys, so larger caches and ∞ would hit more)"
@@ -1016,7 +988,8 @@ mod tests {
             }],
             facts_retention: FactsRetention::Off,
             ..LiveSnapshot::default()
-        };
+        }
+        .finished();
         let report = serde_json::to_value(Report::of(&snap)).unwrap();
         assert_eq!(report["schema"], SCHEMA);
         assert_eq!(report["facts_retention"], "off");
@@ -1059,7 +1032,8 @@ mod tests {
             ],
             lanes: vec![bounded, lane("b", vec![0, 5], 50)],
             ..LiveSnapshot::default()
-        };
+        }
+        .finished();
         let text = summary_text(&snap);
         assert!(text.contains("  a: 10.00%, ≥20.00%, ≥30.00%\n"), "{text}");
         assert!(text.contains("  b: 0.00%, 5.00%, 50.00%\n"), "{text}");
@@ -1083,7 +1057,8 @@ mod tests {
         let exact = LiveSnapshot {
             lanes: vec![lane("a", vec![10, 20], 30)],
             ..snap
-        };
+        }
+        .finished();
         assert!(!summary_text(&exact).contains('≥'));
         let report: serde_json::Value = serde_json::to_value(Report::of(&exact)).unwrap();
         assert_eq!(report["total"]["unique_blocks_is_lower_bound"], false);
@@ -1105,7 +1080,8 @@ mod tests {
                 },
             ],
             ..LiveSnapshot::default()
-        };
+        }
+        .finished();
         let report = serde_json::to_value(Report::of(&snap)).unwrap();
         let warning = report["instances"][0]["kv_size_warning"].as_str().unwrap();
         assert!(
@@ -1130,7 +1106,8 @@ mod tests {
             ],
             lanes: vec![lane("a", vec![10, 20], 30), lane("b", vec![0, 5], 50)],
             ..LiveSnapshot::default()
-        };
+        }
+        .finished();
         let text = summary_text(&snap);
         assert!(
             text.contains("token hit rate at 40 GiB, 7 blk, ∞\n"),

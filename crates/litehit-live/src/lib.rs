@@ -36,6 +36,8 @@ pub mod headless;
 pub mod headless_output;
 pub mod http;
 pub mod ingest;
+mod labels;
+#[cfg(feature = "metrics")]
 pub mod metrics;
 pub mod signals;
 pub mod snapshot;
@@ -44,7 +46,27 @@ pub mod tail;
 pub use error::{LiveError, Result};
 pub use snapshot::{LiveSnapshot, SlotId};
 
+use litehit_core::engine::LaneSet;
 use litehit_core::projector::Capacity;
+
+/// The monitor's slots checked by the one slot policy ([`litehit_core::slots::check`]) at
+/// the block bytes of `lanes` (`None`: not known yet, so only what is empty or the same at
+/// any block size is refused): at start by `watch`, and again by the ingest thread when a
+/// trace's first line names its format and so its lanes' block bytes, so a slot the add-slot
+/// dialog would refuse (`0.01` GB at 64 MiB blocks) is refused whenever the block bytes
+/// become known.
+///
+/// # Errors
+/// The first refused slot's reason, after `--capacity-gb: `.
+pub fn check_slots(slots: &[Capacity], lanes: Option<&LaneSet>) -> std::result::Result<(), String> {
+    let block_bytes: Vec<u64> = match lanes {
+        Some(LaneSet::Configured(specs)) => specs.iter().map(|spec| spec.block_bytes).collect(),
+        Some(LaneSet::OnTheFly(template)) => vec![template.block_bytes],
+        None => Vec::new(),
+    };
+    litehit_core::slots::check(slots, &block_bytes)
+        .map_err(|error| format!("--capacity-gb: {error}"))
+}
 
 /// What the UI asks of the ingest thread.
 #[derive(Debug, Clone, PartialEq)]

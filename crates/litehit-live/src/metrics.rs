@@ -49,7 +49,6 @@ use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 
-use litehit_core::projector::Capacity;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::DescriptorEncoder;
 use prometheus_client::registry::Registry;
@@ -60,10 +59,8 @@ use self::openmetrics::OpenMetricsWriter;
 use self::text::TextWriter;
 use crate::LiveSnapshot;
 
-/// The scrape path.
-pub const METRICS_PATH: &str = "/metrics";
-/// The `capacity` label of the unlimited-capacity bound.
-pub const INFINITE_CAPACITY_LABEL: &str = "inf";
+pub use crate::http::METRICS_PATH;
+pub use crate::labels::{INFINITE_CAPACITY_LABEL, capacity_label};
 
 /// Every metric name exported, as it appears in samples (counters with `_total`, the info
 /// metric with `_info`; in both formats).
@@ -102,17 +99,6 @@ pub const LONE_SURROGATES_METRIC: &str = "litehit_lone_surrogates_total";
 /// The label (and its one value) a `litehit_hit_tokens_total` series carries when it is only
 /// a lower bound: its capacity, or `inf`, lies above the instance's memory horizon.
 pub const LOWER_BOUND_LABEL: (&str, &str) = ("lower_bound", "true");
-
-/// The `capacity` label of a slot: its unit in its spelling (`40GiB`, `0.5GiB`, `5000blocks`);
-/// `None` for an unlimited slot, which is the `inf` series.
-#[must_use]
-pub fn capacity_label(capacity: Capacity) -> Option<String> {
-    match capacity {
-        Capacity::Gigabytes(gb) => Some(format!("{gb}GiB")),
-        Capacity::Blocks(blocks) => Some(format!("{blocks}blocks")),
-        Capacity::Infinite => None,
-    }
-}
 
 /// The `fraction` label of a percentage (`95` → `0.95`).
 #[must_use]
@@ -318,36 +304,31 @@ fn encode_hit_tokens(
         kind: Kind::Counter,
     };
     out.family(family, &mut |samples| {
-        for (position, (lane, instance)) in lanes.iter().zip(instances).enumerate() {
-            // The pool's slots are at N × each slot's blocks (the N instances' caches together).
-            let shared_by = if position == snap.lanes.len() {
-                snap.pool_shared_by()
-            } else {
-                1
-            };
+        for (lane, instance) in lanes.iter().zip(instances) {
+            // The pool's slots are at N × each slot's blocks (the N instances' caches
+            // together): its `slot_is_lower_bound` says so.
             let series = slot_labels
                 .iter()
                 .map(|(index, label)| {
-                    let capacity = litehit_core::projector::pooled_capacity_blocks(
-                        snap.slots[*index].capacity,
-                        lane.block_bytes,
-                        shared_by,
-                    );
-                    (label.as_str(), capacity, lane.slot_hit_tokens(*index))
+                    (
+                        label.as_str(),
+                        lane.slot_is_lower_bound(*index),
+                        lane.slot_hit_tokens(*index),
+                    )
                 })
-                .chain([(INFINITE_CAPACITY_LABEL, None, lane.infinite_hit_tokens())]);
-            for (label, capacity_blocks, hits) in series {
+                .chain([(
+                    INFINITE_CAPACITY_LABEL,
+                    lane.is_lower_bound(None),
+                    lane.infinite_hit_tokens(),
+                )]);
+            for (label, lower_bound, hits) in series {
                 let labels = [
                     ("instance", instance.as_ref()),
                     ("capacity", label),
                     LOWER_BOUND_LABEL,
                 ];
                 // The third label only on a lower bound.
-                let count = if lane.is_lower_bound(capacity_blocks) {
-                    3
-                } else {
-                    2
-                };
+                let count = if lower_bound { 3 } else { 2 };
                 samples.sample(&labels[..count], hits)?;
             }
         }
@@ -535,8 +516,8 @@ fn encode_snapshot(snap: &LiveSnapshot, out: &mut dyn Exposition) -> fmt::Result
         snap.source.backlog_bytes,
     )?;
 
-    if let (Some(_), Some(pool)) = (&snap.pool, instances.last()) {
-        let shared_by = snap.lanes.len().to_string();
+    if let (Some(pool_lane), Some(pool)) = (&snap.pool, instances.last()) {
+        let shared_by = pool_lane.shared_by.to_string();
         let pool_info = family(
             "litehit_pool",
             "The instance that is the shared pool lane (watch --pool): one cache fed by every \
@@ -694,6 +675,7 @@ fn encode_horizon(
 mod tests {
     use super::*;
     use crate::snapshot::{FractionCapacity, LaneSnapshot, Slot};
+    use litehit_core::projector::Capacity;
 
     #[test]
     fn capacity_labels_say_their_unit() {
@@ -724,16 +706,21 @@ mod tests {
             slot_hit_blocks: vec![requests],
             ..LaneSnapshot::default()
         };
-        let mut snap = LiveSnapshot {
+        let snap = LiveSnapshot {
             slots: vec![Slot {
                 id: 1,
                 capacity: Capacity::Gigabytes(40.0),
             }],
             lanes: vec![lane("a", 3), lane("b", 4)],
             ..LiveSnapshot::default()
-        };
+        }
+        .finished();
         assert!(!encode(&snap).unwrap().contains(POOL_INFO_METRIC));
-        snap.pool = Some(lane("pool", 7));
+        let snap = LiveSnapshot {
+            pool: Some(lane("pool", 7)),
+            ..snap
+        }
+        .finished();
         let text = encode(&snap).unwrap();
         for line in [
             "litehit_requests_total{instance=\"pool\"} 7\n",
@@ -784,7 +771,8 @@ mod tests {
                 ..Default::default()
             }),
             ..LiveSnapshot::default()
-        };
+        }
+        .finished();
         let text = encode(&snap).unwrap();
         for line in [
             "litehit_requests_total{instance=\"a\\\"b\"} 3\n",
@@ -844,7 +832,8 @@ mod tests {
             ],
             memory_horizon: Some(Capacity::Blocks(5)),
             ..LiveSnapshot::default()
-        };
+        }
+        .finished();
         let text = encode(&snap).unwrap();
         for line in [
             "litehit_hit_tokens_total{instance=\"h\",capacity=\"3blocks\"} 10\n",
@@ -908,6 +897,7 @@ mod tests {
             }),
             ..LiveSnapshot::default()
         }
+        .finished()
     }
 
     /// An instance id with every character the formats escape, and some they do not.

@@ -2,9 +2,16 @@
 //!
 //! A [`LiveSnapshot`] holds every number the monitor shows, already computed by the engine
 //! and the projector: per-instance × slot cumulative hit blocks (late slots included, from the
-//! capacity-axis accumulator), the sampled hit-vs-capacity curve, trace-time windows, gauges,
-//! the last error and the status. Readers (TUI, headless) only format it; the one division
-//! they do is [`ratio`], at output, on integer sums.
+//! capacity-axis accumulator) and each slot's capacity in that lane's blocks (× N for the
+//! shared pool, whose N it carries once), the sampled hit-vs-capacity curve, the totals over
+//! the instances (the Σ of instance knees included), trace-time windows, gauges, the last
+//! error and the status. Readers (TUI, headless, `/metrics`) only format it: none calls the
+//! projector (`tests/it/snapshot_readers.rs` fails if one does); the one division they do is
+//! [`ratio`], at output, on integer sums, and the one product `blocks × block_bytes`.
+//!
+//! The figures derived from the counts (slot capacities, the totals) are filled in one place,
+//! [`LiveSnapshot::finished`], which the ingest's assembly calls on every snapshot it
+//! publishes (and a test that builds a snapshot by hand calls too).
 
 use std::time::Duration;
 
@@ -50,6 +57,16 @@ pub struct FractionCapacity {
     pub hit_blocks: u64,
 }
 
+/// One fraction of the Σ of instance knees ([`Totals::capacity_for_fraction`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TotalFractionCapacity {
+    pub percent: u32,
+    /// Σ over the instances of each one's knee in its own bytes (blocks × its block bytes).
+    pub capacity_bytes: u64,
+    /// Whether the Σ is only a lower bound (some instance's knee is, under a memory horizon).
+    pub lower_bound: bool,
+}
+
 /// One instance (lane), cumulative since the start of the trace.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct LaneSnapshot {
@@ -69,7 +86,15 @@ pub struct LaneSnapshot {
     /// clock; for the pool, rows not in global time order). With a TTL (`ttl_ns` > 0) the
     /// lane's figures are approximate while this is not 0: [`Self::ttl_is_approximate`].
     pub clamped_timestamps: u64,
-    /// Cumulative hit blocks per slot, aligned with [`LiveSnapshot::slots`].
+    /// The multiple of each slot's blocks this lane's slot figures are at: 1 for an
+    /// instance, N (the instances) for the shared pool, the same total capacity as the N
+    /// caches of the slot each. Filled by [`LiveSnapshot::finished`].
+    pub shared_by: u64,
+    /// Per slot, aligned with [`LiveSnapshot::slots`]: its capacity in this lane's blocks,
+    /// at [`Self::shared_by`] × the slot (`None`: ∞). Filled by [`LiveSnapshot::finished`].
+    pub slot_capacity_blocks: Vec<Option<u64>>,
+    /// Cumulative hit blocks per slot, aligned with [`LiveSnapshot::slots`], each at
+    /// [`Self::slot_capacity_blocks`].
     pub slot_hit_blocks: Vec<u64>,
     /// Cumulative hit blocks with unlimited capacity (the ∞ bound).
     pub infinite_hit_blocks: u64,
@@ -138,16 +163,27 @@ impl LaneSnapshot {
             .is_some_and(|horizon| capacity_blocks.is_none_or(|capacity| capacity > horizon))
     }
 
-    /// Whether the hits at slot `capacity` are only a lower bound on a lane whose slots are at
-    /// `shared_by` × each slot's blocks (1 for an instance, N for the shared pool): the pool's
-    /// cell is the pool at N × C, so N × C is what meets the horizon, not C.
+    /// Slot `index`'s capacity in this lane's blocks (× N for the pool; `None`: ∞, or no
+    /// such slot).
     #[must_use]
-    pub fn slot_is_lower_bound(&self, capacity: Capacity, shared_by: u64) -> bool {
-        self.is_lower_bound(litehit_core::projector::pooled_capacity_blocks(
-            capacity,
-            self.block_bytes,
-            shared_by,
-        ))
+    pub fn slot_capacity_blocks(&self, index: usize) -> Option<u64> {
+        self.slot_capacity_blocks.get(index).copied().flatten()
+    }
+
+    /// Slot `index`'s capacity in bytes, whole blocks (`None`: ∞, or no such slot).
+    #[must_use]
+    pub fn slot_capacity_bytes(&self, index: usize) -> Option<u64> {
+        self.slot_capacity_blocks(index)
+            .map(|blocks| blocks.saturating_mul(self.block_bytes))
+    }
+
+    /// Whether the hits at slot `index` are only a lower bound: its capacity on this lane
+    /// (for the pool, N × C: that is what meets the horizon, not C) lies above the horizon.
+    #[must_use]
+    pub fn slot_is_lower_bound(&self, index: usize) -> bool {
+        self.slot_capacity_blocks
+            .get(index)
+            .is_some_and(|&blocks| self.is_lower_bound(blocks))
     }
 
     /// Whether [`Self::capacity_for_fraction`] are only lower bounds: under a memory horizon
@@ -190,15 +226,29 @@ impl LaneSnapshot {
     }
 }
 
-/// The sum over every lane, each projected with its own `block_bytes`.
+/// The sum over every instance (not the pool), each projected with its own `block_bytes`.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Totals {
     pub requests: u64,
     pub input_tokens: u64,
     pub slot_hit_tokens: Vec<u64>,
+    /// Per slot: whether its Σ is only a lower bound (it is for some instance).
+    pub slot_lower_bounds: Vec<bool>,
+    /// Per slot: the per-instance size typed, in bytes, for a GB slot (`None` for block and
+    /// ∞ slots, whose bytes differ between instances).
+    pub slot_capacity_bytes: Vec<Option<u64>>,
     pub infinite_hit_tokens: u64,
+    /// Whether the Σ ∞ bound (and the unique blocks) are only lower bounds (some instance
+    /// has a memory horizon).
+    pub infinite_is_lower_bound: bool,
     pub unique_blocks: u64,
     pub unique_kv_bytes: u64,
+    /// The **Σ of instance knees**: per fraction of [`CAPACITY_FRACTION_PERCENTS`], Σ over
+    /// the instances of each one's own smallest capacity reaching it (each its own cache, so
+    /// every one reaches the target and so the fleet's tokens do). Not `litehit mrc`'s
+    /// equal-share knee (the smallest equal per-instance size whose total reaches it). A
+    /// fraction no instance has a knee for yet (no instance yet) is absent.
+    pub capacity_for_fraction: Vec<TotalFractionCapacity>,
     /// Hit tokens each tier served, Σ over lanes (each with its own tier bands).
     pub tier_hit_tokens: Vec<u64>,
     /// Per tier: whether the Σ is only a lower bound (it is for some lane).
@@ -229,11 +279,20 @@ pub fn tier_shares(tier_hit_tokens: &[u64], input_tokens: u64) -> (Vec<Option<f6
 }
 
 impl Totals {
-    /// Σ over `lanes`, slots aligned with `slot_count`.
+    /// Σ over `lanes` (the instances, their slot capacities filled), slots aligned with
+    /// `slots`.
     #[must_use]
-    pub fn of(lanes: &[LaneSnapshot], slot_count: usize) -> Self {
+    pub fn of(lanes: &[LaneSnapshot], slots: &[Slot]) -> Self {
         let mut totals = Self {
-            slot_hit_tokens: vec![0; slot_count],
+            slot_hit_tokens: vec![0; slots.len()],
+            slot_lower_bounds: vec![false; slots.len()],
+            slot_capacity_bytes: slots
+                .iter()
+                .map(|slot| match slot.capacity {
+                    Capacity::Gigabytes(gb) => litehit_core::projector::capacity_bytes_for_gb(gb),
+                    Capacity::Blocks(_) | Capacity::Infinite => None,
+                })
+                .collect(),
             ..Self::default()
         };
         for lane in lanes {
@@ -242,7 +301,29 @@ impl Totals {
             for (index, sum) in totals.slot_hit_tokens.iter_mut().enumerate() {
                 *sum += lane.slot_hit_tokens(index);
             }
+            for (index, any) in totals.slot_lower_bounds.iter_mut().enumerate() {
+                *any |= lane.slot_is_lower_bound(index);
+            }
             totals.infinite_hit_tokens += lane.infinite_hit_tokens();
+            totals.infinite_is_lower_bound |= lane.is_lower_bound(None);
+            for knee in &lane.capacity_for_fraction {
+                let sums = &mut totals.capacity_for_fraction;
+                let index = sums
+                    .iter()
+                    .position(|sum| sum.percent == knee.percent)
+                    .unwrap_or_else(|| {
+                        sums.push(TotalFractionCapacity {
+                            percent: knee.percent,
+                            ..TotalFractionCapacity::default()
+                        });
+                        sums.len() - 1
+                    });
+                let sum = &mut sums[index];
+                sum.capacity_bytes = sum
+                    .capacity_bytes
+                    .saturating_add(knee.capacity_blocks.saturating_mul(lane.block_bytes));
+                sum.lower_bound |= lane.knees_are_lower_bounds();
+            }
             totals.unique_blocks += lane.unique_blocks;
             totals.unique_kv_bytes = totals
                 .unique_kv_bytes
@@ -591,10 +672,12 @@ pub struct LiveSnapshot {
     pub tiers: Option<TierPlan>,
     /// Lanes in order of first appearance (the instances; not the shared pool).
     pub lanes: Vec<LaneSnapshot>,
+    /// Σ over [`Self::lanes`] (filled by [`Self::finished`]).
+    pub totals: Totals,
     /// The shared pool lane (`watch --pool`): one cache fed by every instance's rows. Its
-    /// `slot_hit_blocks` are at N × each slot's blocks (N = `lanes.len()`), the same total
-    /// capacity as the `total` of N caches of the slot each. Not in `lanes`, the totals or
-    /// the timeline's `lanes` (its windows are each [`Window::pool`]).
+    /// slots are at N × each slot's blocks (N, its `shared_by`, = the instances), the same
+    /// total capacity as the `total` of N caches of the slot each. Not in `lanes`, the totals
+    /// or the timeline's `lanes` (its windows are each [`Window::pool`]).
     pub pool: Option<LaneSnapshot>,
     pub timeline: Timeline,
     pub memory: MemoryGauge,
@@ -621,6 +704,9 @@ pub struct LiveSnapshot {
     /// The memory horizon every lane was given (`--memory-horizon`; never `Infinite`):
     /// results above it, and the ∞ bound, are lower bounds. `None`: exact at every capacity.
     pub memory_horizon: Option<Capacity>,
+    /// [`Self::memory_horizon`] in bytes when it was given in GB (`None` in blocks or
+    /// without one), as the readers show it. Filled by [`Self::finished`].
+    pub memory_horizon_bytes: Option<u64>,
     /// `--headless` report lines dropped so far because standard output was not read.
     pub headless_lines_dropped: u64,
     /// `--model`: the model whose KV size per token made the lanes' block bytes, and its
@@ -628,23 +714,56 @@ pub struct LiveSnapshot {
     pub model: Option<litehit_core::config::ModelKvSize>,
 }
 
+/// A slot's capacity in blocks of `block_bytes`, at `shared_by` × the slot (1 for an
+/// instance, N for the shared pool; `None`: ∞): the one place a live slot becomes blocks,
+/// for the hits the ingest reads at it (cumulative and per window) and for the capacities
+/// the readers show.
+#[must_use]
+pub fn slot_blocks(capacity: Capacity, block_bytes: u64, shared_by: u64) -> Option<u64> {
+    litehit_core::projector::pooled_capacity_blocks(capacity, block_bytes, shared_by)
+}
+
+/// [`slot_blocks`] of each of `slots`.
+#[must_use]
+pub fn slot_capacity_blocks(slots: &[Slot], block_bytes: u64, shared_by: u64) -> Vec<Option<u64>> {
+    slots
+        .iter()
+        .map(|slot| slot_blocks(slot.capacity, block_bytes, shared_by))
+        .collect()
+}
+
 impl LiveSnapshot {
-    /// Totals over every lane (shown when there are several).
+    /// The snapshot with the figures derived from its counts filled: each lane's
+    /// `shared_by` (1; the pool's N = the instances) and slot capacities in its blocks, and
+    /// the [`Totals`]. The ingest calls it on every snapshot it publishes, so a reader finds
+    /// them there and derives nothing; a snapshot built by hand (tests, benchmarks) calls it
+    /// to read as a published one.
     #[must_use]
-    pub fn totals(&self) -> Totals {
-        Totals::of(&self.lanes, self.slots.len())
+    pub fn finished(mut self) -> Self {
+        let shared_by = self.lanes.len() as u64;
+        let slots = &self.slots;
+        let fill = |lane: &mut LaneSnapshot, shared_by: u64| {
+            lane.shared_by = shared_by;
+            lane.slot_capacity_blocks = slot_capacity_blocks(slots, lane.block_bytes, shared_by);
+        };
+        for lane in &mut self.lanes {
+            fill(lane, 1);
+        }
+        if let Some(pool) = &mut self.pool {
+            fill(pool, shared_by);
+        }
+        self.totals = Totals::of(&self.lanes, &self.slots);
+        self.memory_horizon_bytes = match self.memory_horizon {
+            Some(Capacity::Gigabytes(gb)) => litehit_core::projector::capacity_bytes_for_gb(gb),
+            Some(Capacity::Blocks(_) | Capacity::Infinite) | None => None,
+        };
+        self
     }
 
     /// Whether the ∞ bound (of some lane) is only a lower bound, under a memory horizon.
     #[must_use]
     pub fn infinite_is_lower_bound(&self) -> bool {
         self.memory_horizon.is_some() || self.lanes.iter().any(|lane| lane.is_lower_bound(None))
-    }
-
-    /// N, the instances the shared pool is shared by: its slots are at N × each slot.
-    #[must_use]
-    pub fn pool_shared_by(&self) -> u64 {
-        self.lanes.len() as u64
     }
 
     /// Any lane has a TTL.
@@ -677,7 +796,11 @@ mod tests {
     fn totals_sum_tokens_not_rates() {
         // 2 hits × 4 tokens of 10 and 1 hit × 16 tokens of 100: (8 + 16) / 110, not the mean.
         let lanes = [lane(4, 10, vec![2], 2), lane(16, 100, vec![1], 3)];
-        let totals = Totals::of(&lanes, 1);
+        let slots = [Slot {
+            id: 1,
+            capacity: Capacity::Blocks(1),
+        }];
+        let totals = Totals::of(&lanes, &slots);
         assert_eq!(totals.slot_hit_tokens, vec![24]);
         assert_eq!(totals.infinite_hit_tokens, 8 + 48);
         assert_eq!(totals.slot_hit_rate(0), Some(24.0 / 110.0));

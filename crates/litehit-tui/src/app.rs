@@ -891,6 +891,7 @@ mod tests {
             lanes: vec![LaneSnapshot::default(); lanes],
             ..LiveSnapshot::default()
         }
+        .finished()
     }
 
     /// The reason the open slot editor shows (panics if it is closed or shows none).
@@ -1084,6 +1085,7 @@ mod tests {
             facts_write,
             ..snapshot(&[1], 1)
         }
+        .finished()
     }
 
     fn done(rows: u64) -> FactsWrite {
@@ -1193,6 +1195,7 @@ mod tests {
                 .collect(),
             ..snapshot(&[1], 0)
         }
+        .finished()
     }
 
     fn ids(app: &App) -> Vec<String> {
@@ -1369,6 +1372,7 @@ mod tests {
             }],
             ..LiveSnapshot::default()
         }
+        .finished()
     }
 
     fn try_slot(app: &mut App, text: &str) -> Option<Command> {

@@ -115,11 +115,10 @@ pub fn block_bytes_notice(block_bytes: u64) -> Notice {
 /// After a facts snapshot under a memory horizon: its curves stop at the horizon, so what
 /// `query` / `mrc` read from it above the horizon (and at ∞) are lower bounds.
 fn horizon_note(snap: &LiveSnapshot) -> String {
-    match snap.memory_horizon {
-        Some(horizon) => format!(
-            "; memory horizon {}: hits above it (and at ∞) are lower bounds",
-            format::memory_horizon(horizon)
-        ),
+    match format::memory_horizon(snap) {
+        Some(horizon) => {
+            format!("; memory horizon {horizon}: hits above it (and at ∞) are lower bounds")
+        }
         None => String::new(),
     }
 }

@@ -47,6 +47,23 @@ const REFUSED: &[(&str, &str)] = &[
     ),
 ];
 
+/// Slots the flag and the defaults file take in one list whose refused slot is not the last,
+/// with what the dialog is given for it (the slots before the refused one, then it) and the
+/// reason (issue #28, item 3: `0,10` ran while the dialog refused `0`; both slots of
+/// `1e-12,2e-12` are 0 blocks).
+const REFUSED_FIRST: &[(&str, &str, &str)] = &[
+    (
+        "0,10",
+        "0",
+        "0 GiB is 0 blocks of 64.00 MiB: a slot needs at least one block",
+    ),
+    (
+        "1e-12,2e-12",
+        "1e-12",
+        "is 0 blocks of 64.00 MiB: a slot needs at least one block",
+    ),
+];
+
 /// A standard trace in a temp dir (its format, and so its block size, is known at start).
 fn trace_dir() -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();
@@ -65,19 +82,22 @@ fn dialog(slots: &str) -> Result<Capacity, String> {
         .map(|text| parse_capacity(text).unwrap())
         .collect();
     let mut app = App::default();
-    app.observe(&LiveSnapshot {
-        slots: existing
-            .iter()
-            .zip(1..)
-            .map(|(&capacity, id)| Slot { id, capacity })
-            .collect(),
-        lanes: vec![LaneSnapshot {
-            block_bytes: BLOCK_BYTES,
-            block_size_tokens: 16,
-            ..LaneSnapshot::default()
-        }],
-        ..LiveSnapshot::default()
-    });
+    app.observe(
+        &LiveSnapshot {
+            slots: existing
+                .iter()
+                .zip(1..)
+                .map(|(&capacity, id)| Slot { id, capacity })
+                .collect(),
+            lanes: vec![LaneSnapshot {
+                block_bytes: BLOCK_BYTES,
+                block_size_tokens: 16,
+                ..LaneSnapshot::default()
+            }],
+            ..LiveSnapshot::default()
+        }
+        .finished(),
+    );
     let press = |code| KeyEvent::new(code, KeyModifiers::NONE);
     app.handle_key(press(KeyCode::Char('a')));
     for c in typed.chars() {
@@ -94,7 +114,11 @@ fn dialog(slots: &str) -> Result<Capacity, String> {
 fn the_flag_the_defaults_file_and_the_dialog_refuse_the_same_slots_alike() {
     let (dir, trace) = trace_dir();
     let trace = trace.to_str().unwrap();
-    for &(slots, reason) in REFUSED {
+    let cases = REFUSED
+        .iter()
+        .map(|&(slots, reason)| (slots, slots, reason))
+        .chain(REFUSED_FIRST.iter().copied());
+    for (slots, typed, reason) in cases {
         // The flag.
         let run = run_in(
             Some(dir.path()),
@@ -134,8 +158,8 @@ fn the_flag_the_defaults_file_and_the_dialog_refuse_the_same_slots_alike() {
         assert!(stderr.contains("config.toml:2"), "{slots}: {stderr}");
         assert!(stderr.contains(reason), "capacity-gb = {slots:?}: {stderr}");
         // The dialog.
-        let shown = dialog(slots).unwrap_err();
-        assert!(shown.contains(reason), "dialog {slots}: {shown}");
+        let shown = dialog(typed).unwrap_err();
+        assert!(shown.contains(reason), "dialog {typed}: {shown}");
     }
     // A slot of its own block count is taken.
     assert_eq!(dialog("10,161b"), Ok(Capacity::Blocks(161)));

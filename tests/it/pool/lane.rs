@@ -670,7 +670,8 @@ fn the_fleet_table_shows_the_pool_below_the_total_and_leaves_it_out() {
         // 50 hit blocks × 16 tokens of 3200: the pool at 2 × 1 GiB.
         pool: Some(lane("pool", 40, 3200, 100)),
         ..LiveSnapshot::default()
-    };
+    }
+    .finished();
     let mut app = litehit_tui::app::App::default();
     app.observe(&snap);
     let screen = crate::tui::render::screen_rows(&snap, &app, 120, 40);

@@ -69,7 +69,7 @@ fn live_run(
     let started = Instant::now();
     let snap = loop {
         let snap = live.latest();
-        if snap.totals().requests == REQUESTS as u64 {
+        if snap.totals.requests == REQUESTS as u64 {
             break snap;
         }
         assert!(started.elapsed() < WAIT, "timed out waiting for the rows");
@@ -251,7 +251,7 @@ fn check_width(window_ns: i64, expect_merged: bool) {
     }
     assert_eq!(birth_windows, 1, "engine-2 is born in one window");
     // The snapshot's totals are the instances' alone too.
-    let totals = with_pool.totals();
+    let totals = &with_pool.totals;
     let pool = with_pool.pool.as_ref().unwrap();
     assert_eq!(totals.requests, pool.requests);
     assert_eq!(totals.input_tokens, pool.input_tokens);
@@ -323,6 +323,7 @@ fn snapshot() -> LiveSnapshot {
         },
         ..LiveSnapshot::default()
     }
+    .finished()
 }
 
 fn key(app: &mut App, code: crossterm::event::KeyCode) {

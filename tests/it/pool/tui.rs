@@ -56,7 +56,8 @@ fn the_pool_row_is_selectable_and_the_curve_then_shows_the_pool_at_n_times_c() {
         ],
         pool: Some(lane("pool", 70, 100, 1800)),
         ..LiveSnapshot::default()
-    };
+    }
+    .finished();
     let mut app = App::default();
     app.observe(&snap);
     let area = Rect::new(0, 0, 60, 20);
@@ -105,7 +106,8 @@ fn the_pool_row_is_selectable_and_the_curve_then_shows_the_pool_at_n_times_c() {
     let plain = LiveSnapshot {
         pool: None,
         ..snap.clone()
-    };
+    }
+    .finished();
     let mut app = App::default();
     app.observe(&plain);
     for _ in 0..6 {

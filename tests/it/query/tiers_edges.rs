@@ -295,7 +295,8 @@ fn the_tui_tier_panel_marks_lower_bounds_and_the_upper_bound_miss_share() {
         lanes: vec![tier_lane("engine-0", vec![20, 10], vec![false, true])],
         tiers: Some(tier_plan()),
         ..LiveSnapshot::default()
-    };
+    }
+    .finished();
     let mut app = App::default();
     app.observe(&snap);
     let lines = crate::tui::render::screen_rows(&snap, &app, 120, 40);
@@ -312,7 +313,8 @@ fn the_tui_tier_panel_marks_lower_bounds_and_the_upper_bound_miss_share() {
     let exact = LiveSnapshot {
         lanes: vec![tier_lane("engine-0", vec![20, 10], vec![false, false])],
         ..snap
-    };
+    }
+    .finished();
     let lines = crate::tui::render::screen_rows(&exact, &app, 120, 40);
     let text = lines.join("\n");
     assert!(row(&lines, "dram").contains(" 10.00%"), "{text}");
@@ -451,7 +453,8 @@ fn the_tui_tier_panel_shows_the_pool_when_its_row_is_selected() {
         }),
         tiers: Some(tier_plan()),
         ..LiveSnapshot::default()
-    };
+    }
+    .finished();
     let mut app = App::default();
     app.observe(&snap);
     for _ in 0..5 {

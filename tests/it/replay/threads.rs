@@ -1,6 +1,7 @@
-//! `LITEHIT_THREADS` sizes `replay`'s parse workers when neither `--workers` nor the config
-//! sets them (`litehit_core::threads`): a bad value stops the replay before it publishes
-//! anything, naming the variable; a good one changes nothing in the facts.
+//! `LITEHIT_THREADS` sizes `replay`'s parse workers and lane threads when neither `--workers`
+//! nor the config sets them (`litehit_core::threads`): a bad value stops the replay before it
+//! publishes anything, naming the variable; a good one changes nothing in the facts. `watch`
+//! and `demo` (whose engine and HTTP server it caps) refuse a bad one at start too.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -56,6 +57,35 @@ fn a_bad_litehit_threads_is_an_error_naming_it_and_publishes_nothing() {
             run.stderr
         );
         assert!(!out.join("litehit_facts.csv").exists(), "{bad}: published");
+    }
+}
+
+#[test]
+fn watch_and_demo_refuse_a_bad_litehit_threads_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = write_file(dir.path(), "trace.jsonl", &trace_text());
+    let trace = trace.to_str().unwrap();
+    for command in [
+        ["watch", trace, "--headless", "--exit-at-eof"],
+        ["demo", "--headless", "--requests", "50"],
+    ] {
+        for (threads, refused) in [("0", true), ("2", false)] {
+            let output = litehit()
+                .env("LITEHIT_THREADS", threads)
+                .arg("--no-config-file")
+                .args(command)
+                .current_dir(dir.path())
+                .output()
+                .expect("the litehit binary runs");
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert_eq!(
+                stderr.contains("LITEHIT_THREADS=\"0\""),
+                refused,
+                "{command:?} with {threads}: {stderr}"
+            );
+            let code = i32::from(refused);
+            assert_eq!(output.status.code(), Some(code), "{command:?}: {stderr}");
+        }
     }
 }
 

@@ -155,7 +155,7 @@ proptest! {
             slots: slots(),
             lanes,
             ..LiveSnapshot::default()
-        };
+        }.finished();
         let mut app = App::default();
         app.observe(&snap);
         let screen = screen_text(&snap, &app, width, 60);
@@ -211,7 +211,8 @@ fn slots_above_the_memory_horizon_read_as_lower_bounds() {
         lanes: vec![lane("engine-0", Some(5_000), 0)],
         memory_horizon: Some(Capacity::Blocks(5_000)),
         ..LiveSnapshot::default()
-    };
+    }
+    .finished();
     let mut app = App::default();
     app.observe(&snap);
     for (width, height) in [(120, 40), (80, 24)] {
@@ -264,7 +265,8 @@ fn slots_above_the_memory_horizon_read_as_lower_bounds() {
         lanes: vec![lane("engine-0", None, 0)],
         memory_horizon: None,
         ..snap
-    };
+    }
+    .finished();
     let screen = screen_text(&exact, &app, 120, 40);
     assert!(!screen.contains('≥'), "{screen}");
 }
@@ -275,7 +277,8 @@ fn a_ttl_lane_counts_alive_blocks_and_says_so() {
         slots: slots(),
         lanes: vec![lane("engine-0", None, 600_000_000_000)],
         ..LiveSnapshot::default()
-    };
+    }
+    .finished();
     let mut app = App::default();
     app.observe(&snap);
     for (width, height) in [(120, 40), (80, 24)] {
@@ -293,7 +296,8 @@ fn a_ttl_lane_counts_alive_blocks_and_says_so() {
     let untimed = LiveSnapshot {
         lanes: vec![lane("engine-0", None, 0)],
         ..snap
-    };
+    }
+    .finished();
     let screen = screen_text(&untimed, &app, 120, 40);
     assert!(
         screen.contains("unique blk") && !screen.contains("alive"),

@@ -155,6 +155,7 @@ fn snapshot(
             .collect(),
         ..LiveSnapshot::default()
     }
+    .finished()
 }
 
 fn draw(snap: &LiveSnapshot, app: &App, width: u16, height: u16) -> Buffer {
@@ -613,7 +614,8 @@ fn a_one_window_trace_draws_its_window_across_the_chart() {
         slots,
         timeline: timeline_of(1, 0),
         ..LiveSnapshot::default()
-    };
+    }
+    .finished();
     let app = observed(&snap);
     let area = Rect::new(0, 0, 60, 20);
     let layout = timeline::layout(area, &snap, &app).unwrap();

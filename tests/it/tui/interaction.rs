@@ -93,6 +93,7 @@ fn fleet(lanes: usize) -> LiveSnapshot {
         facts_rows: 123_456_789,
         ..LiveSnapshot::default()
     }
+    .finished()
 }
 
 #[test]

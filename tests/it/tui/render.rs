@@ -100,6 +100,9 @@ fn lane(
         tier_capacity_blocks: Vec::new(),
         tier_lower_bounds: Vec::new(),
         capacity_for_fraction: Vec::new(),
+        // Filled by `LiveSnapshot::finished`.
+        shared_by: 0,
+        slot_capacity_blocks: Vec::new(),
     }
 }
 
@@ -165,6 +168,7 @@ fn running(lanes: Vec<LaneSnapshot>) -> LiveSnapshot {
         facts_rows: 120_000,
         ..LiveSnapshot::default()
     }
+    .finished()
 }
 
 fn one_instance() -> LiveSnapshot {
@@ -214,7 +218,8 @@ fn startup_waiting_for_the_file() {
         },
         slots: slots(),
         ..LiveSnapshot::default()
-    };
+    }
+    .finished();
     let mut app = App::default();
     app.observe(&snap);
     insta::assert_snapshot!(draw(&snap, &app, 120, 40).backend());
@@ -763,6 +768,7 @@ fn knee_and_slot_labels_stay_apart_at_80x24_and_100x30() {
         })
         .to_vec();
     snap.timeline = timeline(1);
+    let snap = snap.finished();
     let mut app = App::default();
     app.observe(&snap);
     let small = assert_chart_labels_apart(&snap, &app, 80, 24);

@@ -102,6 +102,7 @@ fn snapshot(lanes: &[(&str, u64, &Replayed)]) -> LiveSnapshot {
             .collect(),
         ..LiveSnapshot::default()
     }
+    .finished()
 }
 
 /// `a · b · c`: the expected values of one part.

@@ -211,8 +211,8 @@ fn the_pool_cells_are_judged_at_n_times_c_against_the_horizon() {
     let bounded = live_snapshot(&trace, &["--pool", "--memory-horizon", HORIZON], dir.path());
     let exact = live_snapshot(&trace, &["--pool"], dir.path());
     assert_eq!(bounded.health.bad_lines, 0);
-    assert_eq!(bounded.pool_shared_by(), INSTANCES as u64);
     let (pool, exact_pool) = (bounded.pool.as_ref().unwrap(), exact.pool.as_ref().unwrap());
+    assert_eq!(pool.shared_by, INSTANCES as u64);
     // 4 GiB ≤ H = 8 GiB < 4 × 4 GiB: every instance is exact there, the pool is not, and it
     // really falls short of the exact figure (the mark matters).
     let horizon_blocks = pool.memory_horizon_blocks.unwrap();

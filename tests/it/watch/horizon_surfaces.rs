@@ -89,6 +89,7 @@ fn snapshot(horizon: Option<Capacity>) -> LiveSnapshot {
         memory_horizon: horizon,
         ..LiveSnapshot::default()
     }
+    .finished()
 }
 
 /// The instances table's header row.

@@ -375,6 +375,35 @@ mod ingest {
         live.send(Command::Shutdown);
     }
 
+    #[test]
+    fn a_slot_of_no_block_at_the_late_format_is_refused_as_the_flag_refuses_it() {
+        // Issue #28, item 3: before the format is known the block bytes are not, so
+        // `--capacity-gb 0.01` was taken at start and then showed 0 blocks of 64 MiB, which
+        // the add-slot dialog and `watch` on an existing trace refuse. Now the ingest thread
+        // applies the same policy when the first line names the format.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("later.jsonl");
+        let flags = ["--block-bytes", "64MiB", "--capacity-gb", "10,0.01"];
+        let live = watch_from_the_command_line(&path, dir.path(), &flags);
+        append(&path, &mooncake_lines(20));
+        let snap = wait(&live, "every line", |snap| snap.health.bad_lines == 20);
+        assert_eq!(requests(&snap), 0);
+        let message = &snap.health.last_error.as_ref().unwrap().message;
+        let reason =
+            "--capacity-gb: 0.01 GiB is 0 blocks of 64.00 MiB: a slot needs at least one block";
+        assert!(message.contains(reason), "{message}");
+        live.send(Command::Shutdown);
+        // The same flags on the trace once it exists: refused at start, with the same reason.
+        let mut command_line = vec!["litehit", "watch", path.to_str().unwrap(), "--headless"];
+        command_line.extend_from_slice(&flags);
+        let cli = <litehit::cli::Cli as clap::Parser>::parse_from(command_line);
+        let litehit::cli::Command::Watch(args) = cli.command else {
+            panic!("watch expected")
+        };
+        let error = litehit::commands::watch::ingest_config(&args).unwrap_err();
+        assert!(error.to_string().contains(reason), "{error}");
+    }
+
     /// `litehit watch later.jsonl` before the file exists: the block size comes from the
     /// format of its first readable line (Mooncake: 512 tokens), as for a file that exists;
     /// `bad_first` lines come first and stay counted as bad.

@@ -186,7 +186,7 @@ fn tiered_snapshot() -> litehit_live::LiveSnapshot {
         let scale = index as u64 + 1;
         lane.tier_hit_blocks = vec![60_000 / scale, 30_000 / scale, 10_000 / scale];
     }
-    snap
+    snap.finished()
 }
 
 #[test]

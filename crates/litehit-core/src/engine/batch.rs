@@ -1,10 +1,12 @@
 //! Batches of events: routing and normalization run serially in input order, each lane then
-//! replays its share of the batch (lanes on their own threads when several lanes have enough
-//! work), and rows are handed out in input order (event by event, lanes in routing order).
+//! replays its share of the batch (lanes on threads of their own when several lanes have
+//! enough work, at most [`Batch::max_threads`] at once, the calling thread included), and rows
+//! are handed out in input order (event by event, lanes in routing order).
 //!
 //! Lanes are independent LRU states, so replaying them in parallel cannot change a fact; the
 //! order of rows is fixed by the plan, so output is identical for any thread count.
 
+use std::num::NonZeroUsize;
 use std::ops::Range;
 
 use crate::engine::Lane;
@@ -69,6 +71,23 @@ pub(crate) struct Batch {
     pub(crate) items: Vec<Vec<WorkItem>>,
     pub(crate) facts: Vec<LaneFacts>,
     pub(crate) emits: Vec<Emit>,
+    /// The most threads replaying lanes at once, the calling one included
+    /// ([`crate::engine::Engine::with_threads`]); `None`: [`crate::threads::available`],
+    /// resolved at the first parallel replay.
+    pub(crate) max_threads: Option<NonZeroUsize>,
+    /// The most threads that replayed lanes at once so far, the calling one included.
+    pub(crate) peak_threads: usize,
+}
+
+/// Lane positions `0..lanes` dealt round-robin to at most `threads` groups, one per thread:
+/// every lane in exactly one group, in lane order within it.
+pub(crate) fn thread_groups(lanes: usize, threads: NonZeroUsize) -> Vec<Vec<usize>> {
+    let groups = threads.get().min(lanes);
+    let mut dealt = vec![Vec::new(); groups];
+    for lane in 0..lanes {
+        dealt[lane % groups].push(lane);
+    }
+    dealt
 }
 
 impl Batch {
@@ -95,86 +114,116 @@ impl Batch {
         }
     }
 
-    /// Replays every lane's items; lanes run on their own threads when it pays. A lane that
-    /// runs out of memory stops there: its facts cover the items before, and the first such
-    /// failure (in lane order) is returned.
+    /// Replays every lane's items; lanes run on threads of their own when it pays, at most
+    /// [`Self::max_threads`] at once. A lane that runs out of memory stops there: its facts
+    /// cover the items before, and the first such failure (in lane order) is returned.
     pub(crate) fn replay(&mut self, lanes: &mut [Lane]) -> Result<(), OutOfMemory> {
+        let busy_lanes = self.items.iter().filter(|i| !i.is_empty()).count();
+        let threads = if busy_lanes < 2 || self.keys.len() < PARALLEL_MIN_KEYS {
+            NonZeroUsize::MIN
+        } else {
+            // An invalid `LITEHIT_THREADS` (which the commands refuse at start) caps the
+            // lanes to the calling thread: a cap is never exceeded for want of a number.
+            *self
+                .max_threads
+                .get_or_insert_with(|| crate::threads::available(None).unwrap_or(NonZeroUsize::MIN))
+        };
         let Self {
             keys, items, facts, ..
         } = self;
-        let busy_lanes = items.iter().filter(|i| !i.is_empty()).count();
-        let work = lanes
+        let work: Vec<LaneWork<'_>> = lanes
             .iter_mut()
             .zip(items.iter())
             .zip(facts.iter_mut())
-            .filter(|((_, items), _)| !items.is_empty());
-        if busy_lanes < 2 || keys.len() < PARALLEL_MIN_KEYS {
-            let mut first_failure = Ok(());
-            for ((lane, items), facts) in work {
-                let outcome = replay_lane(lane, items, keys, facts);
-                if first_failure.is_ok() {
-                    first_failure = outcome;
-                }
-            }
-            return first_failure;
-        }
+            .filter(|((_, items), _)| !items.is_empty())
+            .collect();
         let keys = &*keys;
-        std::thread::scope(|scope| {
-            let mut work = work;
-            // The calling thread takes the first lane; every other lane gets a thread.
-            let first = work.next();
-            // A lane whose thread cannot start (out of memory or threads) replays on this
+        let mut work: Vec<Option<LaneWork<'_>>> = work.into_iter().map(Some).collect();
+        let groups: Vec<LaneGroup<'_>> = thread_groups(work.len(), threads)
+            .into_iter()
+            .map(|group| {
+                group
+                    .into_iter()
+                    .map(|lane| (lane, work[lane].take().expect("each lane in one group")))
+                    .collect()
+            })
+            .collect();
+        let replay_group = |group: LaneGroup<'_>| -> Vec<(usize, Outcome)> {
+            group
+                .into_iter()
+                .map(|(lane, ((state, items), facts))| {
+                    (lane, replay_lane(state, items, keys, facts))
+                })
+                .collect()
+        };
+        let (mut outcomes, threads_used) = std::thread::scope(|scope| {
+            let mut groups = groups.into_iter();
+            // The calling thread takes the first group; every other group gets a thread.
+            let first = groups.next();
+            // A group whose thread cannot start (out of memory or threads) replays on this
             // thread instead: the same facts, only later. Its work is sent once the thread
             // is running, so a failed spawn hands it back.
-            let runs: Vec<_> = work
-                .map(|lane_work| {
-                    let (sender, receiver) = std::sync::mpsc::sync_channel::<LaneWork<'_>>(1);
+            let runs: Vec<_> = groups
+                .map(|group| {
+                    let (sender, receiver) = std::sync::mpsc::sync_channel::<LaneGroup<'_>>(1);
                     let spawned = std::thread::Builder::new()
                         .name("litehit-lane".into())
                         .spawn_scoped(scope, move || {
-                            let ((lane, items), facts) = receiver
+                            let group = receiver
                                 .recv()
                                 .expect("the work is sent as soon as the thread exists");
-                            replay_lane(lane, items, keys, facts)
+                            replay_group(group)
                         });
                     match spawned {
                         Ok(handle) => {
                             sender
-                                .send(lane_work)
+                                .send(group)
                                 .expect("the lane thread waits for its work");
-                            LaneRun::Thread(handle)
+                            GroupRun::Thread(handle)
                         }
-                        Err(_) => LaneRun::Here(lane_work),
+                        Err(_) => GroupRun::Here(group),
                     }
                 })
                 .collect();
-            let mut first_failure = Ok(());
-            if let Some(((lane, items), facts)) = first {
-                first_failure = replay_lane(lane, items, keys, facts);
-            }
+            let threads_used = 1 + runs
+                .iter()
+                .filter(|run| matches!(run, GroupRun::Thread(_)))
+                .count();
+            let mut outcomes = first.map(replay_group).unwrap_or_default();
             for run in runs {
-                let outcome = match run {
-                    LaneRun::Thread(handle) => handle
+                outcomes.extend(match run {
+                    GroupRun::Thread(handle) => handle
                         .join()
                         .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
-                    LaneRun::Here(((lane, items), facts)) => replay_lane(lane, items, keys, facts),
-                };
-                if first_failure.is_ok() {
-                    first_failure = outcome;
-                }
+                    GroupRun::Here(group) => replay_group(group),
+                });
             }
-            first_failure
-        })
+            (outcomes, threads_used)
+        });
+        self.peak_threads = self.peak_threads.max(threads_used);
+        outcomes.sort_unstable_by_key(|&(lane, _)| lane);
+        outcomes
+            .into_iter()
+            .map(|(_, outcome)| outcome)
+            .find(Result::is_err)
+            .unwrap_or(Ok(()))
     }
 }
 
 /// One lane's work in a batch: the lane, its items and where its facts go.
 type LaneWork<'a> = ((&'a mut Lane, &'a Vec<WorkItem>), &'a mut LaneFacts);
 
-/// A lane's share of a batch: on its own thread, or on the calling one when the thread could
-/// not start.
-enum LaneRun<'scope, W> {
-    Thread(std::thread::ScopedJoinHandle<'scope, Result<(), OutOfMemory>>),
+/// One thread's lanes, each with its position among the busy lanes (for the lane order of
+/// the outcomes).
+type LaneGroup<'a> = Vec<(usize, LaneWork<'a>)>;
+
+/// How one lane's replay ended.
+type Outcome = Result<(), OutOfMemory>;
+
+/// A group of lanes' share of a batch: on a thread of its own, or on the calling one when the
+/// thread could not start.
+enum GroupRun<'scope, W> {
+    Thread(std::thread::ScopedJoinHandle<'scope, Vec<(usize, Outcome)>>),
     Here(W),
 }
 

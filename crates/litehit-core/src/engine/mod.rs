@@ -322,6 +322,23 @@ impl Engine {
         self.serving_rule
     }
 
+    /// At most `threads` threads replay lanes at once, the calling one included (a batch of
+    /// several busy lanes deals them round-robin to that many threads). Without it the cap is
+    /// [`crate::threads::available`]`(None)`: `LITEHIT_THREADS`, else one per core. The facts
+    /// are the same for any count.
+    #[must_use]
+    pub fn with_threads(mut self, threads: std::num::NonZeroUsize) -> Self {
+        self.batch.max_threads = Some(threads);
+        self
+    }
+
+    /// The most threads that replayed lanes at once so far, the calling one included (0
+    /// before the first batch): at most the cap of [`Self::with_threads`].
+    #[must_use]
+    pub fn peak_lane_threads(&self) -> usize {
+        self.batch.peak_threads
+    }
+
     /// The memory horizon [`Self::with_memory_horizon`] set, if any.
     #[must_use]
     pub fn memory_horizon(&self) -> Option<Capacity> {

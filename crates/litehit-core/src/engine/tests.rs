@@ -549,3 +549,72 @@ fn the_pool_counts_rows_out_of_global_order() {
     let pool = engine.pool_lane().expect("a pool lane");
     assert_eq!(pool.clamped_timestamps(), 2);
 }
+
+#[test]
+fn lane_threads_stay_under_the_cap_and_the_rows_do_not_change() {
+    use crate::workload::{Workload, WorkloadConfig};
+    use std::num::NonZeroUsize;
+    let lanes = (1..=5)
+        .map(|n| spec(&format!("lane-{n}"), 16 * n))
+        .collect();
+    let config = configured(lanes, Routing::Fanout, 16);
+    let events: Vec<TraceEvent> = Workload::new(WorkloadConfig::default())
+        .take(3000)
+        .map(|r| {
+            event(
+                Some("x"),
+                r.timestamp_ns,
+                &r.keys,
+                i64::try_from(r.input_token_len).unwrap(),
+            )
+        })
+        .collect();
+    let line_numbers: Vec<u64> = (1..=events.len() as u64).collect();
+    // Batches big enough that five busy lanes replay in parallel.
+    assert!(
+        events.iter().map(|e| e.keys.len()).sum::<usize>() > 3 * super::batch_parallel_min_keys()
+    );
+    let batched = |engine: &mut Engine| {
+        let mut rows = Vec::new();
+        for (chunk, lines) in events.chunks(1000).zip(line_numbers.chunks(1000)) {
+            engine
+                .process_events(chunk, lines, &mut |row| {
+                    rows.push((row.instance_id.to_owned(), row.fact.to_pairs()));
+                })
+                .unwrap();
+        }
+        rows
+    };
+    let mut one_by_one = Engine::new(config.clone(), Policy::FailFast).unwrap();
+    let expected: Vec<_> = run(&mut one_by_one, &events)
+        .unwrap()
+        .into_iter()
+        .map(|(_, instance, pairs)| (instance, pairs))
+        .collect();
+    assert_eq!(one_by_one.peak_lane_threads(), 1, "one event at a time");
+    for (cap, peak) in [(1, 1), (2, 2), (3, 3), (8, 5)] {
+        let threads = NonZeroUsize::new(cap).unwrap();
+        let mut engine = Engine::new(config.clone(), Policy::FailFast)
+            .unwrap()
+            .with_threads(threads);
+        assert_eq!(batched(&mut engine), expected, "cap {cap}");
+        // Five busy lanes: as many threads as the cap allows (a spawn that fails would replay
+        // its lanes on the calling thread, which this machine does not run out of).
+        assert_eq!(engine.peak_lane_threads(), peak, "cap {cap}");
+    }
+}
+
+#[test]
+fn thread_groups_deal_every_lane_once_to_at_most_the_cap() {
+    use std::num::NonZeroUsize;
+    for lanes in 0..9 {
+        for cap in 1..6 {
+            let groups = super::batch::thread_groups(lanes, NonZeroUsize::new(cap).unwrap());
+            assert_eq!(groups.len(), cap.min(lanes), "{lanes} lanes, cap {cap}");
+            let mut dealt: Vec<usize> = groups.concat();
+            dealt.sort_unstable();
+            assert_eq!(dealt, (0..lanes).collect::<Vec<_>>());
+            assert!(groups.iter().all(|group| group.is_sorted()));
+        }
+    }
+}

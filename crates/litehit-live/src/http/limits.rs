@@ -9,6 +9,10 @@
 //! snapshot ([`crate::snapshot::HttpRefusals`]); headless and `/metrics` only format them.
 //!
 //! What it must never do: read a request or a body (that is [`super`]'s).
+//!
+//! Without the `http` feature only [`HttpCounters`] is used (the snapshot's type); the
+//! server's leases and connection guards are then unused.
+#![cfg_attr(not(feature = "http"), allow(dead_code))]
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};

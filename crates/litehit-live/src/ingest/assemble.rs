@@ -5,7 +5,8 @@
 //! the trace), and the hit-vs-capacity curve is the accumulator sampled at
 //! [`CURVE_SAMPLES_PER_DOUBLING`] capacities per doubling, up to [`curve_end_blocks`]; the
 //! rest is the tailer's lag, the rate meter, the memory gauges and the facts writer's status.
-//! Readers (TUI, headless) then only format it.
+//! [`LiveSnapshot::finished`] then fills the figures derived from those counts (slot
+//! capacities, totals). Readers (TUI, headless, `/metrics`) then only format it.
 
 use litehit_core::projector::sampling::{log_spaced, sample_at};
 use litehit_core::projector::tiers::accumulated_tier_hit_blocks;
@@ -20,6 +21,7 @@ use super::timeline::block_bytes_of;
 use crate::snapshot::{
     CAPACITY_FRACTION_PERCENTS, CurvePoint, FactsRetention, FollowState, FractionCapacity,
     HttpStatus, InputHealth, LaneSnapshot, LineErrorView, LiveSnapshot, MemoryGauge, SourceStatus,
+    slot_capacity_blocks,
 };
 
 /// Samples of the hits-vs-capacity curve per doubling of capacity (the chart's capacity axis
@@ -104,18 +106,13 @@ impl Pipeline {
             unique_blocks: lane.core().current_unique_blocks(),
             ttl_expired_blocks: lane.core().ttl_expired_blocks(),
             clamped_timestamps: lane.clamped_timestamps(),
-            slot_hit_blocks: self
-                .slots
-                .iter()
-                .map(|slot| {
-                    match litehit_core::projector::pooled_capacity_blocks(
-                        slot.capacity,
-                        block_bytes,
-                        instances,
-                    ) {
-                        Some(blocks) => accumulator.hit_blocks_at(blocks),
-                        None => lane.infinite_hit_blocks(),
-                    }
+            // `shared_by` and `slot_capacity_blocks` are filled by `LiveSnapshot::finished`,
+            // from the same conversion.
+            slot_hit_blocks: slot_capacity_blocks(&self.slots, block_bytes, instances)
+                .into_iter()
+                .map(|blocks| match blocks {
+                    Some(blocks) => accumulator.hit_blocks_at(blocks),
+                    None => lane.infinite_hit_blocks(),
                 })
                 .collect(),
             infinite_hit_blocks: lane.infinite_hit_blocks(),
@@ -136,6 +133,7 @@ impl Pipeline {
                 .collect(),
             // On the lane's own capacity axis: the pool's are in its total capacity.
             capacity_for_fraction: Self::capacity_for_fraction(lane),
+            ..LaneSnapshot::default()
         }
     }
 }
@@ -245,6 +243,7 @@ impl Ingest {
                 pipeline.assumed_block_bytes,
             ),
             lanes: lane_snapshots,
+            totals: crate::snapshot::Totals::default(),
             pool,
             memory: MemoryGauge {
                 core_bytes,
@@ -287,11 +286,13 @@ impl Ingest {
                 .engine
                 .memory_horizon()
                 .filter(|_| pipeline.engine.has_memory_horizon()),
+            memory_horizon_bytes: None,
             headless_lines_dropped: self
                 .config
                 .headless_lines_dropped
                 .load(std::sync::atomic::Ordering::Relaxed),
-        };
+        }
+        .finished();
         // No receiver left means the UI is gone; the next command will be Shutdown.
         self.snapshots.send_replace(Arc::new(snapshot));
         self.last_publish = now;

@@ -246,6 +246,13 @@ impl Pipeline {
                 return;
             }
         };
+        // The slots at the lanes' block bytes, now known: the check `watch` made at start
+        // without them (a slot of 0 blocks would show nothing).
+        let slots: Vec<_> = self.slots.iter().map(|slot| slot.capacity).collect();
+        if let Err(reason) = crate::check_slots(&slots, Some(&config.lanes)) {
+            self.engine_error = Some(reason);
+            return;
+        }
         let trace_block_size_tokens = config.trace_block_size_tokens;
         match Engine::new(config, Policy::SkipAndCount) {
             Ok(mut engine) => {

@@ -37,7 +37,7 @@ pub(super) fn live_hit_blocks(
     assumed_block_bytes: Option<u64>,
     shared_by: u64,
 ) -> u64 {
-    let in_blocks = match litehit_core::projector::pooled_capacity_blocks(
+    let in_blocks = match crate::snapshot::slot_blocks(
         capacity,
         block_bytes_of(lane, assumed_block_bytes),
         shared_by,

@@ -56,11 +56,10 @@ pub fn capacity_x(bytes: f64) -> f64 {
 /// The lanes whose curves are drawn (indices into the snapshot's lanes) and the panel's
 /// title: the selected lane's, or on the totals row one per colour, the first in the table's
 /// order (sorted, filtered), the title saying how many of how many are drawn.
-fn drawn_lanes(snap: &LiveSnapshot, view: &App) -> (Vec<usize>, Vec<String>) {
-    if view.selected_pool()
-        && let Some(pool) = &snap.pool
-    {
-        // `snap` is the pool's view ([`pool_view`]): its one lane is the pool.
+fn drawn_lanes(chart: &Chart<'_>, view: &App) -> (Vec<usize>, Vec<String>) {
+    let snap = chart.snap;
+    if let Some(pool) = chart.pool {
+        // The chart's one lane is the pool.
         let id = &pool.instance_id;
         return (
             vec![0],
@@ -146,50 +145,60 @@ fn pow2_floor(value: f64) -> f64 {
     value.log2().floor().exp2()
 }
 
-/// With the pool's row selected, the snapshot as the chart sees the pool: its one lane is
-/// the pool, each finite slot at N × its blocks (the pool's capacity is the fleet's total),
-/// its knees its own (on its total capacity, as its curve). `None` otherwise.
-fn pool_view(snap: &LiveSnapshot, view: &App) -> Option<LiveSnapshot> {
-    let pool = snap.pool.as_ref().filter(|_| view.selected_pool())?;
-    let instances = snap.lanes.len() as u64;
-    let mut pooled = snap.clone();
-    for slot in &mut pooled.slots {
-        if let Some(blocks) = litehit_core::projector::pooled_capacity_blocks(
-            slot.capacity,
-            pool.block_bytes,
-            instances,
-        ) {
-            slot.capacity = litehit_core::projector::Capacity::Blocks(blocks);
+/// What the chart draws from: the snapshot, borrowed, and the lanes it can draw (indices in
+/// [`CurveLayout`] point into them): the instances, or with the pool's row selected the pool
+/// alone, its slots at N × their blocks (the snapshot's `slot_capacity_blocks`: the pool's
+/// capacity is the fleet's total) and its knees its own (on its total capacity, as its curve).
+struct Chart<'a> {
+    snap: &'a LiveSnapshot,
+    lanes: &'a [LaneSnapshot],
+    /// The pool, when its row is selected (then `lanes` is it alone).
+    pool: Option<&'a LaneSnapshot>,
+}
+
+impl<'a> Chart<'a> {
+    fn of(snap: &'a LiveSnapshot, view: &App) -> Self {
+        let pool = snap.pool.as_ref().filter(|_| view.selected_pool());
+        Self {
+            snap,
+            lanes: pool.map_or(&snap.lanes, std::slice::from_ref),
+            pool,
         }
     }
-    pooled.lanes = vec![pool.clone()];
-    Some(pooled)
+
+    /// Slot `index`'s label: as typed, or for the pool its N × capacity in blocks.
+    fn slot_label(&self, index: usize) -> String {
+        let typed = self.snap.slots[index].capacity;
+        match self.pool.and_then(|pool| pool.slot_capacity_blocks(index)) {
+            Some(blocks) => format::capacity(litehit_core::projector::Capacity::Blocks(blocks)),
+            None => format::capacity(typed),
+        }
+    }
 }
 
 /// The chart's layout in `area` (the panel, borders included); `None` when nothing can be
 /// drawn (no requests yet, or too small).
 #[must_use]
 pub fn layout(area: Rect, snap: &LiveSnapshot, view: &App) -> Option<CurveLayout> {
-    let pooled = pool_view(snap, view);
-    let snap = pooled.as_ref().unwrap_or(snap);
-    let (lanes, _) = drawn_lanes(snap, view);
-    if lanes.iter().all(|&index| snap.lanes[index].requests == 0) {
+    chart_layout(area, &Chart::of(snap, view), view)
+}
+
+fn chart_layout(area: Rect, chart: &Chart<'_>, view: &App) -> Option<CurveLayout> {
+    let (lanes, _) = drawn_lanes(chart, view);
+    if lanes.iter().all(|&index| chart.lanes[index].requests == 0) {
         return None;
     }
-    let first = &snap.lanes[lanes[0]];
+    let first = &chart.lanes[lanes[0]];
     let ceilings: Vec<(usize, f64)> = lanes
         .iter()
         .map(|&index| {
-            let lane = &snap.lanes[index];
+            let lane = &chart.lanes[index];
             (index, rate_percent(lane, lane.infinite_hit_blocks))
         })
         .collect();
-    let slots: Vec<(usize, f64)> = snap
-        .slots
-        .iter()
-        .enumerate()
-        .filter_map(|(index, slot)| {
-            let blocks = slot.capacity.blocks(first.block_bytes)?;
+    let slots: Vec<(usize, f64)> = (0..chart.snap.slots.len())
+        .filter_map(|index| {
+            let blocks = first.slot_capacity_blocks(index)?;
             Some((index, capacity_x(bytes_of(blocks, first.block_bytes))))
         })
         .collect();
@@ -217,7 +226,7 @@ pub fn layout(area: Rect, snap: &LiveSnapshot, view: &App) -> Option<CurveLayout
     let hi = lanes
         .iter()
         .map(|&index| {
-            let lane = &snap.lanes[index];
+            let lane = &chart.lanes[index];
             let end = lane.curve.last().map_or(0, |point| point.capacity_blocks);
             bytes_of(end.max(2), lane.block_bytes)
         })
@@ -225,7 +234,7 @@ pub fn layout(area: Rect, snap: &LiveSnapshot, view: &App) -> Option<CurveLayout
         .max(2.0);
     let one_block = lanes
         .iter()
-        .map(|&index| snap.lanes[index].block_bytes.max(1) as f64)
+        .map(|&index| chart.lanes[index].block_bytes.max(1) as f64)
         .fold(f64::INFINITY, f64::min);
     let mut lo = hi / f64::from(AXIS_DOUBLINGS).exp2();
     for &(_, x) in &slots {
@@ -294,12 +303,11 @@ fn capacity_ticks(plot: &Plot) -> Vec<(f64, String)> {
 }
 
 pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
-    let pooled = pool_view(snap, view);
-    let snap = pooled.as_ref().unwrap_or(snap);
-    let (_, titles) = drawn_lanes(snap, view);
+    let chart = Chart::of(snap, view);
+    let (_, titles) = drawn_lanes(&chart, view);
     let block = Block::bordered().title(plot::title(&titles, area.width));
-    let Some(layout) = layout(area, snap, view) else {
-        let text = if snap.lanes.iter().any(|lane| lane.requests > 0) {
+    let Some(layout) = chart_layout(area, &chart, view) else {
+        let text = if chart.lanes.iter().any(|lane| lane.requests > 0) {
             ""
         } else {
             "no requests yet"
@@ -309,14 +317,14 @@ pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
     };
     let buf = frame.buffer_mut();
     block.render(area, buf);
-    draw(buf, area, &layout, snap, view);
+    draw(buf, area, &layout, &chart, view);
 }
 
 fn lane_color(position: usize) -> Color {
     LANE_COLORS[position % LANE_COLORS.len()]
 }
 
-fn draw(buf: &mut Buffer, area: Rect, layout: &CurveLayout, snap: &LiveSnapshot, view: &App) {
+fn draw(buf: &mut Buffer, area: Rect, layout: &CurveLayout, chart: &Chart<'_>, view: &App) {
     let plot = &layout.plot;
     let several = layout.lanes.len() > 1;
     plot::draw_axes(
@@ -350,7 +358,7 @@ fn draw(buf: &mut Buffer, area: Rect, layout: &CurveLayout, snap: &LiveSnapshot,
         }
     }
     for (position, &index) in layout.lanes.iter().enumerate() {
-        draw_curve(buf, plot, &snap.lanes[index], lane_color(position));
+        draw_curve(buf, plot, &chart.lanes[index], lane_color(position));
     }
     // What the legend must not hide: the knees, the slot labels, where each slot's marker
     // meets the curve (the slot's rate) and the ∞ line. Knees first, then the slot labels
@@ -358,11 +366,11 @@ fn draw(buf: &mut Buffer, area: Rect, layout: &CurveLayout, snap: &LiveSnapshot,
     // so `◆95` never runs into `80 GiB`.
     let mut texts = draw_knee_marks(buf, plot, &layout.knees);
     let mut keep: Vec<(u16, u16)> = texts.iter().map(|text| (text.from, text.row)).collect();
-    keep.extend(draw_slot_labels(buf, plot, layout, snap, view, &mut texts));
+    keep.extend(draw_slot_labels(buf, plot, layout, chart, view, &mut texts));
     keep.extend(draw_knee_labels(buf, plot, &layout.knees, &mut texts));
     for &(index, x) in &layout.slots {
         for &lane_index in &layout.lanes {
-            let lane = &snap.lanes[lane_index];
+            let lane = &chart.lanes[lane_index];
             let rate = lane.slot_hit_rate(index).unwrap_or(0.0) * 100.0;
             if let Some(row) = plot.row(rate) {
                 keep.push((plot.column_clamped(x), row));
@@ -375,9 +383,9 @@ fn draw(buf: &mut Buffer, area: Rect, layout: &CurveLayout, snap: &LiveSnapshot,
         }
     }
     if several {
-        draw_lane_tags(buf, plot, layout, snap);
+        draw_lane_tags(buf, plot, layout, chart);
     }
-    let entries = legend(layout, snap, view);
+    let entries = legend(layout, chart, view);
     if !plot::draw_legend(buf, plot, &entries, &keep) {
         // No room for a box: the legend, compactly, on the bottom border.
         let mut x = area.x + 2;
@@ -387,16 +395,16 @@ fn draw(buf: &mut Buffer, area: Rect, layout: &CurveLayout, snap: &LiveSnapshot,
             .iter()
             .map(|&(index, _)| {
                 (
-                    format!("┊{}", format::capacity(snap.slots[index].capacity)),
+                    format!("┊{}", chart.slot_label(index)),
                     Style::new().fg(plot::slot_color(index)),
                 )
             })
             .chain([(
-                format!("╌{}", format::infinite_label(snap.memory_horizon)),
+                format!("╌{}", format::infinite_label(chart.snap)),
                 Style::new(),
             )])
             .chain((!layout.knees.is_empty()).then(|| {
-                let mark = if knees_are_lower_bounds(layout, snap) {
+                let mark = if knees_are_lower_bounds(layout, chart) {
                     display::LOWER_BOUND_MARK
                 } else {
                     ""
@@ -538,7 +546,7 @@ fn draw_slot_labels(
     buf: &mut Buffer,
     plot: &Plot,
     layout: &CurveLayout,
-    snap: &LiveSnapshot,
+    chart: &Chart<'_>,
     view: &App,
     texts: &mut Vec<PlacedText>,
 ) -> Vec<(u16, u16)> {
@@ -547,7 +555,7 @@ fn draw_slot_labels(
     let mut slots = layout.slots.clone();
     slots.sort_by(|a, b| a.1.total_cmp(&b.1));
     for (index, x) in slots {
-        let label = format::capacity(snap.slots[index].capacity);
+        let label = chart.slot_label(index);
         let width = u16::try_from(label.chars().count()).unwrap_or(u16::MAX);
         let column = plot.column_clamped(x);
         let from = if column + 1 + width <= plot.area.right() {
@@ -573,10 +581,10 @@ fn draw_slot_labels(
 }
 
 /// Each drawn lane's legend number at the right end of its curve.
-fn draw_lane_tags(buf: &mut Buffer, plot: &Plot, layout: &CurveLayout, snap: &LiveSnapshot) {
+fn draw_lane_tags(buf: &mut Buffer, plot: &Plot, layout: &CurveLayout, chart: &Chart<'_>) {
     let column = plot.area.right() - 2;
     for (position, &index) in layout.lanes.iter().enumerate() {
-        let lane = &snap.lanes[index];
+        let lane = &chart.lanes[index];
         let Some(last) = lane.curve.last() else {
             continue;
         };
@@ -596,51 +604,47 @@ fn draw_lane_tags(buf: &mut Buffer, plot: &Plot, layout: &CurveLayout, snap: &Li
 }
 
 /// Whether the knees drawn are only lower bounds (their lane has a memory horizon).
-fn knees_are_lower_bounds(layout: &CurveLayout, snap: &LiveSnapshot) -> bool {
+fn knees_are_lower_bounds(layout: &CurveLayout, chart: &Chart<'_>) -> bool {
     layout
         .knees
         .iter()
-        .any(|&(index, ..)| snap.lanes[index].knees_are_lower_bounds())
+        .any(|&(index, ..)| chart.lanes[index].knees_are_lower_bounds())
 }
 
-fn legend(layout: &CurveLayout, snap: &LiveSnapshot, view: &App) -> Vec<LegendEntry> {
+fn legend(layout: &CurveLayout, chart: &Chart<'_>, view: &App) -> Vec<LegendEntry> {
+    let snap = chart.snap;
     let several = layout.lanes.len() > 1;
     let mut entries = Vec::new();
     if several {
         for (position, &index) in layout.lanes.iter().enumerate() {
             entries.push(LegendEntry {
                 symbol: format!("{}⠒", position + 1),
-                label: format::fit_middle_columns(&snap.lanes[index].instance_id, 18),
+                label: format::fit_middle_columns(&chart.lanes[index].instance_id, 18),
                 style: Style::new().fg(lane_color(position)),
                 emphasis: false,
             });
         }
     }
-    let lane = (!several).then(|| &snap.lanes[layout.lanes[0]]);
+    let lane = (!several).then(|| &chart.lanes[layout.lanes[0]]);
     entries.push(LegendEntry {
         symbol: "╌".to_owned(),
         label: match lane {
             Some(lane) => format!(
                 "{} {}",
-                format::infinite_label(snap.memory_horizon),
+                format::infinite_label(snap),
                 format::percent_bound(lane.infinite_hit_rate(), lane.is_lower_bound(None))
             ),
-            None => format!(
-                "{} each instance's ceiling",
-                format::infinite_label(snap.memory_horizon)
-            ),
+            None => format!("{} each instance's ceiling", format::infinite_label(snap)),
         },
         style: Style::new(),
         emphasis: false,
     });
     for &(index, _) in &layout.slots {
-        let mut label = format::capacity(snap.slots[index].capacity);
+        let mut label = chart.slot_label(index);
         if let Some(lane) = lane {
-            let lower_bound =
-                lane.is_lower_bound(snap.slots[index].capacity.blocks(lane.block_bytes));
             label = format!(
                 "{label} {}",
-                format::percent_bound(lane.slot_hit_rate(index), lower_bound)
+                format::percent_bound(lane.slot_hit_rate(index), lane.slot_is_lower_bound(index))
             );
         }
         entries.push(LegendEntry {
@@ -653,7 +657,7 @@ fn legend(layout: &CurveLayout, snap: &LiveSnapshot, view: &App) -> Vec<LegendEn
     if !layout.knees.is_empty() {
         entries.push(LegendEntry {
             symbol: "◆".to_owned(),
-            label: if knees_are_lower_bounds(layout, snap) {
+            label: if knees_are_lower_bounds(layout, chart) {
                 // The capacities are lower bounds: the true knees lie at or right of them.
                 "50/90/95/99% knees (lower bounds)".to_owned()
             } else {

@@ -3,6 +3,7 @@
 
 use litehit_core::display::{self, Precision};
 use litehit_core::projector::{BYTES_PER_GIB, Capacity};
+use litehit_live::LiveSnapshot;
 
 pub use litehit_core::display::{count, duration, fit, fit_middle, per_second};
 
@@ -107,15 +108,14 @@ pub fn capacity(capacity: Capacity) -> String {
     display::capacity_label(capacity)
 }
 
-/// A memory horizon as it was given, in binary bytes (`20.00 TiB`) or blocks
-/// (`50000000 blk`).
-pub fn memory_horizon(horizon: Capacity) -> String {
-    match horizon {
-        Capacity::Gigabytes(gb) => {
-            bytes(litehit_core::projector::capacity_bytes_for_gb(gb).unwrap_or(u64::MAX))
-        }
-        Capacity::Blocks(blocks) => format!("{blocks} blk"),
-        Capacity::Infinite => "∞".to_owned(),
+/// The snapshot's memory horizon as it was given, in binary bytes (`20.00 TiB`, the
+/// snapshot's `memory_horizon_bytes`) or blocks (`50000000 blk`); `None` without one.
+pub fn memory_horizon(snap: &LiveSnapshot) -> Option<String> {
+    match (snap.memory_horizon?, snap.memory_horizon_bytes) {
+        (_, Some(horizon_bytes)) => Some(bytes(horizon_bytes)),
+        (Capacity::Blocks(blocks), None) => Some(format!("{blocks} blk")),
+        (Capacity::Gigabytes(_), None) => Some(bytes(u64::MAX)),
+        (Capacity::Infinite, None) => None,
     }
 }
 
@@ -123,12 +123,10 @@ pub fn memory_horizon(horizon: Capacity) -> String {
 /// `∞ H=50000000 blk`: still the unlimited cache, but of a monitor that forgets keys deeper
 /// than H, so its hits (marked `≥`) are a lower bound of the unlimited ones. (Not `≤ H`,
 /// which read as "a cache of up to H".)
-pub fn infinite_label(memory_horizon: Option<Capacity>) -> String {
-    match memory_horizon {
-        Some(horizon @ (Capacity::Gigabytes(_) | Capacity::Blocks(_))) => {
-            format!("∞ H={}", self::memory_horizon(horizon))
-        }
-        Some(Capacity::Infinite) | None => "∞".to_owned(),
+pub fn infinite_label(snap: &LiveSnapshot) -> String {
+    match memory_horizon(snap) {
+        Some(horizon) => format!("∞ H={horizon}"),
+        None => "∞".to_owned(),
     }
 }
 
@@ -190,13 +188,20 @@ mod tests {
         assert_eq!(axis_gb(0.0002), "2.00e-4 GiB");
         assert_eq!(capacity(Capacity::Gigabytes(1e-7)), "1.00e-7 GiB");
         assert_eq!(capacity(Capacity::Blocks(1000)), "1000 blk");
-        assert_eq!(infinite_label(None), "∞");
+        let horizon = |memory_horizon| {
+            LiveSnapshot {
+                memory_horizon,
+                ..LiveSnapshot::default()
+            }
+            .finished()
+        };
+        assert_eq!(infinite_label(&horizon(None)), "∞");
         assert_eq!(
-            infinite_label(Some(Capacity::Gigabytes(20.0 * 1024.0))),
+            infinite_label(&horizon(Some(Capacity::Gigabytes(20.0 * 1024.0)))),
             "∞ H=20.00 TiB"
         );
         assert_eq!(
-            infinite_label(Some(Capacity::Blocks(50_000_000))),
+            infinite_label(&horizon(Some(Capacity::Blocks(50_000_000)))),
             "∞ H=50000000 blk"
         );
         assert_eq!(per_second(1_200_000.0, "blocks"), "1.20M blocks/s");

@@ -99,11 +99,11 @@ fn line(name: &'static str, parts: &[Part], width: usize) -> Line<'static> {
 pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, _view: &App) {
     // Inside the border.
     let width = usize::from(area.width.saturating_sub(2));
-    let totals = snap.totals();
+    let totals = &snap.totals;
     // Under a TTL the unique blocks are those still alive (expired ones leave the count).
     let alive = if snap.has_ttl() { "alive " } else { "" };
     // Under a memory horizon forgotten keys leave the count: a lower bound (`≥`).
-    let bound = snap.lanes.iter().any(|lane| lane.is_lower_bound(None));
+    let bound = totals.infinite_is_lower_bound;
     let mut unique = vec![
         part(
             0,

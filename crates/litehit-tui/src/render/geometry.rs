@@ -181,7 +181,8 @@ mod tests {
         let mut snap = LiveSnapshot {
             lanes: vec![lane("a", 64 << 20, 0), lane("b", 64 << 20, 0)],
             ..LiveSnapshot::default()
-        };
+        }
+        .finished();
         snap.source.format = Some(TraceFormat::Mooncake);
         let mut view = App::default();
         view.observe(&snap);

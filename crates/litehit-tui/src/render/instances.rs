@@ -267,7 +267,7 @@ fn sort_and_filter_notes(snap: &LiveSnapshot, view: &App, listed_lanes: usize) -
                 .slots
                 .get(view.selected_slot)
                 .map_or_else(|| "slot".to_owned(), |slot| format::capacity(slot.capacity)),
-            SortBy::Infinite => format::infinite_label(snap.memory_horizon),
+            SortBy::Infinite => format::infinite_label(snap),
             SortBy::UniqueBlocks => unique_header(snap).to_owned(),
         };
         let arrow = if view.sort_descending { "↓" } else { "↑" };
@@ -328,7 +328,7 @@ fn row_values(snap: &LiveSnapshot) -> Vec<RowValues> {
             slot_rates: (0..slot_count)
                 .map(|index| lane.slot_hit_rate(index))
                 .collect(),
-            slot_lower_bounds: slot_lower_bounds(snap, std::slice::from_ref(lane), 1),
+            slot_lower_bounds: slot_lower_bounds(snap, lane),
             infinite_rate: lane.infinite_hit_rate(),
             unique_blocks: lane.unique_blocks,
             kv_bytes: lane.unique_kv_bytes(),
@@ -336,7 +336,7 @@ fn row_values(snap: &LiveSnapshot) -> Vec<RowValues> {
         })
         .collect();
     if snap.lanes.len() > 1 {
-        let totals = snap.totals();
+        let totals = &snap.totals;
         rows.push(RowValues {
             instance: "total".to_owned(),
             requests: totals.requests,
@@ -344,31 +344,24 @@ fn row_values(snap: &LiveSnapshot) -> Vec<RowValues> {
             slot_rates: (0..slot_count)
                 .map(|index| totals.slot_hit_rate(index))
                 .collect(),
-            slot_lower_bounds: slot_lower_bounds(snap, &snap.lanes, 1),
+            slot_lower_bounds: totals.slot_lower_bounds.clone(),
             infinite_rate: totals.infinite_hit_rate(),
             unique_blocks: totals.unique_blocks,
             kv_bytes: totals.unique_kv_bytes,
-            horizon_lower_bound: snap.lanes.iter().any(|lane| lane.is_lower_bound(None)),
+            horizon_lower_bound: totals.infinite_is_lower_bound,
         });
     }
     rows
 }
 
-/// Per slot, whether its hits in a row summing `lanes` are only a lower bound: the capacity
-/// each lane has at the slot (`shared_by` × its blocks at the lane's block bytes: 1 for an
-/// instance, N for the shared pool) lies above that lane's memory horizon.
+/// Per slot, whether `lane`'s hits there are only a lower bound (its capacity at the slot,
+/// N × for the shared pool, lies above its memory horizon).
 fn slot_lower_bounds(
     snap: &LiveSnapshot,
-    lanes: &[litehit_live::snapshot::LaneSnapshot],
-    shared_by: u64,
+    lane: &litehit_live::snapshot::LaneSnapshot,
 ) -> Vec<bool> {
-    snap.slots
-        .iter()
-        .map(|slot| {
-            lanes
-                .iter()
-                .any(|lane| lane.slot_is_lower_bound(slot.capacity, shared_by))
-        })
+    (0..snap.slots.len())
+        .map(|index| lane.slot_is_lower_bound(index))
         .collect()
 }
 
@@ -385,11 +378,7 @@ fn pool_row_values(snap: &LiveSnapshot) -> Option<RowValues> {
             .map(|index| pool.slot_hit_rate(index))
             .collect(),
         // The pool's cell is the pool at N × C: N × C meets the horizon.
-        slot_lower_bounds: slot_lower_bounds(
-            snap,
-            std::slice::from_ref(pool),
-            snap.pool_shared_by(),
-        ),
+        slot_lower_bounds: slot_lower_bounds(snap, pool),
         infinite_rate: pool.infinite_hit_rate(),
         unique_blocks: pool.unique_blocks,
         kv_bytes: pool.unique_kv_bytes(),
@@ -470,7 +459,7 @@ fn columns(snap: &LiveSnapshot, view: &App, rows: &[RowValues]) -> Vec<Column> {
     columns.extend([
         Column {
             // `∞ H=…` under a memory horizon: the ∞ bound is then a lower bound (`≥`).
-            header: format::infinite_label(snap.memory_horizon),
+            header: format::infinite_label(snap),
             width: 7,
             drop_rank: 20,
             kind: ColumnKind::Infinite,
@@ -653,7 +642,7 @@ mod tests {
                 ],
                 lanes,
                 ..LiveSnapshot::default()
-            };
+            }.finished();
             for (index, lane) in snap.lanes.iter_mut().enumerate() {
                 lane.instance_id = format!("lane-{index}");
             }
@@ -692,7 +681,8 @@ mod tests {
                 })
                 .collect(),
             ..LiveSnapshot::default()
-        };
+        }
+        .finished();
         let mut view = App::default();
         view.observe(&snap);
         let title = |view: &App| drawn_lines(&snap, view, 120, 10)[0].clone();
@@ -719,7 +709,8 @@ mod tests {
                 ..LaneSnapshot::default()
             }],
             ..LiveSnapshot::default()
-        };
+        }
+        .finished();
         let lines = drawn_lines(&snap, &App::default(), 120, 6);
         assert!(
             lines.iter().any(|line| line.contains("1003.00 MiB")),

@@ -9,9 +9,10 @@
 //! ```
 //!
 //! The capacities are the ingest thread's (`LaneSnapshot::capacity_for_fraction`, exact from
-//! each lane's accumulator); this file only multiplies blocks by the lane's block bytes and
-//! formats, rounding up (a capacity shown must reach its target). Under a memory horizon
-//! they are lower bounds (`≥12.4 GiB`): the ∞ bound they are a fraction of is one.
+//! each lane's accumulator, and their Σ `Totals::capacity_for_fraction`); this file only
+//! multiplies a lane's blocks by its block bytes and formats, rounding up (a capacity shown
+//! must reach its target). Under a memory horizon they are lower bounds (`≥12.4 GiB`): the ∞
+//! bound they are a fraction of is one.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -131,29 +132,27 @@ pub fn lane_bytes(lane: &LaneSnapshot) -> Option<Vec<u64>> {
         .collect()
 }
 
-/// Σ over instances of each one's own capacity for each target (each instance its own
-/// cache, so every one reaches the target: the fleet's tokens then reach it too).
+/// The Σ of instance knees for each target (the snapshot's, each instance its own cache, so
+/// every one reaches the target: the fleet's tokens then reach it too).
 fn totals_text(snap: &LiveSnapshot) -> String {
-    let mut sums = [0_u64; SHOWN_PERCENTS.len()];
-    let mut any = false;
-    for lane in &snap.lanes {
-        if let Some(bytes) = lane_bytes(lane) {
-            any = true;
-            for (sum, bytes) in sums.iter_mut().zip(bytes) {
-                *sum = sum.saturating_add(bytes);
-            }
-        }
+    let totals = &snap.totals;
+    let sums: Option<Vec<_>> = SHOWN_PERCENTS
+        .iter()
+        .map(|&percent| {
+            totals
+                .capacity_for_fraction
+                .iter()
+                .find(|fraction| fraction.percent == percent)
+        })
+        .collect();
+    match sums {
+        Some(sums) if totals.infinite_hit_tokens > 0 => sums
+            .iter()
+            .map(|fraction| capacity_text(fraction.capacity_bytes, fraction.lower_bound))
+            .collect::<Vec<_>>()
+            .join(" · "),
+        _ => no_values(totals.infinite_hit_tokens),
     }
-    if !any {
-        let infinite = snap.lanes.iter().map(|lane| lane.infinite_hit_blocks).sum();
-        return no_values(infinite);
-    }
-    // A Σ with a lower bound in it is one.
-    let lower_bound = snap.lanes.iter().any(LaneSnapshot::knees_are_lower_bounds);
-    sums.iter()
-        .map(|&bytes| capacity_text(bytes, lower_bound))
-        .collect::<Vec<_>>()
-        .join(" · ")
 }
 
 /// A capacity in binary units, 3 significant digits rounded up (`12.4 GiB`, `512 B`), after

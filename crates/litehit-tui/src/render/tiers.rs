@@ -36,7 +36,7 @@ pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
     let Some(plan) = &snap.tiers else {
         return;
     };
-    let totals = snap.totals();
+    let totals = &snap.totals;
     let pool = snap.pool.as_ref().filter(|_| view.selected_pool());
     let lane = view
         .selected_lane()
@@ -49,7 +49,7 @@ pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
         let (shares, miss) = tier_shares(&lane.tier_hit_tokens(), lane.input_tokens);
         columns.push(Column {
             name: if pool.is_some() {
-                format!("{} ×{}", lane.instance_id, snap.lanes.len())
+                format!("{} ×{}", lane.instance_id, lane.shared_by)
             } else {
                 lane.instance_id.clone()
             },
@@ -72,7 +72,7 @@ pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
         shares,
         miss,
         miss_is_upper_bound: totals.tier_miss_is_upper_bound(),
-        lower_bounds: totals.tier_lower_bounds,
+        lower_bounds: totals.tier_lower_bounds.clone(),
     });
 
     let share_width = 16_u16;
@@ -117,9 +117,9 @@ pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
         " cache tiers ({}): share of input tokens served ",
         plan.mode_name()
     );
-    if pool.is_some() {
+    if let Some(pool) = pool {
         // The size column is one instance's; the pool's tiers are N times as large.
-        let _ = write!(title, "· pool at {} × each size ", snap.lanes.len());
+        let _ = write!(title, "· pool at {} × each size ", pool.shared_by);
     }
     if columns.iter().any(|column| column.miss_is_upper_bound) {
         title.push_str("· ≥ lower bound above the horizon, ≤ upper bound ");

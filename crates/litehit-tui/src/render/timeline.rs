@@ -359,7 +359,7 @@ fn series_label(snap: &LiveSnapshot, slot: Option<usize>, pool_beside: bool) -> 
     match slot {
         _ if pool_beside => pool_label(snap),
         Some(index) => format::capacity(snap.slots[index].capacity),
-        None => format::infinite_label(snap.memory_horizon),
+        None => format::infinite_label(snap),
     }
 }
 
