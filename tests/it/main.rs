@@ -40,6 +40,7 @@ mod metrics_prometheus;
 mod module_layout;
 mod mrc;
 mod openai_live;
+mod opt;
 mod parity;
 mod pool;
 mod pool_demo;

@@ -4,6 +4,7 @@
 //! arithmetic-run segments. It holds no capacity and no bytes; those meet it only in
 //! `projector`. `file` reads and writes the upstream `litehit_facts.csv`.
 
+pub mod curve;
 pub mod file;
 
 /// One arithmetic run of the hit curve: the `j`-th block of the run (0-based) is a prefix hit

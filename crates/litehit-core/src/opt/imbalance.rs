@@ -1,0 +1,379 @@
+//! The imbalance over the time axis: which key the critical-stack step stops at.
+//!
+//! Positions are access times, handed out in increasing order (a higher position is more
+//! recent). A position holds at most one key (the key's latest access) and at most one
+//! *critical marker* (capacity `c`'s marker sits at the last access whose OPT stack distance was
+//! `c`). Each marker counts `+1`, each key `-1`; the imbalance at a key position `q` is the sum
+//! over the positions after `q`: markers more recent than `q` minus keys more recent than `q`.
+//! It is never negative at a key position (Bilardi et al.'s β), and it is 0 at the most recent
+//! key. An access to the key at `s` stops at the oldest key more recent than `s` whose
+//! imbalance is 0.
+//!
+//! Layout: two bitsets (keys, markers; 2 bits per position) and a segment tree over 64-position
+//! words holding each word's sum and its minimum suffix at a key position, so a query is one
+//! walk down and a change one walk up: O(log positions).
+
+use crate::hitcore::{AllocFailed, try_reserve_total};
+
+/// A minimum suffix where no key can be: larger than any imbalance (|sum| <= positions in use,
+/// which compaction keeps below 2^30 long before memory would allow more).
+const NO_KEY: i32 = i32::MAX / 4;
+
+/// Positions per bitset word (a segment-tree leaf).
+const WORD_BITS: usize = 64;
+
+/// A word's or a subtree's summary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Summary {
+    /// Markers minus keys in the range.
+    sum: i32,
+    /// Minimum over the range's key positions `q` of the sum over the range's positions
+    /// after `q` ([`NO_KEY`] without a key).
+    min_suffix: i32,
+}
+
+impl Default for Summary {
+    fn default() -> Self {
+        Self {
+            sum: 0,
+            min_suffix: NO_KEY,
+        }
+    }
+}
+
+impl Summary {
+    /// The summary of `older` followed by `newer`.
+    #[inline]
+    fn then(self, newer: Self) -> Self {
+        Self {
+            sum: self.sum + newer.sum,
+            min_suffix: newer
+                .min_suffix
+                .min(self.min_suffix.saturating_add(newer.sum)),
+        }
+    }
+
+    /// One word's summary, from its key and marker bits.
+    #[inline]
+    fn of_word(keys: u64, markers: u64) -> Self {
+        let mut summary = Self::default();
+        let mut bits = keys | markers;
+        while bits != 0 {
+            let bit = bits.ilog2();
+            let mask = 1_u64 << bit;
+            if keys & mask != 0 {
+                summary.min_suffix = summary.min_suffix.min(summary.sum);
+                summary.sum -= 1;
+            }
+            if markers & mask != 0 {
+                summary.sum += 1;
+            }
+            bits &= !mask;
+        }
+        summary
+    }
+}
+
+/// Key and marker bits over positions, with the summary tree.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Imbalance {
+    keys: Vec<u64>,
+    markers: Vec<u64>,
+    /// 1-based heap; word `w`'s leaf is `leaf_base + w`.
+    tree: Vec<Summary>,
+    /// Leaves in the tree (a power of two, `keys.len()`).
+    leaf_base: usize,
+    /// Positions handed out so far (the next position is `len`).
+    len: usize,
+    /// Positions holding a key or a marker.
+    in_use: usize,
+}
+
+/// Old position → new position after [`Imbalance::compact`]: positions holding a key or a
+/// marker keep their order and close up.
+#[derive(Debug)]
+pub(crate) struct PositionRemap {
+    in_use_words: Vec<u64>,
+    used_before_word: Vec<u32>,
+}
+
+impl PositionRemap {
+    /// The new position of `old`, which held a key or a marker.
+    #[inline]
+    pub(crate) fn new_position(&self, old: usize) -> usize {
+        let word = old / WORD_BITS;
+        let below = self.in_use_words[word] & ((1_u64 << (old % WORD_BITS)) - 1);
+        self.used_before_word[word] as usize + below.count_ones() as usize
+    }
+}
+
+impl Imbalance {
+    /// Positions handed out so far, in use or not.
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Positions holding a key or a marker.
+    #[inline]
+    pub(crate) fn in_use(&self) -> usize {
+        self.in_use
+    }
+
+    /// Makes room for `additional` more positions, so nothing grows mid-request.
+    pub(crate) fn reserve(&mut self, additional: usize) -> Result<(), AllocFailed> {
+        let needed_words = (self.len + additional).div_ceil(WORD_BITS);
+        if needed_words <= self.leaf_base {
+            return Ok(());
+        }
+        let leaf_base = needed_words.next_power_of_two().max(16);
+        try_reserve_total(&mut self.keys, leaf_base)?;
+        try_reserve_total(&mut self.markers, leaf_base)?;
+        try_reserve_total(&mut self.tree, 2 * leaf_base)?;
+        self.keys.resize(leaf_base, 0);
+        self.markers.resize(leaf_base, 0);
+        self.leaf_base = leaf_base;
+        self.rebuild_tree();
+        Ok(())
+    }
+
+    /// A new position, the most recent, holding nothing yet (room was reserved).
+    #[inline]
+    pub(crate) fn push(&mut self) -> usize {
+        let position = self.len;
+        debug_assert!(position < self.leaf_base * WORD_BITS);
+        self.len += 1;
+        position
+    }
+
+    /// Puts a key at a fresh `position`.
+    #[inline]
+    pub(crate) fn set_key(&mut self, position: usize) {
+        self.change(position, |keys, _| *keys |= bit(position));
+    }
+
+    /// Puts a marker at `position` (which holds a key: the access just made).
+    #[inline]
+    pub(crate) fn set_marker(&mut self, position: usize) {
+        self.change(position, |_, markers| *markers |= bit(position));
+    }
+
+    /// Moves a key from `old` to the fresh position `new`.
+    #[inline]
+    pub(crate) fn move_key(&mut self, old: usize, new: usize) {
+        self.change(old, |keys, _| *keys &= !bit(old));
+        self.set_key(new);
+    }
+
+    /// Moves a marker from `old` to `new` (which holds a key).
+    #[inline]
+    pub(crate) fn move_marker(&mut self, old: usize, new: usize) {
+        self.change(old, |_, markers| *markers &= !bit(old));
+        self.set_marker(new);
+    }
+
+    /// The oldest key position after `after` whose imbalance is 0 (the most recent key's is
+    /// always 0, so one exists when a key is more recent than `after`).
+    pub(crate) fn first_balanced_key_after(&self, after: usize) -> Option<usize> {
+        self.find(1, 0, self.leaf_base, after, 0)
+    }
+
+    /// Searches node `node` (words `first_word..first_word + words`), whose positions are
+    /// followed by a sum of `sum_after`.
+    fn find(
+        &self,
+        node: usize,
+        first_word: usize,
+        words: usize,
+        after: usize,
+        sum_after: i32,
+    ) -> Option<usize> {
+        let end_position = (first_word + words) * WORD_BITS;
+        if end_position <= after + 1 {
+            return None; // wholly at or before `after`
+        }
+        let summary = self.tree[node];
+        if summary.min_suffix.saturating_add(sum_after) > 0 {
+            return None; // no balanced key at all in here
+        }
+        if words == 1 {
+            return self.find_in_word(first_word, after, sum_after);
+        }
+        let half = words / 2;
+        let newer_sum = self.tree[2 * node + 1].sum;
+        self.find(2 * node, first_word, half, after, sum_after + newer_sum)
+            .or_else(|| self.find(2 * node + 1, first_word + half, half, after, sum_after))
+    }
+
+    fn find_in_word(&self, word: usize, after: usize, sum_after: i32) -> Option<usize> {
+        let keys = self.keys[word];
+        let markers = self.markers[word];
+        let mut sum = sum_after;
+        let mut found = None;
+        let mut bits = keys | markers;
+        while bits != 0 {
+            let bit_index = bits.ilog2() as usize;
+            let mask = 1_u64 << bit_index;
+            let position = word * WORD_BITS + bit_index;
+            if position <= after {
+                break;
+            }
+            if keys & mask != 0 {
+                if sum <= 0 {
+                    found = Some(position); // keep going: the oldest one wins
+                }
+                sum -= 1;
+            }
+            if markers & mask != 0 {
+                sum += 1;
+            }
+            bits &= !mask;
+        }
+        found
+    }
+
+    #[inline]
+    fn change(&mut self, position: usize, edit: impl FnOnce(&mut u64, &mut u64)) {
+        let word = position / WORD_BITS;
+        let (keys, markers) = (&mut self.keys[word], &mut self.markers[word]);
+        let was_used = (*keys | *markers) & bit(position) != 0;
+        edit(keys, markers);
+        let is_used = (*keys | *markers) & bit(position) != 0;
+        match (was_used, is_used) {
+            (false, true) => self.in_use += 1,
+            (true, false) => self.in_use -= 1,
+            _ => {}
+        }
+        let mut node = self.leaf_base + word;
+        self.tree[node] = Summary::of_word(*keys, *markers);
+        while node > 1 {
+            node /= 2;
+            self.tree[node] = self.tree[2 * node].then(self.tree[2 * node + 1]);
+        }
+    }
+
+    fn rebuild_tree(&mut self) {
+        self.tree.clear();
+        self.tree.resize(2 * self.leaf_base, Summary::default());
+        for word in 0..self.leaf_base {
+            self.tree[self.leaf_base + word] =
+                Summary::of_word(self.keys[word], self.markers[word]);
+        }
+        for node in (1..self.leaf_base).rev() {
+            self.tree[node] = self.tree[2 * node].then(self.tree[2 * node + 1]);
+        }
+    }
+
+    /// Closes up the positions that hold nothing; returns where every used one went. Fails,
+    /// changing nothing, when the memory for the map is not there.
+    pub(crate) fn compact(&mut self) -> Result<PositionRemap, AllocFailed> {
+        let words = self.len.div_ceil(WORD_BITS);
+        let mut in_use_words = Vec::new();
+        let mut used_before_word = Vec::new();
+        try_reserve_total(&mut in_use_words, words)?;
+        try_reserve_total(&mut used_before_word, words)?;
+        let mut used = 0_u32;
+        for word in 0..words {
+            let in_use = self.keys[word] | self.markers[word];
+            in_use_words.push(in_use);
+            used_before_word.push(used);
+            used += in_use.count_ones();
+        }
+        let remap = PositionRemap {
+            in_use_words,
+            used_before_word,
+        };
+        // New positions never pass old ones, so one forward sweep can rewrite in place.
+        let mut next = 0_usize;
+        for word in 0..words {
+            let (keys, markers) = (self.keys[word], self.markers[word]);
+            self.keys[word] = 0;
+            self.markers[word] = 0;
+            let mut bits = keys | markers;
+            while bits != 0 {
+                let mask = bits & bits.wrapping_neg();
+                let (target_word, target_bit) = (next / WORD_BITS, bit(next));
+                if keys & mask != 0 {
+                    self.keys[target_word] |= target_bit;
+                }
+                if markers & mask != 0 {
+                    self.markers[target_word] |= target_bit;
+                }
+                next += 1;
+                bits &= !mask;
+            }
+        }
+        debug_assert_eq!(next, self.in_use);
+        self.len = next;
+        self.rebuild_tree();
+        Ok(remap)
+    }
+
+    /// Forgets every position; keeps the allocations.
+    pub(crate) fn clear(&mut self) {
+        self.keys.fill(0);
+        self.markers.fill(0);
+        self.tree.fill(Summary::default());
+        self.len = 0;
+        self.in_use = 0;
+    }
+
+    /// Heap bytes held.
+    pub(crate) fn memory_usage_bytes(&self) -> usize {
+        (self.keys.capacity() + self.markers.capacity()) * size_of::<u64>()
+            + self.tree.capacity() * size_of::<Summary>()
+    }
+}
+
+#[inline]
+fn bit(position: usize) -> u64 {
+    1_u64 << (position % WORD_BITS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The imbalance at key position `q`, summed position by position.
+    fn naive_imbalance(keys: &[usize], markers: &[usize], q: usize) -> i32 {
+        let count = |set: &[usize]| i32::try_from(set.iter().filter(|&&p| p > q).count()).unwrap();
+        count(markers) - count(keys)
+    }
+
+    #[test]
+    fn finds_the_oldest_balanced_key_after() {
+        // keys at 0, 3, 5, 130; markers at 3, 5, 130: imbalance 0 at 3, 5 and 130.
+        let mut imbalance = Imbalance::default();
+        imbalance.reserve(200).unwrap();
+        for _ in 0..=130 {
+            imbalance.push();
+        }
+        for p in [0, 3, 5, 130] {
+            imbalance.set_key(p);
+        }
+        for p in [3, 5, 130] {
+            imbalance.set_marker(p);
+        }
+        for q in [3, 5, 130] {
+            assert_eq!(naive_imbalance(&[0, 3, 5, 130], &[3, 5, 130], q), 0);
+        }
+        assert_eq!(imbalance.first_balanced_key_after(0), Some(3));
+        assert_eq!(imbalance.first_balanced_key_after(3), Some(5));
+        assert_eq!(imbalance.first_balanced_key_after(5), Some(130));
+        assert_eq!(imbalance.first_balanced_key_after(130), None);
+        // The key at 130 and the marker at 5 move to 131: 3 stays balanced.
+        imbalance.push();
+        imbalance.move_key(130, 131);
+        imbalance.move_marker(5, 131);
+        assert_eq!(naive_imbalance(&[0, 3, 5, 131], &[3, 130, 131], 3), 0);
+        assert_eq!(imbalance.first_balanced_key_after(0), Some(3));
+        assert_eq!(imbalance.in_use(), 5);
+        let remap = imbalance.compact().unwrap();
+        assert_eq!(
+            [0, 3, 5, 130, 131].map(|p| remap.new_position(p)),
+            [0, 1, 2, 3, 4]
+        );
+        assert_eq!(imbalance.len(), 5);
+        assert_eq!(imbalance.first_balanced_key_after(0), Some(1));
+    }
+}
