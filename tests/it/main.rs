@@ -41,6 +41,7 @@ mod module_layout;
 mod mrc;
 mod openai_live;
 mod opt;
+mod opt_replay;
 mod parity;
 mod pool;
 mod pool_demo;

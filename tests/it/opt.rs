@@ -138,7 +138,7 @@ proptest! {
             .map(|keys| {
                 keys.iter()
                     .map(|k| {
-                        let next = ids.len() as i64;
+                        let next = i64::try_from(ids.len()).unwrap();
                         *ids.entry(*k).or_insert(next)
                     })
                     .collect()
