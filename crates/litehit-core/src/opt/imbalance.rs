@@ -146,30 +146,88 @@ impl Imbalance {
         position
     }
 
-    /// Puts a key at a fresh `position`.
+    /// A key (and, with `marker`, a marker) at the fresh, most recent position `new`: the
+    /// highest used position of its word, so its word's summary is extended, not recomputed.
     #[inline]
-    pub(crate) fn set_key(&mut self, position: usize) {
-        self.change(position, |keys, _| *keys |= bit(position));
+    pub(crate) fn append(&mut self, new: usize, marker: bool) {
+        let word = new / WORD_BITS;
+        self.keys[word] |= bit(new);
+        if marker {
+            self.markers[word] |= bit(new);
+        }
+        self.in_use += 1;
+        let own = Summary {
+            sum: i32::from(marker) - 1,
+            min_suffix: 0,
+        };
+        let leaf = self.leaf_base + word;
+        self.tree[leaf] = self.tree[leaf].then(own);
+        self.update_paths([leaf, leaf, leaf]);
     }
 
-    /// Puts a marker at `position` (which holds a key: the access just made).
+    /// One access: the key at `key_from` and the marker at `marker_from` both move to the
+    /// fresh, most recent position `new`; one walk up for the words that changed.
     #[inline]
-    pub(crate) fn set_marker(&mut self, position: usize) {
-        self.change(position, |_, markers| *markers |= bit(position));
+    pub(crate) fn move_to_new(&mut self, key_from: usize, marker_from: usize, new: usize) {
+        let (key_word, marker_word, new_word) = (
+            key_from / WORD_BITS,
+            marker_from / WORD_BITS,
+            new / WORD_BITS,
+        );
+        self.release(key_word, key_from, true);
+        self.release(marker_word, marker_from, false);
+        self.keys[new_word] |= bit(new);
+        self.markers[new_word] |= bit(new);
+        self.in_use += 1;
+        let new_leaf = self.leaf_base + new_word;
+        for word in [key_word, marker_word] {
+            self.tree[self.leaf_base + word] =
+                Summary::of_word(self.keys[word], self.markers[word]);
+        }
+        if new_word != key_word && new_word != marker_word {
+            // Key and marker at the word's highest used position: sum 0, balanced.
+            self.tree[new_leaf] = self.tree[new_leaf].then(Summary {
+                sum: 0,
+                min_suffix: 0,
+            });
+        }
+        self.update_paths([
+            self.leaf_base + key_word,
+            self.leaf_base + marker_word,
+            new_leaf,
+        ]);
     }
 
-    /// Moves a key from `old` to the fresh position `new`.
+    /// Clears a key (or a marker) bit, counting the position out of use when it empties.
     #[inline]
-    pub(crate) fn move_key(&mut self, old: usize, new: usize) {
-        self.change(old, |keys, _| *keys &= !bit(old));
-        self.set_key(new);
+    fn release(&mut self, word: usize, position: usize, key: bool) {
+        if key {
+            self.keys[word] &= !bit(position);
+        } else {
+            self.markers[word] &= !bit(position);
+        }
+        if (self.keys[word] | self.markers[word]) & bit(position) == 0 {
+            self.in_use -= 1;
+        }
     }
 
-    /// Moves a marker from `old` to `new` (which holds a key).
+    /// Recomputes the ancestors of three leaves (whose own summaries are current), each
+    /// shared ancestor once.
     #[inline]
-    pub(crate) fn move_marker(&mut self, old: usize, new: usize) {
-        self.change(old, |_, markers| *markers &= !bit(old));
-        self.set_marker(new);
+    fn update_paths(&mut self, mut nodes: [usize; 3]) {
+        while nodes[0] > 1 {
+            for node in &mut nodes {
+                *node /= 2;
+            }
+            let [a, b, c] = nodes;
+            self.tree[a] = self.tree[2 * a].then(self.tree[2 * a + 1]);
+            if b != a {
+                self.tree[b] = self.tree[2 * b].then(self.tree[2 * b + 1]);
+            }
+            if c != a && c != b {
+                self.tree[c] = self.tree[2 * c].then(self.tree[2 * c + 1]);
+            }
+        }
     }
 
     /// The oldest key position after `after` whose imbalance is 0 (the most recent key's is
@@ -230,26 +288,6 @@ impl Imbalance {
             bits &= !mask;
         }
         found
-    }
-
-    #[inline]
-    fn change(&mut self, position: usize, edit: impl FnOnce(&mut u64, &mut u64)) {
-        let word = position / WORD_BITS;
-        let (keys, markers) = (&mut self.keys[word], &mut self.markers[word]);
-        let was_used = (*keys | *markers) & bit(position) != 0;
-        edit(keys, markers);
-        let is_used = (*keys | *markers) & bit(position) != 0;
-        match (was_used, is_used) {
-            (false, true) => self.in_use += 1,
-            (true, false) => self.in_use -= 1,
-            _ => {}
-        }
-        let mut node = self.leaf_base + word;
-        self.tree[node] = Summary::of_word(*keys, *markers);
-        while node > 1 {
-            node /= 2;
-            self.tree[node] = self.tree[2 * node].then(self.tree[2 * node + 1]);
-        }
     }
 
     fn rebuild_tree(&mut self) {
@@ -345,14 +383,11 @@ mod tests {
         // keys at 0, 3, 5, 130; markers at 3, 5, 130: imbalance 0 at 3, 5 and 130.
         let mut imbalance = Imbalance::default();
         imbalance.reserve(200).unwrap();
-        for _ in 0..=130 {
-            imbalance.push();
-        }
-        for p in [0, 3, 5, 130] {
-            imbalance.set_key(p);
-        }
-        for p in [3, 5, 130] {
-            imbalance.set_marker(p);
+        for p in 0..=130 {
+            assert_eq!(imbalance.push(), p);
+            if [0, 3, 5, 130].contains(&p) {
+                imbalance.append(p, p != 0);
+            }
         }
         for q in [3, 5, 130] {
             assert_eq!(naive_imbalance(&[0, 3, 5, 130], &[3, 5, 130], q), 0);
@@ -363,8 +398,7 @@ mod tests {
         assert_eq!(imbalance.first_balanced_key_after(130), None);
         // The key at 130 and the marker at 5 move to 131: 3 stays balanced.
         imbalance.push();
-        imbalance.move_key(130, 131);
-        imbalance.move_marker(5, 131);
+        imbalance.move_to_new(130, 5, 131);
         assert_eq!(naive_imbalance(&[0, 3, 5, 131], &[3, 130, 131], 3), 0);
         assert_eq!(imbalance.first_balanced_key_after(0), Some(3));
         assert_eq!(imbalance.in_use(), 5);

@@ -273,9 +273,11 @@ impl OptCore {
             .smallest_capacity_at_or_before(stop as u32)
             .expect("some capacity is critical at or before every key but the most recent");
         let new_position = self.imbalance.push();
-        self.imbalance.move_key(position, new_position);
-        self.imbalance
-            .move_marker(self.critical.time(capacity) as usize, new_position);
+        self.imbalance.move_to_new(
+            position,
+            self.critical.time(capacity) as usize,
+            new_position,
+        );
         #[expect(
             clippy::cast_possible_truncation,
             reason = "positions fit u32 (checked in reserve_for)"
@@ -290,17 +292,18 @@ impl OptCore {
     #[inline]
     fn access_new(&mut self, store: &mut impl BlockLookups, id: usize) {
         let position = self.imbalance.push();
-        self.imbalance.set_key(position);
         store.set_position(id, position);
         self.top_position = Some(position);
         self.unique_keys += 1;
-        if self.unique_keys >= 2 {
+        // The first key adds capacity 1, which holds only the key being accessed: no marker.
+        let marker = self.unique_keys >= 2;
+        self.imbalance.append(position, marker);
+        if marker {
             #[expect(
                 clippy::cast_possible_truncation,
                 reason = "positions fit u32 (checked in reserve_for)"
             )]
             self.critical.push(position as u32);
-            self.imbalance.set_marker(position);
         }
     }
 }
