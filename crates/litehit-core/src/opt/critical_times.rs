@@ -57,12 +57,17 @@ impl CriticalTimes {
         self.times[capacity - FIRST_CAPACITY]
     }
 
-    /// Makes capacity `capacity` critical at `position`.
+    /// Makes capacity `capacity` critical at `position`, the most recent position so far.
     #[inline]
     pub(crate) fn set(&mut self, capacity: usize, position: u32) {
         let index = capacity - FIRST_CAPACITY;
-        self.times[index] = position;
-        self.update_block(index / BLOCK_CAPACITIES);
+        let block = index / BLOCK_CAPACITIES;
+        let old = std::mem::replace(&mut self.times[index], position);
+        debug_assert!(position >= old);
+        // A later time changes the block's minimum only if the old one was it.
+        if old == self.tree[self.leaf_base + block] {
+            self.update_block(block);
+        }
     }
 
     /// The smallest capacity critical at or before `position`, if any.
@@ -106,7 +111,11 @@ impl CriticalTimes {
             .unwrap_or(u32::MAX);
         while node > 1 {
             node /= 2;
-            self.tree[node] = self.tree[2 * node].min(self.tree[2 * node + 1]);
+            let minimum = self.tree[2 * node].min(self.tree[2 * node + 1]);
+            if self.tree[node] == minimum {
+                break; // nothing above changes
+            }
+            self.tree[node] = minimum;
         }
     }
 
@@ -146,11 +155,13 @@ mod tests {
         }
         assert_eq!(times.smallest_capacity_at_or_before(958), None);
         assert_eq!(times.smallest_capacity_at_or_before(959), Some(41));
-        times.set(30, 5);
-        assert_eq!(times.smallest_capacity_at_or_before(959), Some(30));
         assert_eq!(times.smallest_capacity_at_or_before(995), Some(5));
+        // Capacity 5 critical again, most recently: 6 is the first at or before 995.
+        times.set(5, 2000);
+        assert_eq!(times.smallest_capacity_at_or_before(995), Some(6));
+        assert_eq!(times.smallest_capacity_at_or_before(2000), Some(2));
         times.renumber(|p| p / 2);
-        assert_eq!(times.time(30), 2);
-        assert_eq!(times.smallest_capacity_at_or_before(2), Some(30));
+        assert_eq!(times.time(5), 1000);
+        assert_eq!(times.smallest_capacity_at_or_before(497), Some(6));
     }
 }

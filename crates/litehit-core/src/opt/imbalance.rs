@@ -53,26 +53,61 @@ impl Summary {
         }
     }
 
-    /// One word's summary, from its key and marker bits.
+    /// One word's summary, from its key and marker bits: 16 nibbles through [`NIBBLE_SUMMARIES`],
+    /// the most recent first.
     #[inline]
     fn of_word(keys: u64, markers: u64) -> Self {
         let mut summary = Self::default();
-        let mut bits = keys | markers;
-        while bits != 0 {
-            let bit = bits.ilog2();
-            let mask = 1_u64 << bit;
-            if keys & mask != 0 {
-                summary.min_suffix = summary.min_suffix.min(summary.sum);
-                summary.sum -= 1;
+        for nibble in (0..16).rev() {
+            let shift = 4 * nibble;
+            let index = ((keys >> shift) & 0xf) | (((markers >> shift) & 0xf) << 4);
+            if index != 0 {
+                #[expect(clippy::cast_possible_truncation, reason = "index < 256")]
+                let (sum, min_suffix) = NIBBLE_SUMMARIES[index as usize];
+                let older = Self {
+                    sum: i32::from(sum),
+                    min_suffix: if min_suffix == NIBBLE_NO_KEY {
+                        NO_KEY
+                    } else {
+                        i32::from(min_suffix)
+                    },
+                };
+                summary = older.then(summary);
             }
-            if markers & mask != 0 {
-                summary.sum += 1;
-            }
-            bits &= !mask;
         }
         summary
     }
 }
+
+/// [`NIBBLE_SUMMARIES`]'s minimum suffix for a nibble without a key.
+const NIBBLE_NO_KEY: i8 = i8::MAX;
+
+/// The summary `(sum, min_suffix)` of 4 positions, indexed by `keys | markers << 4` (4 bits
+/// each, the lowest bit the oldest position).
+const NIBBLE_SUMMARIES: [(i8, i8); 256] = {
+    let mut table = [(0_i8, NIBBLE_NO_KEY); 256];
+    let mut index = 0;
+    while index < 256 {
+        let (keys, markers) = (index & 0xf, index >> 4);
+        let (mut sum, mut min_suffix) = (0_i8, NIBBLE_NO_KEY);
+        let mut bit = 4;
+        while bit > 0 {
+            bit -= 1;
+            if keys & (1 << bit) != 0 {
+                if sum < min_suffix {
+                    min_suffix = sum;
+                }
+                sum -= 1;
+            }
+            if markers & (1 << bit) != 0 {
+                sum += 1;
+            }
+        }
+        table[index] = (sum, min_suffix);
+        index += 1;
+    }
+    table
+};
 
 /// Key and marker bits over positions, with the summary tree.
 #[derive(Debug, Clone, Default)]
@@ -212,20 +247,30 @@ impl Imbalance {
     }
 
     /// Recomputes the ancestors of three leaves (whose own summaries are current), each
-    /// shared ancestor once.
+    /// shared ancestor once; a path stops where a recomputed summary comes out unchanged
+    /// (nothing above it can change through it).
     #[inline]
     fn update_paths(&mut self, mut nodes: [usize; 3]) {
-        while nodes[0] > 1 {
+        let mut active = [true; 3];
+        while nodes[0] > 1 && active.contains(&true) {
             for node in &mut nodes {
                 *node /= 2;
             }
-            let [a, b, c] = nodes;
-            self.tree[a] = self.tree[2 * a].then(self.tree[2 * a + 1]);
-            if b != a {
-                self.tree[b] = self.tree[2 * b].then(self.tree[2 * b + 1]);
-            }
-            if c != a && c != b {
-                self.tree[c] = self.tree[2 * c].then(self.tree[2 * c + 1]);
+            let mut done = [0_usize; 3]; // nodes recomputed at this level (0: none)
+            for path in 0..3 {
+                let node = nodes[path];
+                if !active[path] || done.contains(&node) {
+                    continue;
+                }
+                done[path] = node;
+                let summary = self.tree[2 * node].then(self.tree[2 * node + 1]);
+                let changed = self.tree[node] != summary;
+                self.tree[node] = summary;
+                for other in path..3 {
+                    if nodes[other] == node {
+                        active[other] = changed;
+                    }
+                }
             }
         }
     }
@@ -376,6 +421,27 @@ mod tests {
     fn naive_imbalance(keys: &[usize], markers: &[usize], q: usize) -> i32 {
         let count = |set: &[usize]| i32::try_from(set.iter().filter(|&&p| p > q).count()).unwrap();
         count(markers) - count(keys)
+    }
+
+    #[test]
+    fn word_summaries_by_nibbles_equal_position_by_position() {
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        for _ in 0..2000 {
+            state = crate::workload::mix64(state);
+            let keys = state;
+            state = crate::workload::mix64(state);
+            let markers = state & crate::workload::mix64(state ^ 1);
+            let (mut sum, mut min_suffix) = (0, NO_KEY);
+            for bit in (0..64).rev() {
+                if keys >> bit & 1 == 1 {
+                    min_suffix = min_suffix.min(sum);
+                    sum -= 1;
+                }
+                sum += i32::from(markers >> bit & 1 == 1);
+            }
+            assert_eq!(Summary::of_word(keys, markers), Summary { sum, min_suffix });
+        }
+        assert_eq!(Summary::of_word(0, 0), Summary::default());
     }
 
     #[test]
