@@ -277,38 +277,63 @@ impl Imbalance {
 
     /// The oldest key position after `after` whose imbalance is 0 (the most recent key's is
     /// always 0, so one exists when a key is more recent than `after`).
+    ///
+    /// Bottom-up, as the answer is usually near `after`: the subtrees just after `after` are
+    /// the right siblings met walking up from its word, in position order; the sum after each
+    /// is the sum of those met later. The first that can hold a balanced key is walked down.
     pub(crate) fn first_balanced_key_after(&self, after: usize) -> Option<usize> {
-        self.find(1, 0, self.leaf_base, after, 0)
+        let first_word = (after + 1) / WORD_BITS;
+        if first_word >= self.leaf_base {
+            return None;
+        }
+        // Right siblings up to the root, nearest first (at most one per level).
+        let mut siblings = [0_usize; usize::BITS as usize];
+        let mut count = 0;
+        let mut sum_after = 0;
+        let mut node = self.leaf_base + first_word;
+        while node > 1 {
+            if node % 2 == 0 {
+                siblings[count] = node + 1;
+                sum_after += self.tree[node + 1].sum;
+                count += 1;
+            }
+            node /= 2;
+        }
+        if let Some(found) = self.find_in_word(first_word, after + 1, sum_after) {
+            return Some(found);
+        }
+        for &sibling in &siblings[..count] {
+            let summary = self.tree[sibling];
+            sum_after -= summary.sum;
+            if summary.min_suffix.saturating_add(sum_after) <= 0 {
+                return self.descend(sibling, sum_after);
+            }
+        }
+        None
     }
 
-    /// Searches node `node` (words `first_word..first_word + words`), whose positions are
-    /// followed by a sum of `sum_after`.
-    fn find(
-        &self,
-        node: usize,
-        first_word: usize,
-        words: usize,
-        after: usize,
-        sum_after: i32,
-    ) -> Option<usize> {
-        let end_position = (first_word + words) * WORD_BITS;
-        if end_position <= after + 1 {
-            return None; // wholly at or before `after`
+    /// The oldest balanced key in `node`'s subtree, which holds one, given the sum after it.
+    fn descend(&self, mut node: usize, mut sum_after: i32) -> Option<usize> {
+        while node < self.leaf_base {
+            let newer = self.tree[2 * node + 1];
+            if self.tree[2 * node]
+                .min_suffix
+                .saturating_add(sum_after + newer.sum)
+                <= 0
+            {
+                sum_after += newer.sum;
+                node *= 2;
+            } else {
+                node = 2 * node + 1;
+            }
         }
-        let summary = self.tree[node];
-        if summary.min_suffix.saturating_add(sum_after) > 0 {
-            return None; // no balanced key at all in here
-        }
-        if words == 1 {
-            return self.find_in_word(first_word, after, sum_after);
-        }
-        let half = words / 2;
-        let newer_sum = self.tree[2 * node + 1].sum;
-        self.find(2 * node, first_word, half, after, sum_after + newer_sum)
-            .or_else(|| self.find(2 * node + 1, first_word + half, half, after, sum_after))
+        let word = node - self.leaf_base;
+        self.find_in_word(word, word * WORD_BITS, sum_after)
     }
 
-    fn find_in_word(&self, word: usize, after: usize, sum_after: i32) -> Option<usize> {
+    /// The oldest balanced key of `word` at or after position `first`, given the sum after the
+    /// word.
+    fn find_in_word(&self, word: usize, first: usize, sum_after: i32) -> Option<usize> {
         let keys = self.keys[word];
         let markers = self.markers[word];
         let mut sum = sum_after;
@@ -318,7 +343,7 @@ impl Imbalance {
             let bit_index = bits.ilog2() as usize;
             let mask = 1_u64 << bit_index;
             let position = word * WORD_BITS + bit_index;
-            if position <= after {
+            if position < first {
                 break;
             }
             if keys & mask != 0 {
