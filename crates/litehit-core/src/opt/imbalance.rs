@@ -292,7 +292,7 @@ impl Imbalance {
         let mut sum_after = 0;
         let mut node = self.leaf_base + first_word;
         while node > 1 {
-            if node % 2 == 0 {
+            if node.is_multiple_of(2) {
                 siblings[count] = node + 1;
                 sum_after += self.tree[node + 1].sum;
                 count += 1;
