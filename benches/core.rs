@@ -1,6 +1,6 @@
 //! Core-only throughput (no parsing: keys are pre-loaded), one lane, exact results.
 //!
-//! `cargo bench --bench core -- [conversation] [large] [adjacency] [--requests N] [--keys dense|random]`
+//! `cargo bench --bench core -- [conversation] [large] [adjacency] [opt] [--requests N] [--keys dense|random]`
 //!
 //! Smoke mode (`LITEHIT_BENCH_SMOKE=1` or `-- --smoke`, see `common/mod.rs`): 2 runs of the
 //! conversation trace, a 20,000-request large trace (2 runs per key style) and `adjacency`
@@ -19,6 +19,11 @@
 //!   (`hitcore/key_table.rs`): next to the previous block's entry, through the index, or new.
 //!   A plain `HashMap` model of the entry order, not the core.
 //!
+//! * `opt`: the large trace (dense ids) replayed by the LRU core alone, the OPT core
+//!   (`litehit_core::opt`) alone and both, one fresh run each: CPU seconds, block accesses per
+//!   second, bytes of core state per unique key, and the both / OPT alone time ratio. Checks
+//!   that OPT gives the same facts alone and beside LRU, and OPT(∞) = LRU(∞) on every request.
+//!
 //! Every run checks exactness cheaply: both key styles must give identical facts digests.
 
 use std::hint::black_box;
@@ -26,6 +31,7 @@ use std::time::Instant;
 
 use litehit_core::facts::RequestFact;
 use litehit_core::hitcore::LiteHit;
+use litehit_core::opt::OptCore;
 use litehit_core::projector::project_infinite;
 use litehit_core::workload::{KeyStyle, SyntheticRequest, Workload, WorkloadConfig};
 
@@ -227,6 +233,111 @@ fn report_adjacency(trace: &FlatTrace) {
     );
 }
 
+/// One run of [`report_policies`].
+struct PolicyRun {
+    seconds: f64,
+    opt_digest: u64,
+    /// Σ over requests of LRU's ∞ hits minus OPT's, when both ran (must be 0).
+    infinite_difference: i64,
+    unique: u64,
+    lru_bytes: usize,
+    opt_bytes: usize,
+}
+
+fn digest_of(digest: u64, fact: &RequestFact) -> u64 {
+    fact.hit_curve.iter().fold(digest, |d, segment| {
+        d.wrapping_mul(31)
+            .wrapping_add(segment.start_required_blocks ^ (segment.run_length << 32))
+    })
+}
+
+/// Replays `trace` on fresh cores of the chosen policies, one request through both before the
+/// next (as a lane does).
+fn replay_policies(trace: &FlatTrace, lru: bool, opt: bool) -> PolicyRun {
+    let (mut lru_core, mut opt_core) = (LiteHit::new(), OptCore::new());
+    let (mut lru_fact, mut opt_fact) = (RequestFact::default(), RequestFact::default());
+    let (mut opt_digest, mut infinite_difference) = (0_u64, 0_i64);
+    let cpu_started = thread_cpu_seconds();
+    let mut requests = trace.requests().peekable();
+    while let Some(request) = requests.next() {
+        if lru {
+            if let Some(next) = requests.peek() {
+                lru_core.prefetch(next);
+            }
+            lru_core.process_request_into(request, 0, &mut lru_fact);
+        }
+        if opt {
+            opt_core
+                .try_process_request_into(request, 0, &mut opt_fact)
+                .expect("the bench fits in memory");
+            opt_digest = digest_of(opt_digest, &opt_fact);
+        }
+        if lru && opt {
+            infinite_difference += i64::try_from(project_infinite(&lru_fact)).expect("small")
+                - i64::try_from(project_infinite(&opt_fact)).expect("small");
+        }
+    }
+    let seconds = thread_cpu_seconds() - cpu_started;
+    PolicyRun {
+        seconds,
+        opt_digest: black_box(opt_digest),
+        infinite_difference,
+        unique: lru_core
+            .current_unique_blocks()
+            .max(opt_core.current_unique_blocks()),
+        lru_bytes: if lru {
+            lru_core.memory_usage_bytes()
+        } else {
+            0
+        },
+        opt_bytes: if opt {
+            opt_core.memory_usage_bytes()
+        } else {
+            0
+        },
+    }
+}
+
+/// LRU alone, OPT alone and both over one trace (the `opt` target).
+fn report_policies(trace: &FlatTrace) {
+    let lru = replay_policies(trace, true, false);
+    let opt = replay_policies(trace, false, true);
+    let both = replay_policies(trace, true, true);
+    assert_eq!(
+        opt.opt_digest, both.opt_digest,
+        "OPT's facts must not depend on LRU beside it"
+    );
+    assert_eq!(both.infinite_difference, 0, "OPT(∞) must equal LRU(∞)");
+    let rate = |run: &PolicyRun| trace.accesses() as f64 / run.seconds / 1e6;
+    let per_key = |bytes: usize| bytes as f64 / lru.unique.max(1) as f64;
+    println!(
+        "policies: requests {}  accesses {}  unique {}",
+        trace.ends.len(),
+        trace.accesses(),
+        lru.unique
+    );
+    println!(
+        "  lru      {:>8.3} s cpu  {:>6.2} M accesses/s  {:>5.1} B/unique key",
+        lru.seconds,
+        rate(&lru),
+        per_key(lru.lru_bytes)
+    );
+    println!(
+        "  opt      {:>8.3} s cpu  {:>6.2} M accesses/s  {:>5.1} B/unique key  digest {:016x}",
+        opt.seconds,
+        rate(&opt),
+        per_key(opt.opt_bytes),
+        opt.opt_digest
+    );
+    println!(
+        "  lru,opt  {:>8.3} s cpu  {:>6.2} M accesses/s  {:>5.1} B/unique key  ({:.2}× opt alone)",
+        both.seconds,
+        rate(&both),
+        per_key(both.lru_bytes + both.opt_bytes),
+        both.seconds / opt.seconds
+    );
+}
+
 fn main() {
     let mode = Mode::from_env_and_args();
     let args = common::bench_args();
@@ -235,7 +346,7 @@ fn main() {
             || args.iter().any(|a| a == name)
             || !args
                 .iter()
-                .any(|a| a == "conversation" || a == "large" || a == "adjacency")
+                .any(|a| a == "conversation" || a == "large" || a == "adjacency" || a == "opt")
     };
     let large_requests = args
         .iter()
@@ -255,6 +366,9 @@ fn main() {
     // Smoke mode runs every path, the adjacency model included.
     if mode == Mode::Smoke || args.iter().any(|a| a == "adjacency") {
         report_adjacency(&generate_large(large_requests));
+    }
+    if wants("opt") {
+        report_policies(&generate_large(large_requests));
     }
     if wants("large") {
         let started = Instant::now();

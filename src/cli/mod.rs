@@ -253,6 +253,14 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "CAPACITY", value_parser = litehit_core::grammar::parse_memory_horizon)]
     pub memory_horizon: Option<litehit_core::projector::Capacity>,
 
+    /// Eviction policies to write facts for: `lru` (what a serving engine's prefix cache
+    /// does), `opt` (Belady's optimal policy: the ceiling no eviction policy passes at the same
+    /// capacity), or `lru,opt`, both from one read: the LRU facts where they always go, the
+    /// OPT facts beside them as `litehit_facts.opt.csv` (`NAME.opt.csv` for `--out NAME.csv`).
+    /// OPT is refused with a TTL or --memory-horizon
+    #[arg(long, value_name = "POLICIES", default_value = "lru", value_parser = parse_cache_policies)]
+    pub policy: litehit_core::engine::CachePolicies,
+
     /// No progress bar and no summary on stderr
     #[arg(long, short)]
     pub quiet: bool,
@@ -454,6 +462,11 @@ fn at_least_one(text: &str) -> Result<usize, String> {
         Ok(count) => Ok(count),
         Err(err) => Err(err.to_string()),
     }
+}
+
+/// `--policy`: `lru`, `opt` or `lru,opt`, through the core's one spelling.
+fn parse_cache_policies(text: &str) -> Result<litehit_core::engine::CachePolicies, String> {
+    text.parse()
 }
 
 #[cfg(test)]

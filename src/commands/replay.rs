@@ -12,8 +12,8 @@ use color_eyre::eyre::{Result, WrapErr as _, bail, eyre};
 use crate::cli::ReplayArgs;
 use crate::output::summary::LaneSummary;
 use litehit_core::config::{self, ReplayConfig};
-use litehit_core::engine::pipeline::{LinesSeen, PipelineTotals, replay_stream};
-use litehit_core::engine::{Engine, EngineConfig, Policy};
+use litehit_core::engine::pipeline::{LinesSeen, PipelineTotals, replay_stream_by_policy};
+use litehit_core::engine::{CachePolicies, CachePolicy, Engine, EngineConfig, Policy};
 use litehit_core::facts::file::{AtomicFactsWriter, append_fact_row};
 use litehit_core::formats::{LineParser, ParseOptions, TraceFormat};
 use litehit_core::projector::Capacity;
@@ -140,11 +140,12 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
     let trace_path = plan.trace_path.clone();
     let trace_format = plan.format;
     let model = plan.model.clone();
-    let (totals, engine, facts_path) = replay_plan(
+    let (totals, engine, published) = replay_plan(
         plan,
-        (args.memory_horizon, args.engine),
+        (args.memory_horizon, args.engine, args.policy),
         !args.quiet && std::io::stderr().is_terminal(),
     )?;
+    let facts_path = published[0].1.clone();
     if let Some(shard) = args.shard
         && let Some(note) = empty_shard_note(&engine, shard, &facts_path)
     {
@@ -178,7 +179,10 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
                 &summaries,
                 (trace_format, totals.bytes, args.converted_from),
                 started.elapsed(),
-                &facts_path
+                &published
+                    .iter()
+                    .map(|(policy, path)| (*policy, path.as_path()))
+                    .collect::<Vec<_>>()
             )
         );
         if let Some(model) = &model {
@@ -359,12 +363,114 @@ fn resolve_plan(args: &ReplayArgs) -> Result<ReplayPlan> {
     })
 }
 
-/// Replays the plan and publishes the facts; nothing is published on any error.
+/// Each published facts file with its policy, the primary policy's first.
+type Published = Vec<(CachePolicy, PathBuf)>;
+
+/// One atomic writer and one row buffer per policy: the primary policy's facts at
+/// `facts_path`, OPT's beside LRU's when both are computed.
+struct PolicyWriters {
+    policies: Vec<CachePolicy>,
+    /// In a cell, as the rows: the row and progress callbacks share this value.
+    writers: std::cell::RefCell<Vec<AtomicFactsWriter>>,
+    /// Filled by the row callback, drained by the progress callback (both on one thread).
+    rows: Vec<std::cell::RefCell<Vec<u8>>>,
+}
+
+impl PolicyWriters {
+    fn create(policies: CachePolicies, facts_path: &Path, trace_path: &Path) -> Result<Self> {
+        let mut destinations = vec![(policies.primary(), facts_path.to_path_buf())];
+        if policies == CachePolicies::BOTH {
+            destinations.push((
+                CachePolicy::Opt,
+                litehit_core::facts::file::opt_facts_path(facts_path),
+            ));
+        }
+        let mut writers = Self {
+            policies: Vec::new(),
+            writers: std::cell::RefCell::new(Vec::new()),
+            rows: Vec::new(),
+        };
+        for (policy, path) in destinations {
+            if super::same_file(&path, trace_path) {
+                bail!(
+                    "{}: the facts would replace the trace being replayed; choose another --out",
+                    path.display()
+                );
+            }
+            writers.policies.push(policy);
+            writers
+                .writers
+                .get_mut()
+                .push(AtomicFactsWriter::create_file(&path)?);
+            writers
+                .rows
+                .push(std::cell::RefCell::new(Vec::with_capacity(
+                    ROW_BATCH_BYTES + 4096,
+                )));
+        }
+        Ok(writers)
+    }
+
+    /// Removes every temp file when the process ends on a stuck read.
+    fn discard_on_exit(&self) -> impl FnOnce() + Send + 'static + use<> {
+        let discards: Vec<Box<dyn FnOnce() + Send>> = self
+            .writers
+            .borrow()
+            .iter()
+            .map(|writer| Box::new(writer.discard_on_exit()) as Box<dyn FnOnce() + Send>)
+            .collect();
+        move || {
+            for discard in discards {
+                discard();
+            }
+        }
+    }
+
+    fn append(&self, policy: CachePolicy, row: &litehit_core::facts::FactRow<'_>) {
+        if let Some(index) = self.policies.iter().position(|p| *p == policy) {
+            append_fact_row(&mut self.rows[index].borrow_mut(), row);
+        }
+    }
+
+    /// Writes the buffers that reached [`ROW_BATCH_BYTES`].
+    fn write_full_batches(&self) -> Result<(), litehit_core::facts::file::FactsError> {
+        for (rows, writer) in self.rows.iter().zip(self.writers.borrow_mut().iter_mut()) {
+            let mut rows = rows.borrow_mut();
+            if rows.len() >= ROW_BATCH_BYTES {
+                writer.write_bytes(&rows)?;
+                rows.clear();
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes what is left and publishes every file.
+    fn commit(self) -> Result<Published> {
+        let mut published = Vec::with_capacity(self.policies.len());
+        for ((rows, mut writer), policy) in self
+            .rows
+            .into_iter()
+            .zip(self.writers.into_inner())
+            .zip(self.policies)
+        {
+            writer.write_bytes(&rows.into_inner())?;
+            published.push((policy, writer.commit()?));
+        }
+        Ok(published)
+    }
+}
+
+/// Replays the plan and publishes the facts, one file per policy (the primary one first);
+/// nothing is published on any error.
 fn replay_plan(
     plan: ReplayPlan,
-    (memory_horizon, engine_rule): (Option<Capacity>, litehit_core::facts::EngineRule),
+    (memory_horizon, engine_rule, policies): (
+        Option<Capacity>,
+        litehit_core::facts::EngineRule,
+        CachePolicies,
+    ),
     show_progress: bool,
-) -> Result<(PipelineTotals, Engine, PathBuf)> {
+) -> Result<(PipelineTotals, Engine, Published)> {
     // The worker count caps the lane threads too (`--workers`, the config, LITEHIT_THREADS or
     // the cores), as it does the parse workers.
     let mut engine = Engine::new(plan.engine.clone(), Policy::FailFast)?
@@ -376,6 +482,7 @@ fn replay_plan(
     if let Some(horizon) = memory_horizon {
         engine = engine.with_memory_horizon(horizon);
     }
+    engine = engine.with_cache_policies(policies)?;
     if let Some(shard) = plan.shard {
         if let Some(pool) = &plan.engine.pool {
             bail!("{}", pool_with_shard(pool, shard));
@@ -389,29 +496,20 @@ fn replay_plan(
         },
     );
     let reader = plan.trace;
-    let facts_path = plan.facts_path.clone();
-    if super::same_file(&facts_path, &plan.trace_path) {
-        bail!(
-            "{}: the facts would replace the trace being replayed; choose another --out",
-            facts_path.display()
-        );
-    }
     super::refuse_temp_input(&plan.trace_path)?;
-    let mut writer = AtomicFactsWriter::create_file(&facts_path)?;
+    let writers = PolicyWriters::create(policies, &plan.facts_path, &plan.trace_path)?;
     let interrupts = InterruptWatch::install()?;
-    let stuck_reads = interrupts.end_stuck_reads(writer.discard_on_exit())?;
+    let stuck_reads = interrupts.end_stuck_reads(writers.discard_on_exit())?;
     let mut interrupted = None;
     let progress = show_progress.then(|| progress_bar(&plan.trace_path));
-    // Filled by the row callback, drained by the progress callback (both on this thread).
-    let rows = std::cell::RefCell::new(Vec::with_capacity(ROW_BATCH_BYTES + 4096));
     let mut write_error = None;
-    let replay = replay_stream(
+    let replay = replay_stream_by_policy(
         reader,
         &parser,
         &mut engine,
         plan.worker_count,
         plan.max_line_bytes,
-        &mut |row| append_fact_row(&mut rows.borrow_mut(), &row),
+        &mut |policy, row| writers.append(policy, &row),
         &mut |totals| {
             if let Some(signal) = interrupts.received() {
                 interrupted = Some(signal);
@@ -422,14 +520,10 @@ fn replay_plan(
                 let seconds = bar.elapsed().as_secs_f64().max(1e-3);
                 bar.set_message(format!("{:.0} req/s", totals.lines as f64 / seconds));
             }
-            let mut rows = rows.borrow_mut();
-            if rows.len() >= ROW_BATCH_BYTES {
-                if let Err(error) = writer.write_bytes(&rows) {
-                    let message = error.to_string();
-                    write_error = Some(error);
-                    return Err(std::io::Error::other(message));
-                }
-                rows.clear();
+            if let Err(error) = writers.write_full_batches() {
+                let message = error.to_string();
+                write_error = Some(error);
+                return Err(std::io::Error::other(message));
             }
             Ok(())
         },
@@ -458,9 +552,8 @@ fn replay_plan(
             plan.trace_path.display()
         );
     }
-    writer.write_bytes(&rows.into_inner())?;
-    let facts_path = writer.commit()?;
-    Ok((totals, engine, facts_path))
+    let published = writers.commit()?;
+    Ok((totals, engine, published))
 }
 
 /// `replay --shard K/N` that replayed no row: every instance of the trace is in other

@@ -2,6 +2,7 @@
 //! message): requests, block accesses, unique blocks, the ∞-capacity token hit rate.
 
 use litehit_core::display::{self, Precision};
+use litehit_core::engine::CachePolicy;
 use std::fmt::Write as _;
 use std::path::Path;
 use std::time::Duration;
@@ -38,9 +39,9 @@ impl LaneSummary {
             requests: lane.requests(),
             request_blocks: lane.request_blocks(),
             input_tokens: lane.input_tokens(),
-            unique_blocks: lane.core().current_unique_blocks(),
+            unique_blocks: lane.unique_blocks(),
             infinite_hit_tokens: lane.infinite_hit_blocks() * lane.spec().block_size_tokens,
-            core_memory_bytes: lane.core().memory_usage_bytes(),
+            core_memory_bytes: lane.core_memory_usage_bytes(),
             block_size_tokens: lane.spec().block_size_tokens,
             block_bytes: lane.spec().block_bytes,
             pool: lane.is_pool(),
@@ -125,7 +126,7 @@ pub fn render_replay_summary(
         lanes,
         (trace_format, trace_bytes, None),
         elapsed,
-        facts_path,
+        &[(CachePolicy::Lru, facts_path)],
     )
 }
 
@@ -139,7 +140,7 @@ pub fn render_replay_summary_of(
         Option<ConvertedInput>,
     ),
     elapsed: Duration,
-    facts_path: &Path,
+    facts: &[(CachePolicy, &Path)],
 ) -> String {
     let mut out = String::new();
     // 75 columns with ids up to 20 terminal columns (fits an 80-column terminal); a longer
@@ -236,7 +237,7 @@ pub fn render_replay_summary_of(
     let _ = writeln!(
         out,
         "replayed {input} in {seconds:.2} s ({rate} block accesses/s); facts: {}",
-        facts_path.display()
+        facts_list(facts)
     ); // writing to a String cannot fail
     if let Some(note) = horizon_note(lanes) {
         let _ = writeln!(out, "{note}");
@@ -253,6 +254,22 @@ pub fn render_model(model: &litehit_core::config::ModelKvSize) -> String {
         let _ = writeln!(out, "model: {notice}");
     }
     out
+}
+
+/// The published facts files: LRU alone reads as it always has; otherwise each file names its
+/// policy.
+fn facts_list(facts: &[(CachePolicy, &Path)]) -> String {
+    match facts {
+        [(CachePolicy::Lru, path)] => path.display().to_string(),
+        _ => facts
+            .iter()
+            .map(|(policy, path)| match policy {
+                CachePolicy::Lru => format!("{} (LRU)", path.display()),
+                CachePolicy::Opt => format!("{} (OPT, Belady's optimal policy)", path.display()),
+            })
+            .collect::<Vec<_>>()
+            .join(", "),
+    }
 }
 
 #[cfg(test)]

@@ -93,6 +93,7 @@ pub mod facts;
 pub mod formats;
 pub mod grammar;
 pub mod hitcore;
+pub mod opt;
 pub mod preprocess;
 pub mod projector;
 pub mod slots;

@@ -5,6 +5,7 @@ pub mod cli_bin;
 pub mod headless;
 pub mod http;
 pub mod npm_tokenizers;
+pub mod opt_oracle;
 pub mod oracle;
 pub mod traces;
 

@@ -7,4 +7,5 @@ mod engine_rule;
 mod horizon;
 mod key_shapes;
 pub(crate) mod memory;
+mod opt;
 mod seed_example;

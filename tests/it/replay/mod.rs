@@ -2,6 +2,7 @@
 //! shards, the summary, threads and the facts file.
 
 mod facts_file;
+mod opt;
 mod parity;
 mod publication;
 pub(crate) mod shards;

@@ -3,7 +3,7 @@
 //! enough work, at most [`Batch::max_threads`] at once, the calling thread included), and rows
 //! are handed out in input order (event by event, lanes in routing order).
 //!
-//! Lanes are independent LRU states, so replaying them in parallel cannot change a fact; the
+//! Lanes are independent cache states, so replaying them in parallel cannot change a fact; the
 //! order of rows is fixed by the plan, so output is identical for any thread count.
 
 use std::num::NonZeroUsize;
@@ -38,25 +38,45 @@ pub(crate) struct Emit {
     pub(crate) input_token_len: u64,
 }
 
-/// Facts a lane produced for its items, flattened.
+/// Curves of one policy a lane produced for its items, flattened.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct LaneFacts {
+pub(crate) struct Curves {
     segments: Vec<HitCurveSegment>,
     /// `ends[i]` = end of item `i`'s segments.
     ends: Vec<usize>,
 }
 
-impl LaneFacts {
-    /// Items replayed (fewer than planned when the lane ran out of memory).
-    pub(crate) fn replayed_items(&self) -> usize {
-        self.ends.len()
-    }
-
+impl Curves {
     pub(crate) fn curve(&self, item_index: usize) -> &[HitCurveSegment] {
         let start = item_index
             .checked_sub(1)
             .map_or(0, |previous| self.ends[previous]);
         &self.segments[start..self.ends[item_index]]
+    }
+
+    fn push(&mut self, fact: &RequestFact) {
+        self.segments.extend_from_slice(&fact.hit_curve);
+        self.ends.push(self.segments.len());
+    }
+
+    fn clear(&mut self) {
+        self.segments.clear();
+        self.ends.clear();
+    }
+}
+
+/// Facts a lane produced for its items: LRU curves and OPT curves (each empty when its policy
+/// is off).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct LaneFacts {
+    pub(crate) lru: Curves,
+    pub(crate) opt: Curves,
+}
+
+impl LaneFacts {
+    /// Items replayed (fewer than planned when the lane ran out of memory).
+    pub(crate) fn replayed_items(&self) -> usize {
+        self.lru.ends.len()
     }
 }
 
@@ -101,8 +121,8 @@ impl Batch {
             items.clear();
         }
         for facts in &mut self.facts {
-            facts.segments.clear();
-            facts.ends.clear();
+            facts.lru.clear();
+            facts.opt.clear();
         }
     }
 
@@ -233,7 +253,7 @@ fn replay_lane(
     keys: &[i64],
     facts: &mut LaneFacts,
 ) -> Result<(), OutOfMemory> {
-    let mut fact = RequestFact::default();
+    let (mut fact, mut opt_fact) = (RequestFact::default(), RequestFact::default());
     for (index, item) in items.iter().enumerate() {
         if let Some(next) = items.get(index + 1) {
             lane.prefetch_next(&keys[next.keys.clone()]);
@@ -243,9 +263,10 @@ fn replay_lane(
             item.input_token_len,
             item.core_timestamp_ns,
             &mut fact,
+            &mut opt_fact,
         )?;
-        facts.segments.extend_from_slice(&fact.hit_curve);
-        facts.ends.push(facts.segments.len());
+        facts.lru.push(&fact);
+        facts.opt.push(&opt_fact);
     }
     Ok(())
 }

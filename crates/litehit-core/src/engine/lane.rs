@@ -1,8 +1,10 @@
 //! One lane: a `LiteHit` core, its preprocessing parameters and its cumulative counters.
 
+use crate::engine::CachePolicies;
 use crate::engine::LaneSpec;
 use crate::facts::{EngineRule, RequestFact};
 use crate::hitcore::{LiteHit, OutOfMemory};
+use crate::opt::OptCore;
 use crate::preprocess::NormalizeParams;
 use crate::projector::{Capacity, CapacityAxisAccumulator};
 
@@ -12,6 +14,10 @@ pub struct Lane {
     spec: LaneSpec,
     normalize: NormalizeParams,
     core: LiteHit,
+    /// Whether the LRU core replays (off for `--policy opt` alone).
+    lru: bool,
+    /// The OPT core, when OPT facts are asked for.
+    opt: Option<OptCore>,
     /// `None` when the engine does not track capacity curves (offline replay: facts only).
     accumulator: Option<CapacityAxisAccumulator>,
     infinite_hit_blocks: u64,
@@ -39,6 +45,8 @@ impl Lane {
         };
         Self {
             core: LiteHit::with_ttl_ns(spec.ttl_ns),
+            lru: true,
+            opt: None,
             spec,
             normalize,
             accumulator: capacity_curves.then(CapacityAxisAccumulator::new),
@@ -106,6 +114,20 @@ impl Lane {
         self.core.memory_horizon_blocks()
     }
 
+    /// Chooses the policies this lane replays (before its first request).
+    pub(crate) fn set_cache_policies(&mut self, policies: CachePolicies) {
+        self.lru = policies.contains(crate::engine::CachePolicy::Lru);
+        self.opt = policies
+            .contains(crate::engine::CachePolicy::Opt)
+            .then(OptCore::new);
+    }
+
+    /// The lane's OPT core, when it computes OPT facts.
+    #[must_use]
+    pub fn opt_core(&self) -> Option<&OptCore> {
+        self.opt.as_ref()
+    }
+
     pub(crate) fn drop_capacity_curve(&mut self) {
         self.accumulator = None;
     }
@@ -120,19 +142,35 @@ impl Lane {
         self.core.prefetch(next_block_keys);
     }
 
-    /// Replays one normalized request and folds its fact into the counters. Out of memory,
-    /// no counter changes (the core's state may be one request ahead of the accumulator).
+    /// Replays one normalized request and folds its fact into the counters: `fact` gets the
+    /// LRU curve (empty when LRU is off), `opt_fact` the OPT curve (empty when OPT is off).
+    /// Out of memory, no counter changes (the core's state may be one request ahead of the
+    /// accumulator).
     pub(crate) fn replay(
         &mut self,
         block_keys: &[i64],
         input_token_len: u64,
         timestamp_ns: i64,
         fact: &mut RequestFact,
+        opt_fact: &mut RequestFact,
     ) -> Result<(), OutOfMemory> {
-        self.core
-            .try_process_request_into(block_keys, timestamp_ns, fact)?;
+        fact.hit_curve.clear();
+        opt_fact.hit_curve.clear();
+        if self.lru {
+            self.core
+                .try_process_request_into(block_keys, timestamp_ns, fact)?;
+        }
+        if let Some(opt) = &mut self.opt {
+            opt.try_process_request_into(block_keys, timestamp_ns, opt_fact)?;
+        }
+        // The serving engine's rule caps each policy's fact alike.
+        let block_size_tokens = self.spec.block_size_tokens;
         self.engine_rule
-            .apply(fact, input_token_len, self.spec.block_size_tokens);
+            .apply(fact, input_token_len, block_size_tokens);
+        self.engine_rule
+            .apply(opt_fact, input_token_len, block_size_tokens);
+        // OPT(∞) = LRU(∞): the ∞ column reads whichever curve there is.
+        let infinite_fact = if self.lru { &*fact } else { &*opt_fact };
         if let Some(accumulator) = &mut self.accumulator {
             accumulator
                 .try_reserve_for(fact)
@@ -145,7 +183,7 @@ impl Lane {
                 })?;
             accumulator.add_fact(fact);
         }
-        self.infinite_hit_blocks += crate::projector::project_infinite(fact);
+        self.infinite_hit_blocks += crate::projector::project_infinite(infinite_fact);
         self.requests += 1;
         self.input_tokens += input_token_len;
         self.request_blocks += block_keys.len() as u64;
@@ -221,16 +259,38 @@ impl Lane {
             .map(|blocks| blocks * self.spec.block_size_tokens)
     }
 
+    /// Distinct keys resident at unlimited capacity: the LRU core's, or the OPT core's when
+    /// LRU is off.
+    #[must_use]
+    pub fn unique_blocks(&self) -> u64 {
+        match (&self.opt, self.lru) {
+            (Some(opt), false) => opt.current_unique_blocks(),
+            _ => self.core.current_unique_blocks(),
+        }
+    }
+
+    /// Heap bytes of the cores that replay (LRU, OPT or both), without the accumulator.
+    #[must_use]
+    pub fn core_memory_usage_bytes(&self) -> usize {
+        let lru = if self.lru {
+            self.core.memory_usage_bytes()
+        } else {
+            0
+        };
+        lru + self.opt.as_ref().map_or(0, OptCore::memory_usage_bytes)
+    }
+
     /// Keys the lane's core holds (its unique blocks, less those a horizon or TTL forgot).
     #[must_use]
     pub fn tracked_keys(&self) -> u64 {
         self.core.tracked_keys() as u64
     }
 
-    /// Heap bytes of the core state and the accumulator.
+    /// Heap bytes of the core states and the accumulator.
     #[must_use]
     pub fn memory_usage_bytes(&self) -> usize {
         self.core.memory_usage_bytes()
+            + self.opt.as_ref().map_or(0, OptCore::memory_usage_bytes)
             + self
                 .accumulator
                 .as_ref()

@@ -7,6 +7,7 @@
 //! this module and hold no analysis logic.
 
 mod batch;
+pub mod cache_policy;
 mod lane;
 pub mod pipeline;
 pub mod policy;
@@ -19,6 +20,7 @@ use crate::facts::{FactRow, RequestFact};
 use crate::formats::{EventKind, TraceEvent};
 use crate::preprocess::{NormalizeError, NormalizeParams, normalize_appended_keys};
 use crate::projector::Capacity;
+pub use cache_policy::{CachePolicies, CachePolicy};
 pub use lane::Lane;
 pub use policy::Policy;
 pub use route::RouteError;
@@ -218,6 +220,8 @@ pub struct Engine {
     memory_horizon: Option<Capacity>,
     /// The serving engine's rule on each fact ([`Self::with_engine_rule`]), every lane.
     serving_rule: crate::facts::EngineRule,
+    /// The policies every lane replays, also those created later.
+    cache_policies: CachePolicies,
     /// The index of the shared pool lane ([`EngineConfig::pool`]), if any.
     pool_lane: Option<usize>,
     /// Σ input tokens of the rows planned, once per lane each feeds: every lane's total, the
@@ -263,6 +267,7 @@ impl Engine {
             capacity_curves: true,
             memory_horizon: None,
             serving_rule: crate::facts::EngineRule::Ideal,
+            cache_policies: CachePolicies::LRU,
             pool_lane,
             input_tokens_planned: 0,
         })
@@ -290,6 +295,50 @@ impl Engine {
             lane.drop_capacity_curve();
         }
         self
+    }
+
+    /// Chooses the eviction policies every lane replays (LRU alone by default). OPT has no
+    /// meaning yet for a TTL or a memory horizon, so with OPT either is refused
+    /// ([`EngineError::InvalidLane`]); call this after [`Self::with_memory_horizon`].
+    pub fn with_cache_policies(mut self, policies: CachePolicies) -> Result<Self, EngineError> {
+        if policies.contains(CachePolicy::Opt) {
+            let refuse = |instance_id: &str, what: &str| EngineError::InvalidLane {
+                instance_id: instance_id.to_owned(),
+                reason: format!(
+                    "the OPT policy is defined without {what}; replay OPT without it (or \
+                     --policy lru with it)"
+                ),
+            };
+            if self.memory_horizon.is_some() {
+                return Err(refuse("*", "a memory horizon (--memory-horizon)"));
+            }
+            let templates = match &self.config.lanes {
+                LaneSet::Configured(specs) => specs.iter().collect::<Vec<_>>(),
+                LaneSet::OnTheFly(template) => vec![template],
+            };
+            let lanes = self.lanes.iter().map(Lane::spec);
+            if let Some(spec) = templates
+                .into_iter()
+                .chain(lanes)
+                .find(|spec| spec.ttl_ns > 0)
+            {
+                return Err(refuse(
+                    &spec.instance_id,
+                    "a TTL (--ttl-seconds, ttl_seconds)",
+                ));
+            }
+        }
+        self.cache_policies = policies;
+        for lane in &mut self.lanes {
+            lane.set_cache_policies(policies);
+        }
+        Ok(self)
+    }
+
+    /// The eviction policies the lanes replay.
+    #[must_use]
+    pub fn cache_policies(&self) -> CachePolicies {
+        self.cache_policies
     }
 
     /// Gives every lane a memory horizon (converted to blocks with its `block_bytes`;
@@ -449,11 +498,29 @@ impl Engine {
     /// checks run in input order, then each lane replays its requests (independent lanes on
     /// their own threads), then `on_fact` receives the rows in input order. Under `FailFast`
     /// the rows before the first bad event are still handed out, then its error is returned.
+    /// The rows are the [primary](CachePolicies::primary) policy's; see
+    /// [`Self::process_events_by_policy`] for every policy's.
     pub fn process_events(
         &mut self,
         events: &[TraceEvent],
         line_numbers: &[u64],
         on_fact: &mut dyn FnMut(FactRow<'_>),
+    ) -> Result<(), EngineError> {
+        let primary = self.cache_policies.primary();
+        self.process_events_by_policy(events, line_numbers, &mut |policy, row| {
+            if policy == primary {
+                on_fact(row);
+            }
+        })
+    }
+
+    /// [`Self::process_events`], handing out every computed policy's row of each request
+    /// (LRU's first), each with its policy.
+    pub fn process_events_by_policy(
+        &mut self,
+        events: &[TraceEvent],
+        line_numbers: &[u64],
+        on_fact: &mut dyn FnMut(CachePolicy, FactRow<'_>),
     ) -> Result<(), EngineError> {
         debug_assert_eq!(events.len(), line_numbers.len());
         self.batch.clear(self.lanes.len());
@@ -477,19 +544,32 @@ impl Engine {
                 break;
             }
             let lane = &self.lanes[emit.lane_index];
-            self.fact.hit_curve.clear();
-            self.fact
-                .hit_curve
-                .extend_from_slice(self.batch.facts[emit.lane_index].curve(emit.item_index));
-            on_fact(FactRow {
-                trace_id: &self.batch.trace_ids[emit.trace_id.clone()],
-                instance_id: &lane.spec().instance_id,
-                timestamp_ns: emit.timestamp_ns,
-                input_token_len: emit.input_token_len,
-                block_size_tokens: lane.spec().block_size_tokens,
-                block_bytes: lane.spec().block_bytes,
-                fact: &self.fact,
-            });
+            for policy in [CachePolicy::Lru, CachePolicy::Opt] {
+                if !self.cache_policies.contains(policy) {
+                    continue;
+                }
+                let facts = &self.batch.facts[emit.lane_index];
+                let curves = match policy {
+                    CachePolicy::Lru => &facts.lru,
+                    CachePolicy::Opt => &facts.opt,
+                };
+                self.fact.hit_curve.clear();
+                self.fact
+                    .hit_curve
+                    .extend_from_slice(curves.curve(emit.item_index));
+                on_fact(
+                    policy,
+                    FactRow {
+                        trace_id: &self.batch.trace_ids[emit.trace_id.clone()],
+                        instance_id: &lane.spec().instance_id,
+                        timestamp_ns: emit.timestamp_ns,
+                        input_token_len: emit.input_token_len,
+                        block_size_tokens: lane.spec().block_size_tokens,
+                        block_bytes: lane.spec().block_bytes,
+                        fact: &self.fact,
+                    },
+                );
+            }
         }
         if let Err(error) = replayed {
             return Err(EngineError::OutOfMemory {
@@ -513,6 +593,7 @@ impl Engine {
         }
         if let Some(lane) = self.lanes.last_mut() {
             lane.set_engine_rule(self.serving_rule);
+            lane.set_cache_policies(self.cache_policies);
         }
         self.batch.ensure_lanes(self.lanes.len());
         index

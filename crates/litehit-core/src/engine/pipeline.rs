@@ -14,7 +14,7 @@
 use std::io::Read;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 
-use crate::engine::{Engine, EngineError};
+use crate::engine::{CachePolicy, Engine, EngineError};
 use crate::facts::FactRow;
 use crate::formats::{LineOutcome, LineParser, LineSplitter, ParseError, TraceEvent};
 
@@ -193,6 +193,33 @@ pub fn replay_stream<R: Read + Send>(
     on_fact: &mut dyn FnMut(FactRow<'_>),
     on_progress: &mut dyn FnMut(PipelineTotals) -> std::io::Result<()>,
 ) -> Result<PipelineTotals, PipelineError> {
+    let primary = engine.cache_policies().primary();
+    replay_stream_by_policy(
+        reader,
+        parser,
+        engine,
+        worker_count,
+        max_line_bytes,
+        &mut |policy, row| {
+            if policy == primary {
+                on_fact(row);
+            }
+        },
+        on_progress,
+    )
+}
+
+/// [`replay_stream`], handing out every computed policy's row of each request, each with its
+/// policy ([`Engine::process_events_by_policy`]).
+pub fn replay_stream_by_policy<R: Read + Send>(
+    reader: R,
+    parser: &LineParser,
+    engine: &mut Engine,
+    worker_count: usize,
+    max_line_bytes: u64,
+    on_fact: &mut dyn FnMut(CachePolicy, FactRow<'_>),
+    on_progress: &mut dyn FnMut(PipelineTotals) -> std::io::Result<()>,
+) -> Result<PipelineTotals, PipelineError> {
     let worker_count = worker_count.max(1);
     std::thread::scope(|scope| {
         let mut raw_senders = Vec::with_capacity(worker_count);
@@ -249,7 +276,7 @@ pub fn replay_stream<R: Read + Send>(
             };
             let events = &chunk.events[..chunk.event_count];
             let line_numbers = &chunk.line_numbers[..chunk.event_count];
-            if let Err(error) = engine.process_events(events, line_numbers, on_fact) {
+            if let Err(error) = engine.process_events_by_policy(events, line_numbers, on_fact) {
                 outcome = Err(PipelineError::from(error));
                 break;
             }

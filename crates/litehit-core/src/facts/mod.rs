@@ -4,6 +4,7 @@
 //! arithmetic-run segments. It holds no capacity and no bytes; those meet it only in
 //! `projector`. `file` reads and writes the upstream `litehit_facts.csv`.
 
+pub mod curve;
 pub mod engine_rule;
 pub mod file;
 

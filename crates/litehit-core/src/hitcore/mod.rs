@@ -22,14 +22,15 @@
 //! decides which keys are forgotten (a key deeper than the horizon counts as cold, and
 //! compaction drops it), never how a depth is evaluated; the core still takes no capacity.
 
-mod dense_id_table;
+pub(crate) mod dense_id_table;
 mod hints;
-mod key_store;
-mod key_table;
+pub(crate) mod key_store;
+pub(crate) mod key_table;
 mod recency_ranks;
 mod ttl;
 
-use crate::facts::{HitCurveSegment, RequestFact};
+use crate::facts::RequestFact;
+use crate::facts::curve::PrefixCurveBuilder;
 use key_store::{BlockLookups, KeyStore};
 use recency_ranks::RecencyRanks;
 use ttl::TtlWatermark;
@@ -527,8 +528,7 @@ fn build_hit_curve(
     }
 
     let curve = &mut fact.hit_curve;
-    let mut prefix_required = 0_u64;
-    let mut last_threshold = 0_u64;
+    let mut builder = PrefixCurveBuilder::default();
     // The previous block's position and depth: a chain neighbour one position older is
     // exactly one deeper, so only the first block of each run needs a rank query.
     let mut previous: Option<(usize, u64)> = None;
@@ -549,17 +549,7 @@ fn build_hit_curve(
             break; // past the memory horizon: forgotten, as if cold
         }
         previous = Some((position, required));
-        prefix_required = prefix_required.max(required);
-        // Monotone guard: a no-op under the prefix contract, pessimistic otherwise.
-        let threshold = prefix_required.max(last_threshold + 1);
-        match curve.last_mut() {
-            Some(run) if run.end_required_blocks() == threshold => run.run_length += 1,
-            _ => curve.push(HitCurveSegment {
-                start_required_blocks: threshold,
-                run_length: 1,
-            }),
-        }
-        last_threshold = threshold;
+        builder.push(curve, required);
     }
 }
 

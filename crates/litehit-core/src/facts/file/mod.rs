@@ -53,6 +53,18 @@ pub fn replay_facts_path(out: &std::path::Path) -> std::path::PathBuf {
     }
 }
 
+/// Where the OPT facts go beside the LRU facts at `facts_path` (`replay --policy lru,opt`):
+/// `NAME.csv` → `NAME.opt.csv` (`litehit_facts.opt.csv` in an output directory).
+#[must_use]
+pub fn opt_facts_path(facts_path: &std::path::Path) -> std::path::PathBuf {
+    let mut name = facts_path
+        .file_stem()
+        .map(std::ffi::OsStr::to_os_string)
+        .unwrap_or_default();
+    name.push(".opt.csv");
+    facts_path.with_file_name(name)
+}
+
 /// The facts file a reader opens for `path`: [`FACTS_FILE_NAME`] inside it when `path` is a
 /// directory (what `replay --out DIR` or a config's `output_result_path` names), else `path`
 /// (`-` stays standard input).
