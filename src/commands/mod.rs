@@ -6,6 +6,7 @@ pub mod demo;
 pub mod man;
 pub mod mrc;
 pub mod query;
+pub mod quota;
 pub mod replay;
 pub mod trace;
 pub mod watch;
