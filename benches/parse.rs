@@ -86,6 +86,7 @@ fn render_standard(mooncake: &[u8]) -> Vec<u8> {
         TraceFormat::Mooncake,
         ParseOptions {
             trace_block_size_tokens: MOONCAKE_BLOCK_TOKENS,
+            ..ParseOptions::default()
         },
     );
     let mut event = TraceEvent::default();

@@ -196,6 +196,7 @@ fn bench_trace(name: &str, path: &Path, workers: usize, runs: usize) {
         format,
         ParseOptions {
             trace_block_size_tokens: config.trace_block_size_tokens,
+            ..ParseOptions::default()
         },
     );
 

@@ -60,6 +60,7 @@ fn trace(format: TraceFormat, data: &[u8]) {
             format,
             ParseOptions {
                 trace_block_size_tokens,
+                ..ParseOptions::default()
             },
         );
         let mut event = TraceEvent::default();

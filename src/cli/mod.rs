@@ -369,6 +369,15 @@ pub struct LaneFlags {
     #[arg(long, value_name = "ID")]
     pub instance: Option<String>,
 
+    /// Lanes by tenant: each row's lane (its facts' instance id) is FIELD's value, and
+    /// `instance,FIELD` keeps both (`INSTANCE/VALUE`). FIELD is `tenant` for the standard
+    /// format's optional `tenant` and LMCache's `cache_salt` (else `model`), a field path
+    /// for --format openai (`user`, `body.model`). Rows without it share the lane `-`.
+    /// docs/TENANTS.md
+    #[arg(long, value_name = "FIELD", conflicts_with = "instance",
+          value_parser = parse_lane_by)]
+    pub lane_by: Option<litehit_core::grammar::LaneBySpec>,
+
     /// Add one more lane, NAME (default `pool`), that every row also feeds: one LRU cache
     /// shared by all instances (a Mooncake/LMCache-style pool, or what a perfectly
     /// cache-aware router would see). Its facts rows carry NAME as instance id; `query` and
@@ -438,6 +447,7 @@ impl LaneFlags {
             ttl_ns,
             prefix_hash,
             instance,
+            lane_by,
             pool: _, // also applies to a config file's lanes
         } = self;
         block_size.is_some()
@@ -448,7 +458,31 @@ impl LaneFlags {
             || ttl_ns.is_some()
             || *prefix_hash
             || instance.is_some()
+            || lane_by.is_some()
     }
+
+    /// The lanes of a trace in `format` (`--lane-by`, checked against what its rows carry).
+    ///
+    /// # Errors
+    /// A FIELD the format's rows do not carry.
+    pub fn lane_by_for(
+        &self,
+        format: TraceFormat,
+    ) -> Result<litehit_core::formats::LaneBy, String> {
+        match &self.lane_by {
+            None => Ok(litehit_core::formats::LaneBy::Instance),
+            Some(spec) => litehit_core::formats::LaneBy::for_format(
+                format,
+                spec.keep_instance,
+                spec.field.as_deref(),
+            ),
+        }
+    }
+}
+
+/// `--lane-by`.
+pub(crate) fn parse_lane_by(text: &str) -> Result<litehit_core::grammar::LaneBySpec, String> {
+    litehit_core::grammar::parse_lane_by(text).map_err(|error| error.to_string())
 }
 
 /// Most parse workers `--workers` takes (the same bound as `LITEHIT_THREADS`).

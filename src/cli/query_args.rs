@@ -87,6 +87,47 @@ pub struct QueryArgs {
 
     #[command(flatten)]
     pub pool: PoolArg,
+
+    #[command(flatten)]
+    pub quota: QuotaArgs,
+}
+
+/// `--quota-total`, `--quota-floor`, `--quota-step`: the quota planner (docs/TENANTS.md).
+#[derive(Debug, Clone, Default, PartialEq, clap::Args)]
+pub struct QuotaArgs {
+    /// Instead of rows and summaries, write one line: the per-tenant quotas (each lane but
+    /// the pool is a tenant, e.g. `replay --lane-by tenant`) of one cache of SIZE (`80GiB`,
+    /// `3000b`) that maximise the hit tokens of isolated LRUs, beside one shared cache of
+    /// SIZE (the pool lane, when the facts have one) and an equal split; a table too (on
+    /// stdout, or stderr when OUT is `-`). No capacities are taken then
+    #[arg(long, value_name = "SIZE", value_parser = parse_quota_size,
+          conflicts_with_all = ["capacity_gb", "capacity_blocks", "window", "summary_only",
+                                "tiers", "from", "to", "exclude_warmup"])]
+    pub quota_total: Option<litehit_core::projector::Capacity>,
+
+    /// A tenant's smallest quota, TENANT=SIZE (rounded up to the grid); repeatable
+    #[arg(long, value_name = "TENANT=SIZE", requires = "quota_total",
+          value_parser = parse_quota_floor)]
+    pub quota_floor: Vec<(String, litehit_core::projector::Capacity)>,
+
+    /// The grid the quotas are chosen on (exactly): multiples of SIZE [default: the total /
+    /// 512, at least one block]
+    #[arg(long, value_name = "SIZE", requires = "quota_total", value_parser = parse_quota_size)]
+    pub quota_step: Option<litehit_core::projector::Capacity>,
+}
+
+/// A quota size: a capacity in the one grammar (`80GiB`, `0.5TB`, `3000b`).
+fn parse_quota_size(text: &str) -> Result<litehit_core::projector::Capacity, String> {
+    litehit_core::grammar::parse_capacity(text).map_err(|error| error.to_string())
+}
+
+/// `TENANT=SIZE`.
+fn parse_quota_floor(text: &str) -> Result<(String, litehit_core::projector::Capacity), String> {
+    let (tenant, size) = text
+        .rsplit_once('=')
+        .filter(|(tenant, _)| !tenant.is_empty())
+        .ok_or_else(|| format!("{text:?}: expected TENANT=SIZE, e.g. team-a=20GiB"))?;
+    Ok((tenant.to_owned(), parse_quota_size(size)?))
 }
 
 /// `--pool NAME` of `query` and `mrc`: which instance is the shared pool lane.

@@ -41,6 +41,12 @@ pub struct TraceArgs {
     #[command(flatten)]
     pub tokenize: TokenizeFlags,
 
+    /// Write FIELD's value (a dotted path: `user`, `body.model`; `instance,FIELD` alike) as
+    /// each row's `tenant`, so that `replay --lane-by tenant` (or `instance,tenant`) gives
+    /// each tenant its own lane; a line without it gets none
+    #[arg(long, value_name = "FIELD", value_parser = super::parse_lane_by)]
+    pub lane_by: Option<litehit_core::grammar::LaneBySpec>,
+
     /// With --model: the summary also says the KV bytes the trace's blocks take
     #[command(flatten)]
     pub model: super::model_args::ModelFlags,

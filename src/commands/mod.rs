@@ -6,6 +6,7 @@ pub mod demo;
 pub mod man;
 pub mod mrc;
 pub mod query;
+pub mod quota;
 pub mod replay;
 #[cfg(feature = "tokenize")]
 pub mod trace;

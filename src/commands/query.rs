@@ -22,6 +22,9 @@ use litehit_report::{
 
 /// Runs the facts query: JSONL to OUT (atomically) or to stdout for `-`.
 pub fn run(args: &QueryArgs) -> color_eyre::Result<()> {
+    if let Some(total) = args.quota.quota_total {
+        return super::quota::run(args, total);
+    }
     let plan = plan(args)?;
     let accounting = accounting(&plan)?;
     match plan.window_ns {

@@ -15,7 +15,7 @@ use litehit_core::config::{self, ReplayConfig};
 use litehit_core::engine::pipeline::{LinesSeen, PipelineTotals, replay_stream_by_policy};
 use litehit_core::engine::{CachePolicies, CachePolicy, Engine, EngineConfig, Policy};
 use litehit_core::facts::file::{AtomicFactsWriter, append_fact_row};
-use litehit_core::formats::{LineParser, ParseOptions, TraceFormat};
+use litehit_core::formats::{LaneBy, LineParser, ParseOptions, TraceFormat};
 use litehit_core::projector::Capacity;
 
 use litehit_live::signals::{SecondSignal, StopSignals};
@@ -126,6 +126,8 @@ struct ReplayPlan {
     shard: Option<litehit_core::engine::shard::Shard>,
     /// `--model`, resolved: named in the summary.
     model: Option<config::ModelKvSize>,
+    /// `--lane-by`: what each row's lane is.
+    lane_by: LaneBy,
 }
 
 pub fn run(args: &ReplayArgs) -> Result<()> {
@@ -211,7 +213,12 @@ fn run_openai(args: &ReplayArgs, flags: &crate::cli::trace_args::TokenizeFlags) 
     }
     let lane = super::trace::openai_lane(&args.lane);
     let block_size = lane.block_size.unwrap_or(super::trace::DEFAULT_BLOCK_SIZE);
-    let converter = super::trace::build_converter(flags, block_size, false)?;
+    let converter = super::trace::build_converter(
+        flags,
+        super::trace::tenant_field(&args.lane),
+        block_size,
+        false,
+    )?;
     let mut trace = tempfile::Builder::new()
         .prefix(".litehit-openai-")
         .suffix(".jsonl")
@@ -295,16 +302,22 @@ fn resolve_plan(args: &ReplayArgs) -> Result<ReplayPlan> {
         let model = flags.model.clone();
         let plan = config::PlanSource::Flags(flags).plan_for(Some(detected))?;
         super::warn_assumed_kvcm_key_size(detected, &args.lane);
+        let format = plan.trace_format.unwrap_or(detected);
+        let lane_by = args
+            .lane
+            .lane_by_for(format)
+            .map_err(|error| eyre!(error))?;
         return Ok(ReplayPlan {
             trace_path: args.input.clone(),
             trace: reader,
             facts_path,
-            format: plan.trace_format.unwrap_or(detected),
+            format,
             engine: plan.engine,
             worker_count: worker_count(None)?,
             max_line_bytes: args.line_cap.max_line_bytes,
             shard: args.shard,
             model,
+            lane_by,
         });
     }
     if args.lane.any_lane_parameter() {
@@ -360,6 +373,7 @@ fn resolve_plan(args: &ReplayArgs) -> Result<ReplayPlan> {
         max_line_bytes: args.line_cap.max_line_bytes,
         shard: args.shard,
         model: None,
+        lane_by: LaneBy::Instance,
     })
 }
 
@@ -493,6 +507,7 @@ fn replay_plan(
         plan.format,
         ParseOptions {
             trace_block_size_tokens: plan.engine.trace_block_size_tokens,
+            lane_by: plan.lane_by,
         },
     );
     let reader = plan.trace;

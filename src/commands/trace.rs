@@ -11,6 +11,7 @@ use crate::cli::LaneFlags;
 use crate::cli::trace_args::{TokenizeFlags, TraceArgs};
 use crate::cli::trace_format_arg::FormatArg;
 use litehit_core::formats::TraceFormat;
+use litehit_core::grammar::LaneBySpec;
 use litehit_tokenize::record::FieldPaths;
 use litehit_tokenize::sandbox::RendererCommand;
 use litehit_tokenize::template::{
@@ -27,7 +28,12 @@ const READ_BUFFER_BYTES: usize = 1 << 20;
 
 pub fn run(args: &TraceArgs) -> Result<()> {
     let model = super::resolve_model(&args.model)?;
-    let converter = build_converter(&args.tokenize, args.block_size, args.skip_bad)?;
+    let converter = build_converter(
+        &args.tokenize,
+        args.lane_by.as_ref().and_then(|spec| spec.field.as_deref()),
+        args.block_size,
+        args.skip_bad,
+    )?;
     let summary = if args.out == Path::new("-") {
         let mut out = std::io::BufWriter::new(std::io::stdout().lock());
         let summary = convert_file(
@@ -97,12 +103,23 @@ pub fn reads_openai_log(lane: &LaneFlags, flags: &TokenizeFlags) -> Result<bool>
 
 /// The lane flags of the standard trace an OpenAI log becomes: its format, and
 /// `--block-size` (default [`DEFAULT_BLOCK_SIZE`]).
+/// `--lane-by [instance,]PATH` becomes `--lane-by [instance,]tenant` (the converter writes
+/// PATH's value as each row's `tenant`).
 pub fn openai_lane(lane: &LaneFlags) -> LaneFlags {
     LaneFlags {
         format: Some(FormatArg::Trace(TraceFormat::Standard)),
         block_size: Some(lane.block_size.unwrap_or(DEFAULT_BLOCK_SIZE)),
+        lane_by: lane.lane_by.as_ref().map(|spec| LaneBySpec {
+            keep_instance: spec.keep_instance,
+            field: spec.field.as_ref().map(|_| "tenant".to_owned()),
+        }),
         ..lane.clone()
     }
+}
+
+/// The log's field a `--lane-by` names, which the converter writes as each row's `tenant`.
+pub fn tenant_field(lane: &LaneFlags) -> Option<&str> {
+    lane.lane_by.as_ref().and_then(|spec| spec.field.as_deref())
 }
 
 /// Converts the log at `log` into trace rows on `out`; a line longer than `max_line_bytes`
@@ -127,6 +144,7 @@ pub fn convert_file(
 /// template rendered once here, so a missing file or a broken template fails at start.
 pub fn build_converter(
     flags: &TokenizeFlags,
+    tenant_field: Option<&str>,
     block_size: u64,
     skip_bad: bool,
 ) -> Result<Converter> {
@@ -183,6 +201,7 @@ pub fn build_converter(
         request_id: flags.id_field.clone().unwrap_or(defaults.request_id),
         instance: flags.instance_field.clone().unwrap_or(defaults.instance),
         salt: flags.salt_field.clone(),
+        tenant: tenant_field.map(str::to_owned),
         usage: flags.usage_field.clone().unwrap_or(defaults.usage),
     };
     let block_size = usize::try_from(block_size).wrap_err("--block-size is too large")?;

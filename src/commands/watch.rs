@@ -402,6 +402,7 @@ fn openai_ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
         .unwrap_or(super::trace::DEFAULT_BLOCK_SIZE);
     let converter = Arc::new(super::trace::build_converter(
         &args.openai,
+        super::trace::tenant_field(&args.lane),
         block_size,
         false,
     )?);
@@ -420,6 +421,28 @@ fn openai_ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
     })));
     config.source_format = Some(crate::cli::trace_format_arg::FormatArg::OPENAI);
     Ok(config)
+}
+
+/// `--capacity-gb`, else the config's slots.
+fn typed_or_configured_slots(args: &WatchArgs, config_slots: &[f64]) -> Vec<Capacity> {
+    if args.capacity_gb.is_empty() {
+        config_slots
+            .iter()
+            .map(|&gb| Capacity::from_gb(gb))
+            .collect()
+    } else {
+        args.capacity_gb.clone()
+    }
+}
+
+/// `--lane-by` for a trace in `format`; one still to name its format is checked as a
+/// standard one (`tenant`).
+fn lane_by(
+    lane: &crate::cli::LaneFlags,
+    format: Option<litehit_core::formats::TraceFormat>,
+) -> color_eyre::Result<litehit_core::formats::LaneBy> {
+    lane.lane_by_for(format.unwrap_or(litehit_core::formats::TraceFormat::Standard))
+        .map_err(|error| color_eyre::eyre::eyre!(error))
 }
 
 /// [`ingest_config`] of a trace.
@@ -474,14 +497,7 @@ fn trace_ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
         // file is most likely a typo.
         bail!("{}: no such file", trace_path.display());
     }
-    let slots: Vec<Capacity> = if args.capacity_gb.is_empty() {
-        config_slots
-            .iter()
-            .map(|&gb| Capacity::from_gb(gb))
-            .collect()
-    } else {
-        args.capacity_gb.clone()
-    };
+    let slots = typed_or_configured_slots(args, &config_slots);
     // Slots are compared as block counts at the lanes' block bytes once they are known (a
     // trace still to name its format may change them: the ingest thread checks them again
     // when its first line does).
@@ -498,6 +514,7 @@ fn trace_ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
     }
     // `--format` wins over a config's `trace_format`, as in `replay`.
     config.format = args.lane.trace_format().or(format);
+    config.lane_by = lane_by(&args.lane, config.format)?;
     config.engine_for_format = engine_for_format;
     config.start_at = if args.from_end {
         StartAt::End

@@ -12,4 +12,5 @@ pub mod number_format;
 pub mod plot;
 pub mod query_jsonl;
 pub mod query_windows;
+pub mod quota;
 pub mod summary;

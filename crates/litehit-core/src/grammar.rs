@@ -18,6 +18,7 @@
 //! | duration | seconds: `30`, `1.5`, `30s`; `250ms`, `10m`, `2h`, `1d` |
 //! | time point (`--from`, `--to`) | trace seconds as a duration (`600`, `10m`); absolute `timestamp_ns`: an integer of at least 10^15, or any integer with `ns` |
 //! | warm-up (`--exclude-warmup`) | a share `20%` (0 to below 100), or a duration |
+//! | lane (`--lane-by`) | `tenant`, `instance,tenant`, a dotted field path (`user`, `body.model`), `instance` |
 //!
 //! Upstream-compatible spellings are read exactly as upstream reads them: a capacity argument
 //! of `query` follows `strtod` (leading white space skipped, nothing after the number, so
@@ -423,6 +424,46 @@ pub fn parse_warmup(input: &str) -> Result<Warmup> {
     parse_duration_seconds(text).map(Warmup::Seconds)
 }
 
+/// `--lane-by` as typed: `FIELD`, `instance,FIELD`, or `instance` (the default lanes).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LaneBySpec {
+    /// The lane keeps the instance (`INSTANCE/VALUE`).
+    pub keep_instance: bool,
+    /// The field whose value is (part of) the lane: `tenant`, or a field path of an OpenAI
+    /// log (`user`, `body.model`); `None`: the instance alone.
+    pub field: Option<String>,
+}
+
+/// `--lane-by`: `tenant`, `instance,tenant`, a dotted field path (`user`, `body.model`), or
+/// `instance`. Which fields a trace has is the caller's to check, once its format is known.
+pub fn parse_lane_by(input: &str) -> Result<LaneBySpec> {
+    const EXPECTED: &str = "FIELD or instance,FIELD (e.g. tenant, instance,tenant, user)";
+    let text = input.trim();
+    let (keep_instance, field) = match text.split_once(',') {
+        Some((first, field)) if first.trim() == "instance" => (true, field.trim()),
+        Some(_) => return Err(expected(input, EXPECTED)),
+        None if text == "instance" => {
+            return Ok(LaneBySpec {
+                keep_instance: true,
+                field: None,
+            });
+        }
+        None => (false, text),
+    };
+    let valid = !field.is_empty()
+        && field != "instance"
+        && field.split('.').all(|part| {
+            !part.is_empty() && !part.contains(|c: char| c.is_whitespace() || c == ',')
+        });
+    if !valid {
+        return Err(expected(input, EXPECTED));
+    }
+    Ok(LaneBySpec {
+        keep_instance,
+        field: Some(field.to_owned()),
+    })
+}
+
 fn expected(input: &str, expected: &'static str) -> GrammarError {
     GrammarError::Expected {
         input: input.to_owned(),
@@ -492,6 +533,31 @@ fn parse_hex_float(text: &str) -> Option<f64> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn lane_by_spellings() {
+        use super::{LaneBySpec, parse_lane_by};
+        let spec = |keep_instance, field: Option<&str>| LaneBySpec {
+            keep_instance,
+            field: field.map(str::to_owned),
+        };
+        assert_eq!(parse_lane_by("tenant"), Ok(spec(false, Some("tenant"))));
+        assert_eq!(
+            parse_lane_by("instance, body.user"),
+            Ok(spec(true, Some("body.user")))
+        );
+        assert_eq!(parse_lane_by("instance"), Ok(spec(true, None)));
+        for bad in [
+            "",
+            "a,b",
+            "instance,",
+            "body..user",
+            "instance,instance",
+            "a b",
+        ] {
+            assert!(parse_lane_by(bad).is_err(), "{bad:?}");
+        }
+    }
+
     use super::*;
 
     #[test]

@@ -7,7 +7,8 @@
 //! ([`QueryRun`], [`QueryTotals`]), windows of trace time ([`QueryWindows`]), the shared pool
 //! lane recognised by its rows ([`LaneFingerprints`]) and compared at N × C ([`PoolSummary`]),
 //! and the miss-ratio curves with their knees and saturation ([`MrcCurves`], [`MrcReport`],
-//! [`tier_report`]). Several facts files are read as one ([`FactsFiles`]).
+//! [`tier_report`]), and the best split of one cache among tenant lanes ([`plan_quotas`]).
+//! Several facts files are read as one ([`FactsFiles`]).
 //!
 //! It depends on `litehit-core` only, and never prints, parses a command line or touches a
 //! terminal: its results are plain structs (the `mrc` report derives `Serialize`), which the
@@ -44,6 +45,7 @@ mod facts_files;
 mod mrc;
 mod pool_detect;
 mod query;
+mod quota;
 mod span;
 
 pub use facts_files::{FactsFiles, FactsGlobError, expand_facts_globs};
@@ -61,6 +63,10 @@ pub use query::{
     PoolLaneCapacities, PoolRule, PoolSummary, QueryError, QueryPlan, QueryRun, QuerySlots,
     QuerySummary, QueryTotals, QueryWindows, SlotTotals, SpanAndInstances, TierPlan, WindowTotals,
     pool_instance_count, query_windows, query_windows_with_pool, trace_span_and_instances,
+};
+pub use quota::{
+    DEFAULT_GRID_STEPS, GridHits, MAX_GRID_STEPS, QuotaError, QuotaPlan, QuotaRequest, Split,
+    TenantQuota, best_split, plan_quotas,
 };
 pub use span::{
     EmptySpan, InvertedSpan, SpanReport, TimeRange, TimeSpec, check_span_order, trace_span,

@@ -96,6 +96,8 @@ struct Pending {
     timestamp_ns: i64,
     trace_id: String,
     instance_id: String,
+    /// The tenant field's value, if the field is asked for and the line has it.
+    tenant: Option<String>,
     seed: u64,
     usage: Option<u64>,
     prompt: Prompt,
@@ -291,17 +293,17 @@ impl Converter {
                 )
             })?,
         };
-        let instance_id = match field(&record, body, &fields.instance) {
-            None => DEFAULT_INSTANCE.to_owned(),
-            Some(value) => as_text(value)
-                .filter(|text| !text.is_empty())
-                .ok_or_else(|| {
-                    bad(
-                        &fields.instance,
-                        format!("expected a non-empty string, found {value}"),
-                    )
-                })?,
+        let non_empty = |path: &str| {
+            non_empty_text_at(&record, body, path).map_err(|message| bad(path, message))
         };
+        let instance_id =
+            non_empty(&fields.instance)?.unwrap_or_else(|| DEFAULT_INSTANCE.to_owned());
+        let tenant = fields
+            .tenant
+            .as_deref()
+            .map(non_empty)
+            .transpose()?
+            .flatten();
         let seed = match &fields.salt {
             None => 0,
             Some(salt) => match field(&record, body, salt) {
@@ -311,15 +313,12 @@ impl Converter {
                 })?)),
             },
         };
-        let usage = match field(&record, body, &fields.usage) {
-            None => None,
-            Some(value) => Some(value.as_u64().ok_or_else(|| {
-                bad(
-                    &fields.usage,
-                    format!("expected a non-negative integer, found {value}"),
-                )
-            })?),
-        };
+        let usage = field(&record, body, &fields.usage)
+            .map(|value| {
+                let message = || format!("expected a non-negative integer, found {value}");
+                value.as_u64().ok_or_else(|| bad(&fields.usage, message()))
+            })
+            .transpose()?;
         let prompt = self.prompt_of(text, body, body_path, path, line)?;
         Ok(Pending {
             line,
@@ -327,6 +326,7 @@ impl Converter {
             timestamp_ns,
             trace_id,
             instance_id,
+            tenant,
             seed,
             usage,
             prompt,
@@ -609,6 +609,10 @@ impl RowWriter {
         let out = &mut self.buffer;
         out.extend_from_slice(b"{\"type\":\"request\",\"instance_id\":");
         json_string(out, &request.instance_id);
+        if let Some(tenant) = &request.tenant {
+            out.extend_from_slice(b",\"tenant\":");
+            json_string(out, tenant);
+        }
         out.extend_from_slice(b",\"trace_id\":");
         json_string(out, &request.trace_id);
         out.extend_from_slice(b",\"timestamp_ns\":");
@@ -634,6 +638,21 @@ impl RowWriter {
         self.buffer.clear();
         Ok(())
     }
+}
+
+/// The instance or tenant at `path` of a line, as text (`None`: the line has no such field).
+fn non_empty_text_at(
+    record: &Value,
+    body: &Value,
+    path: &str,
+) -> std::result::Result<Option<String>, String> {
+    field(record, body, path)
+        .map(|value| {
+            as_text(value)
+                .filter(|text| !text.is_empty())
+                .ok_or_else(|| format!("expected a non-empty string, found {value}"))
+        })
+        .transpose()
 }
 
 fn json_string(out: &mut Vec<u8>, text: &str) {

@@ -24,6 +24,9 @@ pub struct FieldPaths {
     pub instance: String,
     /// The salt (tenant, LoRA adapter), hashed into the root key; `None`: no salt.
     pub salt: Option<String>,
+    /// The tenant, written as the row's `tenant` (what `--lane-by` lanes by); `None`: no
+    /// tenant field; absent in a line: none written.
+    pub tenant: Option<String>,
     /// The engine's prompt token count, compared with ours in the summary.
     pub usage: String,
 }
@@ -37,6 +40,7 @@ impl Default for FieldPaths {
             request_id: "request_id".to_owned(),
             instance: "model".to_owned(),
             salt: None,
+            tenant: None,
             usage: "usage.prompt_tokens".to_owned(),
         }
     }

@@ -79,6 +79,7 @@ fn check_every_format(line: &[u8], line_number: u64) -> Result<(), TestCaseError
                 format,
                 ParseOptions {
                     trace_block_size_tokens: block,
+                    ..ParseOptions::default()
                 },
             );
             match parser.parse_line(line, line_number, &mut event) {

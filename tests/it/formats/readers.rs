@@ -20,6 +20,7 @@ fn parser(format: TraceFormat, block: u64) -> LineParser {
         format,
         ParseOptions {
             trace_block_size_tokens: block,
+            ..ParseOptions::default()
         },
     )
 }
@@ -85,6 +86,7 @@ fn standard_upstream_loader_examples_parse() {
             timestamp_ns: 1000,
             keys: vec![],
             input_token_len: 128,
+            tenant: None,
         }
     );
 
@@ -487,6 +489,7 @@ fn parse_line_overwrites_every_field_of_a_reused_event() {
             timestamp_ns: 9,
             keys: vec![],
             input_token_len: 0,
+            tenant: None,
         }
     );
 }
@@ -1017,6 +1020,7 @@ fn kvcm_hand_written_events() {
             timestamp_ns: 5000,
             keys: vec![-1, 2],
             input_token_len: 3,
+            tenant: None,
         }
     );
     // input_len, input_length, input_tokens win over tokens, in that order.

@@ -4,6 +4,7 @@
 mod demo;
 mod detect;
 mod lane;
+mod tenants;
 mod tiers;
 mod timeline;
 mod tui;

@@ -3,6 +3,7 @@
 
 mod facts_globs;
 mod inputs;
+mod quota;
 mod spans;
 pub(crate) mod sql;
 mod sql_spark;

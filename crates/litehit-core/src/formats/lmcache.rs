@@ -6,7 +6,8 @@
 //! trailing partial-chunk hash, as `LMCache`'s `save_unfull_chunk` mode logs it, is accepted and
 //! dropped). `chunk_size` must equal the trace block size when one is configured.
 //! `timestamp_ns = int(timestamp * 1e9)` as in the Bailian reader; the trace id is `request_id`
-//! (empty when absent); there is no instance id (`None`).
+//! (empty when absent); there is no instance id (`None`). The tenant (`--lane-by tenant`) is
+//! the optional `cache_salt`, else the optional `model` (strings).
 
 use super::json::{self, Cursor, Fault, field_set};
 use super::{InstanceSlot, LineOutcome, TraceEvent, keep_full_blocks, reset_event, seconds_to_ns};
@@ -81,6 +82,8 @@ field_set! {
         ChunkSize => b"chunk_size",
         SeqLen => b"seq_len",
         ChunkHashes => b"chunk_hashes",
+        CacheSalt => b"cache_salt",
+        Model => b"model",
     }
 }
 
@@ -100,6 +103,7 @@ impl LmcacheReader {
         let mut chunk_size = None;
         let mut seq_len = None;
         let mut has_hashes = false;
+        let mut model: Option<String> = None;
         let mut cur = Cursor::new(line);
         json::walk_object::<Field>(&mut cur, |cur, field| {
             match field {
@@ -124,9 +128,17 @@ impl LmcacheReader {
                     })?;
                     has_hashes = true;
                 }
+                Field::CacheSalt => {
+                    cur.string_into(event.tenant.get_or_insert_with(String::new))?;
+                }
+                Field::Model => cur.string_into(model.get_or_insert_with(String::new))?,
             }
             Ok(())
         })?;
+        // An empty salt or model is none (`LMCache` leaves the salt empty when unset).
+        if event.tenant.as_deref().is_none_or(str::is_empty) {
+            event.tenant = model.filter(|model| !model.is_empty());
+        }
         let timestamp = timestamp
             .ok_or_else(|| Fault::field("timestamp", "missing number field: timestamp"))?;
         event.timestamp_ns = seconds_to_ns(timestamp).ok_or_else(|| {

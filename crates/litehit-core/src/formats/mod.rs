@@ -52,7 +52,66 @@ pub struct TraceEvent {
     pub keys: Vec<i64>,
     /// Input tokens including the incomplete tail; `0` = unknown (derived from the keys).
     pub input_token_len: i64,
+    /// The tenant (the standard format's optional `tenant`, `LMCache`'s `cache_salt` or
+    /// `model`); `None` when the line has none. Only `--lane-by` reads it.
+    pub tenant: Option<String>,
 }
+
+/// What a row's lane (its facts' `instance_id`) is: `--lane-by`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LaneBy {
+    /// The row's instance (the default).
+    #[default]
+    Instance,
+    /// The row's tenant ([`NO_TENANT`] for a row without one).
+    Tenant,
+    /// Both, as `INSTANCE/TENANT` (the tenant alone for a format without instances).
+    InstanceAndTenant,
+}
+
+impl LaneBy {
+    /// The lanes of a trace in `format` for `--lane-by [instance,]FIELD` (`field: None`: the
+    /// instance alone). The trace formats take FIELD `tenant` (or the format's own name for
+    /// it, `cache_salt` in `LMCache`); a field path of an OpenAI log has become the `tenant`
+    /// of its standard rows before this is asked.
+    ///
+    /// # Errors
+    /// A format whose rows carry no tenant, or another FIELD, with what to type instead.
+    pub fn for_format(
+        format: TraceFormat,
+        keep_instance: bool,
+        field: Option<&str>,
+    ) -> std::result::Result<Self, String> {
+        let Some(field) = field else {
+            return Ok(Self::Instance);
+        };
+        let Some(own) = format.tenant_field() else {
+            return Err(format!(
+                "--lane-by {field}: {} rows carry no tenant (the standard format's `tenant`, \
+                 LMCache's `cache_salt` or `model`, or a field path of --format openai)",
+                format.name()
+            ));
+        };
+        if field != "tenant" && field != own {
+            return Err(format!(
+                "--lane-by {field}: {} rows name their tenant `tenant`; field paths such as \
+                 `{field}` are for --format openai",
+                format.name()
+            ));
+        }
+        Ok(if keep_instance {
+            Self::InstanceAndTenant
+        } else {
+            Self::Tenant
+        })
+    }
+}
+
+/// The lane of a row without a tenant under `--lane-by tenant`: such rows share one lane.
+pub const NO_TENANT: &str = "-";
+
+/// Between the instance and the tenant in a `--lane-by instance,FIELD` lane.
+pub const LANE_SEPARATOR: char = '/';
 
 mod bailian;
 mod detect;
@@ -139,6 +198,16 @@ impl TraceFormat {
         }
     }
 
+    /// The field a format's rows name their tenant in (`--lane-by tenant`), if it has one.
+    #[must_use]
+    pub fn tenant_field(self) -> Option<&'static str> {
+        match self {
+            Self::Standard => Some("tenant"),
+            Self::Lmcache => Some("cache_salt"),
+            Self::Mooncake | Self::Bailian | Self::Kvcm => None,
+        }
+    }
+
     /// The block size (tokens per key) a format's public traces use, if it has a fixed one:
     /// Mooncake 512, Qwen-Bailian 16, `LMCache` 256 (its default `chunk_size`).
     pub fn native_block_size_tokens(self) -> Option<u64> {
@@ -159,6 +228,8 @@ pub struct ParseOptions {
     /// ([`TraceFormat::native_block_size_tokens`]; for `LMCache` each line's own `chunk_size`).
     /// Standard and KVCM lines ignore it (the engine checks lengths there).
     pub trace_block_size_tokens: u64,
+    /// The lane each event gets as its `instance_id` (`--lane-by`).
+    pub lane_by: LaneBy,
 }
 
 /// What [`LineParser::parse_line`] did with a line.
@@ -308,6 +379,7 @@ impl LineParser {
         .and_then(|outcome| {
             if outcome == LineOutcome::Event {
                 self.check_line_breaks(event)?;
+                set_lane(self.options.lane_by, event);
             }
             Ok(outcome)
         });
@@ -359,7 +431,36 @@ impl LineParser {
                 "contains a line break, which a facts row cannot hold",
             ));
         }
+        if self.options.lane_by != LaneBy::Instance
+            && event.tenant.as_deref().is_some_and(has_break)
+        {
+            return Err(Fault::field(
+                self.format().tenant_field().unwrap_or("tenant"),
+                "contains a line break, which a facts row cannot hold",
+            ));
+        }
         Ok(())
+    }
+}
+
+/// Makes the event's `instance_id` its lane under `lane_by`, reusing the buffers (so lanes
+/// by tenant cost a copy of two short strings per row, no allocation once warm).
+fn set_lane(lane_by: LaneBy, event: &mut TraceEvent) {
+    let tenant = event.tenant.as_deref().unwrap_or(NO_TENANT);
+    match lane_by {
+        LaneBy::Instance => {}
+        LaneBy::Tenant => {
+            let lane = event.instance_id.get_or_insert_with(String::new);
+            lane.clear();
+            lane.push_str(tenant);
+        }
+        LaneBy::InstanceAndTenant => match &mut event.instance_id {
+            Some(lane) => {
+                lane.push(LANE_SEPARATOR);
+                lane.push_str(tenant);
+            }
+            None => event.instance_id = Some(tenant.to_owned()),
+        },
     }
 }
 
@@ -383,6 +484,7 @@ fn reset_event(event: &mut TraceEvent, instance: InstanceSlot) {
     event.keys.clear();
     event.timestamp_ns = 0;
     event.input_token_len = 0;
+    event.tenant = None;
     match instance {
         InstanceSlot::None => event.instance_id = None,
         InstanceSlot::Keep => {

@@ -12,7 +12,8 @@
 //! the fields in the line. Fields that upstream reads only for some row types are checked only
 //! for those: `input_len`, `query_type`, `sw_size`, `location_spec_names` and `block_mask` for
 //! `get`/`request` (a write's `input_len` may even be a string), `ttl_us` for
-//! `write`/`request`. A field that appears twice is read from its first occurrence, as upstream's
+//! `write`/`request`. The optional `tenant` (a non-empty string, LiteHit's own: upstream
+//! ignores unknown fields) is what `--lane-by tenant` lanes by. A field that appears twice is read from its first occurrence, as upstream's
 //! reader takes it; a later one is only checked as JSON.
 
 use super::json::{self, Cursor, Fault, FieldSet, field_set};
@@ -38,6 +39,7 @@ field_set! {
         TotalKeys => b"total_keys",
         OutputLen => b"output_len",
         OutputLength => b"output_length",
+        Tenant => b"tenant",
     }
 }
 
@@ -201,6 +203,14 @@ impl StandardReader {
                 cur.exact_i64()?;
             }
             Field::TotalKeys | Field::OutputLen | Field::OutputLength => cur.skip_value()?,
+            Field::Tenant => {
+                // Optional and LiteHit's own (upstream ignores it): a non-empty string.
+                let tenant = event.tenant.get_or_insert_with(String::new);
+                cur.string_into(tenant)?;
+                if tenant.is_empty() {
+                    return Err(cur.fault("expected a non-empty string tenant"));
+                }
+            }
         }
         Ok(())
     }
@@ -258,11 +268,12 @@ impl StandardReader {
 
 /// The fields checked for a row type, in upstream's order.
 fn checks_for(row_type: RowType) -> impl Iterator<Item = Field> {
-    const COMMON: [Field; 4] = [
+    const COMMON: [Field; 5] = [
         Field::InstanceId,
         Field::TraceId,
         Field::TimestampNs,
         Field::Keys,
+        Field::Tenant,
     ];
     const READ: [Field; 5] = [
         Field::InputLen,

@@ -107,6 +107,8 @@ pub struct IngestConfig {
     pub engine: EngineConfig,
     /// `None`: detect from the first non-empty line.
     pub format: Option<TraceFormat>,
+    /// What each row's lane is (`--lane-by`): its instance, its tenant, or both.
+    pub lane_by: litehit_core::formats::LaneBy,
     /// Initial capacity slots.
     pub slots: Vec<Capacity>,
     /// Cache tiers to split each lane's hits among (`watch --tiers`), through the projector.
@@ -208,6 +210,7 @@ impl IngestConfig {
             start_at: StartAt::Beginning,
             engine,
             format: None,
+            lane_by: litehit_core::formats::LaneBy::Instance,
             slots: vec![
                 Capacity::Gigabytes(10.0),
                 Capacity::Gigabytes(40.0),

@@ -67,6 +67,7 @@ impl Pipeline {
     ) -> Self {
         let parse_options = ParseOptions {
             trace_block_size_tokens: config.engine.trace_block_size_tokens,
+            lane_by: config.lane_by,
         };
         Self {
             engine,
@@ -264,6 +265,7 @@ impl Pipeline {
                 self.engine = engine;
                 self.parse_options = ParseOptions {
                     trace_block_size_tokens,
+                    ..self.parse_options
                 };
             }
             Err(error) => self.engine_error = Some(error.to_string()),
