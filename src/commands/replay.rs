@@ -14,7 +14,7 @@ use crate::output::summary::LaneSummary;
 use litehit_core::config::{self, ReplayConfig};
 use litehit_core::engine::pipeline::{LinesSeen, PipelineTotals, replay_stream};
 use litehit_core::engine::{Engine, EngineConfig, Policy};
-use litehit_core::facts::file::{AtomicFactsWriter, append_fact_row};
+use litehit_core::facts::file::{FactsFileFormat, FactsFileWriter};
 use litehit_core::formats::{LineParser, ParseOptions, TraceFormat};
 use litehit_core::projector::Capacity;
 
@@ -106,9 +106,6 @@ impl Drop for StuckReadGuard {
     }
 }
 
-/// Rows are handed to the writer in batches of about this many bytes.
-const ROW_BATCH_BYTES: usize = 1 << 20;
-
 /// Everything a replay needs, resolved from a config file or from flags.
 struct ReplayPlan {
     trace_path: PathBuf,
@@ -117,6 +114,8 @@ struct ReplayPlan {
     trace: Box<dyn Read + Send>,
     /// Where the facts are published.
     facts_path: PathBuf,
+    /// In which layout.
+    facts_format: FactsFileFormat,
     format: TraceFormat,
     engine: EngineConfig,
     worker_count: usize,
@@ -257,13 +256,15 @@ fn resolve_plan(args: &ReplayArgs) -> Result<ReplayPlan> {
         let explicit = args.workers.or(configured).map(|n| n.max(1));
         Ok(litehit_core::threads::available(explicit.and_then(std::num::NonZeroUsize::new))?.get())
     };
+    let facts_format = facts_format(args)?;
     if let Some(out) = &args.out {
-        let facts_path = litehit_core::facts::file::replay_facts_path(out);
+        let facts_path = litehit_core::facts::file::replay_facts_path(out, facts_format);
         if facts_path != *out && std::fs::metadata(out).is_ok_and(|metadata| !metadata.is_dir()) {
             bail!(
-                "{}: is a file; --out names a directory (litehit_facts.csv goes in it) or a \
-                 file ending in .csv",
-                out.display()
+                "{}: is a file; --out names a directory ({} goes in it) or a file ending in \
+                 .csv or .parquet",
+                out.display(),
+                facts_format.file_name()
             );
         }
         let OpenedTrace {
@@ -277,6 +278,7 @@ fn resolve_plan(args: &ReplayArgs) -> Result<ReplayPlan> {
             trace_path: args.input.clone(),
             trace: reader,
             facts_path,
+            facts_format,
             format: plan.trace_format.unwrap_or(detected),
             engine: plan.engine,
             worker_count: worker_count(None)?,
@@ -330,13 +332,39 @@ fn resolve_plan(args: &ReplayArgs) -> Result<ReplayPlan> {
     Ok(ReplayPlan {
         trace_path,
         trace: reader,
-        facts_path: output_dir.join(litehit_core::facts::file::FACTS_FILE_NAME),
+        facts_path: output_dir.join(facts_format.file_name()),
+        facts_format,
         format,
         engine,
         worker_count: worker_count(pipeline_worker_count)?,
         max_line_bytes: args.line_cap.max_line_bytes,
         shard: args.shard,
     })
+}
+
+/// `--facts-format`, else the extension of the file `--out` names, else CSV; a flag the
+/// named file's extension contradicts is refused.
+fn facts_format(args: &ReplayArgs) -> Result<FactsFileFormat> {
+    let named = args.out.as_deref().and_then(|out| {
+        let facts_path = litehit_core::facts::file::replay_facts_path(out, FactsFileFormat::Csv);
+        (facts_path == out).then(|| FactsFileFormat::of_path(out))
+    });
+    let flag = match args.facts_format.as_deref() {
+        None => None,
+        Some("parquet") => Some(FactsFileFormat::Parquet),
+        Some(_) => Some(FactsFileFormat::Csv),
+    };
+    match (flag, named) {
+        (Some(flag), Some(named)) if flag != named => bail!(
+            "--facts-format {} and --out {}: the file's extension says {}; name a .{} file or a \
+             directory",
+            flag.extension(),
+            args.out.as_deref().unwrap_or(Path::new("")).display(),
+            named.extension(),
+            flag.extension()
+        ),
+        (flag, named) => Ok(flag.or(named).unwrap_or_default()),
+    }
 }
 
 /// Replays the plan and publishes the facts; nothing is published on any error.
@@ -370,13 +398,15 @@ fn replay_plan(
         );
     }
     super::refuse_temp_input(&plan.trace_path)?;
-    let mut writer = AtomicFactsWriter::create_file(&facts_path)?;
+    let writer = std::cell::RefCell::new(FactsFileWriter::create_file(
+        &facts_path,
+        plan.facts_format,
+    )?);
     let interrupts = InterruptWatch::install()?;
-    let stuck_reads = interrupts.end_stuck_reads(writer.discard_on_exit())?;
+    let stuck_reads = interrupts.end_stuck_reads(writer.borrow().discard_on_exit())?;
     let mut interrupted = None;
     let progress = show_progress.then(|| progress_bar(&plan.trace_path));
-    // Filled by the row callback, drained by the progress callback (both on this thread).
-    let rows = std::cell::RefCell::new(Vec::with_capacity(ROW_BATCH_BYTES + 4096));
+    // Filled by the row callback, written by the progress callback (both on this thread).
     let mut write_error = None;
     let replay = replay_stream(
         reader,
@@ -384,7 +414,7 @@ fn replay_plan(
         &mut engine,
         plan.worker_count,
         plan.max_line_bytes,
-        &mut |row| append_fact_row(&mut rows.borrow_mut(), &row),
+        &mut |row| writer.borrow_mut().push(&row),
         &mut |totals| {
             if let Some(signal) = interrupts.received() {
                 interrupted = Some(signal);
@@ -395,14 +425,10 @@ fn replay_plan(
                 let seconds = bar.elapsed().as_secs_f64().max(1e-3);
                 bar.set_message(format!("{:.0} req/s", totals.lines as f64 / seconds));
             }
-            let mut rows = rows.borrow_mut();
-            if rows.len() >= ROW_BATCH_BYTES {
-                if let Err(error) = writer.write_bytes(&rows) {
-                    let message = error.to_string();
-                    write_error = Some(error);
-                    return Err(std::io::Error::other(message));
-                }
-                rows.clear();
+            if let Err(error) = writer.borrow_mut().flush_full() {
+                let message = error.to_string();
+                write_error = Some(error);
+                return Err(std::io::Error::other(message));
             }
             Ok(())
         },
@@ -431,8 +457,7 @@ fn replay_plan(
             plan.trace_path.display()
         );
     }
-    writer.write_bytes(&rows.into_inner())?;
-    let facts_path = writer.commit()?;
+    let facts_path = writer.into_inner().commit()?;
     Ok((totals, engine, facts_path))
 }
 

@@ -3,6 +3,7 @@
 
 mod facts_file;
 mod parity;
+mod parquet;
 mod publication;
 pub(crate) mod shards;
 mod summary_order;
