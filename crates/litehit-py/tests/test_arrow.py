@@ -127,3 +127,39 @@ def test_write_and_read_csv_and_parquet(litehit_bin, trace_file, tmp_path):
         check=True,
     )
     assert pa.table(litehit.Facts.read(tmp_path / "pq")).equals(pa.table(facts))
+
+
+def test_the_documented_parquet_table_gives_the_csv_tables_totals(litehit_bin, trace_file, tmp_path, monkeypatch):
+    """docs/SQL.md's DuckDB query over Parquet facts (its `facts` table swapped for the
+    Parquet one) equals the query over the CSV (which tests/it/query/sql.rs checks against
+    `litehit query`)."""
+    import re
+    from pathlib import Path
+
+    import duckdb
+
+    doc = (Path(__file__).resolve().parents[3] / "docs" / "SQL.md").read_text()
+    block = lambda name: re.search(  # noqa: E731
+        rf"<!-- sql-test: {name} -->\n```sql\n(.*?)```", doc, re.S
+    ).group(1)
+    csv_sql = block("duckdb")
+    parquet_table = block("duckdb-parquet").strip()
+    csv_table = re.search(r"CREATE OR REPLACE TABLE facts AS.*?;", csv_sql, re.S).group(0)
+    parquet_sql = csv_sql.replace(csv_table, parquet_table, 1)
+    assert parquet_sql != csv_sql
+    for shard, instance in [("a", "engine-a"), ("b", "engine-b")]:
+        out = tmp_path / "shards" / shard
+        cli_replay(litehit_bin, trace_file, out, "--block-size", str(BLOCK_SIZE), "--instance", instance)
+        litehit.Facts.read(out / "litehit_facts.csv").write(out / "litehit_facts.parquet")
+    monkeypatch.chdir(tmp_path)
+
+    def run(sql):
+        con = duckdb.connect()
+        statements = [s for s in sql.split(";") if s.strip()]
+        for statement in statements[:-1]:
+            con.execute(statement)
+        return con.execute(statements[-1]).fetchall()
+
+    from_csv = run(csv_sql)
+    assert run(parquet_sql) == from_csv
+    assert len(from_csv) == 3 * 4 and any(row[-1] > 0 for row in from_csv)
