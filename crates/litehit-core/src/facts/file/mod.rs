@@ -191,6 +191,8 @@ pub enum FactsError {
         path.display(),
         if found.trim_start().starts_with('{') {
             " (this looks like a trace: `litehit replay` it first to get its facts)"
+        } else if found.starts_with("PAR1") {
+            " (Parquet facts are read from a file, not from standard input)"
         } else {
             ""
         }

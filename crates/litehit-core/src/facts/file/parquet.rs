@@ -304,6 +304,20 @@ mod tests {
     }
 
     #[test]
+    fn parquet_on_standard_input_is_refused_saying_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.parquet");
+        let mut writer = ParquetFactsWriter::create_file(&path).unwrap();
+        writer.push(&record(1).as_row());
+        writer.commit().unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        let error = FactsReader::from_reader(&bytes[..], "-")
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("not from standard input"), "{error}");
+    }
+
+    #[test]
     fn a_parquet_file_of_other_columns_is_refused_naming_the_column() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("other.parquet");

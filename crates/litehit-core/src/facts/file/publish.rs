@@ -125,7 +125,12 @@ mod tests {
             })
             .collect();
         let mut read_back = Vec::new();
-        for format in [FactsFileFormat::Csv, FactsFileFormat::Parquet] {
+        let formats: &[FactsFileFormat] = if cfg!(feature = "parquet") {
+            &[FactsFileFormat::Csv, FactsFileFormat::Parquet]
+        } else {
+            &[FactsFileFormat::Csv, FactsFileFormat::Csv]
+        };
+        for &format in formats {
             let path = dir.path().join(format.file_name());
             let mut writer = FactsFileWriter::create_file(&path, format).unwrap();
             for row in &rows {
@@ -144,5 +149,23 @@ mod tests {
         }
         assert_eq!(read_back[0], rows);
         assert_eq!(read_back[1], rows);
+    }
+
+    #[cfg(not(feature = "parquet"))]
+    #[test]
+    fn parquet_without_the_feature_is_refused_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let error =
+            FactsFileWriter::create_file(&dir.path().join("f.parquet"), FactsFileFormat::Parquet)
+                .unwrap_err();
+        assert!(
+            crate::facts::file::FactsError::to_string(&error).contains("f.parquet"),
+            "{error}"
+        );
+        assert!(
+            std::error::Error::source(&error)
+                .is_some_and(|source| source.to_string().contains("`parquet` feature")),
+            "{error:?}"
+        );
     }
 }
