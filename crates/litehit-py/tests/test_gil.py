@@ -1,4 +1,5 @@
-"""The GIL is released while a replay runs: a second Python thread makes progress during it.
+"""The GIL is released while a replay runs: a second Python thread makes progress during it;
+and Ctrl-C stops a replay that would never end.
 
 The replay reads a FIFO that only another Python thread of the same process writes: it can
 finish only if that thread runs while the replay waits for input. It runs in a child process
@@ -51,3 +52,44 @@ def test_another_thread_runs_while_a_replay_waits_for_input(trace_file, trace_ro
     assert child.returncode == 0, child.stderr
     rows, lines = map(int, child.stdout.split())
     assert rows == lines == len(trace_rows)
+
+
+INTERRUPTED = textwrap.dedent(
+    """
+    import json, os, signal, sys, threading
+    import litehit
+
+    fifo = sys.argv[1]
+
+    def writer():
+        # An endless trace: only Ctrl-C ends the replay reading it.
+        try:
+            with open(fifo, "w") as sink:
+                for index in range(10**9):
+                    row = {"type": "get", "instance_id": "a", "timestamp_ns": index + 1,
+                           "keys": [index], "input_len": 16}
+                    sink.write(json.dumps(row) + "\\n")
+                    if index == 1000:
+                        sink.flush()
+                        os.kill(os.getpid(), signal.SIGINT)
+        except (BrokenPipeError, OSError):
+            pass
+
+    threading.Thread(target=writer, daemon=True).start()
+    try:
+        litehit.replay(fifo, format="standard", block_size=16)
+    except KeyboardInterrupt:
+        print("interrupted")
+    """
+)
+
+
+def test_ctrl_c_stops_a_replay(tmp_path):
+    import os
+
+    fifo = tmp_path / "endless.fifo"
+    os.mkfifo(fifo)
+    child = subprocess.run(
+        [sys.executable, "-c", INTERRUPTED, str(fifo)], capture_output=True, text=True, timeout=300
+    )
+    assert child.stdout.strip() == "interrupted", (child.returncode, child.stdout, child.stderr)
