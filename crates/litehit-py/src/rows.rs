@@ -137,7 +137,11 @@ impl RowReplay<'_> {
         *self.next_row += events.len() as u64;
         result.map_err(|error| {
             // The engine numbers lines; here they are rows.
-            let text = chain_text(&error).replacen("line ", "row ", 1);
+            let text = chain_text(&error);
+            let text = match text.strip_prefix("line ") {
+                Some(rest) => format!("row {rest}"),
+                None => text,
+            };
             litehit_message(format!("{}: {text}", self.source_name))
         })
     }
