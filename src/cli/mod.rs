@@ -233,10 +233,16 @@ pub struct ReplayArgs {
     pub input: PathBuf,
 
     /// Replay CONFIG_OR_TRACE as a trace (no config file) and write DIR/litehit_facts.csv; the
-    /// directory is created when missing. A name ending in `.csv` that is not an existing
-    /// directory is the facts file itself
+    /// directory is created when missing. A name ending in `.csv` or `.parquet` that is not an
+    /// existing directory is the facts file itself
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+
+    /// The facts file's layout: `csv` (litehit_facts.csv, upstream's) or `parquet`
+    /// (litehit_facts.parquet, the curve as list<struct<start, run>>; `query` and `mrc` read
+    /// both). Default: the --out file's extension, else csv
+    #[arg(long, value_name = "FORMAT", value_parser = ["csv", "parquet"])]
+    pub facts_format: Option<String>,
 
     #[command(flatten)]
     pub lane: LaneFlags,

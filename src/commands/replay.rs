@@ -14,7 +14,7 @@ use crate::output::summary::LaneSummary;
 use litehit_core::config::{self, ReplayConfig};
 use litehit_core::engine::pipeline::{LinesSeen, PipelineTotals, replay_stream_by_policy};
 use litehit_core::engine::{CachePolicies, CachePolicy, Engine, EngineConfig, Policy};
-use litehit_core::facts::file::{AtomicFactsWriter, append_fact_row};
+use litehit_core::facts::file::{FactsFileFormat, FactsFileWriter};
 use litehit_core::formats::{LaneBy, LineParser, ParseOptions, TraceFormat};
 use litehit_core::projector::Capacity;
 
@@ -106,9 +106,6 @@ impl Drop for StuckReadGuard {
     }
 }
 
-/// Rows are handed to the writer in batches of about this many bytes.
-const ROW_BATCH_BYTES: usize = 1 << 20;
-
 /// Everything a replay needs, resolved from a config file or from flags.
 struct ReplayPlan {
     trace_path: PathBuf,
@@ -117,6 +114,8 @@ struct ReplayPlan {
     trace: Box<dyn Read + Send>,
     /// Where the facts are published.
     facts_path: PathBuf,
+    /// In which layout.
+    facts_format: FactsFileFormat,
     format: TraceFormat,
     engine: EngineConfig,
     worker_count: usize,
@@ -285,13 +284,15 @@ fn resolve_plan(args: &ReplayArgs) -> Result<ReplayPlan> {
         let explicit = args.workers.or(configured).map(|n| n.max(1));
         Ok(litehit_core::threads::available(explicit.and_then(std::num::NonZeroUsize::new))?.get())
     };
+    let facts_format = facts_format(args)?;
     if let Some(out) = &args.out {
-        let facts_path = litehit_core::facts::file::replay_facts_path(out);
+        let facts_path = litehit_core::facts::file::replay_facts_path(out, facts_format);
         if facts_path != *out && std::fs::metadata(out).is_ok_and(|metadata| !metadata.is_dir()) {
             bail!(
-                "{}: is a file; --out names a directory (litehit_facts.csv goes in it) or a \
-                 file ending in .csv",
-                out.display()
+                "{}: is a file; --out names a directory ({} goes in it) or a file ending in \
+                 .csv or .parquet",
+                out.display(),
+                facts_format.file_name()
             );
         }
         let OpenedTrace {
@@ -311,6 +312,7 @@ fn resolve_plan(args: &ReplayArgs) -> Result<ReplayPlan> {
             trace_path: args.input.clone(),
             trace: reader,
             facts_path,
+            facts_format,
             format,
             engine: plan.engine,
             worker_count: worker_count(None)?,
@@ -366,7 +368,8 @@ fn resolve_plan(args: &ReplayArgs) -> Result<ReplayPlan> {
     Ok(ReplayPlan {
         trace_path,
         trace: reader,
-        facts_path: output_dir.join(litehit_core::facts::file::FACTS_FILE_NAME),
+        facts_path: output_dir.join(facts_format.file_name()),
+        facts_format,
         format,
         engine,
         worker_count: worker_count(pipeline_worker_count)?,
@@ -380,18 +383,20 @@ fn resolve_plan(args: &ReplayArgs) -> Result<ReplayPlan> {
 /// Each published facts file with its policy, the primary policy's first.
 type Published = Vec<(CachePolicy, PathBuf)>;
 
-/// One atomic writer and one row buffer per policy: the primary policy's facts at
-/// `facts_path`, OPT's beside LRU's when both are computed.
+/// One facts writer per policy: the primary policy's facts at `facts_path`, OPT's beside
+/// LRU's when both are computed, in the same file format.
 struct PolicyWriters {
     policies: Vec<CachePolicy>,
-    /// In a cell, as the rows: the row and progress callbacks share this value.
-    writers: std::cell::RefCell<Vec<AtomicFactsWriter>>,
-    /// Filled by the row callback, drained by the progress callback (both on one thread).
-    rows: Vec<std::cell::RefCell<Vec<u8>>>,
+    /// In a cell: the row and progress callbacks share it (both on one thread).
+    writers: std::cell::RefCell<Vec<FactsFileWriter>>,
 }
 
 impl PolicyWriters {
-    fn create(policies: CachePolicies, facts_path: &Path, trace_path: &Path) -> Result<Self> {
+    fn create(
+        policies: CachePolicies,
+        (facts_path, format): (&Path, FactsFileFormat),
+        trace_path: &Path,
+    ) -> Result<Self> {
         let mut destinations = vec![(policies.primary(), facts_path.to_path_buf())];
         if policies == CachePolicies::BOTH {
             destinations.push((
@@ -399,30 +404,20 @@ impl PolicyWriters {
                 litehit_core::facts::file::opt_facts_path(facts_path),
             ));
         }
-        let mut writers = Self {
-            policies: Vec::new(),
-            writers: std::cell::RefCell::new(Vec::new()),
-            rows: Vec::new(),
-        };
-        for (policy, path) in destinations {
-            if super::same_file(&path, trace_path) {
+        let mut writers = Vec::with_capacity(destinations.len());
+        for (_, path) in &destinations {
+            if super::same_file(path, trace_path) {
                 bail!(
                     "{}: the facts would replace the trace being replayed; choose another --out",
                     path.display()
                 );
             }
-            writers.policies.push(policy);
-            writers
-                .writers
-                .get_mut()
-                .push(AtomicFactsWriter::create_file(&path)?);
-            writers
-                .rows
-                .push(std::cell::RefCell::new(Vec::with_capacity(
-                    ROW_BATCH_BYTES + 4096,
-                )));
+            writers.push(FactsFileWriter::create_file(path, format)?);
         }
-        Ok(writers)
+        Ok(Self {
+            policies: destinations.into_iter().map(|(policy, _)| policy).collect(),
+            writers: std::cell::RefCell::new(writers),
+        })
     }
 
     /// Removes every temp file when the process ends on a stuck read.
@@ -431,7 +426,7 @@ impl PolicyWriters {
             .writers
             .borrow()
             .iter()
-            .map(|writer| Box::new(writer.discard_on_exit()) as Box<dyn FnOnce() + Send>)
+            .map(FactsFileWriter::discard_on_exit)
             .collect();
         move || {
             for discard in discards {
@@ -442,18 +437,14 @@ impl PolicyWriters {
 
     fn append(&self, policy: CachePolicy, row: &litehit_core::facts::FactRow<'_>) {
         if let Some(index) = self.policies.iter().position(|p| *p == policy) {
-            append_fact_row(&mut self.rows[index].borrow_mut(), row);
+            self.writers.borrow_mut()[index].push(row);
         }
     }
 
-    /// Writes the buffers that reached [`ROW_BATCH_BYTES`].
+    /// Writes the rows buffered past each writer's batch size.
     fn write_full_batches(&self) -> Result<(), litehit_core::facts::file::FactsError> {
-        for (rows, writer) in self.rows.iter().zip(self.writers.borrow_mut().iter_mut()) {
-            let mut rows = rows.borrow_mut();
-            if rows.len() >= ROW_BATCH_BYTES {
-                writer.write_bytes(&rows)?;
-                rows.clear();
-            }
+        for writer in self.writers.borrow_mut().iter_mut() {
+            writer.flush_full()?;
         }
         Ok(())
     }
@@ -461,16 +452,35 @@ impl PolicyWriters {
     /// Writes what is left and publishes every file.
     fn commit(self) -> Result<Published> {
         let mut published = Vec::with_capacity(self.policies.len());
-        for ((rows, mut writer), policy) in self
-            .rows
-            .into_iter()
-            .zip(self.writers.into_inner())
-            .zip(self.policies)
-        {
-            writer.write_bytes(&rows.into_inner())?;
+        for (writer, policy) in self.writers.into_inner().into_iter().zip(self.policies) {
             published.push((policy, writer.commit()?));
         }
         Ok(published)
+    }
+}
+
+/// `--facts-format`, else the extension of the file `--out` names, else CSV; a flag the
+/// named file's extension contradicts is refused.
+fn facts_format(args: &ReplayArgs) -> Result<FactsFileFormat> {
+    let named = args.out.as_deref().and_then(|out| {
+        let facts_path = litehit_core::facts::file::replay_facts_path(out, FactsFileFormat::Csv);
+        (facts_path == out).then(|| FactsFileFormat::of_path(out))
+    });
+    let flag = match args.facts_format.as_deref() {
+        None => None,
+        Some("parquet") => Some(FactsFileFormat::Parquet),
+        Some(_) => Some(FactsFileFormat::Csv),
+    };
+    match (flag, named) {
+        (Some(flag), Some(named)) if flag != named => bail!(
+            "--facts-format {} and --out {}: the file's extension says {}; name a .{} file or a \
+             directory",
+            flag.extension(),
+            args.out.as_deref().unwrap_or(Path::new("")).display(),
+            named.extension(),
+            flag.extension()
+        ),
+        (flag, named) => Ok(flag.or(named).unwrap_or_default()),
     }
 }
 
@@ -512,7 +522,11 @@ fn replay_plan(
     );
     let reader = plan.trace;
     super::refuse_temp_input(&plan.trace_path)?;
-    let writers = PolicyWriters::create(policies, &plan.facts_path, &plan.trace_path)?;
+    let writers = PolicyWriters::create(
+        policies,
+        (&plan.facts_path, plan.facts_format),
+        &plan.trace_path,
+    )?;
     let interrupts = InterruptWatch::install()?;
     let stuck_reads = interrupts.end_stuck_reads(writers.discard_on_exit())?;
     let mut interrupted = None;

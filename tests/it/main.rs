@@ -22,6 +22,7 @@ mod metrics;
 mod module_layout;
 mod mrc;
 mod pool;
+mod python;
 mod query;
 mod replay;
 mod shared_data_guard;

@@ -4,6 +4,7 @@
 mod facts_file;
 mod opt;
 mod parity;
+mod parquet;
 mod publication;
 pub(crate) mod shards;
 mod summary_order;

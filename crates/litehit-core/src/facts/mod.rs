@@ -2,8 +2,11 @@
 //!
 //! A [`RequestFact`] is everything the replay learned about one request: its hit curve as
 //! arithmetic-run segments. It holds no capacity and no bytes; those meet it only in
-//! `projector`. `file` reads and writes the upstream `litehit_facts.csv`.
+//! `projector`. `file` reads and writes the upstream `litehit_facts.csv` (and, with the
+//! `parquet` feature, `litehit_facts.parquet`, in the columns of `arrow`).
 
+#[cfg(feature = "parquet")]
+pub mod arrow;
 pub mod curve;
 pub mod engine_rule;
 pub mod file;

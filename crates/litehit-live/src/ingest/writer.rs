@@ -16,7 +16,10 @@ use std::sync::mpsc::{Receiver, Sender};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use litehit_core::facts::file::{FACTS_HEADER, FactsError, write_atomically};
+use litehit_core::facts::FactRecord;
+use litehit_core::facts::file::{
+    FACTS_HEADER, FactsError, FactsFileFormat, FactsFileWriter, FactsReader, write_atomically,
+};
 
 use super::spill::FactsSpill;
 use crate::IngestEvent;
@@ -220,12 +223,17 @@ impl FactsJob {
     }
 }
 
-/// Writes the header and the first `spilled_bytes` of the spill to `path` atomically.
+/// Writes the header and the first `spilled_bytes` of the spill to `path` atomically: as
+/// they are, or, for a `.parquet` path, read back and written as Parquet facts. The size
+/// published.
 fn copy_facts(
     source: &File,
     spilled_bytes: u64,
     path: &std::path::Path,
 ) -> Result<u64, FactsError> {
+    if FactsFileFormat::of_path(path) == FactsFileFormat::Parquet {
+        return convert_to_parquet(source, spilled_bytes, path);
+    }
     let write_error = |source| FactsError::Write {
         path: path.to_path_buf(),
         source,
@@ -245,6 +253,30 @@ fn copy_facts(
         }
         Ok(FACTS_HEADER.len() as u64 + 1 + copied)
     })
+}
+
+/// The spill's rows (CSV, as the engine wrote them) published as a Parquet facts file.
+fn convert_to_parquet(
+    source: &File,
+    spilled_bytes: u64,
+    path: &std::path::Path,
+) -> Result<u64, FactsError> {
+    let csv = io::Cursor::new(format!("{FACTS_HEADER}\n"))
+        .chain(OffsetReader::new(source).take(spilled_bytes));
+    let mut reader = FactsReader::from_reader(csv, "the facts spill")?;
+    let mut writer = FactsFileWriter::create_file(path, FactsFileFormat::Parquet)?;
+    let mut record = FactRecord::default();
+    while reader.next_record(&mut record)? {
+        writer.push(&record.as_row());
+        writer.flush_full()?;
+    }
+    let published = writer.commit()?;
+    std::fs::metadata(&published)
+        .map(|metadata| metadata.len())
+        .map_err(|source| FactsError::Write {
+            path: published,
+            source,
+        })
 }
 
 /// Reads a file from its start with `pread`, leaving the descriptor's offset alone.
@@ -283,7 +315,6 @@ fn error_chain(err: &dyn std::error::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use litehit_core::facts::FactRecord;
     use std::sync::mpsc;
 
     fn fact() -> FactRecord {
@@ -358,6 +389,42 @@ mod tests {
         assert!(!writer.is_writing());
         assert!(matches!(writer.status(), FactsWrite::Done { rows: 2, .. }));
         assert_eq!(std::fs::read_to_string(&out).unwrap().lines().count(), 3);
+    }
+
+    #[test]
+    fn a_parquet_facts_out_gets_the_spilled_rows_as_parquet() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("facts.parquet");
+        let mut spill = FactsSpill::create(dir.path(), "facts.parquet").unwrap();
+        let rows: Vec<FactRecord> = (0..3)
+            .map(|index| FactRecord {
+                trace_id: format!("t,{index}"),
+                instance_id: "i".to_owned(),
+                timestamp_ns: index,
+                input_token_len: 20,
+                block_size_tokens: 4,
+                block_bytes: 512,
+                fact: litehit_core::facts::RequestFact::from_pairs(&[[1, 2], [7, 1]]),
+            })
+            .collect();
+        for row in &rows {
+            spill.push(&row.as_row());
+        }
+        let (tx, rx) = mpsc::channel();
+        let mut writer = FactsWriter::new(out.clone(), false, tx);
+        writer.write_at_end(&mut spill, &rx);
+        assert!(
+            matches!(writer.status(), FactsWrite::Done { rows: 3, .. }),
+            "{:?}",
+            writer.status()
+        );
+        let mut reader = FactsReader::open(&out).unwrap();
+        let mut record = FactRecord::default();
+        let mut back = Vec::new();
+        while reader.next_record(&mut record).unwrap() {
+            back.push(record.clone());
+        }
+        assert_eq!(back, rows);
     }
 
     #[test]

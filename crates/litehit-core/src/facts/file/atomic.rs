@@ -394,17 +394,31 @@ impl AtomicFactsWriter {
     /// Publishes to `facts_path` itself: creates its directory if missing, creates its temp
     /// file ([`AtomicFile::create`]) and writes the header.
     pub fn create_file(facts_path: &Path) -> Result<Self> {
-        let created_dirs = create_directory_of(facts_path)?;
-        // On an error the guard removes the directories it made.
-        let file = AtomicFile::create(facts_path)?;
-        let mut writer = Self {
-            file,
-            rows_written: 0,
-            created_dirs: created_dirs.into_paths(),
-        };
+        let mut writer = Self::create_empty_file(facts_path)?;
         writer.file.write_all(FACTS_HEADER.as_bytes())?;
         writer.file.write_all(b"\n")?;
         Ok(writer)
+    }
+
+    /// [`Self::create_file`] without the CSV header: the publication of a facts file in
+    /// another layout (Parquet), written through [`Self::clone_handle`].
+    pub fn create_empty_file(facts_path: &Path) -> Result<Self> {
+        let created_dirs = create_directory_of(facts_path)?;
+        // On an error the guard removes the directories it made.
+        let file = AtomicFile::create(facts_path)?;
+        Ok(Self {
+            file,
+            rows_written: 0,
+            created_dirs: created_dirs.into_paths(),
+        })
+    }
+
+    /// A second handle of the file being written (the temp file), for a writer that must
+    /// own its sink; what it writes is published (or discarded) with this writer.
+    pub fn clone_handle(&mut self) -> std::io::Result<File> {
+        let writer = self.file.writer();
+        writer.flush()?;
+        writer.get_ref().try_clone()
     }
 
     /// Writes rows formatted by [`append_fact_row`](super::append_fact_row); each `\n` counts

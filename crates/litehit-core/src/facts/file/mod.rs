@@ -13,6 +13,9 @@
 
 mod atomic;
 mod lock;
+#[cfg(feature = "parquet")]
+mod parquet;
+mod publish;
 mod reader;
 mod temp;
 mod writer;
@@ -26,6 +29,9 @@ pub use atomic::{
     resolve_symlinks, write_atomically,
 };
 pub use lock::{hold_owned_file, remove_unowned_files};
+#[cfg(feature = "parquet")]
+pub use parquet::{ParquetFactsWriter, starts_as_parquet};
+pub use publish::FactsFileWriter;
 pub use reader::{FactsReader, parse_fact_line};
 pub use writer::{append_fact_row, append_hit_curve};
 
@@ -36,46 +42,119 @@ pub const FACTS_HEADER: &str =
 /// The file name the offline replay publishes inside its output directory.
 pub const FACTS_FILE_NAME: &str = "litehit_facts.csv";
 
-/// Where `litehit replay --out OUT` publishes the facts: `OUT` itself when it names a CSV file
-/// (ends in `.csv` and is not an existing directory), else [`FACTS_FILE_NAME`] inside the
-/// directory `OUT` (upstream's output directory).
-#[must_use]
-pub fn replay_facts_path(out: &std::path::Path) -> std::path::PathBuf {
-    let names_a_csv_file = out
-        .extension()
-        .is_some_and(|extension| extension.eq_ignore_ascii_case("csv"))
-        && !out.is_dir()
-        && !ends_in_separator(out);
-    if names_a_csv_file {
-        out.to_path_buf()
-    } else {
-        out.join(FACTS_FILE_NAME)
+/// The file name `replay --out DIR --facts-format parquet` publishes inside `DIR`.
+pub const PARQUET_FACTS_FILE_NAME: &str = "litehit_facts.parquet";
+
+/// The two layouts of a facts file: the same rows and values either way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FactsFileFormat {
+    /// `litehit_facts.csv`, upstream's, the curve as JSON in a string.
+    #[default]
+    Csv,
+    /// `litehit_facts.parquet`, the curve as `list<struct<start, run>>`
+    /// (`facts::arrow`); needs the `parquet` feature to be written or read.
+    Parquet,
+}
+
+impl FactsFileFormat {
+    /// The format a file path asks for by its extension: `.parquet` (any case) is Parquet,
+    /// anything else CSV.
+    #[must_use]
+    pub fn of_path(path: &std::path::Path) -> Self {
+        if path
+            .extension()
+            .is_some_and(|extension| extension.eq_ignore_ascii_case("parquet"))
+        {
+            Self::Parquet
+        } else {
+            Self::Csv
+        }
+    }
+
+    /// The file name published inside an output directory.
+    #[must_use]
+    pub fn file_name(self) -> &'static str {
+        match self {
+            Self::Csv => FACTS_FILE_NAME,
+            Self::Parquet => PARQUET_FACTS_FILE_NAME,
+        }
+    }
+
+    /// The extension a file of this format ends in (without the dot).
+    #[must_use]
+    pub fn extension(self) -> &'static str {
+        match self {
+            Self::Csv => "csv",
+            Self::Parquet => "parquet",
+        }
     }
 }
 
 /// Where the OPT facts go beside the LRU facts at `facts_path` (`replay --policy lru,opt`):
-/// `NAME.csv` → `NAME.opt.csv` (`litehit_facts.opt.csv` in an output directory).
+/// `NAME.csv` → `NAME.opt.csv`, `NAME.parquet` → `NAME.opt.parquet` (`litehit_facts.opt.csv`
+/// in an output directory).
 #[must_use]
 pub fn opt_facts_path(facts_path: &std::path::Path) -> std::path::PathBuf {
     let mut name = facts_path
         .file_stem()
         .map(std::ffi::OsStr::to_os_string)
         .unwrap_or_default();
-    name.push(".opt.csv");
+    name.push(".opt.");
+    name.push(
+        facts_path
+            .extension()
+            .unwrap_or(std::ffi::OsStr::new("csv")),
+    );
     facts_path.with_file_name(name)
 }
 
-/// The facts file a reader opens for `path`: [`FACTS_FILE_NAME`] inside it when `path` is a
-/// directory (what `replay --out DIR` or a config's `output_result_path` names), else `path`
-/// (`-` stays standard input).
+/// Where `litehit replay --out OUT` publishes the facts: `OUT` itself when it names a facts
+/// file (ends in `.csv` or `.parquet` and is not an existing directory), else `format`'s file
+/// name ([`FACTS_FILE_NAME`] or [`PARQUET_FACTS_FILE_NAME`]) inside the directory `OUT`
+/// (upstream's output directory).
+#[must_use]
+pub fn replay_facts_path(out: &std::path::Path, format: FactsFileFormat) -> std::path::PathBuf {
+    let names_a_facts_file = out.extension().is_some_and(|extension| {
+        extension.eq_ignore_ascii_case("csv") || extension.eq_ignore_ascii_case("parquet")
+    }) && !out.is_dir()
+        && !ends_in_separator(out);
+    if names_a_facts_file {
+        out.to_path_buf()
+    } else {
+        out.join(format.file_name())
+    }
+}
+
+/// The facts file a reader opens for `path`: inside a directory (what `replay --out DIR` or
+/// a config's `output_result_path` names) [`PARQUET_FACTS_FILE_NAME`] when it is the only
+/// one there, else [`FACTS_FILE_NAME`]; a directory holding both stays as it is, for
+/// [`FactsReader::open`] to refuse naming both. Any other `path` is used as it is (`-` stays
+/// standard input).
 #[must_use]
 pub fn facts_input_path(path: &std::path::Path) -> std::path::PathBuf {
     // `-` is standard input, even with a directory of that name around.
-    if path.as_os_str() != "-" && path.is_dir() {
-        path.join(FACTS_FILE_NAME)
-    } else {
-        path.to_path_buf()
+    if path.as_os_str() == "-" || !path.is_dir() {
+        return path.to_path_buf();
     }
+    let csv = path.join(FACTS_FILE_NAME);
+    let parquet = path.join(PARQUET_FACTS_FILE_NAME);
+    match (csv.exists(), parquet.exists()) {
+        (true, true) => path.to_path_buf(),
+        (false, true) => parquet,
+        _ => csv,
+    }
+}
+
+/// The two facts files of directory `path` when it holds both (which one is meant cannot be
+/// told).
+#[must_use]
+pub fn both_facts_files(path: &std::path::Path) -> Option<(PathBuf, PathBuf)> {
+    if !path.is_dir() {
+        return None;
+    }
+    let csv = path.join(FACTS_FILE_NAME);
+    let parquet = path.join(PARQUET_FACTS_FILE_NAME);
+    (csv.exists() && parquet.exists()).then_some((csv, parquet))
 }
 
 /// Where the monitor's `s` publishes the facts: `facts_out`, or [`FACTS_FILE_NAME`] inside it
@@ -130,6 +209,8 @@ pub enum FactsError {
         path.display(),
         if found.trim_start().starts_with('{') {
             " (this looks like a trace: `litehit replay` it first to get its facts)"
+        } else if found.starts_with("PAR1") {
+            " (Parquet facts are read from a file, not from standard input)"
         } else {
             ""
         }
@@ -162,6 +243,38 @@ pub enum FactsError {
         path: PathBuf,
         /// 1-based physical line (the header is line 1).
         line: u64,
+        /// What is wrong with the row.
+        reason: FactsRowError,
+    },
+    /// A directory given as facts holds both formats' files: which one is meant is unknown.
+    #[error(
+        "{} and {} are both there: the same facts twice, or two different runs; name the one \
+         to read",
+        csv.display(),
+        parquet.display()
+    )]
+    BothFormats {
+        /// The CSV facts file.
+        csv: PathBuf,
+        /// The Parquet facts file beside it.
+        parquet: PathBuf,
+    },
+    /// A Parquet facts file could not be read as one (not Parquet, other columns, a broken
+    /// page).
+    #[error("{}: {message}", path.display())]
+    Parquet {
+        /// The facts file.
+        path: PathBuf,
+        /// What the Parquet reader or the column check said.
+        message: String,
+    },
+    /// One row of a Parquet facts file breaks a row rule; the whole file is refused.
+    #[error("{}: facts row {row}: {reason}", path.display())]
+    ParquetRow {
+        /// The facts file.
+        path: PathBuf,
+        /// 1-based row number.
+        row: u64,
         /// What is wrong with the row.
         reason: FactsRowError,
     },
@@ -269,6 +382,12 @@ pub enum FactsRowError {
         /// The request's full blocks.
         full_blocks: u64,
     },
+    /// A value of an Arrow or Parquet row is null (a CSV field cannot be).
+    #[error("{field} is null")]
+    Null {
+        /// The column.
+        field: &'static str,
+    },
     /// A line too long for the memory left (a broken or hostile file).
     #[error("out of memory reading a line of {line_bytes} bytes")]
     OutOfMemory {
@@ -342,15 +461,25 @@ mod snapshot_path_tests {
     #[test]
     fn replay_out_is_a_directory_unless_it_names_a_csv_file() {
         let dir = tempfile::tempdir().unwrap();
+        let csv = FactsFileFormat::Csv;
         let plain = dir.path().join("out");
-        assert_eq!(replay_facts_path(&plain), plain.join(FACTS_FILE_NAME));
+        assert_eq!(replay_facts_path(&plain, csv), plain.join(FACTS_FILE_NAME));
+        assert_eq!(
+            replay_facts_path(&plain, FactsFileFormat::Parquet),
+            plain.join(PARQUET_FACTS_FILE_NAME)
+        );
         let named = dir.path().join("run.CSV");
-        assert_eq!(replay_facts_path(&named), named);
+        assert_eq!(replay_facts_path(&named, csv), named);
+        let parquet = dir.path().join("run.parquet");
+        assert_eq!(replay_facts_path(&parquet, csv), parquet);
         let slash = dir.path().join("run.csv/");
-        assert_eq!(replay_facts_path(&slash), slash.join(FACTS_FILE_NAME));
+        assert_eq!(replay_facts_path(&slash, csv), slash.join(FACTS_FILE_NAME));
         let existing = dir.path().join("old.csv");
         std::fs::create_dir(&existing).unwrap();
-        assert_eq!(replay_facts_path(&existing), existing.join(FACTS_FILE_NAME));
+        assert_eq!(
+            replay_facts_path(&existing, csv),
+            existing.join(FACTS_FILE_NAME)
+        );
         assert_eq!(
             facts_input_path(dir.path()),
             dir.path().join(FACTS_FILE_NAME)
@@ -359,6 +488,26 @@ mod snapshot_path_tests {
             facts_input_path(&named),
             named,
             "missing paths are left to the reader"
+        );
+    }
+
+    #[test]
+    fn a_directory_of_parquet_facts_reads_them_and_one_of_both_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(PARQUET_FACTS_FILE_NAME), b"").unwrap();
+        assert_eq!(
+            facts_input_path(dir.path()),
+            dir.path().join(PARQUET_FACTS_FILE_NAME)
+        );
+        assert_eq!(both_facts_files(dir.path()), None);
+        std::fs::write(dir.path().join(FACTS_FILE_NAME), b"").unwrap();
+        assert_eq!(facts_input_path(dir.path()), dir.path());
+        let error = FactsReader::open(&facts_input_path(dir.path()))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains(FACTS_FILE_NAME) && error.contains(PARQUET_FACTS_FILE_NAME),
+            "{error}"
         );
     }
 }

@@ -40,6 +40,9 @@ pub struct FactsReader<R> {
     rows_read: u64,
     rows_unchecked: u64,
     line_bytes_unchecked: u64,
+    /// Set for a Parquet facts file: rows come from here, and `line_number` counts rows.
+    #[cfg(feature = "parquet")]
+    parquet: Option<super::parquet::ParquetRows>,
 }
 
 impl<R> std::fmt::Debug for FactsReader<R> {
@@ -55,7 +58,28 @@ impl<R> std::fmt::Debug for FactsReader<R> {
 impl FactsReader<Box<dyn Read + Send>> {
     /// Opens `path` and checks its header. Like a trace: `.gz` / `.zst` (by their magic
     /// bytes) are decompressed, and `-` is standard input.
+    ///
+    /// A file starting with Parquet's magic bytes is read as Parquet facts
+    /// (`facts::file::parquet`), under the same row rules; errors then name the row (1-based)
+    /// where a CSV's name the line. A directory holding both `litehit_facts.csv` and
+    /// `litehit_facts.parquet` (what [`super::facts_input_path`] leaves as it is) is an error
+    /// naming both.
     pub fn open(path: &Path) -> Result<Self> {
+        let is_stdin = path.as_os_str() == "-";
+        if !is_stdin && let Some((csv, parquet)) = super::both_facts_files(path) {
+            return Err(FactsError::BothFormats { csv, parquet });
+        }
+        #[cfg(feature = "parquet")]
+        if !is_stdin && super::parquet::starts_as_parquet(path) {
+            let file = std::fs::File::open(path).map_err(|source| FactsError::Open {
+                path: path.to_path_buf(),
+                source,
+            })?;
+            let rows = super::parquet::ParquetRows::open(file, path)?;
+            let mut this = Self::unread(Box::new(std::io::empty()), path);
+            this.parquet = Some(rows);
+            return Ok(this);
+        }
         let reader = crate::formats::open_trace(path).map_err(|source| FactsError::Open {
             path: path.to_path_buf(),
             source,
@@ -67,17 +91,7 @@ impl FactsReader<Box<dyn Read + Send>> {
 impl<R: Read> FactsReader<R> {
     /// Reads facts from `reader`; `display_name` names it in errors. Checks the header.
     pub fn from_reader(reader: R, display_name: impl Into<PathBuf>) -> Result<Self> {
-        let mut this = Self {
-            reader: BufReader::with_capacity(READ_BUFFER_BYTES, reader),
-            path: display_name.into(),
-            partial_line: Vec::with_capacity(256),
-            line_number: 0,
-            parser: RowParser::default(),
-            input_tokens_read: 0,
-            rows_read: 0,
-            rows_unchecked: 0,
-            line_bytes_unchecked: 0,
-        };
+        let mut this = Self::unread(reader, display_name);
         let header = this.with_next_line(|_, line| {
             // A spreadsheet's CSV export starts with a UTF-8 byte-order mark.
             let line = crate::formats::strip_bom(line);
@@ -98,9 +112,34 @@ impl<R: Read> FactsReader<R> {
         }
     }
 
+    /// A reader of `reader` whose header is not read yet.
+    fn unread(reader: R, display_name: impl Into<PathBuf>) -> Self {
+        Self {
+            reader: BufReader::with_capacity(READ_BUFFER_BYTES, reader),
+            path: display_name.into(),
+            partial_line: Vec::with_capacity(256),
+            line_number: 0,
+            parser: RowParser::default(),
+            input_tokens_read: 0,
+            rows_read: 0,
+            rows_unchecked: 0,
+            line_bytes_unchecked: 0,
+            #[cfg(feature = "parquet")]
+            parquet: None,
+        }
+    }
+
     /// Reads the next row into `record`; `Ok(false)` at the end of the file.
     pub fn next_record(&mut self, record: &mut FactRecord) -> Result<bool> {
         self.check_memory()?;
+        #[cfg(feature = "parquet")]
+        if let Some(rows) = &mut self.parquet {
+            let Some(parsed) = rows.next(record, &self.path)? else {
+                return Ok(false);
+            };
+            self.line_number += 1;
+            return self.accept(parsed.and_then(|()| curve_fits_input(record)), record, 0);
+        }
         loop {
             let mut line_bytes = 0;
             let parsed = self.with_next_line(|parser, line| {
@@ -114,32 +153,53 @@ impl<R: Read> FactsReader<R> {
             match parsed {
                 None => return Ok(false),
                 Some(None) => {} // an empty line is skipped
-                Some(Some(Ok(()))) => {
-                    let Some(total) = self.input_tokens_read.checked_add(record.input_token_len)
-                    else {
-                        return Err(FactsError::Row {
-                            path: self.path.clone(),
-                            line: self.line_number,
-                            reason: FactsRowError::InputTokensOverflow {
-                                input_token_len: record.input_token_len,
-                                total_before: self.input_tokens_read,
-                            },
-                        });
-                    };
-                    self.input_tokens_read = total;
-                    self.rows_read += 1;
-                    self.rows_unchecked += 1;
-                    self.line_bytes_unchecked += line_bytes;
-                    return Ok(true);
-                }
-                Some(Some(Err(reason))) => {
-                    return Err(FactsError::Row {
-                        path: self.path.clone(),
-                        line: self.line_number,
-                        reason,
-                    });
-                }
+                Some(Some(parsed)) => return self.accept(parsed, record, line_bytes),
             }
+        }
+    }
+
+    /// Counts a parsed row (its input tokens must not wrap the running total), or names the
+    /// line (the row, in a Parquet file) that broke a rule.
+    fn accept(
+        &mut self,
+        parsed: std::result::Result<(), FactsRowError>,
+        record: &FactRecord,
+        line_bytes: u64,
+    ) -> Result<bool> {
+        let checked = parsed.and_then(|()| {
+            self.input_tokens_read
+                .checked_add(record.input_token_len)
+                .ok_or(FactsRowError::InputTokensOverflow {
+                    input_token_len: record.input_token_len,
+                    total_before: self.input_tokens_read,
+                })
+        });
+        match checked {
+            Ok(total) => {
+                self.input_tokens_read = total;
+                self.rows_read += 1;
+                self.rows_unchecked += 1;
+                self.line_bytes_unchecked += line_bytes;
+                Ok(true)
+            }
+            Err(reason) => Err(self.row_error(reason)),
+        }
+    }
+
+    /// The error for a row breaking a rule: by line in a CSV, by row in a Parquet file.
+    fn row_error(&self, reason: FactsRowError) -> FactsError {
+        #[cfg(feature = "parquet")]
+        if self.parquet.is_some() {
+            return FactsError::ParquetRow {
+                path: self.path.clone(),
+                row: self.line_number,
+                reason,
+            };
+        }
+        FactsError::Row {
+            path: self.path.clone(),
+            line: self.line_number,
+            reason,
         }
     }
 

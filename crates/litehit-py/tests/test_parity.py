@@ -1,0 +1,73 @@
+"""litehit.replay equals `litehit replay`, value by value, from a path, dicts and Arrow."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+import litehit
+from conftest import BLOCK_SIZE, cli_replay, read_csv_facts
+
+
+def test_a_path_replays_to_the_clis_facts(litehit_bin, trace_file, tmp_path):
+    for flags, kwargs in [((), {}), (("--pool",), {"pool": True}), (("--ttl-seconds", "0.000002"), {"ttl_seconds": 0.000002})]:
+        expected = read_csv_facts(
+            cli_replay(litehit_bin, trace_file, tmp_path / "cli", "--block-size", str(BLOCK_SIZE), *flags)
+        )
+        facts = litehit.replay(trace_file, block_size=BLOCK_SIZE, **kwargs)
+        assert facts.num_rows == len(expected)
+        assert pa.table(facts).to_pylist() == expected, flags
+
+
+def test_rows_as_dicts_and_as_arrow_replay_as_the_file(trace_rows, trace_file):
+    from_path = pa.table(litehit.replay(str(trace_file), block_size=BLOCK_SIZE, pool="shared"))
+    from_dicts = pa.table(litehit.replay(iter(trace_rows), block_size=BLOCK_SIZE, pool="shared"))
+    keys = pa.array([row["keys"] for row in trace_rows], type=pa.list_(pa.uint64()))
+    arrow_rows = pa.table(
+        {
+            "instance_id": [row["instance_id"] for row in trace_rows],
+            "timestamp_ns": pa.array([row["timestamp_ns"] for row in trace_rows], pa.int64()),
+            "keys": keys,
+            "input_len": pa.array([row["input_len"] for row in trace_rows], pa.uint64()),
+            "trace_id": [row["trace_id"] for row in trace_rows],
+        }
+    )
+    from_arrow = pa.table(litehit.replay(arrow_rows, block_size=BLOCK_SIZE, pool="shared"))
+    assert from_dicts.equals(from_path)
+    assert from_arrow.equals(from_path)
+    assert set(from_path.column("instance_id").to_pylist()) >= {"shared", "engine-0"}
+
+
+def test_gz_and_forced_format_read_like_the_cli(trace_file, tmp_path):
+    import gzip
+
+    packed = tmp_path / "trace.jsonl.gz"
+    packed.write_bytes(gzip.compress(trace_file.read_bytes()))
+    plain = pa.table(litehit.replay(trace_file, block_size=BLOCK_SIZE))
+    assert pa.table(litehit.replay(packed, format="standard", block_size=BLOCK_SIZE)).equals(plain)
+
+
+def test_model_and_the_opt_policy_are_refused_until_they_land(trace_file):
+    with pytest.raises(NotImplementedError, match="model="):
+        litehit.replay(trace_file, model="llama-3.1-8b")
+    with pytest.raises(NotImplementedError, match="opt"):
+        litehit.replay(trace_file, policy="opt")
+    with pytest.raises(NotImplementedError):
+        litehit.Replayer(policy="opt")
+    with pytest.raises(ValueError, match="policy"):
+        litehit.replay(trace_file, policy="fifo")
+
+
+@pytest.mark.shared
+def test_the_real_traces_replay_to_the_clis_facts(litehit_bin, tmp_path):
+    traces = [Path(path) for path in os.environ.get("LITEHIT_SHARED_TRACES", "").split(os.pathsep) if path]
+    if not traces:
+        pytest.fail("LITEHIT_SHARED_TRACES names no trace")
+    for index, trace in enumerate(traces):
+        expected = read_csv_facts(cli_replay(litehit_bin, trace, tmp_path / f"cli{index}"))
+        facts = litehit.replay(trace)
+        assert facts.num_rows == len(expected) > 0, trace
+        assert pa.table(facts).to_pylist() == expected, trace
