@@ -20,7 +20,7 @@
 //!   A plain `HashMap` model of the entry order, not the core.
 //!
 //! * `opt`: the large trace (dense ids) replayed by the LRU core alone, the OPT core
-//!   (`litehit_core::opt`) alone and both, one fresh run each: CPU seconds, block accesses per
+//!   (`litehit_core::OptCore`) alone and both, one fresh run each: CPU seconds, block accesses per
 //!   second, bytes of core state per unique key, and the both / OPT alone time ratio. Checks
 //!   that OPT gives the same facts alone and beside LRU, and OPT(∞) = LRU(∞) on every request.
 //!
@@ -29,9 +29,9 @@
 use std::hint::black_box;
 use std::time::Instant;
 
+use litehit_core::LiteHit;
+use litehit_core::OptCore;
 use litehit_core::facts::RequestFact;
-use litehit_core::hitcore::LiteHit;
-use litehit_core::opt::OptCore;
 use litehit_core::projector::project_infinite;
 use litehit_core::workload::{KeyStyle, SyntheticRequest, Workload, WorkloadConfig};
 

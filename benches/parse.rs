@@ -16,10 +16,10 @@
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
+use litehit_core::apply_prefix_hash;
 use litehit_core::formats::{
     LineOutcome, LineParser, LineSplitter, ParseOptions, TraceEvent, TraceFormat, TraceLines,
 };
-use litehit_core::preprocess::apply_prefix_hash;
 
 mod common;
 use common::Mode;

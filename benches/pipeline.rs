@@ -24,6 +24,7 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use litehit_core::LiteHit;
 use litehit_core::engine::pipeline::replay_stream;
 use litehit_core::engine::{Engine, EngineConfig, LaneSet, LaneSpec, Policy, Routing};
 use litehit_core::facts::RequestFact;
@@ -32,7 +33,6 @@ use litehit_core::formats::{
     LineOutcome, LineParser, ParseOptions, TraceEvent, TraceFormat, detect_format, for_each_line,
     open_trace,
 };
-use litehit_core::hitcore::LiteHit;
 use litehit_core::workload::{KeyStyle, SyntheticRequest, Workload, WorkloadConfig};
 
 mod common;

@@ -2,8 +2,8 @@
 //! block trace.
 //!
 //! Owns the whole analysis, in the order data flows (see `docs/ARCHITECTURE.md`):
-//! [`formats`] (trace bytes → events) → [`preprocess`] (the length contract, coarsening, the
-//! prefix hash) → [`hitcore`] (the capacity-free LRU replay) → [`facts`] (hit curves and
+//! [`formats`] (trace bytes → events) → `preprocess` (the length contract, coarsening, the
+//! prefix hash) → `hitcore` (the capacity-free LRU replay, [`LiteHit`]) → [`facts`] (hit curves and
 //! their file) → [`projector`] (the one place a capacity meets a fact). [`engine`] runs that
 //! chain for the offline replay and the live monitor alike; [`config`] is the one stage where
 //! a config file or flags become an engine plan; [`workload`] makes seeded synthetic traffic;
@@ -24,8 +24,7 @@
 //! The core in five lines — the design document's example (block 4 tokens, 1024 B/block):
 //!
 //! ```
-//! use litehit_core::hitcore::LiteHit;
-//! use litehit_core::projector::{project_bytes, project_infinite};
+//! use litehit_core::{LiteHit, project_bytes, project_infinite};
 //!
 //! let (a, b, c, d, e) = (1, 2, 3, 4, 5);
 //! let mut core = LiteHit::new(); // no capacity anywhere in the core
@@ -86,17 +85,40 @@
 #![warn(missing_docs)]
 #![warn(clippy::unwrap_used)]
 
+// The algorithms are private: their types are named at the root, below.
+mod hitcore;
+mod opt;
+mod preprocess;
+
+// Namespaces of the public API, each with its own curated list: trace readers, facts and their
+// file, the projector, the engine, configuration, the one grammar, the one formatter, the one
+// slot policy, the thread count, and seeded synthetic traffic.
 pub mod config;
 pub mod display;
 pub mod engine;
 pub mod facts;
 pub mod formats;
 pub mod grammar;
-pub mod hitcore;
-pub mod opt;
-pub mod preprocess;
 pub mod projector;
 pub mod slots;
 pub mod threads;
-
 pub mod workload;
+
+// What most programs need, at the root: the two capacity-free cores, a fact, the projector's
+// entry points, and the engine that runs the chain from trace lines.
+pub use engine::{CachePolicies, CachePolicy, Engine, EngineConfig, EngineError};
+pub use facts::{FactRecord, FactRow, HitCurveSegment, RequestFact};
+pub use formats::TraceFormat;
+pub use hitcore::{
+    COMPACTION_POSITIONS_PER_LIVE_KEY, COMPACTION_SLACK_POSITIONS, GROWTH_HEADROOM_BYTES, LiteHit,
+    OutOfMemory, headroom_left,
+};
+pub use opt::OptCore;
+pub use preprocess::{
+    NormalizeError, NormalizeParams, NormalizedRequest, apply_prefix_hash,
+    apply_prefix_hash_in_place, block_size_hint, normalize_appended_keys, normalize_keys_in_place,
+    normalize_request, normalize_request_into, prefix_hash_next,
+};
+pub use projector::{
+    Capacity, CapacityAxisAccumulator, project_blocks, project_bytes, project_infinite,
+};

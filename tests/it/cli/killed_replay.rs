@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use litehit_core::hitcore::LiteHit;
+use litehit_core::LiteHit;
 
 use crate::common::cli_bin::{
     FACTS, assert_mentions, facts_temps, generate, litehit, ok, parse_query_output, read_facts,

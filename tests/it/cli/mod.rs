@@ -26,8 +26,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
+use litehit_core::LiteHit;
 use litehit_core::facts::RequestFact;
-use litehit_core::hitcore::LiteHit;
 use litehit_core::projector::{project_blocks, project_infinite};
 use litehit_core::workload::{SyntheticRequest, WorkloadConfig};
 use serde_json::Value;

@@ -1,5 +1,5 @@
 //! Independent naive OPT simulators: one real Belady cache per capacity. They never import
-//! `litehit_core::opt` (only std collections and the trace), so a shared bug cannot hide.
+//! `litehit_core::OptCore` (only std collections and the trace), so a shared bug cannot hide.
 //!
 //! * [`min_unit_hits`]: MIN on the unit access sequence the README defines (each request's
 //!   distinct keys head to tail, then tail to head), with the full future known: a resident

@@ -1,6 +1,6 @@
 //! An independent naive oracle: one real LRU cache per capacity, evaluated on the
 //! pre-request snapshot and touched from the request tail to its head. It never imports
-//! `litehit_core::hitcore` — only plain std collections — so a shared bug cannot hide.
+//! `litehit_core::LiteHit` — only plain std collections — so a shared bug cannot hide.
 
 use std::collections::{BTreeMap, HashMap};
 

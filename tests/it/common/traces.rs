@@ -1,6 +1,6 @@
 //! Random traces the property tests share.
 
-use litehit_core::preprocess::apply_prefix_hash;
+use litehit_core::apply_prefix_hash;
 use proptest::prelude::*;
 
 /// A random prefix tree: each request re-sends a prefix of an earlier request's raw blocks

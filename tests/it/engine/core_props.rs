@@ -9,11 +9,9 @@
 use crate::common::oracle::{OracleBank, OracleLru};
 use crate::common::traces::prefix_tree_trace;
 use litehit_core::facts::RequestFact;
-use litehit_core::hitcore::{
-    COMPACTION_POSITIONS_PER_LIVE_KEY, COMPACTION_SLACK_POSITIONS, LiteHit,
-};
 use litehit_core::projector::{CapacityAxisAccumulator, project_blocks, project_infinite};
 use litehit_core::workload::{KeyStyle, Workload, WorkloadConfig};
+use litehit_core::{COMPACTION_POSITIONS_PER_LIVE_KEY, COMPACTION_SLACK_POSITIONS, LiteHit};
 use proptest::prelude::*;
 
 const CAPACITIES: [Option<usize>; 12] = [

@@ -5,9 +5,9 @@
 use crate::common::oracle::OracleBank;
 use crate::common::traces::prefix_tree_trace;
 use litehit_core::facts::RequestFact;
-use litehit_core::hitcore::{COMPACTION_SLACK_POSITIONS, LiteHit};
 use litehit_core::projector::{project_blocks, project_infinite};
 use litehit_core::workload::{KeyStyle, Workload, WorkloadConfig};
+use litehit_core::{COMPACTION_SLACK_POSITIONS, LiteHit};
 use proptest::prelude::*;
 
 const CAPACITIES: [Option<usize>; 10] = [

@@ -8,7 +8,7 @@
 //! whole cluster the ones before it built: 2 × 10^10 probes, 14.6 s.
 
 use crate::common::oracle::OracleBank;
-use litehit_core::hitcore::LiteHit;
+use litehit_core::LiteHit;
 use litehit_core::projector::{project_blocks, project_infinite};
 use litehit_core::workload::SplitMix64;
 

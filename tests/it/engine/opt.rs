@@ -1,4 +1,4 @@
-//! The OPT core (`litehit_core::opt`) against independent naive Belady simulators
+//! The OPT core (`litehit_core::OptCore`) against independent naive Belady simulators
 //! (`common/opt_oracle.rs`): per request at many capacities on random prefix trees, on traces
 //! outside the prefix contract (a lower bound, exact at ∞), on the real traces; and the
 //! invariants: no demand policy beats it (exhaustive search), OPT ≥ LRU, OPT(∞) = LRU(∞).
@@ -8,10 +8,10 @@ use crate::common::opt_oracle::{
 };
 use crate::common::shared_file;
 use crate::common::traces::prefix_tree_trace;
+use litehit_core::LiteHit;
+use litehit_core::OptCore;
+use litehit_core::apply_prefix_hash;
 use litehit_core::facts::RequestFact;
-use litehit_core::hitcore::LiteHit;
-use litehit_core::opt::OptCore;
-use litehit_core::preprocess::apply_prefix_hash;
 use litehit_core::projector::{project_blocks, project_infinite};
 use proptest::prelude::*;
 

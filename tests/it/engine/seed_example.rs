@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use crate::common::oracle::OracleBank;
-use litehit_core::hitcore::LiteHit;
+use litehit_core::LiteHit;
 use litehit_core::projector::{
     CapacityAxisAccumulator, capacity_blocks_for_bytes, project_bytes, project_infinite,
 };

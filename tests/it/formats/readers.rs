@@ -6,11 +6,11 @@ use crate::common::shared_file;
 use std::io::{Read, Write};
 use std::path::Path;
 
+use litehit_core::apply_prefix_hash;
 use litehit_core::formats::{
     Compression, EventKind, LineOutcome, LineParser, ParseError, ParseOptions, TraceEvent,
     TraceFormat, TraceLines, chunk_hash_key, detect_format, for_each_line, open_trace,
 };
-use litehit_core::preprocess::apply_prefix_hash;
 
 // ---------------------------------------------------------------------------------------------
 // Helpers

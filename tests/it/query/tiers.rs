@@ -14,7 +14,7 @@ use crate::common::traces::prefix_tree_trace;
 use std::collections::VecDeque;
 
 use crate::common::oracle::OracleLru;
-use litehit_core::hitcore::LiteHit;
+use litehit_core::LiteHit;
 use litehit_core::projector::tiers::{
     TierMode, accumulated_tier_hit_blocks, project_tiers, tier_bands,
 };

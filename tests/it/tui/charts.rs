@@ -50,7 +50,7 @@ fn replay(trace: &std::path::Path) -> Facts {
 
 /// Facts of a small generated lane: requests sharing prefixes of growing length.
 fn generated() -> Facts {
-    let mut core = litehit_core::hitcore::LiteHit::new();
+    let mut core = litehit_core::LiteHit::new();
     let mut hits = CapacityAxisAccumulator::new();
     let mut records = Vec::new();
     for i in 0..400_i64 {
@@ -317,7 +317,7 @@ fn knees_infinity_line_and_slot_markers_sit_where_the_projector_says() {
 /// needs a cache of all 20 and every knee lies at one capacity where the rate is already the
 /// ∞ rate.
 fn one_step() -> Facts {
-    let mut core = litehit_core::hitcore::LiteHit::new();
+    let mut core = litehit_core::LiteHit::new();
     let mut hits = CapacityAxisAccumulator::new();
     let mut records = Vec::new();
     for i in 0..400_i64 {

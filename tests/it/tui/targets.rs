@@ -7,8 +7,8 @@
 use std::time::{Duration, Instant};
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use litehit_core::LiteHit;
 use litehit_core::facts::RequestFact;
-use litehit_core::hitcore::LiteHit;
 use litehit_core::projector::{CapacityAxisAccumulator, project_blocks};
 use litehit_live::LiveSnapshot;
 use litehit_live::snapshot::{CAPACITY_FRACTION_PERCENTS, FractionCapacity, LaneSnapshot};

@@ -71,7 +71,7 @@ impl NormalizeError {
 }
 
 /// The hint appended to a key-count error: the block size the keys fit (see
-/// [`fitting_block_size`]) and how to say so (the trace block size; the analysis size may
+/// `fitting_block_size`) and how to say so (the trace block size; the analysis size may
 /// stay coarser), or nothing when no size fits unambiguously. One wording for every format.
 #[must_use]
 pub fn block_size_hint(

@@ -3,7 +3,7 @@
 //! Every segment `(s, r)` of every fact adds `clamp(C − s + 1, 0, r)` hit blocks at
 //! capacity `C`: a ramp of slope 1 on `[s, s + r)`. The sum over all segments is therefore
 //! `H(C) = Σ_{t ≤ C} Δ(t) · (C + 1 − t)` with `Δ(s) += 1`, `Δ(s + r) −= 1`. We keep `Δ` in a
-//! dense array and, over fixed blocks of [`BLOCK_CAPACITIES`] capacities, two Fenwick trees of
+//! dense array and, over fixed blocks of `BLOCK_CAPACITIES` capacities, two Fenwick trees of
 //! `Σ Δ` and `Σ t·Δ`. Adding a segment is O(log U); `H(C)` is O(log U + BLOCK_CAPACITIES).
 //!
 //! All sums use wrapping `u64` arithmetic: the true `H(C)` is a non-negative integer below

@@ -143,7 +143,7 @@ impl MrcBuilder {
         Self::default()
     }
 
-    /// Finds the shared pool lane by `rule` (by its rows, see [`crate::pool_detect`]):
+    /// Finds the shared pool lane by `rule` (by its rows, see `pool_detect`):
     /// [`Self::finish`] moves its curve out of the instances into [`MrcCurves::pool`].
     #[must_use]
     pub fn with_pool(mut self, rule: PoolRule) -> Self {

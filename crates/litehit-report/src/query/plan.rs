@@ -55,7 +55,7 @@ pub struct QueryPlan {
 }
 
 /// How the shared pool lane is found in facts: by its rows, whatever its name (see
-/// [`crate::pool_detect`]), or as a first pass over the same facts already found it.
+/// `pool_detect`), or as a first pass over the same facts already found it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PoolRule {
     /// Recognise it by its rows while reading; `named` (`--pool NAME`) must be it.

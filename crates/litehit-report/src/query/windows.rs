@@ -124,8 +124,8 @@ impl QueryWindows {
         Self::with_tiers_and_pool(slots, None, None, range, origin_ns, width_ns)
     }
 
-    /// [`Self::new`], each window also split among `tiers` (then [`Self::write`] writes one
-    /// line per window and tier instead of per capacity), leaving out the rows of the shared
+    /// [`Self::new`], each window also split among `tiers` (then the binary's `write_windows`
+    /// writes one line per window and tier instead of per capacity), leaving out the rows of the shared
     /// pool lane `pool` names ([`PoolRule::Recognised`]: windows are written as rows come,
     /// so the pool must be known before): a window sums the instances' own caches, as the
     /// overall summary does.
