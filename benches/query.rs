@@ -238,6 +238,7 @@ fn tiers_and_windows(paths: &[PathBuf], rows: usize, written: &Written, to_sink:
             mode: TierMode::Exclusive,
         }),
         time_range: TimeRange::default(),
+        kv_bytes_per_token: None,
         // As `litehit query` runs: the pool lane is looked for by its rows (there is none).
         pool: Some(PoolRule::from_flag(None)),
     };

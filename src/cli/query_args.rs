@@ -87,6 +87,9 @@ pub struct QueryArgs {
 
     #[command(flatten)]
     pub pool: PoolArg,
+
+    #[command(flatten)]
+    pub model: super::model_args::ModelFlags,
 }
 
 /// `--pool NAME` of `query` and `mrc`: which instance is the shared pool lane.

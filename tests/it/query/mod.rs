@@ -3,6 +3,7 @@
 
 mod facts_globs;
 mod inputs;
+mod model;
 mod spans;
 pub(crate) mod sql;
 mod sql_spark;
