@@ -194,6 +194,8 @@ pub struct Report {
     /// `--model`: the model the block bytes were computed for; absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model: Option<ModelDto>,
+    /// `--engine`: whose prefix-cache rule the hits follow (`ideal`, `vllm`, `sglang`).
+    pub engine: &'static str,
     pub instances: Vec<InstanceDto>,
     /// Σ over instances (each projected with its own block_bytes).
     pub total: TotalDto,
@@ -680,6 +682,7 @@ impl Report {
                 .as_ref()
                 .filter(|_| snap.assumed_block_bytes.is_none())
                 .map(ModelDto::of),
+            engine: snap.engine_rule.name(),
             instances: snap
                 .lanes
                 .iter()

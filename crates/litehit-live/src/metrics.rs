@@ -32,6 +32,7 @@
 //! litehit_memory_horizon_blocks{instance}               gauge    with --memory-horizon only
 //! litehit_memory_horizon_bytes{instance}                gauge    with --memory-horizon only
 //! litehit_build_info{version}                           info     (a gauge of value 1 in text 0.0.4)
+//! litehit_engine_info{engine}                           info     --engine: ideal | vllm | sglang
 //! litehit_pool_info{instance,shared_by}                 info     only with watch --pool
 //! litehit_geometry_info{model,kv_bytes_per_token,kv_cache_dtype,windowed_layers_not_modelled}
 //!                                                       info     only with --model
@@ -64,7 +65,7 @@ pub use crate::labels::{INFINITE_CAPACITY_LABEL, capacity_label};
 
 /// Every metric name exported, as it appears in samples (counters with `_total`, the info
 /// metric with `_info`; in both formats).
-pub const METRIC_NAMES: [&str; 17] = [
+pub const METRIC_NAMES: [&str; 18] = [
     "litehit_requests_total",
     "litehit_input_tokens_total",
     "litehit_hit_tokens_total",
@@ -82,6 +83,7 @@ pub const METRIC_NAMES: [&str; 17] = [
     "litehit_memory_horizon_blocks",
     "litehit_memory_horizon_bytes",
     "litehit_build_info",
+    "litehit_engine_info",
 ];
 
 /// The info metric naming the shared pool lane, exported only with `watch --pool` (so not in
@@ -549,6 +551,16 @@ fn encode_snapshot(snap: &LiveSnapshot, out: &mut dyn Exposition) -> fmt::Result
     if let Some(refused) = &snap.http_refused {
         encode_http(out, refused)?;
     }
+
+    let engine_info = family(
+        "litehit_engine",
+        "Whose prefix-cache rule the hits follow (--engine): ideal, or vllm and sglang, where \
+         a prompt never hits its last token",
+        Kind::Info,
+    );
+    out.family(engine_info, &mut |samples| {
+        samples.sample(&[("engine", snap.engine_rule.name())], 1)
+    })?;
 
     let build_info = family("litehit_build", "The litehit version", Kind::Info);
     out.family(build_info, &mut |samples| {

@@ -712,6 +712,9 @@ pub struct LiveSnapshot {
     /// `--model`: the model whose KV size per token made the lanes' block bytes, and its
     /// windowed layers (not modelled), named on every surface.
     pub model: Option<litehit_core::config::ModelKvSize>,
+    /// `--engine`: whose prefix-cache rule the facts follow (`ideal` by default), named on
+    /// every surface.
+    pub engine_rule: litehit_core::facts::EngineRule,
 }
 
 /// A slot's capacity in blocks of `block_bytes`, at `shared_by` × the slot (1 for an

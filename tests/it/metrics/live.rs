@@ -309,8 +309,28 @@ fn scraped_counters_equal_headless_replay_query_and_mrc() {
         sample(&samples, "litehit_build_info", &[("version", version)]),
         1
     );
+    assert_eq!(
+        sample(&samples, "litehit_engine_info", &[("engine", "ideal")]),
+        1
+    );
+    assert_eq!(report["engine"], "ideal");
 
     a_bad_line_appended_is_counted(&monitor, &trace);
+}
+
+/// `--engine vllm` is named in `/metrics` (both formats) and the headless JSON.
+#[test]
+fn the_engine_rule_is_named_in_metrics_and_headless_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = write_file(dir.path(), "trace.jsonl", &trace_text());
+    let monitor = Monitor::start(&trace, &["--engine", "vllm"]);
+    let report = monitor.wait_for_requests(REQUESTS as u64);
+    assert_eq!(report["engine"], "vllm");
+    let samples = scrape_both_formats(monitor.port);
+    assert_eq!(
+        sample(&samples, "litehit_engine_info", &[("engine", "vllm")]),
+        1
+    );
 }
 
 /// A bad line appended is counted in a later scrape; the metrics-only server has no trace

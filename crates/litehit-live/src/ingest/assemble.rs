@@ -236,6 +236,7 @@ impl Ingest {
             slots: pipeline.slots.clone(),
             tiers: pipeline.tiers.clone(),
             model: self.config.model.clone(),
+            engine_rule: self.config.engine_rule,
             timeline: pipeline.timeline.snapshot(
                 lanes,
                 pipeline.engine.pool_lane(),
