@@ -264,6 +264,9 @@ pub struct ReplayArgs {
           value_parser = engine_args::parse_engine_rule)]
     pub engine: litehit_core::facts::EngineRule,
 
+    #[command(flatten)]
+    pub engine_pool: engine_args::EnginePoolFlags,
+
     /// Replay only the instances of shard K of N (0 ≤ K < N): those whose instance id's
     /// FNV-1a 64-bit hash is K mod N. Lanes are independent, so N runs `--shard 0/N` …
     /// `--shard N-1/N` read together (`query A --shard B …`, `mrc A B …`) give the totals of

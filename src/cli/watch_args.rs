@@ -121,6 +121,9 @@ pub struct WatchArgs {
           value_parser = super::engine_args::parse_engine_rule)]
     pub engine: litehit_core::facts::EngineRule,
 
+    #[command(flatten)]
+    pub engine_pool: super::engine_args::EnginePoolFlags,
+
     /// Seconds between JSON lines in --headless mode
     #[arg(long, value_name = "SECONDS", default_value_t = 1.0,
           value_parser = parse_duration_seconds)]
@@ -294,6 +297,9 @@ pub struct DemoArgs {
 
     #[command(flatten)]
     pub model: super::model_args::ModelFlags,
+
+    #[command(flatten)]
+    pub engine_pool: super::engine_args::EnginePoolFlags,
 
     /// Add the shared pool lane, NAME (default `pool`), as `watch --pool` does: one LRU
     /// cache fed by every instance's rows, shown beside them at N × each capacity. Written

@@ -140,10 +140,12 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
     let trace_path = plan.trace_path.clone();
     let trace_format = plan.format;
     let model = plan.model.clone();
+    let mut comparison = litehit_report::EngineComparison::new(args.engine_pool.pool());
     let (totals, engine, facts_path) = replay_plan(
         plan,
         (args.memory_horizon, args.engine),
         !args.quiet && std::io::stderr().is_terminal(),
+        &mut comparison,
     )?;
     if let Some(shard) = args.shard
         && let Some(note) = empty_shard_note(&engine, shard, &facts_path)
@@ -191,6 +193,10 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
                 args.engine.name()
             );
         }
+        eprint!(
+            "{}",
+            crate::output::summary::render_engine_comparison(&comparison)
+        );
     }
     Ok(())
 }
@@ -364,6 +370,7 @@ fn replay_plan(
     plan: ReplayPlan,
     (memory_horizon, engine_rule): (Option<Capacity>, litehit_core::facts::EngineRule),
     show_progress: bool,
+    comparison: &mut litehit_report::EngineComparison,
 ) -> Result<(PipelineTotals, Engine, PathBuf)> {
     // The worker count caps the lane threads too (`--workers`, the config, LITEHIT_THREADS or
     // the cores), as it does the parse workers.
@@ -411,7 +418,10 @@ fn replay_plan(
         &mut engine,
         plan.worker_count,
         plan.max_line_bytes,
-        &mut |row| append_fact_row(&mut rows.borrow_mut(), &row),
+        &mut |row| {
+            comparison.add_row(&row, None);
+            append_fact_row(&mut rows.borrow_mut(), &row);
+        },
         &mut |totals| {
             if let Some(signal) = interrupts.received() {
                 interrupted = Some(signal);

@@ -513,6 +513,7 @@ fn trace_ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
     config.follow_file = follow_file;
     config.memory_horizon = args.memory_horizon;
     config.engine_rule = args.engine;
+    config.engine_pool = args.engine_pool.pool();
     // The same grammar and tier bands as `query --tiers`.
     config.tiers = super::query::tier_plan(&args.tier_args)?;
     // The write probe only for a --facts-out given: nothing is written where nothing was

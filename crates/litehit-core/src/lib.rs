@@ -89,6 +89,7 @@
 pub mod config;
 pub mod display;
 pub mod engine;
+pub mod engine_pool;
 pub mod facts;
 pub mod formats;
 pub mod grammar;

@@ -19,7 +19,7 @@ const SIGNAL_POLL: Duration = Duration::from_millis(20);
 
 use super::LiveHandle;
 use super::snapshot::{
-    FactsRetention, FactsWrite, FollowState, LaneSnapshot, LiveSnapshot, Totals, tier_shares,
+    FactsRetention, FactsWrite, FollowState, LaneSnapshot, LiveSnapshot, Slot, Totals, tier_shares,
 };
 use litehit_core::projector::Capacity;
 use litehit_core::projector::tiers::TierPlan;
@@ -263,6 +263,9 @@ impl ModelDto {
 
 #[derive(Debug, Serialize)]
 pub struct SlotDto {
+    /// The slot's name (`engine`: the serving engine's own pool); absent for a typed slot.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub capacity_gb: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -275,17 +278,29 @@ impl SlotDto {
     pub fn of(capacity: Capacity) -> Self {
         match capacity {
             Capacity::Gigabytes(gb) => Self {
+                name: None,
                 capacity_gb: Some(gb),
                 capacity_blocks: None,
             },
             Capacity::Blocks(blocks) => Self {
+                name: None,
                 capacity_gb: None,
                 capacity_blocks: Some(blocks),
             },
             Capacity::Infinite => Self {
+                name: None,
                 capacity_gb: Some(-1.0),
                 capacity_blocks: None,
             },
+        }
+    }
+
+    /// A slot: its capacity as typed, and its name if it has one.
+    #[must_use]
+    pub fn of_slot(slot: &Slot) -> Self {
+        Self {
+            name: slot.name(),
+            ..Self::of(slot.capacity)
         }
     }
 }
@@ -634,7 +649,7 @@ impl Report {
             .slots
             .iter()
             .map(|slot| {
-                crate::labels::capacity_label(slot.capacity)
+                crate::labels::slot_label(slot)
                     .unwrap_or_else(|| crate::labels::INFINITE_CAPACITY_LABEL.to_owned())
             })
             .collect();
@@ -669,11 +684,7 @@ impl Report {
             queued_files: snap.source.queued,
             lost_bytes: snap.source.lost_bytes,
             lost_files: snap.source.lost_files,
-            slots: snap
-                .slots
-                .iter()
-                .map(|slot| SlotDto::of(slot.capacity))
-                .collect(),
+            slots: snap.slots.iter().map(SlotDto::of_slot).collect(),
             memory_horizon: snap.memory_horizon.map(SlotDto::of),
             tier_mode: snap.tiers.as_ref().map(TierPlan::mode_name),
             // Unless `b` set other bytes since: then the model no longer says the size.
@@ -846,7 +857,12 @@ pub fn summary_text(snap: &LiveSnapshot) -> String {
     let columns: Vec<String> = snap
         .slots
         .iter()
-        .map(|slot| litehit_core::display::capacity_label(slot.capacity))
+        .map(|slot| {
+            slot.name().map_or_else(
+                || litehit_core::display::capacity_label(slot.capacity),
+                str::to_owned,
+            )
+        })
         .chain(std::iter::once("∞".to_owned()))
         .collect();
     // `≥` marks a cell that is only a lower bound (above the memory horizon, and ∞ under it).

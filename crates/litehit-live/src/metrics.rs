@@ -291,7 +291,7 @@ fn encode_hit_tokens(
 ) -> fmt::Result {
     let mut slot_labels: Vec<(usize, String)> = Vec::with_capacity(snap.slots.len());
     for (index, slot) in snap.slots.iter().enumerate() {
-        if let Some(label) = capacity_label(slot.capacity)
+        if let Some(label) = crate::labels::slot_label(slot)
             && !slot_labels.iter().any(|(_, seen)| *seen == label)
         {
             slot_labels.push((index, label));

@@ -34,6 +34,35 @@ pub struct Slot {
     pub capacity: Capacity,
 }
 
+/// The id of the `engine` slot (`--gpu-blocks`, `--gpu-memory`): the serving engine's own
+/// pool, named `engine` on every surface and listed first. Typed slots count from 1.
+pub const ENGINE_SLOT_ID: SlotId = 0;
+
+impl Slot {
+    /// Whether this is the `engine` slot.
+    #[must_use]
+    pub fn is_engine(&self) -> bool {
+        self.id == ENGINE_SLOT_ID
+    }
+
+    /// The slot's name, when it has one (`engine`).
+    #[must_use]
+    pub fn name(&self) -> Option<&'static str> {
+        self.is_engine()
+            .then_some(litehit_core::engine_pool::ENGINE_SLOT_NAME)
+    }
+
+    /// The order slots are listed in: the `engine` slot first, then by capacity
+    /// ([`Capacity::order_at`] at `block_bytes`).
+    #[must_use]
+    pub fn order_at(&self, other: &Self, block_bytes: Option<u64>) -> std::cmp::Ordering {
+        other
+            .is_engine()
+            .cmp(&self.is_engine())
+            .then_with(|| self.capacity.order_at(&other.capacity, block_bytes))
+    }
+}
+
 /// One sampled point of a lane's cumulative hits-vs-capacity curve.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct CurvePoint {

@@ -318,12 +318,14 @@ fn scraped_counters_equal_headless_replay_query_and_mrc() {
     a_bad_line_appended_is_counted(&monitor, &trace);
 }
 
-/// `--engine vllm` is named in `/metrics` (both formats) and the headless JSON.
+/// `--engine vllm` is named in `/metrics` (both formats) and the headless JSON, and the
+/// `engine` slot (`--gpu-blocks`) is the series `capacity="engine"`, equal to the headless
+/// line's first slot result.
 #[test]
-fn the_engine_rule_is_named_in_metrics_and_headless_lines() {
+fn the_engine_rule_and_slot_are_named_in_metrics_and_headless_lines() {
     let dir = tempfile::tempdir().unwrap();
     let trace = write_file(dir.path(), "trace.jsonl", &trace_text());
-    let monitor = Monitor::start(&trace, &["--engine", "vllm"]);
+    let monitor = Monitor::start(&trace, &["--engine", "vllm", "--gpu-blocks", "4000"]);
     let report = monitor.wait_for_requests(REQUESTS as u64);
     assert_eq!(report["engine"], "vllm");
     let samples = scrape_both_formats(monitor.port);
@@ -331,6 +333,22 @@ fn the_engine_rule_is_named_in_metrics_and_headless_lines() {
         sample(&samples, "litehit_engine_info", &[("engine", "vllm")]),
         1
     );
+    let mut compared = 0;
+    for instance in report["instances"].as_array().unwrap() {
+        let id = instance["instance_id"].as_str().unwrap();
+        let result = &instance["slot_results"][0];
+        assert_eq!(result["label"], "engine");
+        assert_eq!(
+            sample(
+                &samples,
+                "litehit_hit_tokens_total",
+                &[("instance", id), ("capacity", "engine")]
+            ),
+            result["hit_tokens"].as_u64().unwrap()
+        );
+        compared += 1;
+    }
+    assert!(compared > 0);
 }
 
 /// A bad line appended is counted in a later scrape; the metrics-only server has no trace

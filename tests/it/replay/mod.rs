@@ -1,6 +1,7 @@
 //! `litehit replay`: upstream parity, safe publication (the race tests stay under `publication`),
 //! shards, the summary, threads and the facts file.
 
+mod engine_slot;
 mod facts_file;
 mod parity;
 mod publication;

@@ -304,3 +304,33 @@ fn a_ttl_lane_counts_alive_blocks_and_says_so() {
         "{screen}"
     );
 }
+
+/// The `engine` slot (`--gpu-blocks`, `--gpu-memory`) is headed by its name, first, and
+/// its cells are the lane's hits at it.
+#[test]
+fn the_engine_slot_is_headed_engine_and_comes_first() {
+    let mut with_engine = slots();
+    with_engine[2] = Slot {
+        id: litehit_live::snapshot::ENGINE_SLOT_ID,
+        capacity: Capacity::Blocks(1000),
+    };
+    with_engine.rotate_right(1);
+    let snap = LiveSnapshot {
+        slots: with_engine,
+        lanes: vec![lane("engine-0", None, 0)],
+        ..LiveSnapshot::default()
+    }
+    .finished();
+    let mut app = App::default();
+    app.observe(&snap);
+    let screen = screen_text(&snap, &app, 120, 40);
+    let header = screen
+        .lines()
+        .find(|line| line.contains("10 GiB") && line.contains("engine"))
+        .unwrap_or_else(|| panic!("no header with the engine slot:\n{screen}"));
+    assert!(
+        header.find(" engine").unwrap() < header.find("10 GiB").unwrap(),
+        "{header}"
+    );
+    assert!(!header.contains("1000 blk"), "{header}");
+}

@@ -3,6 +3,7 @@
 
 mod bounds;
 mod demo;
+mod engine_slot;
 mod facts_dir;
 mod follow;
 mod headless_output;

@@ -152,6 +152,9 @@ pub struct IngestConfig {
     pub memory_horizon: Option<Capacity>,
     /// The serving engine's rule on each fact (`--engine`): see `Engine::with_engine_rule`.
     pub engine_rule: litehit_core::facts::EngineRule,
+    /// The serving engine's KV pool (`--gpu-blocks`, `--gpu-memory`): the `engine` slot,
+    /// listed first, at the lanes' block size (again when a late format names it).
+    pub engine_pool: Option<litehit_core::engine_pool::EnginePool>,
     /// Each line (file or HTTP) goes through this before it is parsed; `None`: lines are
     /// trace lines.
     pub line_transform: Option<LineTransform>,
@@ -230,6 +233,7 @@ impl IngestConfig {
             http_counters: None,
             memory_horizon: None,
             engine_rule: litehit_core::facts::EngineRule::Ideal,
+            engine_pool: None,
             line_transform: None,
             source_format: None,
             model: None,
@@ -278,6 +282,18 @@ pub fn spawn(config: IngestConfig) -> crate::Result<LiveHandle> {
 
 /// The block bytes slots are ordered by (see [`Capacity::order_at`]): `assumed`, else the one
 /// value every lane has (or, before any lane exists, every configured lane or the template).
+/// The `engine` slot of `pool` for `lanes`: at their block size (a config's first lane's).
+pub(super) fn engine_slot(pool: litehit_core::engine_pool::EnginePool, lanes: &LaneSet) -> Slot {
+    let block_size_tokens = match lanes {
+        LaneSet::Configured(specs) => specs.first().map_or(0, |spec| spec.block_size_tokens),
+        LaneSet::OnTheFly(spec) => spec.block_size_tokens,
+    };
+    Slot {
+        id: crate::snapshot::ENGINE_SLOT_ID,
+        capacity: pool.capacity(block_size_tokens),
+    }
+}
+
 fn ordering_block_bytes(
     assumed: Option<u64>,
     engine: &Engine,
@@ -366,9 +382,14 @@ impl Ingest {
             .zip(1..)
             .map(|(&capacity, id)| Slot { id, capacity })
             .collect();
+        slots.extend(
+            config
+                .engine_pool
+                .map(|pool| engine_slot(pool, &config.engine.lanes)),
+        );
         let order_bytes = ordering_block_bytes(None, &engine, &config.engine);
-        slots.sort_by(|a, b| a.capacity.order_at(&b.capacity, order_bytes));
-        let next_slot_id = slots.len() as u64 + 1;
+        slots.sort_by(|a, b| a.order_at(b, order_bytes));
+        let next_slot_id = config.slots.len() as u64 + 1;
         let pipeline = Pipeline::new(&config, engine, spill, slots);
         let facts = FactsWriter::new(
             config.facts_out.clone(),
@@ -540,7 +561,8 @@ impl Ingest {
                         // Slots stay listed by size, whatever order they were added in.
                         let order_bytes = self.ordering_block_bytes();
                         let index = self.pipeline.slots.partition_point(|slot| {
-                            slot.capacity.order_at(&capacity, order_bytes).is_le()
+                            slot.is_engine()
+                                || slot.capacity.order_at(&capacity, order_bytes).is_le()
                         });
                         self.pipeline.slots.insert(index, Slot { id, capacity });
                         self.pipeline.timeline.add_slot(index);
@@ -762,11 +784,7 @@ impl Ingest {
         pipeline.timeline.forget_slots(&gb_slots);
         let mut order: Vec<usize> = (0..pipeline.slots.len()).collect();
         let slots = &pipeline.slots;
-        order.sort_by(|&a, &b| {
-            slots[a]
-                .capacity
-                .order_at(&slots[b].capacity, Some(block_bytes))
-        });
+        order.sort_by(|&a, &b| slots[a].order_at(&slots[b], Some(block_bytes)));
         pipeline.slots = order
             .iter()
             .map(|&index| pipeline.slots[index].clone())

@@ -266,7 +266,7 @@ fn sort_and_filter_notes(snap: &LiveSnapshot, view: &App, listed_lanes: usize) -
             SortBy::SlotRate => snap
                 .slots
                 .get(view.selected_slot)
-                .map_or_else(|| "slot".to_owned(), |slot| format::capacity(slot.capacity)),
+                .map_or_else(|| "slot".to_owned(), format::slot),
             SortBy::Infinite => format::infinite_label(snap),
             SortBy::UniqueBlocks => unique_header(snap).to_owned(),
         };
@@ -440,7 +440,7 @@ fn columns(snap: &LiveSnapshot, view: &App, rows: &[RowValues]) -> Vec<Column> {
         },
     ];
     for (index, slot) in snap.slots.iter().enumerate() {
-        let header = format::capacity(slot.capacity);
+        let header = format::slot(slot);
         let distance = u16::try_from(index.abs_diff(view.selected_slot)).unwrap_or(u16::MAX);
         columns.push(Column {
             width: u16::try_from(text_width(&header))
