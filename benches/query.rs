@@ -80,6 +80,7 @@ fn write_facts(path: &Path, rows: usize) -> Written {
                 input_token_len,
                 block_size_tokens: 1024,
                 block_bytes: 675_864_576,
+                observed_cached_tokens: None,
                 fact: &fact,
             },
         );

@@ -141,12 +141,30 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
     let trace_format = plan.format;
     let model = plan.model.clone();
     let mut comparison = litehit_report::EngineComparison::new(args.engine_pool.pool());
+    if let Some(report) = &args.observed_report {
+        if super::same_file(report, &plan.trace_path) || super::same_file(report, &plan.facts_path)
+        {
+            bail!(
+                "--observed-report {}: that is the trace or the facts file; name another file",
+                report.display()
+            );
+        }
+        comparison = comparison.with_request_report();
+    }
     let (totals, engine, facts_path) = replay_plan(
         plan,
         (args.memory_horizon, args.engine),
         !args.quiet && std::io::stderr().is_terminal(),
         &mut comparison,
     )?;
+    if let Some(report) = &args.observed_report {
+        let gaps = comparison.request_gaps();
+        litehit_core::facts::file::write_atomically(report, |out| {
+            crate::output::observed_report::write_observed_report(&gaps, out)
+                .map_err(|error| eyre!(error))
+        })
+        .wrap_err_with(|| format!("writing --observed-report {}", report.display()))?;
+    }
     if let Some(shard) = args.shard
         && let Some(note) = empty_shard_note(&engine, shard, &facts_path)
     {
@@ -419,7 +437,7 @@ fn replay_plan(
         plan.worker_count,
         plan.max_line_bytes,
         &mut |row| {
-            comparison.add_row(&row, None);
+            comparison.add_row(&row, row.observed_cached_tokens);
             append_fact_row(&mut rows.borrow_mut(), &row);
         },
         &mut |totals| {

@@ -184,6 +184,7 @@ pub fn build_converter(
         instance: flags.instance_field.clone().unwrap_or(defaults.instance),
         salt: flags.salt_field.clone(),
         usage: flags.usage_field.clone().unwrap_or(defaults.usage),
+        cached_tokens: defaults.cached_tokens,
     };
     let block_size = usize::try_from(block_size).wrap_err("--block-size is too large")?;
     Ok(Converter::new(

@@ -320,6 +320,7 @@ mod tests {
             input_token_len: 64,
             block_size_tokens: 16,
             block_bytes: 1024,
+            observed_cached_tokens: None,
             fact,
         }
     }

@@ -85,6 +85,7 @@ fn standard_upstream_loader_examples_parse() {
             timestamp_ns: 1000,
             keys: vec![],
             input_token_len: 128,
+            cached_tokens: None,
         }
     );
 
@@ -487,6 +488,7 @@ fn parse_line_overwrites_every_field_of_a_reused_event() {
             timestamp_ns: 9,
             keys: vec![],
             input_token_len: 0,
+            cached_tokens: None,
         }
     );
 }
@@ -1017,6 +1019,7 @@ fn kvcm_hand_written_events() {
             timestamp_ns: 5000,
             keys: vec![-1, 2],
             input_token_len: 3,
+            cached_tokens: None,
         }
     );
     // input_len, input_length, input_tokens win over tokens, in that order.

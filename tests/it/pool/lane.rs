@@ -75,6 +75,7 @@ fn events(trace: &[Vec<i64>], owners: &[usize]) -> Vec<TraceEvent> {
             timestamp_ns: i64::try_from(index).unwrap(),
             keys: keys.clone(),
             input_token_len: i64::try_from(keys.len()).unwrap(),
+            cached_tokens: None,
         })
         .collect()
 }

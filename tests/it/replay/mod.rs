@@ -3,6 +3,7 @@
 
 mod engine_slot;
 mod facts_file;
+mod observed;
 mod parity;
 mod publication;
 pub(crate) mod shards;

@@ -19,7 +19,7 @@ use crate::facts::{FactRow, RequestFact};
 use crate::formats::{EventKind, TraceEvent};
 use crate::preprocess::{NormalizeError, NormalizeParams, normalize_appended_keys};
 use crate::projector::Capacity;
-pub use lane::Lane;
+pub use lane::{Lane, ObservedCounts};
 pub use policy::Policy;
 pub use route::RouteError;
 use route::{Route, Router};
@@ -476,6 +476,10 @@ impl Engine {
                 // Out of memory: rows stop at the first request not replayed.
                 break;
             }
+            let lane = &mut self.lanes[emit.lane_index];
+            if let Some(observed) = emit.observed_cached_tokens {
+                lane.count_observed(emit.input_token_len, observed);
+            }
             let lane = &self.lanes[emit.lane_index];
             self.fact.hit_curve.clear();
             self.fact
@@ -489,6 +493,7 @@ impl Engine {
                 block_size_tokens: lane.spec().block_size_tokens,
                 block_bytes: lane.spec().block_bytes,
                 fact: &self.fact,
+                observed_cached_tokens: emit.observed_cached_tokens,
             });
         }
         if let Err(error) = replayed {
@@ -608,6 +613,7 @@ impl Engine {
                 item_index: items.len(),
                 timestamp_ns: event.timestamp_ns,
                 input_token_len,
+                observed_cached_tokens: event.cached_tokens,
             });
             items.push(batch::WorkItem {
                 keys,

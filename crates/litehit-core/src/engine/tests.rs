@@ -24,6 +24,7 @@ fn event(
         timestamp_ns,
         keys: keys.to_vec(),
         input_token_len,
+        cached_tokens: None,
     }
 }
 

@@ -52,6 +52,10 @@ pub struct TraceEvent {
     pub keys: Vec<i64>,
     /// Input tokens including the incomplete tail; `0` = unknown (derived from the keys).
     pub input_token_len: i64,
+    /// The serving engine's own count of cached prompt tokens for this request, when the
+    /// line says it (the standard format's optional `cached_tokens`, from a request log's
+    /// `usage.prompt_tokens_details.cached_tokens`): the observed hits, beside the ideal.
+    pub cached_tokens: Option<u64>,
 }
 
 mod bailian;
@@ -383,6 +387,7 @@ fn reset_event(event: &mut TraceEvent, instance: InstanceSlot) {
     event.keys.clear();
     event.timestamp_ns = 0;
     event.input_token_len = 0;
+    event.cached_tokens = None;
     match instance {
         InstanceSlot::None => event.instance_id = None,
         InstanceSlot::Keep => {

@@ -38,6 +38,7 @@ field_set! {
         TotalKeys => b"total_keys",
         OutputLen => b"output_len",
         OutputLength => b"output_length",
+        CachedTokens => b"cached_tokens",
     }
 }
 
@@ -110,6 +111,10 @@ impl StandardReader {
         } else {
             state.input_len
         };
+        if row_type == RowType::Write {
+            // A store has no prompt, so nothing the engine could have found cached.
+            event.cached_tokens = None;
+        }
         Ok(LineOutcome::Event)
     }
 
@@ -200,6 +205,19 @@ impl StandardReader {
             Field::TtlUs => {
                 cur.exact_i64()?;
             }
+            Field::CachedTokens => {
+                let int = cur.integer()?;
+                let tokens = int
+                    .exact_i64()
+                    .and_then(|tokens| u64::try_from(tokens).ok())
+                    .ok_or_else(|| {
+                        cur.fault(format!(
+                            "expected an integer cached_tokens >= 0, found {}",
+                            int.value()
+                        ))
+                    })?;
+                event.cached_tokens.get_or_insert(tokens);
+            }
             Field::TotalKeys | Field::OutputLen | Field::OutputLength => cur.skip_value()?,
         }
         Ok(())
@@ -264,12 +282,13 @@ fn checks_for(row_type: RowType) -> impl Iterator<Item = Field> {
         Field::TimestampNs,
         Field::Keys,
     ];
-    const READ: [Field; 5] = [
+    const READ: [Field; 6] = [
         Field::InputLen,
         Field::QueryType,
         Field::SwSize,
         Field::LocationSpecNames,
         Field::BlockMask,
+        Field::CachedTokens,
     ];
     let reads = row_type != RowType::Write;
     let ttl = row_type != RowType::Get;
@@ -287,6 +306,31 @@ mod tests {
         let mut event = TraceEvent::default();
         StandardReader::default().parse(line.as_bytes(), &mut event)?;
         Ok(event)
+    }
+
+    /// Issue 31 §3: the engine's own cached tokens, optional, on reads only.
+    #[test]
+    fn cached_tokens_are_read_when_present() {
+        let line = |extra: &str| {
+            format!(
+                r#"{{"type":"get","instance_id":"a","timestamp_ns":1,"keys":[1],"input_len":16{extra}}}"#
+            )
+        };
+        assert_eq!(parse(&line("")).unwrap().cached_tokens, None);
+        assert_eq!(
+            parse(&line(r#","cached_tokens":0"#)).unwrap().cached_tokens,
+            Some(0)
+        );
+        assert_eq!(
+            parse(&line(r#","cached_tokens":12,"cached_tokens":3"#))
+                .unwrap()
+                .cached_tokens,
+            Some(12)
+        );
+        for bad in [r#","cached_tokens":-1"#, r#","cached_tokens":"8""#] {
+            let fault = parse(&line(bad)).unwrap_err();
+            assert_eq!(fault.field, Some("cached_tokens"), "{bad}");
+        }
     }
 
     #[test]
