@@ -232,6 +232,30 @@ pub struct Report {
     pub dropped_lines: u64,
 }
 
+/// The engine's observed hits (`cached_tokens` in the trace), beside LiteHit's.
+#[derive(Debug, Serialize)]
+pub struct ObservedDto {
+    /// Rows that said the engine's cached tokens.
+    pub requests: u64,
+    /// Σ input tokens of those rows.
+    pub input_tokens: u64,
+    /// Σ the engine's cached tokens.
+    pub hit_tokens: u64,
+    /// `hit_tokens / input_tokens`.
+    pub hit_rate: Option<f64>,
+}
+
+impl ObservedDto {
+    fn of(counts: litehit_core::engine::ObservedCounts, hit_rate: Option<f64>) -> Option<Self> {
+        (counts.requests > 0).then_some(Self {
+            requests: counts.requests,
+            input_tokens: counts.input_tokens,
+            hit_tokens: counts.hit_tokens,
+            hit_rate,
+        })
+    }
+}
+
 /// `--model`, as the headless line says it.
 #[derive(Debug, Serialize)]
 pub struct ModelDto {
@@ -323,6 +347,9 @@ pub struct InstanceDto {
     /// core's rule, `ImplausibleKvSize`): the warning, as `replay` and `query` print it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kv_size_warning: Option<String>,
+    /// The serving engine's own observed hits (`cached_tokens`), once a row said them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub observed: Option<ObservedDto>,
     /// Cumulative hit tokens per slot.
     pub hit_tokens: Vec<u64>,
     /// Cumulative token hit rate per slot (`null` before the first request).
@@ -424,6 +451,7 @@ impl InstanceDto {
                 lane.block_size_tokens,
             )
             .map(|warning| warning.to_string()),
+            observed: ObservedDto::of(lane.observed, lane.observed_hit_rate()),
             hit_tokens: (0..slot_count).map(|i| lane.slot_hit_tokens(i)).collect(),
             hit_rates: (0..slot_count).map(|i| lane.slot_hit_rate(i)).collect(),
             infinite_hit_tokens: lane.infinite_hit_tokens(),
@@ -510,6 +538,9 @@ pub struct HorizonDto {
 pub struct TotalDto {
     pub requests: u64,
     pub input_tokens: u64,
+    /// Σ over instances of the engine's observed hits, once a row said them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub observed: Option<ObservedDto>,
     pub hit_tokens: Vec<u64>,
     pub hit_rates: Vec<Option<f64>>,
     pub infinite_hit_tokens: u64,
@@ -707,6 +738,7 @@ impl Report {
             total: TotalDto {
                 requests: totals.requests,
                 input_tokens: totals.input_tokens,
+                observed: ObservedDto::of(totals.observed, totals.observed_hit_rate()),
                 hit_rates: (0..slot_count).map(|i| totals.slot_hit_rate(i)).collect(),
                 hit_tokens: totals.slot_hit_tokens.clone(),
                 infinite_hit_tokens: totals.infinite_hit_tokens,

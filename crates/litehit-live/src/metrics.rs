@@ -18,6 +18,8 @@
 //! litehit_hit_tokens_total{instance,capacity}           counter  capacity="40GiB" | "5000blocks" | "inf"
 //!                                                                (+ lower_bound="true" above a memory horizon)
 //! litehit_tier_hit_tokens_total{instance,tier}          counter  watch --tiers: tokens each tier served
+//! litehit_observed_hit_tokens_total{instance}           counter  the engine's own cached tokens (cached_tokens)
+//! litehit_observed_input_tokens_total{instance}         counter  input tokens of the rows that said them
 //! litehit_bad_lines_total                               counter
 //! litehit_headless_lines_dropped_total                  counter
 //! litehit_clamped_timestamps_total{instance}            counter
@@ -65,11 +67,13 @@ pub use crate::labels::{INFINITE_CAPACITY_LABEL, capacity_label};
 
 /// Every metric name exported, as it appears in samples (counters with `_total`, the info
 /// metric with `_info`; in both formats).
-pub const METRIC_NAMES: [&str; 18] = [
+pub const METRIC_NAMES: [&str; 20] = [
     "litehit_requests_total",
     "litehit_input_tokens_total",
     "litehit_hit_tokens_total",
     "litehit_tier_hit_tokens_total",
+    "litehit_observed_hit_tokens_total",
+    "litehit_observed_input_tokens_total",
     "litehit_bad_lines_total",
     "litehit_headless_lines_dropped_total",
     "litehit_ttl_expired_blocks_total",
@@ -417,6 +421,30 @@ fn encode_snapshot(snap: &LiveSnapshot, out: &mut dyn Exposition) -> fmt::Result
         &lanes,
         &instances,
         |lane| lane.ttl_expired_blocks,
+    )?;
+    per_instance(
+        out,
+        family(
+            "litehit_observed_hit_tokens",
+            "The serving engine's own cached prompt tokens, as its request log said them \
+             (cached_tokens), per instance: the observed hits beside LiteHit's",
+            Kind::Counter,
+        ),
+        &lanes,
+        &instances,
+        |lane| lane.observed.hit_tokens,
+    )?;
+    per_instance(
+        out,
+        family(
+            "litehit_observed_input_tokens",
+            "Input tokens of the rows that said the engine's cached tokens, per instance: the \
+             denominator of the observed hit rate",
+            Kind::Counter,
+        ),
+        &lanes,
+        &instances,
+        |lane| lane.observed.input_tokens,
     )?;
     per_instance(
         out,

@@ -150,9 +150,18 @@ pub struct LaneSnapshot {
     /// (as `mrc`'s knees), in that order. Under a memory horizon they are lower bounds
     /// ([`Self::knees_are_lower_bounds`]).
     pub capacity_for_fraction: Vec<FractionCapacity>,
+    /// The serving engine's own observed hits on this lane's rows (`cached_tokens`), as the
+    /// engine counted them.
+    pub observed: litehit_core::engine::ObservedCounts,
 }
 
 impl LaneSnapshot {
+    /// The engine's observed token hit rate over the rows that said it; `None` without one.
+    #[must_use]
+    pub fn observed_hit_rate(&self) -> Option<f64> {
+        ratio(self.observed.hit_tokens, self.observed.input_tokens)
+    }
+
     /// Whether this lane's TTL expiry ran on a clamped clock (some row came earlier than the
     /// lane's latest), so its hits are approximate (`replay` of the time-sorted rows is exact).
     #[must_use]
@@ -282,6 +291,8 @@ pub struct Totals {
     pub tier_hit_tokens: Vec<u64>,
     /// Per tier: whether the Σ is only a lower bound (it is for some lane).
     pub tier_lower_bounds: Vec<bool>,
+    /// Σ over the instances of their observed hits (`cached_tokens`).
+    pub observed: litehit_core::engine::ObservedCounts,
 }
 
 impl Totals {
@@ -327,6 +338,15 @@ impl Totals {
         for lane in lanes {
             totals.requests += lane.requests;
             totals.input_tokens += lane.input_tokens;
+            totals.observed.requests += lane.observed.requests;
+            totals.observed.input_tokens = totals
+                .observed
+                .input_tokens
+                .wrapping_add(lane.observed.input_tokens);
+            totals.observed.hit_tokens = totals
+                .observed
+                .hit_tokens
+                .wrapping_add(lane.observed.hit_tokens);
             for (index, sum) in totals.slot_hit_tokens.iter_mut().enumerate() {
                 *sum += lane.slot_hit_tokens(index);
             }
@@ -391,6 +411,12 @@ impl Totals {
     #[must_use]
     pub fn infinite_hit_rate(&self) -> Option<f64> {
         ratio(self.infinite_hit_tokens, self.input_tokens)
+    }
+
+    /// The engine's observed token hit rate over the rows that said it; `None` without one.
+    #[must_use]
+    pub fn observed_hit_rate(&self) -> Option<f64> {
+        ratio(self.observed.hit_tokens, self.observed.input_tokens)
     }
 }
 

@@ -334,3 +334,42 @@ fn the_engine_slot_is_headed_engine_and_comes_first() {
     );
     assert!(!header.contains("1000 blk"), "{header}");
 }
+
+/// Issue 31 §3: once a row said the engine's cached tokens, an `observed` column shows the
+/// engine's own hit rate before the slots (absent otherwise).
+#[test]
+fn an_observed_column_shows_the_engines_own_rate() {
+    let mut lane = lane("engine-0", None, 0);
+    let snap = LiveSnapshot {
+        slots: slots(),
+        lanes: vec![lane.clone()],
+        ..LiveSnapshot::default()
+    }
+    .finished();
+    let mut app = App::default();
+    app.observe(&snap);
+    assert!(!screen_text(&snap, &app, 120, 40).contains("observed"));
+    lane.observed = litehit_core::engine::ObservedCounts {
+        requests: 900,
+        input_tokens: 150_000,
+        hit_tokens: 46_500,
+    };
+    let snap = LiveSnapshot {
+        slots: slots(),
+        lanes: vec![lane],
+        ..LiveSnapshot::default()
+    }
+    .finished();
+    app.observe(&snap);
+    let screen = screen_text(&snap, &app, 120, 40);
+    let header = screen
+        .lines()
+        .find(|line| line.contains("observed"))
+        .unwrap_or_else(|| panic!("no observed column:\n{screen}"));
+    assert!(header.find("observed").unwrap() < header.find("10 GiB").unwrap());
+    let row = screen
+        .lines()
+        .find(|line| line.contains("▶ engine-0"))
+        .unwrap_or_else(|| panic!("no row:\n{screen}"));
+    assert!(row.contains("31.00%"), "{row}");
+}

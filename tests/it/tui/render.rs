@@ -103,6 +103,7 @@ fn lane(
         // Filled by `LiveSnapshot::finished`.
         shared_by: 0,
         slot_capacity_blocks: Vec::new(),
+        observed: litehit_core::engine::ObservedCounts::default(),
     }
 }
 

@@ -96,6 +96,7 @@ impl Pipeline {
         })
         .collect();
         LaneSnapshot {
+            observed: lane.observed(),
             instance_id: spec.instance_id.clone(),
             block_size_tokens: spec.block_size_tokens,
             block_bytes,
