@@ -196,6 +196,9 @@ pub struct Report {
     pub model: Option<ModelDto>,
     /// `--engine`: whose prefix-cache rule the hits follow (`ideal`, `vllm`, `sglang`).
     pub engine: &'static str,
+    /// `--engine-metrics`: each endpoint's scrapes and last window (absent without).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub engine_metrics: Vec<EngineMetricsDto>,
     pub instances: Vec<InstanceDto>,
     /// Σ over instances (each projected with its own block_bytes).
     pub total: TotalDto,
@@ -230,6 +233,68 @@ pub struct Report {
     /// Report lines dropped before this one because standard output was not read (a
     /// stalled reader: at most `headless_output::QUEUE_LINES` lines wait for it).
     pub dropped_lines: u64,
+}
+
+/// One `--engine-metrics` endpoint: its scrapes and the last window between two of them.
+#[derive(Debug, Serialize)]
+pub struct EngineMetricsDto {
+    /// The instance it compares with (`null`: every instance).
+    pub instance: Option<String>,
+    pub url: String,
+    pub scrapes: u64,
+    pub failed_scrapes: u64,
+    /// Why the last scrape failed (`null` once one succeeded).
+    pub last_error: Option<String>,
+    /// The engine's cumulative prefix-cache query and hit tokens.
+    pub query_tokens: Option<u64>,
+    pub hit_tokens: Option<u64>,
+    /// `vllm:cache_config_info`: the engine's blocks and their tokens.
+    pub num_gpu_blocks: Option<u64>,
+    pub block_size: Option<u64>,
+    /// The last window: the engine's hit rate and LiteHit's (at `litehit_at`).
+    pub window: Option<EngineWindowDto>,
+    /// `engine` (the `engine` slot) or `inf`: where LiteHit's side is read.
+    pub litehit_at: &'static str,
+}
+
+/// [`EngineMetricsDto::window`].
+#[derive(Debug, Serialize)]
+pub struct EngineWindowDto {
+    pub engine_query_tokens: u64,
+    pub engine_hit_tokens: u64,
+    pub engine_hit_rate: Option<f64>,
+    pub litehit_input_tokens: u64,
+    pub litehit_hit_tokens: u64,
+    pub litehit_hit_rate: Option<f64>,
+}
+
+impl EngineMetricsDto {
+    fn of(view: &crate::snapshot::EngineMetricsView) -> Self {
+        Self {
+            instance: view.instance_id.clone(),
+            url: view.url.clone(),
+            scrapes: view.scrapes,
+            failed_scrapes: view.failed_scrapes,
+            last_error: view.last_error.clone(),
+            query_tokens: view.query_tokens,
+            hit_tokens: view.hit_tokens,
+            num_gpu_blocks: view.pool.map(|(blocks, _)| blocks),
+            block_size: view.pool.map(|(_, size)| size),
+            window: view.window.map(|window| EngineWindowDto {
+                engine_query_tokens: window.engine_query_tokens,
+                engine_hit_tokens: window.engine_hit_tokens,
+                engine_hit_rate: window.engine_hit_rate(),
+                litehit_input_tokens: window.litehit_input_tokens,
+                litehit_hit_tokens: window.litehit_hit_tokens,
+                litehit_hit_rate: window.litehit_hit_rate(),
+            }),
+            litehit_at: if view.compared_at_engine_slot {
+                litehit_core::engine_pool::ENGINE_SLOT_NAME
+            } else {
+                crate::labels::INFINITE_CAPACITY_LABEL
+            },
+        }
+    }
 }
 
 /// The engine's observed hits (`cached_tokens` in the trace), beside LiteHit's.
@@ -725,6 +790,11 @@ impl Report {
                 .filter(|_| snap.assumed_block_bytes.is_none())
                 .map(ModelDto::of),
             engine: snap.engine_rule.name(),
+            engine_metrics: snap
+                .engine_metrics
+                .iter()
+                .map(EngineMetricsDto::of)
+                .collect(),
             instances: snap
                 .lanes
                 .iter()

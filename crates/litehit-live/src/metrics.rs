@@ -38,6 +38,9 @@
 //! litehit_pool_info{instance,shared_by}                 info     only with watch --pool
 //! litehit_geometry_info{model,kv_bytes_per_token,kv_cache_dtype,windowed_layers_not_modelled}
 //!                                                       info     only with --model
+//! litehit_engine_prefix_cache_query_tokens_total{endpoint} counter only with --engine-metrics
+//! litehit_engine_prefix_cache_hit_tokens_total{endpoint}   counter only with --engine-metrics
+//! litehit_engine_scrape_failures_total{endpoint}           counter only with --engine-metrics
 //! litehit_lone_surrogates_total                         counter  only with watch --format openai
 //! litehit_http_refused_total{reason}                    counter  with --listen or --metrics-listen
 //! litehit_http_open_connections                         gauge    with --listen or --metrics-listen
@@ -580,6 +583,10 @@ fn encode_snapshot(snap: &LiveSnapshot, out: &mut dyn Exposition) -> fmt::Result
         encode_http(out, refused)?;
     }
 
+    if !snap.engine_metrics.is_empty() {
+        encode_engine_metrics(out, &snap.engine_metrics)?;
+    }
+
     let engine_info = family(
         "litehit_engine",
         "Whose prefix-cache rule the hits follow (--engine): ideal, or vllm and sglang, where \
@@ -594,6 +601,63 @@ fn encode_snapshot(snap: &LiveSnapshot, out: &mut dyn Exposition) -> fmt::Result
     out.family(build_info, &mut |samples| {
         samples.sample(&[("version", env!("CARGO_PKG_VERSION"))], 1)
     })
+}
+
+/// The families of `--engine-metrics`: per endpoint (its instance, else its URL), the
+/// engine's own prefix-cache counters as last scraped, and the failed scrapes.
+pub const ENGINE_METRICS_METRICS: [&str; 3] = [
+    "litehit_engine_prefix_cache_query_tokens_total",
+    "litehit_engine_prefix_cache_hit_tokens_total",
+    "litehit_engine_scrape_failures_total",
+];
+
+/// A family of `--engine-metrics`: its name, help, and each endpoint's value.
+type EngineFamily = (
+    &'static str,
+    &'static str,
+    fn(&crate::snapshot::EngineMetricsView) -> Option<u64>,
+);
+
+fn encode_engine_metrics(
+    out: &mut dyn Exposition,
+    endpoints: &[crate::snapshot::EngineMetricsView],
+) -> fmt::Result {
+    let families: [EngineFamily; 3] = [
+        (
+            "litehit_engine_prefix_cache_query_tokens",
+            "The serving engine's own prefix-cache query tokens (vllm:prefix_cache_queries_total, \
+             sglang:prompt_tokens_total), as last scraped (--engine-metrics)",
+            |view| view.query_tokens,
+        ),
+        (
+            "litehit_engine_prefix_cache_hit_tokens",
+            "The serving engine's own prefix-cache hit tokens (vllm:prefix_cache_hits_total, \
+             sglang:cached_tokens_total), as last scraped (--engine-metrics)",
+            |view| view.hit_tokens,
+        ),
+        (
+            "litehit_engine_scrape_failures",
+            "Scrapes of the engine's metrics endpoint that failed (--engine-metrics); the \
+             monitor goes on",
+            |view| Some(view.failed_scrapes),
+        ),
+    ];
+    for (name, help, value) in families {
+        let family = Family {
+            name,
+            help,
+            kind: Kind::Counter,
+        };
+        out.family(family, &mut |samples| {
+            for view in endpoints {
+                if let Some(value) = value(view) {
+                    samples.sample(&[("endpoint", view.label.as_str())], value)?;
+                }
+            }
+            Ok(())
+        })?;
+    }
+    Ok(())
 }
 
 /// `litehit_geometry_info`: the model (`--model`) the block bytes were computed for.

@@ -770,6 +770,55 @@ pub struct LiveSnapshot {
     /// `--engine`: whose prefix-cache rule the facts follow (`ideal` by default), named on
     /// every surface.
     pub engine_rule: litehit_core::facts::EngineRule,
+    /// `--engine-metrics`: each endpoint's scrapes and its last window beside LiteHit's.
+    pub engine_metrics: Vec<EngineMetricsView>,
+}
+
+/// One `--engine-metrics` endpoint as the surfaces show it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct EngineMetricsView {
+    /// Its instance, else its URL.
+    pub label: String,
+    pub url: String,
+    /// The lane it compares with (`None`: every instance).
+    pub instance_id: Option<String>,
+    /// Scrapes read, and scrapes that failed (each one shown: `last_error`).
+    pub scrapes: u64,
+    pub failed_scrapes: u64,
+    /// Why the last scrape failed; `None` once one succeeds.
+    pub last_error: Option<String>,
+    /// The engine's cumulative prefix-cache query and hit tokens, at the last scrape.
+    pub query_tokens: Option<u64>,
+    pub hit_tokens: Option<u64>,
+    /// `vllm:cache_config_info`'s `num_gpu_blocks` and `block_size`, when said.
+    pub pool: Option<(u64, u64)>,
+    /// The last window between two scrapes, the engine's and LiteHit's tokens.
+    pub window: Option<EngineWindow>,
+    /// LiteHit's side is at the `engine` slot (else at ∞).
+    pub compared_at_engine_slot: bool,
+}
+
+/// The engine's and LiteHit's tokens over one window between two scrapes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct EngineWindow {
+    pub engine_query_tokens: u64,
+    pub engine_hit_tokens: u64,
+    pub litehit_input_tokens: u64,
+    pub litehit_hit_tokens: u64,
+}
+
+impl EngineWindow {
+    /// The engine's hit rate over the window.
+    #[must_use]
+    pub fn engine_hit_rate(&self) -> Option<f64> {
+        ratio(self.engine_hit_tokens, self.engine_query_tokens)
+    }
+
+    /// LiteHit's hit rate over the window.
+    #[must_use]
+    pub fn litehit_hit_rate(&self) -> Option<f64> {
+        ratio(self.litehit_hit_tokens, self.litehit_input_tokens)
+    }
 }
 
 /// A slot's capacity in blocks of `block_bytes`, at `shared_by` × the slot (1 for an

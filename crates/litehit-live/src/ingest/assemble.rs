@@ -238,6 +238,18 @@ impl Ingest {
             tiers: pipeline.tiers.clone(),
             model: self.config.model.clone(),
             engine_rule: self.config.engine_rule,
+            engine_metrics: self
+                .engine_scrapes
+                .iter()
+                .map(|state| {
+                    state.view(
+                        pipeline
+                            .slots
+                            .first()
+                            .is_some_and(crate::snapshot::Slot::is_engine),
+                    )
+                })
+                .collect(),
             timeline: pipeline.timeline.snapshot(
                 lanes,
                 pipeline.engine.pool_lane(),

@@ -32,6 +32,7 @@
 //! and [`spawn`].
 
 mod assemble;
+mod engine_scrape;
 mod pipeline;
 mod rate;
 mod run_state;
@@ -155,6 +156,11 @@ pub struct IngestConfig {
     /// The serving engine's KV pool (`--gpu-blocks`, `--gpu-memory`): the `engine` slot,
     /// listed first, at the lanes' block size (again when a late format names it).
     pub engine_pool: Option<litehit_core::engine_pool::EnginePool>,
+    /// `--engine-metrics`: the engines' Prometheus endpoints, scraped every
+    /// `engine_metrics_interval`; the first that says its pool sets the `engine` slot when
+    /// none was given.
+    pub engine_metrics: Vec<crate::engine_metrics::EngineEndpoint>,
+    pub engine_metrics_interval: std::time::Duration,
     /// Each line (file or HTTP) goes through this before it is parsed; `None`: lines are
     /// trace lines.
     pub line_transform: Option<LineTransform>,
@@ -234,6 +240,8 @@ impl IngestConfig {
             memory_horizon: None,
             engine_rule: litehit_core::facts::EngineRule::Ideal,
             engine_pool: None,
+            engine_metrics: Vec::new(),
+            engine_metrics_interval: std::time::Duration::from_secs(1),
             line_transform: None,
             source_format: None,
             model: None,
@@ -263,6 +271,14 @@ pub fn spawn(config: IngestConfig) -> crate::Result<LiveHandle> {
         FactsSpill::counting_only()
     };
     let (events_tx, events_rx) = mpsc::channel();
+    if !config.engine_metrics.is_empty() {
+        engine_scrape::spawn_scraper(
+            config.engine_metrics.clone(),
+            config.engine_metrics_interval,
+            events_tx.clone(),
+        )
+        .map_err(crate::LiveError::io("starting the engine metrics thread"))?;
+    }
     let (snapshot_tx, snapshot_rx) = watch::channel(Arc::new(LiveSnapshot::default()));
     let mut ingest = Ingest::new(
         config,
@@ -280,8 +296,6 @@ pub fn spawn(config: IngestConfig) -> crate::Result<LiveHandle> {
     Ok(LiveHandle::new(events_tx, snapshot_rx, Some(thread)))
 }
 
-/// The block bytes slots are ordered by (see [`Capacity::order_at`]): `assumed`, else the one
-/// value every lane has (or, before any lane exists, every configured lane or the template).
 /// The `engine` slot of `pool` for `lanes`: at their block size (a config's first lane's).
 pub(super) fn engine_slot(pool: litehit_core::engine_pool::EnginePool, lanes: &LaneSet) -> Slot {
     let block_size_tokens = match lanes {
@@ -294,6 +308,8 @@ pub(super) fn engine_slot(pool: litehit_core::engine_pool::EnginePool, lanes: &L
     }
 }
 
+/// The block bytes slots are ordered by (see [`Capacity::order_at`]): `assumed`, else the one
+/// value every lane has (or, before any lane exists, every configured lane or the template).
 fn ordering_block_bytes(
     assumed: Option<u64>,
     engine: &Engine,
@@ -364,6 +380,8 @@ struct Ingest {
     rate: IngestRate,
     /// HTTP batches that came while paused, read (and answered) on resume, in arrival order.
     held_batches: Vec<HttpBatch>,
+    /// `--engine-metrics`: each endpoint's scrapes, in flag order.
+    engine_scrapes: Vec<engine_scrape::EndpointState>,
 }
 
 impl Ingest {
@@ -422,6 +440,12 @@ impl Ingest {
             rates: RateMeter::default(),
             rate: IngestRate::default(),
             held_batches: Vec::new(),
+            engine_scrapes: config
+                .engine_metrics
+                .iter()
+                .cloned()
+                .map(engine_scrape::EndpointState::new)
+                .collect(),
             config,
         };
         if ingest.config.follow_file {
@@ -548,6 +572,7 @@ impl Ingest {
                 }
             }
             IngestEvent::HttpBatch(batch) => self.read_batch(batch),
+            IngestEvent::EngineScrape { index, result } => self.record_scrape(index, result),
             IngestEvent::FactsWritten(result) => {
                 self.facts.report(result);
                 self.dirty = true;
@@ -790,6 +815,41 @@ impl Ingest {
             .map(|&index| pipeline.slots[index].clone())
             .collect();
         pipeline.timeline.reorder_slots(&order);
+    }
+
+    /// One engine scrape, beside LiteHit's lanes now; the first pool an engine says is the
+    /// `engine` slot when none was given.
+    fn record_scrape(
+        &mut self,
+        index: usize,
+        result: Result<crate::engine_metrics::EngineCounters, String>,
+    ) {
+        let pipeline = &mut self.pipeline;
+        let Some(state) = self.engine_scrapes.get_mut(index) else {
+            return;
+        };
+        state.record(
+            result,
+            pipeline.engine.lanes(),
+            &pipeline.slots,
+            pipeline.assumed_block_bytes,
+        );
+        if let Some((gpu_blocks, gpu_block_size_tokens)) = state.pool()
+            && pipeline.engine_pool.is_none()
+            && gpu_blocks > 0
+            && gpu_block_size_tokens > 0
+        {
+            let pool = litehit_core::engine_pool::EnginePool::Blocks {
+                gpu_blocks,
+                gpu_block_size_tokens,
+            };
+            pipeline.engine_pool = Some(pool);
+            pipeline
+                .slots
+                .insert(0, engine_slot(pool, &self.config.engine.lanes));
+            pipeline.timeline.add_slot(0);
+        }
+        self.dirty = true;
     }
 
     fn note(&mut self, notice: TailNotice) {

@@ -47,8 +47,8 @@ pub(super) struct Pipeline {
     /// See [`IngestConfig::max_line_bytes`].
     max_line_bytes: u64,
     pub(super) slots: Vec<Slot>,
-    /// See [`IngestConfig::engine_pool`].
-    engine_pool: Option<litehit_core::engine_pool::EnginePool>,
+    /// See [`IngestConfig::engine_pool`] (or the pool an `--engine-metrics` scrape said).
+    pub(super) engine_pool: Option<litehit_core::engine_pool::EnginePool>,
     /// KV bytes per block set live (`b`) for every lane's projections; `None`: each lane's.
     pub(super) assumed_block_bytes: Option<u64>,
     pub(super) tiers: Option<litehit_core::projector::tiers::TierPlan>,
