@@ -781,6 +781,45 @@ mod tests {
     use crate::snapshot::{FractionCapacity, LaneSnapshot, Slot};
     use litehit_core::projector::Capacity;
 
+    /// `--engine-metrics`: each endpoint's counters as last scraped, and its failures (a
+    /// counter even before the first success); nothing without endpoints.
+    #[test]
+    fn engine_metrics_families_follow_the_endpoints() {
+        let plain = encode(&LiveSnapshot::default().finished()).unwrap();
+        assert!(!plain.contains("litehit_engine_prefix_cache"));
+        let snap = LiveSnapshot {
+            engine_metrics: vec![
+                crate::snapshot::EngineMetricsView {
+                    label: "a".to_owned(),
+                    scrapes: 2,
+                    query_tokens: Some(300),
+                    hit_tokens: Some(120),
+                    ..Default::default()
+                },
+                crate::snapshot::EngineMetricsView {
+                    label: "down".to_owned(),
+                    failed_scrapes: 4,
+                    last_error: Some("refused".to_owned()),
+                    ..Default::default()
+                },
+            ],
+            ..LiveSnapshot::default()
+        }
+        .finished();
+        let text = encode(&snap).unwrap();
+        for line in [
+            "litehit_engine_prefix_cache_query_tokens_total{endpoint=\"a\"} 300",
+            "litehit_engine_prefix_cache_hit_tokens_total{endpoint=\"a\"} 120",
+            "litehit_engine_scrape_failures_total{endpoint=\"a\"} 0",
+            "litehit_engine_scrape_failures_total{endpoint=\"down\"} 4",
+        ] {
+            assert!(text.contains(line), "{line} in:\n{text}");
+        }
+        assert!(
+            !text.contains("litehit_engine_prefix_cache_query_tokens_total{endpoint=\"down\"}")
+        );
+    }
+
     #[test]
     fn capacity_labels_say_their_unit() {
         assert_eq!(

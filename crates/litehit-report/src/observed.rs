@@ -155,6 +155,9 @@ pub struct EngineComparison {
     pool: Option<EnginePool>,
     index: HashMap<String, usize>,
     instances: Vec<InstanceComparison>,
+    /// The instance of the last row: rows come in runs of one instance, so most need no
+    /// lookup.
+    last: Option<usize>,
     /// `Some` with [`Self::with_request_report`].
     requests: Option<Vec<RequestGap>>,
 }
@@ -179,7 +182,12 @@ impl EngineComparison {
 
     /// Adds one facts row, with the engine's cached tokens when its log said them.
     pub fn add_row(&mut self, row: &FactRow<'_>, observed_hit_tokens: Option<u64>) {
-        let index = if let Some(&index) = self.index.get(row.instance_id) {
+        let index = if let Some(last) = self
+            .last
+            .filter(|&last| self.instances[last].instance_id == row.instance_id)
+        {
+            last
+        } else if let Some(&index) = self.index.get(row.instance_id) {
             index
         } else {
             let capacity = self.pool.map(|pool| pool.capacity(row.block_size_tokens));
@@ -194,6 +202,7 @@ impl EngineComparison {
                 .insert(row.instance_id.to_owned(), self.instances.len() - 1);
             self.instances.len() - 1
         };
+        self.last = Some(index);
         let instance = &mut self.instances[index];
         let tokens = |blocks: u64| blocks.saturating_mul(row.block_size_tokens);
         let engine_hit_tokens = instance
