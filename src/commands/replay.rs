@@ -158,6 +158,13 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
         &mut comparison,
     )?;
     if let Some(report) = &args.observed_report {
+        if !comparison.has_observations() {
+            eprintln!(
+                "litehit: warning: --observed-report {}: no request carried the engine's \
+                 cached_tokens, so the report is empty",
+                report.display()
+            );
+        }
         let gaps = comparison.request_gaps();
         litehit_core::facts::file::write_atomically(report, |out| {
             crate::output::observed_report::write_observed_report(&gaps, out)
