@@ -308,6 +308,10 @@ pub struct ObservedDto {
     pub hit_tokens: u64,
     /// `hit_tokens / input_tokens`.
     pub hit_rate: Option<f64>,
+    /// An instance's effective capacity in its blocks (the smallest LRU cache reaching the
+    /// observed hits), when every row said them; absent otherwise (and in the total).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub effective_capacity_blocks: Option<u64>,
 }
 
 impl ObservedDto {
@@ -317,6 +321,7 @@ impl ObservedDto {
             input_tokens: counts.input_tokens,
             hit_tokens: counts.hit_tokens,
             hit_rate,
+            effective_capacity_blocks: None,
         })
     }
 }
@@ -516,7 +521,12 @@ impl InstanceDto {
                 lane.block_size_tokens,
             )
             .map(|warning| warning.to_string()),
-            observed: ObservedDto::of(lane.observed, lane.observed_hit_rate()),
+            observed: ObservedDto::of(lane.observed, lane.observed_hit_rate()).map(|dto| {
+                ObservedDto {
+                    effective_capacity_blocks: lane.observed_effective_capacity_blocks,
+                    ..dto
+                }
+            }),
             hit_tokens: (0..slot_count).map(|i| lane.slot_hit_tokens(i)).collect(),
             hit_rates: (0..slot_count).map(|i| lane.slot_hit_rate(i)).collect(),
             infinite_hit_tokens: lane.infinite_hit_tokens(),

@@ -153,6 +153,10 @@ pub struct LaneSnapshot {
     /// The serving engine's own observed hits on this lane's rows (`cached_tokens`), as the
     /// engine counted them.
     pub observed: litehit_core::engine::ObservedCounts,
+    /// The effective capacity: the smallest LRU cache (blocks) whose hits reach the observed
+    /// ones, when every row of the lane said them; `None` otherwise, or when even ∞ falls
+    /// short.
+    pub observed_effective_capacity_blocks: Option<u64>,
 }
 
 impl LaneSnapshot {

@@ -223,3 +223,23 @@ fn pinned_blocks_lower_the_effective_capacity_and_each_gap_is_the_simulators() {
     }
     assert!(gaps_seen > 0, "pinning made the engine miss somewhere");
 }
+
+/// Live, the same log: each instance's `observed` in the headless JSON has the engine's
+/// sums and the same effective capacity as the naive search (every row said its count).
+#[test]
+fn watch_shows_the_same_observed_hits_and_effective_capacity() {
+    let dir = tempfile::tempdir().unwrap();
+    let requests = requests(5, 300);
+    let observed = simulate(&requests, POOL_BLOCKS, 12);
+    let log = log(dir.path(), &requests, &observed);
+    let (lines, stderr) =
+        crate::common::headless::headless_to_end(&log, &["--block-size", "16", "--engine", "vllm"]);
+    let last = lines.last().unwrap_or_else(|| panic!("no line: {stderr}"));
+    let entry = &crate::common::headless::instance_entry(last, "engine-0")["observed"];
+    assert_eq!(entry["requests"], 300);
+    assert_eq!(entry["hit_tokens"], observed.iter().sum::<u64>());
+    assert_eq!(
+        entry["effective_capacity_blocks"],
+        naive_effective_capacity(&requests, observed.iter().sum())
+    );
+}

@@ -104,6 +104,7 @@ fn lane(
         shared_by: 0,
         slot_capacity_blocks: Vec::new(),
         observed: litehit_core::engine::ObservedCounts::default(),
+        observed_effective_capacity_blocks: None,
     }
 }
 

@@ -97,6 +97,18 @@ impl Pipeline {
         .collect();
         LaneSnapshot {
             observed: lane.observed(),
+            // The smallest LRU cache whose hits reach the engine's observed ones, when every
+            // row said them (the curve is then over the same rows).
+            observed_effective_capacity_blocks: (lane.observed().requests == lane.requests()
+                && lane.requests() > 0)
+                .then(|| {
+                    accumulator.min_capacity_for_hit_blocks(
+                        lane.observed()
+                            .hit_tokens
+                            .div_ceil(spec.block_size_tokens.max(1)),
+                    )
+                })
+                .flatten(),
             instance_id: spec.instance_id.clone(),
             block_size_tokens: spec.block_size_tokens,
             block_bytes,
