@@ -140,7 +140,8 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
     let trace_path = plan.trace_path.clone();
     let trace_format = plan.format;
     let model = plan.model.clone();
-    let mut comparison = litehit_report::EngineComparison::new(args.engine_pool.pool());
+    let mut comparison = litehit_report::EngineComparison::new(args.engine_pool.pool())
+        .without_pool_lane(plan.engine.pool.clone());
     if let Some(report) = &args.observed_report {
         if super::same_file(report, &plan.trace_path) || super::same_file(report, &plan.facts_path)
         {

@@ -273,12 +273,10 @@ pub fn render_engine_comparison(comparison: &litehit_report::EngineComparison) -
         let _ = writeln!(out, "engine slot: {}", pool.describe());
     }
     if observed {
+        // The last row is the total (or the one instance).
         let (with, all) = rows
-            .iter()
-            .filter(|row| row.instance_id != "total" || rows.len() == 1)
-            .fold((0, 0), |(with, all), row| {
-                (with + row.observed_requests, all + row.requests)
-            });
+            .last()
+            .map_or((0, 0), |row| (row.observed_requests, row.requests));
         let _ = writeln!(
             out,
             "observed: the engine's cached tokens ({with} of {all} requests carry them), \

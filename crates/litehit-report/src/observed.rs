@@ -158,6 +158,8 @@ pub struct EngineComparison {
     /// The instance of the last row: rows come in runs of one instance, so most need no
     /// lookup.
     last: Option<usize>,
+    /// The shared pool lane (`replay --pool`): no instance of its own, left out.
+    pool_lane: Option<String>,
     /// `Some` with [`Self::with_request_report`].
     requests: Option<Vec<RequestGap>>,
 }
@@ -173,6 +175,14 @@ impl EngineComparison {
         }
     }
 
+    /// Leaves out the rows of the shared pool lane `name` (`replay --pool`): it is no
+    /// engine's, and every row is already an instance's.
+    #[must_use]
+    pub fn without_pool_lane(mut self, name: Option<String>) -> Self {
+        self.pool_lane = name;
+        self
+    }
+
     /// Keeps every observed request for [`Self::request_gaps`].
     #[must_use]
     pub fn with_request_report(mut self) -> Self {
@@ -182,6 +192,9 @@ impl EngineComparison {
 
     /// Adds one facts row, with the engine's cached tokens when its log said them.
     pub fn add_row(&mut self, row: &FactRow<'_>, observed_hit_tokens: Option<u64>) {
+        if self.pool_lane.as_deref() == Some(row.instance_id) {
+            return;
+        }
         let index = if let Some(last) = self
             .last
             .filter(|&last| self.instances[last].instance_id == row.instance_id)

@@ -158,3 +158,17 @@ fn gpu_blocks_and_gpu_memory_exclude_each_other() {
     assert_eq!(run.code, Some(1), "{}", run.stderr);
     assert!(run.stderr.contains("--gpu-blocks"), "{}", run.stderr);
 }
+
+/// The shared pool lane (`--pool`) is no engine's: its rows stay out of the engine table,
+/// whose total is the instances' as without it.
+#[test]
+fn the_pool_lane_is_left_out_of_the_engine_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = trace(dir.path());
+    let flags = ["--block-size", "64", "--gpu-blocks", "37"];
+    let without = ok(replay_to(&trace, &dir.path().join("a"), &flags));
+    let mut pooled = flags.to_vec();
+    pooled.push("--pool");
+    let with = ok(replay_to(&trace, &dir.path().join("b"), &pooled));
+    assert_eq!(engine_table(&with.stderr), engine_table(&without.stderr));
+}
