@@ -80,6 +80,7 @@ fn write_facts(path: &Path, rows: usize) -> Written {
                 input_token_len,
                 block_size_tokens: 1024,
                 block_bytes: 675_864_576,
+                observed_cached_tokens: None,
                 fact: &fact,
             },
         );
@@ -238,6 +239,7 @@ fn tiers_and_windows(paths: &[PathBuf], rows: usize, written: &Written, to_sink:
             mode: TierMode::Exclusive,
         }),
         time_range: TimeRange::default(),
+        kv_bytes_per_token: None,
         // As `litehit query` runs: the pool lane is looked for by its rows (there is none).
         pool: Some(PoolRule::from_flag(None)),
     };

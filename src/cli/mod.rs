@@ -278,6 +278,18 @@ pub struct ReplayArgs {
           value_parser = engine_args::parse_engine_rule)]
     pub engine: litehit_core::facts::EngineRule,
 
+    #[command(flatten)]
+    pub engine_pool: engine_args::EnginePoolFlags,
+
+    /// Write FILE (JSON Lines, atomically): the requests whose line carried the engine's own
+    /// cached tokens (`cached_tokens`; `usage.prompt_tokens_details.cached_tokens` in a
+    /// --format openai log) and where the engine hit fewer tokens than LRU at its pool
+    /// (--gpu-blocks, --gpu-memory; else ∞), largest gap first: request_id, instance_id,
+    /// timestamp_ns, input_tokens, observed_hit_tokens, lru_engine_hit_tokens,
+    /// lru_infinite_hit_tokens, gap_tokens
+    #[arg(long, value_name = "FILE")]
+    pub observed_report: Option<PathBuf>,
+
     /// Replay only the instances of shard K of N (0 ≤ K < N): those whose instance id's
     /// FNV-1a 64-bit hash is K mod N. Lanes are independent, so N runs `--shard 0/N` …
     /// `--shard N-1/N` read together (`query A --shard B …`, `mrc A B …`) give the totals of

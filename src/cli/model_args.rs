@@ -3,7 +3,7 @@
 
 use litehit_core::config::KvCacheDtype;
 
-/// The model flags of `replay`, `watch`, `demo` and `trace`.
+/// The model flags of `replay`, `watch`, `demo`, `trace`, `query` and `mrc`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, clap::Args)]
 pub struct ModelFlags {
     /// The model whose KV cache the capacities hold: a Hugging Face `config.json` (or its
@@ -12,7 +12,8 @@ pub struct ModelFlags {
     /// docs/PLANNING.md lists them). Its KV bytes per token = Σ over full-attention layers
     /// of 2 × KV heads × head dim (MLA: kv_lora_rank + qk_rope_head_dim) × dtype bytes;
     /// sliding-window layers are not modelled, and said so. Not with --block-bytes or
-    /// --kv-bytes-per-token
+    /// --kv-bytes-per-token. On query and mrc: every facts row's block_bytes becomes this ×
+    /// its block_size_tokens (a note says so)
     #[arg(long, value_name = "NAME_OR_CONFIG")]
     pub model: Option<String>,
 

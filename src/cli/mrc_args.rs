@@ -63,6 +63,9 @@ pub struct MrcArgs {
 
     #[command(flatten)]
     pub pool: PoolArg,
+
+    #[command(flatten)]
+    pub model: super::model_args::ModelFlags,
 }
 
 impl Default for MrcArgs {
@@ -77,6 +80,7 @@ impl Default for MrcArgs {
             tier_args: TierArgs::default(),
             span: SpanArgs::default(),
             pool: PoolArg::default(),
+            model: super::model_args::ModelFlags::default(),
         }
     }
 }

@@ -90,6 +90,9 @@ pub struct QueryArgs {
 
     #[command(flatten)]
     pub quota: QuotaArgs,
+
+    #[command(flatten)]
+    pub model: super::model_args::ModelFlags,
 }
 
 /// `--quota-total`, `--quota-floor`, `--quota-step`: the quota planner (docs/TENANTS.md).

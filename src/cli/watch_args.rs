@@ -121,6 +121,24 @@ pub struct WatchArgs {
           value_parser = super::engine_args::parse_engine_rule)]
     pub engine: litehit_core::facts::EngineRule,
 
+    #[command(flatten)]
+    pub engine_pool: super::engine_args::EnginePoolFlags,
+
+    /// The serving engine's Prometheus endpoint (vLLM: vllm:prefix_cache_queries_total,
+    /// vllm:prefix_cache_hits_total, vllm:cache_config_info; SGLang: sglang:prompt_tokens_total,
+    /// sglang:cached_tokens_total), scraped every --interval: its hit rate over the last
+    /// window beside LiteHit's (at the engine slot, else ∞), and its num_gpu_blocks ×
+    /// block_size as the engine slot when --gpu-blocks/--gpu-memory are not given.
+    /// Repeatable, one per instance: INSTANCE=URL compares with that instance, a URL alone
+    /// with every instance. Loopback and private addresses only, unless
+    /// --engine-metrics-any-address. A failed scrape is shown and counted
+    #[arg(long, value_name = "[INSTANCE=]URL")]
+    pub engine_metrics: Vec<String>,
+
+    /// Let --engine-metrics scrape addresses that are neither loopback nor private
+    #[arg(long, requires = "engine_metrics")]
+    pub engine_metrics_any_address: bool,
+
     /// Seconds between JSON lines in --headless mode
     #[arg(long, value_name = "SECONDS", default_value_t = 1.0,
           value_parser = parse_duration_seconds)]
@@ -294,6 +312,9 @@ pub struct DemoArgs {
 
     #[command(flatten)]
     pub model: super::model_args::ModelFlags,
+
+    #[command(flatten)]
+    pub engine_pool: super::engine_args::EnginePoolFlags,
 
     /// Add the shared pool lane, NAME (default `pool`), as `watch --pool` does: one LRU
     /// cache fed by every instance's rows, shown beside them at N × each capacity. Written

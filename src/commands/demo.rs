@@ -57,6 +57,7 @@ pub fn run(args: &DemoArgs) -> color_eyre::Result<()> {
     config.model = plan.model;
     config.format = Some(TraceFormat::Standard);
     config.slots = plan.slots;
+    config.engine_pool = plan.engine_pool;
     config.facts_out = plan.facts_out;
     // Not in the working directory: the spill of a generated trace is the demo's own.
     config.spill_dir = Some(temp_dir.path().to_path_buf());
@@ -120,6 +121,8 @@ struct DemoPlan {
     model: Option<litehit_core::config::ModelKvSize>,
     /// `--capacity-gb`.
     slots: Vec<litehit_core::projector::Capacity>,
+    /// `--gpu-blocks` or `--gpu-memory`: the `engine` slot.
+    engine_pool: Option<litehit_core::engine_pool::EnginePool>,
     headless: bool,
     fps: f64,
     color: bool,
@@ -163,6 +166,7 @@ fn plan(args: &DemoArgs) -> color_eyre::Result<DemoPlan> {
         engine,
         model,
         slots: args.capacity_gb.clone(),
+        engine_pool: args.engine_pool.pool(),
         headless: args.headless,
         fps: args.fps,
         color: crate::cli::defaults_file::use_color(

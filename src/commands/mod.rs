@@ -82,6 +82,29 @@ pub(crate) fn resolve_model(
     Ok(Some(model))
 }
 
+/// `query`/`mrc --model`: its KV bytes per token, which replace every facts row's block bytes
+/// (a note says so), or `None` without one.
+pub(crate) fn facts_model(
+    flags: &crate::cli::model_args::ModelFlags,
+) -> color_eyre::Result<Option<u64>> {
+    let model = resolve_model(flags)?;
+    facts_model_note(model.as_ref());
+    Ok(model.map(|model| model.kv_bytes_per_token))
+}
+
+/// The note of `query`/`mrc --model`: the facts' own block bytes are not used.
+pub(crate) fn facts_model_note(model: Option<&litehit_core::config::ModelKvSize>) {
+    let Some(model) = model else { return };
+    note(Some(&format!(
+        "note: --model {}: every facts row's block_bytes is taken as {} B/token × its \
+         block_size_tokens, not the facts' own",
+        model.model, model.kv_bytes_per_token
+    )));
+    if let Some(notice) = model.windowed_notice() {
+        note(Some(&format!("note: {notice}")));
+    }
+}
+
 /// The lane flags as the core resolves them, `--model` read (the CLI only parses it).
 pub(crate) fn single_instance_flags(
     lane: &crate::cli::LaneFlags,

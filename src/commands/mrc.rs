@@ -7,7 +7,7 @@ use color_eyre::eyre::{WrapErr, bail, eyre};
 
 use super::{same_file, writes_over};
 use crate::cli::mrc_args::MrcArgs;
-use crate::output::mrc::{PlannedReport, render_table, render_tier_table};
+use crate::output::mrc::{ModelJson, PlannedReport, render_table, render_tier_table};
 use crate::output::plot::{PlotData, render_png, render_svg};
 use litehit_core::facts::file::{is_standard_output, write_atomically};
 use litehit_report::{
@@ -44,7 +44,13 @@ pub fn run(args: &MrcArgs) -> color_eyre::Result<()> {
         Box::new(io::stdout().lock())
     };
     let tier_report = plan.tiers.as_ref().map(|tiers| tier_report(&curves, tiers));
-    write_report(&mut out, plan.json, &report, span, tier_report)?;
+    write_report(
+        &mut out,
+        plan.json,
+        (&report, plan.model.as_ref()),
+        span,
+        tier_report,
+    )?;
     out.flush()?;
     Ok(())
 }
@@ -66,6 +72,9 @@ struct MrcPlan {
     image_to_stdout: bool,
     /// `--title`: the trace as the plot's subtitle names it.
     title: Option<String>,
+    /// `--model`: each row's block bytes its KV size × block size (said in a note, the
+    /// table, the JSON and the plots' subtitle).
+    model: Option<litehit_core::config::ModelKvSize>,
 }
 
 /// The plan of `args`: every check that needs no facts row.
@@ -115,6 +124,8 @@ fn plan(args: &MrcArgs) -> color_eyre::Result<MrcPlan> {
     }
     let tiers = super::query::tier_plan(&args.tier_args)?;
     let span = super::query::time_spec(&args.span)?;
+    let model = super::resolve_model(&args.model)?;
+    super::facts_model_note(model.as_ref());
     Ok(MrcPlan {
         facts,
         tiers,
@@ -126,6 +137,7 @@ fn plan(args: &MrcArgs) -> color_eyre::Result<MrcPlan> {
         svg: args.svg.clone(),
         image_to_stdout,
         title: args.title.clone(),
+        model,
     })
 }
 
@@ -156,6 +168,10 @@ fn write_plots(
         Some(span) => format!("{source} · {}", span.describe()),
         None => source,
     };
+    let source = match &plan.model {
+        Some(model) => format!("{source} · model {}", model.short()),
+        None => source,
+    };
     let plot = PlotData::from_curves(curves, report, &source);
     if let Some(path) = &plan.png {
         write_file(path, &render_png(&plot))?;
@@ -169,7 +185,9 @@ fn write_plots(
 /// The curves of the rows in `range`; a span without rows is an error (in `query`'s words:
 /// the span, and where the trace's rows are).
 fn build_curves(plan: &MrcPlan, range: TimeRange) -> color_eyre::Result<MrcCurves> {
-    let mut builder = MrcBuilder::new().with_pool(plan.pool.clone());
+    let mut builder = MrcBuilder::new()
+        .with_pool(plan.pool.clone())
+        .with_kv_bytes_per_token(plan.model.as_ref().map(|model| model.kv_bytes_per_token));
     builder
         .add_facts_files_in(&plan.facts, range)
         .wrap_err("building the miss-ratio curve failed")?;
@@ -192,7 +210,7 @@ fn build_curves(plan: &MrcPlan, range: TimeRange) -> color_eyre::Result<MrcCurve
 fn write_report(
     out: &mut dyn Write,
     json: bool,
-    report: &MrcReport,
+    (report, model): (&MrcReport, Option<&litehit_core::config::ModelKvSize>),
     span: Option<SpanReport>,
     tier_report: Option<TierReport>,
 ) -> color_eyre::Result<()> {
@@ -201,12 +219,16 @@ fn write_report(
             report,
             accounted_span: span,
             tiers: tier_report,
+            model: model.map(ModelJson::of),
         };
         serde_json::to_writer_pretty(&mut *out, &planned).wrap_err("writing the JSON report")?;
         writeln!(out)?;
     } else {
         if let Some(span) = &span {
             writeln!(out, "accounted: {}", span.describe())?;
+        }
+        if let Some(model) = model {
+            out.write_all(crate::output::summary::render_model(model).as_bytes())?;
         }
         out.write_all(render_table(report).as_bytes())?;
         if let Some(tier_report) = &tier_report {

@@ -53,6 +53,8 @@ struct QueryCommandPlan {
     window_ns: Option<i64>,
     /// `--pool [NAME]`.
     pool: PoolRule,
+    /// `--model`'s KV bytes per token: each row's block bytes (said in a note).
+    kv_bytes_per_token: Option<u64>,
 }
 
 /// The plan of `args`: every check that needs no facts row.
@@ -85,6 +87,7 @@ fn plan(args: &QueryArgs) -> color_eyre::Result<QueryCommandPlan> {
         );
     }
     let span = time_spec(&args.span)?;
+    let kv_bytes_per_token = super::facts_model(&args.model)?;
     let window_ns = args
         .window
         .as_deref()
@@ -111,6 +114,7 @@ fn plan(args: &QueryArgs) -> color_eyre::Result<QueryCommandPlan> {
         span,
         window_ns,
         pool: args.pool.rule(),
+        kv_bytes_per_token,
     })
 }
 
@@ -164,6 +168,7 @@ fn write_query(plan: &QueryCommandPlan, accounting: Accounting) -> color_eyre::R
         tiers: plan.tiers.clone(),
         time_range: accounting.time_range,
         pool: Some(accounting.pool),
+        kv_bytes_per_token: plan.kv_bytes_per_token,
     };
     let summary = if plan.to_stdout {
         query_to(plan, &query_plan, io::stdout())
@@ -214,8 +219,8 @@ type FirstPass = (
 /// front; for the rest it saves the pool's second read), with every instance id.
 fn first_pass(plan: &QueryCommandPlan) -> color_eyre::Result<FirstPass> {
     let facts_paths = &plan.facts_paths;
-    let (span, lanes, geometries) =
-        trace_span_and_instances(facts_paths).wrap_err("facts query failed")?;
+    let (span, lanes, geometries) = trace_span_and_instances(facts_paths, plan.kv_bytes_per_token)
+        .wrap_err("facts query failed")?;
     super::note_lanes_in_several_files(lanes.lanes(), facts_paths);
     super::note(lanes.partial_pool_note().as_deref());
     let named = match &plan.pool {
@@ -267,6 +272,7 @@ fn write_windows(
         window_ns,
         Some(pool),
         pool_instances,
+        plan.kv_bytes_per_token,
     )
     .wrap_err("facts query failed")?;
     if !time_range.is_everything() && windows.is_empty() {

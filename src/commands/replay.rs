@@ -141,12 +141,40 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
     let trace_path = plan.trace_path.clone();
     let trace_format = plan.format;
     let model = plan.model.clone();
+    let mut comparison = litehit_report::EngineComparison::new(args.engine_pool.pool())
+        .without_pool_lane(plan.engine.pool.clone());
+    if let Some(report) = &args.observed_report {
+        if super::same_file(report, &plan.trace_path) || super::same_file(report, &plan.facts_path)
+        {
+            bail!(
+                "--observed-report {}: that is the trace or the facts file; name another file",
+                report.display()
+            );
+        }
+        comparison = comparison.with_request_report();
+    }
     let (totals, engine, published) = replay_plan(
         plan,
         (args.memory_horizon, args.engine, args.policy),
         !args.quiet && std::io::stderr().is_terminal(),
+        &mut comparison,
     )?;
     let facts_path = published[0].1.clone();
+    if let Some(report) = &args.observed_report {
+        if !comparison.has_observations() {
+            eprintln!(
+                "litehit: warning: --observed-report {}: no request carried the engine's \
+                 cached_tokens, so the report is empty",
+                report.display()
+            );
+        }
+        let gaps = comparison.request_gaps();
+        litehit_core::facts::file::write_atomically(report, |out| {
+            crate::output::observed_report::write_observed_report(&gaps, out)
+                .map_err(|error| eyre!(error))
+        })
+        .wrap_err_with(|| format!("writing --observed-report {}", report.display()))?;
+    }
     if let Some(shard) = args.shard
         && let Some(note) = empty_shard_note(&engine, shard, &facts_path)
     {
@@ -196,6 +224,10 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
                 args.engine.name()
             );
         }
+        eprint!(
+            "{}",
+            crate::output::summary::render_engine_comparison(&comparison)
+        );
     }
     Ok(())
 }
@@ -494,6 +526,7 @@ fn replay_plan(
         CachePolicies,
     ),
     show_progress: bool,
+    comparison: &mut litehit_report::EngineComparison,
 ) -> Result<(PipelineTotals, Engine, Published)> {
     // The worker count caps the lane threads too (`--workers`, the config, LITEHIT_THREADS or
     // the cores), as it does the parse workers.
@@ -538,7 +571,13 @@ fn replay_plan(
         &mut engine,
         plan.worker_count,
         plan.max_line_bytes,
-        &mut |policy, row| writers.append(policy, &row),
+        &mut |policy, row| {
+            // The engine comparison is LRU's (the `engine` slot, the effective capacity).
+            if policy == CachePolicy::Lru {
+                comparison.add_row(&row, row.observed_cached_tokens);
+            }
+            writers.append(policy, &row);
+        },
         &mut |totals| {
             if let Some(signal) = interrupts.received() {
                 interrupted = Some(signal);

@@ -203,6 +203,7 @@ pub fn build_converter(
         salt: flags.salt_field.clone(),
         tenant: tenant_field.map(str::to_owned),
         usage: flags.usage_field.clone().unwrap_or(defaults.usage),
+        cached_tokens: defaults.cached_tokens,
     };
     let block_size = usize::try_from(block_size).wrap_err("--block-size is too large")?;
     Ok(Converter::new(

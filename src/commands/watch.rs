@@ -530,6 +530,10 @@ fn trace_ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
     config.follow_file = follow_file;
     config.memory_horizon = args.memory_horizon;
     config.engine_rule = args.engine;
+    config.engine_pool = args.engine_pool.pool();
+    config.engine_metrics = engine_endpoints(args)?;
+    // On the monitor's interval (the headless lines'), at least every 100 ms.
+    config.engine_metrics_interval = std::time::Duration::from_secs_f64(args.interval.max(0.1));
     // The same grammar and tier bands as `query --tiers`.
     config.tiers = super::query::tier_plan(&args.tier_args)?;
     // The write probe only for a --facts-out given: nothing is written where nothing was
@@ -554,6 +558,23 @@ fn trace_ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
         .wrap_err("--window-seconds is too large")?;
     config.exit_at_eof = args.exit_at_eof;
     Ok(config)
+}
+
+/// `--engine-metrics`, each resolved and checked now (loopback and private addresses only,
+/// unless `--engine-metrics-any-address`).
+fn engine_endpoints(
+    args: &WatchArgs,
+) -> color_eyre::Result<Vec<litehit_live::engine_metrics::EngineEndpoint>> {
+    args.engine_metrics
+        .iter()
+        .map(|text| {
+            litehit_live::engine_metrics::EngineEndpoint::parse(
+                text,
+                args.engine_metrics_any_address,
+            )
+            .map_err(|reason| eyre!("--engine-metrics: {reason}"))
+        })
+        .collect()
 }
 
 /// Where the facts spill waits: `--spill-dir`, else beside `--facts-out` (`None`), else the

@@ -20,6 +20,35 @@ pub struct PlannedReport<'a> {
     pub accounted_span: Option<SpanReport>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tiers: Option<TierReport>,
+    /// `--model`: the model every row's block bytes were taken from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<ModelJson>,
+}
+
+/// `mrc --json`'s `model`: the model and its KV size, and what is not modelled.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ModelJson {
+    /// The preset's Hugging Face id, or the config file as given.
+    pub name: String,
+    /// The KV bytes per token every row's `block_bytes` was computed from.
+    pub kv_bytes_per_token: u64,
+    /// The KV cache dtype counted.
+    pub kv_cache_dtype: &'static str,
+    /// Sliding-window or linear-attention layers left out (not modelled).
+    pub windowed_layers: u64,
+}
+
+impl ModelJson {
+    /// The JSON of `model`.
+    #[must_use]
+    pub fn of(model: &litehit_core::config::ModelKvSize) -> Self {
+        Self {
+            name: model.model.clone(),
+            kv_bytes_per_token: model.kv_bytes_per_token,
+            kv_cache_dtype: model.kv_cache_dtype.name(),
+            windowed_layers: model.windowed_layers,
+        }
+    }
 }
 
 /// The tier table: one row per instance and the total, a column per tier and the misses.

@@ -272,6 +272,102 @@ fn facts_list(facts: &[(CachePolicy, &Path)]) -> String {
     }
 }
 
+/// The lines under the replay summary about the serving engine: each instance's LRU hit rate
+/// at the `engine` slot (`--gpu-blocks`, `--gpu-memory`) and, when the trace carried the
+/// engine's cached tokens, the observed hit rate beside LRU at the slot and at ∞ over the
+/// same requests, and the effective capacity (the smallest LRU cache reaching the observed
+/// hits). Empty with neither. Every number is the comparison's (`litehit_report`).
+#[must_use]
+pub fn render_engine_comparison(comparison: &litehit_report::EngineComparison) -> String {
+    let pool = comparison.pool();
+    let observed = comparison.has_observations();
+    if pool.is_none() && !observed {
+        return String::new();
+    }
+    let rows = comparison.rows();
+    let mut out = String::new();
+    if let Some(pool) = pool {
+        let _ = writeln!(out, "engine slot: {}", pool.describe());
+    }
+    if observed {
+        // The last row is the total (or the one instance).
+        let (with, all) = rows
+            .last()
+            .map_or((0, 0), |row| (row.observed_requests, row.requests));
+        let _ = writeln!(
+            out,
+            "observed: the engine's cached tokens ({with} of {all} requests carry them), \
+             beside LRU over the same requests"
+        );
+    }
+    let id_width = rows
+        .iter()
+        .map(|row| row.instance_id.width())
+        .max()
+        .unwrap_or(0)
+        .max(20);
+    let padded = |id: &str| format!("{id}{}", " ".repeat(id_width.saturating_sub(id.width())));
+    let mut header = vec![padded("instance")];
+    if pool.is_some() {
+        header.push(format!("{:>13}", "engine blocks"));
+    }
+    if observed {
+        header.push(format!("{:>9}", "observed"));
+    }
+    if pool.is_some() {
+        header.push(format!("{:>10}", "LRU engine"));
+    }
+    if observed {
+        header.push(format!("{:>8}", "LRU ∞"));
+        header.push("effective capacity".to_owned());
+    }
+    let _ = writeln!(out, "{}", header.join(" "));
+    let percent = |tokens: u64, of: u64| display::percent(Some(ratio(tokens, of)), 2);
+    for row in &rows {
+        let mut cells = vec![padded(&row.instance_id)];
+        if pool.is_some() {
+            cells.push(format!(
+                "{:>13}",
+                row.engine_capacity_blocks
+                    .map_or_else(|| "-".to_owned(), display::count)
+            ));
+        }
+        if observed {
+            let of = row.observed_input_tokens;
+            cells.push(format!("{:>9}", percent(row.observed_hit_tokens, of)));
+            if pool.is_some() {
+                cells.push(format!(
+                    "{:>10}",
+                    percent(row.observed_rows_engine_hit_tokens, of)
+                ));
+            }
+            cells.push(format!(
+                "{:>8}",
+                percent(row.observed_rows_infinite_hit_tokens, of)
+            ));
+            cells.push(
+                match (row.effective_capacity_blocks, row.engine_capacity_blocks) {
+                    (Some(blocks), Some(engine)) if engine > 0 => format!(
+                        "{} blocks ({} of the engine slot)",
+                        display::count(blocks),
+                        display::percent(Some(ratio(blocks, engine)), 1)
+                    ),
+                    (Some(blocks), _) => format!("{} blocks", display::count(blocks)),
+                    (None, _) if row.observed_requests == 0 => "-".to_owned(),
+                    (None, _) => "beyond ∞ (the engine hit more than LRU can)".to_owned(),
+                },
+            );
+        } else {
+            cells.push(format!(
+                "{:>10}",
+                percent(row.engine_hit_tokens, row.input_tokens)
+            ));
+        }
+        let _ = writeln!(out, "{}", cells.join(" ").trim_end());
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -60,6 +60,7 @@ fn synthetic_facts(path: &Path, rows: usize) {
                     + rng.below(block_size_tokens),
                 block_size_tokens,
                 block_bytes,
+                observed_cached_tokens: None,
                 fact: &fact,
             },
         );

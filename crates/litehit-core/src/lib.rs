@@ -96,6 +96,7 @@ mod preprocess;
 pub mod config;
 pub mod display;
 pub mod engine;
+pub mod engine_pool;
 pub mod facts;
 pub mod formats;
 pub mod grammar;

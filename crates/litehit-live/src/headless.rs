@@ -19,7 +19,7 @@ const SIGNAL_POLL: Duration = Duration::from_millis(20);
 
 use super::LiveHandle;
 use super::snapshot::{
-    FactsRetention, FactsWrite, FollowState, LaneSnapshot, LiveSnapshot, Totals, tier_shares,
+    FactsRetention, FactsWrite, FollowState, LaneSnapshot, LiveSnapshot, Slot, Totals, tier_shares,
 };
 use litehit_core::projector::Capacity;
 use litehit_core::projector::tiers::TierPlan;
@@ -194,6 +194,11 @@ pub struct Report {
     /// `--model`: the model the block bytes were computed for; absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model: Option<ModelDto>,
+    /// `--engine`: whose prefix-cache rule the hits follow (`ideal`, `vllm`, `sglang`).
+    pub engine: &'static str,
+    /// `--engine-metrics`: each endpoint's scrapes and last window (absent without).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub engine_metrics: Vec<EngineMetricsDto>,
     pub instances: Vec<InstanceDto>,
     /// Σ over instances (each projected with its own block_bytes).
     pub total: TotalDto,
@@ -230,6 +235,97 @@ pub struct Report {
     pub dropped_lines: u64,
 }
 
+/// One `--engine-metrics` endpoint: its scrapes and the last window between two of them.
+#[derive(Debug, Serialize)]
+pub struct EngineMetricsDto {
+    /// The instance it compares with (`null`: every instance).
+    pub instance: Option<String>,
+    pub url: String,
+    pub scrapes: u64,
+    pub failed_scrapes: u64,
+    /// Why the last scrape failed (`null` once one succeeded).
+    pub last_error: Option<String>,
+    /// The engine's cumulative prefix-cache query and hit tokens.
+    pub query_tokens: Option<u64>,
+    pub hit_tokens: Option<u64>,
+    /// `vllm:cache_config_info`: the engine's blocks and their tokens.
+    pub num_gpu_blocks: Option<u64>,
+    pub block_size: Option<u64>,
+    /// The last window: the engine's hit rate and LiteHit's (at `litehit_at`).
+    pub window: Option<EngineWindowDto>,
+    /// `engine` (the `engine` slot) or `inf`: where LiteHit's side is read.
+    pub litehit_at: &'static str,
+}
+
+/// [`EngineMetricsDto::window`].
+#[derive(Debug, Serialize)]
+pub struct EngineWindowDto {
+    pub engine_query_tokens: u64,
+    pub engine_hit_tokens: u64,
+    pub engine_hit_rate: Option<f64>,
+    pub litehit_input_tokens: u64,
+    pub litehit_hit_tokens: u64,
+    pub litehit_hit_rate: Option<f64>,
+}
+
+impl EngineMetricsDto {
+    fn of(view: &crate::snapshot::EngineMetricsView) -> Self {
+        Self {
+            instance: view.instance_id.clone(),
+            url: view.url.clone(),
+            scrapes: view.scrapes,
+            failed_scrapes: view.failed_scrapes,
+            last_error: view.last_error.clone(),
+            query_tokens: view.query_tokens,
+            hit_tokens: view.hit_tokens,
+            num_gpu_blocks: view.pool.map(|(blocks, _)| blocks),
+            block_size: view.pool.map(|(_, size)| size),
+            window: view.window.map(|window| EngineWindowDto {
+                engine_query_tokens: window.engine_query_tokens,
+                engine_hit_tokens: window.engine_hit_tokens,
+                engine_hit_rate: window.engine_hit_rate(),
+                litehit_input_tokens: window.litehit_input_tokens,
+                litehit_hit_tokens: window.litehit_hit_tokens,
+                litehit_hit_rate: window.litehit_hit_rate(),
+            }),
+            litehit_at: if view.compared_at_engine_slot {
+                litehit_core::engine_pool::ENGINE_SLOT_NAME
+            } else {
+                crate::labels::INFINITE_CAPACITY_LABEL
+            },
+        }
+    }
+}
+
+/// The engine's observed hits (`cached_tokens` in the trace), beside LiteHit's.
+#[derive(Debug, Serialize)]
+pub struct ObservedDto {
+    /// Rows that said the engine's cached tokens.
+    pub requests: u64,
+    /// Σ input tokens of those rows.
+    pub input_tokens: u64,
+    /// Σ the engine's cached tokens.
+    pub hit_tokens: u64,
+    /// `hit_tokens / input_tokens`.
+    pub hit_rate: Option<f64>,
+    /// An instance's effective capacity in its blocks (the smallest LRU cache reaching the
+    /// observed hits), when every row said them; absent otherwise (and in the total).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub effective_capacity_blocks: Option<u64>,
+}
+
+impl ObservedDto {
+    fn of(counts: litehit_core::engine::ObservedCounts, hit_rate: Option<f64>) -> Option<Self> {
+        (counts.requests > 0).then_some(Self {
+            requests: counts.requests,
+            input_tokens: counts.input_tokens,
+            hit_tokens: counts.hit_tokens,
+            hit_rate,
+            effective_capacity_blocks: None,
+        })
+    }
+}
+
 /// `--model`, as the headless line says it.
 #[derive(Debug, Serialize)]
 pub struct ModelDto {
@@ -261,6 +357,9 @@ impl ModelDto {
 
 #[derive(Debug, Serialize)]
 pub struct SlotDto {
+    /// The slot's name (`engine`: the serving engine's own pool); absent for a typed slot.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub capacity_gb: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -273,17 +372,29 @@ impl SlotDto {
     pub fn of(capacity: Capacity) -> Self {
         match capacity {
             Capacity::Gigabytes(gb) => Self {
+                name: None,
                 capacity_gb: Some(gb),
                 capacity_blocks: None,
             },
             Capacity::Blocks(blocks) => Self {
+                name: None,
                 capacity_gb: None,
                 capacity_blocks: Some(blocks),
             },
             Capacity::Infinite => Self {
+                name: None,
                 capacity_gb: Some(-1.0),
                 capacity_blocks: None,
             },
+        }
+    }
+
+    /// A slot: its capacity as typed, and its name if it has one.
+    #[must_use]
+    pub fn of_slot(slot: &Slot) -> Self {
+        Self {
+            name: slot.name(),
+            ..Self::of(slot.capacity)
         }
     }
 }
@@ -306,6 +417,9 @@ pub struct InstanceDto {
     /// core's rule, `ImplausibleKvSize`): the warning, as `replay` and `query` print it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kv_size_warning: Option<String>,
+    /// The serving engine's own observed hits (`cached_tokens`), once a row said them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub observed: Option<ObservedDto>,
     /// Cumulative hit tokens per slot.
     pub hit_tokens: Vec<u64>,
     /// Cumulative token hit rate per slot (`null` before the first request).
@@ -407,6 +521,12 @@ impl InstanceDto {
                 lane.block_size_tokens,
             )
             .map(|warning| warning.to_string()),
+            observed: ObservedDto::of(lane.observed, lane.observed_hit_rate()).map(|dto| {
+                ObservedDto {
+                    effective_capacity_blocks: lane.observed_effective_capacity_blocks,
+                    ..dto
+                }
+            }),
             hit_tokens: (0..slot_count).map(|i| lane.slot_hit_tokens(i)).collect(),
             hit_rates: (0..slot_count).map(|i| lane.slot_hit_rate(i)).collect(),
             infinite_hit_tokens: lane.infinite_hit_tokens(),
@@ -493,6 +613,9 @@ pub struct HorizonDto {
 pub struct TotalDto {
     pub requests: u64,
     pub input_tokens: u64,
+    /// Σ over instances of the engine's observed hits, once a row said them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub observed: Option<ObservedDto>,
     pub hit_tokens: Vec<u64>,
     pub hit_rates: Vec<Option<f64>>,
     pub infinite_hit_tokens: u64,
@@ -632,7 +755,7 @@ impl Report {
             .slots
             .iter()
             .map(|slot| {
-                crate::labels::capacity_label(slot.capacity)
+                crate::labels::slot_label(slot)
                     .unwrap_or_else(|| crate::labels::INFINITE_CAPACITY_LABEL.to_owned())
             })
             .collect();
@@ -667,11 +790,7 @@ impl Report {
             queued_files: snap.source.queued,
             lost_bytes: snap.source.lost_bytes,
             lost_files: snap.source.lost_files,
-            slots: snap
-                .slots
-                .iter()
-                .map(|slot| SlotDto::of(slot.capacity))
-                .collect(),
+            slots: snap.slots.iter().map(SlotDto::of_slot).collect(),
             memory_horizon: snap.memory_horizon.map(SlotDto::of),
             tier_mode: snap.tiers.as_ref().map(TierPlan::mode_name),
             // Unless `b` set other bytes since: then the model no longer says the size.
@@ -680,6 +799,12 @@ impl Report {
                 .as_ref()
                 .filter(|_| snap.assumed_block_bytes.is_none())
                 .map(ModelDto::of),
+            engine: snap.engine_rule.name(),
+            engine_metrics: snap
+                .engine_metrics
+                .iter()
+                .map(EngineMetricsDto::of)
+                .collect(),
             instances: snap
                 .lanes
                 .iter()
@@ -693,6 +818,7 @@ impl Report {
             total: TotalDto {
                 requests: totals.requests,
                 input_tokens: totals.input_tokens,
+                observed: ObservedDto::of(totals.observed, totals.observed_hit_rate()),
                 hit_rates: (0..slot_count).map(|i| totals.slot_hit_rate(i)).collect(),
                 hit_tokens: totals.slot_hit_tokens.clone(),
                 infinite_hit_tokens: totals.infinite_hit_tokens,
@@ -843,7 +969,12 @@ pub fn summary_text(snap: &LiveSnapshot) -> String {
     let columns: Vec<String> = snap
         .slots
         .iter()
-        .map(|slot| litehit_core::display::capacity_label(slot.capacity))
+        .map(|slot| {
+            slot.name().map_or_else(
+                || litehit_core::display::capacity_label(slot.capacity),
+                str::to_owned,
+            )
+        })
         .chain(std::iter::once("∞".to_owned()))
         .collect();
     // `≥` marks a cell that is only a lower bound (above the memory horizon, and ∞ under it).

@@ -4,6 +4,8 @@
 
 use litehit_core::projector::Capacity;
 
+use crate::snapshot::Slot;
+
 /// The `capacity` label of the unlimited-capacity bound.
 pub const INFINITE_CAPACITY_LABEL: &str = "inf";
 
@@ -15,5 +17,15 @@ pub fn capacity_label(capacity: Capacity) -> Option<String> {
         Capacity::Gigabytes(gb) => Some(format!("{gb}GiB")),
         Capacity::Blocks(blocks) => Some(format!("{blocks}blocks")),
         Capacity::Infinite => None,
+    }
+}
+
+/// The `capacity` label of `slot`: its name (`engine`) if it has one, else
+/// [`capacity_label`].
+#[must_use]
+pub fn slot_label(slot: &Slot) -> Option<String> {
+    match slot.name() {
+        Some(name) => Some(name.to_owned()),
+        None => capacity_label(slot.capacity),
     }
 }

@@ -31,6 +31,7 @@
 //! Data flows one way: [`tail`] or [`http`] → [`ingest`] → [`snapshot`] → the TUI or
 //! [`headless`].
 
+pub mod engine_metrics;
 mod error;
 pub mod headless;
 pub mod headless_output;
@@ -104,6 +105,11 @@ pub enum IngestEvent {
     /// A body posted to the HTTP endpoint, read through the same pipeline as file lines and
     /// answered on its reply channel.
     HttpBatch(http::HttpBatch),
+    /// One `--engine-metrics` scrape of endpoint `index`: its counters, or why not.
+    EngineScrape {
+        index: usize,
+        result: std::result::Result<engine_metrics::EngineCounters, String>,
+    },
 }
 
 /// Sends commands to the ingest thread from any thread.

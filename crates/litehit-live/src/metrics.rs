@@ -18,6 +18,8 @@
 //! litehit_hit_tokens_total{instance,capacity}           counter  capacity="40GiB" | "5000blocks" | "inf"
 //!                                                                (+ lower_bound="true" above a memory horizon)
 //! litehit_tier_hit_tokens_total{instance,tier}          counter  watch --tiers: tokens each tier served
+//! litehit_observed_hit_tokens_total{instance}           counter  the engine's own cached tokens (cached_tokens)
+//! litehit_observed_input_tokens_total{instance}         counter  input tokens of the rows that said them
 //! litehit_bad_lines_total                               counter
 //! litehit_headless_lines_dropped_total                  counter
 //! litehit_clamped_timestamps_total{instance}            counter
@@ -32,9 +34,13 @@
 //! litehit_memory_horizon_blocks{instance}               gauge    with --memory-horizon only
 //! litehit_memory_horizon_bytes{instance}                gauge    with --memory-horizon only
 //! litehit_build_info{version}                           info     (a gauge of value 1 in text 0.0.4)
+//! litehit_engine_info{engine}                           info     --engine: ideal | vllm | sglang
 //! litehit_pool_info{instance,shared_by}                 info     only with watch --pool
 //! litehit_geometry_info{model,kv_bytes_per_token,kv_cache_dtype,windowed_layers_not_modelled}
 //!                                                       info     only with --model
+//! litehit_engine_prefix_cache_query_tokens_total{endpoint} counter only with --engine-metrics
+//! litehit_engine_prefix_cache_hit_tokens_total{endpoint}   counter only with --engine-metrics
+//! litehit_engine_scrape_failures_total{endpoint}           counter only with --engine-metrics
 //! litehit_lone_surrogates_total                         counter  only with watch --format openai
 //! litehit_http_refused_total{reason}                    counter  with --listen or --metrics-listen
 //! litehit_http_open_connections                         gauge    with --listen or --metrics-listen
@@ -64,11 +70,13 @@ pub use crate::labels::{INFINITE_CAPACITY_LABEL, capacity_label};
 
 /// Every metric name exported, as it appears in samples (counters with `_total`, the info
 /// metric with `_info`; in both formats).
-pub const METRIC_NAMES: [&str; 17] = [
+pub const METRIC_NAMES: [&str; 20] = [
     "litehit_requests_total",
     "litehit_input_tokens_total",
     "litehit_hit_tokens_total",
     "litehit_tier_hit_tokens_total",
+    "litehit_observed_hit_tokens_total",
+    "litehit_observed_input_tokens_total",
     "litehit_bad_lines_total",
     "litehit_headless_lines_dropped_total",
     "litehit_ttl_expired_blocks_total",
@@ -82,6 +90,7 @@ pub const METRIC_NAMES: [&str; 17] = [
     "litehit_memory_horizon_blocks",
     "litehit_memory_horizon_bytes",
     "litehit_build_info",
+    "litehit_engine_info",
 ];
 
 /// The info metric naming the shared pool lane, exported only with `watch --pool` (so not in
@@ -289,7 +298,7 @@ fn encode_hit_tokens(
 ) -> fmt::Result {
     let mut slot_labels: Vec<(usize, String)> = Vec::with_capacity(snap.slots.len());
     for (index, slot) in snap.slots.iter().enumerate() {
-        if let Some(label) = capacity_label(slot.capacity)
+        if let Some(label) = crate::labels::slot_label(slot)
             && !slot_labels.iter().any(|(_, seen)| *seen == label)
         {
             slot_labels.push((index, label));
@@ -415,6 +424,30 @@ fn encode_snapshot(snap: &LiveSnapshot, out: &mut dyn Exposition) -> fmt::Result
         &lanes,
         &instances,
         |lane| lane.ttl_expired_blocks,
+    )?;
+    per_instance(
+        out,
+        family(
+            "litehit_observed_hit_tokens",
+            "The serving engine's own cached prompt tokens, as its request log said them \
+             (cached_tokens), per instance: the observed hits beside LiteHit's",
+            Kind::Counter,
+        ),
+        &lanes,
+        &instances,
+        |lane| lane.observed.hit_tokens,
+    )?;
+    per_instance(
+        out,
+        family(
+            "litehit_observed_input_tokens",
+            "Input tokens of the rows that said the engine's cached tokens, per instance: the \
+             denominator of the observed hit rate",
+            Kind::Counter,
+        ),
+        &lanes,
+        &instances,
+        |lane| lane.observed.input_tokens,
     )?;
     per_instance(
         out,
@@ -550,10 +583,81 @@ fn encode_snapshot(snap: &LiveSnapshot, out: &mut dyn Exposition) -> fmt::Result
         encode_http(out, refused)?;
     }
 
+    if !snap.engine_metrics.is_empty() {
+        encode_engine_metrics(out, &snap.engine_metrics)?;
+    }
+
+    let engine_info = family(
+        "litehit_engine",
+        "Whose prefix-cache rule the hits follow (--engine): ideal, or vllm and sglang, where \
+         a prompt never hits its last token",
+        Kind::Info,
+    );
+    out.family(engine_info, &mut |samples| {
+        samples.sample(&[("engine", snap.engine_rule.name())], 1)
+    })?;
+
     let build_info = family("litehit_build", "The litehit version", Kind::Info);
     out.family(build_info, &mut |samples| {
         samples.sample(&[("version", env!("CARGO_PKG_VERSION"))], 1)
     })
+}
+
+/// The families of `--engine-metrics`: per endpoint (its instance, else its URL), the
+/// engine's own prefix-cache counters as last scraped, and the failed scrapes.
+pub const ENGINE_METRICS_METRICS: [&str; 3] = [
+    "litehit_engine_prefix_cache_query_tokens_total",
+    "litehit_engine_prefix_cache_hit_tokens_total",
+    "litehit_engine_scrape_failures_total",
+];
+
+/// A family of `--engine-metrics`: its name, help, and each endpoint's value.
+type EngineFamily = (
+    &'static str,
+    &'static str,
+    fn(&crate::snapshot::EngineMetricsView) -> Option<u64>,
+);
+
+fn encode_engine_metrics(
+    out: &mut dyn Exposition,
+    endpoints: &[crate::snapshot::EngineMetricsView],
+) -> fmt::Result {
+    let families: [EngineFamily; 3] = [
+        (
+            "litehit_engine_prefix_cache_query_tokens",
+            "The serving engine's own prefix-cache query tokens (vllm:prefix_cache_queries_total, \
+             sglang:prompt_tokens_total), as last scraped (--engine-metrics)",
+            |view| view.query_tokens,
+        ),
+        (
+            "litehit_engine_prefix_cache_hit_tokens",
+            "The serving engine's own prefix-cache hit tokens (vllm:prefix_cache_hits_total, \
+             sglang:cached_tokens_total), as last scraped (--engine-metrics)",
+            |view| view.hit_tokens,
+        ),
+        (
+            "litehit_engine_scrape_failures",
+            "Scrapes of the engine's metrics endpoint that failed (--engine-metrics); the \
+             monitor goes on",
+            |view| Some(view.failed_scrapes),
+        ),
+    ];
+    for (name, help, value) in families {
+        let family = Family {
+            name,
+            help,
+            kind: Kind::Counter,
+        };
+        out.family(family, &mut |samples| {
+            for view in endpoints {
+                if let Some(value) = value(view) {
+                    samples.sample(&[("endpoint", view.label.as_str())], value)?;
+                }
+            }
+            Ok(())
+        })?;
+    }
+    Ok(())
 }
 
 /// `litehit_geometry_info`: the model (`--model`) the block bytes were computed for.
@@ -676,6 +780,45 @@ mod tests {
     use super::*;
     use crate::snapshot::{FractionCapacity, LaneSnapshot, Slot};
     use litehit_core::projector::Capacity;
+
+    /// `--engine-metrics`: each endpoint's counters as last scraped, and its failures (a
+    /// counter even before the first success); nothing without endpoints.
+    #[test]
+    fn engine_metrics_families_follow_the_endpoints() {
+        let plain = encode(&LiveSnapshot::default().finished()).unwrap();
+        assert!(!plain.contains("litehit_engine_prefix_cache"));
+        let snap = LiveSnapshot {
+            engine_metrics: vec![
+                crate::snapshot::EngineMetricsView {
+                    label: "a".to_owned(),
+                    scrapes: 2,
+                    query_tokens: Some(300),
+                    hit_tokens: Some(120),
+                    ..Default::default()
+                },
+                crate::snapshot::EngineMetricsView {
+                    label: "down".to_owned(),
+                    failed_scrapes: 4,
+                    last_error: Some("refused".to_owned()),
+                    ..Default::default()
+                },
+            ],
+            ..LiveSnapshot::default()
+        }
+        .finished();
+        let text = encode(&snap).unwrap();
+        for line in [
+            "litehit_engine_prefix_cache_query_tokens_total{endpoint=\"a\"} 300",
+            "litehit_engine_prefix_cache_hit_tokens_total{endpoint=\"a\"} 120",
+            "litehit_engine_scrape_failures_total{endpoint=\"a\"} 0",
+            "litehit_engine_scrape_failures_total{endpoint=\"down\"} 4",
+        ] {
+            assert!(text.contains(line), "{line} in:\n{text}");
+        }
+        assert!(
+            !text.contains("litehit_engine_prefix_cache_query_tokens_total{endpoint=\"down\"}")
+        );
+    }
 
     #[test]
     fn capacity_labels_say_their_unit() {

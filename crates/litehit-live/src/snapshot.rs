@@ -34,6 +34,35 @@ pub struct Slot {
     pub capacity: Capacity,
 }
 
+/// The id of the `engine` slot (`--gpu-blocks`, `--gpu-memory`): the serving engine's own
+/// pool, named `engine` on every surface and listed first. Typed slots count from 1.
+pub const ENGINE_SLOT_ID: SlotId = 0;
+
+impl Slot {
+    /// Whether this is the `engine` slot.
+    #[must_use]
+    pub fn is_engine(&self) -> bool {
+        self.id == ENGINE_SLOT_ID
+    }
+
+    /// The slot's name, when it has one (`engine`).
+    #[must_use]
+    pub fn name(&self) -> Option<&'static str> {
+        self.is_engine()
+            .then_some(litehit_core::engine_pool::ENGINE_SLOT_NAME)
+    }
+
+    /// The order slots are listed in: the `engine` slot first, then by capacity
+    /// ([`Capacity::order_at`] at `block_bytes`).
+    #[must_use]
+    pub fn order_at(&self, other: &Self, block_bytes: Option<u64>) -> std::cmp::Ordering {
+        other
+            .is_engine()
+            .cmp(&self.is_engine())
+            .then_with(|| self.capacity.order_at(&other.capacity, block_bytes))
+    }
+}
+
 /// One sampled point of a lane's cumulative hits-vs-capacity curve.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct CurvePoint {
@@ -121,9 +150,22 @@ pub struct LaneSnapshot {
     /// (as `mrc`'s knees), in that order. Under a memory horizon they are lower bounds
     /// ([`Self::knees_are_lower_bounds`]).
     pub capacity_for_fraction: Vec<FractionCapacity>,
+    /// The serving engine's own observed hits on this lane's rows (`cached_tokens`), as the
+    /// engine counted them.
+    pub observed: litehit_core::engine::ObservedCounts,
+    /// The effective capacity: the smallest LRU cache (blocks) whose hits reach the observed
+    /// ones, when every row of the lane said them; `None` otherwise, or when even ∞ falls
+    /// short.
+    pub observed_effective_capacity_blocks: Option<u64>,
 }
 
 impl LaneSnapshot {
+    /// The engine's observed token hit rate over the rows that said it; `None` without one.
+    #[must_use]
+    pub fn observed_hit_rate(&self) -> Option<f64> {
+        ratio(self.observed.hit_tokens, self.observed.input_tokens)
+    }
+
     /// Whether this lane's TTL expiry ran on a clamped clock (some row came earlier than the
     /// lane's latest), so its hits are approximate (`replay` of the time-sorted rows is exact).
     #[must_use]
@@ -253,6 +295,8 @@ pub struct Totals {
     pub tier_hit_tokens: Vec<u64>,
     /// Per tier: whether the Σ is only a lower bound (it is for some lane).
     pub tier_lower_bounds: Vec<bool>,
+    /// Σ over the instances of their observed hits (`cached_tokens`).
+    pub observed: litehit_core::engine::ObservedCounts,
 }
 
 impl Totals {
@@ -298,6 +342,15 @@ impl Totals {
         for lane in lanes {
             totals.requests += lane.requests;
             totals.input_tokens += lane.input_tokens;
+            totals.observed.requests += lane.observed.requests;
+            totals.observed.input_tokens = totals
+                .observed
+                .input_tokens
+                .wrapping_add(lane.observed.input_tokens);
+            totals.observed.hit_tokens = totals
+                .observed
+                .hit_tokens
+                .wrapping_add(lane.observed.hit_tokens);
             for (index, sum) in totals.slot_hit_tokens.iter_mut().enumerate() {
                 *sum += lane.slot_hit_tokens(index);
             }
@@ -362,6 +415,12 @@ impl Totals {
     #[must_use]
     pub fn infinite_hit_rate(&self) -> Option<f64> {
         ratio(self.infinite_hit_tokens, self.input_tokens)
+    }
+
+    /// The engine's observed token hit rate over the rows that said it; `None` without one.
+    #[must_use]
+    pub fn observed_hit_rate(&self) -> Option<f64> {
+        ratio(self.observed.hit_tokens, self.observed.input_tokens)
     }
 }
 
@@ -712,6 +771,58 @@ pub struct LiveSnapshot {
     /// `--model`: the model whose KV size per token made the lanes' block bytes, and its
     /// windowed layers (not modelled), named on every surface.
     pub model: Option<litehit_core::config::ModelKvSize>,
+    /// `--engine`: whose prefix-cache rule the facts follow (`ideal` by default), named on
+    /// every surface.
+    pub engine_rule: litehit_core::facts::EngineRule,
+    /// `--engine-metrics`: each endpoint's scrapes and its last window beside LiteHit's.
+    pub engine_metrics: Vec<EngineMetricsView>,
+}
+
+/// One `--engine-metrics` endpoint as the surfaces show it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct EngineMetricsView {
+    /// Its instance, else its URL.
+    pub label: String,
+    pub url: String,
+    /// The lane it compares with (`None`: every instance).
+    pub instance_id: Option<String>,
+    /// Scrapes read, and scrapes that failed (each one shown: `last_error`).
+    pub scrapes: u64,
+    pub failed_scrapes: u64,
+    /// Why the last scrape failed; `None` once one succeeds.
+    pub last_error: Option<String>,
+    /// The engine's cumulative prefix-cache query and hit tokens, at the last scrape.
+    pub query_tokens: Option<u64>,
+    pub hit_tokens: Option<u64>,
+    /// `vllm:cache_config_info`'s `num_gpu_blocks` and `block_size`, when said.
+    pub pool: Option<(u64, u64)>,
+    /// The last window between two scrapes, the engine's and LiteHit's tokens.
+    pub window: Option<EngineWindow>,
+    /// LiteHit's side is at the `engine` slot (else at ∞).
+    pub compared_at_engine_slot: bool,
+}
+
+/// The engine's and LiteHit's tokens over one window between two scrapes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct EngineWindow {
+    pub engine_query_tokens: u64,
+    pub engine_hit_tokens: u64,
+    pub litehit_input_tokens: u64,
+    pub litehit_hit_tokens: u64,
+}
+
+impl EngineWindow {
+    /// The engine's hit rate over the window.
+    #[must_use]
+    pub fn engine_hit_rate(&self) -> Option<f64> {
+        ratio(self.engine_hit_tokens, self.engine_query_tokens)
+    }
+
+    /// LiteHit's hit rate over the window.
+    #[must_use]
+    pub fn litehit_hit_rate(&self) -> Option<f64> {
+        ratio(self.litehit_hit_tokens, self.litehit_input_tokens)
+    }
 }
 
 /// A slot's capacity in blocks of `block_bytes`, at `shared_by` × the slot (1 for an

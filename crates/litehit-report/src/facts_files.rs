@@ -4,13 +4,15 @@
 //! The one thing reading several files adds to reading one: the input tokens of every file's
 //! rows are counted together ([`FactsReader::continue_input_tokens`]), so no sum over all the
 //! rows can wrap (the reader refuses the row that would). That hand-off is done here, once,
-//! for every pass that reads facts.
+//! for every pass that reads facts. And `--model` on `query`/`mrc`: each row's `block_bytes`
+//! becomes the model's KV bytes per token × its `block_size_tokens`
+//! ([`FactsFiles::with_kv_bytes_per_token`]), here, so every pass reads the same rows.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use litehit_core::facts::FactRecord;
-use litehit_core::facts::file::{FactsError, FactsReader, facts_input_path};
+use litehit_core::facts::file::{FactsError, FactsReader, FactsRowError, facts_input_path};
 
 /// A FACTS pattern that cannot be expanded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -92,6 +94,8 @@ pub struct FactsFiles {
     next: usize,
     /// Σ `input_token_len` of the files before the current one.
     input_tokens_before: u64,
+    /// `--model`'s KV bytes per token: each row's `block_bytes` is this × its block size.
+    kv_bytes_per_token: Option<u64>,
 }
 
 impl FactsFiles {
@@ -118,7 +122,17 @@ impl FactsFiles {
             current: None,
             next: 0,
             input_tokens_before: 0,
+            kv_bytes_per_token: None,
         }
+    }
+
+    /// Reads every row as if replayed for a model of `kv_bytes_per_token` (`query`/`mrc
+    /// --model`): its `block_bytes` becomes that × its `block_size_tokens`; `None` keeps the
+    /// facts' own. A product past `u64` is an error naming the file and line.
+    #[must_use]
+    pub fn with_kv_bytes_per_token(mut self, kv_bytes_per_token: Option<u64>) -> Self {
+        self.kv_bytes_per_token = kv_bytes_per_token;
+        self
     }
 
     /// Counts `input_tokens_before` (the input tokens of rows read elsewhere, e.g. an earlier
@@ -135,6 +149,19 @@ impl FactsFiles {
         loop {
             if let Some((_, reader)) = &mut self.current {
                 if reader.next_record(record)? {
+                    if let Some(kv_bytes_per_token) = self.kv_bytes_per_token {
+                        record.block_bytes = record
+                            .block_size_tokens
+                            .checked_mul(kv_bytes_per_token)
+                            .ok_or_else(|| FactsError::Row {
+                                path: reader.path().to_path_buf(),
+                                line: reader.line_number(),
+                                reason: FactsRowError::ModelBlockBytesOverflow {
+                                    block_size_tokens: record.block_size_tokens,
+                                    kv_bytes_per_token,
+                                },
+                            })?;
+                    }
                     return Ok(true);
                 }
                 self.input_tokens_before = reader.input_tokens_read();

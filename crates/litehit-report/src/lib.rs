@@ -9,6 +9,8 @@
 //! and the miss-ratio curves with their knees and saturation ([`MrcCurves`], [`MrcReport`],
 //! [`tier_report`]), and the best split of one cache among tenant lanes ([`plan_quotas`]).
 //! Several facts files are read as one ([`FactsFiles`]).
+//! A replay's rows compared with the serving engine (its pool's slot, its observed hits, the
+//! effective capacity): [`EngineComparison`].
 //!
 //! It depends on `litehit-core` only, and never prints, parses a command line or touches a
 //! terminal: its results are plain structs (the `mrc` report derives `Serialize`), which the
@@ -43,6 +45,7 @@
 
 mod facts_files;
 mod mrc;
+mod observed;
 mod pool_detect;
 mod query;
 mod quota;
@@ -55,6 +58,7 @@ pub use mrc::{
     PoolReport, PoolTierRow, SampledHits, TierReport, TierRow, TotalKnee, TotalPoint, TotalReport,
     tier_report,
 };
+pub use observed::{ComparisonRow, EngineComparison, InstanceComparison, RequestGap};
 pub use pool_detect::{
     LaneFingerprint, LaneFingerprints, LaneInFile, PoolCheckError, RepeatedRows, RowSums,
     several_files_note,

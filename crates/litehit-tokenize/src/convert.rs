@@ -100,6 +100,8 @@ struct Pending {
     tenant: Option<String>,
     seed: u64,
     usage: Option<u64>,
+    /// The engine's own cached prompt tokens ([`FieldPaths::cached_tokens`]).
+    cached_tokens: Option<u64>,
     prompt: Prompt,
 }
 
@@ -107,6 +109,27 @@ enum Prompt {
     /// Text to tokenize, with whether to add special tokens, and the field it came from.
     Text(String, bool, &'static str),
     Ids(Vec<u32>),
+}
+
+/// A count the engine logged (its prompt tokens, its cached tokens): the first of `paths`
+/// found (in the record, then the body); `Err` names the field whose value is no count.
+fn first_count<'a>(
+    record: &Value,
+    body: &Value,
+    paths: &'a [String],
+) -> std::result::Result<Option<u64>, (&'a str, String)> {
+    let Some((path, value)) = paths
+        .iter()
+        .find_map(|path| field(record, body, path).map(|value| (path, value)))
+    else {
+        return Ok(None);
+    };
+    value.as_u64().map(Some).ok_or_else(|| {
+        (
+            path.as_str(),
+            format!("expected a non-negative integer, found {value}"),
+        )
+    })
 }
 
 impl Converter {
@@ -313,12 +336,10 @@ impl Converter {
                 })?)),
             },
         };
-        let usage = field(&record, body, &fields.usage)
-            .map(|value| {
-                let message = || format!("expected a non-negative integer, found {value}");
-                value.as_u64().ok_or_else(|| bad(&fields.usage, message()))
-            })
-            .transpose()?;
+        let usage = first_count(&record, body, std::slice::from_ref(&fields.usage))
+            .map_err(|(field, message)| bad(field, message))?;
+        let cached_tokens = first_count(&record, body, &fields.cached_tokens)
+            .map_err(|(field, message)| bad(field, message))?;
         let prompt = self.prompt_of(text, body, body_path, path, line)?;
         Ok(Pending {
             line,
@@ -329,6 +350,7 @@ impl Converter {
             tenant,
             seed,
             usage,
+            cached_tokens,
             prompt,
         })
     }
@@ -626,6 +648,10 @@ impl RowWriter {
         }
         out.extend_from_slice(b"],\"input_len\":");
         out.extend_from_slice(number.format(tokens.len()).as_bytes());
+        if let Some(cached_tokens) = request.cached_tokens {
+            out.extend_from_slice(b",\"cached_tokens\":");
+            out.extend_from_slice(number.format(cached_tokens).as_bytes());
+        }
         out.extend_from_slice(b"}\n");
     }
 

@@ -29,7 +29,18 @@ pub struct FieldPaths {
     pub tenant: Option<String>,
     /// The engine's prompt token count, compared with ours in the summary.
     pub usage: String,
+    /// Where the engine's own count of cached prompt tokens may be, the first found wins
+    /// (written as the row's `cached_tokens`: the observed hits, beside the ideal).
+    pub cached_tokens: Vec<String>,
 }
+
+/// The engine's cached prompt tokens: OpenAI-compatible servers (vLLM, SGLang) in
+/// `usage.prompt_tokens_details.cached_tokens`, SGLang's native API in
+/// `meta_info.cached_tokens`.
+pub const CACHED_TOKENS_PATHS: [&str; 2] = [
+    "usage.prompt_tokens_details.cached_tokens",
+    "meta_info.cached_tokens",
+];
 
 impl Default for FieldPaths {
     fn default() -> Self {
@@ -42,6 +53,7 @@ impl Default for FieldPaths {
             salt: None,
             tenant: None,
             usage: "usage.prompt_tokens".to_owned(),
+            cached_tokens: CACHED_TOKENS_PATHS.map(str::to_owned).to_vec(),
         }
     }
 }

@@ -51,7 +51,52 @@ pub fn loggable_notices(snap: &LiveSnapshot) -> Vec<Notice> {
     notices.extend(facts_notice(snap));
     notices.extend(file_notice(snap));
     notices.extend(write_events_notice(snap));
+    notices.extend(engine_metrics_notice(snap));
     notices
+}
+
+/// `--engine-metrics`: each engine's hit rate over the last window beside LiteHit's (at the
+/// `engine` slot, else ∞), or why its last scrape failed (a problem, with the count).
+pub fn engine_metrics_notice(snap: &LiveSnapshot) -> Option<Notice> {
+    let mut problem = false;
+    let parts: Vec<String> = snap
+        .engine_metrics
+        .iter()
+        .map(|view| {
+            if let Some(error) = &view.last_error {
+                problem = true;
+                return format!(
+                    "engine {}: scrape failed ({} so far): {}",
+                    view.label,
+                    format::count(view.failed_scrapes),
+                    format::fit(error, LOGGED_ERROR_CHARS)
+                );
+            }
+            match view.window {
+                Some(window) => format!(
+                    "engine {}: {} vs LiteHit {} at {} (last window)",
+                    view.label,
+                    format::percent(window.engine_hit_rate()),
+                    format::percent(window.litehit_hit_rate()),
+                    if view.compared_at_engine_slot {
+                        "engine"
+                    } else {
+                        "∞"
+                    }
+                ),
+                None => format!("engine {}: waiting for two scrapes", view.label),
+            }
+        })
+        .collect();
+    if parts.is_empty() {
+        return None;
+    }
+    let style = if problem {
+        Style::new().yellow()
+    } else {
+        Style::new()
+    };
+    Some(Notice::new(parts.join(" · "), style, problem))
 }
 
 /// The longest error message a notice log entry keeps (a line's error can quote the line).

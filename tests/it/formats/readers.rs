@@ -87,6 +87,7 @@ fn standard_upstream_loader_examples_parse() {
             keys: vec![],
             input_token_len: 128,
             tenant: None,
+            cached_tokens: None,
         }
     );
 
@@ -490,6 +491,7 @@ fn parse_line_overwrites_every_field_of_a_reused_event() {
             keys: vec![],
             input_token_len: 0,
             tenant: None,
+            cached_tokens: None,
         }
     );
 }
@@ -1021,6 +1023,7 @@ fn kvcm_hand_written_events() {
             keys: vec![-1, 2],
             input_token_len: 3,
             tenant: None,
+            cached_tokens: None,
         }
     );
     // input_len, input_length, input_tokens win over tokens, in that order.

@@ -309,8 +309,46 @@ fn scraped_counters_equal_headless_replay_query_and_mrc() {
         sample(&samples, "litehit_build_info", &[("version", version)]),
         1
     );
+    assert_eq!(
+        sample(&samples, "litehit_engine_info", &[("engine", "ideal")]),
+        1
+    );
+    assert_eq!(report["engine"], "ideal");
 
     a_bad_line_appended_is_counted(&monitor, &trace);
+}
+
+/// `--engine vllm` is named in `/metrics` (both formats) and the headless JSON, and the
+/// `engine` slot (`--gpu-blocks`) is the series `capacity="engine"`, equal to the headless
+/// line's first slot result.
+#[test]
+fn the_engine_rule_and_slot_are_named_in_metrics_and_headless_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = write_file(dir.path(), "trace.jsonl", &trace_text());
+    let monitor = Monitor::start(&trace, &["--engine", "vllm", "--gpu-blocks", "4000"]);
+    let report = monitor.wait_for_requests(REQUESTS as u64);
+    assert_eq!(report["engine"], "vllm");
+    let samples = scrape_both_formats(monitor.port);
+    assert_eq!(
+        sample(&samples, "litehit_engine_info", &[("engine", "vllm")]),
+        1
+    );
+    let mut compared = 0;
+    for instance in report["instances"].as_array().unwrap() {
+        let id = instance["instance_id"].as_str().unwrap();
+        let result = &instance["slot_results"][0];
+        assert_eq!(result["label"], "engine");
+        assert_eq!(
+            sample(
+                &samples,
+                "litehit_hit_tokens_total",
+                &[("instance", id), ("capacity", "engine")]
+            ),
+            result["hit_tokens"].as_u64().unwrap()
+        );
+        compared += 1;
+    }
+    assert!(compared > 0);
 }
 
 /// A bad line appended is counted in a later scrape; the metrics-only server has no trace
@@ -570,4 +608,60 @@ fn slots_added_and_removed_appear_and_disappear_in_metrics() {
     });
     assert_eq!(capacities(&samples, "prefill-0"), ["300blocks", "inf"]);
     drop(live);
+}
+
+/// Issue 31 §3 live: rows that say the engine's `cached_tokens` give each instance's
+/// `observed` in the headless JSON and `litehit_observed_{hit,input}_tokens_total`, the sums
+/// of what the lines said (computed here), the pool's and the rows without it left out.
+#[test]
+fn the_engines_observed_hits_are_counted_per_instance() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = String::new();
+    let mut expected: BTreeMap<String, (u64, u64, u64)> = BTreeMap::new();
+    for (index, line) in trace_text().lines().enumerate() {
+        let row: Value = serde_json::from_str(line).unwrap();
+        let mut row = row.as_object().unwrap().clone();
+        // Every third row says nothing; the others a made-up count (the engine's own).
+        if index % 3 != 0 && row["type"] != "write" {
+            let input = row["input_len"].as_u64().unwrap();
+            let cached = (input / 3 + index as u64) % (input + 1);
+            row.insert("cached_tokens".into(), cached.into());
+            let id = row["instance_id"].as_str().unwrap().to_owned();
+            let sums = expected.entry(id).or_default();
+            *sums = (sums.0 + 1, sums.1 + input, sums.2 + cached);
+        }
+        text.push_str(&Value::Object(row).to_string());
+        text.push('\n');
+    }
+    let trace = write_file(dir.path(), "trace.jsonl", &text);
+    let monitor = Monitor::start(&trace, &["--pool"]);
+    let report = monitor.wait_for_requests(REQUESTS as u64);
+    let samples = scrape_both_formats(monitor.port);
+    assert_eq!(expected.len(), 2);
+    let mut total = (0, 0, 0);
+    for (id, (requests, input, hits)) in &expected {
+        let observed = &crate::common::headless::instance_entry(&report, id)["observed"];
+        assert_eq!(observed["requests"], *requests, "{id}");
+        assert_eq!(observed["input_tokens"], *input, "{id}");
+        assert_eq!(observed["hit_tokens"], *hits, "{id}");
+        let labels = [("instance", id.as_str())];
+        assert_eq!(
+            sample(&samples, "litehit_observed_hit_tokens_total", &labels),
+            *hits
+        );
+        assert_eq!(
+            sample(&samples, "litehit_observed_input_tokens_total", &labels),
+            *input
+        );
+        total = (total.0 + requests, total.1 + input, total.2 + hits);
+    }
+    let observed = &report["total"]["observed"];
+    assert_eq!(
+        (
+            observed["requests"].as_u64(),
+            observed["input_tokens"].as_u64()
+        ),
+        (Some(total.0), Some(total.1))
+    );
+    assert_eq!(observed["hit_tokens"], total.2);
 }

@@ -36,7 +36,7 @@ const HOSTILE_IDS: [&str; 4] = [
 ];
 /// `watch` flags beyond the slots `Monitor` sets (0.5 and 2 GB, 300 blocks): tiers, the pool,
 /// a memory horizon, a model with sliding-window layers (`litehit_geometry_info`).
-const SURFACES: [&str; 7] = [
+const SURFACES: [&str; 9] = [
     "--tiers",
     "hbm=10b,dram=200b",
     "--pool",
@@ -44,6 +44,8 @@ const SURFACES: [&str; 7] = [
     "250b",
     "--model",
     "openai/gpt-oss-20b",
+    "--engine",
+    "sglang",
 ];
 /// Prometheus 2.42's scrape `Accept` header, for asking as it asks.
 const OPENMETRICS_FIRST: &str = "application/openmetrics-text;version=1.0.0,\
@@ -142,6 +144,10 @@ fn promtool_passes_the_default_answer_of_a_monitor_with_every_surface() {
             "{id:?} missing from:\n{body}"
         );
     }
+    assert!(
+        body.contains("litehit_engine_info{engine=\"sglang\"} 1"),
+        "{body}"
+    );
     assert!(body.contains("capacity=\"300blocks\",lower_bound=\"true\""));
     assert!(body.contains("tier=\"dram\""));
 

@@ -76,6 +76,7 @@ fn events(trace: &[Vec<i64>], owners: &[usize]) -> Vec<TraceEvent> {
             keys: keys.clone(),
             input_token_len: i64::try_from(keys.len()).unwrap(),
             tenant: None,
+            cached_tokens: None,
         })
         .collect()
 }

@@ -3,6 +3,7 @@
 
 mod facts_globs;
 mod inputs;
+mod model;
 mod quota;
 mod spans;
 pub(crate) mod sql;

@@ -231,6 +231,7 @@ fn row_bytes(trace_id: &str) -> Vec<u8> {
             input_token_len: 8,
             block_size_tokens: 4,
             block_bytes: 16,
+            observed_cached_tokens: None,
             fact: &fact,
         },
     );

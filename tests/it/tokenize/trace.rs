@@ -728,3 +728,57 @@ fn a_lone_surrogate_is_read_as_a_replacement_character_and_counted() {
         serde_json::from_str(fs::read_to_string(&out).unwrap().lines().next().unwrap()).unwrap();
     assert_eq!(input_len(&first), fixture.count("w1 \u{fffd} w2", true));
 }
+
+/// Issue 31 §3: the engine's own cached prompt tokens (`usage.prompt_tokens_details.
+/// cached_tokens`, SGLang's `meta_info.cached_tokens`) become each row's `cached_tokens`,
+/// which `replay` reads as the observed hits.
+#[test]
+fn the_engines_cached_tokens_become_the_rows_cached_tokens() {
+    let fixture = Fixture::new();
+    let log = [
+        json!({"prompt": words(0..12), "usage": {"prompt_tokens": 12,
+            "prompt_tokens_details": {"cached_tokens": 0}}})
+        .to_string(),
+        json!({"prompt": words(0..12), "usage": {"prompt_tokens": 12,
+            "prompt_tokens_details": {"cached_tokens": 8}}})
+        .to_string(),
+        json!({"prompt": words(0..12), "meta_info": {"cached_tokens": 4}}).to_string(),
+        json!({"prompt": words(0..12)}).to_string(),
+    ]
+    .join("\n");
+    let rows = fixture.trace(&log, &[]);
+    let cached: Vec<Option<u64>> = rows
+        .iter()
+        .map(|row| {
+            row.get("cached_tokens")
+                .map(|value| value.as_u64().unwrap())
+        })
+        .collect();
+    assert_eq!(cached, [Some(0), Some(8), Some(4), None]);
+
+    let trace = fixture.path("trace.jsonl");
+    let run = ok(replay_to(
+        &trace,
+        &fixture.path("out"),
+        &["--block-size", "4"],
+    ));
+    assert!(
+        run.stderr
+            .contains("observed: the engine's cached tokens (3 of 4 requests carry them)"),
+        "{}",
+        run.stderr
+    );
+
+    let bad = json!({"prompt": "w1", "usage": {"prompt_tokens_details": {"cached_tokens": -1}}})
+        .to_string();
+    let log_path = write_file(fixture.dir.path(), "bad.jsonl", &bad);
+    let run = run_in(
+        None,
+        fixture.trace_args(&log_path, &fixture.path("bad.out")),
+    );
+    assert!(
+        failed(&run).contains("usage.prompt_tokens_details.cached_tokens"),
+        "{}",
+        run.stderr
+    );
+}

@@ -304,3 +304,72 @@ fn a_ttl_lane_counts_alive_blocks_and_says_so() {
         "{screen}"
     );
 }
+
+/// The `engine` slot (`--gpu-blocks`, `--gpu-memory`) is headed by its name, first, and
+/// its cells are the lane's hits at it.
+#[test]
+fn the_engine_slot_is_headed_engine_and_comes_first() {
+    let mut with_engine = slots();
+    with_engine[2] = Slot {
+        id: litehit_live::snapshot::ENGINE_SLOT_ID,
+        capacity: Capacity::Blocks(1000),
+    };
+    with_engine.rotate_right(1);
+    let snap = LiveSnapshot {
+        slots: with_engine,
+        lanes: vec![lane("engine-0", None, 0)],
+        ..LiveSnapshot::default()
+    }
+    .finished();
+    let mut app = App::default();
+    app.observe(&snap);
+    let screen = screen_text(&snap, &app, 120, 40);
+    let header = screen
+        .lines()
+        .find(|line| line.contains("10 GiB") && line.contains("engine"))
+        .unwrap_or_else(|| panic!("no header with the engine slot:\n{screen}"));
+    assert!(
+        header.find(" engine").unwrap() < header.find("10 GiB").unwrap(),
+        "{header}"
+    );
+    assert!(!header.contains("1000 blk"), "{header}");
+}
+
+/// Issue 31 §3: once a row said the engine's cached tokens, an `observed` column shows the
+/// engine's own hit rate before the slots (absent otherwise).
+#[test]
+fn an_observed_column_shows_the_engines_own_rate() {
+    let mut lane = lane("engine-0", None, 0);
+    let snap = LiveSnapshot {
+        slots: slots(),
+        lanes: vec![lane.clone()],
+        ..LiveSnapshot::default()
+    }
+    .finished();
+    let mut app = App::default();
+    app.observe(&snap);
+    assert!(!screen_text(&snap, &app, 120, 40).contains("observed"));
+    lane.observed = litehit_core::engine::ObservedCounts {
+        requests: 900,
+        input_tokens: 150_000,
+        hit_tokens: 46_500,
+    };
+    let snap = LiveSnapshot {
+        slots: slots(),
+        lanes: vec![lane],
+        ..LiveSnapshot::default()
+    }
+    .finished();
+    app.observe(&snap);
+    let screen = screen_text(&snap, &app, 120, 40);
+    let header = screen
+        .lines()
+        .find(|line| line.contains("observed"))
+        .unwrap_or_else(|| panic!("no observed column:\n{screen}"));
+    assert!(header.find("observed").unwrap() < header.find("10 GiB").unwrap());
+    let row = screen
+        .lines()
+        .find(|line| line.contains("▶ engine-0"))
+        .unwrap_or_else(|| panic!("no row:\n{screen}"));
+    assert!(row.contains("31.00%"), "{row}");
+}

@@ -103,6 +103,8 @@ fn lane(
         // Filled by `LiveSnapshot::finished`.
         shared_by: 0,
         slot_capacity_blocks: Vec::new(),
+        observed: litehit_core::engine::ObservedCounts::default(),
+        observed_effective_capacity_blocks: None,
     }
 }
 

@@ -3,6 +3,8 @@
 
 mod bounds;
 mod demo;
+mod engine_metrics;
+mod engine_slot;
 mod facts_dir;
 mod follow;
 mod headless_output;

@@ -36,6 +36,8 @@ pub(crate) struct Emit {
     /// The row's own timestamp (what the facts file records).
     pub(crate) timestamp_ns: i64,
     pub(crate) input_token_len: u64,
+    /// The engine's own cached tokens the line said (`cached_tokens`).
+    pub(crate) observed_cached_tokens: Option<u64>,
 }
 
 /// Curves of one policy a lane produced for its items, flattened.

@@ -34,6 +34,20 @@ pub struct Lane {
     clamped_timestamps: u64,
     /// The serving engine's rule on each fact (`--engine`): applied before anything reads it.
     engine_rule: EngineRule,
+    /// Rows that said the engine's own cached tokens (`cached_tokens`), their input tokens
+    /// and those cached tokens: the observed hits, beside the ideal.
+    observed: ObservedCounts,
+}
+
+/// A lane's observed hits: the serving engine's own counts, summed as the trace said them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ObservedCounts {
+    /// Rows that carried `cached_tokens`.
+    pub requests: u64,
+    /// Σ `input_token_len` of those rows.
+    pub input_tokens: u64,
+    /// Σ their `cached_tokens`.
+    pub hit_tokens: u64,
 }
 
 impl Lane {
@@ -58,7 +72,22 @@ impl Lane {
             clock_ns: None,
             clamped_timestamps: 0,
             engine_rule: EngineRule::Ideal,
+            observed: ObservedCounts::default(),
         }
+    }
+
+    /// Counts one replayed row that said the engine's cached tokens (wrapping, as the
+    /// input-token sums the engine refuses before they could).
+    pub(crate) fn count_observed(&mut self, input_token_len: u64, cached_tokens: u64) {
+        self.observed.requests += 1;
+        self.observed.input_tokens = self.observed.input_tokens.wrapping_add(input_token_len);
+        self.observed.hit_tokens = self.observed.hit_tokens.wrapping_add(cached_tokens);
+    }
+
+    /// The engine's own observed hits on this lane's rows (see [`ObservedCounts`]).
+    #[must_use]
+    pub fn observed(&self) -> ObservedCounts {
+        self.observed
     }
 
     pub(crate) fn set_engine_rule(&mut self, rule: EngineRule) {

@@ -21,7 +21,7 @@ use crate::formats::{EventKind, TraceEvent};
 use crate::preprocess::{NormalizeError, NormalizeParams, normalize_appended_keys};
 use crate::projector::Capacity;
 pub use cache_policy::{CachePolicies, CachePolicy};
-pub use lane::Lane;
+pub use lane::{Lane, ObservedCounts};
 pub use policy::Policy;
 pub use route::RouteError;
 use route::{Route, Router};
@@ -543,6 +543,10 @@ impl Engine {
                 // Out of memory: rows stop at the first request not replayed.
                 break;
             }
+            let lane = &mut self.lanes[emit.lane_index];
+            if let Some(observed) = emit.observed_cached_tokens {
+                lane.count_observed(emit.input_token_len, observed);
+            }
             let lane = &self.lanes[emit.lane_index];
             for policy in [CachePolicy::Lru, CachePolicy::Opt] {
                 if !self.cache_policies.contains(policy) {
@@ -567,6 +571,7 @@ impl Engine {
                         block_size_tokens: lane.spec().block_size_tokens,
                         block_bytes: lane.spec().block_bytes,
                         fact: &self.fact,
+                        observed_cached_tokens: emit.observed_cached_tokens,
                     },
                 );
             }
@@ -689,6 +694,7 @@ impl Engine {
                 item_index: items.len(),
                 timestamp_ns: event.timestamp_ns,
                 input_token_len,
+                observed_cached_tokens: event.cached_tokens,
             });
             items.push(batch::WorkItem {
                 keys,

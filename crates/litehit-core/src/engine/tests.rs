@@ -25,6 +25,7 @@ fn event(
         keys: keys.to_vec(),
         input_token_len,
         tenant: None,
+        cached_tokens: None,
     }
 }
 

@@ -119,6 +119,9 @@ pub struct FactRow<'a> {
     pub block_bytes: u64,
     /// The capacity-free hit curve.
     pub fact: &'a RequestFact,
+    /// The serving engine's own cached prompt tokens for this request, when the trace said
+    /// them ([`crate::formats::TraceEvent::cached_tokens`]); not a facts file column.
+    pub observed_cached_tokens: Option<u64>,
 }
 
 impl FactRecord {
@@ -132,6 +135,7 @@ impl FactRecord {
             input_token_len: self.input_token_len,
             block_size_tokens: self.block_size_tokens,
             block_bytes: self.block_bytes,
+            observed_cached_tokens: None,
             fact: &self.fact,
         }
     }

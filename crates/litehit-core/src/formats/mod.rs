@@ -55,6 +55,10 @@ pub struct TraceEvent {
     /// The tenant (the standard format's optional `tenant`, `LMCache`'s `cache_salt` or
     /// `model`); `None` when the line has none. Only `--lane-by` reads it.
     pub tenant: Option<String>,
+    /// The serving engine's own count of cached prompt tokens for this request, when the
+    /// line says it (the standard format's optional `cached_tokens`, from a request log's
+    /// `usage.prompt_tokens_details.cached_tokens`): the observed hits, beside the ideal.
+    pub cached_tokens: Option<u64>,
 }
 
 /// What a row's lane (its facts' `instance_id`) is: `--lane-by`.
@@ -485,6 +489,7 @@ fn reset_event(event: &mut TraceEvent, instance: InstanceSlot) {
     event.timestamp_ns = 0;
     event.input_token_len = 0;
     event.tenant = None;
+    event.cached_tokens = None;
     match instance {
         InstanceSlot::None => event.instance_id = None,
         InstanceSlot::Keep => {

@@ -40,6 +40,7 @@ field_set! {
         OutputLen => b"output_len",
         OutputLength => b"output_length",
         Tenant => b"tenant",
+        CachedTokens => b"cached_tokens",
     }
 }
 
@@ -112,7 +113,40 @@ impl StandardReader {
         } else {
             state.input_len
         };
+        if row_type == RowType::Write {
+            // A store has no prompt, so nothing the engine could have found cached.
+            event.cached_tokens = None;
+        }
         Ok(LineOutcome::Event)
+    }
+
+    /// The row's `type`: a known one, or the unknown text kept for the message.
+    fn read_type(&mut self, cur: &mut Cursor<'_>, state: &mut LineState) -> Result<(), Fault> {
+        if cur.peek() != Some(b'"') {
+            state.row_type = TypeState::Missing;
+            return cur.skip_value();
+        }
+        let raw = cur.raw_string()?;
+        self.unknown_type.clear();
+        let text: &[u8] = if raw.escaped {
+            json::decode_into(raw, &mut self.unknown_type).map_err(|reason| cur.fault(reason))?;
+            self.unknown_type.as_bytes()
+        } else {
+            raw.bytes
+        };
+        state.row_type = match text {
+            b"get" => TypeState::Known(RowType::Get),
+            b"request" => TypeState::Known(RowType::Request),
+            b"write" => TypeState::Known(RowType::Write),
+            _ => {
+                if !raw.escaped {
+                    self.unknown_type
+                        .push_str(&String::from_utf8_lossy(raw.bytes));
+                }
+                TypeState::Unknown
+            }
+        };
+        Ok(())
     }
 
     fn read_field(
@@ -123,33 +157,7 @@ impl StandardReader {
         event: &mut TraceEvent,
     ) -> Result<(), Fault> {
         match field {
-            Field::Type => {
-                if cur.peek() != Some(b'"') {
-                    state.row_type = TypeState::Missing;
-                    return cur.skip_value();
-                }
-                let raw = cur.raw_string()?;
-                self.unknown_type.clear();
-                let text: &[u8] = if raw.escaped {
-                    json::decode_into(raw, &mut self.unknown_type)
-                        .map_err(|reason| cur.fault(reason))?;
-                    self.unknown_type.as_bytes()
-                } else {
-                    raw.bytes
-                };
-                state.row_type = match text {
-                    b"get" => TypeState::Known(RowType::Get),
-                    b"request" => TypeState::Known(RowType::Request),
-                    b"write" => TypeState::Known(RowType::Write),
-                    _ => {
-                        if !raw.escaped {
-                            self.unknown_type
-                                .push_str(&String::from_utf8_lossy(raw.bytes));
-                        }
-                        TypeState::Unknown
-                    }
-                };
-            }
+            Field::Type => self.read_type(cur, state)?,
             Field::InstanceId => {
                 cur.string_into(instance_buffer(event))?;
                 if event.instance_id.as_deref().is_some_and(str::is_empty) {
@@ -201,6 +209,19 @@ impl StandardReader {
             },
             Field::TtlUs => {
                 cur.exact_i64()?;
+            }
+            Field::CachedTokens => {
+                let int = cur.integer()?;
+                let tokens = int
+                    .exact_i64()
+                    .and_then(|tokens| u64::try_from(tokens).ok())
+                    .ok_or_else(|| {
+                        cur.fault(format!(
+                            "expected an integer cached_tokens >= 0, found {}",
+                            int.value()
+                        ))
+                    })?;
+                event.cached_tokens.get_or_insert(tokens);
             }
             Field::TotalKeys | Field::OutputLen | Field::OutputLength => cur.skip_value()?,
             Field::Tenant => {
@@ -275,12 +296,13 @@ fn checks_for(row_type: RowType) -> impl Iterator<Item = Field> {
         Field::Keys,
         Field::Tenant,
     ];
-    const READ: [Field; 5] = [
+    const READ: [Field; 6] = [
         Field::InputLen,
         Field::QueryType,
         Field::SwSize,
         Field::LocationSpecNames,
         Field::BlockMask,
+        Field::CachedTokens,
     ];
     let reads = row_type != RowType::Write;
     let ttl = row_type != RowType::Get;
@@ -298,6 +320,31 @@ mod tests {
         let mut event = TraceEvent::default();
         StandardReader::default().parse(line.as_bytes(), &mut event)?;
         Ok(event)
+    }
+
+    /// Issue 31 §3: the engine's own cached tokens, optional, on reads only.
+    #[test]
+    fn cached_tokens_are_read_when_present() {
+        let line = |extra: &str| {
+            format!(
+                r#"{{"type":"get","instance_id":"a","timestamp_ns":1,"keys":[1],"input_len":16{extra}}}"#
+            )
+        };
+        assert_eq!(parse(&line("")).unwrap().cached_tokens, None);
+        assert_eq!(
+            parse(&line(r#","cached_tokens":0"#)).unwrap().cached_tokens,
+            Some(0)
+        );
+        assert_eq!(
+            parse(&line(r#","cached_tokens":12,"cached_tokens":3"#))
+                .unwrap()
+                .cached_tokens,
+            Some(12)
+        );
+        for bad in [r#","cached_tokens":-1"#, r#","cached_tokens":"8""#] {
+            let fault = parse(&line(bad)).unwrap_err();
+            assert_eq!(fault.field, Some("cached_tokens"), "{bad}");
+        }
     }
 
     #[test]

@@ -96,6 +96,19 @@ impl Pipeline {
         })
         .collect();
         LaneSnapshot {
+            observed: lane.observed(),
+            // The smallest LRU cache whose hits reach the engine's observed ones, when every
+            // row said them (the curve is then over the same rows).
+            observed_effective_capacity_blocks: (lane.observed().requests == lane.requests()
+                && lane.requests() > 0)
+                .then(|| {
+                    accumulator.min_capacity_for_hit_blocks(
+                        lane.observed()
+                            .hit_tokens
+                            .div_ceil(spec.block_size_tokens.max(1)),
+                    )
+                })
+                .flatten(),
             instance_id: spec.instance_id.clone(),
             block_size_tokens: spec.block_size_tokens,
             block_bytes,
@@ -236,6 +249,19 @@ impl Ingest {
             slots: pipeline.slots.clone(),
             tiers: pipeline.tiers.clone(),
             model: self.config.model.clone(),
+            engine_rule: self.config.engine_rule,
+            engine_metrics: self
+                .engine_scrapes
+                .iter()
+                .map(|state| {
+                    state.view(
+                        pipeline
+                            .slots
+                            .first()
+                            .is_some_and(crate::snapshot::Slot::is_engine),
+                    )
+                })
+                .collect(),
             timeline: pipeline.timeline.snapshot(
                 lanes,
                 pipeline.engine.pool_lane(),

@@ -32,6 +32,7 @@
 //! and [`spawn`].
 
 mod assemble;
+mod engine_scrape;
 mod pipeline;
 mod rate;
 mod run_state;
@@ -154,6 +155,14 @@ pub struct IngestConfig {
     pub memory_horizon: Option<Capacity>,
     /// The serving engine's rule on each fact (`--engine`): see `Engine::with_engine_rule`.
     pub engine_rule: litehit_core::facts::EngineRule,
+    /// The serving engine's KV pool (`--gpu-blocks`, `--gpu-memory`): the `engine` slot,
+    /// listed first, at the lanes' block size (again when a late format names it).
+    pub engine_pool: Option<litehit_core::engine_pool::EnginePool>,
+    /// `--engine-metrics`: the engines' Prometheus endpoints, scraped every
+    /// `engine_metrics_interval`; the first that says its pool sets the `engine` slot when
+    /// none was given.
+    pub engine_metrics: Vec<crate::engine_metrics::EngineEndpoint>,
+    pub engine_metrics_interval: std::time::Duration,
     /// Each line (file or HTTP) goes through this before it is parsed; `None`: lines are
     /// trace lines.
     pub line_transform: Option<LineTransform>,
@@ -233,6 +242,9 @@ impl IngestConfig {
             http_counters: None,
             memory_horizon: None,
             engine_rule: litehit_core::facts::EngineRule::Ideal,
+            engine_pool: None,
+            engine_metrics: Vec::new(),
+            engine_metrics_interval: std::time::Duration::from_secs(1),
             line_transform: None,
             source_format: None,
             model: None,
@@ -262,6 +274,14 @@ pub fn spawn(config: IngestConfig) -> crate::Result<LiveHandle> {
         FactsSpill::counting_only()
     };
     let (events_tx, events_rx) = mpsc::channel();
+    if !config.engine_metrics.is_empty() {
+        engine_scrape::spawn_scraper(
+            config.engine_metrics.clone(),
+            config.engine_metrics_interval,
+            events_tx.clone(),
+        )
+        .map_err(crate::LiveError::io("starting the engine metrics thread"))?;
+    }
     let (snapshot_tx, snapshot_rx) = watch::channel(Arc::new(LiveSnapshot::default()));
     let mut ingest = Ingest::new(
         config,
@@ -277,6 +297,18 @@ pub fn spawn(config: IngestConfig) -> crate::Result<LiveHandle> {
         .spawn(move || ingest.run())
         .map_err(crate::LiveError::io("starting the ingest thread"))?;
     Ok(LiveHandle::new(events_tx, snapshot_rx, Some(thread)))
+}
+
+/// The `engine` slot of `pool` for `lanes`: at their block size (a config's first lane's).
+pub(super) fn engine_slot(pool: litehit_core::engine_pool::EnginePool, lanes: &LaneSet) -> Slot {
+    let block_size_tokens = match lanes {
+        LaneSet::Configured(specs) => specs.first().map_or(0, |spec| spec.block_size_tokens),
+        LaneSet::OnTheFly(spec) => spec.block_size_tokens,
+    };
+    Slot {
+        id: crate::snapshot::ENGINE_SLOT_ID,
+        capacity: pool.capacity(block_size_tokens),
+    }
 }
 
 /// The block bytes slots are ordered by (see [`Capacity::order_at`]): `assumed`, else the one
@@ -351,6 +383,8 @@ struct Ingest {
     rate: IngestRate,
     /// HTTP batches that came while paused, read (and answered) on resume, in arrival order.
     held_batches: Vec<HttpBatch>,
+    /// `--engine-metrics`: each endpoint's scrapes, in flag order.
+    engine_scrapes: Vec<engine_scrape::EndpointState>,
 }
 
 impl Ingest {
@@ -369,9 +403,14 @@ impl Ingest {
             .zip(1..)
             .map(|(&capacity, id)| Slot { id, capacity })
             .collect();
+        slots.extend(
+            config
+                .engine_pool
+                .map(|pool| engine_slot(pool, &config.engine.lanes)),
+        );
         let order_bytes = ordering_block_bytes(None, &engine, &config.engine);
-        slots.sort_by(|a, b| a.capacity.order_at(&b.capacity, order_bytes));
-        let next_slot_id = slots.len() as u64 + 1;
+        slots.sort_by(|a, b| a.order_at(b, order_bytes));
+        let next_slot_id = config.slots.len() as u64 + 1;
         let pipeline = Pipeline::new(&config, engine, spill, slots);
         let facts = FactsWriter::new(
             config.facts_out.clone(),
@@ -404,6 +443,12 @@ impl Ingest {
             rates: RateMeter::default(),
             rate: IngestRate::default(),
             held_batches: Vec::new(),
+            engine_scrapes: config
+                .engine_metrics
+                .iter()
+                .cloned()
+                .map(engine_scrape::EndpointState::new)
+                .collect(),
             config,
         };
         if ingest.config.follow_file {
@@ -530,6 +575,7 @@ impl Ingest {
                 }
             }
             IngestEvent::HttpBatch(batch) => self.read_batch(batch),
+            IngestEvent::EngineScrape { index, result } => self.record_scrape(index, result),
             IngestEvent::FactsWritten(result) => {
                 self.facts.report(result);
                 self.dirty = true;
@@ -543,7 +589,8 @@ impl Ingest {
                         // Slots stay listed by size, whatever order they were added in.
                         let order_bytes = self.ordering_block_bytes();
                         let index = self.pipeline.slots.partition_point(|slot| {
-                            slot.capacity.order_at(&capacity, order_bytes).is_le()
+                            slot.is_engine()
+                                || slot.capacity.order_at(&capacity, order_bytes).is_le()
                         });
                         self.pipeline.slots.insert(index, Slot { id, capacity });
                         self.pipeline.timeline.add_slot(index);
@@ -765,16 +812,47 @@ impl Ingest {
         pipeline.timeline.forget_slots(&gb_slots);
         let mut order: Vec<usize> = (0..pipeline.slots.len()).collect();
         let slots = &pipeline.slots;
-        order.sort_by(|&a, &b| {
-            slots[a]
-                .capacity
-                .order_at(&slots[b].capacity, Some(block_bytes))
-        });
+        order.sort_by(|&a, &b| slots[a].order_at(&slots[b], Some(block_bytes)));
         pipeline.slots = order
             .iter()
             .map(|&index| pipeline.slots[index].clone())
             .collect();
         pipeline.timeline.reorder_slots(&order);
+    }
+
+    /// One engine scrape, beside LiteHit's lanes now; the first pool an engine says is the
+    /// `engine` slot when none was given.
+    fn record_scrape(
+        &mut self,
+        index: usize,
+        result: Result<crate::engine_metrics::EngineCounters, String>,
+    ) {
+        let pipeline = &mut self.pipeline;
+        let Some(state) = self.engine_scrapes.get_mut(index) else {
+            return;
+        };
+        state.record(
+            result,
+            pipeline.engine.lanes(),
+            &pipeline.slots,
+            pipeline.assumed_block_bytes,
+        );
+        if let Some((gpu_blocks, gpu_block_size_tokens)) = state.pool()
+            && pipeline.engine_pool.is_none()
+            && gpu_blocks > 0
+            && gpu_block_size_tokens > 0
+        {
+            let pool = litehit_core::engine_pool::EnginePool::Blocks {
+                gpu_blocks,
+                gpu_block_size_tokens,
+            };
+            pipeline.engine_pool = Some(pool);
+            pipeline
+                .slots
+                .insert(0, engine_slot(pool, &self.config.engine.lanes));
+            pipeline.timeline.add_slot(0);
+        }
+        self.dirty = true;
     }
 
     fn note(&mut self, notice: TailNotice) {

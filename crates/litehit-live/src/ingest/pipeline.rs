@@ -47,6 +47,8 @@ pub(super) struct Pipeline {
     /// See [`IngestConfig::max_line_bytes`].
     max_line_bytes: u64,
     pub(super) slots: Vec<Slot>,
+    /// See [`IngestConfig::engine_pool`] (or the pool an `--engine-metrics` scrape said).
+    pub(super) engine_pool: Option<litehit_core::engine_pool::EnginePool>,
     /// KV bytes per block set live (`b`) for every lane's projections; `None`: each lane's.
     pub(super) assumed_block_bytes: Option<u64>,
     pub(super) tiers: Option<litehit_core::projector::tiers::TierPlan>,
@@ -83,6 +85,7 @@ impl Pipeline {
             line_number: 1,
             max_line_bytes: config.max_line_bytes,
             slots,
+            engine_pool: config.engine_pool,
             assumed_block_bytes: None,
             tiers: config.tiers.clone(),
             spill,
@@ -247,9 +250,22 @@ impl Pipeline {
                 return;
             }
         };
+        // The `engine` slot at the lanes' block size, now known.
+        if let (Some(pool), Some(slot)) = (
+            self.engine_pool,
+            self.slots.first_mut().filter(|slot| slot.is_engine()),
+        ) {
+            *slot = super::engine_slot(pool, &config.lanes);
+        }
         // The slots at the lanes' block bytes, now known: the check `watch` made at start
-        // without them (a slot of 0 blocks would show nothing).
-        let slots: Vec<_> = self.slots.iter().map(|slot| slot.capacity).collect();
+        // without them (a slot of 0 blocks would show nothing). The `engine` slot is the
+        // engine's size, whatever the others are.
+        let slots: Vec<_> = self
+            .slots
+            .iter()
+            .filter(|slot| !slot.is_engine())
+            .map(|slot| slot.capacity)
+            .collect();
         if let Err(reason) = crate::check_slots(&slots, Some(&config.lanes)) {
             self.engine_error = Some(reason);
             return;

@@ -134,6 +134,8 @@ pub struct MrcBuilder {
     /// Σ `input_token_len` of the files read so far (see
     /// [`FactsFiles::after_input_tokens`]).
     input_tokens_read: u64,
+    /// `--model`'s KV bytes per token ([`FactsFiles::with_kv_bytes_per_token`]).
+    kv_bytes_per_token: Option<u64>,
 }
 
 impl MrcBuilder {
@@ -148,6 +150,14 @@ impl MrcBuilder {
     #[must_use]
     pub fn with_pool(mut self, rule: PoolRule) -> Self {
         self.pool = Some(rule);
+        self
+    }
+
+    /// Reads every row of [`Self::add_facts_files_in`] with `block_bytes` = the model's
+    /// `kv_bytes_per_token` × its `block_size_tokens` (`mrc --model`); `None`: the facts' own.
+    #[must_use]
+    pub fn with_kv_bytes_per_token(mut self, kv_bytes_per_token: Option<u64>) -> Self {
+        self.kv_bytes_per_token = kv_bytes_per_token;
         self
     }
 
@@ -199,7 +209,9 @@ impl MrcBuilder {
     ) -> Result<(), MrcError> {
         let mut record = FactRecord::default();
         // The rows of every file together, and of the calls before: no total can wrap.
-        let mut files = FactsFiles::lazy(paths).after_input_tokens(self.input_tokens_read);
+        let mut files = FactsFiles::lazy(paths)
+            .after_input_tokens(self.input_tokens_read)
+            .with_kv_bytes_per_token(self.kv_bytes_per_token);
         let files_before = self.files_read.len();
         self.files_read.extend_from_slice(paths);
         while files.next_record(&mut record)? {

@@ -21,13 +21,17 @@ pub type SpanAndInstances = (Option<(i64, i64)>, LaneFingerprints, Vec<(u64, u64
 
 /// [`crate::trace_span`] and every lane of the rows (a pool comparison needs the pool and N, the
 /// instances besides it, before the windows are written); `Err` when two files hold the
-/// same rows of a lane (one file given twice).
-pub fn trace_span_and_instances(facts_paths: &[PathBuf]) -> Result<SpanAndInstances, QueryError> {
+/// same rows of a lane (one file given twice). `kv_bytes_per_token`: `--model`'s, as
+/// [`super::QueryPlan::kv_bytes_per_token`] (the geometries are then the model's).
+pub fn trace_span_and_instances(
+    facts_paths: &[PathBuf],
+    kv_bytes_per_token: Option<u64>,
+) -> Result<SpanAndInstances, QueryError> {
     let mut span: Option<(i64, i64)> = None;
     let mut lanes = LaneFingerprints::new();
     let mut geometries: Vec<(u64, u64)> = Vec::new();
     let mut record = FactRecord::default();
-    let mut files = FactsFiles::lazy(facts_paths);
+    let mut files = FactsFiles::lazy(facts_paths).with_kv_bytes_per_token(kv_bytes_per_token);
     while files.next_record(&mut record)? {
         span = widen_span(span, record.timestamp_ns);
         lanes.observe_in_file(&record, files.file_index());

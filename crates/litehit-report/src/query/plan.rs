@@ -52,6 +52,10 @@ pub struct QueryPlan {
     /// How to find the shared pool lane (`replay --pool`); `None`: the facts are taken as
     /// having none (every row in the overall line, as upstream).
     pub pool: Option<PoolRule>,
+    /// `--model`'s KV bytes per token: every row's `block_bytes` becomes this × its
+    /// `block_size_tokens` ([`crate::FactsFiles::with_kv_bytes_per_token`]); `None` keeps the
+    /// facts' own.
+    pub kv_bytes_per_token: Option<u64>,
 }
 
 /// How the shared pool lane is found in facts: by its rows, whatever its name (see

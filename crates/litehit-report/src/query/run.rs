@@ -6,7 +6,6 @@
 use std::path::PathBuf;
 
 use litehit_core::facts::FactRecord;
-use litehit_core::facts::file::FactsReader;
 
 use super::QueryError;
 use super::plan::{QueryPlan, QuerySlots};
@@ -31,6 +30,8 @@ pub struct QueryRun {
     totals: QueryTotals,
     range: TimeRange,
     seen: SeenRows,
+    /// [`QueryPlan::kv_bytes_per_token`], for the pool's second read too.
+    kv_bytes_per_token: Option<u64>,
 }
 
 impl QueryRun {
@@ -42,10 +43,11 @@ impl QueryRun {
         plan: &QueryPlan,
     ) -> Result<Self, QueryError> {
         Ok(Self {
-            files: FactsFiles::open(facts_paths)?,
+            files: FactsFiles::open(facts_paths)?.with_kv_bytes_per_token(plan.kv_bytes_per_token),
             totals: QueryTotals::with_tiers(slots, plan.tiers.clone()).with_pool(plan.pool.clone()),
             range: plan.time_range,
             seen: SeenRows::default(),
+            kv_bytes_per_token: plan.kv_bytes_per_token,
         })
     }
 
@@ -98,7 +100,12 @@ impl QueryRun {
         if let Some(name) = &pool
             && !self.totals.is_pool(name)
         {
-            reread_pool(&facts_paths, name, self.range, &mut self.totals)?;
+            reread_pool(
+                &facts_paths,
+                name,
+                (self.range, self.kv_bytes_per_token),
+                &mut self.totals,
+            )?;
         }
         self.totals.try_into_summary(pool.as_deref())
     }
@@ -106,11 +113,12 @@ impl QueryRun {
 
 /// Reads the accounted rows of pool lane `name` a second time, into the pool's accumulation:
 /// it was recognised only at the end, and was not the lane most likely to be it (a pool with
-/// a name of its own and no `--pool NAME`). Only the files holding its rows are read.
+/// a name of its own and no `--pool NAME`). Only the files holding its rows are read, in
+/// `range` and with the block bytes of `kv_bytes_per_token` as the first read.
 fn reread_pool(
     facts_paths: &[PathBuf],
     name: &str,
-    range: TimeRange,
+    (range, kv_bytes_per_token): (TimeRange, Option<u64>),
     totals: &mut QueryTotals,
 ) -> Result<(), QueryError> {
     totals.restart_pool(name);
@@ -125,7 +133,8 @@ fn reread_pool(
                 path: path.display().to_string(),
             });
         }
-        let mut reader = FactsReader::open(path)?;
+        let mut reader = FactsFiles::lazy(std::slice::from_ref(path))
+            .with_kv_bytes_per_token(kv_bytes_per_token);
         while reader.next_record(&mut record)? {
             if record.instance_id == name && range.contains(record.timestamp_ns) {
                 totals.add_pool_row(&record);

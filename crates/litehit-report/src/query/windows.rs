@@ -352,12 +352,13 @@ pub fn query_windows(
         width_ns,
         None,
         None,
+        None,
     )
 }
 
 /// [`query_windows`] leaving out the rows of the pool lane from the instances' lines (`pool`
 /// is [`PoolRule::Recognised`], by [`super::trace_span_and_instances`]'s lanes); with `pool_instances` (N, see [`super::pool_instance_count`]) the pool's own
-/// lines at N × C follow each window's.
+/// lines at N × C follow each window's. `kv_bytes_per_token`: as [`QueryPlan::kv_bytes_per_token`].
 #[expect(clippy::too_many_arguments, reason = "the query's plan, spelled out")]
 pub fn query_windows_with_pool(
     facts_paths: &[PathBuf],
@@ -368,8 +369,9 @@ pub fn query_windows_with_pool(
     width_ns: i64,
     pool: Option<PoolRule>,
     pool_instances: Option<u64>,
+    kv_bytes_per_token: Option<u64>,
 ) -> Result<QueryWindows, QueryError> {
-    let mut files = FactsFiles::open(facts_paths)?;
+    let mut files = FactsFiles::open(facts_paths)?.with_kv_bytes_per_token(kv_bytes_per_token);
     let pool_name = pool
         .as_ref()
         .and_then(PoolRule::candidate)

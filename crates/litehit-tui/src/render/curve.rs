@@ -168,10 +168,10 @@ impl<'a> Chart<'a> {
 
     /// Slot `index`'s label: as typed, or for the pool its N × capacity in blocks.
     fn slot_label(&self, index: usize) -> String {
-        let typed = self.snap.slots[index].capacity;
+        let slot = &self.snap.slots[index];
         match self.pool.and_then(|pool| pool.slot_capacity_blocks(index)) {
             Some(blocks) => format::capacity(litehit_core::projector::Capacity::Blocks(blocks)),
-            None => format::capacity(typed),
+            None => format::slot(slot),
         }
     }
 }

@@ -108,6 +108,12 @@ pub fn capacity(capacity: Capacity) -> String {
     display::capacity_label(capacity)
 }
 
+/// A slot's label: its name (`engine`) if it has one, else [`capacity`].
+pub fn slot(slot: &litehit_live::snapshot::Slot) -> String {
+    slot.name()
+        .map_or_else(|| capacity(slot.capacity), str::to_owned)
+}
+
 /// The snapshot's memory horizon as it was given, in binary bytes (`20.00 TiB`, the
 /// snapshot's `memory_horizon_bytes`) or blocks (`50000000 blk`); `None` without one.
 pub fn memory_horizon(snap: &LiveSnapshot) -> Option<String> {

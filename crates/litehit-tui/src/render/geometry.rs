@@ -107,6 +107,11 @@ fn text(snap: &LiveSnapshot, view: &App) -> String {
         Some(model) => format!("{format} · {}", model.short()),
         None => format.to_owned(),
     };
+    // `--engine vllm|sglang` (the ideal cache, the default, goes unsaid).
+    let format = match snap.engine_rule {
+        litehit_core::facts::EngineRule::Ideal => format,
+        rule => format!("{format} · engine {}", rule.name()),
+    };
     let geometries: Vec<String> = snap.lanes.iter().map(lane_geometry).collect();
     let Some(first) = geometries.first() else {
         return format!("{format} · no request yet");
@@ -224,5 +229,22 @@ mod tests {
         // Other bytes set live (`b`): the model no longer says the size.
         snap.assumed_block_bytes = Some(1 << 26);
         assert!(!text(&snap, &view).contains("gpt-oss"));
+    }
+
+    #[test]
+    fn names_an_engine_rule_other_than_the_ideal() {
+        let mut snap = LiveSnapshot {
+            lanes: vec![lane("a", 64 << 20, 0)],
+            ..LiveSnapshot::default()
+        };
+        snap.source.format = Some(TraceFormat::Mooncake);
+        let view = App::default();
+        assert!(!text(&snap, &view).contains("engine"));
+        snap.engine_rule = litehit_core::facts::EngineRule::Vllm;
+        assert!(
+            text(&snap, &view).starts_with("mooncake · engine vllm · 512 tok/block"),
+            "{}",
+            text(&snap, &view)
+        );
     }
 }

@@ -27,6 +27,8 @@ enum ColumnKind {
     Instance,
     Requests,
     InputTokens,
+    /// The engine's own observed hit rate (`cached_tokens`), when the trace says it.
+    Observed,
     Slot(usize),
     Infinite,
     UniqueBlocks,
@@ -38,6 +40,7 @@ struct RowValues {
     instance: String,
     requests: u64,
     input_tokens: u64,
+    observed_rate: Option<f64>,
     slot_rates: Vec<Option<f64>>,
     /// Per slot: only a lower bound (the slot lies above the memory horizon of the lane, or of
     /// one of the lanes summed).
@@ -56,6 +59,7 @@ impl RowValues {
             ColumnKind::Instance => self.instance.clone(),
             ColumnKind::Requests => format::count(self.requests),
             ColumnKind::InputTokens => format::count(self.input_tokens),
+            ColumnKind::Observed => format::percent(self.observed_rate),
             ColumnKind::Slot(index) => format::percent_bound(
                 self.slot_rates.get(index).copied().flatten(),
                 self.slot_lower_bounds.get(index).copied().unwrap_or(false),
@@ -266,7 +270,7 @@ fn sort_and_filter_notes(snap: &LiveSnapshot, view: &App, listed_lanes: usize) -
             SortBy::SlotRate => snap
                 .slots
                 .get(view.selected_slot)
-                .map_or_else(|| "slot".to_owned(), |slot| format::capacity(slot.capacity)),
+                .map_or_else(|| "slot".to_owned(), format::slot),
             SortBy::Infinite => format::infinite_label(snap),
             SortBy::UniqueBlocks => unique_header(snap).to_owned(),
         };
@@ -325,6 +329,7 @@ fn row_values(snap: &LiveSnapshot) -> Vec<RowValues> {
             instance: lane.instance_id.clone(),
             requests: lane.requests,
             input_tokens: lane.input_tokens,
+            observed_rate: lane.observed_hit_rate(),
             slot_rates: (0..slot_count)
                 .map(|index| lane.slot_hit_rate(index))
                 .collect(),
@@ -341,6 +346,7 @@ fn row_values(snap: &LiveSnapshot) -> Vec<RowValues> {
             instance: "total".to_owned(),
             requests: totals.requests,
             input_tokens: totals.input_tokens,
+            observed_rate: totals.observed_hit_rate(),
             slot_rates: (0..slot_count)
                 .map(|index| totals.slot_hit_rate(index))
                 .collect(),
@@ -374,6 +380,7 @@ fn pool_row_values(snap: &LiveSnapshot) -> Option<RowValues> {
         instance: format!("{}{POOL_SUFFIX}", pool.instance_id),
         requests: pool.requests,
         input_tokens: pool.input_tokens,
+        observed_rate: pool.observed_hit_rate(),
         slot_rates: (0..slot_count)
             .map(|index| pool.slot_hit_rate(index))
             .collect(),
@@ -384,6 +391,20 @@ fn pool_row_values(snap: &LiveSnapshot) -> Option<RowValues> {
         kv_bytes: pool.unique_kv_bytes(),
         horizon_lower_bound: pool.is_lower_bound(None),
     })
+}
+
+/// The engine's own hit rate, beside LiteHit's, once a row said it (`cached_tokens`).
+fn observed_column(snap: &LiveSnapshot) -> Option<Column> {
+    let observed = snap.lanes.iter().chain(&snap.pool);
+    observed
+        .into_iter()
+        .any(|lane| lane.observed.requests > 0)
+        .then(|| Column {
+            header: "observed".to_owned(),
+            width: 8,
+            drop_rank: 22,
+            kind: ColumnKind::Observed,
+        })
 }
 
 /// After the pool's name in the fleet table.
@@ -439,8 +460,9 @@ fn columns(snap: &LiveSnapshot, view: &App, rows: &[RowValues]) -> Vec<Column> {
             kind: ColumnKind::InputTokens,
         },
     ];
+    columns.extend(observed_column(snap));
     for (index, slot) in snap.slots.iter().enumerate() {
-        let header = format::capacity(slot.capacity);
+        let header = format::slot(slot);
         let distance = u16::try_from(index.abs_diff(view.selected_slot)).unwrap_or(u16::MAX);
         columns.push(Column {
             width: u16::try_from(text_width(&header))

@@ -9,7 +9,7 @@ use ratatui::text::{Line, Span};
 
 use super::format;
 use crate::app::App;
-use crate::notice::{Notice, facts_notice, file_notice, problem};
+use crate::notice::{Notice, engine_metrics_notice, facts_notice, file_notice, problem};
 use litehit_live::LiveSnapshot;
 
 /// How long a file event stays on the status line.
@@ -88,6 +88,7 @@ fn message(snap: &LiveSnapshot) -> Option<(String, Style)> {
     problem(snap)
         .or_else(|| facts_notice(snap).filter(is_current))
         .or_else(|| file_notice(snap).filter(is_current))
+        .or_else(|| engine_metrics_notice(snap))
         .map(|notice| (notice.line(), notice.style))
 }
 

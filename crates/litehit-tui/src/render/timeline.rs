@@ -358,7 +358,7 @@ fn series_style(slot: Option<usize>, pool_beside: bool) -> Style {
 fn series_label(snap: &LiveSnapshot, slot: Option<usize>, pool_beside: bool) -> String {
     match slot {
         _ if pool_beside => pool_label(snap),
-        Some(index) => format::capacity(snap.slots[index].capacity),
+        Some(index) => format::slot(&snap.slots[index]),
         None => format::infinite_label(snap),
     }
 }

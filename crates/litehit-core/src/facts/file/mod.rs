@@ -406,6 +406,17 @@ pub enum FactsRowError {
         /// The sum over the rows before it.
         total_before: u64,
     },
+    /// `query`/`mrc --model`: the model's block bytes for this row do not fit a `u64`.
+    #[error(
+        "block_size_tokens {block_size_tokens} × the model's {kv_bytes_per_token} KV bytes \
+         per token is past 2^64 - 1 bytes per block"
+    )]
+    ModelBlockBytesOverflow {
+        /// The row's `block_size_tokens`.
+        block_size_tokens: u64,
+        /// `--model`'s KV bytes per token.
+        kv_bytes_per_token: u64,
+    },
 }
 
 /// Why a `hit_curve` field could not be parsed (upstream's messages, verbatim).

@@ -77,6 +77,7 @@ mod tests {
             input_token_len: 900,
             block_size_tokens: 256,
             block_bytes: 4_194_304,
+            observed_cached_tokens: None,
             fact: &fact,
         };
         let mut out = Vec::new();

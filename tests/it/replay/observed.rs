@@ -1,0 +1,245 @@
+//! Observed vs ideal (issue 31 §3): a request log whose lines carry the engine's own cached
+//! tokens. The logs here come from a small engine simulator written in the test: an LRU pool
+//! of a known number of blocks (some of them pinned, so they never serve as prefix cache)
+//! with vLLM's last-token rule. LiteHit's LRU under `--engine vllm` at the simulator's pool
+//! (`--gpu-blocks`) equals the observed hits request by request; the effective capacity is
+//! the smallest pool a naive search over the simulator finds reaching them, at most the pool,
+//! and it falls with the pinned blocks.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::common::cli_bin::{get_row, ok, replay_to, write_file};
+
+const BLOCK_SIZE: u64 = 16;
+const POOL_BLOCKS: u64 = 40;
+
+/// A request: its prefix-tree path (one key per block) and its token count.
+struct Request {
+    keys: Vec<i64>,
+    input_len: u64,
+}
+
+/// Random walks down a prefix tree (xorshift, seeded): shared prefixes, new branches, token
+/// counts often a whole number of blocks (where the last-token rule bites) and often not.
+fn requests(seed: u64, count: usize) -> Vec<Request> {
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut next = move |bound: u64| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state % bound
+    };
+    let mut children: Vec<Vec<i64>> = vec![Vec::new()];
+    (0..count)
+        .map(|_| {
+            let depth = 1 + next(10);
+            let mut node = 0_usize;
+            let mut keys = Vec::new();
+            for _ in 0..depth {
+                let existing = children[node].len() as u64;
+                let child = if existing > 0 && next(5) != 0 {
+                    children[node][usize::try_from(next(existing)).unwrap()]
+                } else {
+                    children.push(Vec::new());
+                    let id = i64::try_from(children.len() - 1).unwrap();
+                    children[node].push(id);
+                    id
+                };
+                keys.push(child);
+                node = usize::try_from(child).unwrap();
+            }
+            let extra = if next(2) == 0 { next(BLOCK_SIZE) } else { 0 };
+            Request {
+                input_len: keys.len() as u64 * BLOCK_SIZE + extra,
+                keys,
+            }
+        })
+        .collect()
+}
+
+/// The engine simulator: cached tokens per request with a pool of `pool_blocks` of which
+/// `pinned_blocks` are held by something else (never evicted, never a prefix hit): a prompt
+/// hits its longest cached prefix, never its last token, then its blocks become most
+/// recent (its head last) and the least recent beyond the free pool are evicted.
+fn simulate(requests: &[Request], pool_blocks: u64, pinned_blocks: u64) -> Vec<u64> {
+    let free = usize::try_from(pool_blocks - pinned_blocks).unwrap();
+    let mut pool: Vec<i64> = Vec::new(); // least recent first
+    requests
+        .iter()
+        .map(|request| {
+            let cached = request
+                .keys
+                .iter()
+                .take_while(|key| pool.contains(key))
+                .count() as u64;
+            let hits = cached.min((request.input_len - 1) / BLOCK_SIZE);
+            for key in request.keys.iter().rev() {
+                pool.retain(|held| held != key);
+                pool.push(*key);
+            }
+            let over = pool.len().saturating_sub(free);
+            pool.drain(..over);
+            hits * BLOCK_SIZE
+        })
+        .collect()
+}
+
+/// The log as a standard trace whose lines say the engine's `cached_tokens`.
+fn log(dir: &Path, requests: &[Request], cached_tokens: &[u64]) -> std::path::PathBuf {
+    let mut text = String::new();
+    for (index, (request, cached)) in requests.iter().zip(cached_tokens).enumerate() {
+        let row = get_row(
+            "engine-0",
+            &format!("r{index}"),
+            i64::try_from(index).unwrap() + 1,
+            &request.keys,
+            request.input_len,
+        );
+        text.push_str(row.trim_end().trim_end_matches('}'));
+        writeln!(text, ",\"cached_tokens\":{cached}}}").unwrap();
+    }
+    write_file(dir, "log.jsonl", &text)
+}
+
+/// What `replay --engine vllm --gpu-blocks POOL` says: the summary's comparison row
+/// (observed %, LRU at the engine slot %, effective capacity in blocks) and the report.
+struct Replayed {
+    observed: String,
+    lru_engine: String,
+    effective_blocks: u64,
+    report: Vec<Value>,
+}
+
+fn replay(dir: &Path, log: &Path) -> Replayed {
+    let report = dir.join("gaps.jsonl");
+    let run = ok(replay_to(
+        log,
+        &dir.join("out"),
+        &[
+            "--block-size",
+            "16",
+            "--engine",
+            "vllm",
+            "--gpu-blocks",
+            &POOL_BLOCKS.to_string(),
+            "--observed-report",
+            report.to_str().unwrap(),
+        ],
+    ));
+    let row = run
+        .stderr
+        .lines()
+        .skip_while(|line| !line.contains("effective capacity"))
+        .nth(1)
+        .unwrap_or_else(|| panic!("no comparison in:\n{}", run.stderr));
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(cells[0], "engine-0", "{row}");
+    assert_eq!(cells[1], POOL_BLOCKS.to_string(), "{row}");
+    assert_eq!(cells[6], "blocks", "{row}");
+    Replayed {
+        observed: cells[2].to_owned(),
+        lru_engine: cells[3].to_owned(),
+        effective_blocks: cells[5].replace(',', "").parse().unwrap(),
+        report: std::fs::read_to_string(&report)
+            .unwrap()
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect(),
+    }
+}
+
+/// The smallest pool whose simulated hits (with nothing pinned) reach `observed` in total.
+fn naive_effective_capacity(requests: &[Request], observed: u64) -> u64 {
+    (0..=POOL_BLOCKS)
+        .find(|&pool| simulate(requests, pool, 0).iter().sum::<u64>() >= observed)
+        .expect("the pool itself reaches the observed hits")
+}
+
+#[test]
+fn lru_at_the_engine_pool_equals_the_engines_observed_hits() {
+    for seed in 1..=4 {
+        let dir = tempfile::tempdir().unwrap();
+        let requests = requests(seed, 300);
+        let observed = simulate(&requests, POOL_BLOCKS, 0);
+        assert!(observed.iter().sum::<u64>() > 0, "the log has hits");
+        let replayed = replay(dir.path(), &log(dir.path(), &requests, &observed));
+        // Request by request: no request where the engine hit less than LRU at its pool.
+        assert!(replayed.report.is_empty(), "{:?}", replayed.report);
+        assert_eq!(replayed.observed, replayed.lru_engine);
+        let effective = naive_effective_capacity(&requests, observed.iter().sum());
+        assert_eq!(replayed.effective_blocks, effective, "seed {seed}");
+        assert!(effective <= POOL_BLOCKS);
+    }
+}
+
+#[test]
+fn pinned_blocks_lower_the_effective_capacity_and_each_gap_is_the_simulators() {
+    let mut gaps_seen = 0;
+    for (seed, pinned) in [(1, 15), (2, 25), (3, 8)] {
+        let dir = tempfile::tempdir().unwrap();
+        let requests = requests(seed, 300);
+        let unpinned = replay(
+            dir.path(),
+            &log(dir.path(), &requests, &simulate(&requests, POOL_BLOCKS, 0)),
+        );
+        let observed = simulate(&requests, POOL_BLOCKS, pinned);
+        let replayed = replay(dir.path(), &log(dir.path(), &requests, &observed));
+        let effective = naive_effective_capacity(&requests, observed.iter().sum());
+        assert_eq!(replayed.effective_blocks, effective, "seed {seed}");
+        assert!(
+            effective <= POOL_BLOCKS - pinned,
+            "seed {seed}: {effective}"
+        );
+        assert!(effective <= unpinned.effective_blocks);
+        // Every line: LRU at the pool is the simulator with nothing pinned, the observed
+        // hits its own; exactly the requests where those differ, largest gap first.
+        let at_pool = simulate(&requests, POOL_BLOCKS, 0);
+        let mut expected: Vec<(String, u64, u64)> = (0..requests.len())
+            .filter(|&index| at_pool[index] > observed[index])
+            .map(|index| (format!("r{index}"), observed[index], at_pool[index]))
+            .collect();
+        expected.sort_by_key(|(_, observed, lru)| std::cmp::Reverse(lru - observed));
+        let got: Vec<(String, u64, u64)> = replayed
+            .report
+            .iter()
+            .map(|line| {
+                assert_eq!(
+                    line["gap_tokens"].as_u64().unwrap(),
+                    line["lru_engine_hit_tokens"].as_u64().unwrap()
+                        - line["observed_hit_tokens"].as_u64().unwrap()
+                );
+                (
+                    line["request_id"].as_str().unwrap().to_owned(),
+                    line["observed_hit_tokens"].as_u64().unwrap(),
+                    line["lru_engine_hit_tokens"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(got, expected, "seed {seed}");
+        gaps_seen += got.len();
+    }
+    assert!(gaps_seen > 0, "pinning made the engine miss somewhere");
+}
+
+/// Live, the same log: each instance's `observed` in the headless JSON has the engine's
+/// sums and the same effective capacity as the naive search (every row said its count).
+#[test]
+fn watch_shows_the_same_observed_hits_and_effective_capacity() {
+    let dir = tempfile::tempdir().unwrap();
+    let requests = requests(5, 300);
+    let observed = simulate(&requests, POOL_BLOCKS, 12);
+    let log = log(dir.path(), &requests, &observed);
+    let (lines, stderr) =
+        crate::common::headless::headless_to_end(&log, &["--block-size", "16", "--engine", "vllm"]);
+    let last = lines.last().unwrap_or_else(|| panic!("no line: {stderr}"));
+    let entry = &crate::common::headless::instance_entry(last, "engine-0")["observed"];
+    assert_eq!(entry["requests"], 300);
+    assert_eq!(entry["hit_tokens"], observed.iter().sum::<u64>());
+    assert_eq!(
+        entry["effective_capacity_blocks"],
+        naive_effective_capacity(&requests, observed.iter().sum())
+    );
+}
