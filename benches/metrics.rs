@@ -39,7 +39,7 @@ fn flag(args: &[String], name: &str, default: usize) -> usize {
 fn snapshot(instances: usize, slots: usize) -> LiveSnapshot {
     let slot_list: Vec<Slot> = (0..slots)
         .map(|i| Slot {
-            id: i as u64,
+            id: i as u64 + 1,
             capacity: Capacity::Gigabytes(10.0 * (i + 1) as f64),
         })
         .collect();

@@ -114,12 +114,12 @@ impl EngineEndpoint {
         let io = |error: std::io::Error| format!("{}: {error}", self.url);
         stream.set_read_timeout(Some(timeout)).map_err(io)?;
         stream.set_write_timeout(Some(timeout)).map_err(io)?;
-        write!(
-            stream,
+        // One write: a server may answer as soon as the request's head is in.
+        let request = format!(
             "GET {} HTTP/1.0\r\nHost: {}\r\nAccept: text/plain\r\nUser-Agent: litehit\r\n\r\n",
             self.path, self.host
-        )
-        .map_err(io)?;
+        );
+        stream.write_all(request.as_bytes()).map_err(io)?;
         let mut response = Vec::new();
         stream
             .take(MAX_PAGE_BYTES)
