@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use super::query_args::{PoolArg, SpanArgs, TierArgs};
+use super::query_args::{OptArg, PoolArg, SpanArgs, TierArgs};
 
 /// Default cap on points per curve in `--json` (exact breakpoints when there are fewer).
 pub const DEFAULT_MAX_CURVE_POINTS: usize = 1000;
@@ -63,6 +63,9 @@ pub struct MrcArgs {
 
     #[command(flatten)]
     pub pool: PoolArg,
+
+    #[command(flatten)]
+    pub opt: OptArg,
 }
 
 impl Default for MrcArgs {
@@ -77,6 +80,7 @@ impl Default for MrcArgs {
             tier_args: TierArgs::default(),
             span: SpanArgs::default(),
             pool: PoolArg::default(),
+            opt: OptArg::default(),
         }
     }
 }

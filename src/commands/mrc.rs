@@ -7,12 +7,12 @@ use color_eyre::eyre::{WrapErr, bail, eyre};
 
 use super::{same_file, writes_over};
 use crate::cli::mrc_args::MrcArgs;
-use crate::output::mrc::{PlannedReport, render_table, render_tier_table};
+use crate::output::mrc::{PlannedReport, render_policy_tables, render_table, render_tier_table};
 use crate::output::plot::{PlotData, render_png, render_svg};
 use litehit_core::facts::file::{is_standard_output, write_atomically};
 use litehit_report::{
-    EmptySpan, MrcBuilder, MrcCurves, MrcReport, PoolRule, SpanReport, TierPlan, TierReport,
-    TimeRange, TimeSpec, check_span_order, tier_report, trace_span,
+    EmptySpan, MrcBuilder, MrcCurves, MrcReport, PolicyReport, PoolRule, SpanReport, TierPlan,
+    TierReport, TimeRange, TimeSpec, check_same_trace, check_span_order, tier_report, trace_span,
 };
 
 /// Builds the curves from the facts, prints the table (or JSON) and writes the plots.
@@ -30,13 +30,19 @@ pub fn run(args: &MrcArgs) -> color_eyre::Result<()> {
         );
     }
     let report = curves.report(plan.max_curve_points);
+    let opt = opt_curves(&plan, range)?.map(|opt| {
+        (
+            curves.policy_report(&report, &opt, plan.max_curve_points),
+            opt,
+        )
+    });
     super::warn_implausible_kv_sizes(
         report
             .instances
             .iter()
             .map(|instance| (instance.block_bytes, instance.block_size_tokens)),
     );
-    write_plots(&plan, &curves, &report, span.as_ref())?;
+    write_plots(&plan, &curves, &report, opt.as_ref(), span.as_ref())?;
     // An image on standard output (`--png -`, `--png /dev/stdout`) sends the table to stderr.
     let mut out: Box<dyn Write> = if plan.image_to_stdout {
         Box::new(io::stderr().lock())
@@ -44,7 +50,14 @@ pub fn run(args: &MrcArgs) -> color_eyre::Result<()> {
         Box::new(io::stdout().lock())
     };
     let tier_report = plan.tiers.as_ref().map(|tiers| tier_report(&curves, tiers));
-    write_report(&mut out, plan.json, &report, span, tier_report)?;
+    write_report(
+        &mut out,
+        plan.json,
+        &report,
+        opt.as_ref().map(|(policy, _)| policy),
+        span,
+        tier_report,
+    )?;
     out.flush()?;
     Ok(())
 }
@@ -66,6 +79,8 @@ struct MrcPlan {
     image_to_stdout: bool,
     /// `--title`: the trace as the plot's subtitle names it.
     title: Option<String>,
+    /// The OPT facts read beside (`--opt`, or the siblings found); empty: none.
+    opt: Vec<PathBuf>,
 }
 
 /// The plan of `args`: every check that needs no facts row.
@@ -115,6 +130,13 @@ fn plan(args: &MrcArgs) -> color_eyre::Result<MrcPlan> {
     }
     let tiers = super::query::tier_plan(&args.tier_args)?;
     let span = super::query::time_spec(&args.span)?;
+    let opt = super::opt_facts(&args.opt, &facts, None)?;
+    if !opt.is_empty() && facts.iter().chain(&opt).any(|path| path.as_os_str() == "-") {
+        bail!(
+            "--opt reads the facts twice (to check that both files are of one trace); \
+             standard input cannot be: pass files"
+        );
+    }
     Ok(MrcPlan {
         facts,
         tiers,
@@ -126,6 +148,7 @@ fn plan(args: &MrcArgs) -> color_eyre::Result<MrcPlan> {
         svg: args.svg.clone(),
         image_to_stdout,
         title: args.title.clone(),
+        opt,
     })
 }
 
@@ -134,6 +157,7 @@ fn write_plots(
     plan: &MrcPlan,
     curves: &MrcCurves,
     report: &MrcReport,
+    opt: Option<&(PolicyReport, MrcCurves)>,
     span: Option<&SpanReport>,
 ) -> color_eyre::Result<()> {
     if plan.png.is_none() && plan.svg.is_none() {
@@ -156,7 +180,10 @@ fn write_plots(
         Some(span) => format!("{source} · {}", span.describe()),
         None => source,
     };
-    let plot = PlotData::from_curves(curves, report, &source);
+    let mut plot = PlotData::from_curves(curves, report, &source);
+    if let Some((policy, opt_curves)) = opt {
+        plot.add_opt(curves, opt_curves, &policy.report);
+    }
     if let Some(path) = &plan.png {
         write_file(path, &render_png(&plot))?;
     }
@@ -164,6 +191,23 @@ fn write_plots(
         write_file(path, render_svg(&plot).as_bytes())?;
     }
     Ok(())
+}
+
+/// OPT's curves of the rows in `range` (with `--opt`), once the OPT facts are checked to be
+/// of the LRU facts' trace.
+fn opt_curves(plan: &MrcPlan, range: TimeRange) -> color_eyre::Result<Option<MrcCurves>> {
+    if plan.opt.is_empty() {
+        return Ok(None);
+    }
+    check_same_trace(&plan.facts, &plan.opt).wrap_err("comparing LRU with OPT failed")?;
+    let mut builder = MrcBuilder::new().with_pool(plan.pool.clone());
+    builder
+        .add_facts_files_in(&plan.opt, range)
+        .wrap_err("building OPT's miss-ratio curve failed")?;
+    builder
+        .try_finish()
+        .map(Some)
+        .wrap_err("building OPT's miss-ratio curve failed")
 }
 
 /// The curves of the rows in `range`; a span without rows is an error (in `query`'s words:
@@ -193,6 +237,7 @@ fn write_report(
     out: &mut dyn Write,
     json: bool,
     report: &MrcReport,
+    opt: Option<&PolicyReport>,
     span: Option<SpanReport>,
     tier_report: Option<TierReport>,
 ) -> color_eyre::Result<()> {
@@ -201,6 +246,7 @@ fn write_report(
             report,
             accounted_span: span,
             tiers: tier_report,
+            opt,
         };
         serde_json::to_writer_pretty(&mut *out, &planned).wrap_err("writing the JSON report")?;
         writeln!(out)?;
@@ -209,6 +255,10 @@ fn write_report(
             writeln!(out, "accounted: {}", span.describe())?;
         }
         out.write_all(render_table(report).as_bytes())?;
+        if let Some(opt) = opt {
+            writeln!(out)?;
+            out.write_all(render_policy_tables(opt).as_bytes())?;
+        }
         if let Some(tier_report) = &tier_report {
             writeln!(out)?;
             out.write_all(render_tier_table(tier_report).as_bytes())?;

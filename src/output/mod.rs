@@ -10,6 +10,7 @@ mod line_buffer;
 pub mod mrc;
 pub mod number_format;
 pub mod plot;
+pub mod policy_table;
 pub mod query_jsonl;
 pub mod query_windows;
 pub mod quota;

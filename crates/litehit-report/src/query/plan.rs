@@ -1,6 +1,8 @@
 //! What a query asks, as plain data: the slots it projects at, the tiers, the accounted
 //! span and how the shared pool lane is found.
 
+use std::path::PathBuf;
+
 use litehit_core::projector::Capacity;
 pub use litehit_core::projector::tiers::TierPlan;
 
@@ -52,6 +54,9 @@ pub struct QueryPlan {
     /// How to find the shared pool lane (`replay --pool`); `None`: the facts are taken as
     /// having none (every row in the overall line, as upstream).
     pub pool: Option<PoolRule>,
+    /// The OPT facts of the same trace (`query --opt`, one per facts file, in the same
+    /// order), read in step with the LRU rows; empty: none (the output is then today's).
+    pub opt: Vec<PathBuf>,
 }
 
 /// How the shared pool lane is found in facts: by its rows, whatever its name (see

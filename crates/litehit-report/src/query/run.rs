@@ -12,6 +12,7 @@ use super::QueryError;
 use super::plan::{QueryPlan, QuerySlots};
 use super::totals::{QuerySummary, QueryTotals};
 use crate::facts_files::FactsFiles;
+use crate::policy_pair::OptRows;
 use crate::span::{EmptySpan, TimeRange, widen_span};
 
 /// The rows a query read: their first and last `timestamp_ns`, and whether any was in the
@@ -31,6 +32,8 @@ pub struct QueryRun {
     totals: QueryTotals,
     range: TimeRange,
     seen: SeenRows,
+    /// The OPT facts of the same trace, read in step ([`QueryPlan::opt`]).
+    opt: Option<OptRows>,
 }
 
 impl QueryRun {
@@ -41,11 +44,23 @@ impl QueryRun {
         slots: QuerySlots,
         plan: &QueryPlan,
     ) -> Result<Self, QueryError> {
+        let opt = if plan.opt.is_empty() {
+            None
+        } else {
+            Some(OptRows::open(&plan.opt)?)
+        };
+        let totals =
+            QueryTotals::with_tiers(slots, plan.tiers.clone()).with_pool(plan.pool.clone());
         Ok(Self {
             files: FactsFiles::open(facts_paths)?,
-            totals: QueryTotals::with_tiers(slots, plan.tiers.clone()).with_pool(plan.pool.clone()),
+            totals: if opt.is_some() {
+                totals.with_opt()
+            } else {
+                totals
+            },
             range: plan.time_range,
             seen: SeenRows::default(),
+            opt,
         })
     }
 
@@ -72,11 +87,23 @@ impl QueryRun {
             self.totals
                 .observe_in_file(&record, self.files.file_index());
             self.seen.span = widen_span(self.seen.span, record.timestamp_ns);
+            // Every row is paired, accounted or not: the two files go in step.
+            let opt = match &mut self.opt {
+                Some(opt) => {
+                    Some(opt.next_for(&record, self.files.path(), self.files.line_number())?)
+                }
+                None => None,
+            };
             if !self.range.contains(record.timestamp_ns) {
                 continue;
             }
             self.seen.accounted = true;
-            on_row(&record, self.totals.add_record(&record)).map_err(QueryError::Write)?;
+            on_row(&record, self.totals.add_record_pair(&record, opt))
+                .map_err(QueryError::Write)?;
+        }
+        if let Some(opt) = self.opt.take() {
+            let first = self.files.paths().first().cloned().unwrap_or_default();
+            opt.finish(&first)?;
         }
         Ok(())
     }
