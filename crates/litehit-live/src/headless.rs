@@ -310,6 +310,12 @@ pub struct InstanceDto {
     pub hit_tokens: Vec<u64>,
     /// Cumulative token hit rate per slot (`null` before the first request).
     pub hit_rates: Vec<Option<f64>>,
+    /// `watch --policy lru,opt`: OPT's cumulative hit tokens per slot (absent without OPT).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub opt_hit_tokens: Option<Vec<u64>>,
+    /// `watch --policy lru,opt`: OPT's cumulative token hit rate per slot.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub opt_hit_rates: Option<Vec<Option<f64>>>,
     pub infinite_hit_tokens: u64,
     pub infinite_hit_rate: Option<f64>,
     /// Whether `infinite_hit_*` is only a lower bound (under a memory horizon: hits of a
@@ -409,6 +415,15 @@ impl InstanceDto {
             .map(|warning| warning.to_string()),
             hit_tokens: (0..slot_count).map(|i| lane.slot_hit_tokens(i)).collect(),
             hit_rates: (0..slot_count).map(|i| lane.slot_hit_rate(i)).collect(),
+            opt_hit_tokens: lane.opt_slot_hit_blocks.as_ref().map(|_| {
+                (0..slot_count)
+                    .filter_map(|i| lane.opt_slot_hit_tokens(i))
+                    .collect()
+            }),
+            opt_hit_rates: lane
+                .opt_slot_hit_blocks
+                .as_ref()
+                .map(|_| (0..slot_count).map(|i| lane.opt_slot_hit_rate(i)).collect()),
             infinite_hit_tokens: lane.infinite_hit_tokens(),
             infinite_hit_rate: lane.infinite_hit_rate(),
             infinite_is_lower_bound: lane.is_lower_bound(None),
@@ -495,6 +510,12 @@ pub struct TotalDto {
     pub input_tokens: u64,
     pub hit_tokens: Vec<u64>,
     pub hit_rates: Vec<Option<f64>>,
+    /// `watch --policy lru,opt`: Σ OPT's hit tokens per slot (absent without OPT).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub opt_hit_tokens: Option<Vec<u64>>,
+    /// `watch --policy lru,opt`: OPT's Σ token hit rate per slot.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub opt_hit_rates: Option<Vec<Option<f64>>>,
     pub infinite_hit_tokens: u64,
     pub infinite_hit_rate: Option<f64>,
     /// Whether `infinite_hit_*` is only a lower bound (some instance has a memory horizon).
@@ -695,6 +716,12 @@ impl Report {
                 input_tokens: totals.input_tokens,
                 hit_rates: (0..slot_count).map(|i| totals.slot_hit_rate(i)).collect(),
                 hit_tokens: totals.slot_hit_tokens.clone(),
+                opt_hit_tokens: totals.opt_slot_hit_tokens.clone(),
+                opt_hit_rates: totals.opt_slot_hit_tokens.as_ref().map(|_| {
+                    (0..slot_count)
+                        .map(|i| totals.opt_slot_hit_rate(i))
+                        .collect()
+                }),
                 infinite_hit_tokens: totals.infinite_hit_tokens,
                 infinite_hit_rate: totals.infinite_hit_rate(),
                 infinite_is_lower_bound: snap.infinite_is_lower_bound(),

@@ -48,7 +48,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 use crate::http::{BatchRefused, HttpBatch};
-use crate::snapshot::{FollowState, IngestRate, LiveSnapshot, Slot};
+use crate::snapshot::{FactsWrite, FollowState, IngestRate, LiveSnapshot, Slot};
 use crate::tail::{DirectoryOrder, FileWatcher, StartAt, TailNotice, Tailer, WakeSource};
 
 /// The tailer for what `config` follows: a file, a directory, or standard input.
@@ -66,6 +66,7 @@ fn tailer_for(config: &IngestConfig) -> Tailer {
 }
 use crate::{Command, IngestEvent, LiveHandle, SlotId};
 use litehit_core::engine::{Engine, EngineConfig, LaneSet, Policy};
+use litehit_core::facts::file::opt_facts_path;
 use litehit_core::formats::TraceFormat;
 use litehit_core::projector::Capacity;
 use pipeline::Pipeline;
@@ -154,6 +155,10 @@ pub struct IngestConfig {
     pub memory_horizon: Option<Capacity>,
     /// The serving engine's rule on each fact (`--engine`): see `Engine::with_engine_rule`.
     pub engine_rule: litehit_core::facts::EngineRule,
+    /// The eviction policies replayed (`watch --policy lru,opt`): with OPT, every lane's
+    /// OPT hits are in the snapshot, and the OPT facts go beside `facts_out`
+    /// (`NAME.opt.csv`, written at the end of the run).
+    pub cache_policies: litehit_core::engine::CachePolicies,
     /// Each line (file or HTTP) goes through this before it is parsed; `None`: lines are
     /// trace lines.
     pub line_transform: Option<LineTransform>,
@@ -233,6 +238,7 @@ impl IngestConfig {
             http_counters: None,
             memory_horizon: None,
             engine_rule: litehit_core::facts::EngineRule::Ideal,
+            cache_policies: litehit_core::engine::CachePolicies::LRU,
             line_transform: None,
             source_format: None,
             model: None,
@@ -249,24 +255,35 @@ pub fn spawn(config: IngestConfig) -> crate::Result<LiveHandle> {
     if let Some(horizon) = config.memory_horizon {
         engine = engine.with_memory_horizon(horizon);
     }
-    engine = engine.with_engine_rule(config.engine_rule);
-    let spill = if config.retain_facts {
-        let beside = litehit_core::facts::file::directory_of(&config.facts_out);
-        let name = config
-            .facts_out
+    engine = engine
+        .with_engine_rule(config.engine_rule)
+        .with_cache_policies(config.cache_policies)?;
+    let spill_for = |facts_out: &std::path::Path| {
+        if !config.retain_facts {
+            return Ok(FactsSpill::counting_only());
+        }
+        let beside = litehit_core::facts::file::directory_of(facts_out);
+        let name = facts_out
             .file_name()
             .map_or_else(|| "litehit_facts.csv".into(), |name| name.to_string_lossy());
         FactsSpill::create(config.spill_dir.as_deref().unwrap_or(beside), &name)
-            .map_err(crate::LiveError::io("creating the facts spill file"))?
+            .map_err(crate::LiveError::io("creating the facts spill file"))
+    };
+    let spill = spill_for(&config.facts_out)?;
+    let opt_spill = if config
+        .cache_policies
+        .contains(litehit_core::engine::CachePolicy::Opt)
+    {
+        Some(spill_for(&opt_facts_path(&config.facts_out))?)
     } else {
-        FactsSpill::counting_only()
+        None
     };
     let (events_tx, events_rx) = mpsc::channel();
     let (snapshot_tx, snapshot_rx) = watch::channel(Arc::new(LiveSnapshot::default()));
     let mut ingest = Ingest::new(
         config,
         engine,
-        spill,
+        (spill, opt_spill),
         events_tx.clone(),
         events_rx,
         snapshot_tx,
@@ -337,6 +354,9 @@ struct Ingest {
     /// The facts writer (`s`, and `--facts-out` at the end): the write in flight and its
     /// status.
     facts: FactsWriter,
+    /// With OPT: the OPT facts' writer (`NAME.opt.csv` beside `facts_out`), at the end of
+    /// the run only.
+    opt_facts: Option<FactsWriter>,
     last_notice: Option<(TailNotice, Instant)>,
     read_error: Option<String>,
     /// What the reader is doing (waiting, following, catching up), shown while running.
@@ -357,7 +377,7 @@ impl Ingest {
     fn new(
         config: IngestConfig,
         engine: Engine,
-        spill: FactsSpill,
+        (spill, opt_spill): (FactsSpill, Option<FactsSpill>),
         events_tx: Sender<IngestEvent>,
         events_rx: Receiver<IngestEvent>,
         snapshots: watch::Sender<Arc<LiveSnapshot>>,
@@ -372,7 +392,15 @@ impl Ingest {
         let order_bytes = ordering_block_bytes(None, &engine, &config.engine);
         slots.sort_by(|a, b| a.capacity.order_at(&b.capacity, order_bytes));
         let next_slot_id = slots.len() as u64 + 1;
-        let pipeline = Pipeline::new(&config, engine, spill, slots);
+        let opt_facts = opt_spill.is_some().then(|| {
+            FactsWriter::new(
+                opt_facts_path(&config.facts_out),
+                config.facts_out_is_default,
+                events_tx.clone(),
+            )
+        });
+        let mut pipeline = Pipeline::new(&config, engine, spill, slots);
+        pipeline.opt_spill = opt_spill;
         let facts = FactsWriter::new(
             config.facts_out.clone(),
             config.facts_out_is_default,
@@ -394,6 +422,7 @@ impl Ingest {
             missed_events: 0,
             run: RunState::Running,
             facts,
+            opt_facts,
             last_notice: None,
             read_error: None,
             state: FollowState::Waiting,
@@ -515,6 +544,15 @@ impl Ingest {
         if self.config.facts_at_end {
             self.facts
                 .write_at_end(&mut self.pipeline.spill, &self.events_rx);
+            if let (Some(opt_facts), Some(opt_spill)) =
+                (&mut self.opt_facts, &mut self.pipeline.opt_spill)
+            {
+                opt_facts.write_at_end(opt_spill, &self.events_rx);
+                // The status line shows one write: the OPT facts' only when they failed.
+                if matches!(opt_facts.status(), FactsWrite::Failed { .. }) {
+                    self.facts.set_status(opt_facts.status().clone());
+                }
+            }
         }
         self.publish(Instant::now());
     }

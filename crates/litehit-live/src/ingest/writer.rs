@@ -72,7 +72,7 @@ impl FactsWriter {
         self.in_flight.is_some()
     }
 
-    fn set_status(&mut self, status: FactsWrite) {
+    pub(super) fn set_status(&mut self, status: FactsWrite) {
         self.status = status;
         self.status_since = Instant::now();
     }
