@@ -467,3 +467,88 @@ fn facts_of_another_trace_are_refused() {
     );
     assert_mentions(failed(&run), &["--window"]);
 }
+
+/// The real conversation trace (Mooncake, 512-token blocks) through `replay --policy lru,opt`
+/// and `query`: OPT's and LRU's totals at 1,000 and 10,000 blocks and ∞ equal the naive
+/// simulators on the same keys (each request's complete blocks), and the misses add up.
+#[cfg_attr(
+    litehit_shared_absent,
+    ignore = "needs ../shared, the real traces kept outside the repository (once it is there: touch build.rs)"
+)]
+#[test]
+fn the_conversation_trace_query_equals_the_naive_simulators() {
+    const TRACE_BLOCK_TOKENS: u64 = 512;
+    let path = crate::common::shared_file("traces/conversation_trace.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap();
+    // The length contract: a request's keys are its complete blocks.
+    let (requests, input_tokens): (Vec<Vec<i64>>, u64) =
+        text.lines()
+            .fold((Vec::new(), 0), |(mut requests, input), line| {
+                let row: Value = serde_json::from_str(line).unwrap();
+                let length = row["input_length"].as_u64().unwrap();
+                let complete = usize::try_from(length / TRACE_BLOCK_TOKENS).unwrap();
+                let keys: Vec<i64> = row["hash_ids"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .take(complete)
+                    .map(|id| id.as_i64().unwrap())
+                    .collect();
+                requests.push(keys);
+                (requests, input + length)
+            });
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    ok(replay_to(&path, &out, &["--policy", "lru,opt", "-q"]));
+    let capacities = [1_000_usize, 10_000];
+    let run = ok(run_in(
+        None,
+        [
+            "query",
+            out.to_str().unwrap(),
+            "-",
+            "-1",
+            "--summary-only",
+            "--capacity-blocks",
+            "1000",
+            "10000",
+        ],
+    ));
+    let overall = parse_query_output(&run.stdout).overall;
+    assert_eq!(
+        overall["total_input_tokens"].as_u64().unwrap(),
+        input_tokens
+    );
+    let (lru, opt) = (
+        u64s(&overall["total_hit_tokens"]),
+        u64s(&overall["opt_hit_tokens"]),
+    );
+    let tokens = |hits: u64| hits * TRACE_BLOCK_TOKENS;
+    let infinite = tokens(min_unit_hits(&requests, None).iter().sum());
+    assert_eq!((lru[0], opt[0]), (infinite, infinite), "∞");
+    for (slot, capacity) in capacities.into_iter().enumerate() {
+        let mut cache = OracleLru::new(Some(capacity), None);
+        let lru_hits: u64 = requests
+            .iter()
+            .map(|keys| cache.process_request(keys, 0))
+            .sum();
+        let opt_hits: u64 = min_unit_hits(&requests, Some(capacity)).iter().sum();
+        assert_eq!(lru[slot + 1], tokens(lru_hits), "LRU at {capacity}");
+        assert_eq!(opt[slot + 1], tokens(opt_hits), "OPT at {capacity}");
+    }
+    let (cold, capacity_misses, policy) = (
+        u64s(&overall["cold_miss_tokens"]),
+        u64s(&overall["capacity_miss_tokens"]),
+        i64s(&overall["policy_miss_tokens"]),
+    );
+    for slot in 0..3 {
+        assert_eq!(
+            i128::from(lru[slot])
+                + i128::from(cold[slot])
+                + i128::from(capacity_misses[slot])
+                + i128::from(policy[slot]),
+            i128::from(input_tokens),
+            "slot {slot}"
+        );
+    }
+}
