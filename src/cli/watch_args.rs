@@ -157,7 +157,7 @@ pub struct WatchArgs {
     /// `lru` (default) or `lru,opt`: also Belady's optimal policy, live, beside LRU: an OPT
     /// column and the policy gap on screen, `opt_hit_tokens`/`opt_hit_rates` in --headless,
     /// `litehit_opt_hit_tokens_total` in /metrics, and with --facts-out F.csv the OPT facts
-    /// in F.opt.csv (at the end of the run). OPT is refused with a TTL or --memory-horizon
+    /// in F.opt.csv (with every facts write). OPT is refused with a TTL or --memory-horizon
     #[arg(long, value_name = "POLICIES", default_value = "lru",
           value_parser = super::parse_cache_policies)]
     pub policy: litehit_core::engine::CachePolicies,

@@ -48,7 +48,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 use crate::http::{BatchRefused, HttpBatch};
-use crate::snapshot::{FactsWrite, FollowState, IngestRate, LiveSnapshot, Slot};
+use crate::snapshot::{FollowState, IngestRate, LiveSnapshot, Slot};
 use crate::tail::{DirectoryOrder, FileWatcher, StartAt, TailNotice, Tailer, WakeSource};
 
 /// The tailer for what `config` follows: a file, a directory, or standard input.
@@ -157,7 +157,7 @@ pub struct IngestConfig {
     pub engine_rule: litehit_core::facts::EngineRule,
     /// The eviction policies replayed (`watch --policy lru,opt`): with OPT, every lane's
     /// OPT hits are in the snapshot, and the OPT facts go beside `facts_out`
-    /// (`NAME.opt.csv`, written at the end of the run).
+    /// (`NAME.opt.csv`, with every facts write).
     pub cache_policies: litehit_core::engine::CachePolicies,
     /// Each line (file or HTTP) goes through this before it is parsed; `None`: lines are
     /// trace lines.
@@ -354,9 +354,6 @@ struct Ingest {
     /// The facts writer (`s`, and `--facts-out` at the end): the write in flight and its
     /// status.
     facts: FactsWriter,
-    /// With OPT: the OPT facts' writer (`NAME.opt.csv` beside `facts_out`), at the end of
-    /// the run only.
-    opt_facts: Option<FactsWriter>,
     last_notice: Option<(TailNotice, Instant)>,
     read_error: Option<String>,
     /// What the reader is doing (waiting, following, catching up), shown while running.
@@ -392,20 +389,19 @@ impl Ingest {
         let order_bytes = ordering_block_bytes(None, &engine, &config.engine);
         slots.sort_by(|a, b| a.capacity.order_at(&b.capacity, order_bytes));
         let next_slot_id = slots.len() as u64 + 1;
-        let opt_facts = opt_spill.is_some().then(|| {
-            FactsWriter::new(
-                opt_facts_path(&config.facts_out),
-                config.facts_out_is_default,
-                events_tx.clone(),
-            )
-        });
+        let opt_path = opt_spill
+            .as_ref()
+            .map(|_| opt_facts_path(&config.facts_out));
         let mut pipeline = Pipeline::new(&config, engine, spill, slots);
         pipeline.opt_spill = opt_spill;
-        let facts = FactsWriter::new(
+        let mut facts = FactsWriter::new(
             config.facts_out.clone(),
             config.facts_out_is_default,
             events_tx.clone(),
         );
+        if let Some(opt_path) = opt_path {
+            facts = facts.with_opt_path(opt_path);
+        }
         let mut ingest = Self {
             tailer: tailer_for(&config),
             generation_seen: 0,
@@ -422,7 +418,6 @@ impl Ingest {
             missed_events: 0,
             run: RunState::Running,
             facts,
-            opt_facts,
             last_notice: None,
             read_error: None,
             state: FollowState::Waiting,
@@ -542,17 +537,11 @@ impl Ingest {
         }
         self.pipeline.spill.flush();
         if self.config.facts_at_end {
-            self.facts
-                .write_at_end(&mut self.pipeline.spill, &self.events_rx);
-            if let (Some(opt_facts), Some(opt_spill)) =
-                (&mut self.opt_facts, &mut self.pipeline.opt_spill)
-            {
-                opt_facts.write_at_end(opt_spill, &self.events_rx);
-                // The status line shows one write: the OPT facts' only when they failed.
-                if matches!(opt_facts.status(), FactsWrite::Failed { .. }) {
-                    self.facts.set_status(opt_facts.status().clone());
-                }
-            }
+            self.facts.write_at_end(
+                &mut self.pipeline.spill,
+                self.pipeline.opt_spill.as_mut(),
+                &self.events_rx,
+            );
         }
         self.publish(Instant::now());
     }
@@ -599,7 +588,9 @@ impl Ingest {
                             self.read_held_batches();
                         }
                     }
-                    Command::WriteFacts => self.facts.start(&mut self.pipeline.spill),
+                    Command::WriteFacts => self
+                        .facts
+                        .start(&mut self.pipeline.spill, self.pipeline.opt_spill.as_mut()),
                     Command::SetBlockBytes(block_bytes) => self.set_block_bytes(block_bytes),
                     Command::SetFramePeriod(period) => {
                         self.config.frame_period = period.max(Duration::from_millis(1));
