@@ -863,6 +863,7 @@ pub fn horizon_note(snap: &LiveSnapshot) -> String {
 
 /// A few plain lines for the terminal after the TUI closes.
 #[must_use]
+#[expect(clippy::too_many_lines, reason = "one block per kind of row and note")]
 pub fn summary_text(snap: &LiveSnapshot) -> String {
     use std::fmt::Write as _;
     let mut text = String::new();
@@ -937,6 +938,16 @@ pub fn summary_text(snap: &LiveSnapshot) -> String {
             &|i| pool.slot_hit_rate(i),
             pool.infinite_hit_rate(),
             &bounds(pool),
+        );
+    }
+    if snap.totals.opt_slot_hit_tokens.is_some() {
+        // `--policy lru,opt`: the optimal policy over every instance (no horizon with OPT).
+        let totals = &snap.totals;
+        row(
+            "OPT (Belady's optimal policy), total",
+            &|i| totals.opt_slot_hit_rate(i),
+            totals.infinite_hit_rate(),
+            &vec![false; snap.slots.len() + 1],
         );
     }
     if snap.totals.infinite_is_lower_bound {

@@ -1,6 +1,6 @@
 //! `watch --policy lru,opt` on screen: the fleet table's OPT column and policy gap at the
-//! selected slot, for each instance and the total, from a hand-built snapshot; none without
-//! OPT.
+//! selected slot, for each instance and the total, and OPT's line in the exit summary, from a
+//! hand-built snapshot; none without OPT.
 
 use litehit_core::projector::Capacity;
 use litehit_live::LiveSnapshot;
@@ -71,8 +71,15 @@ fn the_fleet_table_shows_opt_and_the_policy_gap_at_the_selected_slot() {
             assert!(line.contains(cell), "{cell} in {line:?}\n{screen}");
         }
     }
-    // Without OPT there is no such column.
+    // The summary printed after the screen closes has OPT's total line.
+    let summary = litehit_live::headless::summary_text(&snap);
+    assert!(
+        summary.contains("OPT (Belady's optimal policy), total: 21.00%, 67.50%, 80.00%"),
+        "{summary}"
+    );
+    // Without OPT there is no such column, nor line.
     let plain = snapshot(false);
     let screen = screen_text(&plain, &app, 160, 40);
     assert!(!screen.contains("OPT"), "{screen}");
+    assert!(!litehit_live::headless::summary_text(&plain).contains("OPT"));
 }
