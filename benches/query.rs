@@ -242,6 +242,7 @@ fn tiers_and_windows(paths: &[PathBuf], rows: usize, written: &Written, to_sink:
         kv_bytes_per_token: None,
         // As `litehit query` runs: the pool lane is looked for by its rows (there is none).
         pool: Some(PoolRule::from_flag(None)),
+        opt: Vec::new(),
     };
     let mut tiered = QuerySummary::default();
     measure("query, 16 slots, --tiers (3), sink", rows, || {

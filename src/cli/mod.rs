@@ -517,7 +517,9 @@ fn at_least_one(text: &str) -> Result<usize, String> {
 }
 
 /// `--policy`: `lru`, `opt` or `lru,opt`, through the core's one spelling.
-fn parse_cache_policies(text: &str) -> Result<litehit_core::engine::CachePolicies, String> {
+pub(crate) fn parse_cache_policies(
+    text: &str,
+) -> Result<litehit_core::engine::CachePolicies, String> {
     text.parse()
 }
 

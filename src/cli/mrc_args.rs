@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use super::query_args::{PoolArg, SpanArgs, TierArgs};
+use super::query_args::{OptArg, PoolArg, SpanArgs, TierArgs};
 
 /// Default cap on points per curve in `--json` (exact breakpoints when there are fewer).
 pub const DEFAULT_MAX_CURVE_POINTS: usize = 1000;
@@ -66,6 +66,9 @@ pub struct MrcArgs {
 
     #[command(flatten)]
     pub model: super::model_args::ModelFlags,
+
+    #[command(flatten)]
+    pub opt: OptArg,
 }
 
 impl Default for MrcArgs {
@@ -81,6 +84,7 @@ impl Default for MrcArgs {
             span: SpanArgs::default(),
             pool: PoolArg::default(),
             model: super::model_args::ModelFlags::default(),
+            opt: OptArg::default(),
         }
     }
 }

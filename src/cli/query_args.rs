@@ -89,10 +89,30 @@ pub struct QueryArgs {
     pub pool: PoolArg,
 
     #[command(flatten)]
+    pub opt: OptArg,
+
+    #[command(flatten)]
     pub quota: QuotaArgs,
 
     #[command(flatten)]
     pub model: super::model_args::ModelFlags,
+}
+
+/// `--opt FILE` and `--no-opt` of `query` and `mrc`: the OPT facts beside the LRU ones.
+#[derive(Debug, Clone, Default, PartialEq, Eq, clap::Args)]
+pub struct OptArg {
+    /// The OPT facts of the same trace (`replay --policy lru,opt` writes `NAME.opt.csv`
+    /// beside `NAME.csv`), one per facts file in the same order (repeatable): OPT's hit rate
+    /// and LRU's misses split into cold, capacity and policy misses, beside LRU's figures
+    /// (docs/PLANNING.md). Without it, the `NAME.opt.csv` beside each facts file is read
+    /// when every one has it (said on stderr). Refused when the rows are not of the same
+    /// trace
+    #[arg(long = "opt", value_name = "FILE", conflicts_with = "no_opt")]
+    pub files: Vec<PathBuf>,
+
+    /// Read no OPT facts, even with a `NAME.opt.csv` beside the facts
+    #[arg(long)]
+    pub no_opt: bool,
 }
 
 /// `--quota-total`, `--quota-floor`, `--quota-step`: the quota planner (docs/TENANTS.md).

@@ -172,6 +172,14 @@ pub struct WatchArgs {
     #[arg(long, value_name = "CAPACITY", value_parser = litehit_core::grammar::parse_memory_horizon)]
     pub memory_horizon: Option<Capacity>,
 
+    /// `lru` (default) or `lru,opt`: also Belady's optimal policy, live, beside LRU: an OPT
+    /// column and the policy gap on screen, `opt_hit_tokens`/`opt_hit_rates` in --headless,
+    /// `litehit_opt_hit_tokens_total` in /metrics, and with --facts-out F.csv the OPT facts
+    /// in F.opt.csv (with every facts write). OPT is refused with a TTL or --memory-horizon
+    #[arg(long, value_name = "POLICIES", default_value = "lru",
+          value_parser = super::parse_cache_policies)]
+    pub policy: litehit_core::engine::CachePolicies,
+
     /// With --listen: the largest body accepted, as sent and once decompressed (1048576,
     /// 64MiB); larger ones get 413
     #[arg(long, value_name = "BYTES", default_value = "64MiB", value_parser = parse_byte_size,
@@ -309,6 +317,12 @@ pub struct DemoArgs {
     /// Stop after this many requests (default: run until quit)
     #[arg(long, value_name = "N")]
     pub requests: Option<u64>,
+
+    /// `lru` (default) or `lru,opt`: also Belady's optimal policy beside LRU, as `watch
+    /// --policy lru,opt`
+    #[arg(long, value_name = "POLICIES", default_value = "lru",
+          value_parser = super::parse_cache_policies)]
+    pub policy: litehit_core::engine::CachePolicies,
 
     #[command(flatten)]
     pub model: super::model_args::ModelFlags,

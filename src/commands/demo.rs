@@ -62,6 +62,7 @@ pub fn run(args: &DemoArgs) -> color_eyre::Result<()> {
     // Not in the working directory: the spill of a generated trace is the demo's own.
     config.spill_dir = Some(temp_dir.path().to_path_buf());
     config.frame_period = plan.frame_period;
+    config.cache_policies = super::watch::live_policies(args.policy)?;
     let (workload_config, pace, what) = (plan.workload, plan.pace, plan.what);
 
     let headless_lines_dropped = Arc::clone(&config.headless_lines_dropped);

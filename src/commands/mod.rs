@@ -233,6 +233,56 @@ pub(crate) fn expand_facts_globs(
     litehit_report::expand_facts_globs(paths).map_err(|error| eyre!(error))
 }
 
+/// The OPT facts to read beside `facts_paths` (the LRU facts): `--opt`'s, one per facts
+/// file; else, unless `--no-opt`, the `NAME.opt.csv` beside each when every one has it (said
+/// on stderr); else none. `refused` names what cannot take them (e.g. `--window`): typed
+/// `--opt` is then an error, and siblings are not looked for.
+pub(crate) fn opt_facts(
+    arg: &crate::cli::query_args::OptArg,
+    facts_paths: &[std::path::PathBuf],
+    refused: Option<&str>,
+) -> color_eyre::Result<Vec<std::path::PathBuf>> {
+    if !arg.files.is_empty() {
+        if let Some(refused) = refused {
+            bail!("--opt: {refused} does not compare policies (leave out --opt)");
+        }
+        if arg.files.len() != facts_paths.len() {
+            bail!(
+                "--opt: {} OPT facts files for {} facts files: give one per facts file (shard), \
+                 in the same order",
+                arg.files.len(),
+                facts_paths.len()
+            );
+        }
+        let opt = arg
+            .files
+            .iter()
+            .map(|path| litehit_core::facts::file::facts_input_path(path))
+            .collect::<Vec<_>>();
+        if let Some(path) = opt
+            .iter()
+            .find(|path| facts_paths.iter().any(|lru| same_file(lru, path)))
+        {
+            bail!(
+                "--opt {}: that is a facts file already read as LRU's",
+                path.display()
+            );
+        }
+        return Ok(opt);
+    }
+    if arg.no_opt || refused.is_some() {
+        return Ok(Vec::new());
+    }
+    let siblings = litehit_report::opt_siblings(facts_paths).unwrap_or_default();
+    for path in &siblings {
+        note(Some(&format!(
+            "reading the OPT facts beside: {} (--no-opt leaves them out)",
+            path.display()
+        )));
+    }
+    Ok(siblings)
+}
+
 /// Shards of one replay are separate files; the same file twice (as FACTS and again as a
 /// `--shard`, say) would count every request twice and skew every rate, so it is refused.
 pub(crate) fn refuse_repeated_facts(paths: &[std::path::PathBuf]) -> color_eyre::Result<()> {

@@ -7,12 +7,14 @@ use color_eyre::eyre::{WrapErr, bail, eyre};
 
 use super::{same_file, writes_over};
 use crate::cli::mrc_args::MrcArgs;
-use crate::output::mrc::{ModelJson, PlannedReport, render_table, render_tier_table};
+use crate::output::mrc::{
+    ModelJson, PlannedReport, render_policy_tables, render_table, render_tier_table,
+};
 use crate::output::plot::{PlotData, render_png, render_svg};
 use litehit_core::facts::file::{is_standard_output, write_atomically};
 use litehit_report::{
-    EmptySpan, MrcBuilder, MrcCurves, MrcReport, PoolRule, SpanReport, TierPlan, TierReport,
-    TimeRange, TimeSpec, check_span_order, tier_report, trace_span,
+    EmptySpan, MrcBuilder, MrcCurves, MrcReport, PolicyReport, PoolRule, SpanReport, TierPlan,
+    TierReport, TimeRange, TimeSpec, check_same_trace, check_span_order, tier_report, trace_span,
 };
 
 /// Builds the curves from the facts, prints the table (or JSON) and writes the plots.
@@ -30,13 +32,19 @@ pub fn run(args: &MrcArgs) -> color_eyre::Result<()> {
         );
     }
     let report = curves.report(plan.max_curve_points);
+    let opt = opt_curves(&plan, range)?.map(|opt| {
+        (
+            curves.policy_report(&report, &opt, plan.max_curve_points),
+            opt,
+        )
+    });
     super::warn_implausible_kv_sizes(
         report
             .instances
             .iter()
             .map(|instance| (instance.block_bytes, instance.block_size_tokens)),
     );
-    write_plots(&plan, &curves, &report, span.as_ref())?;
+    write_plots(&plan, &curves, &report, opt.as_ref(), span.as_ref())?;
     // An image on standard output (`--png -`, `--png /dev/stdout`) sends the table to stderr.
     let mut out: Box<dyn Write> = if plan.image_to_stdout {
         Box::new(io::stderr().lock())
@@ -47,7 +55,11 @@ pub fn run(args: &MrcArgs) -> color_eyre::Result<()> {
     write_report(
         &mut out,
         plan.json,
-        (&report, plan.model.as_ref()),
+        (
+            &report,
+            plan.model.as_ref(),
+            opt.as_ref().map(|(policy, _)| policy),
+        ),
         span,
         tier_report,
     )?;
@@ -75,6 +87,8 @@ struct MrcPlan {
     /// `--model`: each row's block bytes its KV size × block size (said in a note, the
     /// table, the JSON and the plots' subtitle).
     model: Option<litehit_core::config::ModelKvSize>,
+    /// The OPT facts read beside (`--opt`, or the siblings found); empty: none.
+    opt: Vec<PathBuf>,
 }
 
 /// The plan of `args`: every check that needs no facts row.
@@ -126,6 +140,13 @@ fn plan(args: &MrcArgs) -> color_eyre::Result<MrcPlan> {
     let span = super::query::time_spec(&args.span)?;
     let model = super::resolve_model(&args.model)?;
     super::facts_model_note(model.as_ref());
+    let opt = super::opt_facts(&args.opt, &facts, None)?;
+    if !opt.is_empty() && facts.iter().chain(&opt).any(|path| path.as_os_str() == "-") {
+        bail!(
+            "--opt reads the facts twice (to check that both files are of one trace); \
+             standard input cannot be: pass files"
+        );
+    }
     Ok(MrcPlan {
         facts,
         tiers,
@@ -138,6 +159,7 @@ fn plan(args: &MrcArgs) -> color_eyre::Result<MrcPlan> {
         image_to_stdout,
         title: args.title.clone(),
         model,
+        opt,
     })
 }
 
@@ -146,6 +168,7 @@ fn write_plots(
     plan: &MrcPlan,
     curves: &MrcCurves,
     report: &MrcReport,
+    opt: Option<&(PolicyReport, MrcCurves)>,
     span: Option<&SpanReport>,
 ) -> color_eyre::Result<()> {
     if plan.png.is_none() && plan.svg.is_none() {
@@ -172,7 +195,10 @@ fn write_plots(
         Some(model) => format!("{source} · model {}", model.short()),
         None => source,
     };
-    let plot = PlotData::from_curves(curves, report, &source);
+    let mut plot = PlotData::from_curves(curves, report, &source);
+    if let Some((policy, opt_curves)) = opt {
+        plot.add_opt(curves, opt_curves, &policy.report);
+    }
     if let Some(path) = &plan.png {
         write_file(path, &render_png(&plot))?;
     }
@@ -180,6 +206,25 @@ fn write_plots(
         write_file(path, render_svg(&plot).as_bytes())?;
     }
     Ok(())
+}
+
+/// OPT's curves of the rows in `range` (with `--opt`), once the OPT facts are checked to be
+/// of the LRU facts' trace.
+fn opt_curves(plan: &MrcPlan, range: TimeRange) -> color_eyre::Result<Option<MrcCurves>> {
+    if plan.opt.is_empty() {
+        return Ok(None);
+    }
+    check_same_trace(&plan.facts, &plan.opt).wrap_err("comparing LRU with OPT failed")?;
+    let mut builder = MrcBuilder::new()
+        .with_pool(plan.pool.clone())
+        .with_kv_bytes_per_token(plan.model.as_ref().map(|model| model.kv_bytes_per_token));
+    builder
+        .add_facts_files_in(&plan.opt, range)
+        .wrap_err("building OPT's miss-ratio curve failed")?;
+    builder
+        .try_finish()
+        .map(Some)
+        .wrap_err("building OPT's miss-ratio curve failed")
 }
 
 /// The curves of the rows in `range`; a span without rows is an error (in `query`'s words:
@@ -210,7 +255,11 @@ fn build_curves(plan: &MrcPlan, range: TimeRange) -> color_eyre::Result<MrcCurve
 fn write_report(
     out: &mut dyn Write,
     json: bool,
-    (report, model): (&MrcReport, Option<&litehit_core::config::ModelKvSize>),
+    (report, model, opt): (
+        &MrcReport,
+        Option<&litehit_core::config::ModelKvSize>,
+        Option<&PolicyReport>,
+    ),
     span: Option<SpanReport>,
     tier_report: Option<TierReport>,
 ) -> color_eyre::Result<()> {
@@ -220,6 +269,7 @@ fn write_report(
             accounted_span: span,
             tiers: tier_report,
             model: model.map(ModelJson::of),
+            opt,
         };
         serde_json::to_writer_pretty(&mut *out, &planned).wrap_err("writing the JSON report")?;
         writeln!(out)?;
@@ -231,6 +281,10 @@ fn write_report(
             out.write_all(crate::output::summary::render_model(model).as_bytes())?;
         }
         out.write_all(render_table(report).as_bytes())?;
+        if let Some(opt) = opt {
+            writeln!(out)?;
+            out.write_all(render_policy_tables(opt).as_bytes())?;
+        }
         if let Some(tier_report) = &tier_report {
             writeln!(out)?;
             out.write_all(render_tier_table(tier_report).as_bytes())?;

@@ -8,6 +8,7 @@ use color_eyre::eyre::{WrapErr, bail, eyre};
 
 use super::writes_over;
 use crate::cli::query_args::{QueryArgs, SpanArgs, TierArgs};
+use crate::output::policy_table::query_policy_table;
 use crate::output::query_jsonl::{QueryOptions, query_facts_files_planned};
 use crate::output::query_windows;
 use litehit_core::facts::file::{is_standard_output, write_atomically};
@@ -23,6 +24,7 @@ use litehit_report::{
 /// Runs the facts query: JSONL to OUT (atomically) or to stdout for `-`.
 pub fn run(args: &QueryArgs) -> color_eyre::Result<()> {
     if let Some(total) = args.quota.quota_total {
+        super::opt_facts(&args.opt, &[], Some("--quota-total"))?;
         return super::quota::run(args, total);
     }
     let plan = plan(args)?;
@@ -55,6 +57,8 @@ struct QueryCommandPlan {
     pool: PoolRule,
     /// `--model`'s KV bytes per token: each row's block bytes (said in a note).
     kv_bytes_per_token: Option<u64>,
+    /// The OPT facts read beside (`--opt`, or the siblings found); empty: none.
+    opt: Vec<PathBuf>,
 }
 
 /// The plan of `args`: every check that needs no facts row.
@@ -83,6 +87,18 @@ fn plan(args: &QueryArgs) -> color_eyre::Result<QueryCommandPlan> {
         bail!(
             "{}: the output is a facts file being read; it would be overwritten (name another \
              OUT, or - for stdout)",
+            input.display()
+        );
+    }
+    let opt = super::opt_facts(
+        &args.opt,
+        &facts_paths,
+        args.window.is_some().then_some("--window"),
+    )?;
+    if let Some(input) = opt.iter().find(|input| writes_over(&args.out, input)) {
+        bail!(
+            "{}: the output is an OPT facts file being read; it would be overwritten (name \
+             another OUT, or - for stdout)",
             input.display()
         );
     }
@@ -115,6 +131,7 @@ fn plan(args: &QueryArgs) -> color_eyre::Result<QueryCommandPlan> {
         window_ns,
         pool: args.pool.rule(),
         kv_bytes_per_token,
+        opt,
     })
 }
 
@@ -169,6 +186,7 @@ fn write_query(plan: &QueryCommandPlan, accounting: Accounting) -> color_eyre::R
         time_range: accounting.time_range,
         pool: Some(accounting.pool),
         kv_bytes_per_token: plan.kv_bytes_per_token,
+        opt: plan.opt.clone(),
     };
     let summary = if plan.to_stdout {
         query_to(plan, &query_plan, io::stdout())
@@ -184,6 +202,14 @@ fn write_query(plan: &QueryCommandPlan, accounting: Accounting) -> color_eyre::R
         println!("facts query done: {}", plan.out.display());
         summary.unwrap_or_default()
     };
+    if let Some(table) = query_policy_table(&summary, &plan.slots) {
+        // Beside the JSONL on standard output, the table goes to stderr.
+        if plan.to_stdout {
+            eprint!("{table}");
+        } else {
+            print!("{table}");
+        }
+    }
     super::note_lanes_in_several_files(&summary.lanes_in_several_files, &plan.facts_paths);
     super::note(summary.pool_note.as_deref());
     super::warn_implausible_kv_sizes(summary.geometries);

@@ -11,6 +11,7 @@ use crate::cli::watch_args::{FileOrder, WatchArgs};
 use crate::commands::detect_trace_format;
 use litehit_core::config::{ConfigFile, PlanSource};
 use litehit_core::engine::pipeline::LinesSeen;
+use litehit_core::engine::{CachePolicies, CachePolicy};
 use litehit_core::formats::{Compression, peek_first_line, read_magic};
 use litehit_core::projector::Capacity;
 use litehit_live::LiveSnapshot;
@@ -175,6 +176,15 @@ fn refuse_out_of_memory(last: &LiveSnapshot) -> color_eyre::Result<()> {
     }
 }
 
+/// `--policy` of `watch` and `demo`: LRU, or LRU with OPT beside it (the monitor shows
+/// LRU's figures, and OPT's next to them).
+pub(crate) fn live_policies(policies: CachePolicies) -> color_eyre::Result<CachePolicies> {
+    if !policies.contains(CachePolicy::Lru) {
+        bail!("--policy {policies}: the monitor shows LRU, and OPT beside it: --policy lru,opt");
+    }
+    Ok(policies)
+}
+
 /// `--facts-out`: where the facts went (stderr: stdout holds the JSON lines headless, the
 /// summary in the TUI), or the error (exit 1).
 fn report_facts_at_end(last: &LiveSnapshot) -> color_eyre::Result<()> {
@@ -184,6 +194,12 @@ fn report_facts_at_end(last: &LiveSnapshot) -> color_eyre::Result<()> {
                 "litehit: facts written to {path} ({rows} rows){}",
                 headless::horizon_note(last)
             );
+            if last.totals.opt_slot_hit_tokens.is_some() {
+                eprintln!(
+                    "litehit: OPT facts (Belady's optimal policy) written to {}",
+                    litehit_core::facts::file::opt_facts_path(Path::new(path)).display()
+                );
+            }
             Ok(())
         }
         FactsWrite::Failed { path, message } => {
@@ -534,6 +550,7 @@ fn trace_ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
     config.engine_metrics = engine_endpoints(args)?;
     // On the monitor's interval (the headless lines'), at least every 100 ms.
     config.engine_metrics_interval = std::time::Duration::from_secs_f64(args.interval.max(0.1));
+    config.cache_policies = live_policies(args.policy)?;
     // The same grammar and tier bands as `query --tiers`.
     config.tiers = super::query::tier_plan(&args.tier_args)?;
     // The write probe only for a --facts-out given: nothing is written where nothing was

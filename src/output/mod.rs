@@ -11,6 +11,7 @@ pub mod mrc;
 pub mod number_format;
 pub mod observed_report;
 pub mod plot;
+pub mod policy_table;
 pub mod query_jsonl;
 pub mod query_windows;
 pub mod quota;

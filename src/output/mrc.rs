@@ -7,8 +7,9 @@ use std::fmt::Write as _;
 use serde::Serialize;
 use unicode_width::UnicodeWidthStr as _;
 
+use super::policy_table::{PolicyRow, render_policy_table};
 use litehit_core::display::{self, Precision};
-use litehit_report::{MrcReport, PoolReport, SpanReport, TierReport, TierRow};
+use litehit_report::{MrcReport, PolicyReport, PoolReport, SpanReport, TierReport, TierRow};
 
 /// `mrc --json` with the optional tier split and span after the usual fields (the usual
 /// bytes without them).
@@ -23,6 +24,9 @@ pub struct PlannedReport<'a> {
     /// `--model`: the model every row's block bytes were taken from.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model: Option<ModelJson>,
+    /// `--opt`: OPT's report and the policy gap.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub opt: Option<&'a PolicyReport>,
 }
 
 /// `mrc --json`'s `model`: the model and its KV size, and what is not modelled.
@@ -49,6 +53,58 @@ impl ModelJson {
             windowed_layers: model.windowed_layers,
         }
     }
+}
+
+/// `mrc --opt`'s lines after the table: OPT's total knees and saturation, then the policy
+/// table at LRU's and OPT's total knees.
+#[must_use]
+pub fn render_policy_tables(policy: &PolicyReport) -> String {
+    let total = &policy.report.total;
+    let hits = total.infinite_hit_rate > 0.0;
+    let knees: Vec<String> = total
+        .knees
+        .iter()
+        .map(|k| {
+            format!(
+                "{}% {}",
+                k.percent,
+                knee_cell(hits, k.point.capacity_gb, k.point.capacity_blocks)
+            )
+        })
+        .collect();
+    let mut out = format!(
+        "OPT (Belady's optimal policy), total: ∞ hit rate {}; knees {}; saturation {}\n",
+        format_percent(total.infinite_hit_rate),
+        knees.join(", "),
+        knee_cell(
+            hits,
+            total.saturation.capacity_gb,
+            total.saturation.capacity_blocks
+        ),
+    );
+    let rows: Vec<PolicyRow> = policy
+        .gap
+        .iter()
+        .map(|point| PolicyRow {
+            capacity: format_capacity(point.capacity_gb, point.capacity_blocks),
+            lru_hit_tokens: point.lru_hit_tokens,
+            opt_hit_tokens: point.opt_hit_tokens,
+            infinite_hit_tokens: point.infinite_hit_tokens,
+            cold_miss_tokens: point.cold_miss_tokens,
+            capacity_miss_tokens: point.capacity_miss_tokens,
+            policy_miss_tokens: point.policy_miss_tokens,
+        })
+        .collect();
+    let input_tokens = policy
+        .gap
+        .first()
+        .map_or(0, |point| point.total_input_tokens);
+    out.push_str(&render_policy_table(
+        "LRU and OPT at the total's knees",
+        input_tokens,
+        &rows,
+    ));
+    out
 }
 
 /// The tier table: one row per instance and the total, a column per tier and the misses.

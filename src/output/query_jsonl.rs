@@ -350,7 +350,36 @@ fn append_summary_line(
     if let Some(tiers) = tiers {
         append_tier_fields(out, totals, tiers);
     }
+    append_opt_fields(out, totals);
     out.extend_from_slice(b"}\n");
+}
+
+/// With the OPT facts read beside (`--opt`), per slot: `,"opt_hit_tokens":[..],
+/// "opt_hit_rates":[..],"cold_miss_tokens":[..],"capacity_miss_tokens":[..],
+/// "policy_miss_tokens":[..]`; nothing without.
+fn append_opt_fields(out: &mut Vec<u8>, totals: &SlotTotals) {
+    let (Some(opt), Some(rates), Some(split)) =
+        (&totals.opt, totals.opt_hit_rates(), totals.miss_split())
+    else {
+        return;
+    };
+    out.extend_from_slice(b",\"opt_hit_tokens\":");
+    append_u64_array(out, &opt.hit_tokens);
+    out.extend_from_slice(b",\"opt_hit_rates\":");
+    append_g6_array(out, rates);
+    out.extend_from_slice(b",\"cold_miss_tokens\":");
+    append_u64_array(out, &vec![split.cold_miss_tokens; opt.hit_tokens.len()]);
+    out.extend_from_slice(b",\"capacity_miss_tokens\":");
+    append_u64_array(out, &split.capacity_miss_tokens);
+    out.extend_from_slice(b",\"policy_miss_tokens\":[");
+    let mut itoa = itoa::Buffer::new();
+    for (index, &tokens) in split.policy_miss_tokens.iter().enumerate() {
+        if index > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(itoa.format(tokens).as_bytes());
+    }
+    out.push(b']');
 }
 
 /// The pool comparison line, after the overall one (only with a pool lane):

@@ -424,6 +424,12 @@ pub struct InstanceDto {
     pub hit_tokens: Vec<u64>,
     /// Cumulative token hit rate per slot (`null` before the first request).
     pub hit_rates: Vec<Option<f64>>,
+    /// `watch --policy lru,opt`: OPT's cumulative hit tokens per slot (absent without OPT).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub opt_hit_tokens: Option<Vec<u64>>,
+    /// `watch --policy lru,opt`: OPT's cumulative token hit rate per slot.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub opt_hit_rates: Option<Vec<Option<f64>>>,
     pub infinite_hit_tokens: u64,
     pub infinite_hit_rate: Option<f64>,
     /// Whether `infinite_hit_*` is only a lower bound (under a memory horizon: hits of a
@@ -529,6 +535,15 @@ impl InstanceDto {
             }),
             hit_tokens: (0..slot_count).map(|i| lane.slot_hit_tokens(i)).collect(),
             hit_rates: (0..slot_count).map(|i| lane.slot_hit_rate(i)).collect(),
+            opt_hit_tokens: lane.opt_slot_hit_blocks.as_ref().map(|_| {
+                (0..slot_count)
+                    .filter_map(|i| lane.opt_slot_hit_tokens(i))
+                    .collect()
+            }),
+            opt_hit_rates: lane
+                .opt_slot_hit_blocks
+                .as_ref()
+                .map(|_| (0..slot_count).map(|i| lane.opt_slot_hit_rate(i)).collect()),
             infinite_hit_tokens: lane.infinite_hit_tokens(),
             infinite_hit_rate: lane.infinite_hit_rate(),
             infinite_is_lower_bound: lane.is_lower_bound(None),
@@ -618,6 +633,12 @@ pub struct TotalDto {
     pub observed: Option<ObservedDto>,
     pub hit_tokens: Vec<u64>,
     pub hit_rates: Vec<Option<f64>>,
+    /// `watch --policy lru,opt`: Σ OPT's hit tokens per slot (absent without OPT).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub opt_hit_tokens: Option<Vec<u64>>,
+    /// `watch --policy lru,opt`: OPT's Σ token hit rate per slot.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub opt_hit_rates: Option<Vec<Option<f64>>>,
     pub infinite_hit_tokens: u64,
     pub infinite_hit_rate: Option<f64>,
     /// Whether `infinite_hit_*` is only a lower bound (some instance has a memory horizon).
@@ -821,6 +842,12 @@ impl Report {
                 observed: ObservedDto::of(totals.observed, totals.observed_hit_rate()),
                 hit_rates: (0..slot_count).map(|i| totals.slot_hit_rate(i)).collect(),
                 hit_tokens: totals.slot_hit_tokens.clone(),
+                opt_hit_tokens: totals.opt_slot_hit_tokens.clone(),
+                opt_hit_rates: totals.opt_slot_hit_tokens.as_ref().map(|_| {
+                    (0..slot_count)
+                        .map(|i| totals.opt_slot_hit_rate(i))
+                        .collect()
+                }),
                 infinite_hit_tokens: totals.infinite_hit_tokens,
                 infinite_hit_rate: totals.infinite_hit_rate(),
                 infinite_is_lower_bound: snap.infinite_is_lower_bound(),
@@ -962,6 +989,7 @@ pub fn horizon_note(snap: &LiveSnapshot) -> String {
 
 /// A few plain lines for the terminal after the TUI closes.
 #[must_use]
+#[expect(clippy::too_many_lines, reason = "one block per kind of row and note")]
 pub fn summary_text(snap: &LiveSnapshot) -> String {
     use std::fmt::Write as _;
     let mut text = String::new();
@@ -1041,6 +1069,16 @@ pub fn summary_text(snap: &LiveSnapshot) -> String {
             &|i| pool.slot_hit_rate(i),
             pool.infinite_hit_rate(),
             &bounds(pool),
+        );
+    }
+    if snap.totals.opt_slot_hit_tokens.is_some() {
+        // `--policy lru,opt`: the optimal policy over every instance (no horizon with OPT).
+        let totals = &snap.totals;
+        row(
+            "OPT (Belady's optimal policy), total",
+            &|i| totals.opt_slot_hit_rate(i),
+            totals.infinite_hit_rate(),
+            &vec![false; snap.slots.len() + 1],
         );
     }
     if snap.totals.infinite_is_lower_bound {

@@ -17,6 +17,7 @@
 //! litehit_input_tokens_total{instance}                  counter
 //! litehit_hit_tokens_total{instance,capacity}           counter  capacity="40GiB" | "5000blocks" | "inf"
 //!                                                                (+ lower_bound="true" above a memory horizon)
+//! litehit_opt_hit_tokens_total{instance,capacity}       counter  watch --policy lru,opt: OPT's, as above
 //! litehit_tier_hit_tokens_total{instance,tier}          counter  watch --tiers: tokens each tier served
 //! litehit_observed_hit_tokens_total{instance}           counter  the engine's own cached tokens (cached_tokens)
 //! litehit_observed_input_tokens_total{instance}         counter  input tokens of the rows that said them
@@ -96,6 +97,11 @@ pub const METRIC_NAMES: [&str; 20] = [
 /// The info metric naming the shared pool lane, exported only with `watch --pool` (so not in
 /// [`METRIC_NAMES`], which every scrape has).
 pub const POOL_INFO_METRIC: &str = "litehit_pool_info";
+
+/// The counter of the optimal policy's hit tokens (`watch --policy lru,opt`), apart from
+/// `litehit_hit_tokens_total` so that sums over that one stay LRU's; exported only with OPT
+/// (so not in [`METRIC_NAMES`]).
+pub const OPT_HIT_TOKENS_METRIC: &str = "litehit_opt_hit_tokens_total";
 
 /// The info metric naming `--model` and its KV bytes per token, exported only with
 /// `--model` (so not in [`METRIC_NAMES`]).
@@ -296,14 +302,7 @@ fn encode_hit_tokens(
     lanes: &[&crate::snapshot::LaneSnapshot],
     instances: &[Cow<'_, str>],
 ) -> fmt::Result {
-    let mut slot_labels: Vec<(usize, String)> = Vec::with_capacity(snap.slots.len());
-    for (index, slot) in snap.slots.iter().enumerate() {
-        if let Some(label) = crate::labels::slot_label(slot)
-            && !slot_labels.iter().any(|(_, seen)| *seen == label)
-        {
-            slot_labels.push((index, label));
-        }
-    }
+    let slot_labels = distinct_slot_labels(snap);
     let family = Family {
         name: "litehit_hit_tokens",
         help: "Prefix-cache hit tokens of an exact LRU cache of this capacity per instance \
@@ -345,6 +344,59 @@ fn encode_hit_tokens(
     })
 }
 
+/// Each distinct finite slot label with its first slot's index (two slots of one size are
+/// one series), in slot order.
+fn distinct_slot_labels(snap: &LiveSnapshot) -> Vec<(usize, String)> {
+    let mut slot_labels: Vec<(usize, String)> = Vec::with_capacity(snap.slots.len());
+    for (index, slot) in snap.slots.iter().enumerate() {
+        if let Some(label) = crate::labels::slot_label(slot)
+            && !slot_labels.iter().any(|(_, seen)| *seen == label)
+        {
+            slot_labels.push((index, label));
+        }
+    }
+    slot_labels
+}
+
+/// `litehit_opt_hit_tokens_total{instance,capacity}` (`watch --policy lru,opt`): OPT's hit
+/// tokens, series as `litehit_hit_tokens_total`'s (OPT takes no memory horizon, so none is a
+/// lower bound); nothing without OPT.
+fn encode_opt_hit_tokens(
+    out: &mut dyn Exposition,
+    snap: &LiveSnapshot,
+    lanes: &[&crate::snapshot::LaneSnapshot],
+    instances: &[Cow<'_, str>],
+) -> fmt::Result {
+    if lanes.iter().all(|lane| lane.opt_slot_hit_blocks.is_none()) {
+        return Ok(());
+    }
+    let slot_labels = distinct_slot_labels(snap);
+    let family = Family {
+        name: "litehit_opt_hit_tokens",
+        help: "Prefix-cache hit tokens of the optimal policy (Belady's MIN, watch --policy \
+               lru,opt) at this capacity per instance; litehit_hit_tokens_total minus this is \
+               the policy gap (capacity inf: the same unlimited bound)",
+        kind: Kind::Counter,
+    };
+    out.family(family, &mut |samples| {
+        for (lane, instance) in lanes.iter().zip(instances) {
+            let series = slot_labels
+                .iter()
+                .filter_map(|(index, label)| {
+                    Some((label.as_str(), lane.opt_slot_hit_tokens(*index)?))
+                })
+                .chain([(INFINITE_CAPACITY_LABEL, lane.infinite_hit_tokens())]);
+            for (label, hits) in series {
+                samples.sample(
+                    &[("instance", instance.as_ref()), ("capacity", label)],
+                    hits,
+                )?;
+            }
+        }
+        Ok(())
+    })
+}
+
 /// The one walk over a snapshot: every family and its samples, in exposition order.
 #[expect(clippy::too_many_lines, reason = "one block per metric family")]
 fn encode_snapshot(snap: &LiveSnapshot, out: &mut dyn Exposition) -> fmt::Result {
@@ -380,6 +432,7 @@ fn encode_snapshot(snap: &LiveSnapshot, out: &mut dyn Exposition) -> fmt::Result
         |lane| lane.input_tokens,
     )?;
     encode_hit_tokens(out, snap, &lanes, &instances)?;
+    encode_opt_hit_tokens(out, snap, &lanes, &instances)?;
     if let Some(tiers) = &snap.tiers {
         encode_tiers(out, &lanes, &instances, &tiers.names)?;
     }

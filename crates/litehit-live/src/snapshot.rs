@@ -125,8 +125,11 @@ pub struct LaneSnapshot {
     /// Cumulative hit blocks per slot, aligned with [`LiveSnapshot::slots`], each at
     /// [`Self::slot_capacity_blocks`].
     pub slot_hit_blocks: Vec<u64>,
-    /// Cumulative hit blocks with unlimited capacity (the ∞ bound).
+    /// Cumulative hit blocks with unlimited capacity (the ∞ bound; OPT's as LRU's).
     pub infinite_hit_blocks: u64,
+    /// With OPT (`watch --policy lru,opt`): OPT's cumulative hit blocks per slot, at
+    /// [`Self::slot_capacity_blocks`] as LRU's; `None` without OPT.
+    pub opt_slot_hit_blocks: Option<Vec<u64>>,
     /// The smallest capacity reaching the ∞ bound.
     pub saturation_capacity_blocks: u64,
     /// The cumulative curve sampled from capacity 0 to a little past saturation.
@@ -177,6 +180,31 @@ impl LaneSnapshot {
     #[must_use]
     pub fn slot_hit_tokens(&self, index: usize) -> u64 {
         self.slot_hit_blocks.get(index).copied().unwrap_or(0) * self.block_size_tokens
+    }
+
+    /// OPT's cumulative hit tokens at slot `index` (`None` without OPT).
+    #[must_use]
+    pub fn opt_slot_hit_tokens(&self, index: usize) -> Option<u64> {
+        self.opt_slot_hit_blocks
+            .as_ref()
+            .map(|blocks| blocks.get(index).copied().unwrap_or(0) * self.block_size_tokens)
+    }
+
+    /// OPT's cumulative token hit rate at slot `index` (`None` without OPT or input).
+    #[must_use]
+    pub fn opt_slot_hit_rate(&self, index: usize) -> Option<f64> {
+        ratio(self.opt_slot_hit_tokens(index)?, self.input_tokens)
+    }
+
+    /// The policy gap at slot `index`: OPT's hit rate minus LRU's (`None` without OPT or
+    /// input).
+    #[must_use]
+    pub fn policy_gap_rate(&self, index: usize) -> Option<f64> {
+        policy_gap(
+            self.slot_hit_tokens(index),
+            self.opt_slot_hit_tokens(index)?,
+            self.input_tokens,
+        )
     }
 
     /// Cumulative hit tokens with unlimited capacity.
@@ -274,6 +302,8 @@ pub struct Totals {
     pub requests: u64,
     pub input_tokens: u64,
     pub slot_hit_tokens: Vec<u64>,
+    /// With OPT: Σ OPT's hit tokens per slot; `None` without OPT.
+    pub opt_slot_hit_tokens: Option<Vec<u64>>,
     /// Per slot: whether its Σ is only a lower bound (it is for some instance).
     pub slot_lower_bounds: Vec<bool>,
     /// Per slot: the per-instance size typed, in bytes, for a GB slot (`None` for block and
@@ -305,6 +335,16 @@ impl Totals {
     pub fn tier_miss_is_upper_bound(&self) -> bool {
         litehit_core::projector::tiers::miss_is_upper_bound(&self.tier_lower_bounds)
     }
+}
+
+/// OPT's hit tokens less LRU's, as a share of `input_tokens` (negative only where OPT's curve
+/// is a lower bound below LRU's); `None` before the first input token.
+fn policy_gap(lru_hit_tokens: u64, opt_hit_tokens: u64, input_tokens: u64) -> Option<f64> {
+    let (opt, lru) = (
+        ratio(opt_hit_tokens, input_tokens)?,
+        ratio(lru_hit_tokens, input_tokens)?,
+    );
+    Some(opt - lru)
 }
 
 /// Each tier's share of `input_tokens` (what it served), then the miss share (what no tier
@@ -340,6 +380,14 @@ impl Totals {
             ..Self::default()
         };
         for lane in lanes {
+            if lane.opt_slot_hit_blocks.is_some() {
+                let sums = totals
+                    .opt_slot_hit_tokens
+                    .get_or_insert_with(|| vec![0; slots.len()]);
+                for (index, sum) in sums.iter_mut().enumerate() {
+                    *sum += lane.opt_slot_hit_tokens(index).unwrap_or(0);
+                }
+            }
             totals.requests += lane.requests;
             totals.input_tokens += lane.input_tokens;
             totals.observed.requests += lane.observed.requests;
@@ -408,6 +456,25 @@ impl Totals {
     pub fn slot_hit_rate(&self, index: usize) -> Option<f64> {
         ratio(
             self.slot_hit_tokens.get(index).copied().unwrap_or(0),
+            self.input_tokens,
+        )
+    }
+
+    /// OPT's Σ token hit rate at slot `index` (`None` without OPT or input).
+    #[must_use]
+    pub fn opt_slot_hit_rate(&self, index: usize) -> Option<f64> {
+        let tokens = self.opt_slot_hit_tokens.as_ref()?;
+        ratio(tokens.get(index).copied().unwrap_or(0), self.input_tokens)
+    }
+
+    /// The Σ policy gap at slot `index`: OPT's hit rate minus LRU's (`None` without OPT or
+    /// input).
+    #[must_use]
+    pub fn policy_gap_rate(&self, index: usize) -> Option<f64> {
+        let opt = self.opt_slot_hit_tokens.as_ref()?;
+        policy_gap(
+            self.slot_hit_tokens.get(index).copied().unwrap_or(0),
+            opt.get(index).copied().unwrap_or(0),
             self.input_tokens,
         )
     }

@@ -46,6 +46,7 @@
 mod facts_files;
 mod mrc;
 mod observed;
+mod policy_pair;
 mod pool_detect;
 mod query;
 mod quota;
@@ -54,19 +55,23 @@ mod span;
 pub use facts_files::{FactsFiles, FactsGlobError, expand_facts_globs};
 pub use mrc::{
     Curve, CurvePoint, GeometryMismatch, InstanceCurve, InstanceReport, KNEE_PERCENTS, Knee,
-    KvSizeWarning, MrcBuilder, MrcCurves, MrcError, MrcReport, PoolComparison, PoolKnee, PoolPoint,
-    PoolReport, PoolTierRow, SampledHits, TierReport, TierRow, TotalKnee, TotalPoint, TotalReport,
-    tier_report,
+    KvSizeWarning, MrcBuilder, MrcCurves, MrcError, MrcReport, PolicyGapPoint, PolicyReport,
+    PoolComparison, PoolKnee, PoolPoint, PoolReport, PoolTierRow, SampledHits, TierReport, TierRow,
+    TotalKnee, TotalPoint, TotalReport, tier_report,
 };
 pub use observed::{ComparisonRow, EngineComparison, InstanceComparison, RequestGap};
+pub use policy_pair::{
+    OptRows, PolicyPairError, RowCountMismatch, RowMismatch, check_same_trace, opt_siblings,
+};
 pub use pool_detect::{
     LaneFingerprint, LaneFingerprints, LaneInFile, PoolCheckError, RepeatedRows, RowSums,
     several_files_note,
 };
 pub use query::{
-    PoolLaneCapacities, PoolRule, PoolSummary, QueryError, QueryPlan, QueryRun, QuerySlots,
-    QuerySummary, QueryTotals, QueryWindows, SlotTotals, SpanAndInstances, TierPlan, WindowTotals,
-    pool_instance_count, query_windows, query_windows_with_pool, trace_span_and_instances,
+    MissSplit, OptTotals, PoolLaneCapacities, PoolRule, PoolSummary, QueryError, QueryPlan,
+    QueryRun, QuerySlots, QuerySummary, QueryTotals, QueryWindows, SlotTotals, SpanAndInstances,
+    TierPlan, WindowTotals, pool_instance_count, query_windows, query_windows_with_pool,
+    trace_span_and_instances,
 };
 pub use quota::{
     DEFAULT_GRID_STEPS, GridHits, MAX_GRID_STEPS, QuotaError, QuotaPlan, QuotaRequest, Split,

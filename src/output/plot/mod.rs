@@ -55,6 +55,10 @@ const TOTAL_COLOR: Rgb = Rgb(0x22, 0x22, 0x22);
 const POOL_COLOR: Rgb = Rgb(0x94, 0x00, 0xd3);
 /// The legend's name for [`POOL_COLOR`].
 const POOL_COLOR_NAME: &str = "violet";
+/// OPT's total line (`mrc --opt`): a dark orange no instance gets.
+const OPT_COLOR: Rgb = Rgb(0xb3, 0x3c, 0x00);
+/// The policy gap between LRU's total and OPT's: a light tint of [`OPT_COLOR`].
+const GAP_COLOR: Rgb = Rgb(0xf6, 0xd9, 0xc4);
 const TEXT_COLOR: Rgb = Rgb(0x22, 0x22, 0x22);
 const MUTED_TEXT_COLOR: Rgb = Rgb(0x66, 0x66, 0x66);
 const GRID_COLOR: Rgb = Rgb(0xe6, 0xe6, 0xe6);
@@ -84,6 +88,8 @@ pub struct PlotSeries {
     /// The shared pool's line: its dots are at the total's knee capacities (what the pool
     /// hits where the instances' own caches reach their knees), so they take no labels.
     pub is_pool: bool,
+    /// OPT's total line (`mrc --opt`): its knees take no labels (LRU's do).
+    pub is_opt: bool,
 }
 
 /// Everything the plot shows, in data units.
@@ -98,6 +104,9 @@ pub struct PlotData {
     /// Top of the y axis (a tick value), in percent.
     pub y_max_percent: f64,
     pub y_step_percent: f64,
+    /// `mrc --opt`: `(capacity_gb, lru_percent, opt_percent)` of the totals at each sample,
+    /// the policy gap shaded between them; empty without OPT.
+    pub policy_gap: Vec<(f64, f64, f64)>,
 }
 
 impl PlotData {
@@ -134,6 +143,7 @@ impl PlotData {
                     .collect(),
                 is_total: false,
                 is_pool: false,
+                is_opt: false,
             })
             .collect();
         if curves.instances.len() > 1 {
@@ -174,7 +184,39 @@ impl PlotData {
             x_step_gb,
             y_max_percent,
             y_step_percent,
+            policy_gap: Vec::new(),
         }
+    }
+
+    /// Adds OPT's total line (`opt`: the curves of the OPT facts of the trace `lru` holds,
+    /// `opt_report` their report) with its knees, and shades the policy gap between LRU's
+    /// total and OPT's.
+    pub fn add_opt(&mut self, lru: &MrcCurves, opt: &MrcCurves, opt_report: &MrcReport) {
+        let sample_bytes = sample_capacities(self.x_max_gb);
+        let lru_rates = lru.sample_hit_rates(&sample_bytes).total;
+        let opt_rates = opt.sample_hit_rates(&sample_bytes).total;
+        let opt_points = points(&sample_bytes, &opt_rates);
+        self.policy_gap = points(&sample_bytes, &lru_rates)
+            .into_iter()
+            .zip(&opt_points)
+            .map(|((gb, lru_percent), &(_, opt_percent))| (gb, lru_percent, opt_percent))
+            .collect();
+        self.series.push(PlotSeries {
+            label: "OPT (Belady's optimal policy), total".into(),
+            color: OPT_COLOR,
+            points: opt_points,
+            ceiling_percent: opt_report.total.infinite_hit_rate * 100.0,
+            knees: opt_report
+                .total
+                .knees
+                .iter()
+                .map(|k| (k.percent, k.point.capacity_gb, k.point.hit_rate * 100.0))
+                .collect(),
+            is_total: true,
+            is_pool: false,
+            is_opt: true,
+        });
+        self.title = "LRU and optimal (OPT) prefix-cache hit rate vs cache capacity".into();
     }
 }
 
@@ -222,6 +264,7 @@ fn total_series(report: &MrcReport, points: Vec<(f64, f64)>) -> PlotSeries {
             .collect(),
         is_total: true,
         is_pool: false,
+        is_opt: false,
     }
 }
 
@@ -249,6 +292,7 @@ fn pool_series(report: &MrcReport, points: Option<Vec<(f64, f64)>>) -> Option<Pl
             .collect(),
         is_total: true,
         is_pool: true,
+        is_opt: false,
     })
 }
 
@@ -413,6 +457,17 @@ fn draw(data: &PlotData, fonts: &Fonts, canvas: &mut impl Canvas) {
 
     draw_axes(data, canvas);
 
+    // The policy gap: one pixel column per sample, from LRU's total up to OPT's.
+    for &(gb, lru_percent, opt_percent) in &data.policy_gap {
+        let (x, lru_y, opt_y) = (
+            x_pixel(data, gb),
+            y_pixel(data, lru_percent),
+            y_pixel(data, opt_percent),
+        );
+        if lru_y > opt_y {
+            canvas.rect(x - 0.5, opt_y, 1.0, lru_y - opt_y, GAP_COLOR);
+        }
+    }
     // Ceilings, curves, knees.
     for series in &data.series {
         let y = y_pixel(data, series.ceiling_percent);
@@ -464,13 +519,13 @@ fn draw(data: &PlotData, fonts: &Fonts, canvas: &mut impl Canvas) {
 fn labelled_series(data: &PlotData) -> Option<usize> {
     data.series
         .iter()
-        .position(|s| s.is_total && !s.is_pool)
+        .position(|s| s.is_total && !s.is_pool && !s.is_opt)
         .or_else(|| {
             let mut instances = data
                 .series
                 .iter()
                 .enumerate()
-                .filter(|(_, s)| !s.is_total && !s.is_pool);
+                .filter(|(_, s)| !s.is_total && !s.is_pool && !s.is_opt);
             match (instances.next(), instances.next()) {
                 (Some((index, _)), None) => Some(index),
                 _ => None,
@@ -579,6 +634,12 @@ fn draw_legend(data: &PlotData, fonts: &Fonts, canvas: &mut impl Canvas) {
         None,
         "dashed: ∞-capacity ceiling · dots: 50/90/95/99% knees".into(),
     ));
+    if !data.policy_gap.is_empty() {
+        lines.push((
+            None,
+            "shaded: the policy gap, OPT's total hits that LRU's misses".into(),
+        ));
+    }
     if data.series.iter().any(|s| s.is_pool) {
         lines.push((
             None,

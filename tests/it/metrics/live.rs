@@ -435,15 +435,36 @@ fn the_grafana_dashboard_queries_only_exported_metrics() {
         "litehit_memory_bytes",
         "litehit_ingest_lag_bytes",
         "litehit_bad_lines_total",
+        // `watch --policy lru,opt`: OPT's panel and the policy gap's.
+        litehit_live::metrics::OPT_HIT_TOKENS_METRIC,
     ] {
         assert!(names.iter().any(|n| n == expected), "{expected} not shown");
     }
     for name in &names {
+        // OPT's counter is exported only with OPT (so not in `METRIC_NAMES`).
         assert!(
-            litehit_live::metrics::METRIC_NAMES.contains(&name.as_str()),
+            litehit_live::metrics::METRIC_NAMES.contains(&name.as_str())
+                || name == litehit_live::metrics::OPT_HIT_TOKENS_METRIC,
             "the dashboard queries {name}, which is not exported"
         );
     }
+    // The policy gap is OPT's counter less LRU's, per capacity.
+    let gap = dashboard["panels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|panel| {
+            panel["title"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("Policy gap"))
+        })
+        .expect("a policy-gap panel");
+    let expr = gap["targets"][0]["expr"].as_str().unwrap();
+    assert!(
+        expr.contains("litehit_opt_hit_tokens_total")
+            && expr.contains(") - sum by (instance, capacity) (rate(litehit_hit_tokens_total"),
+        "{expr}"
+    );
 }
 
 /// `watch --headless --exit-at-eof` of `trace` with `extra` flags; every JSON line.

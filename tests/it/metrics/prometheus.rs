@@ -413,3 +413,65 @@ fn prometheus_scrapes_openmetrics_and_stores_the_monitor_numbers() {
     );
     assert!(metadata.get("litehit_build_info").is_none(), "{metadata:#}");
 }
+
+/// `watch --policy lru,opt`: `litehit_opt_hit_tokens_total{instance,capacity}` is there, a
+/// separate counter (so sums over `litehit_hit_tokens_total` stay LRU's), equal to the
+/// headless JSON's OPT figures, and promtool passes the answer.
+#[test]
+#[cfg_attr(
+    litehit_prometheus_absent,
+    ignore = "needs promtool and prometheus (apt-get install prometheus; then touch build.rs)"
+)]
+fn the_opt_counter_is_separate_equals_headless_and_passes_promtool() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = hostile_trace(dir.path());
+    let monitor = Monitor::start(&trace, &["--policy", "lru,opt", "--pool"]);
+    let report = monitor.wait_for_requests(REQUESTS as u64);
+    let (status, head, body) = get(monitor.port, "/metrics");
+    assert_eq!(status, 200, "{head}\n{body}");
+    let samples = parse_samples(&body);
+    let name = litehit_live::metrics::OPT_HIT_TOKENS_METRIC;
+    assert!(!litehit_live::metrics::METRIC_NAMES.contains(&name));
+    // The slots as the headless JSON orders them, by their labels (0.5 GiB, 2 GiB, 300 blocks).
+    let labels: Vec<String> = report["slots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|slot| {
+            match (
+                slot["capacity_gb"].as_f64(),
+                slot["capacity_blocks"].as_u64(),
+            ) {
+                (Some(gb), None) => format!("{gb}GiB"),
+                (None, Some(blocks)) => format!("{blocks}blocks"),
+                _ => panic!("{slot}"),
+            }
+        })
+        .collect();
+    let mut series = 0;
+    for instance in report["instances"].as_array().unwrap() {
+        let id = instance["instance_id"].as_str().unwrap();
+        let opt = crate::common::cli_bin::u64s(&instance["opt_hit_tokens"]);
+        let lru = crate::common::cli_bin::u64s(&instance["hit_tokens"]);
+        for ((label, &opt), &lru) in labels.iter().zip(&opt).zip(&lru) {
+            let value = |metric: &str| {
+                crate::metrics::live::sample(
+                    &samples,
+                    metric,
+                    &[("instance", id), ("capacity", label)],
+                )
+            };
+            assert_eq!(value(name), opt, "{id} at {label}");
+            assert_eq!(value("litehit_hit_tokens_total"), lru, "{id} at {label}");
+            series += 1;
+        }
+    }
+    assert!(series >= 9, "{body}");
+    let (code, printed) = promtool_check(&body);
+    assert_eq!(
+        code,
+        Some(0),
+        "promtool check metrics:\n{printed}\non:\n{body}"
+    );
+    assert_eq!(printed.trim(), "", "promtool found problems:\n{body}");
+}

@@ -1,9 +1,10 @@
-//! `litehit query`: upstream byte compatibility, spans and inputs, FACTS globs, tiers, windows and
+//! `litehit query`: upstream byte compatibility, spans and inputs, FACTS globs, tiers, windows, OPT beside LRU (and `mrc --opt`) and
 //! the SQL of docs/SQL.md.
 
 mod facts_globs;
 mod inputs;
 mod model;
+mod opt;
 mod quota;
 mod spans;
 pub(crate) mod sql;

@@ -86,6 +86,7 @@ fn lane(
         clamped_timestamps: 0,
         slot_hit_blocks,
         infinite_hit_blocks: infinite,
+        opt_slot_hit_blocks: None,
         saturation_capacity_blocks: saturation,
         curve: (0..=20)
             .map(|i| CurvePoint {

@@ -9,6 +9,7 @@ mod facts_dir;
 mod follow;
 mod headless_output;
 mod horizon_surfaces;
+mod opt;
 pub(crate) mod pty;
 mod service;
 mod spill;

@@ -20,6 +20,9 @@ pub struct Lane {
     opt: Option<OptCore>,
     /// `None` when the engine does not track capacity curves (offline replay: facts only).
     accumulator: Option<CapacityAxisAccumulator>,
+    /// OPT's facts on the capacity axis, beside LRU's (the live monitor with OPT): `None`
+    /// without OPT or without capacity curves.
+    opt_accumulator: Option<CapacityAxisAccumulator>,
     infinite_hit_blocks: u64,
     requests: u64,
     input_tokens: u64,
@@ -64,6 +67,7 @@ impl Lane {
             spec,
             normalize,
             accumulator: capacity_curves.then(CapacityAxisAccumulator::new),
+            opt_accumulator: None,
             infinite_hit_blocks: 0,
             requests: 0,
             input_tokens: 0,
@@ -149,6 +153,8 @@ impl Lane {
         self.opt = policies
             .contains(crate::engine::CachePolicy::Opt)
             .then(OptCore::new);
+        self.opt_accumulator =
+            (self.opt.is_some() && self.accumulator.is_some()).then(CapacityAxisAccumulator::new);
     }
 
     /// The lane's OPT core, when it computes OPT facts.
@@ -159,6 +165,7 @@ impl Lane {
 
     pub(crate) fn drop_capacity_curve(&mut self) {
         self.accumulator = None;
+        self.opt_accumulator = None;
     }
 
     pub(crate) fn normalize_params(&self) -> NormalizeParams {
@@ -200,17 +207,28 @@ impl Lane {
             .apply(opt_fact, input_token_len, block_size_tokens);
         // OPT(∞) = LRU(∞): the ∞ column reads whichever curve there is.
         let infinite_fact = if self.lru { &*fact } else { &*opt_fact };
+        // Both accumulators grow (fallibly) before either changes.
+        for (accumulator, fact) in [
+            (&mut self.accumulator, &*fact),
+            (&mut self.opt_accumulator, &*opt_fact),
+        ] {
+            if let Some(accumulator) = accumulator {
+                accumulator
+                    .try_reserve_for(fact)
+                    .map_err(|failed| OutOfMemory {
+                        unique_blocks: self.core.tracked_keys() as u64,
+                        needed_bytes: (self.core.memory_usage_bytes()
+                            + accumulator.memory_usage_bytes())
+                            as u64
+                            + failed.bytes,
+                    })?;
+            }
+        }
         if let Some(accumulator) = &mut self.accumulator {
-            accumulator
-                .try_reserve_for(fact)
-                .map_err(|failed| OutOfMemory {
-                    unique_blocks: self.core.tracked_keys() as u64,
-                    needed_bytes: (self.core.memory_usage_bytes()
-                        + accumulator.memory_usage_bytes())
-                        as u64
-                        + failed.bytes,
-                })?;
             accumulator.add_fact(fact);
+        }
+        if let Some(opt_accumulator) = &mut self.opt_accumulator {
+            opt_accumulator.add_fact(opt_fact);
         }
         self.infinite_hit_blocks += crate::projector::project_infinite(infinite_fact);
         self.requests += 1;
@@ -252,6 +270,13 @@ impl Lane {
     #[must_use]
     pub fn accumulator(&self) -> Option<&CapacityAxisAccumulator> {
         self.accumulator.as_ref()
+    }
+
+    /// OPT's capacity-axis accumulator (the live monitor with OPT); `None` without OPT or
+    /// without capacity curves.
+    #[must_use]
+    pub fn opt_accumulator(&self) -> Option<&CapacityAxisAccumulator> {
+        self.opt_accumulator.as_ref()
     }
 
     /// Cumulative hit blocks with unlimited capacity (always tracked).
@@ -322,6 +347,10 @@ impl Lane {
             + self.opt.as_ref().map_or(0, OptCore::memory_usage_bytes)
             + self
                 .accumulator
+                .as_ref()
+                .map_or(0, CapacityAxisAccumulator::memory_usage_bytes)
+            + self
+                .opt_accumulator
                 .as_ref()
                 .map_or(0, CapacityAxisAccumulator::memory_usage_bytes)
     }

@@ -129,10 +129,24 @@ impl Pipeline {
                 })
                 .collect(),
             infinite_hit_blocks: lane.infinite_hit_blocks(),
+            opt_slot_hit_blocks: lane.opt_accumulator().map(|opt| {
+                slot_capacity_blocks(&self.slots, block_bytes, instances)
+                    .into_iter()
+                    .map(|blocks| match blocks {
+                        Some(blocks) => opt.hit_blocks_at(blocks),
+                        None => lane.infinite_hit_blocks(),
+                    })
+                    .collect()
+            }),
             saturation_capacity_blocks: saturation,
             curve,
-            core_memory_bytes: lane.core().memory_usage_bytes() as u64,
-            accumulator_memory_bytes: accumulator.memory_usage_bytes() as u64,
+            // The OPT core and its accumulator, with OPT, count too.
+            core_memory_bytes: lane.core_memory_usage_bytes() as u64,
+            accumulator_memory_bytes: (accumulator.memory_usage_bytes()
+                + lane.opt_accumulator().map_or(
+                    0,
+                    litehit_core::projector::CapacityAxisAccumulator::memory_usage_bytes,
+                )) as u64,
             memory_horizon_blocks: lane.memory_horizon_blocks(),
             // The same bands as `query --tiers` (the pool's at N × each tier, as its
             // summary line's), over the lane's whole history.

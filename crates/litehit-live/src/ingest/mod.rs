@@ -67,6 +67,7 @@ fn tailer_for(config: &IngestConfig) -> Tailer {
 }
 use crate::{Command, IngestEvent, LiveHandle, SlotId};
 use litehit_core::engine::{Engine, EngineConfig, LaneSet, Policy};
+use litehit_core::facts::file::opt_facts_path;
 use litehit_core::formats::TraceFormat;
 use litehit_core::projector::Capacity;
 use pipeline::Pipeline;
@@ -163,6 +164,10 @@ pub struct IngestConfig {
     /// none was given.
     pub engine_metrics: Vec<crate::engine_metrics::EngineEndpoint>,
     pub engine_metrics_interval: std::time::Duration,
+    /// The eviction policies replayed (`watch --policy lru,opt`): with OPT, every lane's
+    /// OPT hits are in the snapshot, and the OPT facts go beside `facts_out`
+    /// (`NAME.opt.csv`, with every facts write).
+    pub cache_policies: litehit_core::engine::CachePolicies,
     /// Each line (file or HTTP) goes through this before it is parsed; `None`: lines are
     /// trace lines.
     pub line_transform: Option<LineTransform>,
@@ -245,6 +250,7 @@ impl IngestConfig {
             engine_pool: None,
             engine_metrics: Vec::new(),
             engine_metrics_interval: std::time::Duration::from_secs(1),
+            cache_policies: litehit_core::engine::CachePolicies::LRU,
             line_transform: None,
             source_format: None,
             model: None,
@@ -261,17 +267,28 @@ pub fn spawn(config: IngestConfig) -> crate::Result<LiveHandle> {
     if let Some(horizon) = config.memory_horizon {
         engine = engine.with_memory_horizon(horizon);
     }
-    engine = engine.with_engine_rule(config.engine_rule);
-    let spill = if config.retain_facts {
-        let beside = litehit_core::facts::file::directory_of(&config.facts_out);
-        let name = config
-            .facts_out
+    engine = engine
+        .with_engine_rule(config.engine_rule)
+        .with_cache_policies(config.cache_policies)?;
+    let spill_for = |facts_out: &std::path::Path| {
+        if !config.retain_facts {
+            return Ok(FactsSpill::counting_only());
+        }
+        let beside = litehit_core::facts::file::directory_of(facts_out);
+        let name = facts_out
             .file_name()
             .map_or_else(|| "litehit_facts.csv".into(), |name| name.to_string_lossy());
         FactsSpill::create(config.spill_dir.as_deref().unwrap_or(beside), &name)
-            .map_err(crate::LiveError::io("creating the facts spill file"))?
+            .map_err(crate::LiveError::io("creating the facts spill file"))
+    };
+    let spill = spill_for(&config.facts_out)?;
+    let opt_spill = if config
+        .cache_policies
+        .contains(litehit_core::engine::CachePolicy::Opt)
+    {
+        Some(spill_for(&opt_facts_path(&config.facts_out))?)
     } else {
-        FactsSpill::counting_only()
+        None
     };
     let (events_tx, events_rx) = mpsc::channel();
     if !config.engine_metrics.is_empty() {
@@ -286,7 +303,7 @@ pub fn spawn(config: IngestConfig) -> crate::Result<LiveHandle> {
     let mut ingest = Ingest::new(
         config,
         engine,
-        spill,
+        (spill, opt_spill),
         events_tx.clone(),
         events_rx,
         snapshot_tx,
@@ -391,7 +408,7 @@ impl Ingest {
     fn new(
         config: IngestConfig,
         engine: Engine,
-        spill: FactsSpill,
+        (spill, opt_spill): (FactsSpill, Option<FactsSpill>),
         events_tx: Sender<IngestEvent>,
         events_rx: Receiver<IngestEvent>,
         snapshots: watch::Sender<Arc<LiveSnapshot>>,
@@ -411,12 +428,19 @@ impl Ingest {
         let order_bytes = ordering_block_bytes(None, &engine, &config.engine);
         slots.sort_by(|a, b| a.order_at(b, order_bytes));
         let next_slot_id = config.slots.len() as u64 + 1;
-        let pipeline = Pipeline::new(&config, engine, spill, slots);
-        let facts = FactsWriter::new(
+        let opt_path = opt_spill
+            .as_ref()
+            .map(|_| opt_facts_path(&config.facts_out));
+        let mut pipeline = Pipeline::new(&config, engine, spill, slots);
+        pipeline.opt_spill = opt_spill;
+        let mut facts = FactsWriter::new(
             config.facts_out.clone(),
             config.facts_out_is_default,
             events_tx.clone(),
         );
+        if let Some(opt_path) = opt_path {
+            facts = facts.with_opt_path(opt_path);
+        }
         let mut ingest = Self {
             tailer: tailer_for(&config),
             generation_seen: 0,
@@ -558,8 +582,11 @@ impl Ingest {
         }
         self.pipeline.spill.flush();
         if self.config.facts_at_end {
-            self.facts
-                .write_at_end(&mut self.pipeline.spill, &self.events_rx);
+            self.facts.write_at_end(
+                &mut self.pipeline.spill,
+                self.pipeline.opt_spill.as_mut(),
+                &self.events_rx,
+            );
         }
         self.publish(Instant::now());
     }
@@ -608,7 +635,9 @@ impl Ingest {
                             self.read_held_batches();
                         }
                     }
-                    Command::WriteFacts => self.facts.start(&mut self.pipeline.spill),
+                    Command::WriteFacts => self
+                        .facts
+                        .start(&mut self.pipeline.spill, self.pipeline.opt_spill.as_mut()),
                     Command::SetBlockBytes(block_bytes) => self.set_block_bytes(block_bytes),
                     Command::SetFramePeriod(period) => {
                         self.config.frame_period = period.max(Duration::from_millis(1));

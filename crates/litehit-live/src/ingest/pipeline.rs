@@ -53,6 +53,8 @@ pub(super) struct Pipeline {
     pub(super) assumed_block_bytes: Option<u64>,
     pub(super) tiers: Option<litehit_core::projector::tiers::TierPlan>,
     pub(super) spill: FactsSpill,
+    /// With OPT (`watch --policy lru,opt`): the OPT facts rows, for `NAME.opt.csv`.
+    pub(super) opt_spill: Option<FactsSpill>,
     pub(super) timeline: TimelineBuilder,
     pub(super) consumed_bytes_total: u64,
     /// Batches read from the HTTP endpoint (its address is filled in at publication).
@@ -89,6 +91,7 @@ impl Pipeline {
             assumed_block_bytes: None,
             tiers: config.tiers.clone(),
             spill,
+            opt_spill: None,
             timeline: TimelineBuilder::new(config.window_ns.max(1)),
             consumed_bytes_total: 0,
             http: HttpStatus::default(),
@@ -277,6 +280,13 @@ impl Pipeline {
                     engine = engine.with_memory_horizon(horizon);
                 }
                 engine = engine.with_engine_rule(self.engine.engine_rule());
+                engine = match engine.with_cache_policies(self.engine.cache_policies()) {
+                    Ok(engine) => engine,
+                    Err(error) => {
+                        self.engine_error = Some(error.to_string());
+                        return;
+                    }
+                };
                 engine.inherit_bad_lines(earlier);
                 self.engine = engine;
                 self.parse_options = ParseOptions {
@@ -365,17 +375,35 @@ impl Pipeline {
                         .max(256),
                     self.event.keys.len(),
                 );
-                if let Err(bytes) = self.spill.reserve_row(row_bytes) {
+                let reserved = self.spill.reserve_row(row_bytes).and_then(|()| {
+                    self.opt_spill
+                        .as_mut()
+                        .map_or(Ok(()), |spill| spill.reserve_row(row_bytes))
+                });
+                if let Err(bytes) = reserved {
                     self.run_out_of_memory(bytes);
                     let reason = self.out_of_memory.clone().unwrap_or_default();
                     self.engine.record_bad_line(line_number, reason);
                     return;
                 }
-                let spill = &mut self.spill;
-                let result = self
-                    .engine
-                    .process_event(&self.event, line_number, &mut |row| spill.push(&row));
-                if let Some(bytes) = self.spill.out_of_memory {
+                let (spill, opt_spill) = (&mut self.spill, &mut self.opt_spill);
+                // LRU's rows (or OPT's alone) to the facts spill, OPT's beside LRU's to its own.
+                let primary = self.engine.cache_policies().primary();
+                let result = self.engine.process_events_by_policy(
+                    std::slice::from_ref(&self.event),
+                    &[line_number],
+                    &mut |policy, row| match opt_spill {
+                        Some(opt_spill) if policy != primary => opt_spill.push(&row),
+                        _ if policy == primary => spill.push(&row),
+                        _ => {}
+                    },
+                );
+                let out_of_memory = self.spill.out_of_memory.or_else(|| {
+                    self.opt_spill
+                        .as_ref()
+                        .and_then(|spill| spill.out_of_memory)
+                });
+                if let Some(bytes) = out_of_memory {
                     self.run_out_of_memory(bytes);
                 }
                 if let Err(error) = result {

@@ -31,6 +31,9 @@ pub(super) struct FactsWriter {
     path: PathBuf,
     /// `path` is the default, not one the user named: a failed write says how to name another.
     path_is_default: bool,
+    /// With OPT (`watch --policy lru,opt`): where the OPT facts go (`NAME.opt.csv`), written
+    /// by the same job right after the LRU facts.
+    opt_path: Option<PathBuf>,
     /// A writer thread reports its result here, as [`IngestEvent::FactsWritten`].
     events_tx: Sender<IngestEvent>,
     /// The last write's status, shown in every snapshot.
@@ -53,11 +56,18 @@ impl FactsWriter {
         Self {
             path,
             path_is_default,
+            opt_path: None,
             events_tx,
             status: FactsWrite::Idle,
             status_since: Instant::now(),
             in_flight: None,
         }
+    }
+
+    /// Also publishes the OPT facts at `opt_path`, from the OPT spill each write is handed.
+    pub(super) fn with_opt_path(mut self, opt_path: PathBuf) -> Self {
+        self.opt_path = Some(opt_path);
+        self
     }
 
     /// The last write's status.
@@ -83,11 +93,11 @@ impl FactsWriter {
     /// `s`: publishes every fact in `spill` so far on a writer thread (the replay goes on
     /// meanwhile), which reports as [`IngestEvent::FactsWritten`]. Ignored while a write is in
     /// flight.
-    pub(super) fn start(&mut self, spill: &mut FactsSpill) {
+    pub(super) fn start(&mut self, spill: &mut FactsSpill, opt_spill: Option<&mut FactsSpill>) {
         if self.is_writing() {
             return;
         }
-        let job = match self.job(spill) {
+        let job = match self.jobs(spill, opt_spill) {
             Ok(job) => job,
             Err(failed) => {
                 self.set_status(failed);
@@ -125,7 +135,12 @@ impl FactsWriter {
     /// quit in the TUI): publishes every fact on this thread. A run that produced no fact
     /// publishes nothing (the status stays as it was), as `replay` publishes no facts file of
     /// zero rows.
-    pub(super) fn write_at_end(&mut self, spill: &mut FactsSpill, events: &Receiver<IngestEvent>) {
+    pub(super) fn write_at_end(
+        &mut self,
+        spill: &mut FactsSpill,
+        opt_spill: Option<&mut FactsSpill>,
+        events: &Receiver<IngestEvent>,
+    ) {
         // The TUI quits at any time, an `s` write perhaps still in flight: wait for it, since
         // two writes would share the temp file. Its writer thread always reports (the ingest
         // thread holds a sender, so the channel stays open); other events at shutdown are
@@ -140,16 +155,29 @@ impl FactsWriter {
         if spill.rows == 0 {
             return;
         }
-        let status = match self.job(spill) {
+        let status = match self.jobs(spill, opt_spill) {
             Ok(job) => job.run(),
             Err(failed) => failed,
         };
         self.set_status(status);
     }
 
-    /// Takes what a facts write needs from the spill (flushed first).
-    fn job(&self, spill: &mut FactsSpill) -> Result<FactsJob, FactsWrite> {
-        let path = self.path.clone();
+    /// The write of `spill` to the facts path, then (with an OPT path) of `opt_spill` to it.
+    fn jobs(
+        &self,
+        spill: &mut FactsSpill,
+        opt_spill: Option<&mut FactsSpill>,
+    ) -> Result<FactsJob, FactsWrite> {
+        let mut job = self.job(&self.path, spill)?;
+        if let (Some(opt_path), Some(opt_spill)) = (&self.opt_path, opt_spill) {
+            job.then = Some(Box::new(self.job(opt_path, opt_spill)?));
+        }
+        Ok(job)
+    }
+
+    /// Takes what a facts write to `path` needs from the spill (flushed first).
+    fn job(&self, path: &std::path::Path, spill: &mut FactsSpill) -> Result<FactsJob, FactsWrite> {
+        let path = path.to_path_buf();
         // Absolute, so the message says where the file went whatever the working directory.
         let display = std::path::absolute(&path)
             .unwrap_or_else(|_| path.clone())
@@ -179,6 +207,7 @@ impl FactsWriter {
                 path,
                 display,
                 is_default: self.path_is_default,
+                then: None,
             }),
             Err(err) => Err(FactsWrite::Failed {
                 path: display,
@@ -198,10 +227,24 @@ struct FactsJob {
     display: String,
     /// `path` is the default (no `--facts-out` given).
     is_default: bool,
+    /// The OPT facts' write, run after this one succeeds (`watch --policy lru,opt`).
+    then: Option<Box<FactsJob>>,
 }
 
 impl FactsJob {
-    fn run(self) -> FactsWrite {
+    /// This write, then the next one; the status is this one's, unless the next one failed.
+    fn run(mut self) -> FactsWrite {
+        let then = self.then.take();
+        match (self.run_one(), then) {
+            (done @ FactsWrite::Done { .. }, Some(then)) => match then.run() {
+                FactsWrite::Done { .. } => done,
+                failed => failed,
+            },
+            (status, _) => status,
+        }
+    }
+
+    fn run_one(self) -> FactsWrite {
         match copy_facts(&self.source, self.spilled_bytes, &self.path) {
             Ok(bytes) => FactsWrite::Done {
                 path: self.display,
@@ -343,7 +386,7 @@ mod tests {
         let mut writer = FactsWriter::new(out.clone(), false, tx);
         assert_eq!(writer.status(), &FactsWrite::Idle);
 
-        writer.start(&mut spill);
+        writer.start(&mut spill, None);
         assert!(writer.is_writing());
         assert!(matches!(
             writer.status(),
@@ -351,7 +394,7 @@ mod tests {
         ));
         // A second `s` while the first is in flight starts nothing: its rows are not taken.
         spill.push(&fact().as_row());
-        writer.start(&mut spill);
+        writer.start(&mut spill, None);
         assert!(matches!(
             writer.status(),
             FactsWrite::Writing { rows: 1, .. }
@@ -367,7 +410,7 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&out).unwrap().lines().count(), 2);
 
         // Once it is over, the next `s` writes every row so far.
-        writer.start(&mut spill);
+        writer.start(&mut spill, None);
         writer.report(reported(&rx));
         assert!(matches!(writer.status(), FactsWrite::Done { rows: 2, .. }));
         assert_eq!(std::fs::read_to_string(&out).unwrap().lines().count(), 3);
@@ -381,11 +424,11 @@ mod tests {
         spill.push(&fact().as_row());
         let (tx, rx) = mpsc::channel();
         let mut writer = FactsWriter::new(out.clone(), false, tx);
-        writer.start(&mut spill);
+        writer.start(&mut spill, None);
         spill.push(&fact().as_row());
         // The writer thread reports on the channel, after any other event.
         writer.events_tx.send(IngestEvent::FileChanged).unwrap();
-        writer.write_at_end(&mut spill, &rx);
+        writer.write_at_end(&mut spill, None, &rx);
         assert!(!writer.is_writing());
         assert!(matches!(writer.status(), FactsWrite::Done { rows: 2, .. }));
         assert_eq!(std::fs::read_to_string(&out).unwrap().lines().count(), 3);
@@ -412,7 +455,7 @@ mod tests {
         }
         let (tx, rx) = mpsc::channel();
         let mut writer = FactsWriter::new(out.clone(), false, tx);
-        writer.write_at_end(&mut spill, &rx);
+        writer.write_at_end(&mut spill, None, &rx);
         assert!(
             matches!(writer.status(), FactsWrite::Done { rows: 3, .. }),
             "{:?}",
@@ -433,11 +476,46 @@ mod tests {
         let mut spill = FactsSpill::counting_only();
         let (tx, rx) = mpsc::channel();
         let mut writer = FactsWriter::new(dir.path().join("facts.csv"), false, tx);
-        writer.start(&mut spill);
+        writer.start(&mut spill, None);
         assert!(!writer.is_writing());
         assert!(
             matches!(writer.status(), FactsWrite::Failed { message, .. } if message.contains("--no-facts"))
         );
         assert!(rx.try_recv().is_err());
+    }
+
+    #[test]
+    fn with_opt_one_write_publishes_both_files_and_a_failed_opt_write_is_the_status() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("facts.csv");
+        let opt_out = dir.path().join("facts.opt.csv");
+        let mut spill = FactsSpill::create(dir.path(), "facts.csv").unwrap();
+        let mut opt_spill = FactsSpill::create(dir.path(), "facts.opt.csv").unwrap();
+        spill.push(&fact().as_row());
+        let mut opt_fact = fact();
+        opt_fact.trace_id = "opt".to_owned();
+        opt_spill.push(&opt_fact.as_row());
+        let (tx, rx) = mpsc::channel();
+        let mut writer = FactsWriter::new(out.clone(), false, tx).with_opt_path(opt_out.clone());
+        writer.start(&mut spill, Some(&mut opt_spill));
+        writer.report(reported(&rx));
+        assert!(matches!(writer.status(), FactsWrite::Done { rows: 1, .. }));
+        let opt_text = std::fs::read_to_string(&opt_out).unwrap();
+        assert!(
+            opt_text.lines().nth(1).unwrap().starts_with("opt,"),
+            "{opt_text}"
+        );
+        assert!(!std::fs::read_to_string(&out).unwrap().contains("opt,"));
+
+        // The OPT destination cannot be written (a directory stands there): the status says
+        // so, naming it, though the LRU facts were written.
+        std::fs::remove_file(&opt_out).unwrap();
+        std::fs::create_dir(&opt_out).unwrap();
+        writer.write_at_end(&mut spill, Some(&mut opt_spill), &rx);
+        assert!(
+            matches!(writer.status(), FactsWrite::Failed { path, .. } if path.ends_with("facts.opt.csv")),
+            "{:?}",
+            writer.status()
+        );
     }
 }

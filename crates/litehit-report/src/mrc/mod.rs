@@ -21,6 +21,7 @@
 //!   **Saturation**: the smallest capacity that reaches the unlimited-capacity hit rate.
 
 mod curves;
+mod policy;
 mod report;
 mod tiers;
 
@@ -33,6 +34,7 @@ use crate::pool_detect::{PoolCheckError, RepeatedRows};
 pub use curves::{
     Curve, CurvePoint, GeometryMismatch, InstanceCurve, MrcBuilder, MrcCurves, TotalPoint,
 };
+pub use policy::{PolicyGapPoint, PolicyReport};
 pub use report::{
     InstanceReport, Knee, KvSizeWarning, MrcReport, PoolComparison, PoolKnee, PoolPoint,
     PoolReport, SampledHits, TotalKnee, TotalReport,

@@ -24,7 +24,7 @@ pub use first_pass::{SpanAndInstances, pool_instance_count, trace_span_and_insta
 pub use plan::{PoolRule, QueryPlan, QuerySlots, TierPlan};
 pub use pool::PoolSummary;
 pub use run::QueryRun;
-pub use totals::{QuerySummary, QueryTotals, SlotTotals};
+pub use totals::{MissSplit, OptTotals, QuerySummary, QueryTotals, SlotTotals};
 pub use windows::{
     PoolLaneCapacities, QueryWindows, WindowTotals, query_windows, query_windows_with_pool,
 };
@@ -72,6 +72,9 @@ pub enum QueryError {
         /// Another `block_bytes` among its rows.
         other: u64,
     },
+    /// The OPT facts (`--opt`) are not of the same trace.
+    #[error(transparent)]
+    PolicyPair(#[from] crate::policy_pair::PolicyPairError),
     /// An accounted span (`--from`, `--to`, `--exclude-warmup`) holds no row.
     #[error(transparent)]
     EmptySpan(#[from] crate::span::EmptySpan),

@@ -1,6 +1,8 @@
 //! What a query asks, as plain data: the slots it projects at, the tiers, the accounted
 //! span and how the shared pool lane is found.
 
+use std::path::PathBuf;
+
 use litehit_core::projector::Capacity;
 pub use litehit_core::projector::tiers::TierPlan;
 
@@ -56,6 +58,9 @@ pub struct QueryPlan {
     /// `block_size_tokens` ([`crate::FactsFiles::with_kv_bytes_per_token`]); `None` keeps the
     /// facts' own.
     pub kv_bytes_per_token: Option<u64>,
+    /// The OPT facts of the same trace (`query --opt`, one per facts file, in the same
+    /// order), read in step with the LRU rows; empty: none (the output is then today's).
+    pub opt: Vec<PathBuf>,
 }
 
 /// How the shared pool lane is found in facts: by its rows, whatever its name (see

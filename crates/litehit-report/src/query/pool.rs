@@ -128,6 +128,7 @@ impl PoolTotals {
                 total_hit_tokens,
                 tier_hit_blocks,
                 tier_hit_tokens,
+                opt: None,
             },
             pool_tier_capacity_blocks,
         }))

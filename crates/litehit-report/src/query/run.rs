@@ -11,6 +11,7 @@ use super::QueryError;
 use super::plan::{QueryPlan, QuerySlots};
 use super::totals::{QuerySummary, QueryTotals};
 use crate::facts_files::FactsFiles;
+use crate::policy_pair::OptRows;
 use crate::span::{EmptySpan, TimeRange, widen_span};
 
 /// The rows a query read: their first and last `timestamp_ns`, and whether any was in the
@@ -32,6 +33,8 @@ pub struct QueryRun {
     seen: SeenRows,
     /// [`QueryPlan::kv_bytes_per_token`], for the pool's second read too.
     kv_bytes_per_token: Option<u64>,
+    /// The OPT facts of the same trace, read in step ([`QueryPlan::opt`]).
+    opt: Option<OptRows>,
 }
 
 impl QueryRun {
@@ -42,12 +45,24 @@ impl QueryRun {
         slots: QuerySlots,
         plan: &QueryPlan,
     ) -> Result<Self, QueryError> {
+        let opt = if plan.opt.is_empty() {
+            None
+        } else {
+            Some(OptRows::open(&plan.opt, plan.kv_bytes_per_token)?)
+        };
+        let totals =
+            QueryTotals::with_tiers(slots, plan.tiers.clone()).with_pool(plan.pool.clone());
         Ok(Self {
             files: FactsFiles::open(facts_paths)?.with_kv_bytes_per_token(plan.kv_bytes_per_token),
-            totals: QueryTotals::with_tiers(slots, plan.tiers.clone()).with_pool(plan.pool.clone()),
+            totals: if opt.is_some() {
+                totals.with_opt()
+            } else {
+                totals
+            },
             range: plan.time_range,
             seen: SeenRows::default(),
             kv_bytes_per_token: plan.kv_bytes_per_token,
+            opt,
         })
     }
 
@@ -74,11 +89,23 @@ impl QueryRun {
             self.totals
                 .observe_in_file(&record, self.files.file_index());
             self.seen.span = widen_span(self.seen.span, record.timestamp_ns);
+            // Every row is paired, accounted or not: the two files go in step.
+            let opt = match &mut self.opt {
+                Some(opt) => {
+                    Some(opt.next_for(&record, self.files.path(), self.files.line_number())?)
+                }
+                None => None,
+            };
             if !self.range.contains(record.timestamp_ns) {
                 continue;
             }
             self.seen.accounted = true;
-            on_row(&record, self.totals.add_record(&record)).map_err(QueryError::Write)?;
+            on_row(&record, self.totals.add_record_pair(&record, opt))
+                .map_err(QueryError::Write)?;
+        }
+        if let Some(opt) = self.opt.take() {
+            let first = self.files.paths().first().cloned().unwrap_or_default();
+            opt.finish(&first)?;
         }
         Ok(())
     }

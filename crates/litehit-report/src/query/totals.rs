@@ -33,6 +33,32 @@ pub struct SlotTotals {
     pub tier_hit_blocks: Vec<u64>,
     /// Per tier: Σ served blocks × the row's `block_size_tokens`.
     pub tier_hit_tokens: Vec<u64>,
+    /// With the OPT facts of the same trace read beside (`query --opt`): OPT's sums.
+    pub opt: Option<OptTotals>,
+}
+
+/// OPT's sums beside LRU's, from the OPT facts of the same trace (`query --opt`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OptTotals {
+    /// Per slot: Σ OPT's hit blocks × the row's `block_size_tokens`.
+    pub hit_tokens: Vec<u64>,
+    /// Σ hit tokens at unlimited capacity, where OPT and LRU hit alike (every key seen
+    /// before): what no capacity can hit is the cold misses.
+    pub infinite_hit_tokens: u64,
+}
+
+/// The input tokens LRU misses at one slot, by cause: `cold + capacity + policy + LRU's hit
+/// tokens = input tokens`, at every slot.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MissSplit {
+    /// Missed even at unlimited capacity (the first time a block is seen).
+    pub cold_miss_tokens: u64,
+    /// Per slot: hit at unlimited capacity, missed by OPT at the slot's capacity.
+    pub capacity_miss_tokens: Vec<u64>,
+    /// Per slot: hit by OPT, missed by LRU at the slot's capacity; negative where OPT's
+    /// curve is only a lower bound (keys outside the prefix-chain contract) and falls below
+    /// LRU's.
+    pub policy_miss_tokens: Vec<i64>,
 }
 
 impl SlotTotals {
@@ -52,9 +78,17 @@ impl SlotTotals {
                 *sum = sum.wrapping_sub(value);
             }
         }
+        if let (Some(opt), Some(taken)) = (&mut self.opt, &lane.opt) {
+            for (sum, &value) in opt.hit_tokens.iter_mut().zip(&taken.hit_tokens) {
+                *sum = sum.wrapping_sub(value);
+            }
+            opt.infinite_hit_tokens = opt
+                .infinite_hit_tokens
+                .wrapping_sub(taken.infinite_hit_tokens);
+        }
     }
 
-    fn new(slot_count: usize, tier_count: usize) -> Self {
+    fn new(slot_count: usize, tier_count: usize, with_opt: bool) -> Self {
         Self {
             requests: 0,
             total_input_tokens: 0,
@@ -62,7 +96,51 @@ impl SlotTotals {
             total_hit_tokens: vec![0; slot_count],
             tier_hit_blocks: vec![0; tier_count],
             tier_hit_tokens: vec![0; tier_count],
+            opt: with_opt.then(|| OptTotals {
+                hit_tokens: vec![0; slot_count],
+                infinite_hit_tokens: 0,
+            }),
         }
+    }
+
+    /// OPT's cumulative token hit rate per slot, with OPT facts read beside.
+    #[must_use]
+    pub fn opt_hit_rates(&self) -> Option<Vec<f64>> {
+        self.opt.as_ref().map(|opt| {
+            opt.hit_tokens
+                .iter()
+                .map(|&tokens| ratio(tokens, self.total_input_tokens))
+                .collect()
+        })
+    }
+
+    /// LRU's misses per slot by cause, with OPT facts read beside.
+    #[must_use]
+    pub fn miss_split(&self) -> Option<MissSplit> {
+        let opt = self.opt.as_ref()?;
+        let signed = |tokens: u64| i64::try_from(tokens).unwrap_or(i64::MAX);
+        Some(MissSplit {
+            cold_miss_tokens: self
+                .total_input_tokens
+                .saturating_sub(opt.infinite_hit_tokens),
+            capacity_miss_tokens: opt
+                .hit_tokens
+                .iter()
+                .map(|&opt_tokens| opt.infinite_hit_tokens.saturating_sub(opt_tokens))
+                .collect(),
+            policy_miss_tokens: opt
+                .hit_tokens
+                .iter()
+                .zip(&self.total_hit_tokens)
+                .map(|(&opt_tokens, &lru_tokens)| {
+                    if opt_tokens >= lru_tokens {
+                        signed(opt_tokens - lru_tokens)
+                    } else {
+                        -signed(lru_tokens - opt_tokens)
+                    }
+                })
+                .collect(),
+        })
     }
 
     /// Share of the input tokens each tier served, then the miss share (input tokens no tier
@@ -121,6 +199,10 @@ pub struct QueryTotals {
     /// Per slot: capacity in blocks for `projected_block_bytes`; `None` = unlimited.
     slot_capacity_blocks: Vec<Option<u64>>,
     hit_blocks: Vec<u64>,
+    /// Per slot: OPT's hit blocks for the record last added with its OPT row.
+    opt_hit_blocks: Vec<u64>,
+    /// OPT facts are read beside (every total has [`SlotTotals::opt`]).
+    with_opt: bool,
     instance_index: HashMap<String, usize>,
     instances: Vec<(String, SlotTotals)>,
     last_instance: Option<usize>,
@@ -158,10 +240,12 @@ impl QueryTotals {
             projected_block_bytes: None,
             slot_capacity_blocks: vec![None; slot_count],
             hit_blocks: vec![0; slot_count],
+            opt_hit_blocks: vec![0; slot_count],
+            with_opt: false,
             instance_index: HashMap::new(),
             instances: Vec::new(),
             last_instance: None,
-            overall: SlotTotals::new(slot_count, tier_count),
+            overall: SlotTotals::new(slot_count, tier_count, false),
             tiers,
             tier_bands: Vec::new(),
             tier_hit_blocks: vec![0; tier_count],
@@ -182,6 +266,15 @@ impl QueryTotals {
             .map(PoolTotals::new);
         self.lanes = matches!(rule, Some(PoolRule::Recognise { .. })).then(LaneFingerprints::new);
         self.pool_rule = rule;
+        self
+    }
+
+    /// Also sums OPT's hits, from the OPT facts of the same trace: every record then goes
+    /// through [`Self::add_record_pair`] with its OPT row.
+    #[must_use]
+    pub fn with_opt(mut self) -> Self {
+        self.with_opt = true;
+        self.overall = SlotTotals::new(self.capacities.len(), self.tier_hit_blocks.len(), true);
         self
     }
 
@@ -261,11 +354,38 @@ impl QueryTotals {
     /// Projects `record` at every slot, adds it to its instance's totals and the overall
     /// totals, and returns its hit blocks per slot.
     pub fn add_record(&mut self, record: &FactRecord) -> &[u64] {
+        self.add_record_pair(record, None)
+    }
+
+    /// [`Self::add_record`], and with [`Self::with_opt`] also `opt`, the OPT row of the same
+    /// request (same geometry: [`crate::OptRows`] checked), to OPT's sums.
+    pub fn add_record_pair(&mut self, record: &FactRecord, opt: Option<&FactRecord>) -> &[u64] {
         let geometry = (record.block_bytes, record.block_size_tokens);
         if self.geometries.last() != Some(&geometry) && !self.geometries.contains(&geometry) {
             self.geometries.push(geometry);
         }
         self.project(record);
+        let infinite_hit_blocks = match opt {
+            Some(opt) if self.with_opt => {
+                for (hits, capacity_blocks) in self
+                    .opt_hit_blocks
+                    .iter_mut()
+                    .zip(&self.slot_capacity_blocks)
+                {
+                    *hits = match *capacity_blocks {
+                        Some(capacity_blocks) => {
+                            projector::project_blocks(&opt.fact, capacity_blocks)
+                        }
+                        None => projector::project_infinite(&opt.fact),
+                    };
+                }
+                projector::project_infinite(&record.fact)
+            }
+            _ => {
+                self.opt_hit_blocks.fill(0);
+                0
+            }
+        };
         let instance = self.instance_slot(&record.instance_id);
         let block_size_tokens = record.block_size_tokens;
         if self.is_pool(&record.instance_id)
@@ -299,6 +419,14 @@ impl QueryTotals {
             {
                 *blocks = blocks.wrapping_add(hits);
                 *tokens = tokens.wrapping_add(hits.wrapping_mul(block_size_tokens));
+            }
+            if let Some(opt_totals) = &mut totals.opt {
+                for (tokens, &hits) in opt_totals.hit_tokens.iter_mut().zip(&self.opt_hit_blocks) {
+                    *tokens = tokens.wrapping_add(hits.wrapping_mul(block_size_tokens));
+                }
+                opt_totals.infinite_hit_tokens = opt_totals
+                    .infinite_hit_tokens
+                    .wrapping_add(infinite_hit_blocks.wrapping_mul(block_size_tokens));
             }
         }
         &self.hit_blocks
@@ -424,7 +552,11 @@ impl QueryTotals {
             let index = self.instances.len();
             self.instances.push((
                 instance_id.to_owned(),
-                SlotTotals::new(self.capacities.len(), self.tier_hit_blocks.len()),
+                SlotTotals::new(
+                    self.capacities.len(),
+                    self.tier_hit_blocks.len(),
+                    self.with_opt,
+                ),
             ));
             self.instance_index.insert(instance_id.to_owned(), index);
             index

@@ -12,6 +12,11 @@ pub fn percent(rate: Option<f64>) -> String {
     display::percent(rate, 2)
 }
 
+/// A difference of two rates in percentage points, signed (`+12.34 pp`), `-` without one.
+pub fn points(difference: Option<f64>) -> String {
+    difference.map_or_else(|| "-".to_owned(), |d| format!("{:+.2} pp", d * 100.0))
+}
+
 /// [`percent`], marked `≥` when it is only a lower bound (a capacity above the memory
 /// horizon: `≥41.20%`): the core's one spelling ([`display::percent_bound`]).
 pub fn percent_bound(rate: Option<f64>, lower_bound: bool) -> String {

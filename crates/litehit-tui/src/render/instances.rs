@@ -30,6 +30,10 @@ enum ColumnKind {
     /// The engine's own observed hit rate (`cached_tokens`), when the trace says it.
     Observed,
     Slot(usize),
+    /// OPT's hit rate at the selected slot (`watch --policy lru,opt`).
+    OptSlot(usize),
+    /// OPT's hit rate minus LRU's at the selected slot.
+    PolicyGap(usize),
     Infinite,
     UniqueBlocks,
     KvBytes,
@@ -45,6 +49,9 @@ struct RowValues {
     /// Per slot: only a lower bound (the slot lies above the memory horizon of the lane, or of
     /// one of the lanes summed).
     slot_lower_bounds: Vec<bool>,
+    /// With OPT: per slot, OPT's hit rate and the policy gap (OPT's minus LRU's).
+    opt_slot_rates: Vec<Option<f64>>,
+    policy_gaps: Vec<Option<f64>>,
     infinite_rate: Option<f64>,
     unique_blocks: u64,
     kv_bytes: u64,
@@ -64,6 +71,12 @@ impl RowValues {
                 self.slot_rates.get(index).copied().flatten(),
                 self.slot_lower_bounds.get(index).copied().unwrap_or(false),
             ),
+            ColumnKind::OptSlot(index) => {
+                format::percent(self.opt_slot_rates.get(index).copied().flatten())
+            }
+            ColumnKind::PolicyGap(index) => {
+                format::points(self.policy_gaps.get(index).copied().flatten())
+            }
             ColumnKind::Infinite => {
                 format::percent_bound(self.infinite_rate, self.horizon_lower_bound)
             }
@@ -334,6 +347,12 @@ fn row_values(snap: &LiveSnapshot) -> Vec<RowValues> {
                 .map(|index| lane.slot_hit_rate(index))
                 .collect(),
             slot_lower_bounds: slot_lower_bounds(snap, lane),
+            opt_slot_rates: (0..slot_count)
+                .map(|index| lane.opt_slot_hit_rate(index))
+                .collect(),
+            policy_gaps: (0..slot_count)
+                .map(|index| lane.policy_gap_rate(index))
+                .collect(),
             infinite_rate: lane.infinite_hit_rate(),
             unique_blocks: lane.unique_blocks,
             kv_bytes: lane.unique_kv_bytes(),
@@ -351,6 +370,12 @@ fn row_values(snap: &LiveSnapshot) -> Vec<RowValues> {
                 .map(|index| totals.slot_hit_rate(index))
                 .collect(),
             slot_lower_bounds: totals.slot_lower_bounds.clone(),
+            opt_slot_rates: (0..slot_count)
+                .map(|index| totals.opt_slot_hit_rate(index))
+                .collect(),
+            policy_gaps: (0..slot_count)
+                .map(|index| totals.policy_gap_rate(index))
+                .collect(),
             infinite_rate: totals.infinite_hit_rate(),
             unique_blocks: totals.unique_blocks,
             kv_bytes: totals.unique_kv_bytes,
@@ -386,6 +411,12 @@ fn pool_row_values(snap: &LiveSnapshot) -> Option<RowValues> {
             .collect(),
         // The pool's cell is the pool at N × C: N × C meets the horizon.
         slot_lower_bounds: slot_lower_bounds(snap, pool),
+        opt_slot_rates: (0..slot_count)
+            .map(|index| pool.opt_slot_hit_rate(index))
+            .collect(),
+        policy_gaps: (0..slot_count)
+            .map(|index| pool.policy_gap_rate(index))
+            .collect(),
         infinite_rate: pool.infinite_hit_rate(),
         unique_blocks: pool.unique_blocks,
         kv_bytes: pool.unique_kv_bytes(),
@@ -478,6 +509,7 @@ fn columns(snap: &LiveSnapshot, view: &App, rows: &[RowValues]) -> Vec<Column> {
             kind: ColumnKind::Slot(index),
         });
     }
+    columns.extend(opt_columns(snap, view));
     columns.extend([
         Column {
             // `∞ H=…` under a memory horizon: the ∞ bound is then a lower bound (`≥`).
@@ -520,6 +552,29 @@ fn columns(snap: &LiveSnapshot, view: &App, rows: &[RowValues]) -> Vec<Column> {
         column.width = column.width.max(u16::try_from(widest).unwrap_or(u16::MAX));
     }
     columns
+}
+
+/// With OPT (`watch --policy lru,opt`): OPT's rate at the selected slot and the policy gap,
+/// right after the slots; dropped after the far slots, before ∞. None without OPT.
+fn opt_columns(snap: &LiveSnapshot, view: &App) -> Vec<Column> {
+    let index = view.selected_slot;
+    match snap.slots.get(index) {
+        Some(slot) if snap.totals.opt_slot_hit_tokens.is_some() => vec![
+            Column {
+                header: format!("OPT {}", format::capacity(slot.capacity)),
+                width: 7,
+                drop_rank: 22,
+                kind: ColumnKind::OptSlot(index),
+            },
+            Column {
+                header: "OPT−LRU".to_owned(),
+                width: 7,
+                drop_rank: 25,
+                kind: ColumnKind::PolicyGap(index),
+            },
+        ],
+        _ => Vec::new(),
+    }
 }
 
 /// Rank at or below which a column is kept in preference to a wide instance column.

@@ -1,0 +1,180 @@
+//! `watch --policy lru,opt`: OPT live. The headless JSON's OPT figures equal `replay --policy
+//! lru,opt` + `query` of the same lines at the same capacities (exact integers), and
+//! `--facts-out F.csv` writes both facts files byte for byte as the replay; `--policy opt`
+//! alone and OPT with a memory horizon are refused.
+
+use serde_json::Value;
+
+use crate::common::cli_bin::{
+    assert_mentions, failed, generate, replay_to, run_in, standard_trace, u64s, write_file,
+};
+use crate::common::headless::{headless_to_end, instance_entry};
+use litehit_core::workload::WorkloadConfig;
+
+const REQUESTS: usize = 1500;
+
+fn trace_text() -> String {
+    let config = WorkloadConfig {
+        seed: 29,
+        block_size_tokens: 256,
+        instance_ids: vec!["prefill-0".to_owned(), "prefill-1".to_owned()],
+        ..WorkloadConfig::default()
+    };
+    standard_trace(&generate(config, REQUESTS))
+}
+
+/// The index in `query`'s slots (`0.5`, `2` GB, ∞, then 300 blocks) of a headless slot.
+fn query_slot(slot: &Value) -> usize {
+    match (
+        slot["capacity_gb"].as_f64(),
+        slot["capacity_blocks"].as_u64(),
+    ) {
+        (Some(gb), None) if (gb - 0.5).abs() < 1e-12 => 0,
+        (Some(gb), None) if (gb - 2.0).abs() < 1e-12 => 1,
+        (None, Some(300)) => 3,
+        _ => panic!("unexpected slot {slot}"),
+    }
+}
+
+#[test]
+fn headless_opt_equals_replay_and_query_and_the_facts_are_the_replays() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = write_file(dir.path(), "trace.jsonl", &trace_text());
+    let facts_out = dir.path().join("live").join("f.csv");
+    let (lines, stderr) = headless_to_end(
+        &trace,
+        &[
+            "--policy",
+            "lru,opt",
+            "--capacity-gb",
+            "0.5,2,300b",
+            "--pool",
+            "--facts-out",
+            facts_out.to_str().unwrap(),
+        ],
+    );
+    assert_mentions(&stderr, &["f.opt.csv"]);
+    let report = lines.last().unwrap();
+    assert_eq!(report["total"]["requests"], REQUESTS);
+
+    let out = dir.path().join("out");
+    let replay = replay_to(&trace, &out, &["--quiet", "--policy", "lru,opt", "--pool"]);
+    assert_eq!(replay.code, Some(0), "{}", replay.stderr);
+    // The live facts are the replay's, for both policies.
+    for (live, offline) in [
+        ("f.csv", "litehit_facts.csv"),
+        ("f.opt.csv", "litehit_facts.opt.csv"),
+    ] {
+        assert_eq!(
+            std::fs::read(facts_out.with_file_name(live)).unwrap(),
+            std::fs::read(out.join(offline)).unwrap(),
+            "{live}"
+        );
+    }
+    let query = run_in(
+        None,
+        [
+            "query",
+            out.to_str().unwrap(),
+            "-",
+            "0.5",
+            "2",
+            "-1",
+            "--capacity-blocks",
+            "300",
+            "--summary-only",
+        ],
+    );
+    assert_eq!(query.code, Some(0), "{}", query.stderr);
+    // The summary lines: one per lane, the overall line, then the pool's comparison line.
+    let summaries: Vec<Value> = query
+        .stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let overall = summaries
+        .iter()
+        .find(|line| line.get("instance_id").is_none() && line.get("pool").is_none())
+        .expect("the overall line");
+    let slots = report["slots"].as_array().unwrap();
+    let check = |headless: &Value, summary: &Value, what: &str| {
+        let (live_lru, live_opt) = (
+            u64s(&headless["hit_tokens"]),
+            u64s(&headless["opt_hit_tokens"]),
+        );
+        let (lru, opt) = (
+            u64s(&summary["total_hit_tokens"]),
+            u64s(&summary["opt_hit_tokens"]),
+        );
+        assert_eq!(live_opt.len(), slots.len(), "{what}");
+        for (index, slot) in slots.iter().enumerate() {
+            let slot_index = query_slot(slot);
+            assert_eq!(live_lru[index], lru[slot_index], "{what} LRU at {slot}");
+            assert_eq!(live_opt[index], opt[slot_index], "{what} OPT at {slot}");
+        }
+        assert_eq!(
+            headless["infinite_hit_tokens"].as_u64().unwrap(),
+            opt[2],
+            "{what} ∞"
+        );
+        let rates = headless["opt_hit_rates"].as_array().unwrap();
+        assert_eq!(rates.len(), slots.len(), "{what}");
+    };
+    let mut gap_seen = false;
+    for summary in summaries
+        .iter()
+        .filter(|line| line.get("instance_id").is_some())
+    {
+        let id = summary["instance_id"].as_str().unwrap();
+        if id == "pool" {
+            continue; // live, the pool is at N × each slot (its facts are checked above)
+        }
+        check(instance_entry(report, id), summary, id);
+        gap_seen |= u64s(&summary["policy_miss_tokens"])
+            .iter()
+            .any(|&gap| gap > 0);
+    }
+    check(&report["total"], overall, "total");
+    assert!(gap_seen, "the trace shows a policy gap somewhere");
+    // The pool has OPT figures too.
+    assert!(instance_entry(report, "pool")["opt_hit_tokens"].is_array());
+}
+
+#[test]
+fn opt_alone_and_opt_with_a_memory_horizon_are_refused_live() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = write_file(dir.path(), "trace.jsonl", &trace_text());
+    let path = trace.to_str().unwrap();
+    let alone = run_in(
+        None,
+        [
+            "watch",
+            path,
+            "--headless",
+            "--exit-at-eof",
+            "--policy",
+            "opt",
+        ],
+    );
+    assert_mentions(failed(&alone), &["--policy lru,opt"]);
+    let horizon = run_in(
+        None,
+        [
+            "watch",
+            path,
+            "--headless",
+            "--exit-at-eof",
+            "--policy",
+            "lru,opt",
+            "--memory-horizon",
+            "100b",
+        ],
+    );
+    assert_mentions(failed(&horizon), &["OPT policy is defined without"]);
+    let without = headless_to_end(&trace, &[]).0;
+    assert!(
+        without.last().unwrap()["total"]
+            .get("opt_hit_tokens")
+            .is_none()
+    );
+}
