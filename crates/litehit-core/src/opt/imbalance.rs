@@ -233,6 +233,65 @@ impl Imbalance {
         ]);
     }
 
+    /// [`Self::move_to_new`]'s bits only: the summaries of the words it names in `touched`
+    /// are left for [`Self::refresh`] (room for 3 words was reserved).
+    #[inline]
+    pub(crate) fn move_bits(
+        &mut self,
+        key_from: usize,
+        marker_from: usize,
+        new: usize,
+        touched: &mut Vec<usize>,
+    ) {
+        let (key_word, marker_word, new_word) = (
+            key_from / WORD_BITS,
+            marker_from / WORD_BITS,
+            new / WORD_BITS,
+        );
+        self.release(key_word, key_from, true);
+        self.release(marker_word, marker_from, false);
+        self.keys[new_word] |= bit(new);
+        self.markers[new_word] |= bit(new);
+        self.in_use += 1;
+        for word in [key_word, marker_word, new_word] {
+            if touched.last() != Some(&word) {
+                touched.push(word);
+            }
+        }
+    }
+
+    /// Recomputes the summaries of the words in `touched` (changed by [`Self::move_bits`])
+    /// and of their ancestors, each once, level by level; `touched` is used up as scratch.
+    pub(crate) fn refresh(&mut self, touched: &mut Vec<usize>) {
+        touched.sort_unstable();
+        touched.dedup();
+        for node in touched.iter_mut() {
+            let word = *node;
+            *node += self.leaf_base;
+            self.tree[*node] = Summary::of_word(self.keys[word], self.markers[word]);
+        }
+        // `touched` holds this level's changed nodes, in order; their parents come next.
+        while !touched.is_empty() && touched[0] > 1 {
+            let mut changed = 0;
+            let mut previous = 0;
+            for index in 0..touched.len() {
+                let node = touched[index] / 2;
+                if node == previous {
+                    continue;
+                }
+                previous = node;
+                let summary = self.tree[2 * node].then(self.tree[2 * node + 1]);
+                if self.tree[node] != summary {
+                    self.tree[node] = summary;
+                    touched[changed] = node;
+                    changed += 1;
+                }
+            }
+            touched.truncate(changed);
+        }
+        touched.clear();
+    }
+
     /// Clears a key (or a marker) bit, counting the position out of use when it empties.
     #[inline]
     fn release(&mut self, word: usize, position: usize, key: bool) {

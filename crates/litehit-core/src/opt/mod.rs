@@ -69,6 +69,8 @@ struct OptScratch {
     distinct_ids: Vec<usize>,
     /// Their first-pass stack distances ([`COLD`]: never seen before).
     distinct_distances: Vec<u64>,
+    /// Words of the position space the second pass changed (see [`Imbalance::refresh`]).
+    touched_words: Vec<usize>,
 }
 
 impl OptCore {
@@ -127,7 +129,9 @@ impl OptCore {
         self.keys.memory_usage_bytes()
             + self.imbalance.memory_usage_bytes()
             + self.critical.memory_usage_bytes()
-            + (self.scratch.distinct_ids.capacity() + self.scratch.distinct_distances.capacity())
+            + (self.scratch.distinct_ids.capacity()
+                + self.scratch.distinct_distances.capacity()
+                + self.scratch.touched_words.capacity())
                 * size_of::<u64>()
     }
 
@@ -172,7 +176,8 @@ impl OptCore {
         }
         self.critical.reserve(blocks)?;
         try_reserve_total(&mut self.scratch.distinct_ids, blocks)?;
-        try_reserve_total(&mut self.scratch.distinct_distances, blocks)
+        try_reserve_total(&mut self.scratch.distinct_distances, blocks)?;
+        try_reserve_total(&mut self.scratch.touched_words, 3 * blocks)
     }
 
     fn compact(&mut self) -> Result<(), AllocFailed> {
@@ -235,15 +240,51 @@ impl OptCore {
                 builder.push(&mut fact.hit_curve, distance);
             }
         }
-        // The second pass, tail to head: every key of the request ends resident, the head the
-        // most recent.
-        for index in (0..self.scratch.distinct_ids.len()).rev() {
-            let id = self.scratch.distinct_ids[index];
-            let position = store
+        self.second_pass(store);
+    }
+
+    /// The second pass, tail to head: every key of the request ends resident, the head the
+    /// most recent.
+    ///
+    /// Its distances need no search. The unit accesses are `k_1 … k_n` (the distinct keys)
+    /// then `k_n … k_1`, so `k_i`'s second access has distance `n - i + 1`: between its two
+    /// accesses come exactly `k_{i+1} … k_n`, every one used again before `k_i`. At capacity
+    /// `C > n - i` fewer than `C` keys are used again sooner, so MIN never evicts `k_i` (it
+    /// evicts the resident key used again farthest); at `C <= n - i`, once `C` of them have
+    /// been accessed they and `k_i` cannot all stay, and `k_i` is the one used again last.
+    /// So the tail `k_n` hits at 1 (it is the most recent key: nothing moves) and `k_{n-m}`
+    /// at `m + 1`: key and marker of capacity `m + 1` move to the `m`-th new position. The
+    /// moves are applied as bits, and the summaries above them recomputed once at the end.
+    fn second_pass(&mut self, store: &mut impl BlockLookups) {
+        let distinct = self.scratch.distinct_ids.len();
+        if distinct < 2 {
+            return;
+        }
+        let first_new = self.imbalance.len();
+        for step in 1..distinct {
+            let id = self.scratch.distinct_ids[distinct - 1 - step];
+            let key_from = store
                 .placed_position(id)
                 .expect("the first pass placed every key of the request");
-            self.access_stored(store, id, position);
+            let capacity = step + 1;
+            let new_position = self.imbalance.push();
+            self.imbalance.move_bits(
+                key_from,
+                self.critical.time(capacity) as usize,
+                new_position,
+                &mut self.scratch.touched_words,
+            );
+            store.set_position(id, new_position);
         }
+        let end = self.imbalance.len();
+        self.imbalance.refresh(&mut self.scratch.touched_words);
+        #[expect(
+            clippy::cast_possible_truncation,
+            reason = "positions fit u32 (checked in reserve_for)"
+        )]
+        self.critical
+            .set_first((first_new..end).map(|position| position as u32));
+        self.top_position = Some(end - 1);
     }
 
     /// Whether the stored key `id` at `position` was already accessed in this request's first
