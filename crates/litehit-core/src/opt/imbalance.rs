@@ -53,44 +53,52 @@ impl Summary {
         }
     }
 
-    /// One word's summary, from its key and marker bits: 16 nibbles through [`NIBBLE_SUMMARIES`],
+    /// One word's summary, from its key and marker bits: 8 bytes through [`BYTE_SUMMARIES`],
     /// the most recent first.
     #[inline]
     fn of_word(keys: u64, markers: u64) -> Self {
         let mut summary = Self::default();
-        for nibble in (0..16).rev() {
-            let shift = 4 * nibble;
-            let index = ((keys >> shift) & 0xf) | (((markers >> shift) & 0xf) << 4);
-            if index != 0 {
-                #[expect(clippy::cast_possible_truncation, reason = "index < 256")]
-                let (sum, min_suffix) = NIBBLE_SUMMARIES[index as usize];
-                let older = Self {
-                    sum: i32::from(sum),
-                    min_suffix: if min_suffix == NIBBLE_NO_KEY {
-                        NO_KEY
-                    } else {
-                        i32::from(min_suffix)
-                    },
-                };
-                summary = older.then(summary);
-            }
+        for byte in (0..8).rev() {
+            let (sum, min_suffix) = byte_summary(keys, markers, byte);
+            summary = Self {
+                sum: summary.sum + sum,
+                min_suffix: summary
+                    .min_suffix
+                    .min(min_suffix.saturating_add(summary.sum)),
+            };
         }
         summary
     }
 }
 
-/// [`NIBBLE_SUMMARIES`]'s minimum suffix for a nibble without a key.
-const NIBBLE_NO_KEY: i8 = i8::MAX;
+/// Byte `byte` (positions `8 byte .. 8 byte + 8` of a word)'s `(sum, min_suffix)`, the minimum
+/// suffix [`NO_KEY`] without a key.
+#[inline]
+fn byte_summary(keys: u64, markers: u64, byte: u32) -> (i32, i32) {
+    let shift = 8 * byte;
+    let index = ((keys >> shift) & 0xff) | (((markers >> shift) & 0xff) << 8);
+    #[expect(clippy::cast_possible_truncation, reason = "index < 65536")]
+    let (sum, min_suffix) = BYTE_SUMMARIES[index as usize];
+    let min_suffix = if min_suffix == SMALL_NO_KEY {
+        NO_KEY
+    } else {
+        i32::from(min_suffix)
+    };
+    (i32::from(sum), min_suffix)
+}
 
-/// The summary `(sum, min_suffix)` of 4 positions, indexed by `keys | markers << 4` (4 bits
-/// each, the lowest bit the oldest position).
-const NIBBLE_SUMMARIES: [(i8, i8); 256] = {
-    let mut table = [(0_i8, NIBBLE_NO_KEY); 256];
+/// [`BYTE_SUMMARIES`]'s minimum suffix for a byte without a key.
+const SMALL_NO_KEY: i8 = i8::MAX;
+
+/// The summary `(sum, min_suffix)` of 8 positions, indexed by `keys | markers << 8` (8 bits
+/// each, the lowest bit the oldest position): 128 KiB, read 8 times per word summarised.
+static BYTE_SUMMARIES: [(i8, i8); 1 << 16] = {
+    let mut table = [(0_i8, SMALL_NO_KEY); 1 << 16];
     let mut index = 0;
-    while index < 256 {
-        let (keys, markers) = (index & 0xf, index >> 4);
-        let (mut sum, mut min_suffix) = (0_i8, NIBBLE_NO_KEY);
-        let mut bit = 4;
+    while index < 1 << 16 {
+        let (keys, markers) = (index & 0xff, index >> 8);
+        let (mut sum, mut min_suffix) = (0_i8, SMALL_NO_KEY);
+        let mut bit = 8;
         while bit > 0 {
             bit -= 1;
             if keys & (1 << bit) != 0 {
@@ -391,32 +399,35 @@ impl Imbalance {
     }
 
     /// The oldest balanced key of `word` at or after position `first`, given the sum after the
-    /// word.
+    /// word: the oldest byte that holds one, through [`BYTE_SUMMARIES`], then its bits.
     fn find_in_word(&self, word: usize, first: usize, sum_after: i32) -> Option<usize> {
-        let keys = self.keys[word];
-        let markers = self.markers[word];
+        let from_first = u64::MAX << (first.saturating_sub(word * WORD_BITS)).min(63);
+        let keys = self.keys[word] & from_first;
+        let markers = self.markers[word] & from_first;
         let mut sum = sum_after;
-        let mut found = None;
-        let mut bits = keys | markers;
-        while bits != 0 {
-            let bit_index = bits.ilog2() as usize;
-            let mask = 1_u64 << bit_index;
-            let position = word * WORD_BITS + bit_index;
-            if position < first {
-                break;
+        let mut found = None; // (byte, sum after it)
+        for byte in (0..8).rev() {
+            let (byte_sum, min_suffix) = byte_summary(keys, markers, byte);
+            if min_suffix.saturating_add(sum) <= 0 {
+                found = Some((byte, sum)); // keep going: the oldest one wins
             }
+            sum += byte_sum;
+        }
+        let (byte, mut sum) = found?;
+        let mut oldest = None;
+        for bit_index in (8 * byte..8 * byte + 8).rev() {
+            let mask = 1_u64 << bit_index;
             if keys & mask != 0 {
                 if sum <= 0 {
-                    found = Some(position); // keep going: the oldest one wins
+                    oldest = Some(word * WORD_BITS + bit_index as usize);
                 }
                 sum -= 1;
             }
             if markers & mask != 0 {
                 sum += 1;
             }
-            bits &= !mask;
         }
-        found
+        oldest
     }
 
     fn rebuild_tree(&mut self) {
@@ -508,7 +519,7 @@ mod tests {
     }
 
     #[test]
-    fn word_summaries_by_nibbles_equal_position_by_position() {
+    fn word_summaries_by_bytes_equal_position_by_position() {
         let mut state = 0x9e37_79b9_7f4a_7c15_u64;
         for _ in 0..2000 {
             state = crate::workload::mix64(state);
