@@ -33,7 +33,7 @@ use crate::facts::RequestFact;
 use crate::facts::curve::PrefixCurveBuilder;
 use crate::hitcore::key_store::{BlockLookups, KeyStore};
 use crate::hitcore::{AllocFailed, OutOfMemory, try_reserve_total};
-use critical_times::CriticalTimes;
+use critical_times::{CriticalTimes, Finger};
 use imbalance::Imbalance;
 
 /// Dead positions are closed up once
@@ -57,6 +57,9 @@ pub struct OptCore {
     critical: CriticalTimes,
     /// The most recently accessed key's position.
     top_position: Option<usize>,
+    /// The previous first-pass access's capacity query, the guess for the next one (`None`
+    /// at the start of a request: the second pass changed the times).
+    finger: Option<Finger>,
     /// Distinct keys accessed so far.
     unique_keys: usize,
     scratch: OptScratch,
@@ -206,6 +209,7 @@ impl OptCore {
         self.scratch.distinct_distances.clear();
         let mut builder = PrefixCurveBuilder::default();
         let mut curve_open = true;
+        self.finger = None;
         for &key in block_keys {
             let lookup = store.lookup_near(key, usize::MAX);
             let distance = match lookup.position {
@@ -309,10 +313,11 @@ impl OptCore {
             clippy::cast_possible_truncation,
             reason = "positions fit u32 (checked in reserve_for)"
         )]
-        let capacity = self
+        let answer = self
             .critical
-            .smallest_capacity_at_or_before(stop as u32)
+            .smallest_capacity_at_or_before(stop as u32, self.finger)
             .expect("some capacity is critical at or before every key but the most recent");
+        let capacity = answer.capacity;
         let new_position = self.imbalance.push();
         self.imbalance.move_to_new(
             position,
@@ -323,7 +328,9 @@ impl OptCore {
             clippy::cast_possible_truncation,
             reason = "positions fit u32 (checked in reserve_for)"
         )]
-        self.critical.set(capacity, new_position as u32);
+        let newest = new_position as u32;
+        self.critical.set(capacity, newest);
+        self.finger = Some(answer.after_access(newest));
         store.set_position(id, new_position);
         self.top_position = Some(new_position);
         capacity as u64
