@@ -31,7 +31,13 @@ pub(crate) struct CriticalTimes {
     level_starts: Vec<usize>,
     /// Capacities the tree covers (times may grow to this many without a rebuild).
     covered: usize,
+    /// Lowest-level entries whose group's minimum may have risen since (see [`Self::set`]):
+    /// the entries above them are lower bounds until [`Self::refresh_stale`].
+    stale_groups: Vec<usize>,
 }
+
+/// Marked groups held before they are recomputed anyway.
+const STALE_GROUPS: usize = 64;
 
 /// A query's answer, and what it tells the next query of the same first pass.
 ///
@@ -78,6 +84,7 @@ impl CriticalTimes {
             let grown = needed.max(self.times.len() + self.times.len() / 4 + 64);
             try_reserve_total(&mut self.times, grown)?;
         }
+        try_reserve_total(&mut self.stale_groups, STALE_GROUPS)?;
         if needed > self.covered {
             let covered = self.times.capacity();
             let mut level_starts = Vec::new();
@@ -125,20 +132,44 @@ impl CriticalTimes {
     }
 
     /// Makes capacity `capacity` critical at `position`, the most recent position so far.
+    ///
+    /// A later time changes its group's minimum only if the old one was it; the group is then
+    /// only marked, and recomputed (with the levels above) before the tree is next read, so a
+    /// run of consecutive capacities made critical one after the other costs one recompute.
     #[inline]
     pub(crate) fn set(&mut self, capacity: usize, position: u32) {
         let index = capacity - FIRST_CAPACITY;
         let old = std::mem::replace(&mut self.times[index], position);
         debug_assert!(position >= old);
-        // A later time changes a group's minimum only if the old one was it.
+        let group = index / FANOUT;
+        // The lowest level starts at 0; a stale (marked) entry is never above the true minimum.
+        if self.tree[group] != old || self.stale_groups.last() == Some(&group) {
+            return;
+        }
+        if self.stale_groups.len() == self.stale_groups.capacity() {
+            self.refresh_stale();
+        }
+        if self.stale_groups.len() < self.stale_groups.capacity() {
+            self.stale_groups.push(group);
+        } else {
+            self.refresh_group(group); // no room was reserved
+        }
+    }
+
+    /// Recomputes the marked groups and what is above them.
+    fn refresh_stale(&mut self) {
+        for index in 0..self.stale_groups.len() {
+            self.refresh_group(self.stale_groups[index]);
+        }
+        self.stale_groups.clear();
+    }
+
+    /// Recomputes lowest-level entry `group` from the times, and the entries above it while
+    /// they change.
+    fn refresh_group(&mut self, group: usize) {
         let mut below_start = None;
-        let mut index = index;
+        let mut group = group;
         for &start in &self.level_starts {
-            let group = index / FANOUT;
-            let entry = start + group;
-            if self.tree[entry] != old {
-                break;
-            }
             let members = FANOUT * group..FANOUT * group + FANOUT;
             let minimum = match below_start {
                 None => self.times[members.start..members.end.min(self.times.len())]
@@ -151,12 +182,13 @@ impl CriticalTimes {
                     .min(),
             }
             .unwrap_or(u32::MAX);
-            if minimum == old {
-                break; // another member holds the same minimum: nothing above changes
+            let entry = start + group;
+            if self.tree[entry] == minimum {
+                break; // nothing above changes
             }
             self.tree[entry] = minimum;
             below_start = Some(start);
-            index = group;
+            group /= FANOUT;
         }
     }
 
@@ -171,6 +203,7 @@ impl CriticalTimes {
             debug_assert!(time >= *slot);
             *slot = time;
         }
+        self.refresh_stale();
         self.rebuild_prefix(count);
     }
 
@@ -179,7 +212,7 @@ impl CriticalTimes {
     /// is checked with one read first; almost always it is the answer.
     #[inline]
     pub(crate) fn smallest_capacity_at_or_before(
-        &self,
+        &mut self,
         position: u32,
         guess: Option<Finger>,
     ) -> Option<Finger> {
@@ -192,6 +225,7 @@ impl CriticalTimes {
         {
             return Some(guess);
         }
+        self.refresh_stale();
         self.search(position)
     }
 
@@ -230,6 +264,7 @@ impl CriticalTimes {
     }
 
     fn rebuild_tree(&mut self) {
+        self.stale_groups.clear();
         self.tree.fill(u32::MAX);
         self.rebuild_prefix(self.times.len());
     }
@@ -264,6 +299,7 @@ impl CriticalTimes {
 
     /// Forgets every capacity; keeps the allocations.
     pub(crate) fn clear(&mut self) {
+        self.stale_groups.clear();
         self.times.clear();
         self.tree.fill(u32::MAX);
     }
@@ -271,7 +307,7 @@ impl CriticalTimes {
     /// Heap bytes held.
     pub(crate) fn memory_usage_bytes(&self) -> usize {
         (self.times.capacity() + self.tree.capacity()) * size_of::<u32>()
-            + self.level_starts.capacity() * size_of::<usize>()
+            + (self.level_starts.capacity() + self.stale_groups.capacity()) * size_of::<usize>()
     }
 }
 
@@ -286,21 +322,21 @@ mod tests {
         for capacity in 2..42 {
             times.push(1000 - capacity); // capacity 41 is the oldest
         }
-        let smallest = |times: &CriticalTimes, position| {
+        let smallest = |times: &mut CriticalTimes, position| {
             times
                 .smallest_capacity_at_or_before(position, None)
                 .map(|finger| finger.capacity)
         };
-        assert_eq!(smallest(&times, 958), None);
-        assert_eq!(smallest(&times, 959), Some(41));
-        assert_eq!(smallest(&times, 995), Some(5));
+        assert_eq!(smallest(&mut times, 958), None);
+        assert_eq!(smallest(&mut times, 959), Some(41));
+        assert_eq!(smallest(&mut times, 995), Some(5));
         // Capacity 5 critical again, most recently: 6 is the first at or before 995.
         times.set(5, 2000);
-        assert_eq!(smallest(&times, 995), Some(6));
-        assert_eq!(smallest(&times, 2000), Some(2));
+        assert_eq!(smallest(&mut times, 995), Some(6));
+        assert_eq!(smallest(&mut times, 2000), Some(2));
         times.renumber(|p| p / 2);
         assert_eq!(times.time(5), 1000);
-        assert_eq!(smallest(&times, 497), Some(6));
+        assert_eq!(smallest(&mut times, 497), Some(6));
     }
 
     /// Times of many capacities (three tree levels) against a scan of all of them, with and
