@@ -262,7 +262,8 @@ impl Imbalance {
         self.markers[new_word] |= bit(new);
         self.in_use += 1;
         for word in [key_word, marker_word, new_word] {
-            if touched.last() != Some(&word) {
+            // Each kind moves through few words in a request: a repeat is usually recent.
+            if !touched[touched.len().saturating_sub(6)..].contains(&word) {
                 touched.push(word);
             }
         }
