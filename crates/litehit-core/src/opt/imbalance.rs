@@ -540,6 +540,56 @@ mod tests {
         assert_eq!(Summary::of_word(0, 0), Summary::default());
     }
 
+    /// Moves applied one by one and as one batch leave the same bits and summaries, and the
+    /// search finds what a position-by-position sum finds.
+    #[test]
+    fn batched_moves_equal_single_moves_and_the_search_equals_a_naive_one() {
+        let (mut single, mut batched) = (Imbalance::default(), Imbalance::default());
+        let (mut keys, mut markers) = (Vec::new(), Vec::new());
+        let mut touched = Vec::new();
+        let mut state = 0x1234_5678_9abc_def0_u64;
+        let mut random = |bound: usize| {
+            state = crate::workload::mix64(state);
+            usize::try_from(state % bound as u64).unwrap()
+        };
+        for round in 0..3000 {
+            for imbalance in [&mut single, &mut batched] {
+                imbalance.reserve(8).unwrap();
+            }
+            if keys.len() < 8 || random(3) == 0 {
+                let position = single.push();
+                assert_eq!(batched.push(), position);
+                let marker = !keys.is_empty();
+                single.append(position, marker);
+                batched.append(position, marker);
+                keys.push(position);
+                if marker {
+                    markers.push(position);
+                }
+            } else {
+                for _ in 0..=random(4) {
+                    let (key, marker) = (random(keys.len()), random(markers.len()));
+                    let position = single.push();
+                    assert_eq!(batched.push(), position);
+                    single.move_to_new(keys[key], markers[marker], position);
+                    batched.move_bits(keys[key], markers[marker], position, &mut touched);
+                    (keys[key], markers[marker]) = (position, position);
+                }
+                batched.refresh(&mut touched);
+            }
+            assert_eq!(single.keys, batched.keys);
+            assert_eq!(single.markers, batched.markers);
+            assert_eq!(single.tree, batched.tree);
+            assert_eq!(single.in_use, batched.in_use);
+            if round % 50 == 0 {
+                let after = random(single.len());
+                let naive = (after + 1..single.len())
+                    .find(|&q| keys.contains(&q) && naive_imbalance(&keys, &markers, q) <= 0);
+                assert_eq!(single.first_balanced_key_after(after), naive);
+            }
+        }
+    }
+
     #[test]
     fn finds_the_oldest_balanced_key_after() {
         // keys at 0, 3, 5, 130; markers at 3, 5, 130: imbalance 0 at 3, 5 and 130.

@@ -19,8 +19,12 @@
 //! 3. the key moves to a new, most recent position, and that capacity becomes critical there.
 //!
 //! The most recent key hits at capacity 1 and changes nothing. Both queries and all updates
-//! are O(log) tree walks, so a request costs O(blocks × log keys). Dead positions are closed
-//! up between requests once they dominate; results never depend on when.
+//! are O(log) tree walks, so a request costs O(blocks × log keys), and in practice less:
+//! the second pass needs no query at all (its distances are known, see
+//! [`OptCore::second_pass`]) and is applied as one batch; in the first pass a key used
+//! together with the previous one before almost always has the previous distance plus one,
+//! which the capacity query checks first with one read ([`critical_times::Finger`]). Dead
+//! positions are closed up between requests once they dominate; results never depend on when.
 //!
 //! Memory: as in `hitcore`, every growth is reserved fallibly before a request changes
 //! anything, so running out of memory is an [`OutOfMemory`] error with the state of the
