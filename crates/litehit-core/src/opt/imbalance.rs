@@ -53,44 +53,52 @@ impl Summary {
         }
     }
 
-    /// One word's summary, from its key and marker bits: 16 nibbles through [`NIBBLE_SUMMARIES`],
+    /// One word's summary, from its key and marker bits: 8 bytes through [`BYTE_SUMMARIES`],
     /// the most recent first.
     #[inline]
     fn of_word(keys: u64, markers: u64) -> Self {
         let mut summary = Self::default();
-        for nibble in (0..16).rev() {
-            let shift = 4 * nibble;
-            let index = ((keys >> shift) & 0xf) | (((markers >> shift) & 0xf) << 4);
-            if index != 0 {
-                #[expect(clippy::cast_possible_truncation, reason = "index < 256")]
-                let (sum, min_suffix) = NIBBLE_SUMMARIES[index as usize];
-                let older = Self {
-                    sum: i32::from(sum),
-                    min_suffix: if min_suffix == NIBBLE_NO_KEY {
-                        NO_KEY
-                    } else {
-                        i32::from(min_suffix)
-                    },
-                };
-                summary = older.then(summary);
-            }
+        for byte in (0..8).rev() {
+            let (sum, min_suffix) = byte_summary(keys, markers, byte);
+            summary = Self {
+                sum: summary.sum + sum,
+                min_suffix: summary
+                    .min_suffix
+                    .min(min_suffix.saturating_add(summary.sum)),
+            };
         }
         summary
     }
 }
 
-/// [`NIBBLE_SUMMARIES`]'s minimum suffix for a nibble without a key.
-const NIBBLE_NO_KEY: i8 = i8::MAX;
+/// Byte `byte` (positions `8 byte .. 8 byte + 8` of a word)'s `(sum, min_suffix)`, the minimum
+/// suffix [`NO_KEY`] without a key.
+#[inline]
+fn byte_summary(keys: u64, markers: u64, byte: u32) -> (i32, i32) {
+    let shift = 8 * byte;
+    let index = ((keys >> shift) & 0xff) | (((markers >> shift) & 0xff) << 8);
+    #[expect(clippy::cast_possible_truncation, reason = "index < 65536")]
+    let (sum, min_suffix) = BYTE_SUMMARIES[index as usize];
+    let min_suffix = if min_suffix == SMALL_NO_KEY {
+        NO_KEY
+    } else {
+        i32::from(min_suffix)
+    };
+    (i32::from(sum), min_suffix)
+}
 
-/// The summary `(sum, min_suffix)` of 4 positions, indexed by `keys | markers << 4` (4 bits
-/// each, the lowest bit the oldest position).
-const NIBBLE_SUMMARIES: [(i8, i8); 256] = {
-    let mut table = [(0_i8, NIBBLE_NO_KEY); 256];
+/// [`BYTE_SUMMARIES`]'s minimum suffix for a byte without a key.
+const SMALL_NO_KEY: i8 = i8::MAX;
+
+/// The summary `(sum, min_suffix)` of 8 positions, indexed by `keys | markers << 8` (8 bits
+/// each, the lowest bit the oldest position): 128 KiB, read 8 times per word summarised.
+static BYTE_SUMMARIES: [(i8, i8); 1 << 16] = {
+    let mut table = [(0_i8, SMALL_NO_KEY); 1 << 16];
     let mut index = 0;
-    while index < 256 {
-        let (keys, markers) = (index & 0xf, index >> 4);
-        let (mut sum, mut min_suffix) = (0_i8, NIBBLE_NO_KEY);
-        let mut bit = 4;
+    while index < 1 << 16 {
+        let (keys, markers) = (index & 0xff, index >> 8);
+        let (mut sum, mut min_suffix) = (0_i8, SMALL_NO_KEY);
+        let mut bit = 8;
         while bit > 0 {
             bit -= 1;
             if keys & (1 << bit) != 0 {
@@ -233,6 +241,66 @@ impl Imbalance {
         ]);
     }
 
+    /// [`Self::move_to_new`]'s bits only: the summaries of the words it names in `touched`
+    /// are left for [`Self::refresh`] (room for 3 words was reserved).
+    #[inline]
+    pub(crate) fn move_bits(
+        &mut self,
+        key_from: usize,
+        marker_from: usize,
+        new: usize,
+        touched: &mut Vec<usize>,
+    ) {
+        let (key_word, marker_word, new_word) = (
+            key_from / WORD_BITS,
+            marker_from / WORD_BITS,
+            new / WORD_BITS,
+        );
+        self.release(key_word, key_from, true);
+        self.release(marker_word, marker_from, false);
+        self.keys[new_word] |= bit(new);
+        self.markers[new_word] |= bit(new);
+        self.in_use += 1;
+        for word in [key_word, marker_word, new_word] {
+            // Each kind moves through few words in a request: a repeat is usually recent.
+            if !touched[touched.len().saturating_sub(6)..].contains(&word) {
+                touched.push(word);
+            }
+        }
+    }
+
+    /// Recomputes the summaries of the words in `touched` (changed by [`Self::move_bits`])
+    /// and of their ancestors, each once, level by level; `touched` is used up as scratch.
+    pub(crate) fn refresh(&mut self, touched: &mut Vec<usize>) {
+        touched.sort_unstable();
+        touched.dedup();
+        for node in touched.iter_mut() {
+            let word = *node;
+            *node += self.leaf_base;
+            self.tree[*node] = Summary::of_word(self.keys[word], self.markers[word]);
+        }
+        // `touched` holds this level's changed nodes, in order; their parents come next.
+        while !touched.is_empty() && touched[0] > 1 {
+            let mut changed = 0;
+            let mut previous = 0;
+            for index in 0..touched.len() {
+                let node = touched[index] / 2;
+                if node == previous {
+                    continue;
+                }
+                previous = node;
+                let summary = self.tree[2 * node].then(self.tree[2 * node + 1]);
+                if self.tree[node] != summary {
+                    self.tree[node] = summary;
+                    touched[changed] = node;
+                    changed += 1;
+                }
+            }
+            touched.truncate(changed);
+        }
+        touched.clear();
+    }
+
     /// Clears a key (or a marker) bit, counting the position out of use when it empties.
     #[inline]
     fn release(&mut self, word: usize, position: usize, key: bool) {
@@ -332,32 +400,35 @@ impl Imbalance {
     }
 
     /// The oldest balanced key of `word` at or after position `first`, given the sum after the
-    /// word.
+    /// word: the oldest byte that holds one, through [`BYTE_SUMMARIES`], then its bits.
     fn find_in_word(&self, word: usize, first: usize, sum_after: i32) -> Option<usize> {
-        let keys = self.keys[word];
-        let markers = self.markers[word];
+        let from_first = u64::MAX << (first.saturating_sub(word * WORD_BITS)).min(63);
+        let keys = self.keys[word] & from_first;
+        let markers = self.markers[word] & from_first;
         let mut sum = sum_after;
-        let mut found = None;
-        let mut bits = keys | markers;
-        while bits != 0 {
-            let bit_index = bits.ilog2() as usize;
-            let mask = 1_u64 << bit_index;
-            let position = word * WORD_BITS + bit_index;
-            if position < first {
-                break;
+        let mut found = None; // (byte, sum after it)
+        for byte in (0..8).rev() {
+            let (byte_sum, min_suffix) = byte_summary(keys, markers, byte);
+            if min_suffix.saturating_add(sum) <= 0 {
+                found = Some((byte, sum)); // keep going: the oldest one wins
             }
+            sum += byte_sum;
+        }
+        let (byte, mut sum) = found?;
+        let mut oldest = None;
+        for bit_index in (8 * byte..8 * byte + 8).rev() {
+            let mask = 1_u64 << bit_index;
             if keys & mask != 0 {
                 if sum <= 0 {
-                    found = Some(position); // keep going: the oldest one wins
+                    oldest = Some(word * WORD_BITS + bit_index as usize);
                 }
                 sum -= 1;
             }
             if markers & mask != 0 {
                 sum += 1;
             }
-            bits &= !mask;
         }
-        found
+        oldest
     }
 
     fn rebuild_tree(&mut self) {
@@ -449,7 +520,7 @@ mod tests {
     }
 
     #[test]
-    fn word_summaries_by_nibbles_equal_position_by_position() {
+    fn word_summaries_by_bytes_equal_position_by_position() {
         let mut state = 0x9e37_79b9_7f4a_7c15_u64;
         for _ in 0..2000 {
             state = crate::workload::mix64(state);
@@ -467,6 +538,56 @@ mod tests {
             assert_eq!(Summary::of_word(keys, markers), Summary { sum, min_suffix });
         }
         assert_eq!(Summary::of_word(0, 0), Summary::default());
+    }
+
+    /// Moves applied one by one and as one batch leave the same bits and summaries, and the
+    /// search finds what a position-by-position sum finds.
+    #[test]
+    fn batched_moves_equal_single_moves_and_the_search_equals_a_naive_one() {
+        let (mut single, mut batched) = (Imbalance::default(), Imbalance::default());
+        let (mut keys, mut markers) = (Vec::new(), Vec::new());
+        let mut touched = Vec::new();
+        let mut state = 0x1234_5678_9abc_def0_u64;
+        let mut random = |bound: usize| {
+            state = crate::workload::mix64(state);
+            usize::try_from(state % bound as u64).unwrap()
+        };
+        for round in 0..3000 {
+            for imbalance in [&mut single, &mut batched] {
+                imbalance.reserve(8).unwrap();
+            }
+            if keys.len() < 8 || random(3) == 0 {
+                let position = single.push();
+                assert_eq!(batched.push(), position);
+                let marker = !keys.is_empty();
+                single.append(position, marker);
+                batched.append(position, marker);
+                keys.push(position);
+                if marker {
+                    markers.push(position);
+                }
+            } else {
+                for _ in 0..=random(4) {
+                    let (key, marker) = (random(keys.len()), random(markers.len()));
+                    let position = single.push();
+                    assert_eq!(batched.push(), position);
+                    single.move_to_new(keys[key], markers[marker], position);
+                    batched.move_bits(keys[key], markers[marker], position, &mut touched);
+                    (keys[key], markers[marker]) = (position, position);
+                }
+                batched.refresh(&mut touched);
+            }
+            assert_eq!(single.keys, batched.keys);
+            assert_eq!(single.markers, batched.markers);
+            assert_eq!(single.tree, batched.tree);
+            assert_eq!(single.in_use, batched.in_use);
+            if round % 50 == 0 {
+                let after = random(single.len());
+                let naive = (after + 1..single.len())
+                    .find(|&q| keys.contains(&q) && naive_imbalance(&keys, &markers, q) <= 0);
+                assert_eq!(single.first_balanced_key_after(after), naive);
+            }
+        }
     }
 
     #[test]

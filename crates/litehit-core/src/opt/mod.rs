@@ -19,8 +19,12 @@
 //! 3. the key moves to a new, most recent position, and that capacity becomes critical there.
 //!
 //! The most recent key hits at capacity 1 and changes nothing. Both queries and all updates
-//! are O(log) tree walks, so a request costs O(blocks × log keys). Dead positions are closed
-//! up between requests once they dominate; results never depend on when.
+//! are O(log) tree walks, so a request costs O(blocks × log keys), and in practice less:
+//! the second pass needs no query at all (its distances are known, see
+//! [`OptCore::second_pass`]) and is applied as one batch; in the first pass a key used
+//! together with the previous one before almost always has the previous distance plus one,
+//! which the capacity query checks first with one read ([`critical_times::Finger`]). Dead
+//! positions are closed up between requests once they dominate; results never depend on when.
 //!
 //! Memory: as in `hitcore`, every growth is reserved fallibly before a request changes
 //! anything, so running out of memory is an [`OutOfMemory`] error with the state of the
@@ -33,7 +37,7 @@ use crate::facts::RequestFact;
 use crate::facts::curve::PrefixCurveBuilder;
 use crate::hitcore::key_store::{BlockLookups, KeyStore};
 use crate::hitcore::{AllocFailed, OutOfMemory, try_reserve_total};
-use critical_times::CriticalTimes;
+use critical_times::{CriticalTimes, Finger};
 use imbalance::Imbalance;
 
 /// Dead positions are closed up once
@@ -57,6 +61,9 @@ pub struct OptCore {
     critical: CriticalTimes,
     /// The most recently accessed key's position.
     top_position: Option<usize>,
+    /// The previous first-pass access's capacity query, the guess for the next one (`None`
+    /// at the start of a request: the second pass changed the times).
+    finger: Option<Finger>,
     /// Distinct keys accessed so far.
     unique_keys: usize,
     scratch: OptScratch,
@@ -69,6 +76,8 @@ struct OptScratch {
     distinct_ids: Vec<usize>,
     /// Their first-pass stack distances ([`COLD`]: never seen before).
     distinct_distances: Vec<u64>,
+    /// Words of the position space the second pass changed (see [`Imbalance::refresh`]).
+    touched_words: Vec<usize>,
 }
 
 impl OptCore {
@@ -127,7 +136,9 @@ impl OptCore {
         self.keys.memory_usage_bytes()
             + self.imbalance.memory_usage_bytes()
             + self.critical.memory_usage_bytes()
-            + (self.scratch.distinct_ids.capacity() + self.scratch.distinct_distances.capacity())
+            + (self.scratch.distinct_ids.capacity()
+                + self.scratch.distinct_distances.capacity()
+                + self.scratch.touched_words.capacity())
                 * size_of::<u64>()
     }
 
@@ -172,7 +183,8 @@ impl OptCore {
         }
         self.critical.reserve(blocks)?;
         try_reserve_total(&mut self.scratch.distinct_ids, blocks)?;
-        try_reserve_total(&mut self.scratch.distinct_distances, blocks)
+        try_reserve_total(&mut self.scratch.distinct_distances, blocks)?;
+        try_reserve_total(&mut self.scratch.touched_words, 3 * blocks)
     }
 
     fn compact(&mut self) -> Result<(), AllocFailed> {
@@ -201,6 +213,7 @@ impl OptCore {
         self.scratch.distinct_distances.clear();
         let mut builder = PrefixCurveBuilder::default();
         let mut curve_open = true;
+        self.finger = None;
         for &key in block_keys {
             let lookup = store.lookup_near(key, usize::MAX);
             let distance = match lookup.position {
@@ -235,15 +248,51 @@ impl OptCore {
                 builder.push(&mut fact.hit_curve, distance);
             }
         }
-        // The second pass, tail to head: every key of the request ends resident, the head the
-        // most recent.
-        for index in (0..self.scratch.distinct_ids.len()).rev() {
-            let id = self.scratch.distinct_ids[index];
-            let position = store
+        self.second_pass(store);
+    }
+
+    /// The second pass, tail to head: every key of the request ends resident, the head the
+    /// most recent.
+    ///
+    /// Its distances need no search. The unit accesses are `k_1 … k_n` (the distinct keys)
+    /// then `k_n … k_1`, so `k_i`'s second access has distance `n - i + 1`: between its two
+    /// accesses come exactly `k_{i+1} … k_n`, every one used again before `k_i`. At capacity
+    /// `C > n - i` fewer than `C` keys are used again sooner, so MIN never evicts `k_i` (it
+    /// evicts the resident key used again farthest); at `C <= n - i`, once `C` of them have
+    /// been accessed they and `k_i` cannot all stay, and `k_i` is the one used again last.
+    /// So the tail `k_n` hits at 1 (it is the most recent key: nothing moves) and `k_{n-m}`
+    /// at `m + 1`: key and marker of capacity `m + 1` move to the `m`-th new position. The
+    /// moves are applied as bits, and the summaries above them recomputed once at the end.
+    fn second_pass(&mut self, store: &mut impl BlockLookups) {
+        let distinct = self.scratch.distinct_ids.len();
+        if distinct < 2 {
+            return;
+        }
+        let first_new = self.imbalance.len();
+        for step in 1..distinct {
+            let id = self.scratch.distinct_ids[distinct - 1 - step];
+            let key_from = store
                 .placed_position(id)
                 .expect("the first pass placed every key of the request");
-            self.access_stored(store, id, position);
+            let capacity = step + 1;
+            let new_position = self.imbalance.push();
+            self.imbalance.move_bits(
+                key_from,
+                self.critical.time(capacity) as usize,
+                new_position,
+                &mut self.scratch.touched_words,
+            );
+            store.set_position(id, new_position);
         }
+        let end = self.imbalance.len();
+        self.imbalance.refresh(&mut self.scratch.touched_words);
+        #[expect(
+            clippy::cast_possible_truncation,
+            reason = "positions fit u32 (checked in reserve_for)"
+        )]
+        self.critical
+            .set_first((first_new..end).map(|position| position as u32));
+        self.top_position = Some(end - 1);
     }
 
     /// Whether the stored key `id` at `position` was already accessed in this request's first
@@ -268,10 +317,11 @@ impl OptCore {
             clippy::cast_possible_truncation,
             reason = "positions fit u32 (checked in reserve_for)"
         )]
-        let capacity = self
+        let answer = self
             .critical
-            .smallest_capacity_at_or_before(stop as u32)
+            .smallest_capacity_at_or_before(stop as u32, self.finger)
             .expect("some capacity is critical at or before every key but the most recent");
+        let capacity = answer.capacity;
         let new_position = self.imbalance.push();
         self.imbalance.move_to_new(
             position,
@@ -282,7 +332,9 @@ impl OptCore {
             clippy::cast_possible_truncation,
             reason = "positions fit u32 (checked in reserve_for)"
         )]
-        self.critical.set(capacity, new_position as u32);
+        let newest = new_position as u32;
+        self.critical.set(capacity, newest);
+        self.finger = Some(answer.after_access(newest));
         store.set_position(id, new_position);
         self.top_position = Some(new_position);
         capacity as u64
