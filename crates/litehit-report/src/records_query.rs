@@ -140,3 +140,90 @@ impl RecordsQuery {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use litehit_core::facts::RequestFact;
+    use litehit_core::facts::file::{FactsFileFormat, FactsFileWriter};
+
+    use super::*;
+    use crate::{PoolRule, QueryRun, query_table_rows};
+
+    fn record(
+        trace_id: &str,
+        instance_id: &str,
+        block_bytes: u64,
+        pairs: &[[u64; 2]],
+    ) -> FactRecord {
+        FactRecord {
+            trace_id: trace_id.into(),
+            instance_id: instance_id.into(),
+            timestamp_ns: 1,
+            input_token_len: 40,
+            block_size_tokens: 4,
+            block_bytes,
+            fact: RequestFact::from_pairs(pairs),
+        }
+    }
+
+    #[test]
+    fn records_sum_up_as_the_query_of_their_file() {
+        let records = [
+            record("r1", "b", 1024, &[[1, 2]]),
+            record("r2", "a", 1024, &[]),
+            record("r3", "b", 1024, &[[1, 1], [3, 4]]),
+            record("r4", "a", 2048, &[[2, 3]]),
+        ];
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("litehit_facts.csv");
+        let mut writer = FactsFileWriter::create_file(&path, FactsFileFormat::Csv).unwrap();
+        for record in &records {
+            writer.push(&record.as_row());
+        }
+        writer.commit().unwrap();
+        let slots = QuerySlots {
+            capacity_gb: vec![-1.0, 0.000_003],
+            capacity_blocks: vec![2],
+        };
+        let plan = QueryPlan {
+            pool: Some(PoolRule::from_flag(None)),
+            ..QueryPlan::default()
+        };
+        let mut run = QueryRun::open(&[path], slots.clone(), &plan).unwrap();
+        run.read_rows(|_, _| Ok(())).unwrap();
+        let from_file = run.finish().unwrap();
+        let mut query = RecordsQuery::new(slots.clone(), &plan);
+        for record in &records {
+            query.add(record);
+        }
+        let summary = query.finish(|_| Ok::<_, QueryError>(())).unwrap();
+        assert_eq!(summary.summary, from_file);
+        assert_eq!(summary.lane_block_bytes["b"], LaneBlockBytes::One(1024));
+        assert_eq!(summary.lane_block_bytes["a"], LaneBlockBytes::Several);
+        let rows = query_table_rows(&summary, &slots);
+        // Instances a, b and the total, three slots each; 3 µGB = 3221 bytes → 3 blocks of 1024.
+        assert_eq!(rows.len(), 9);
+        let b = &rows[3..6];
+        assert_eq!(b[0].instance_id.as_deref(), Some("b"));
+        assert_eq!((b[0].capacity_bytes, b[0].capacity_blocks), (None, None));
+        assert_eq!(
+            (b[1].capacity_bytes, b[1].capacity_blocks),
+            (Some(3221), Some(3))
+        );
+        assert_eq!(
+            (b[2].capacity_bytes, b[2].capacity_blocks),
+            (Some(2048), Some(2))
+        );
+        // Naive: r1 hits 2 blocks at capacity ≥ 2 (1 at 1); r3 1 at ≥ 1, then up to 4 from 3.
+        assert_eq!(
+            b.iter().map(|row| row.total_hit_blocks).collect::<Vec<_>>(),
+            [7, 4, 3]
+        );
+        // Lane a has two block sizes: a GB slot converts for neither.
+        assert_eq!(
+            (rows[1].capacity_bytes, rows[1].capacity_blocks),
+            (Some(3221), None)
+        );
+        assert!(rows[6..].iter().all(|row| row.instance_id.is_none()));
+    }
+}
