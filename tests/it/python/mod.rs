@@ -88,7 +88,7 @@ fn run_pytest(args: &[&str], envs: &[(&str, String)]) {
 #[cfg_attr(
     litehit_python_absent,
     ignore = "needs python3 with pytest, pyarrow, polars, duckdb, pandas and pyspark, and java \
-              (`python3 -m pip install pytest pyarrow polars duckdb pandas pyspark==4.3.0`, \
+              (`python3 -m pip install pytest pyarrow polars duckdb 'pandas<3' pyspark==4.3.0`, \
               then `touch build.rs`); with CI set it runs"
 )]
 #[test]
@@ -100,7 +100,7 @@ fn the_python_package_passes_its_pytest_suite() {
 #[cfg_attr(
     litehit_python_absent_beside_shared,
     ignore = "needs python3 with pytest, pyarrow, polars, duckdb, pandas and pyspark, and java \
-              (`python3 -m pip install pytest pyarrow polars duckdb pandas pyspark==4.3.0`, \
+              (`python3 -m pip install pytest pyarrow polars duckdb 'pandas<3' pyspark==4.3.0`, \
               then `touch build.rs`); with CI set it runs"
 )]
 #[test]

@@ -32,7 +32,7 @@ def _policy_name(policy: str) -> str:
     return policy
 
 
-def _by_policy(pairs: list, policy: str) -> Any:
+def _by_policy(pairs: list) -> Any:
     """One policy: its facts; ``"lru,opt"``: a dict of each policy's facts by name."""
     if len(pairs) == 1:
         return pairs[0][1]
@@ -95,10 +95,10 @@ def replay(
         block_size, trace_block_size, block_bytes, kv_bytes_per_token, ttl_seconds, pool, model, policy
     )
     if isinstance(source, (str, os.PathLike)):
-        return _by_policy(_replay_path(os.fspath(source), format, options), policy)
+        return _by_policy(_replay_path(os.fspath(source), format, options))
     if format != "auto":
         raise ValueError("format= applies to a path; rows are standard trace rows")
-    return _by_policy(_replay_rows(source, options), policy)
+    return _by_policy(_replay_rows(source, options))
 
 
 class Replayer:
@@ -124,7 +124,6 @@ class Replayer:
         pool: Union[bool, str, None] = None,
         policy: str = "lru",
     ) -> None:
-        self._policy = policy
         self._native = _NativeReplayer(
             _options(
                 block_size, trace_block_size, block_bytes, kv_bytes_per_token, ttl_seconds, pool, model, policy
@@ -141,7 +140,7 @@ class Replayer:
         import pyarrow
 
         batches = [(name, pyarrow.record_batch(facts)) for name, facts in self._native.feed(batch)]
-        return _by_policy(batches, self._policy)
+        return _by_policy(batches)
 
     def finish(self) -> int:
         """Ends the replay and frees its state (a later ``feed`` raises); rows fed."""
