@@ -16,7 +16,8 @@
 //! (`cfg(litehit_npm_absent)`): with npm on `PATH` a failed fetch fails the test.
 //!
 //! And for the Python package's pytest suite (`tests/it/python/`): without a `python3` that
-//! imports pytest, pyarrow, polars and duckdb, and without `CI`, it is compiled with
+//! imports pytest, pyarrow, polars, duckdb, pandas and pyspark (with `java`, for the Spark
+//! recipe of docs/SCALE.md), and without `CI`, it is compiled with
 //! `cfg(litehit_python_absent)` and ignored; after installing them, `touch build.rs`. Its test
 //! on the real traces is ignored by `litehit_shared_absent` when they are absent, else by
 //! `cfg(litehit_python_absent_beside_shared)` (one ignore attribute at a time).
@@ -57,9 +58,12 @@ fn main() {
 
 /// Whether `python3` is on `PATH` and imports what the pytest suite needs.
 fn python_test_modules() -> bool {
-    tools_on_path(&["python3"])
+    tools_on_path(&["python3", "java"])
         && std::process::Command::new("python3")
-            .args(["-c", "import pytest, pyarrow, polars, duckdb"])
+            .args([
+                "-c",
+                "import pytest, pyarrow, polars, duckdb, pandas, pyspark",
+            ])
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .status()

@@ -30,6 +30,11 @@ impl Facts {
     pub fn new(batches: Vec<RecordBatch>) -> Self {
         Self { batches }
     }
+
+    /// The batches, in order.
+    pub fn batches(&self) -> &[RecordBatch] {
+        &self.batches
+    }
 }
 
 /// Every row of `path` (CSV or Parquet, as `query` reads it) as batches.

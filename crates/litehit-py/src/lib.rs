@@ -13,6 +13,7 @@
 
 use pyo3::prelude::*;
 
+mod analysis;
 mod arrow_ffi;
 mod errors;
 mod facts;
@@ -32,5 +33,8 @@ fn _litehit(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<replayer::Replayer>()?;
     module.add_function(wrap_pyfunction!(replay::replay_path, module)?)?;
     module.add_function(wrap_pyfunction!(replay::replay_rows, module)?)?;
+    module.add_function(wrap_pyfunction!(analysis::query_table, module)?)?;
+    module.add_function(wrap_pyfunction!(analysis::mrc_table, module)?)?;
+    module.add_function(wrap_pyfunction!(analysis::parse_capacity_gb, module)?)?;
     Ok(())
 }

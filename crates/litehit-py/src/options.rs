@@ -2,15 +2,14 @@
 //! the same struct the CLI's flags become (so the defaults and checks are the CLI's).
 
 use litehit_core::config::{PlanSource, SingleInstanceFlags};
-use litehit_core::engine::{Engine, EngineConfig, Policy};
+use litehit_core::engine::{CachePolicies, CachePolicy, Engine, EngineConfig, Policy};
 use litehit_core::formats::TraceFormat;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
-use crate::errors::litehit_error;
+use crate::errors::{chain_text, litehit_error, litehit_message};
 
-/// The lane parameters as Python passes them (the pure-Python layer has already refused
-/// what is not built yet: `model`, `policy="opt"`).
+/// The lane parameters as Python passes them.
 #[derive(Debug, Clone, Default, FromPyObject)]
 #[pyo3(from_item_all)]
 pub struct LaneOptions {
@@ -26,6 +25,10 @@ pub struct LaneOptions {
     pub ttl_seconds: Option<String>,
     /// `pool`: the shared pool lane's name (`True` arrives as `"pool"`).
     pub pool: Option<String>,
+    /// `model`: a preset's Hugging Face id or a `config.json` path (`--model`).
+    pub model: Option<String>,
+    /// `policy`: `lru`, `opt` or `lru,opt` (`--policy`); `None` = LRU.
+    pub policy: Option<String>,
 }
 
 impl LaneOptions {
@@ -39,7 +42,16 @@ impl LaneOptions {
                     .map_err(|error| PyValueError::new_err(format!("ttl_seconds: {error}")))
             })
             .transpose()?;
+        let model = self
+            .model
+            .as_deref()
+            .map(|name| {
+                litehit_core::config::ModelKvSize::resolve(name, None)
+                    .map_err(|error| litehit_message(format!("model: {}", chain_text(&error))))
+            })
+            .transpose()?;
         Ok(SingleInstanceFlags {
+            model,
             block_size_tokens: self.block_size,
             block_bytes: self.block_bytes,
             kv_bytes_per_token: self.kv_bytes_per_token,
@@ -58,14 +70,38 @@ impl LaneOptions {
             .map_err(|error| litehit_error(&error))?;
         Ok(plan.engine)
     }
+
+    /// The eviction policies asked for (`--policy`'s spelling; LRU by default).
+    pub fn cache_policies(&self) -> PyResult<CachePolicies> {
+        self.policy
+            .as_deref()
+            .map_or(Ok(CachePolicies::LRU), |text| {
+                text.parse()
+                    .map_err(|error: String| PyValueError::new_err(format!("policy: {error}")))
+            })
+    }
 }
 
-/// An offline engine (the first bad row stops it) that keeps no capacity curves, as
-/// `replay` runs it.
-pub fn offline_engine(config: EngineConfig) -> PyResult<Engine> {
-    Ok(Engine::new(config, Policy::FailFast)
+/// The policies of `policies` in the order their facts are returned: the primary first.
+pub fn policy_order(policies: CachePolicies) -> Vec<CachePolicy> {
+    let primary = policies.primary();
+    let mut order = vec![primary];
+    order.extend(
+        [CachePolicy::Lru, CachePolicy::Opt]
+            .into_iter()
+            .filter(|&policy| policy != primary && policies.contains(policy)),
+    );
+    order
+}
+
+/// An offline engine (the first bad row stops it) that keeps no capacity curves and replays
+/// `policies`, as `replay` runs it.
+pub fn offline_engine(config: EngineConfig, policies: CachePolicies) -> PyResult<Engine> {
+    Engine::new(config, Policy::FailFast)
         .map_err(|error| litehit_error(&error))?
-        .without_capacity_curves())
+        .without_capacity_curves()
+        .with_cache_policies(policies)
+        .map_err(|error| litehit_error(&error))
 }
 
 /// `format="auto"` → `None` (detected), else one of the CLI's `--format` names.

@@ -4,7 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use litehit_core::engine::pipeline::replay_stream;
+use litehit_core::engine::CachePolicy;
+use litehit_core::engine::pipeline::replay_stream_by_policy;
 use litehit_core::formats::{
     DEFAULT_MAX_LINE_BYTES, LineParser, ParseOptions, TraceFormat, detect_format, open_trace,
     peek_first_line,
@@ -14,7 +15,17 @@ use pyo3::prelude::*;
 use crate::errors::{chain_text, litehit_message};
 use crate::facts::Facts;
 use crate::options::{LaneOptions, offline_engine, trace_format};
-use crate::rows::{FactsSink, RowReplay};
+use crate::rows::{PolicySinks, RowReplay};
+
+/// Each policy's facts, by the policy's name (`lru`, `opt`), the primary policy's first.
+type FactsByPolicy = Vec<(&'static str, Facts)>;
+
+fn by_policy(batches: Vec<(CachePolicy, Vec<arrow_array::RecordBatch>)>) -> FactsByPolicy {
+    batches
+        .into_iter()
+        .map(|(policy, batches)| (policy.name(), Facts::new(batches)))
+        .collect()
+}
 
 /// Replays the trace at `path` (any format and compression `litehit replay` reads).
 #[pyfunction]
@@ -24,10 +35,10 @@ pub fn replay_path(
     path: PathBuf,
     format: &str,
     options: LaneOptions,
-) -> PyResult<Facts> {
+) -> PyResult<FactsByPolicy> {
     let forced = trace_format(format)?;
     let batches = py.detach(|| replay_file(&path, forced, &options))?;
-    Ok(Facts::new(batches))
+    Ok(by_policy(batches))
 }
 
 /// Replays rows: an Arrow stream or batch, or an iterable of dicts, with the columns of a
@@ -38,10 +49,11 @@ pub fn replay_rows(
     py: Python<'_>,
     source: &Bound<'_, PyAny>,
     options: LaneOptions,
-) -> PyResult<Facts> {
-    let mut engine = offline_engine(options.engine_config(TraceFormat::Standard)?)?;
+) -> PyResult<FactsByPolicy> {
+    let policies = options.cache_policies()?;
+    let mut engine = offline_engine(options.engine_config(TraceFormat::Standard)?, policies)?;
     let mut next_row = 1;
-    let mut sink = FactsSink::new(true);
+    let mut sink = PolicySinks::new(policies, true);
     RowReplay {
         engine: &mut engine,
         next_row: &mut next_row,
@@ -49,7 +61,7 @@ pub fn replay_rows(
         source_name: "rows",
     }
     .feed(py, source)?;
-    Ok(Facts::new(sink.finish()))
+    Ok(by_policy(sink.finish()))
 }
 
 /// `path` replayed as `replay TRACE --out DIR` replays it (without publishing): the facts
@@ -58,7 +70,8 @@ fn replay_file(
     path: &Path,
     forced: Option<TraceFormat>,
     options: &LaneOptions,
-) -> PyResult<Vec<arrow_array::RecordBatch>> {
+) -> PyResult<Vec<(CachePolicy, Vec<arrow_array::RecordBatch>)>> {
+    let policies = options.cache_policies()?;
     let shown = path.display();
     let reader = open_trace(path)
         .map_err(|error| litehit_message(format!("opening trace {shown}: {error}")))?;
@@ -88,19 +101,19 @@ fn replay_file(
             ..ParseOptions::default()
         },
     );
-    let mut engine = offline_engine(config)?;
+    let mut engine = offline_engine(config, policies)?;
     let workers = litehit_core::threads::available(None)
         .map_err(|error| litehit_message(chain_text(&error)))?
         .get();
-    let mut sink = FactsSink::new(true);
+    let mut sink = PolicySinks::new(policies, true);
     let mut interrupted = None;
-    let replayed = replay_stream(
+    let replayed = replay_stream_by_policy(
         reader,
         &parser,
         &mut engine,
         workers,
         DEFAULT_MAX_LINE_BYTES,
-        &mut |row| sink.push(&row),
+        &mut |policy, row| sink.push(policy, &row),
         &mut |_totals| {
             // Ctrl-C (or any pending signal handler's exception) stops the replay here.
             #[allow(

@@ -5,14 +5,14 @@
 
 use std::sync::Mutex;
 
-use litehit_core::engine::Engine;
+use litehit_core::engine::{CachePolicies, Engine};
 use litehit_core::formats::TraceFormat;
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 
 use crate::facts::FactsBatch;
 use crate::options::{LaneOptions, offline_engine};
-use crate::rows::{FactsSink, RowReplay};
+use crate::rows::{PolicySinks, RowReplay};
 
 /// Why pickling a `Replayer` is refused.
 const NOT_PICKLABLE: &str = "a litehit.Replayer holds a replay's native state and cannot be \
@@ -22,6 +22,7 @@ const NOT_PICKLABLE: &str = "a litehit.Replayer holds a replay's native state an
 /// The state behind the lock: the engine and the number the next row gets.
 struct ReplayerState {
     engine: Engine,
+    policies: CachePolicies,
     next_row: u64,
 }
 
@@ -38,10 +39,12 @@ impl Replayer {
     #[new]
     #[pyo3(signature = (options))]
     fn new(options: LaneOptions) -> PyResult<Self> {
-        let engine = offline_engine(options.engine_config(TraceFormat::Standard)?)?;
+        let policies = options.cache_policies()?;
+        let engine = offline_engine(options.engine_config(TraceFormat::Standard)?, policies)?;
         Ok(Self {
             state: Mutex::new(Some(ReplayerState {
                 engine,
+                policies,
                 next_row: 1,
             })),
         })
@@ -49,8 +52,12 @@ impl Replayer {
 
     /// Replays the rows of `batch` (an Arrow stream or batch, or an iterable of dicts) after
     /// every row fed before; the facts of these rows, in input order (with the pool lane's
-    /// row after each row's own).
-    fn feed(&self, py: Python<'_>, batch: &Bound<'_, PyAny>) -> PyResult<FactsBatch> {
+    /// row after each row's own), per policy by its name (the primary policy's first).
+    fn feed(
+        &self,
+        py: Python<'_>,
+        batch: &Bound<'_, PyAny>,
+    ) -> PyResult<Vec<(&'static str, FactsBatch)>> {
         let mut guard = self
             .state
             .try_lock()
@@ -60,7 +67,7 @@ impl Replayer {
                 "this Replayer is finished: make a new one to replay more rows",
             ));
         };
-        let mut sink = FactsSink::new(false);
+        let mut sink = PolicySinks::new(state.policies, false);
         RowReplay {
             engine: &mut state.engine,
             next_row: &mut state.next_row,
@@ -68,7 +75,11 @@ impl Replayer {
             source_name: "rows",
         }
         .feed(py, batch)?;
-        Ok(FactsBatch::new(sink.finish_one()))
+        Ok(sink
+            .finish_one()
+            .into_iter()
+            .map(|(policy, batch)| (policy.name(), FactsBatch::new(batch)))
+            .collect())
     }
 
     /// Ends the replay and frees its state; a later `feed` is refused. Rows fed so far.

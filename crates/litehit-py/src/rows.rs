@@ -6,7 +6,7 @@ use arrow_array::cast::AsArray as _;
 use arrow_array::types::{Int32Type, Int64Type, UInt32Type, UInt64Type};
 use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::DataType;
-use litehit_core::engine::Engine;
+use litehit_core::engine::{CachePolicies, CachePolicy, Engine};
 use litehit_core::facts::FactRow;
 use litehit_core::facts::arrow::{FACTS_BATCH_ROWS, FactsBatchBuilder};
 use litehit_core::formats::{EventKind, TraceEvent};
@@ -15,6 +15,7 @@ use pyo3::types::{PyDict, PyString};
 
 use crate::arrow_ffi::import_batches;
 use crate::errors::{chain_text, litehit_message};
+use crate::options::policy_order;
 
 /// Dict rows converted per engine call (the GIL is held while converting, released while
 /// replaying).
@@ -61,6 +62,45 @@ impl FactsSink {
     }
 }
 
+/// One [`FactsSink`] per eviction policy replayed, the primary policy's first.
+#[derive(Debug)]
+pub struct PolicySinks {
+    policies: Vec<CachePolicy>,
+    sinks: Vec<FactsSink>,
+}
+
+impl PolicySinks {
+    /// A sink per policy of `policies`, cutting batches (`true`) or keeping one.
+    pub fn new(policies: CachePolicies, cut: bool) -> Self {
+        let policies = policy_order(policies);
+        let sinks = policies.iter().map(|_| FactsSink::new(cut)).collect();
+        Self { policies, sinks }
+    }
+
+    /// Appends one row of `policy`.
+    pub fn push(&mut self, policy: CachePolicy, row: &FactRow<'_>) {
+        if let Some(index) = self.policies.iter().position(|&p| p == policy) {
+            self.sinks[index].push(row);
+        }
+    }
+
+    /// Each policy's batches ([`FactsSink::finish`]), the primary policy's first.
+    pub fn finish(self) -> Vec<(CachePolicy, Vec<RecordBatch>)> {
+        self.policies
+            .into_iter()
+            .zip(self.sinks.into_iter().map(FactsSink::finish))
+            .collect()
+    }
+
+    /// Each policy's rows as one batch ([`FactsSink::finish_one`]).
+    pub fn finish_one(self) -> Vec<(CachePolicy, RecordBatch)> {
+        self.policies
+            .into_iter()
+            .zip(self.sinks.into_iter().map(FactsSink::finish_one))
+            .collect()
+    }
+}
+
 /// A replay in progress over Python input: the engine, the next row number and where the
 /// facts go.
 pub struct RowReplay<'a> {
@@ -68,8 +108,8 @@ pub struct RowReplay<'a> {
     pub engine: &'a mut Engine,
     /// The number the next row gets (1-based, across every call).
     pub next_row: &'a mut u64,
-    /// The facts of the rows replayed.
-    pub sink: &'a mut FactsSink,
+    /// The facts of the rows replayed, per policy.
+    pub sink: &'a mut PolicySinks,
     /// What errors call the input (`rows`, or the Arrow stream).
     pub source_name: &'static str,
 }
@@ -133,7 +173,7 @@ impl RowReplay<'_> {
         let sink = &mut *self.sink;
         let result = self
             .engine
-            .process_events(events, lines, &mut |row| sink.push(&row));
+            .process_events_by_policy(events, lines, &mut |policy, row| sink.push(policy, &row));
         *self.next_row += events.len() as u64;
         result.map_err(|error| {
             // The engine numbers lines; here they are rows.

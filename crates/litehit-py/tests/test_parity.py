@@ -50,15 +50,47 @@ def test_gz_and_forced_format_read_like_the_cli(trace_file, tmp_path):
     assert pa.table(litehit.replay(packed, format="standard", block_size=BLOCK_SIZE)).equals(plain)
 
 
-def test_model_and_the_opt_policy_are_refused_until_they_land(trace_file):
-    with pytest.raises(NotImplementedError, match="model="):
-        litehit.replay(trace_file, model="llama-3.1-8b")
-    with pytest.raises(NotImplementedError, match="opt"):
-        litehit.replay(trace_file, policy="opt")
-    with pytest.raises(NotImplementedError):
-        litehit.Replayer(policy="opt")
+MODEL = "Qwen/Qwen3-32B"  # not the default KV size per token
+
+
+def test_model_replays_as_the_clis_model_flag(litehit_bin, trace_file, trace_rows, tmp_path):
+    expected = read_csv_facts(
+        cli_replay(litehit_bin, trace_file, tmp_path / "cli", "--block-size", str(BLOCK_SIZE), "--model", MODEL)
+    )
+    default = pa.table(litehit.replay(trace_file, block_size=BLOCK_SIZE))
+    got = pa.table(litehit.replay(trace_file, block_size=BLOCK_SIZE, model=MODEL))
+    assert got.to_pylist() == expected
+    # The model's KV size, not the default one: the wiring changes the geometry.
+    assert got.column("block_bytes") != default.column("block_bytes")
+    replayer = litehit.Replayer(block_size=BLOCK_SIZE, model=MODEL)
+    assert replayer.feed(trace_rows).to_pylist() == expected
+    with pytest.raises(litehit.LitehitError, match="model"):
+        litehit.replay(trace_file, model="no-such/model")
+
+
+def test_policies_replay_as_the_clis_policy_flag(litehit_bin, trace_file, trace_rows, tmp_path):
+    flags = ("--block-size", str(BLOCK_SIZE))
+    opt_only = read_csv_facts(cli_replay(litehit_bin, trace_file, tmp_path / "opt", *flags, "--policy", "opt"))
+    lru_path = cli_replay(litehit_bin, trace_file, tmp_path / "both", *flags, "--policy", "lru,opt")
+    lru, opt = read_csv_facts(lru_path), read_csv_facts(lru_path.with_name("litehit_facts.opt.csv"))
+    assert opt == opt_only and opt != lru  # OPT beats LRU somewhere on this trace
+    assert pa.table(litehit.replay(trace_file, block_size=BLOCK_SIZE, policy="opt")).to_pylist() == opt
+    both = litehit.replay(trace_file, block_size=BLOCK_SIZE, policy="lru,opt")
+    assert sorted(both) == ["lru", "opt"]
+    assert pa.table(both["lru"]).to_pylist() == lru
+    assert pa.table(both["opt"]).to_pylist() == opt
+    assert pa.table(litehit.replay(iter(trace_rows), block_size=BLOCK_SIZE, policy="opt")).to_pylist() == opt
+    # A Replayer fed in batches: each feed gives both policies' facts of its rows.
+    replayer = litehit.Replayer(block_size=BLOCK_SIZE, policy="lru,opt")
+    fed = {"lru": [], "opt": []}
+    for start in range(0, len(trace_rows), 700):
+        for name, batch in replayer.feed(trace_rows[start : start + 700]).items():
+            fed[name] += batch.to_pylist()
+    assert fed == {"lru": lru, "opt": opt}
     with pytest.raises(ValueError, match="policy"):
         litehit.replay(trace_file, policy="fifo")
+    with pytest.raises(litehit.LitehitError, match="OPT"):
+        litehit.replay(trace_file, block_size=BLOCK_SIZE, policy="opt", ttl_seconds=60)
 
 
 @pytest.mark.shared

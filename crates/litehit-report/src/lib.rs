@@ -44,15 +44,18 @@
 #![warn(missing_docs)]
 
 mod facts_files;
+mod long_form;
 mod mrc;
 mod observed;
 mod policy_pair;
 mod pool_detect;
 mod query;
 mod quota;
+mod records_query;
 mod span;
 
 pub use facts_files::{FactsFiles, FactsGlobError, expand_facts_globs};
+pub use long_form::{MrcRowKind, MrcTableRow, QueryTableRow, mrc_table_rows, query_table_rows};
 pub use mrc::{
     Curve, CurvePoint, GeometryMismatch, InstanceCurve, InstanceReport, KNEE_PERCENTS, Knee,
     KvSizeWarning, MrcBuilder, MrcCurves, MrcError, MrcReport, PolicyGapPoint, PolicyReport,
@@ -77,6 +80,7 @@ pub use quota::{
     DEFAULT_GRID_STEPS, GridHits, MAX_GRID_STEPS, QuotaError, QuotaPlan, QuotaRequest, Split,
     TenantQuota, best_split, plan_quotas,
 };
+pub use records_query::{LaneBlockBytes, RecordsQuery, RecordsSummary};
 pub use span::{
     EmptySpan, InvertedSpan, SpanReport, TimeRange, TimeSpec, check_span_order, trace_span,
     widen_span,

@@ -7,34 +7,36 @@ crates as the ``litehit`` CLI, so every number equals the CLI's). See docs/PYTHO
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional, Union
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
 from ._litehit import Facts, FactsBatch, LitehitError, __version__
 from ._litehit import Replayer as _NativeReplayer
 from ._litehit import replay_path as _replay_path
+from ._litehit import mrc_table as _mrc_table
+from ._litehit import parse_capacity_gb as _parse_capacity_gb
+from ._litehit import query_table as _query_table
 from ._litehit import replay_rows as _replay_rows
 
 if TYPE_CHECKING:
     import pyarrow
 
-__all__ = ["Facts", "LitehitError", "Replayer", "replay", "__version__"]
+__all__ = ["Facts", "LitehitError", "Replayer", "mrc", "query", "replay", "__version__"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
 
-def _not_built_yet(model: Any, policy: str) -> None:
-    """``model=`` and ``policy="opt"`` are accepted, and refused until they land."""
-    if model is not None:
-        raise NotImplementedError(
-            "model= (the KV geometry of a named model) is not available in this version; "
-            "pass kv_bytes_per_token= or block_bytes="
-        )
-    if policy != "lru":
-        if policy == "opt":
-            raise NotImplementedError(
-                'policy="opt" (Belady\'s optimal policy) is not available in this version'
-            )
-        raise ValueError(f'policy {policy!r}: expected "lru" (or "opt", not available yet)')
+def _policy_name(policy: str) -> str:
+    """``policy`` as ``--policy`` spells it (checked by the native module)."""
+    if not isinstance(policy, str):
+        raise TypeError(f'policy must be "lru", "opt" or "lru,opt", not {type(policy).__name__}')
+    return policy
+
+
+def _by_policy(pairs: list) -> Any:
+    """One policy: its facts; ``"lru,opt"``: a dict of each policy's facts by name."""
+    if len(pairs) == 1:
+        return pairs[0][1]
+    return dict(pairs)
 
 
 def _options(
@@ -44,6 +46,8 @@ def _options(
     kv_bytes_per_token: Optional[int],
     ttl_seconds: Union[float, int, str, None],
     pool: Union[bool, str, None],
+    model: Optional[str] = None,
+    policy: str = "lru",
 ) -> dict:
     if pool is True:
         pool = "pool"
@@ -56,6 +60,8 @@ def _options(
         "kv_bytes_per_token": kv_bytes_per_token,
         "ttl_seconds": None if ttl_seconds is None else str(ttl_seconds),
         "pool": pool,
+        "model": None if model is None else os.fspath(model),
+        "policy": _policy_name(policy),
     }
 
 
@@ -71,7 +77,7 @@ def replay(
     ttl_seconds: Union[float, int, str, None] = None,
     pool: Union[bool, str, None] = None,
     policy: str = "lru",
-) -> Facts:
+) -> Union[Facts, Dict[str, Facts]]:
     """Replays a trace and returns its facts (one row per request and lane).
 
     ``source`` is a path (any format and compression ``litehit replay`` reads; ``format``
@@ -79,16 +85,20 @@ def replay(
     polars, DuckDB) or an iterable of dicts with ``instance_id``, ``timestamp_ns``,
     ``keys`` (list of uint64), ``input_len`` and optionally ``trace_id``. The keyword
     arguments are ``litehit replay``'s flags of the same names (``pool=True`` is the pool
-    lane named ``pool``). The GIL is released while the replay runs; Ctrl-C stops it.
+    lane named ``pool``; ``model`` is ``--model``: a preset's Hugging Face id or a
+    ``config.json``, giving the KV bytes per token). ``policy`` is ``"lru"``, ``"opt"``
+    (Belady's optimal policy) or ``"lru,opt"``, which returns ``{"lru": Facts, "opt": Facts}``.
+    The GIL is released while the replay runs; Ctrl-C stops it.
     Bad input raises :class:`LitehitError` naming the file, line (or row) and field.
     """
-    _not_built_yet(model, policy)
-    options = _options(block_size, trace_block_size, block_bytes, kv_bytes_per_token, ttl_seconds, pool)
+    options = _options(
+        block_size, trace_block_size, block_bytes, kv_bytes_per_token, ttl_seconds, pool, model, policy
+    )
     if isinstance(source, (str, os.PathLike)):
-        return _replay_path(os.fspath(source), format, options)
+        return _by_policy(_replay_path(os.fspath(source), format, options))
     if format != "auto":
         raise ValueError("format= applies to a path; rows are standard trace rows")
-    return _replay_rows(source, options)
+    return _by_policy(_replay_rows(source, options))
 
 
 class Replayer:
@@ -114,18 +124,23 @@ class Replayer:
         pool: Union[bool, str, None] = None,
         policy: str = "lru",
     ) -> None:
-        _not_built_yet(model, policy)
         self._native = _NativeReplayer(
-            _options(block_size, trace_block_size, block_bytes, kv_bytes_per_token, ttl_seconds, pool)
+            _options(
+                block_size, trace_block_size, block_bytes, kv_bytes_per_token, ttl_seconds, pool, model, policy
+            )
         )
 
-    def feed(self, batch: Union[Iterable[Mapping[str, Any]], Any]) -> "pyarrow.RecordBatch":
+    def feed(
+        self, batch: Union[Iterable[Mapping[str, Any]], Any]
+    ) -> Union["pyarrow.RecordBatch", Dict[str, "pyarrow.RecordBatch"]]:
         """Replays the rows of ``batch`` (as :func:`replay` takes rows) after those fed
-        before; the facts of these rows as a ``pyarrow.RecordBatch`` (the GIL is released
-        while it replays)."""
+        before; the facts of these rows as a ``pyarrow.RecordBatch`` (with
+        ``policy="lru,opt"``: a dict of one per policy, ``"lru"`` and ``"opt"``). The GIL is
+        released while it replays."""
         import pyarrow
 
-        return pyarrow.record_batch(self._native.feed(batch))
+        batches = [(name, pyarrow.record_batch(facts)) for name, facts in self._native.feed(batch)]
+        return _by_policy(batches)
 
     def finish(self) -> int:
         """Ends the replay and frees its state (a later ``feed`` raises); rows fed."""
@@ -141,3 +156,140 @@ class Replayer:
             "a litehit.Replayer holds a replay's native state and cannot be pickled: "
             "create one inside each task and feed it there"
         )
+
+
+#: ``litehit mrc``'s default ``--max-curve-points``.
+DEFAULT_MAX_CURVE_POINTS = 1000
+
+
+def _facts_of(facts: Any) -> Facts:
+    """``Facts``, a facts file (CSV or Parquet, or the directory holding one), or any Arrow
+    stream with the facts columns."""
+    if isinstance(facts, Facts):
+        return facts
+    if isinstance(facts, (str, os.PathLike)):
+        return Facts.read(os.fspath(facts))
+    return Facts.from_arrow(facts)
+
+
+def _list_of(values: Any) -> list:
+    if values is None:
+        return []
+    if isinstance(values, (str, bytes, int, float)):
+        return [values]
+    return list(values)
+
+
+def _capacity_gb(value: Any) -> float:
+    if isinstance(value, bool):
+        raise TypeError("a capacity is a number of binary GB or a size such as \"40GB\", not a bool")
+    if isinstance(value, str):
+        return _parse_capacity_gb(value)
+    return _parse_capacity_gb(repr(float(value)))
+
+
+def _not_in_this_version(tiers: Any, window: Any, opt: Any) -> None:
+    for name, value, why in [
+        ("tiers", tiers, "`litehit query --tiers`"),
+        ("window", window, "`litehit query --window`"),
+        ("opt", opt, "OPT facts beside LRU's in `litehit query`"),
+    ]:
+        if value is not None:
+            raise NotImplementedError(
+                f"litehit.query({name}=...) is not available in this version: use {why} on "
+                "facts written with Facts.write (docs/PYTHON.md)"
+            )
+
+
+_QUERY_SCHEMA = None
+_MRC_SCHEMA = None
+
+
+def _query_schema() -> "pyarrow.Schema":
+    import pyarrow as pa
+
+    global _QUERY_SCHEMA
+    if _QUERY_SCHEMA is None:
+        _QUERY_SCHEMA = pa.schema(
+            [
+                ("instance_id", pa.string()),
+                ("capacity_bytes", pa.uint64()),
+                ("capacity_blocks", pa.uint64()),
+                ("total_input_tokens", pa.uint64()),
+                ("total_hit_blocks", pa.uint64()),
+                ("total_hit_tokens", pa.uint64()),
+                ("hit_rate", pa.float64()),
+            ]
+        )
+    return _QUERY_SCHEMA
+
+
+def _mrc_schema() -> "pyarrow.Schema":
+    import pyarrow as pa
+
+    global _MRC_SCHEMA
+    if _MRC_SCHEMA is None:
+        _MRC_SCHEMA = pa.schema(
+            [
+                ("instance_id", pa.string()),
+                ("kind", pa.string()),
+                ("percent", pa.uint32()),
+                ("target_hit_rate", pa.float64()),
+                ("capacity_blocks", pa.uint64()),
+                ("capacity_bytes", pa.uint64()),
+                ("capacity_gb", pa.float64()),
+                ("hit_blocks", pa.uint64()),
+                ("hit_tokens", pa.uint64()),
+                ("hit_rate", pa.float64()),
+            ]
+        )
+    return _MRC_SCHEMA
+
+
+def query(
+    facts: Any,
+    capacities: Union[float, str, Sequence[Union[float, str]], None] = None,
+    *,
+    capacities_blocks: Union[int, Sequence[int], None] = None,
+    tiers: Any = None,
+    window: Any = None,
+    opt: Any = None,
+) -> "pyarrow.Table":
+    """The numbers ``litehit query FACTS - CAPACITIES... --capacity-blocks BLOCKS...`` prints,
+    in long form: one row per (instance, capacity), instances in byte order of their id, the
+    capacities in the order given (``capacities`` in binary GB, or sizes such as ``"40GB"``,
+    ``"4TB"``; negative or ``"inf"`` = unlimited; then ``capacities_blocks``), then the rows
+    of the total over instances (``instance_id`` null; the pool lane's rows left out, as in
+    the CLI's overall line). ``facts``: :class:`Facts`, a facts file (CSV or Parquet) or an
+    Arrow stream of facts. ``tiers``, ``window`` and ``opt`` raise ``NotImplementedError`` in
+    this version.
+    """
+    import pyarrow as pa
+
+    _not_in_this_version(tiers, window, opt)
+    capacity_gb = [_capacity_gb(value) for value in _list_of(capacities)]
+    capacity_blocks = [int(value) for value in _list_of(capacities_blocks)]
+    if any(value < 0 for value in capacity_blocks):
+        raise ValueError("capacities_blocks are block counts: 0 or more")
+    if not capacity_gb and not capacity_blocks:
+        raise ValueError("no capacity given: pass capacities (binary GB) and/or capacities_blocks")
+    columns = _query_table(_facts_of(facts), capacity_gb, capacity_blocks)
+    return pa.table(columns, schema=_query_schema())
+
+
+def mrc(facts: Any, *, max_curve_points: int = DEFAULT_MAX_CURVE_POINTS) -> "pyarrow.Table":
+    """``litehit mrc FACTS --json``'s curves as a table: per instance (in byte order of its
+    id; the shared pool lane's own curve after them) its curve points (``kind`` ``"curve"``:
+    the exact breakpoints, or an exact sample of at most ``max_curve_points``), its knees
+    (``"knee"``: the smallest capacity reaching ``percent`` 50, 90, 95, 99 % of the
+    unlimited-capacity hit rate, that target in ``target_hit_rate``) and its
+    saturation point (``"saturation"``); then the total's (``instance_id`` null: every
+    instance with its own cache of the same size in bytes; ``hit_blocks`` null, and
+    ``capacity_blocks`` null unless every instance has one block size).
+    """
+    import pyarrow as pa
+
+    if max_curve_points < 2:
+        raise ValueError("max_curve_points: at least 2")
+    columns = _mrc_table(_facts_of(facts), int(max_curve_points))
+    return pa.table(columns, schema=_mrc_schema())
