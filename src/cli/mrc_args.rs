@@ -21,8 +21,8 @@ overall line of `litehit query` does.\n\nRows of one instance must share block_s
 block_bytes.\n\nExample:\n  litehit mrc out/litehit_facts.csv --png mrc.png"
 )]
 pub struct MrcArgs {
-    /// Facts CSV files (`.gz` / `.zst` too; `-` is standard input; a directory means the
-    /// `litehit_facts.csv` in it; a quoted glob such as 'shards/*/litehit_facts.csv' means
+    /// Facts files, CSV or Parquet (`.gz` / `.zst` too; `-` is standard input; a directory
+    /// means the facts file in it; a quoted glob such as 'shards/*/litehit_facts.csv' means
     /// every file it matches, in name order); several files (e.g. replay shards) are
     /// aggregated per instance
     #[arg(value_name = "FACTS", required = true)]

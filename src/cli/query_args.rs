@@ -26,9 +26,9 @@ that order, and the summaries add up all files, as if they were one facts file.\
 litehit query out/litehit_facts.csv query.jsonl 0 25 50 100 -1"
 )]
 pub struct QueryArgs {
-    /// Facts CSV (`litehit_facts.csv`, from `litehit replay` or upstream `lite_hit_main`;
-    /// `.gz` / `.zst` are read too, `-` is standard input, a directory means the
-    /// `litehit_facts.csv` in it; a quoted glob such as 'shards/*/litehit_facts.csv' means
+    /// Facts file (`litehit_facts.csv`, from `litehit replay` or upstream `lite_hit_main`, or
+    /// `litehit_facts.parquet`; `.gz` / `.zst` are read too, `-` is standard input, a directory
+    /// means the facts file in it; a quoted glob such as 'shards/*/litehit_facts.csv' means
     /// every file it matches, in name order, as if each were a --shard)
     #[arg(value_name = "FACTS")]
     pub facts: PathBuf,
