@@ -87,8 +87,10 @@ const SLOW_POLL: Duration = Duration::from_millis(500);
 /// File checks when notify is unavailable or silent.
 const FAST_POLL: Duration = Duration::from_millis(100);
 /// Growth found by polling without a notify event this many times in a row means events do
-/// not arrive (network file systems): switch to fast polling.
-const MISSED_EVENTS_FOR_POLLING: u32 = 2;
+/// not arrive (network file systems): switch to fast polling. Three, not two: on a loaded
+/// machine a starved watcher thread once let two slow polls in a row find a busy writer's
+/// lines first; three such polls with no event at all (1.5 s) is a file system without events.
+const MISSED_EVENTS_FOR_POLLING: u32 = 3;
 
 /// Everything the ingest thread needs.
 #[derive(Debug, Clone)]
