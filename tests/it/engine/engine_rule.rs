@@ -3,6 +3,7 @@
 //! request's longest cached prefix, but never its last token (⌊(input_len − 1) / block size⌋
 //! blocks at most), then makes the prompt's blocks most recent (its head last).
 
+use crate::common::traces::{TreeRequest, TreeWalk, tree_walk_requests};
 use litehit_core::facts::RequestFact;
 use litehit_core::projector::project_blocks;
 
@@ -11,53 +12,21 @@ use crate::common::cli_bin::{FACTS, get_row, ok, read_facts, replay_to, write_fi
 const BLOCK_SIZE: u64 = 4;
 const POOL_SIZES: [u64; 8] = [1, 2, 3, 5, 8, 13, 40, 1000];
 
-/// A request: its prefix-tree path (one key per block) and its token count.
-struct Request {
-    keys: Vec<i64>,
-    input_len: u64,
-}
+/// The requests: random walks down a prefix tree, token counts often a whole number of
+/// blocks (where the last-token rule bites) and often not.
+const WALK: TreeWalk = TreeWalk {
+    block_size: BLOCK_SIZE,
+    max_depth: 12,
+    new_branch_one_in: 4,
+    partial_block_one_in: 3,
+};
 
-/// Random walks down a prefix tree (xorshift, seeded): reused paths, new branches, and token
-/// counts that are often a whole number of blocks (where the rule bites) and often not.
-fn requests(seed: u64, count: usize) -> Vec<Request> {
-    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    let mut next = move |bound: u64| {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state % bound
-    };
-    let mut children: Vec<Vec<i64>> = vec![Vec::new()];
-    (0..count)
-        .map(|_| {
-            let depth = 1 + next(12);
-            let mut node = 0_usize;
-            let mut keys = Vec::new();
-            for _ in 0..depth {
-                let existing = children[node].len() as u64;
-                let child = if existing > 0 && next(4) != 0 {
-                    children[node][usize::try_from(next(existing)).unwrap()]
-                } else {
-                    children.push(Vec::new());
-                    let id = i64::try_from(children.len() - 1).unwrap();
-                    children[node].push(id);
-                    id
-                };
-                keys.push(child);
-                node = usize::try_from(child).unwrap();
-            }
-            let extra = match next(3) {
-                0 => next(BLOCK_SIZE),
-                _ => 0,
-            };
-            let input_len = keys.len() as u64 * BLOCK_SIZE + extra;
-            Request { keys, input_len }
-        })
-        .collect()
+fn requests(seed: u64, count: usize) -> Vec<TreeRequest> {
+    tree_walk_requests(WALK, seed, count)
 }
 
 /// The naive engine: hit blocks per request with a pool of `pool_blocks`.
-fn simulate(requests: &[Request], pool_blocks: u64, last_token_rule: bool) -> Vec<u64> {
+fn simulate(requests: &[TreeRequest], pool_blocks: u64, last_token_rule: bool) -> Vec<u64> {
     let mut pool: Vec<i64> = Vec::new(); // least recent first
     requests
         .iter()
@@ -83,7 +52,7 @@ fn simulate(requests: &[Request], pool_blocks: u64, last_token_rule: bool) -> Ve
         .collect()
 }
 
-fn facts_of(dir: &std::path::Path, requests: &[Request], engine: &str) -> Vec<RequestFact> {
+fn facts_of(dir: &std::path::Path, requests: &[TreeRequest], engine: &str) -> Vec<RequestFact> {
     let trace: String = requests
         .iter()
         .enumerate()

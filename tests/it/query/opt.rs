@@ -4,7 +4,7 @@
 //! the miss split adds up to the input tokens, the output without OPT stays byte for byte
 //! today's, and facts of another trace are refused.
 
-use std::fmt::Write as _;
+use crate::common::traces::two_lane_prefix_trace;
 use std::path::Path;
 
 use serde_json::Value;
@@ -21,44 +21,8 @@ const BLOCK_TOKENS: u64 = 4;
 /// Capacities (blocks) the query is asked at; `-1` GB is ∞.
 const CAPACITY_BLOCKS: [usize; 9] = [0, 1, 2, 3, 5, 8, 13, 30, 1000];
 
-/// A seeded prefix-tree trace of `rows` standard `get` rows over lanes `a` and `b`: each
-/// request re-sends a prefix of an earlier one and extends it (chained keys), 4 tokens per
-/// block and one token more, so every request has a tail no block holds.
 fn trace(seed: u64, rows: usize) -> (String, Vec<(String, Vec<i64>)>) {
-    let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    let mut next = |n: usize| {
-        state = state
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        usize::try_from((state >> 33) % n as u64).unwrap()
-    };
-    let (mut text, mut requests, mut fresh) = (String::new(), Vec::new(), 1_000_i64);
-    let mut chains: Vec<Vec<i64>> = Vec::new();
-    for index in 0..rows {
-        let mut keys = if chains.is_empty() || next(5) == 0 {
-            Vec::new()
-        } else {
-            let base = &chains[next(chains.len())];
-            base[..next(base.len() + 1)].to_vec()
-        };
-        for _ in 0..next(5) {
-            fresh += 1;
-            keys.push(fresh);
-        }
-        chains.push(keys.clone());
-        let instance = if next(3) == 0 { "b" } else { "a" };
-        let list: Vec<String> = keys.iter().map(ToString::to_string).collect();
-        writeln!(
-            text,
-            "{{\"type\":\"get\",\"instance_id\":\"{instance}\",\"trace_id\":\"r{index}\",\"timestamp_ns\":{},\"keys\":[{}],\"input_len\":{}}}",
-            index + 1,
-            list.join(","),
-            usize::try_from(BLOCK_TOKENS).unwrap() * keys.len() + 1
-        )
-        .unwrap();
-        requests.push((instance.to_owned(), keys));
-    }
-    (text, requests)
+    two_lane_prefix_trace(seed, rows, BLOCK_TOKENS)
 }
 
 /// One lane's expected sums, by the naive simulators: input tokens, then per capacity of

@@ -6,6 +6,7 @@
 //! the smallest pool a naive search over the simulator finds reaching them, at most the pool,
 //! and it falls with the pinned blocks.
 
+use crate::common::traces::{TreeRequest, TreeWalk, tree_walk_requests};
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -16,55 +17,24 @@ use crate::common::cli_bin::{get_row, ok, replay_to, write_file};
 const BLOCK_SIZE: u64 = 16;
 const POOL_BLOCKS: u64 = 40;
 
-/// A request: its prefix-tree path (one key per block) and its token count.
-struct Request {
-    keys: Vec<i64>,
-    input_len: u64,
-}
+/// The requests: random walks down a prefix tree, token counts often a whole number of
+/// blocks (where the last-token rule bites) and often not.
+const WALK: TreeWalk = TreeWalk {
+    block_size: BLOCK_SIZE,
+    max_depth: 10,
+    new_branch_one_in: 5,
+    partial_block_one_in: 2,
+};
 
-/// Random walks down a prefix tree (xorshift, seeded): shared prefixes, new branches, token
-/// counts often a whole number of blocks (where the last-token rule bites) and often not.
-fn requests(seed: u64, count: usize) -> Vec<Request> {
-    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    let mut next = move |bound: u64| {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state % bound
-    };
-    let mut children: Vec<Vec<i64>> = vec![Vec::new()];
-    (0..count)
-        .map(|_| {
-            let depth = 1 + next(10);
-            let mut node = 0_usize;
-            let mut keys = Vec::new();
-            for _ in 0..depth {
-                let existing = children[node].len() as u64;
-                let child = if existing > 0 && next(5) != 0 {
-                    children[node][usize::try_from(next(existing)).unwrap()]
-                } else {
-                    children.push(Vec::new());
-                    let id = i64::try_from(children.len() - 1).unwrap();
-                    children[node].push(id);
-                    id
-                };
-                keys.push(child);
-                node = usize::try_from(child).unwrap();
-            }
-            let extra = if next(2) == 0 { next(BLOCK_SIZE) } else { 0 };
-            Request {
-                input_len: keys.len() as u64 * BLOCK_SIZE + extra,
-                keys,
-            }
-        })
-        .collect()
+fn requests(seed: u64, count: usize) -> Vec<TreeRequest> {
+    tree_walk_requests(WALK, seed, count)
 }
 
 /// The engine simulator: cached tokens per request with a pool of `pool_blocks` of which
 /// `pinned_blocks` are held by something else (never evicted, never a prefix hit): a prompt
 /// hits its longest cached prefix, never its last token, then its blocks become most
 /// recent (its head last) and the least recent beyond the free pool are evicted.
-fn simulate(requests: &[Request], pool_blocks: u64, pinned_blocks: u64) -> Vec<u64> {
+fn simulate(requests: &[TreeRequest], pool_blocks: u64, pinned_blocks: u64) -> Vec<u64> {
     let free = usize::try_from(pool_blocks - pinned_blocks).unwrap();
     let mut pool: Vec<i64> = Vec::new(); // least recent first
     requests
@@ -88,7 +58,7 @@ fn simulate(requests: &[Request], pool_blocks: u64, pinned_blocks: u64) -> Vec<u
 }
 
 /// The log as a standard trace whose lines say the engine's `cached_tokens`.
-fn log(dir: &Path, requests: &[Request], cached_tokens: &[u64]) -> std::path::PathBuf {
+fn log(dir: &Path, requests: &[TreeRequest], cached_tokens: &[u64]) -> std::path::PathBuf {
     let mut text = String::new();
     for (index, (request, cached)) in requests.iter().zip(cached_tokens).enumerate() {
         let row = get_row(
@@ -152,7 +122,7 @@ fn replay(dir: &Path, log: &Path) -> Replayed {
 }
 
 /// The smallest pool whose simulated hits (with nothing pinned) reach `observed` in total.
-fn naive_effective_capacity(requests: &[Request], observed: u64) -> u64 {
+fn naive_effective_capacity(requests: &[TreeRequest], observed: u64) -> u64 {
     (0..=POOL_BLOCKS)
         .find(|&pool| simulate(requests, pool, 0).iter().sum::<u64>() >= observed)
         .expect("the pool itself reaches the observed hits")

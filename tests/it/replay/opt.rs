@@ -2,7 +2,7 @@
 //! the naive Belady simulator (`common/opt_oracle.rs`); LRU facts byte-identical with and
 //! without OPT beside them; the file names; TTL and the memory horizon refused with OPT.
 
-use std::fmt::Write as _;
+use crate::common::traces::two_lane_prefix_trace;
 
 use crate::common::cli_bin::{
     FACTS, assert_mentions, failed, ok, read_facts, replay_to, write_file,
@@ -16,40 +16,7 @@ const OPT_FACTS: &str = "litehit_facts.opt.csv";
 /// 400 standard `get` rows over instances `a` and `b`: chains that re-send a prefix of an
 /// earlier request and extend it (a small deterministic prefix tree), 4 tokens per block.
 fn trace() -> (String, Vec<(String, Vec<i64>)>) {
-    let mut state = 0x2545_f491_4f6c_dd1d_u64;
-    let mut next = |n: usize| {
-        state = state
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1);
-        usize::try_from((state >> 33) % n as u64).unwrap()
-    };
-    let (mut text, mut requests, mut fresh) = (String::new(), Vec::new(), 1_000_i64);
-    let mut chains: Vec<Vec<i64>> = Vec::new();
-    for index in 0..400 {
-        let mut keys = if chains.is_empty() || next(4) == 0 {
-            Vec::new()
-        } else {
-            let base = &chains[next(chains.len())];
-            base[..next(base.len() + 1)].to_vec()
-        };
-        for _ in 0..next(6) {
-            fresh += 1;
-            keys.push(fresh);
-        }
-        chains.push(keys.clone());
-        let instance = if next(3) == 0 { "b" } else { "a" };
-        let list: Vec<String> = keys.iter().map(ToString::to_string).collect();
-        writeln!(
-            text,
-            "{{\"type\":\"get\",\"instance_id\":\"{instance}\",\"trace_id\":\"r{index}\",\"timestamp_ns\":{},\"keys\":[{}],\"input_len\":{}}}",
-            index + 1,
-            list.join(","),
-            4 * keys.len() + 1
-        )
-        .unwrap();
-        requests.push((instance.to_owned(), keys));
-    }
-    (text, requests)
+    two_lane_prefix_trace(0x2545_f491_4f6c_dd1d, 400, 4)
 }
 
 fn curve(text: &str) -> RequestFact {
