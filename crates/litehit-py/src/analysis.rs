@@ -67,38 +67,15 @@ pub fn query_table<'py>(
         Ok::<_, PyErr>(query_table_rows(&summary, &slots))
     })?;
     let columns = PyDict::new(py);
-    columns.set_item(
-        "instance_id",
-        rows.iter()
-            .map(|r| r.instance_id.clone())
-            .collect::<Vec<_>>(),
-    )?;
-    columns.set_item(
-        "capacity_bytes",
-        rows.iter().map(|r| r.capacity_bytes).collect::<Vec<_>>(),
-    )?;
-    columns.set_item(
-        "capacity_blocks",
-        rows.iter().map(|r| r.capacity_blocks).collect::<Vec<_>>(),
-    )?;
-    columns.set_item(
-        "total_input_tokens",
-        rows.iter()
-            .map(|r| r.total_input_tokens)
-            .collect::<Vec<_>>(),
-    )?;
-    columns.set_item(
-        "total_hit_blocks",
-        rows.iter().map(|r| r.total_hit_blocks).collect::<Vec<_>>(),
-    )?;
-    columns.set_item(
-        "total_hit_tokens",
-        rows.iter().map(|r| r.total_hit_tokens).collect::<Vec<_>>(),
-    )?;
-    columns.set_item(
-        "hit_rate",
-        rows.iter().map(|r| r.hit_rate).collect::<Vec<_>>(),
-    )?;
+    set_column(&columns, "instance_id", &rows, |r| r.instance_id.clone())?;
+    set_column(&columns, "capacity_bytes", &rows, |r| r.capacity_bytes)?;
+    set_column(&columns, "capacity_blocks", &rows, |r| r.capacity_blocks)?;
+    set_column(&columns, "total_input_tokens", &rows, |r| {
+        r.total_input_tokens
+    })?;
+    set_column(&columns, "total_hit_blocks", &rows, |r| r.total_hit_blocks)?;
+    set_column(&columns, "total_hit_tokens", &rows, |r| r.total_hit_tokens)?;
+    set_column(&columns, "hit_rate", &rows, |r| r.hit_rate)?;
     Ok(columns)
 }
 
@@ -146,49 +123,30 @@ pub fn mrc_table<'py>(
         Ok(mrc_table_rows(&curves.report(max_curve_points)))
     })?;
     let columns = PyDict::new(py);
-    columns.set_item(
-        "instance_id",
-        rows.iter()
-            .map(|r| r.instance_id.clone())
-            .collect::<Vec<_>>(),
-    )?;
-    columns.set_item(
-        "kind",
-        rows.iter().map(|r| r.kind.name()).collect::<Vec<_>>(),
-    )?;
-    columns.set_item(
-        "percent",
-        rows.iter().map(|r| r.percent).collect::<Vec<_>>(),
-    )?;
-    columns.set_item(
-        "target_hit_rate",
-        rows.iter().map(|r| r.target_hit_rate).collect::<Vec<_>>(),
-    )?;
-    columns.set_item(
-        "capacity_blocks",
-        rows.iter().map(|r| r.capacity_blocks).collect::<Vec<_>>(),
-    )?;
-    columns.set_item(
-        "capacity_bytes",
-        rows.iter().map(|r| r.capacity_bytes).collect::<Vec<_>>(),
-    )?;
-    columns.set_item(
-        "capacity_gb",
-        rows.iter().map(|r| r.capacity_gb).collect::<Vec<_>>(),
-    )?;
-    columns.set_item(
-        "hit_blocks",
-        rows.iter().map(|r| r.hit_blocks).collect::<Vec<_>>(),
-    )?;
-    columns.set_item(
-        "hit_tokens",
-        rows.iter().map(|r| r.hit_tokens).collect::<Vec<_>>(),
-    )?;
-    columns.set_item(
-        "hit_rate",
-        rows.iter().map(|r| r.hit_rate).collect::<Vec<_>>(),
-    )?;
+    set_column(&columns, "instance_id", &rows, |r| r.instance_id.clone())?;
+    set_column(&columns, "kind", &rows, |r| r.kind.name())?;
+    set_column(&columns, "percent", &rows, |r| r.percent)?;
+    set_column(&columns, "target_hit_rate", &rows, |r| r.target_hit_rate)?;
+    set_column(&columns, "capacity_blocks", &rows, |r| r.capacity_blocks)?;
+    set_column(&columns, "capacity_bytes", &rows, |r| r.capacity_bytes)?;
+    set_column(&columns, "capacity_gb", &rows, |r| r.capacity_gb)?;
+    set_column(&columns, "hit_blocks", &rows, |r| r.hit_blocks)?;
+    set_column(&columns, "hit_tokens", &rows, |r| r.hit_tokens)?;
+    set_column(&columns, "hit_rate", &rows, |r| r.hit_rate)?;
     Ok(columns)
+}
+
+/// Sets `columns[name]` to the column `value` takes over `rows`.
+fn set_column<'py, R, V>(
+    columns: &Bound<'py, PyDict>,
+    name: &str,
+    rows: &[R],
+    value: impl Fn(&R) -> V,
+) -> PyResult<()>
+where
+    Vec<V>: IntoPyObject<'py>,
+{
+    columns.set_item(name, rows.iter().map(value).collect::<Vec<_>>())
 }
 
 /// A capacity as `litehit query` reads a CAPACITY_GB argument (`40`, `40GB`, `4TB`, `-1`,
