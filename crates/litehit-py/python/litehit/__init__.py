@@ -6,6 +6,7 @@ crates as the ``litehit`` CLI, so every number equals the CLI's). See docs/PYTHO
 
 from __future__ import annotations
 
+import functools
 import os
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
@@ -201,49 +202,41 @@ def _not_in_this_version(tiers: Any, window: Any, opt: Any) -> None:
             )
 
 
-_QUERY_SCHEMA = None
-_MRC_SCHEMA = None
-
-
+@functools.lru_cache(maxsize=None)
 def _query_schema() -> "pyarrow.Schema":
     import pyarrow as pa
 
-    global _QUERY_SCHEMA
-    if _QUERY_SCHEMA is None:
-        _QUERY_SCHEMA = pa.schema(
-            [
-                ("instance_id", pa.string()),
-                ("capacity_bytes", pa.uint64()),
-                ("capacity_blocks", pa.uint64()),
-                ("total_input_tokens", pa.uint64()),
-                ("total_hit_blocks", pa.uint64()),
-                ("total_hit_tokens", pa.uint64()),
-                ("hit_rate", pa.float64()),
-            ]
-        )
-    return _QUERY_SCHEMA
+    return pa.schema(
+        [
+            ("instance_id", pa.string()),
+            ("capacity_bytes", pa.uint64()),
+            ("capacity_blocks", pa.uint64()),
+            ("total_input_tokens", pa.uint64()),
+            ("total_hit_blocks", pa.uint64()),
+            ("total_hit_tokens", pa.uint64()),
+            ("hit_rate", pa.float64()),
+        ]
+    )
 
 
+@functools.lru_cache(maxsize=None)
 def _mrc_schema() -> "pyarrow.Schema":
     import pyarrow as pa
 
-    global _MRC_SCHEMA
-    if _MRC_SCHEMA is None:
-        _MRC_SCHEMA = pa.schema(
-            [
-                ("instance_id", pa.string()),
-                ("kind", pa.string()),
-                ("percent", pa.uint32()),
-                ("target_hit_rate", pa.float64()),
-                ("capacity_blocks", pa.uint64()),
-                ("capacity_bytes", pa.uint64()),
-                ("capacity_gb", pa.float64()),
-                ("hit_blocks", pa.uint64()),
-                ("hit_tokens", pa.uint64()),
-                ("hit_rate", pa.float64()),
-            ]
-        )
-    return _MRC_SCHEMA
+    return pa.schema(
+        [
+            ("instance_id", pa.string()),
+            ("kind", pa.string()),
+            ("percent", pa.uint32()),
+            ("target_hit_rate", pa.float64()),
+            ("capacity_blocks", pa.uint64()),
+            ("capacity_bytes", pa.uint64()),
+            ("capacity_gb", pa.float64()),
+            ("hit_blocks", pa.uint64()),
+            ("hit_tokens", pa.uint64()),
+            ("hit_rate", pa.float64()),
+        ]
+    )
 
 
 def query(
