@@ -291,9 +291,9 @@ pub fn render_engine_comparison(comparison: &litehit_report::EngineComparison) -
     }
     if observed {
         // The last row is the total (or the one instance).
-        let (with, all) = rows
-            .last()
-            .map_or((0, 0), |row| (row.observed_requests, row.requests));
+        let (with, all) = rows.last().map_or((0, 0), |row| {
+            (row.sums.observed_requests, row.sums.requests)
+        });
         let _ = writeln!(
             out,
             "observed: the engine's cached tokens ({with} of {all} requests carry them), \
@@ -333,17 +333,17 @@ pub fn render_engine_comparison(comparison: &litehit_report::EngineComparison) -
             ));
         }
         if observed {
-            let of = row.observed_input_tokens;
-            cells.push(format!("{:>9}", percent(row.observed_hit_tokens, of)));
+            let of = row.sums.observed_input_tokens;
+            cells.push(format!("{:>9}", percent(row.sums.observed_hit_tokens, of)));
             if pool.is_some() {
                 cells.push(format!(
                     "{:>10}",
-                    percent(row.observed_rows_engine_hit_tokens, of)
+                    percent(row.sums.observed_rows_engine_hit_tokens, of)
                 ));
             }
             cells.push(format!(
                 "{:>8}",
-                percent(row.observed_rows_infinite_hit_tokens, of)
+                percent(row.sums.observed_rows_infinite_hit_tokens, of)
             ));
             cells.push(
                 match (row.effective_capacity_blocks, row.engine_capacity_blocks) {
@@ -353,14 +353,14 @@ pub fn render_engine_comparison(comparison: &litehit_report::EngineComparison) -
                         display::percent(Some(ratio(blocks, engine)), 1)
                     ),
                     (Some(blocks), _) => format!("{} blocks", display::count(blocks)),
-                    (None, _) if row.observed_requests == 0 => "-".to_owned(),
+                    (None, _) if row.sums.observed_requests == 0 => "-".to_owned(),
                     (None, _) => "beyond ∞ (the engine hit more than LRU can)".to_owned(),
                 },
             );
         } else {
             cells.push(format!(
                 "{:>10}",
-                percent(row.engine_hit_tokens, row.input_tokens)
+                percent(row.sums.engine_hit_tokens, row.sums.input_tokens)
             ));
         }
         let _ = writeln!(out, "{}", cells.join(" ").trim_end());

@@ -62,7 +62,9 @@ pub use mrc::{
     PoolComparison, PoolKnee, PoolPoint, PoolReport, PoolTierRow, SampledHits, TierReport, TierRow,
     TotalKnee, TotalPoint, TotalReport, tier_report,
 };
-pub use observed::{ComparisonRow, EngineComparison, InstanceComparison, RequestGap};
+pub use observed::{
+    ComparisonRow, ComparisonSums, EngineComparison, InstanceComparison, RequestGap,
+};
 pub use policy_pair::{
     OptRows, PolicyPairError, RowCountMismatch, RowMismatch, check_same_trace, opt_siblings,
 };

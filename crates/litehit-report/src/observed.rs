@@ -15,13 +15,9 @@ use litehit_core::engine_pool::EnginePool;
 use litehit_core::facts::FactRow;
 use litehit_core::projector::{self, Capacity, CapacityAxisAccumulator};
 
-/// One instance's comparison (or the total's, [`EngineComparison::rows`]).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ComparisonRow {
-    /// The instance, or `total`.
-    pub instance_id: String,
-    /// The `engine` slot in the instance's blocks (the total: their Σ; `None` without a pool).
-    pub engine_capacity_blocks: Option<u64>,
+/// The sums a comparison keeps over its rows, the same for an instance and for the total.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ComparisonSums {
     /// Rows.
     pub requests: u64,
     /// Σ `input_token_len` of every row.
@@ -38,23 +34,12 @@ pub struct ComparisonRow {
     pub observed_rows_engine_hit_tokens: u64,
     /// Σ LRU hit tokens at ∞ over those rows.
     pub observed_rows_infinite_hit_tokens: u64,
-    /// [`InstanceComparison::effective_capacity_blocks`] (the total: the Σ over instances,
-    /// when every one has one).
-    pub effective_capacity_blocks: Option<u64>,
 }
 
-impl ComparisonRow {
+impl ComparisonSums {
     fn add(&mut self, other: &Self) {
-        self.engine_capacity_blocks = self
-            .engine_capacity_blocks
-            .zip(other.engine_capacity_blocks)
-            .map(|(a, b)| a.saturating_add(b));
-        self.effective_capacity_blocks = self
-            .effective_capacity_blocks
-            .zip(other.effective_capacity_blocks)
-            .map(|(a, b)| a.saturating_add(b));
-        self.requests += other.requests;
         for (sum, value) in [
+            (&mut self.requests, other.requests),
             (&mut self.input_tokens, other.input_tokens),
             (&mut self.engine_hit_tokens, other.engine_hit_tokens),
             (&mut self.observed_requests, other.observed_requests),
@@ -74,6 +59,34 @@ impl ComparisonRow {
     }
 }
 
+/// One instance's comparison (or the total's, [`EngineComparison::rows`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ComparisonRow {
+    /// The instance, or `total`.
+    pub instance_id: String,
+    /// The `engine` slot in the instance's blocks (the total: their Σ; `None` without a pool).
+    pub engine_capacity_blocks: Option<u64>,
+    /// Its sums over the rows.
+    pub sums: ComparisonSums,
+    /// [`InstanceComparison::effective_capacity_blocks`] (the total: the Σ over instances,
+    /// when every one has one).
+    pub effective_capacity_blocks: Option<u64>,
+}
+
+impl ComparisonRow {
+    fn add(&mut self, other: &Self) {
+        self.engine_capacity_blocks = self
+            .engine_capacity_blocks
+            .zip(other.engine_capacity_blocks)
+            .map(|(a, b)| a.saturating_add(b));
+        self.effective_capacity_blocks = self
+            .effective_capacity_blocks
+            .zip(other.effective_capacity_blocks)
+            .map(|(a, b)| a.saturating_add(b));
+        self.sums.add(&other.sums);
+    }
+}
+
 /// One instance's comparison.
 #[derive(Debug, Clone, Default)]
 pub struct InstanceComparison {
@@ -83,22 +96,8 @@ pub struct InstanceComparison {
     pub block_size_tokens: u64,
     /// The `engine` slot in this instance's blocks (`None` without a pool).
     pub engine_capacity_blocks: Option<u64>,
-    /// Rows.
-    pub requests: u64,
-    /// Σ `input_token_len` of every row.
-    pub input_tokens: u64,
-    /// Σ LRU hit tokens at the `engine` slot over every row (0 without a pool).
-    pub engine_hit_tokens: u64,
-    /// Rows that carried the engine's observed cached tokens.
-    pub observed_requests: u64,
-    /// Σ `input_token_len` of those rows.
-    pub observed_input_tokens: u64,
-    /// Σ the engine's cached tokens of those rows.
-    pub observed_hit_tokens: u64,
-    /// Σ LRU hit tokens at the `engine` slot over those rows.
-    pub observed_rows_engine_hit_tokens: u64,
-    /// Σ LRU hit tokens at ∞ over those rows.
-    pub observed_rows_infinite_hit_tokens: u64,
+    /// Its sums over the rows.
+    pub sums: ComparisonSums,
     /// The LRU curve of those rows (for the effective capacity).
     observed_rows_hits: CapacityAxisAccumulator,
 }
@@ -110,10 +109,13 @@ impl InstanceComparison {
     /// another rule).
     #[must_use]
     pub fn effective_capacity_blocks(&self) -> Option<u64> {
-        if self.observed_requests == 0 || self.block_size_tokens == 0 {
+        if self.sums.observed_requests == 0 || self.block_size_tokens == 0 {
             return None;
         }
-        let target_blocks = self.observed_hit_tokens.div_ceil(self.block_size_tokens);
+        let target_blocks = self
+            .sums
+            .observed_hit_tokens
+            .div_ceil(self.block_size_tokens);
         self.observed_rows_hits
             .min_capacity_for_hit_blocks(target_blocks)
     }
@@ -221,24 +223,29 @@ impl EngineComparison {
         let engine_hit_tokens = instance
             .engine_capacity_blocks
             .map(|capacity| tokens(projector::project_blocks(row.fact, capacity)));
-        instance.requests += 1;
-        instance.input_tokens = instance.input_tokens.wrapping_add(row.input_token_len);
-        instance.engine_hit_tokens = instance
+        instance.sums.requests += 1;
+        instance.sums.input_tokens = instance.sums.input_tokens.wrapping_add(row.input_token_len);
+        instance.sums.engine_hit_tokens = instance
+            .sums
             .engine_hit_tokens
             .wrapping_add(engine_hit_tokens.unwrap_or(0));
         let Some(observed) = observed_hit_tokens else {
             return;
         };
         let infinite_hit_tokens = tokens(projector::project_infinite(row.fact));
-        instance.observed_requests += 1;
-        instance.observed_input_tokens = instance
+        instance.sums.observed_requests += 1;
+        instance.sums.observed_input_tokens = instance
+            .sums
             .observed_input_tokens
             .wrapping_add(row.input_token_len);
-        instance.observed_hit_tokens = instance.observed_hit_tokens.wrapping_add(observed);
-        instance.observed_rows_engine_hit_tokens = instance
+        instance.sums.observed_hit_tokens =
+            instance.sums.observed_hit_tokens.wrapping_add(observed);
+        instance.sums.observed_rows_engine_hit_tokens = instance
+            .sums
             .observed_rows_engine_hit_tokens
             .wrapping_add(engine_hit_tokens.unwrap_or(0));
-        instance.observed_rows_infinite_hit_tokens = instance
+        instance.sums.observed_rows_infinite_hit_tokens = instance
+            .sums
             .observed_rows_infinite_hit_tokens
             .wrapping_add(infinite_hit_tokens);
         instance.observed_rows_hits.add_fact(row.fact);
@@ -272,7 +279,7 @@ impl EngineComparison {
     pub fn has_observations(&self) -> bool {
         self.instances
             .iter()
-            .any(|instance| instance.observed_requests > 0)
+            .any(|instance| instance.sums.observed_requests > 0)
     }
 
     /// Every instance, in byte order of `instance_id` (as `query`'s summaries).
@@ -292,14 +299,7 @@ impl EngineComparison {
             .map(|instance| ComparisonRow {
                 instance_id: instance.instance_id.clone(),
                 engine_capacity_blocks: instance.engine_capacity_blocks,
-                requests: instance.requests,
-                input_tokens: instance.input_tokens,
-                engine_hit_tokens: instance.engine_hit_tokens,
-                observed_requests: instance.observed_requests,
-                observed_input_tokens: instance.observed_input_tokens,
-                observed_hit_tokens: instance.observed_hit_tokens,
-                observed_rows_engine_hit_tokens: instance.observed_rows_engine_hit_tokens,
-                observed_rows_infinite_hit_tokens: instance.observed_rows_infinite_hit_tokens,
+                sums: instance.sums,
                 effective_capacity_blocks: instance.effective_capacity_blocks(),
             })
             .collect();
@@ -359,8 +359,8 @@ mod tests {
         comparison.add_row(&row("r1", &fact), Some(32));
         let instance = &comparison.instances()[0];
         assert_eq!(instance.engine_capacity_blocks, Some(10));
-        assert_eq!(instance.engine_hit_tokens, 32);
-        assert_eq!(instance.observed_rows_infinite_hit_tokens, 48);
+        assert_eq!(instance.sums.engine_hit_tokens, 32);
+        assert_eq!(instance.sums.observed_rows_infinite_hit_tokens, 48);
         assert_eq!(instance.effective_capacity_blocks(), Some(5));
         // 17 tokens need 2 blocks of hits as well.
         let mut more = EngineComparison::new(None);
