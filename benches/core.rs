@@ -33,7 +33,7 @@ use litehit_core::LiteHit;
 use litehit_core::OptCore;
 use litehit_core::facts::RequestFact;
 use litehit_core::projector::project_infinite;
-use litehit_core::workload::{KeyStyle, SyntheticRequest, Workload, WorkloadConfig};
+use litehit_core::workload::{SyntheticRequest, Workload};
 
 mod common;
 use common::Mode;
@@ -122,19 +122,7 @@ fn load_conversation() -> Option<FlatTrace> {
 }
 
 fn generate_large(requests: usize) -> FlatTrace {
-    let config = WorkloadConfig {
-        seed: 2026,
-        key_style: KeyStyle::Dense,
-        system_prompt_count: 64,
-        system_prompt_blocks: (4, 48),
-        live_conversations: 200_000,
-        zipf_exponent: 0.6,
-        new_conversation_probability: 0.25,
-        fresh_request_probability: 0.02,
-        turn_growth_blocks: (1, 32),
-        max_request_blocks: 400,
-        ..WorkloadConfig::default()
-    };
+    let config = common::large_workload_config();
     let mut workload = Workload::new(config);
     let mut request = SyntheticRequest::default();
     let mut trace = FlatTrace {

@@ -2,14 +2,21 @@
 //! rows formatted and written to a file — compared, in the same run, with parse-only and
 //! core-only passes over the same trace, so the figures are ratios on one machine.
 //!
-//! `cargo bench --bench pipeline -- [conversation] [generated] [generated-mooncake] [--gb N]
-//! [--workers N]`
+//! `cargo bench --bench pipeline -- [conversation] [generated] [generated-mooncake] [large]
+//! [--gb N] [--requests N] [--workers N] [--policy lru|opt|lru,opt]`
 //!
 //! * `conversation`: `../shared/traces/conversation_trace.jsonl` (skipped if absent).
 //! * `generated`: a seeded standard-format trace (prefix-hash chained 64-bit keys) of `--gb`
 //!   GB (default 1.0), written once to `target/bench-data/` and reused.
 //! * `generated-mooncake`: the same workload as a Mooncake-format trace (dense ids,
 //!   512-token blocks), also `--gb` GB.
+//! * `large`: the core bench's large workload (`common::large_workload_config`, dense ids) of
+//!   `--requests` requests (default 2 M: ≈ 150 M block accesses) as a Mooncake trace, written
+//!   once to `target/bench-data/`. Named only: the default set leaves it out.
+//!
+//! `--policy` (default `lru`) is the eviction policies replayed, as `litehit replay --policy`:
+//! the core-only pass runs each policy's core one request after the other as a lane does, the
+//! end-to-end pass writes each policy's facts file, and each policy's digest must agree.
 //!
 //! Reports wall time, CPU time of the whole process (all threads), block accesses per second
 //! and the peak resident memory (`VmHWM`) next to the core state size. Every run checks that
@@ -17,16 +24,18 @@
 //! every hit curve), or aborts.
 //!
 //! Smoke mode (`LITEHIT_BENCH_SMOKE=1` or `-- --smoke`, see `common/mod.rs`): 2 runs of the
-//! conversation trace and generated traces of 0.01 GB (`--gb` still overrides), same checks.
+//! conversation trace and generated traces of 0.01 GB (`--gb` still overrides), and a
+//! 20,000-request `large` trace replayed with `lru,opt`; same checks.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use litehit_core::LiteHit;
-use litehit_core::engine::pipeline::replay_stream;
-use litehit_core::engine::{Engine, EngineConfig, LaneSet, LaneSpec, Policy, Routing};
+use litehit_core::engine::pipeline::replay_stream_by_policy;
+use litehit_core::engine::{
+    CachePolicies, CachePolicy, Engine, EngineConfig, LaneSet, LaneSpec, Policy, Routing,
+};
 use litehit_core::facts::RequestFact;
 use litehit_core::facts::file::append_fact_row;
 use litehit_core::formats::{
@@ -34,6 +43,10 @@ use litehit_core::formats::{
     open_trace,
 };
 use litehit_core::workload::{KeyStyle, SyntheticRequest, Workload, WorkloadConfig};
+use litehit_core::{LiteHit, OptCore};
+
+/// The policies a run can replay, in the order their digests are kept.
+const POLICIES: [CachePolicy; 2] = [CachePolicy::Lru, CachePolicy::Opt];
 
 mod common;
 use common::Mode;
@@ -75,10 +88,12 @@ fn engine_config(format: TraceFormat) -> EngineConfig {
 
 /// Which generated trace: the standard format with prefix-hash chained keys (what KVCM /
 /// vLLM-style producers emit), or the Mooncake format with dense ids and 512-token blocks.
+/// `Large`: the core bench's large workload, sized in requests rather than bytes.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Generated {
     StandardHashed,
     MooncakeDense,
+    Large { requests: u64 },
 }
 
 fn generated_trace(gigabytes: f64, kind: Generated) -> PathBuf {
@@ -87,6 +102,7 @@ fn generated_trace(gigabytes: f64, kind: Generated) -> PathBuf {
     let path = dir.join(match kind {
         Generated::StandardHashed => format!("generated-{gigabytes}gb.jsonl"),
         Generated::MooncakeDense => format!("generated-mooncake-{gigabytes}gb.jsonl"),
+        Generated::Large { requests } => format!("large-{requests}.jsonl"),
     });
     if path.exists() {
         return path;
@@ -108,23 +124,37 @@ fn generated_trace(gigabytes: f64, kind: Generated) -> PathBuf {
         zipf_exponent: 0.8,
         ..WorkloadConfig::default()
     };
-    if kind == Generated::MooncakeDense {
-        config.key_style = KeyStyle::Dense;
-        config.block_size_tokens = 512;
+    match kind {
+        Generated::StandardHashed => {}
+        Generated::MooncakeDense => {
+            config.key_style = KeyStyle::Dense;
+            config.block_size_tokens = 512;
+        }
+        Generated::Large { .. } => {
+            config = common::large_workload_config();
+            config.block_size_tokens = 512;
+        }
     }
     let mut workload = Workload::new(config);
     let mut request = SyntheticRequest::default();
     let mut line = String::new();
-    let mut written = 0_u64;
-    while written < target_bytes {
+    let (mut written, mut requests) = (0_u64, 0_u64);
+    let done = |written: u64, requests: u64| match kind {
+        Generated::Large { requests: wanted } => requests >= wanted,
+        _ => written >= target_bytes,
+    };
+    while !done(written, requests) {
         workload.fill_next(&mut request);
         line.clear();
         match kind {
             Generated::StandardHashed => request.to_standard_jsonl(&mut line),
-            Generated::MooncakeDense => request.to_mooncake_jsonl(&mut line),
+            Generated::MooncakeDense | Generated::Large { .. } => {
+                request.to_mooncake_jsonl(&mut line);
+            }
         }
         out.write_all(line.as_bytes()).expect("write bench trace");
         written += line.len() as u64;
+        requests += 1;
     }
     out.flush().expect("flush bench trace");
     std::fs::rename(&temp, &path).expect("publish bench trace");
@@ -188,7 +218,7 @@ fn measure(runs: usize, mut run: impl FnMut()) -> Measured {
     clippy::too_many_lines,
     reason = "one benchmark scenario, read top to bottom"
 )]
-fn bench_trace(name: &str, path: &Path, workers: usize, runs: usize) {
+fn bench_trace(name: &str, path: &Path, workers: usize, runs: usize, policies: CachePolicies) {
     let format = format_of(path);
     let bytes = std::fs::metadata(path).map_or(0, |m| m.len());
     let config = engine_config(format);
@@ -223,81 +253,107 @@ fn bench_trace(name: &str, path: &Path, workers: usize, runs: usize) {
     });
     let accesses = keys.len() as f64;
 
-    // 2. Core only, same keys (normalization is the identity for these lanes).
-    let mut core_bytes = 0;
-    let mut unique = 0;
-    let mut core_digest = 0;
+    // 2. Core only, same keys (normalization is the identity for these lanes): each policy's
+    //    core, one request after the other, as a lane runs them.
+    let (mut lru_bytes, mut opt_bytes, mut unique) = (0, 0, 0);
+    let mut core_digests = [0_u64; POLICIES.len()];
     let core = measure(runs, || {
-        let mut core = LiteHit::new();
+        let (mut lru, mut opt) = (LiteHit::new(), OptCore::new());
         let mut fact = RequestFact::default();
-        let mut digest = 0;
+        let mut digests = [0_u64; POLICIES.len()];
         let mut start = 0;
         for (index, &end) in ends.iter().enumerate() {
-            if let Some(&next_end) = ends.get(index + 1) {
-                core.prefetch(&keys[end..next_end]);
+            let request = &keys[start..end];
+            if policies.contains(CachePolicy::Lru) {
+                if let Some(&next_end) = ends.get(index + 1) {
+                    lru.prefetch(&keys[end..next_end]);
+                }
+                lru.process_request_into(request, 0, &mut fact);
+                digests[0] = add_to_digest(digests[0], &fact);
             }
-            core.process_request_into(&keys[start..end], 0, &mut fact);
-            digest = add_to_digest(digest, &fact);
+            if policies.contains(CachePolicy::Opt) {
+                opt.try_process_request_into(request, 0, &mut fact)
+                    .expect("the bench fits in memory");
+                digests[1] = add_to_digest(digests[1], &fact);
+            }
             start = end;
         }
-        core_bytes = core.memory_usage_bytes();
-        unique = core.current_unique_blocks();
-        core_digest = digest;
+        lru_bytes = lru.memory_usage_bytes();
+        opt_bytes = opt.memory_usage_bytes();
+        unique = lru.current_unique_blocks().max(opt.current_unique_blocks());
+        core_digests = digests;
     });
     let requests = ends.len() as u64;
     drop(keys);
     drop(ends);
 
-    // 3. End to end: the replay pipeline, rows formatted and written to a file.
+    // 3. End to end: the replay pipeline, each policy's rows formatted and written to its file.
     let out_dir = tempfile::tempdir().expect("temp dir");
-    let mut rows_written = 0_u64;
-    let mut pipeline_digest = 0;
+    let mut rows_written = [0_u64; POLICIES.len()];
+    let mut pipeline_digests = [0_u64; POLICIES.len()];
     let end_to_end = measure(runs, || {
-        rows_written = 0;
-        pipeline_digest = 0;
+        rows_written = [0; POLICIES.len()];
+        pipeline_digests = [0; POLICIES.len()];
         // As `litehit replay` runs it: facts only, no capacity-axis accumulators.
         let mut engine = Engine::new(config.clone(), Policy::FailFast)
             .expect("valid lanes")
-            .without_capacity_curves();
-        let mut out = BufWriter::with_capacity(
-            1 << 20,
-            File::create(out_dir.path().join("litehit_facts.csv")).expect("create"),
-        );
-        let rows = std::cell::RefCell::new(Vec::with_capacity(1 << 21));
-        replay_stream(
+            .without_capacity_curves()
+            .with_cache_policies(policies)
+            .expect("replayable policies");
+        let mut outs = POLICIES.map(|policy| {
+            let file = out_dir.path().join(format!("litehit_facts.{policy}.csv"));
+            (
+                BufWriter::with_capacity(1 << 20, File::create(file).expect("create")),
+                Vec::with_capacity(1 << 21),
+            )
+        });
+        let outs_cell = std::cell::RefCell::new(&mut outs);
+        replay_stream_by_policy(
             open_trace(path).expect("open"),
             &parser,
             &mut engine,
             workers,
             litehit_core::formats::DEFAULT_MAX_LINE_BYTES,
-            &mut |row| {
-                append_fact_row(&mut rows.borrow_mut(), &row);
-                pipeline_digest = add_to_digest(pipeline_digest, row.fact);
-                rows_written += 1;
+            &mut |policy, row| {
+                let slot = POLICIES.iter().position(|&p| p == policy).expect("known");
+                append_fact_row(&mut outs_cell.borrow_mut()[slot].1, &row);
+                pipeline_digests[slot] = add_to_digest(pipeline_digests[slot], row.fact);
+                rows_written[slot] += 1;
             },
             &mut |_| {
-                let mut rows = rows.borrow_mut();
-                if rows.len() > 1 << 20 {
-                    out.write_all(&rows)?;
-                    rows.clear();
+                for (out, rows) in outs_cell.borrow_mut().iter_mut() {
+                    if rows.len() > 1 << 20 {
+                        out.write_all(rows)?;
+                        rows.clear();
+                    }
                 }
                 Ok(())
             },
         )
         .expect("replay");
-        out.write_all(&rows.borrow()).expect("write");
-        out.flush().expect("flush");
+        for (out, rows) in &mut outs {
+            out.write_all(rows).expect("write");
+            out.flush().expect("flush");
+        }
     });
 
-    assert_eq!(rows_written, requests, "{name}: one facts row per request");
-    assert_eq!(
-        pipeline_digest, core_digest,
-        "{name}: the pipeline must write the facts the core computes"
-    );
+    for (slot, policy) in POLICIES.iter().enumerate() {
+        if !policies.contains(*policy) {
+            continue;
+        }
+        assert_eq!(
+            rows_written[slot], requests,
+            "{name}: one {policy} facts row per request"
+        );
+        assert_eq!(
+            pipeline_digests[slot], core_digests[slot],
+            "{name}: the pipeline must write the {policy} facts the core computes"
+        );
+    }
 
     let mb = bytes as f64 / 1e6;
     println!(
-        "{name}: {mb:.0} MB, {accesses:.0} block accesses, {unique} unique blocks, {rows_written} rows, {workers} parse workers"
+        "{name}: {mb:.0} MB, {accesses:.0} block accesses, {unique} unique blocks, {requests} requests, {workers} parse workers, policy {policies}"
     );
     for (stage, m) in [
         ("parse only (1 thread)", &parse),
@@ -312,12 +368,16 @@ fn bench_trace(name: &str, path: &Path, workers: usize, runs: usize) {
             mb / m.wall_seconds,
         );
     }
+    let per_key = |bytes: usize| bytes as f64 / unique.max(1) as f64;
     println!(
-        "  end to end / core only: {:.2}   peak RSS {:.0} MB, core state {:.0} MB ({:.1} B/unique key)  digest {core_digest:016x}",
+        "  end to end / core only: {:.2}   peak RSS {:.0} MB, core state {:.0} MB (B/unique key: LRU {:.1}, OPT {:.1})  digests {:016x} {:016x}",
         core.wall_seconds / end_to_end.wall_seconds,
         peak_resident_bytes() as f64 / 1e6,
-        core_bytes as f64 / 1e6,
-        core_bytes as f64 / unique.max(1) as f64,
+        (lru_bytes + opt_bytes) as f64 / 1e6,
+        per_key(lru_bytes),
+        per_key(opt_bytes),
+        core_digests[0],
+        core_digests[1],
     );
 }
 
@@ -336,15 +396,26 @@ fn main() {
     let workers: usize = value_of("--workers")
         .and_then(|v| v.parse().ok())
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, std::num::NonZero::get));
+    let policy_flag: Option<CachePolicies> =
+        value_of("--policy").map(|v| v.parse().unwrap_or_else(|e| panic!("--policy {v}: {e}")));
+    let policies = policy_flag.unwrap_or(CachePolicies::LRU);
     let named: Vec<&String> = args
         .iter()
-        .filter(|a| ["conversation", "generated", "generated-mooncake"].contains(&a.as_str()))
+        .filter(|a| {
+            ["conversation", "generated", "generated-mooncake", "large"].contains(&a.as_str())
+        })
         .collect();
     let wants = |name: &str| named.is_empty() || named.iter().any(|a| a.as_str() == name);
     if wants("conversation")
         && let Some(path) = common::shared_trace("conversation_trace.jsonl", "conversation")
     {
-        bench_trace("conversation (Mooncake)", &path, workers, mode.pick(20, 2));
+        bench_trace(
+            "conversation (Mooncake)",
+            &path,
+            workers,
+            mode.pick(20, 2),
+            policies,
+        );
     }
     if wants("generated") {
         let path = generated_trace(gigabytes, Generated::StandardHashed);
@@ -353,6 +424,7 @@ fn main() {
             &path,
             workers,
             1,
+            policies,
         );
     }
     if wants("generated-mooncake") {
@@ -362,6 +434,22 @@ fn main() {
             &path,
             workers,
             1,
+            policies,
+        );
+    }
+    // Named only, but smoke mode runs it small with both policies so CI keeps the OPT
+    // pipeline path working.
+    if named.iter().any(|a| a.as_str() == "large") || (named.is_empty() && mode == Mode::Smoke) {
+        let requests: u64 = value_of("--requests")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(mode.pick(2_000_000, 20_000));
+        let path = generated_trace(gigabytes, Generated::Large { requests });
+        bench_trace(
+            &format!("large trace, dense ids ({requests} requests)"),
+            &path,
+            workers,
+            1,
+            policy_flag.unwrap_or(mode.pick(CachePolicies::LRU, CachePolicies::BOTH)),
         );
     }
 }

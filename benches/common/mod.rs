@@ -11,6 +11,8 @@
 
 use std::path::{Path, PathBuf};
 
+use litehit_core::workload::{KeyStyle, WorkloadConfig};
+
 /// How a bench run was asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -74,4 +76,25 @@ pub fn shared_trace(name: &str, skipped: &str) -> Option<PathBuf> {
     }
     println!("skipping {skipped}: {} is absent", path.display());
     None
+}
+
+/// The generated *large* workload (dense ids, ≈ 76 block accesses and ≈ 17 new keys per
+/// request): the core bench replays it from memory, the pipeline bench writes it as a
+/// Mooncake trace (512-token blocks) and replays the file end to end, so the two measure the
+/// same accesses.
+#[allow(dead_code, reason = "not every bench uses the large workload")]
+pub fn large_workload_config() -> WorkloadConfig {
+    WorkloadConfig {
+        seed: 2026,
+        key_style: KeyStyle::Dense,
+        system_prompt_count: 64,
+        system_prompt_blocks: (4, 48),
+        live_conversations: 200_000,
+        zipf_exponent: 0.6,
+        new_conversation_probability: 0.25,
+        fresh_request_probability: 0.02,
+        turn_growth_blocks: (1, 32),
+        max_request_blocks: 400,
+        ..WorkloadConfig::default()
+    }
 }
