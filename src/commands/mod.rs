@@ -268,6 +268,19 @@ pub(crate) fn opt_facts(
                 path.display()
             );
         }
+        // `query X.opt.csv --opt X.csv`: the files named the other way round, which the
+        // same-trace check cannot see (both policies hit alike at unlimited capacity).
+        if let Some((lru, opt)) = facts_paths.iter().zip(&opt).find(|(lru, opt)| {
+            same_file(lru, &litehit_core::facts::file::opt_facts_path(opt))
+                || *lru == &litehit_core::facts::file::opt_facts_path(opt)
+        }) {
+            bail!(
+                "--opt {}: {} is the OPT facts written beside it, so the two look swapped: \
+                 give the LRU facts first and the OPT facts (`*.opt.csv`) to --opt",
+                opt.display(),
+                lru.display()
+            );
+        }
         return Ok(opt);
     }
     if arg.no_opt || refused.is_some() {

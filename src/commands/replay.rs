@@ -151,6 +151,9 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
                 report.display()
             );
         }
+        // Checked before any work: a replay that fails at its last step publishes no facts.
+        litehit_core::facts::file::check_publishable(report)
+            .wrap_err_with(|| format!("--observed-report {}", report.display()))?;
         comparison = comparison.with_request_report();
     }
     let (totals, engine, published) = replay_plan(

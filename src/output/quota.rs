@@ -28,10 +28,13 @@ pub fn render_quota_table(plan: &QuotaPlan) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "Best split of {} among {} tenants (isolated LRUs, quotas in steps of {} blocks):\n",
+        "Best split of {} among {} tenants (isolated LRUs, quotas in steps of {}):\n",
         size(plan.quota_total_blocks, plan.quota_total_bytes),
         plan.tenants.len(),
-        plan.quota_step_blocks
+        match plan.quota_step_blocks {
+            1 => "1 block".to_owned(),
+            step => format!("{step} blocks"),
+        }
     );
     out.push_str("| tenant | quota | hit rate | hit tokens |\n|---|---:|---:|---:|\n");
     for tenant in &plan.tenants {

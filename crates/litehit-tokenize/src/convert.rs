@@ -102,6 +102,9 @@ struct Pending {
     usage: Option<u64>,
     /// The engine's own cached prompt tokens ([`FieldPaths::cached_tokens`]).
     cached_tokens: Option<u64>,
+    /// The path `cached_tokens` was read at (an index into [`FieldPaths::cached_tokens`]),
+    /// for the message when it exceeds the prompt.
+    cached_tokens_path: usize,
     prompt: Prompt,
 }
 
@@ -117,19 +120,23 @@ fn first_count<'a>(
     record: &Value,
     body: &Value,
     paths: &'a [String],
-) -> std::result::Result<Option<u64>, (&'a str, String)> {
-    let Some((path, value)) = paths
+) -> std::result::Result<Option<(usize, u64)>, (&'a str, String)> {
+    let Some((index, path, value)) = paths
         .iter()
-        .find_map(|path| field(record, body, path).map(|value| (path, value)))
+        .enumerate()
+        .find_map(|(index, path)| field(record, body, path).map(|value| (index, path, value)))
     else {
         return Ok(None);
     };
-    value.as_u64().map(Some).ok_or_else(|| {
-        (
-            path.as_str(),
-            format!("expected a non-negative integer, found {value}"),
-        )
-    })
+    value
+        .as_u64()
+        .map(|count| Some((index, count)))
+        .ok_or_else(|| {
+            (
+                path.as_str(),
+                format!("expected a non-negative integer, found {value}"),
+            )
+        })
 }
 
 impl Converter {
@@ -337,9 +344,22 @@ impl Converter {
             },
         };
         let usage = first_count(&record, body, std::slice::from_ref(&fields.usage))
+            .map_err(|(field, message)| bad(field, message))?
+            .map(|(_, count)| count);
+        let cached = first_count(&record, body, &fields.cached_tokens)
             .map_err(|(field, message)| bad(field, message))?;
-        let cached_tokens = first_count(&record, body, &fields.cached_tokens)
-            .map_err(|(field, message)| bad(field, message))?;
+        let (cached_tokens_path, cached_tokens) = cached.map_or((0, None), |(i, n)| (i, Some(n)));
+        if let (Some(cached), Some(prompt_tokens)) = (cached_tokens, usage)
+            && cached > prompt_tokens
+        {
+            return Err(bad(
+                &fields.cached_tokens[cached_tokens_path],
+                format!(
+                    "{cached} cached tokens exceed the engine's own {prompt_tokens} prompt tokens ({})",
+                    fields.usage
+                ),
+            ));
+        }
         let prompt = self.prompt_of(text, body, body_path, path, line)?;
         Ok(Pending {
             line,
@@ -351,6 +371,7 @@ impl Converter {
             seed,
             usage,
             cached_tokens,
+            cached_tokens_path,
             prompt,
         })
     }
@@ -477,15 +498,26 @@ impl Converter {
         };
         for (request, tokens) in pending.drain(..).zip(tokens) {
             let tokens = tokens.and_then(|tokens| {
+                let bad = |field: &str, message: String| TokenizeError::Field {
+                    path: path.to_path_buf(),
+                    line: request.line,
+                    field: field.to_owned(),
+                    message,
+                };
                 if tokens.is_empty() {
-                    Err(TokenizeError::Field {
-                        path: path.to_path_buf(),
-                        line: request.line,
-                        field: "prompt".to_owned(),
-                        message: EMPTY_PROMPT.to_owned(),
-                    })
-                } else {
-                    Ok(tokens)
+                    return Err(bad("prompt", EMPTY_PROMPT.to_owned()));
+                }
+                match request.cached_tokens {
+                    // The observed hits are a part of the prompt: more is a log LiteHit cannot
+                    // compare with (an over-100 % observed rate), whatever its cause.
+                    Some(cached) if cached > tokens.len() as u64 => Err(bad(
+                        &self.options.fields.cached_tokens[request.cached_tokens_path],
+                        format!(
+                            "{cached} cached tokens exceed the {} tokens of the prompt as tokenized",
+                            tokens.len()
+                        ),
+                    )),
+                    _ => Ok(tokens),
                 }
             });
             let tokens = match tokens {

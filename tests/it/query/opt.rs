@@ -430,6 +430,20 @@ fn facts_of_another_trace_are_refused() {
         ],
     );
     assert_mentions(failed(&run), &["--window"]);
+    // The two files of one replay named the other way round: refused, naming both.
+    let opt = one.join("litehit_facts.opt.csv");
+    for command in ["query", "mrc"] {
+        let mut args = vec![command.to_owned(), opt.display().to_string()];
+        if command == "query" {
+            args.extend(["-".to_owned(), "-1".to_owned()]);
+        }
+        args.extend(["--opt".to_owned(), lru.display().to_string()]);
+        let run = run_in(None, &args);
+        assert_mentions(
+            failed(&run),
+            &["look swapped", "litehit_facts.opt.csv", "litehit_facts.csv"],
+        );
+    }
 }
 
 /// The real conversation trace (Mooncake, 512-token blocks) through `replay --policy lru,opt`

@@ -299,8 +299,8 @@ fn isolation_can_cost_and_can_gain() {
     assert_eq!(line["isolation_cost_tokens"].as_i64(), Some(4 * 4));
 }
 
-/// Floors that need more than the total, and a floor for a lane that is not there, are
-/// refused with what was asked.
+/// Floors that need more than the total, a floor for a lane that is not there, a total under
+/// one block and a step over the total are refused with what was asked.
 #[test]
 fn impossible_floors_are_refused() {
     let rows: Vec<(String, Vec<i64>)> = (0..6)
@@ -341,4 +341,17 @@ fn impossible_floors_are_refused() {
         "{}",
         unknown.stderr
     );
+    // Nothing to split, or a grid whose only point is 0: refused rather than planned.
+    for (flags, says) in [
+        (&["--quota-total", "0b"][..], "less than one block"),
+        (
+            &["--quota-total", "4b", "--quota-step", "5b"][..],
+            "larger than --quota-total",
+        ),
+    ] {
+        let mut args = vec!["query", &facts, "-"];
+        args.extend_from_slice(flags);
+        let run = run_in(None, &args);
+        assert!(failed(&run).contains(says), "{flags:?}: {}", run.stderr);
+    }
 }

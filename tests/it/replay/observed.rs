@@ -213,3 +213,43 @@ fn watch_shows_the_same_observed_hits_and_effective_capacity() {
         naive_effective_capacity(&requests, observed.iter().sum())
     );
 }
+
+/// Bad observations and a report that cannot be written stop the replay before anything is
+/// published: more cached tokens than the row's `input_len` (an observed rate over 100 %) is
+/// refused naming file, line and field, and a report in a missing folder is refused up front.
+#[test]
+fn a_bad_observation_or_report_path_publishes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let requests = requests(6, 20);
+    let mut observed = simulate(&requests, POOL_BLOCKS, 0);
+    observed[7] = requests[7].input_len + 1;
+    let bad_log = log(dir.path(), &requests, &observed);
+    let out = dir.path().join("out");
+    let run = replay_to(&bad_log, &out, &["--block-size", "16"]);
+    let stderr = crate::common::cli_bin::failed(&run);
+    assert!(
+        stderr.contains("log.jsonl: line 8") && stderr.contains("\"cached_tokens\""),
+        "{stderr}"
+    );
+    assert!(!out.join("litehit_facts.csv").exists());
+
+    observed[7] = 0;
+    let good_log = log(dir.path(), &requests, &observed);
+    let missing = dir.path().join("no-such-dir/gaps.jsonl");
+    let run = replay_to(
+        &good_log,
+        &out,
+        &[
+            "--block-size",
+            "16",
+            "--observed-report",
+            missing.to_str().unwrap(),
+        ],
+    );
+    let stderr = crate::common::cli_bin::failed(&run);
+    assert!(
+        stderr.contains("--observed-report") && stderr.contains("no-such-dir"),
+        "{stderr}"
+    );
+    assert!(!out.join("litehit_facts.csv").exists(), "{stderr}");
+}

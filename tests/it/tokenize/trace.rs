@@ -781,4 +781,33 @@ fn the_engines_cached_tokens_become_the_rows_cached_tokens() {
         "{}",
         run.stderr
     );
+
+    // More cached than the prompt holds (by the engine's own count, or by the prompt as
+    // tokenized when the log has no count) would be an observed rate over 100 %: refused,
+    // naming the line and the field the count was read at.
+    for (bad, field, says) in [
+        (
+            json!({"prompt": words(0..12), "usage": {"prompt_tokens": 12,
+                "prompt_tokens_details": {"cached_tokens": 13}}}),
+            "usage.prompt_tokens_details.cached_tokens",
+            "the engine's own 12 prompt tokens",
+        ),
+        (
+            json!({"prompt": words(0..12), "meta_info": {"cached_tokens": 99}}),
+            "meta_info.cached_tokens",
+            "tokens of the prompt as tokenized",
+        ),
+    ] {
+        let log = format!("{}\n{bad}", json!({"prompt": words(0..12)}));
+        let log_path = write_file(fixture.dir.path(), "over.jsonl", &log);
+        let run = run_in(
+            None,
+            fixture.trace_args(&log_path, &fixture.path("over.out")),
+        );
+        let stderr = failed(&run);
+        assert!(
+            stderr.contains(":2") && stderr.contains(field) && stderr.contains(says),
+            "{stderr}"
+        );
+    }
 }

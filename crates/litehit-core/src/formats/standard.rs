@@ -117,6 +117,19 @@ impl StandardReader {
             // A store has no prompt, so nothing the engine could have found cached.
             event.cached_tokens = None;
         }
+        if let Some(cached) = event.cached_tokens
+            && i64::try_from(cached).map_or(true, |cached| cached > event.input_token_len)
+        {
+            // The observed hits are a part of the prompt: more would be an observed hit
+            // rate over 100 %, which nothing can be compared with.
+            return Err(Fault::field(
+                "cached_tokens",
+                format!(
+                    "cached_tokens {cached} exceeds input_len {}: an engine caches at most the prompt",
+                    event.input_token_len
+                ),
+            ));
+        }
         Ok(LineOutcome::Event)
     }
 
@@ -341,7 +354,19 @@ mod tests {
                 .cached_tokens,
             Some(12)
         );
-        for bad in [r#","cached_tokens":-1"#, r#","cached_tokens":"8""#] {
+        // The whole prompt cached is the most there can be.
+        assert_eq!(
+            parse(&line(r#","cached_tokens":16"#))
+                .unwrap()
+                .cached_tokens,
+            Some(16)
+        );
+        for bad in [
+            r#","cached_tokens":-1"#,
+            r#","cached_tokens":"8""#,
+            r#","cached_tokens":17"#,
+            r#","cached_tokens":18446744073709551615"#,
+        ] {
             let fault = parse(&line(bad)).unwrap_err();
             assert_eq!(fault.field, Some("cached_tokens"), "{bad}");
         }

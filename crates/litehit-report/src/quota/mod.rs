@@ -62,6 +62,22 @@ pub enum QuotaError {
         /// Bytes per block of the tenants.
         block_bytes: u64,
     },
+    /// A total of less than one block: nothing to split.
+    #[error("--quota-total is less than one block ({block_bytes} bytes): nothing to split")]
+    TotalBelowOneBlock {
+        /// Bytes per block of the tenants.
+        block_bytes: u64,
+    },
+    /// A step larger than the total: the only grid point would be 0 for every tenant.
+    #[error(
+        "--quota-step of {step_blocks} blocks is larger than --quota-total's {total_blocks}: every quota would be 0 (take a smaller step)"
+    )]
+    StepExceedsTotal {
+        /// The step in blocks.
+        step_blocks: u64,
+        /// The total in blocks.
+        total_blocks: u64,
+    },
     /// A floor for a lane that is not in the facts.
     #[error("--quota-floor {tenant}: no such lane in the facts (lanes: {lanes})")]
     UnknownTenant {
@@ -177,8 +193,17 @@ pub fn plan_quotas(curves: &MrcCurves, request: &QuotaRequest) -> Result<QuotaPl
         Some(step) => blocks(step, "step")?,
         None => (total_blocks / DEFAULT_GRID_STEPS).max(1),
     };
+    if total_blocks == 0 {
+        return Err(QuotaError::TotalBelowOneBlock { block_bytes });
+    }
     if step_blocks == 0 {
         return Err(QuotaError::StepBelowOneBlock { block_bytes });
+    }
+    if step_blocks > total_blocks {
+        return Err(QuotaError::StepExceedsTotal {
+            step_blocks,
+            total_blocks,
+        });
     }
     let grid_steps = total_blocks / step_blocks;
     if grid_steps > MAX_GRID_STEPS {
