@@ -144,16 +144,7 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
     let mut comparison = litehit_report::EngineComparison::new(args.engine_pool.pool())
         .without_pool_lane(plan.engine.pool.clone());
     if let Some(report) = &args.observed_report {
-        if super::same_file(report, &plan.trace_path) || super::same_file(report, &plan.facts_path)
-        {
-            bail!(
-                "--observed-report {}: that is the trace or the facts file; name another file",
-                report.display()
-            );
-        }
-        // Checked before any work: a replay that fails at its last step publishes no facts.
-        litehit_core::facts::file::check_publishable(report)
-            .wrap_err_with(|| format!("--observed-report {}", report.display()))?;
+        check_observed_report(report, &plan)?;
         comparison = comparison.with_request_report();
     }
     let (totals, engine, published) = replay_plan(
@@ -235,6 +226,18 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
     Ok(())
 }
 
+/// `--observed-report FILE`, checked before any work: not an input or the facts, and
+/// publishable, so a replay that fails at its last step publishes no facts.
+fn check_observed_report(report: &Path, plan: &ReplayPlan) -> Result<()> {
+    if super::same_file(report, &plan.trace_path) || super::same_file(report, &plan.facts_path) {
+        bail!(
+            "--observed-report {}: that is the trace or the facts file; name another file",
+            report.display()
+        );
+    }
+    litehit_core::facts::file::check_publishable(report)
+        .wrap_err_with(|| format!("--observed-report {}", report.display()))
+}
 #[cfg(feature = "tokenize")]
 /// `replay LOG --tokenizer ..`: the log is converted by the code of `litehit trace` into a
 /// temporary standard trace, which is then replayed as any other.

@@ -139,6 +139,34 @@ fn first_count<'a>(
         })
 }
 
+/// The engine's own counts on a record: its prompt tokens (`usage`) and its cached prompt
+/// tokens with the index of the path they were read at. A cached count above the prompt
+/// count is an error naming that path: the observed hits are a part of the prompt.
+#[expect(clippy::type_complexity, reason = "two counts, one with its path")]
+fn engine_counts(
+    record: &Value,
+    body: &Value,
+    fields: &FieldPaths,
+) -> std::result::Result<(Option<u64>, Option<(usize, u64)>), (String, String)> {
+    let owned = |(field, message): (&str, String)| (field.to_owned(), message);
+    let usage = first_count(record, body, std::slice::from_ref(&fields.usage))
+        .map_err(owned)?
+        .map(|(_, count)| count);
+    let cached = first_count(record, body, &fields.cached_tokens).map_err(owned)?;
+    if let (Some((path, cached)), Some(prompt_tokens)) = (cached, usage)
+        && cached > prompt_tokens
+    {
+        return Err((
+            fields.cached_tokens[path].clone(),
+            format!(
+                "{cached} cached tokens exceed the engine's own {prompt_tokens} prompt tokens ({})",
+                fields.usage
+            ),
+        ));
+    }
+    Ok((usage, cached))
+}
+
 impl Converter {
     pub fn new(
         tokenizer: TextTokenizer,
@@ -343,23 +371,8 @@ impl Converter {
                 })?)),
             },
         };
-        let usage = first_count(&record, body, std::slice::from_ref(&fields.usage))
-            .map_err(|(field, message)| bad(field, message))?
-            .map(|(_, count)| count);
-        let cached = first_count(&record, body, &fields.cached_tokens)
-            .map_err(|(field, message)| bad(field, message))?;
+        let (usage, cached) = engine_counts(&record, body, fields).map_err(|(f, m)| bad(&f, m))?;
         let (cached_tokens_path, cached_tokens) = cached.map_or((0, None), |(i, n)| (i, Some(n)));
-        if let (Some(cached), Some(prompt_tokens)) = (cached_tokens, usage)
-            && cached > prompt_tokens
-        {
-            return Err(bad(
-                &fields.cached_tokens[cached_tokens_path],
-                format!(
-                    "{cached} cached tokens exceed the engine's own {prompt_tokens} prompt tokens ({})",
-                    fields.usage
-                ),
-            ));
-        }
         let prompt = self.prompt_of(text, body, body_path, path, line)?;
         Ok(Pending {
             line,

@@ -159,7 +159,7 @@ proptest! {
     fn the_plan_matches_naive_lrus_and_brute_force(
         trace in prefix_tree_trace(),
         owners in prop::collection::vec(0..3_usize, 1..7),
-        total_blocks in 0..9_usize,
+        total_blocks in 1..9_usize,
         floor_blocks in 0..3_usize,
     ) {
         let rows: Vec<(String, Vec<i64>)> = trace

@@ -193,25 +193,7 @@ pub fn plan_quotas(curves: &MrcCurves, request: &QuotaRequest) -> Result<QuotaPl
         Some(step) => blocks(step, "step")?,
         None => (total_blocks / DEFAULT_GRID_STEPS).max(1),
     };
-    if total_blocks == 0 {
-        return Err(QuotaError::TotalBelowOneBlock { block_bytes });
-    }
-    if step_blocks == 0 {
-        return Err(QuotaError::StepBelowOneBlock { block_bytes });
-    }
-    if step_blocks > total_blocks {
-        return Err(QuotaError::StepExceedsTotal {
-            step_blocks,
-            total_blocks,
-        });
-    }
-    let grid_steps = total_blocks / step_blocks;
-    if grid_steps > MAX_GRID_STEPS {
-        return Err(QuotaError::TooManySteps {
-            steps: grid_steps,
-            max: MAX_GRID_STEPS,
-        });
-    }
+    let grid_steps = grid_steps(total_blocks, step_blocks, block_bytes)?;
     let floor_steps = floor_steps(tenants, &request.floors, step_blocks, &blocks)?;
     let budget = usize::try_from(grid_steps).expect("at most MAX_GRID_STEPS");
     let grid: Vec<GridHits> = tenants
@@ -285,6 +267,30 @@ fn hit_tokens_at(tenant: &InstanceCurve, capacity_blocks: u64) -> u64 {
         .hits
         .hit_blocks_at(capacity_blocks)
         .saturating_mul(tenant.block_size_tokens)
+}
+
+/// The number of grid steps in the total, or why there is no grid to plan on.
+fn grid_steps(total_blocks: u64, step_blocks: u64, block_bytes: u64) -> Result<u64, QuotaError> {
+    if total_blocks == 0 {
+        return Err(QuotaError::TotalBelowOneBlock { block_bytes });
+    }
+    if step_blocks == 0 {
+        return Err(QuotaError::StepBelowOneBlock { block_bytes });
+    }
+    if step_blocks > total_blocks {
+        return Err(QuotaError::StepExceedsTotal {
+            step_blocks,
+            total_blocks,
+        });
+    }
+    let grid_steps = total_blocks / step_blocks;
+    if grid_steps > MAX_GRID_STEPS {
+        return Err(QuotaError::TooManySteps {
+            steps: grid_steps,
+            max: MAX_GRID_STEPS,
+        });
+    }
+    Ok(grid_steps)
 }
 
 /// Each tenant's floor in grid steps, rounded up so the floor is met.
