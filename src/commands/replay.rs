@@ -578,9 +578,11 @@ fn replay_plan(
         plan.worker_count,
         plan.max_line_bytes,
         &mut |policy, row| {
-            // The engine comparison is LRU's (the `engine` slot, the effective capacity).
-            if policy == CachePolicy::Lru {
-                comparison.add_row(&row, row.observed_cached_tokens);
+            // The engine comparison is LRU's (the `engine` slot, the effective capacity),
+            // with OPT at the engine slot beside it.
+            match policy {
+                CachePolicy::Lru => comparison.add_row(&row, row.observed_cached_tokens),
+                CachePolicy::Opt => comparison.add_opt_row(&row, row.observed_cached_tokens),
             }
             writers.append(policy, &row);
         },

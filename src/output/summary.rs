@@ -314,8 +314,12 @@ pub fn render_engine_comparison(comparison: &litehit_report::EngineComparison) -
     if observed {
         header.push(format!("{:>9}", "observed"));
     }
+    let opt = pool.is_some() && comparison.has_opt();
     if pool.is_some() {
         header.push(format!("{:>10}", "LRU engine"));
+    }
+    if opt {
+        header.push(format!("{:>10}", "OPT engine"));
     }
     if observed {
         header.push(format!("{:>8}", "LRU ∞"));
@@ -341,6 +345,12 @@ pub fn render_engine_comparison(comparison: &litehit_report::EngineComparison) -
                     percent(row.sums.observed_rows_engine_hit_tokens, of)
                 ));
             }
+            if opt {
+                cells.push(format!(
+                    "{:>10}",
+                    percent(row.sums.observed_rows_opt_engine_hit_tokens, of)
+                ));
+            }
             cells.push(format!(
                 "{:>8}",
                 percent(row.sums.observed_rows_infinite_hit_tokens, of)
@@ -362,6 +372,12 @@ pub fn render_engine_comparison(comparison: &litehit_report::EngineComparison) -
                 "{:>10}",
                 percent(row.sums.engine_hit_tokens, row.sums.input_tokens)
             ));
+            if opt {
+                cells.push(format!(
+                    "{:>10}",
+                    percent(row.sums.opt_engine_hit_tokens, row.sums.input_tokens)
+                ));
+            }
         }
         let _ = writeln!(out, "{}", cells.join(" ").trim_end());
     }

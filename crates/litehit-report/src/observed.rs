@@ -34,6 +34,11 @@ pub struct ComparisonSums {
     pub observed_rows_engine_hit_tokens: u64,
     /// Σ LRU hit tokens at ∞ over those rows.
     pub observed_rows_infinite_hit_tokens: u64,
+    /// Σ OPT hit tokens at the `engine` slot over every row (0 without a pool or without
+    /// OPT rows, [`EngineComparison::add_opt_row`]).
+    pub opt_engine_hit_tokens: u64,
+    /// Σ OPT hit tokens at the `engine` slot over the observed rows.
+    pub observed_rows_opt_engine_hit_tokens: u64,
 }
 
 impl ComparisonSums {
@@ -52,6 +57,11 @@ impl ComparisonSums {
             (
                 &mut self.observed_rows_infinite_hit_tokens,
                 other.observed_rows_infinite_hit_tokens,
+            ),
+            (&mut self.opt_engine_hit_tokens, other.opt_engine_hit_tokens),
+            (
+                &mut self.observed_rows_opt_engine_hit_tokens,
+                other.observed_rows_opt_engine_hit_tokens,
             ),
         ] {
             *sum = sum.wrapping_add(value);
@@ -164,6 +174,8 @@ pub struct EngineComparison {
     pool_lane: Option<String>,
     /// `Some` with [`Self::with_request_report`].
     requests: Option<Vec<RequestGap>>,
+    /// Whether OPT rows came ([`Self::add_opt_row`]).
+    has_opt: bool,
 }
 
 impl EngineComparison {
@@ -260,6 +272,36 @@ impl EngineComparison {
                 infinite_hit_tokens,
             });
         }
+    }
+
+    /// Adds OPT's facts row of a request whose LRU row [`Self::add_row`] took before (`replay
+    /// --policy lru,opt`): OPT at the `engine` slot beside LRU — how much of the gap to the
+    /// observed hits an eviction policy could close at the engine's size. A row of an
+    /// instance LRU never saw (OPT alone) is left out: the comparison is LRU's.
+    pub fn add_opt_row(&mut self, row: &FactRow<'_>, observed_hit_tokens: Option<u64>) {
+        let Some(&index) = self.index.get(row.instance_id) else {
+            return;
+        };
+        self.has_opt = true;
+        let instance = &mut self.instances[index];
+        let Some(capacity) = instance.engine_capacity_blocks else {
+            return;
+        };
+        let opt_hit_tokens =
+            projector::project_blocks(row.fact, capacity).saturating_mul(row.block_size_tokens);
+        let sums = &mut instance.sums;
+        sums.opt_engine_hit_tokens = sums.opt_engine_hit_tokens.wrapping_add(opt_hit_tokens);
+        if observed_hit_tokens.is_some() {
+            sums.observed_rows_opt_engine_hit_tokens = sums
+                .observed_rows_opt_engine_hit_tokens
+                .wrapping_add(opt_hit_tokens);
+        }
+    }
+
+    /// Whether OPT rows were added ([`Self::add_opt_row`]).
+    #[must_use]
+    pub fn has_opt(&self) -> bool {
+        self.has_opt
     }
 
     /// The engine's pool, as given.

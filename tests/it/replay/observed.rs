@@ -253,3 +253,49 @@ fn a_bad_observation_or_report_path_publishes_nothing() {
     );
     assert!(!out.join("litehit_facts.csv").exists(), "{stderr}");
 }
+
+/// With `--policy lru,opt` the comparison also shows OPT at the engine's pool: equal to the
+/// naive MIN simulator at the pool's size (under vLLM's last-token rule) over the observed
+/// requests, and never below LRU's there.
+#[test]
+fn opt_at_the_engine_pool_is_shown_beside_lru() {
+    let dir = tempfile::tempdir().unwrap();
+    let requests = requests(7, 300);
+    let observed = simulate(&requests, POOL_BLOCKS, 6);
+    let log = log(dir.path(), &requests, &observed);
+    let run = ok(replay_to(
+        &log,
+        &dir.path().join("out"),
+        &[
+            "--block-size",
+            "16",
+            "--engine",
+            "vllm",
+            "--gpu-blocks",
+            &POOL_BLOCKS.to_string(),
+            "--policy",
+            "lru,opt",
+        ],
+    ));
+    let mut lines = run
+        .stderr
+        .lines()
+        .skip_while(|line| !line.contains("effective capacity"));
+    let header = lines.next().unwrap_or_else(|| panic!("{}", run.stderr));
+    assert!(header.contains("LRU engine OPT engine"), "{header}");
+    let cells: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+    assert_eq!(cells[0], "engine-0");
+    let keys: Vec<Vec<i64>> = requests.iter().map(|r| r.keys.clone()).collect();
+    let pool = usize::try_from(POOL_BLOCKS).unwrap();
+    let opt_tokens: u64 = crate::common::opt_oracle::min_unit_hits(&keys, Some(pool))
+        .iter()
+        .zip(&requests)
+        .map(|(&hits, request)| hits.min((request.input_len - 1) / BLOCK_SIZE) * BLOCK_SIZE)
+        .sum();
+    let input_tokens: u64 = requests.iter().map(|r| r.input_len).sum();
+    #[expect(clippy::cast_precision_loss, reason = "a percentage")]
+    let expected = format!("{:.2}%", opt_tokens as f64 / input_tokens as f64 * 100.0);
+    assert_eq!(cells[4], expected, "{}", run.stderr);
+    let percent = |cell: &str| cell.trim_end_matches('%').parse::<f64>().unwrap();
+    assert!(percent(cells[4]) >= percent(cells[3]), "{}", run.stderr);
+}
