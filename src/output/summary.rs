@@ -355,18 +355,7 @@ pub fn render_engine_comparison(comparison: &litehit_report::EngineComparison) -
                 "{:>8}",
                 percent(row.sums.observed_rows_infinite_hit_tokens, of)
             ));
-            cells.push(
-                match (row.effective_capacity_blocks, row.engine_capacity_blocks) {
-                    (Some(blocks), Some(engine)) if engine > 0 => format!(
-                        "{} blocks ({} of the engine slot)",
-                        display::count(blocks),
-                        display::percent(Some(ratio(blocks, engine)), 1)
-                    ),
-                    (Some(blocks), _) => format!("{} blocks", display::count(blocks)),
-                    (None, _) if row.sums.observed_requests == 0 => "-".to_owned(),
-                    (None, _) => "beyond ∞ (the engine hit more than LRU can)".to_owned(),
-                },
-            );
+            cells.push(effective_capacity_cell(row));
         } else {
             cells.push(format!(
                 "{:>10}",
@@ -382,6 +371,20 @@ pub fn render_engine_comparison(comparison: &litehit_report::EngineComparison) -
         let _ = writeln!(out, "{}", cells.join(" ").trim_end());
     }
     out
+}
+
+/// The effective capacity of a comparison row, with its share of the engine slot.
+fn effective_capacity_cell(row: &litehit_report::ComparisonRow) -> String {
+    match (row.effective_capacity_blocks, row.engine_capacity_blocks) {
+        (Some(blocks), Some(engine)) if engine > 0 => format!(
+            "{} blocks ({} of the engine slot)",
+            display::count(blocks),
+            display::percent(Some(ratio(blocks, engine)), 1)
+        ),
+        (Some(blocks), _) => format!("{} blocks", display::count(blocks)),
+        (None, _) if row.sums.observed_requests == 0 => "-".to_owned(),
+        (None, _) => "beyond ∞ (the engine hit more than LRU can)".to_owned(),
+    }
 }
 
 #[cfg(test)]
