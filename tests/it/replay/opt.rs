@@ -119,7 +119,10 @@ fn opt_refuses_a_ttl_and_a_memory_horizon() {
             &out,
             &[&["--block-size", "4", "--policy", "opt"][..], &extra].concat(),
         );
-        assert_mentions(failed(&run), &["OPT policy is defined without"]);
+        let stderr = failed(&run);
+        assert_mentions(stderr, &["OPT policy is defined without", extra[0]]);
+        // A flag asks it of every lane: no lane is named (`lane *` or `lane default` was).
+        assert!(!stderr.contains("lane "), "{stderr}");
         assert!(!out.join(FACTS).exists());
     }
     let bad = replay_to(&trace_path, &dir.path().join("x"), &["--policy", "lfu"]);

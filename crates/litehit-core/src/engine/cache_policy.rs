@@ -104,14 +104,18 @@ impl FromStr for CachePolicies {
             opt: false,
         };
         for name in text.split(',').map(str::trim) {
-            match name.to_ascii_lowercase().as_str() {
-                "lru" => policies.lru = true,
-                "opt" => policies.opt = true,
+            let named = match name.to_ascii_lowercase().as_str() {
+                "lru" => &mut policies.lru,
+                "opt" => &mut policies.opt,
                 _ => {
                     return Err(format!(
                         "expected lru, opt or lru,opt, found {name:?} in {text:?}"
                     ));
                 }
+            };
+            if std::mem::replace(named, true) {
+                // A typo for the other policy more likely than a wish for one twice.
+                return Err(format!("{name:?} is named twice in {text:?}"));
             }
         }
         Ok(policies)
@@ -135,6 +139,10 @@ mod tests {
         assert_eq!(CachePolicies::BOTH.to_string(), "lru,opt");
         assert!("lfu".parse::<CachePolicies>().is_err());
         assert!("".parse::<CachePolicies>().is_err());
+        for twice in ["opt,opt", "lru,LRU", "lru,opt,lru"] {
+            let error = twice.parse::<CachePolicies>().unwrap_err();
+            assert!(error.contains("named twice"), "{twice}: {error}");
+        }
         assert_eq!(CachePolicies::OPT.primary(), CachePolicy::Opt);
     }
 }

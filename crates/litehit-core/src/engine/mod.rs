@@ -139,6 +139,17 @@ pub enum EngineError {
         /// The input tokens of the rows before it, once per lane fed.
         total_before: u64,
     },
+    /// OPT asked with something it has no meaning for (a TTL, a memory horizon).
+    #[error(
+        "{lane}the OPT policy is defined without {what}; replay OPT without it (or --policy lru with it)",
+        lane = .lane.as_deref().map(|id| format!("lane {id}: ")).unwrap_or_default()
+    )]
+    OptWithout {
+        /// The configured lane that asks for it; `None` when a flag asks it of every lane.
+        lane: Option<String>,
+        /// What OPT has no meaning for, with its flag.
+        what: &'static str,
+    },
     /// A lane's parameters are unusable (say, a block size that is no coarsening of the trace's).
     #[error("lane {instance_id}: {reason}")]
     InvalidLane {
@@ -169,7 +180,7 @@ impl EngineError {
             | Self::Route { line_number, .. }
             | Self::InvalidRequest { line_number, .. }
             | Self::InputTokensOverflow { line_number, .. } => Some(*line_number),
-            Self::InvalidLane { .. } | Self::OutOfMemory { .. } => None,
+            Self::InvalidLane { .. } | Self::OptWithout { .. } | Self::OutOfMemory { .. } => None,
         }
     }
 }
@@ -299,33 +310,34 @@ impl Engine {
 
     /// Chooses the eviction policies every lane replays (LRU alone by default). OPT has no
     /// meaning yet for a TTL or a memory horizon, so with OPT either is refused
-    /// ([`EngineError::InvalidLane`]); call this after [`Self::with_memory_horizon`].
+    /// ([`EngineError::OptWithout`]); call this after [`Self::with_memory_horizon`].
     pub fn with_cache_policies(mut self, policies: CachePolicies) -> Result<Self, EngineError> {
         if policies.contains(CachePolicy::Opt) {
-            let refuse = |instance_id: &str, what: &str| EngineError::InvalidLane {
-                instance_id: instance_id.to_owned(),
-                reason: format!(
-                    "the OPT policy is defined without {what}; replay OPT without it (or \
-                     --policy lru with it)"
-                ),
-            };
             if self.memory_horizon.is_some() {
-                return Err(refuse("*", "a memory horizon (--memory-horizon)"));
+                return Err(EngineError::OptWithout {
+                    lane: None,
+                    what: "a memory horizon (--memory-horizon)",
+                });
             }
-            let templates = match &self.config.lanes {
+            let what = "a TTL (--ttl-seconds, ttl_seconds)";
+            if let LaneSet::OnTheFly(template) = &self.config.lanes
+                && template.ttl_ns > 0
+            {
+                return Err(EngineError::OptWithout { lane: None, what });
+            }
+            let configured = match &self.config.lanes {
                 LaneSet::Configured(specs) => specs.iter().collect::<Vec<_>>(),
-                LaneSet::OnTheFly(template) => vec![template],
+                LaneSet::OnTheFly(_) => Vec::new(),
             };
-            let lanes = self.lanes.iter().map(Lane::spec);
-            if let Some(spec) = templates
+            if let Some(spec) = configured
                 .into_iter()
-                .chain(lanes)
+                .chain(self.lanes.iter().map(Lane::spec))
                 .find(|spec| spec.ttl_ns > 0)
             {
-                return Err(refuse(
-                    &spec.instance_id,
-                    "a TTL (--ttl-seconds, ttl_seconds)",
-                ));
+                return Err(EngineError::OptWithout {
+                    lane: Some(spec.instance_id.clone()),
+                    what,
+                });
             }
         }
         self.cache_policies = policies;
