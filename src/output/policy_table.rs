@@ -95,14 +95,42 @@ pub fn query_policy_table(
     summary: &litehit_report::QuerySummary,
     slots: &litehit_report::QuerySlots,
 ) -> Option<String> {
-    let totals = &summary.overall;
-    let (opt, split) = (totals.opt.as_ref()?, totals.miss_split()?);
-    let rows: Vec<PolicyRow> = slots
+    let labels: Vec<String> = slots
         .capacities()
         .into_iter()
+        .map(display::capacity_label)
+        .collect();
+    let title = if summary.pool.is_some() {
+        "LRU and OPT, every instance its own cache"
+    } else {
+        "LRU and OPT"
+    };
+    let mut out = policy_table_of(title, &summary.overall, &labels)?;
+    if let Some(pool) = &summary.pool {
+        let title = format!(
+            "LRU and OPT, one cache shared by the {} instances ({}, at {} × each capacity)",
+            pool.instances, pool.name, pool.instances
+        );
+        if let Some(table) = policy_table_of(&title, &pool.pool, &labels) {
+            out.push('\n');
+            out.push_str(&table);
+        }
+    }
+    Some(out)
+}
+
+/// The table of `totals` with OPT's sums beside (`None` without them).
+fn policy_table_of(
+    title: &str,
+    totals: &litehit_report::SlotTotals,
+    labels: &[String],
+) -> Option<String> {
+    let (opt, split) = (totals.opt.as_ref()?, totals.miss_split()?);
+    let rows: Vec<PolicyRow> = labels
+        .iter()
         .enumerate()
-        .map(|(slot, capacity)| PolicyRow {
-            capacity: display::capacity_label(capacity),
+        .map(|(slot, label)| PolicyRow {
+            capacity: label.clone(),
             lru_hit_tokens: totals.total_hit_tokens[slot],
             opt_hit_tokens: opt.hit_tokens[slot],
             infinite_hit_tokens: opt.infinite_hit_tokens,
@@ -111,11 +139,6 @@ pub fn query_policy_table(
             policy_miss_tokens: split.policy_miss_tokens[slot],
         })
         .collect();
-    let title = if summary.pool.is_some() {
-        "LRU and OPT, every instance its own cache"
-    } else {
-        "LRU and OPT"
-    };
     Some(render_policy_table(title, totals.total_input_tokens, &rows))
 }
 

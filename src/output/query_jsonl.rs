@@ -386,6 +386,7 @@ fn append_opt_fields(out: &mut Vec<u8>, totals: &SlotTotals) {
 /// `{"summary":true,"pool":NAME,"instances":N,"requests":..,"total_input_tokens":..,
 /// "capacity_gb":[..],("capacity_blocks":[..],)"pool_capacity_blocks":[N × C, -1 = unlimited],
 /// "pool_total_hit_blocks":[..],"pool_total_hit_tokens":[..],"pool_hit_rates":[..],
+/// ("pool_opt_hit_tokens":[..],"pool_opt_hit_rates":[..] with `--opt`,)
 /// "per_instance_total_hit_tokens":[..],"per_instance_hit_rates":[..]}`.
 fn append_pool_line(
     out: &mut Vec<u8>,
@@ -416,6 +417,12 @@ fn append_pool_line(
     append_u64_array(out, &pool.pool.total_hit_tokens);
     out.extend_from_slice(b",\"pool_hit_rates\":");
     append_g6_array(out, pool.pool.hit_rates());
+    if let (Some(opt), Some(rates)) = (&pool.pool.opt, pool.pool.opt_hit_rates()) {
+        out.extend_from_slice(b",\"pool_opt_hit_tokens\":");
+        append_u64_array(out, &opt.hit_tokens);
+        out.extend_from_slice(b",\"pool_opt_hit_rates\":");
+        append_g6_array(out, rates);
+    }
     out.extend_from_slice(b",\"per_instance_total_hit_tokens\":");
     append_u64_array(out, &instances.total_hit_tokens);
     out.extend_from_slice(b",\"per_instance_hit_rates\":");

@@ -129,7 +129,7 @@ impl RecordsQuery {
             let (totals, range) = (&mut self.totals, self.range);
             read_again(&mut |record| {
                 if record.instance_id == *name && range.contains(record.timestamp_ns) {
-                    totals.add_pool_row(record);
+                    totals.add_pool_row(record, None);
                 }
             })?;
         }

@@ -530,3 +530,67 @@ fn the_conversation_trace_query_equals_the_naive_simulators() {
         );
     }
 }
+
+/// The pool lane (`replay --pool`) with OPT: the pool line's `pool_opt_hit_tokens` at N × C
+/// equal the naive MIN simulator over every row at N × C — both when the pool is the lane
+/// accumulated while reading (`--pool`, named `pool`) and when it is recognised only at the
+/// end and its rows are read again, OPT's in step (`--pool=shared`) — and the text table
+/// shows the shared cache's split too.
+#[test]
+fn the_pool_line_has_opt_at_n_times_c() {
+    let dir = tempfile::tempdir().unwrap();
+    let (text, requests) = trace(11, 160);
+    let trace_path = write_file(dir.path(), "trace.jsonl", &text);
+    let all_keys: Vec<Vec<i64>> = requests.iter().map(|(_, keys)| keys.clone()).collect();
+    for pool_flag in ["--pool", "--pool=shared"] {
+        let out = dir
+            .path()
+            .join(pool_flag.trim_start_matches('-').replace('=', "-"));
+        ok(replay_to(
+            &trace_path,
+            &out,
+            &["--block-size", "4", "--policy", "lru,opt", pool_flag, "-q"],
+        ));
+        let run = ok(run_in(None, query_args(&out, &[])));
+        let pool_line: Value = run
+            .stdout
+            .lines()
+            .map(|line| serde_json::from_str::<Value>(line).unwrap())
+            .find(|line| line.get("pool").is_some())
+            .unwrap_or_else(|| panic!("{pool_flag}: no pool line in\n{}", run.stdout));
+        let capacities: Vec<Option<usize>> = pool_line["pool_capacity_blocks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|blocks| usize::try_from(blocks.as_i64().unwrap()).ok())
+            .collect();
+        assert_eq!(capacities.len(), CAPACITY_BLOCKS.len() + 1, "{pool_line}");
+        let expected: Vec<u64> = capacities
+            .iter()
+            .map(|&capacity| min_unit_hits(&all_keys, capacity).iter().sum::<u64>() * BLOCK_TOKENS)
+            .collect();
+        assert_eq!(
+            u64s(&pool_line["pool_opt_hit_tokens"]),
+            expected,
+            "{pool_flag}: {pool_line}"
+        );
+        // LRU's pool hits never above OPT's.
+        for (lru, opt) in u64s(&pool_line["pool_total_hit_tokens"])
+            .into_iter()
+            .zip(expected)
+        {
+            assert!(lru <= opt, "{pool_flag}: {pool_line}");
+        }
+        let table = run_in(
+            None,
+            query_args(&out, &[]).into_iter().map(|arg| {
+                if arg == "-" {
+                    dir.path().join("q.jsonl").display().to_string()
+                } else {
+                    arg
+                }
+            }),
+        );
+        assert_mentions(&ok(table).stdout, &["one cache shared by the 2 instances"]);
+    }
+}

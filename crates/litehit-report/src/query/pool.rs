@@ -8,7 +8,7 @@ use litehit_core::projector::{self, Capacity};
 
 use super::QueryError;
 use super::plan::TierPlan;
-use super::totals::SlotTotals;
+use super::totals::{OptTotals, SlotTotals};
 
 /// The shared pool at the fleet's total capacity, beside the instances' own caches: with N
 /// instances (every instance id but the pool's), slot C compares the pool at N × C with the
@@ -41,6 +41,8 @@ pub(crate) struct PoolTotals {
     geometry: Option<(u64, u64)>,
     /// A second `block_bytes` among the pool's rows (an error at the end).
     other_block_bytes: Option<u64>,
+    /// OPT's facts of the same rows (`query --opt`): the pool's OPT at N × C.
+    opt: Option<projector::CapacityAxisAccumulator>,
 }
 
 impl PoolTotals {
@@ -52,10 +54,22 @@ impl PoolTotals {
             input_tokens: 0,
             geometry: None,
             other_block_bytes: None,
+            opt: None,
         }
     }
 
-    pub(crate) fn add(&mut self, record: &FactRecord) {
+    /// Also accumulates OPT's rows ([`Self::add`] with the OPT row of each).
+    pub(crate) fn with_opt(mut self) -> Self {
+        self.opt = Some(projector::CapacityAxisAccumulator::new());
+        self
+    }
+
+    /// Adds a row of the pool lane, with OPT's row of the same request when OPT facts are
+    /// read beside.
+    pub(crate) fn add(&mut self, record: &FactRecord, opt: Option<&FactRecord>) {
+        if let (Some(accumulator), Some(opt)) = (&mut self.opt, opt) {
+            accumulator.add_fact(&opt.fact);
+        }
         match self.geometry {
             None => self.geometry = Some((record.block_size_tokens, record.block_bytes)),
             Some((_, block_bytes)) if block_bytes != record.block_bytes => {
@@ -106,6 +120,20 @@ impl PoolTotals {
                 .collect()
         };
         let total_hit_tokens = tokens(&total_hit_blocks);
+        let opt = self.opt.as_ref().map(|accumulator| OptTotals {
+            hit_tokens: tokens(
+                &pool_capacity_blocks
+                    .iter()
+                    .map(|capacity| match *capacity {
+                        Some(blocks) => accumulator.hit_blocks_at(blocks),
+                        None => accumulator.infinite_hit_blocks(),
+                    })
+                    .collect::<Vec<u64>>(),
+            ),
+            infinite_hit_tokens: accumulator
+                .infinite_hit_blocks()
+                .wrapping_mul(block_size_tokens),
+        });
         // The tiers at N × each size: bands of the pooled sizes on the pool's own axis.
         let pool_tier_capacity_blocks = tiers.map_or_else(Vec::new, |plan| {
             plan.pooled_capacity_blocks(block_bytes, instances)
@@ -128,7 +156,7 @@ impl PoolTotals {
                 total_hit_tokens,
                 tier_hit_blocks,
                 tier_hit_tokens,
-                opt: None,
+                opt,
             },
             pool_tier_capacity_blocks,
         }))

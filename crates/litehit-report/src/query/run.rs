@@ -35,6 +35,8 @@ pub struct QueryRun {
     kv_bytes_per_token: Option<u64>,
     /// The OPT facts of the same trace, read in step ([`QueryPlan::opt`]).
     opt: Option<OptRows>,
+    /// Their paths, one per facts file, for the pool's second read.
+    opt_paths: Vec<PathBuf>,
 }
 
 impl QueryRun {
@@ -63,6 +65,7 @@ impl QueryRun {
             seen: SeenRows::default(),
             kv_bytes_per_token: plan.kv_bytes_per_token,
             opt,
+            opt_paths: plan.opt.clone(),
         })
     }
 
@@ -128,7 +131,7 @@ impl QueryRun {
             && !self.totals.is_pool(name)
         {
             reread_pool(
-                &facts_paths,
+                (&facts_paths, &self.opt_paths),
                 name,
                 (self.range, self.kv_bytes_per_token),
                 &mut self.totals,
@@ -141,9 +144,10 @@ impl QueryRun {
 /// Reads the accounted rows of pool lane `name` a second time, into the pool's accumulation:
 /// it was recognised only at the end, and was not the lane most likely to be it (a pool with
 /// a name of its own and no `--pool NAME`). Only the files holding its rows are read, in
-/// `range` and with the block bytes of `kv_bytes_per_token` as the first read.
+/// `range` and with the block bytes of `kv_bytes_per_token` as the first read; with OPT
+/// facts (one per facts file, `opt_paths`), each file's OPT file is read in step with it.
 fn reread_pool(
-    facts_paths: &[PathBuf],
+    (facts_paths, opt_paths): (&[PathBuf], &[PathBuf]),
     name: &str,
     (range, kv_bytes_per_token): (TimeRange, Option<u64>),
     totals: &mut QueryTotals,
@@ -152,9 +156,13 @@ fn reread_pool(
     let mut record = FactRecord::default();
     for index in totals.files_of(name, facts_paths.len()) {
         let path = &facts_paths[index];
-        let rereadable = path.as_os_str() != "-"
-            && std::fs::metadata(path).is_ok_and(|metadata| metadata.is_file());
-        if !rereadable {
+        let rereadable = |path: &PathBuf| {
+            path.as_os_str() != "-" && std::fs::metadata(path).is_ok_and(|meta| meta.is_file())
+        };
+        if let Some(path) = std::iter::once(path)
+            .chain(opt_paths.get(index))
+            .find(|path| !rereadable(path))
+        {
             return Err(QueryError::PoolNotRereadable {
                 name: name.to_owned(),
                 path: path.display().to_string(),
@@ -162,9 +170,18 @@ fn reread_pool(
         }
         let mut reader = FactsFiles::lazy(std::slice::from_ref(path))
             .with_kv_bytes_per_token(kv_bytes_per_token);
+        let mut opt = opt_paths
+            .get(index)
+            .map(|opt_path| OptRows::open(std::slice::from_ref(opt_path), kv_bytes_per_token))
+            .transpose()?;
         while reader.next_record(&mut record)? {
+            // Every row is paired, as in the first read: the two files go in step.
+            let opt_record = match &mut opt {
+                Some(opt) => Some(opt.next_for(&record, path, reader.line_number())?),
+                None => None,
+            };
             if record.instance_id == name && range.contains(record.timestamp_ns) {
-                totals.add_pool_row(&record);
+                totals.add_pool_row(&record, opt_record);
             }
         }
     }

@@ -275,6 +275,7 @@ impl QueryTotals {
     pub fn with_opt(mut self) -> Self {
         self.with_opt = true;
         self.overall = SlotTotals::new(self.capacities.len(), self.tier_hit_blocks.len(), true);
+        self.pool = self.pool.take().map(PoolTotals::with_opt);
         self
     }
 
@@ -329,13 +330,16 @@ impl QueryTotals {
     /// Starts the pool's accumulation over, for lane `name` (whose accounted rows then go
     /// through [`Self::add_pool_row`]).
     pub fn restart_pool(&mut self, name: &str) {
-        self.pool = Some(PoolTotals::new(name));
+        let pool = PoolTotals::new(name);
+        self.pool = Some(if self.with_opt { pool.with_opt() } else { pool });
     }
 
-    /// Adds an accounted row of the pool lane to the pool's accumulation only.
-    pub fn add_pool_row(&mut self, record: &FactRecord) {
+    /// Adds an accounted row of the pool lane to the pool's accumulation only, with OPT's
+    /// row of the same request when OPT facts are read beside ([`Self::with_opt`]; without
+    /// it, the pool line has no OPT figures).
+    pub fn add_pool_row(&mut self, record: &FactRecord, opt: Option<&FactRecord>) {
         if let Some(pool) = &mut self.pool {
-            pool.add(record);
+            pool.add(record, opt);
         }
     }
 
@@ -391,7 +395,7 @@ impl QueryTotals {
         if self.is_pool(&record.instance_id)
             && let Some(pool) = &mut self.pool
         {
-            pool.add(record);
+            pool.add(record, opt);
         }
         // Every row goes into the overall totals: the pool's lane is known only at the end,
         // and then its own totals are taken out again (see `try_into_summary`).
