@@ -69,19 +69,9 @@ impl EngineRule {
 
     /// Caps `fact` at [`Self::max_hit_blocks`]: the curve keeps its first blocks.
     pub fn apply(self, fact: &mut RequestFact, input_token_len: u64, block_size_tokens: u64) {
-        let Some(mut left) = self.max_hit_blocks(input_token_len, block_size_tokens) else {
-            return;
-        };
-        let mut keep = 0;
-        for segment in &mut fact.hit_curve {
-            if left == 0 {
-                break;
-            }
-            segment.run_length = segment.run_length.min(left);
-            left -= segment.run_length;
-            keep += 1;
+        if let Some(blocks) = self.max_hit_blocks(input_token_len, block_size_tokens) {
+            fact.keep_first_blocks(blocks);
         }
-        fact.hit_curve.truncate(keep);
     }
 }
 
