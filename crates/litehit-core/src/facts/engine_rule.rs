@@ -11,10 +11,12 @@
 //!   (`vllm/v1/core/single_type_kv_cache_manager.py`,
 //!   `FullAttentionManager.find_longest_cache_hit`) looks at no more than
 //!   `max_length // block_size` blocks.
-//! - SGLang: `python/sglang/srt/managers/schedule_batch.py`, `Req.init_next_round_input`
-//!   matches the radix tree on `adjust_max_prefix_ids()` (`_compute_max_prefix_len` in newer
-//!   versions): `max_prefix_len = input_len - 1`; with a page size above 1 the radix cache
-//!   matches whole pages only.
+//! - SGLang (sgl-project/sglang at fd3907ee4618e96b73ee94d9a836db78efb5d046):
+//!   `python/sglang/srt/managers/schedule_batch.py`, `Req.init_next_round_input` sets
+//!   `max_prefix_len = input_len - 1` ("the matched length is at most 1 less than the input
+//!   length") and matches the radix cache on `self.fill_ids[:max_prefix_len]`; with a page
+//!   size above 1 the radix cache matches whole pages only. (Older versions did the same in
+//!   `Req.adjust_max_prefix_ids`.)
 //!
 //! The hit curve's thresholds rise along the prompt, so capping the hits at K blocks at every
 //! capacity is keeping the curve's first K blocks. Only a prompt whose length is a whole
