@@ -67,6 +67,21 @@ pub enum LaneSet {
     OnTheFly(LaneSpec),
 }
 
+impl LaneSet {
+    /// Each lane's `(block_size_tokens, block_bytes)` (the template's for lanes made on the
+    /// fly): what one capacity slot must fit (`EnginePool::slot_capacity`).
+    #[must_use]
+    pub fn block_geometry(&self) -> Vec<(u64, u64)> {
+        match self {
+            Self::Configured(specs) => specs
+                .iter()
+                .map(|spec| (spec.block_size_tokens, spec.block_bytes))
+                .collect(),
+            Self::OnTheFly(spec) => vec![(spec.block_size_tokens, spec.block_bytes)],
+        }
+    }
+}
+
 /// Everything the engine needs to turn trace events into facts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EngineConfig {
