@@ -165,6 +165,7 @@ fn convert_uncached(tokenizer: &str, template: Option<&str>, log: &Path, trace: 
             fields,
             add_special_tokens: litehit_tokenize::convert::AddSpecialTokens::Auto,
             skip_bad: false,
+            cache_output: false,
         },
     );
     let input = std::io::BufReader::new(std::fs::File::open(log).expect("log"));

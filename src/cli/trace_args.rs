@@ -130,6 +130,19 @@ pub struct TokenizeFlags {
     /// [default: usage.prompt_tokens]
     #[arg(long, value_name = "PATH")]
     pub usage_field: Option<String>,
+
+    /// Cache each request's output: the full blocks the engine filled while generating it
+    /// (prompt + output, without the last output token) enter the cache after the request,
+    /// chained on its prompt, so a next turn re-sending them can hit; the request's own hits
+    /// count its prompt only. Read from `output_token_ids`, else `choices.0.message.content`,
+    /// else `choices.0.text` (text is tokenized without special tokens), or --output-field
+    #[arg(long)]
+    pub cache_output: bool,
+
+    /// Where the output is for --cache-output (dotted path, a number indexes an array):
+    /// token ids or text
+    #[arg(long, value_name = "PATH", requires = "cache_output")]
+    pub output_field: Option<String>,
 }
 
 #[cfg(feature = "tokenize")]
@@ -151,6 +164,8 @@ impl TokenizeFlags {
             instance_field,
             salt_field,
             usage_field,
+            cache_output,
+            output_field,
         } = self;
         [
             (chat_template.is_some(), "--chat-template"),
@@ -165,6 +180,8 @@ impl TokenizeFlags {
             (instance_field.is_some(), "--instance-field"),
             (salt_field.is_some(), "--salt-field"),
             (usage_field.is_some(), "--usage-field"),
+            (*cache_output, "--cache-output"),
+            (output_field.is_some(), "--output-field"),
         ]
         .into_iter()
         .find_map(|(given, flag)| given.then_some(flag))

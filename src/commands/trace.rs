@@ -204,6 +204,10 @@ pub fn build_converter(
         tenant: tenant_field.map(str::to_owned),
         usage: flags.usage_field.clone().unwrap_or(defaults.usage),
         cached_tokens: defaults.cached_tokens,
+        output: flags
+            .output_field
+            .clone()
+            .map_or(defaults.output, |path| vec![path]),
     };
     let block_size = usize::try_from(block_size).wrap_err("--block-size is too large")?;
     Ok(Converter::new(
@@ -214,6 +218,7 @@ pub fn build_converter(
             fields,
             add_special_tokens: flags.add_special_tokens.unwrap_or_default(),
             skip_bad,
+            cache_output: flags.cache_output,
         },
     ))
 }
@@ -281,6 +286,20 @@ pub fn render_summary(
             .expect("writing to a String cannot fail");
         }
         text.push('\n');
+    }
+    if summary.outputs + summary.outputs_missing > 0 {
+        writeln!(
+            text,
+            "litehit: --cache-output: {} of {} requests carried an output ({} full output \
+             blocks cached); {} prompts continue an earlier request's prompt + output, {} of \
+             them re-sending all its full blocks (see docs/REQUEST_LOGS.md#cached-outputs)",
+            summary.outputs,
+            summary.outputs + summary.outputs_missing,
+            summary.output_blocks,
+            summary.continued,
+            summary.output_resent,
+        )
+        .expect("writing to a String cannot fail");
     }
     if let Some(line) = summary.first_lone_surrogate_line {
         writeln!(

@@ -547,6 +547,9 @@ fn trace_ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
     config.memory_horizon = args.memory_horizon;
     config.engine_rule = args.engine;
     config.engine_pool = args.engine_pool.pool();
+    if let Some(pool) = config.engine_pool {
+        pool.slot_capacity(&config.engine.lanes.block_geometry())?;
+    }
     config.engine_metrics = engine_endpoints(args)?;
     // On the monitor's interval (the headless lines'), at least every 100 ms.
     config.engine_metrics_interval = std::time::Duration::from_secs_f64(args.interval.max(0.1));

@@ -9,8 +9,12 @@
 //!   `vllm/v1/metrics/loggers.py`), and `vllm:cache_config_info`'s `num_gpu_blocks` and
 //!   `block_size` labels (the engine's pool: the `engine` slot when none was given).
 //! - SGLang: `sglang:prompt_tokens_total` and `sglang:cached_tokens_total`
-//!   (`python/sglang/srt/metrics/collector.py`; of its `cache_source` series only `device`,
-//!   the GPU's prefix cache, when it has the label).
+//!   (sgl-project/sglang at 93d04878cfb9, `python/sglang/srt/metrics/collector.py`,
+//!   `TokenizerMetricsCollector.__init__`: `name="sglang:prompt_tokens_total"` and
+//!   `name="sglang:cached_tokens_total"`, both incremented per finished request by
+//!   `observe_one_finished_request`, the cached one only once a request hit, so a page may
+//!   lack it until then). Newer versions label the cached tokens by `cache_source` (device,
+//!   host, storage): only `device`, the GPU's prefix cache, is read.
 //!
 //! Only loopback and private addresses are scraped unless the user allows any: a monitor is
 //! no port scanner.
@@ -277,6 +281,28 @@ mod tests {
             Ok((4096, 3000))
         );
         assert!(EngineCounters::parse("up 1\n").is_err());
+    }
+
+    /// SGLang before its `cache_source` label, as prometheus_client writes a counter (a
+    /// `_created` sample beside each `_total`), and a page before the first cache hit (the
+    /// cached counter is only created by a hit).
+    #[test]
+    fn sglang_pages_without_the_cache_source_label_are_read() {
+        let page = "# HELP sglang:prompt_tokens_total Number of prefill tokens processed.\n\
+             # TYPE sglang:prompt_tokens_total counter\n\
+             sglang:prompt_tokens_total{model_name=\"m\"} 512.0\n\
+             sglang:prompt_tokens_created{model_name=\"m\"} 1.7e9\n\
+             sglang:cached_tokens_total{model_name=\"m\"} 128.0\n\
+             sglang:cached_tokens_created{model_name=\"m\"} 1.7e9\n";
+        assert_eq!(
+            EngineCounters::parse(page).map(|c| (c.query_tokens, c.hit_tokens, c.pool)),
+            Ok((512, 128, None))
+        );
+        let before_a_hit = "sglang:prompt_tokens_total{model_name=\"m\"} 64.0\n";
+        assert_eq!(
+            EngineCounters::parse(before_a_hit).map(|c| (c.query_tokens, c.hit_tokens)),
+            Ok((64, 0))
+        );
     }
 
     #[test]

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::blocks::{block_keys, root_seed};
+use crate::continuation::Continuations;
 use crate::error::{Result, TokenizeError};
 use crate::record::{
     DEFAULT_INSTANCE, FieldPaths, as_text, field, find_body, replace_lone_surrogates,
@@ -36,6 +37,10 @@ pub struct ConvertOptions {
     pub add_special_tokens: AddSpecialTokens,
     /// Skip a bad line (counted in the summary) instead of stopping at it.
     pub skip_bad: bool,
+    /// Read each record's generated output ([`FieldPaths::output`]) and write the full
+    /// blocks the engine filled while generating it as the row's `output_keys`
+    /// (`--cache-output`).
+    pub cache_output: bool,
 }
 
 /// What a conversion saw.
@@ -51,6 +56,17 @@ pub struct ConvertSummary {
     pub usage_differs: u64,
     /// The first difference: line, our count, the engine's.
     pub first_usage_difference: Option<(u64, u64, u64)>,
+    /// Requests whose record carried an output (`--cache-output`).
+    pub outputs: u64,
+    /// Requests whose record carried none (`--cache-output`).
+    pub outputs_missing: u64,
+    /// Full output blocks written (`output_keys`).
+    pub output_blocks: u64,
+    /// Requests whose prompt continues an earlier request's prompt and output
+    /// ([`crate::continuation`]; `--cache-output`).
+    pub continued: u64,
+    /// ... of which the prompt re-sends every full block of that prompt and output.
+    pub output_resent: u64,
     /// Lone surrogate escapes (`"\ud800"`, as Python's `json.dumps` writes) read as U+FFFD.
     pub lone_surrogates: u64,
     /// The first line that had one.
@@ -106,12 +122,70 @@ struct Pending {
     /// for the message when it exceeds the prompt.
     cached_tokens_path: usize,
     prompt: Prompt,
+    /// The generated output (`--cache-output`), if the record has one.
+    output: Option<Output>,
 }
 
 enum Prompt {
     /// Text to tokenize, with whether to add special tokens, and the field it came from.
     Text(String, bool, &'static str),
     Ids(Vec<u32>),
+}
+
+/// A generated output: text to tokenize (without special tokens) and the field it came
+/// from, or token ids.
+enum Output {
+    Text(String, String),
+    Ids(Vec<u32>),
+}
+
+impl Pending {
+    /// The texts to tokenize, in order (the prompt's, then the output's): each with whether
+    /// to add special tokens and its field.
+    fn texts(&self) -> impl Iterator<Item = (&str, bool, &str)> {
+        let prompt = match &self.prompt {
+            Prompt::Text(text, special, field) => Some((text.as_str(), *special, *field)),
+            Prompt::Ids(_) => None,
+        };
+        let output = match &self.output {
+            Some(Output::Text(text, field)) => Some((text.as_str(), false, field.as_str())),
+            _ => None,
+        };
+        prompt.into_iter().chain(output)
+    }
+}
+
+/// The output of a record when `cache_output`: the first of `paths` found, token ids or text.
+fn output_of<'a>(
+    record: &Value,
+    body: &Value,
+    paths: &'a [String],
+    cache_output: bool,
+) -> std::result::Result<Option<Output>, (&'a str, String)> {
+    if !cache_output {
+        return Ok(None);
+    }
+    let Some((path, value)) = paths
+        .iter()
+        .find_map(|path| field(record, body, path).map(|value| (path, value)))
+    else {
+        return Ok(None);
+    };
+    match value {
+        Value::String(text) => Ok(Some(Output::Text(text.clone(), path.clone()))),
+        Value::Array(_) => token_ids(value)
+            .map(|ids| Some(Output::Ids(ids)))
+            .ok_or_else(|| {
+                (
+                    path.as_str(),
+                    "expected an array of token ids (integers below 2^32)".to_owned(),
+                )
+            }),
+        _ => Err((
+            path.as_str(),
+            format!("expected the output's text or token ids, found {value}"),
+        )),
+    }
 }
 
 /// A count the engine logged (its prompt tokens, its cached tokens): the first of `paths`
@@ -192,6 +266,7 @@ impl Converter {
         let mut summary = ConvertSummary::default();
         let mut pending = Vec::with_capacity(BATCH_LINES);
         let mut writer = RowWriter::default();
+        let mut continuations = Continuations::default();
         for (index, line) in input.lines().enumerate() {
             let line_no = index as u64 + 1;
             let text = line.map_err(|source| TokenizeError::Io {
@@ -207,11 +282,23 @@ impl Converter {
                 Err(error) => return Err(error),
             }
             if pending.len() == BATCH_LINES {
-                self.flush(&mut pending, path, &mut writer, &mut summary)?;
+                self.flush(
+                    &mut pending,
+                    path,
+                    &mut writer,
+                    &mut summary,
+                    &mut continuations,
+                )?;
                 writer.drain(out, out_path)?;
             }
         }
-        self.flush(&mut pending, path, &mut writer, &mut summary)?;
+        self.flush(
+            &mut pending,
+            path,
+            &mut writer,
+            &mut summary,
+            &mut continuations,
+        )?;
         writer.drain(out, out_path)?;
         out.flush().map_err(|source| TokenizeError::Io {
             path: out_path.to_path_buf(),
@@ -374,6 +461,8 @@ impl Converter {
         let (usage, cached) = engine_counts(&record, body, fields).map_err(|(f, m)| bad(&f, m))?;
         let (cached_tokens_path, cached_tokens) = cached.map_or((0, None), |(i, n)| (i, Some(n)));
         let prompt = self.prompt_of(text, body, body_path, path, line)?;
+        let output = output_of(&record, body, &fields.output, self.options.cache_output)
+            .map_err(|(field, message)| bad(field, message))?;
         Ok(Pending {
             line,
             lone_surrogates,
@@ -386,6 +475,7 @@ impl Converter {
             cached_tokens,
             cached_tokens_path,
             prompt,
+            output,
         })
     }
 
@@ -489,6 +579,7 @@ impl Converter {
         path: &Path,
         writer: &mut RowWriter,
         summary: &mut ConvertSummary,
+        continuations: &mut Continuations,
     ) -> Result<()> {
         let tokens: Vec<Result<Vec<u32>>> = match self.encode_texts(pending, path) {
             Ok(encoded) => {
@@ -543,6 +634,17 @@ impl Converter {
             };
             let input_len = tokens.len() as u64;
             writer.row(&request, &tokens, self.options.block_size);
+            if self.options.cache_output {
+                if request.output.is_some() {
+                    summary.outputs += 1;
+                    summary.output_blocks += writer.output_keys().len() as u64;
+                } else {
+                    summary.outputs_missing += 1;
+                }
+                continuations.observe(writer.prompt_keys(), writer.output_keys());
+                summary.continued = continuations.continued;
+                summary.output_resent = continuations.output_resent;
+            }
             summary.requests += 1;
             summary.prompt_tokens += input_len;
             if request.lone_surrogates > 0 {
@@ -574,10 +676,9 @@ impl Converter {
         for add_special in [false, true] {
             let texts: Vec<String> = pending
                 .iter()
-                .filter_map(|request| match &request.prompt {
-                    Prompt::Text(text, special, _) if *special == add_special => Some(text.clone()),
-                    _ => None,
-                })
+                .flat_map(Pending::texts)
+                .filter(|(_, special, _)| *special == add_special)
+                .map(|(text, ..)| text.to_owned())
                 .collect();
             if texts.is_empty() {
                 continue;
@@ -589,14 +690,12 @@ impl Converter {
         }
         // Back into line order.
         let mut ordered = Vec::new();
-        for request in pending {
-            if let Prompt::Text(_, special, _) = &request.prompt {
-                let batch = out
-                    .iter_mut()
-                    .find(|(add_special, _)| add_special == special)
-                    .expect("every text's batch was encoded");
-                ordered.push(batch.1.next().unwrap_or_default());
-            }
+        for (_, special, _) in pending.iter().flat_map(Pending::texts) {
+            let batch = out
+                .iter_mut()
+                .find(|(add_special, _)| *add_special == special)
+                .expect("every text's batch was encoded");
+            ordered.push(batch.1.next().unwrap_or_default());
         }
         Ok(ordered)
     }
@@ -611,16 +710,17 @@ impl Converter {
         path: &Path,
     ) -> TokenizeError {
         for request in pending {
-            if let Prompt::Text(text, special, field) = &request.prompt
-                && *special == add_special
-                && let Err(message) = self.tokenizer.encode(text, add_special)
-            {
-                return TokenizeError::Field {
-                    path: path.to_path_buf(),
-                    line: request.line,
-                    field: (*field).to_owned(),
-                    message: format!("tokenizer: {message}"),
-                };
+            for (text, special, field) in request.texts() {
+                if special == add_special
+                    && let Err(message) = self.tokenizer.encode(text, add_special)
+                {
+                    return TokenizeError::Field {
+                        path: path.to_path_buf(),
+                        line: request.line,
+                        field: field.to_owned(),
+                        message: format!("tokenizer: {message}"),
+                    };
+                }
             }
         }
         let line = pending.first().map_or(0, |request| request.line);
@@ -637,11 +737,24 @@ impl Converter {
 /// Why a prompt without tokens is bad.
 const EMPTY_PROMPT: &str = "the prompt has no tokens (input_len must be > 0)";
 
-/// The token ids of `request`: its own, or the next of `encoded` (its text's, in order).
+/// The token ids of `request`'s prompt and of its output (if it has one): its own, or the
+/// next of `encoded` (its texts', in [`Pending::texts`]' order). Leaves the output as ids.
 fn take_tokens(request: &mut Pending, encoded: &mut impl Iterator<Item = Vec<u32>>) -> Vec<u32> {
-    match std::mem::replace(&mut request.prompt, Prompt::Ids(Vec::new())) {
+    let prompt = match std::mem::replace(&mut request.prompt, Prompt::Ids(Vec::new())) {
         Prompt::Ids(ids) => ids,
         Prompt::Text(..) => encoded.next().unwrap_or_default(),
+    };
+    if let Some(Output::Text(..)) = request.output {
+        request.output = Some(Output::Ids(encoded.next().unwrap_or_default()));
+    }
+    prompt
+}
+
+/// The output's token ids once [`take_tokens`] ran (`None`: the record has no output).
+fn output_tokens(request: &Pending) -> Option<&[u32]> {
+    match &request.output {
+        Some(Output::Ids(ids)) => Some(ids),
+        Some(Output::Text(..)) | None => None,
     }
 }
 
@@ -658,11 +771,28 @@ fn token_ids(value: &Value) -> Option<Vec<u32>> {
 #[derive(Default)]
 struct RowWriter {
     buffer: Vec<u8>,
+    /// The last row's prompt keys, then its output's.
     keys: Vec<i64>,
+    /// How many of `keys` are the prompt's.
+    prompt_keys: usize,
+    /// The prompt's partial tail and the output's tokens.
+    tail: Vec<u32>,
     scratch: Vec<u8>,
 }
 
 impl RowWriter {
+    fn prompt_keys(&self) -> &[i64] {
+        &self.keys[..self.prompt_keys]
+    }
+
+    fn output_keys(&self) -> &[i64] {
+        &self.keys[self.prompt_keys..]
+    }
+
+    /// The row of `request` with prompt `tokens`; with an output, also the keys of the full
+    /// blocks the engine filled while generating it: the blocks of prompt + output past the
+    /// prompt's full ones, without the last output token (sampled, never fed back, so its KV
+    /// is never computed), chained on the prompt's last key.
     fn row(&mut self, request: &Pending, tokens: &[u32], block_size: usize) {
         self.keys.clear();
         block_keys(
@@ -672,6 +802,25 @@ impl RowWriter {
             &mut self.scratch,
             &mut self.keys,
         );
+        self.prompt_keys = self.keys.len();
+        if let Some(output) = output_tokens(request) {
+            self.tail.clear();
+            self.tail
+                .extend_from_slice(&tokens[self.prompt_keys * block_size..]);
+            self.tail
+                .extend_from_slice(&output[..output.len().saturating_sub(1)]);
+            let parent = self
+                .keys
+                .last()
+                .map_or(request.seed, |key| u64::from_ne_bytes(key.to_ne_bytes()));
+            block_keys(
+                &self.tail,
+                block_size,
+                parent,
+                &mut self.scratch,
+                &mut self.keys,
+            );
+        }
         let mut number = itoa::Buffer::new();
         let out = &mut self.buffer;
         out.extend_from_slice(b"{\"type\":\"request\",\"instance_id\":");
@@ -685,17 +834,17 @@ impl RowWriter {
         out.extend_from_slice(b",\"timestamp_ns\":");
         out.extend_from_slice(number.format(request.timestamp_ns).as_bytes());
         out.extend_from_slice(b",\"keys\":[");
-        for (at, key) in self.keys.iter().enumerate() {
-            if at > 0 {
-                out.push(b',');
-            }
-            out.extend_from_slice(number.format(*key).as_bytes());
-        }
+        write_keys(out, &self.keys[..self.prompt_keys]);
         out.extend_from_slice(b"],\"input_len\":");
         out.extend_from_slice(number.format(tokens.len()).as_bytes());
         if let Some(cached_tokens) = request.cached_tokens {
             out.extend_from_slice(b",\"cached_tokens\":");
             out.extend_from_slice(number.format(cached_tokens).as_bytes());
+        }
+        if output_tokens(request).is_some() {
+            out.extend_from_slice(b",\"output_keys\":[");
+            write_keys(out, &self.keys[self.prompt_keys..]);
+            out.push(b']');
         }
         out.extend_from_slice(b"}\n");
     }
@@ -724,6 +873,17 @@ fn non_empty_text_at(
                 .ok_or_else(|| format!("expected a non-empty string, found {value}"))
         })
         .transpose()
+}
+
+/// `keys` as a JSON array's items.
+fn write_keys(out: &mut Vec<u8>, keys: &[i64]) {
+    let mut number = itoa::Buffer::new();
+    for (at, key) in keys.iter().enumerate() {
+        if at > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(number.format(*key).as_bytes());
+    }
 }
 
 fn json_string(out: &mut Vec<u8>, text: &str) {

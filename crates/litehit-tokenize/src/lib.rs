@@ -7,7 +7,8 @@
 //! [`template`] (render `messages` with the model's chat template, minijinja) → [`tokenizer`]
 //! (Hugging Face `tokenizer.json` or an embedded tiktoken encoding; [`segments`] caches
 //! re-sent history exactly) → [`blocks`] (full blocks,
-//! each key chained on its parent's) → [`convert`] (the loop, the rows and the summary).
+//! each key chained on its parent's) → [`convert`] (the loop, the rows and the summary;
+//! [`continuation`] counts next turns re-sending an earlier prompt and output).
 //!
 //! Chat templates are untrusted: each render has a fuel and a memory budget, the memory one
 //! enforced by rendering in a child process ([`sandbox`]).
@@ -17,6 +18,7 @@
 #![warn(clippy::unwrap_used)]
 
 pub mod blocks;
+pub mod continuation;
 pub mod convert;
 pub mod error;
 pub mod pyjson;

@@ -32,7 +32,18 @@ pub struct FieldPaths {
     /// Where the engine's own count of cached prompt tokens may be, the first found wins
     /// (written as the row's `cached_tokens`: the observed hits, beside the ideal).
     pub cached_tokens: Vec<String>,
+    /// Where the generated output may be (`--cache-output`), the first found wins: token
+    /// ids (an array of integers) or text (tokenized without special tokens).
+    pub output: Vec<String>,
 }
+
+/// The generated output: vLLM's `output_token_ids`, else the text of the first choice of a
+/// chat completion or a completion.
+pub const OUTPUT_PATHS: [&str; 3] = [
+    "output_token_ids",
+    "choices.0.message.content",
+    "choices.0.text",
+];
 
 /// The engine's cached prompt tokens: OpenAI-compatible servers (vLLM, SGLang) in
 /// `usage.prompt_tokens_details.cached_tokens`, SGLang's native API in
@@ -54,6 +65,7 @@ impl Default for FieldPaths {
             tenant: None,
             usage: "usage.prompt_tokens".to_owned(),
             cached_tokens: CACHED_TOKENS_PATHS.map(str::to_owned).to_vec(),
+            output: OUTPUT_PATHS.map(str::to_owned).to_vec(),
         }
     }
 }
@@ -115,10 +127,14 @@ impl TimeUnit {
     }
 }
 
-/// `path` (dotted) inside `value`.
+/// `path` (dotted) inside `value`; a step that is a number indexes an array
+/// (`choices.0.text`).
 pub fn lookup<'a>(value: &'a Value, path: &str) -> Option<&'a Value> {
     path.split('.')
-        .try_fold(value, |inner, step| inner.get(step))
+        .try_fold(value, |inner, step| match inner {
+            Value::Array(items) => step.parse::<usize>().ok().and_then(|at| items.get(at)),
+            _ => inner.get(step),
+        })
         .filter(|found| !found.is_null())
 }
 
@@ -238,6 +254,14 @@ mod tests {
         assert_eq!(field(&record, body, "user"), Some(&json!("t1")));
         assert_eq!(field(&record, body, "body.user"), Some(&json!("t1")));
         assert_eq!(field(&record, body, "absent"), None);
+        let reply = json!({"choices": [{"message": {"content": "hi"}}, {"text": "x"}]});
+        assert_eq!(
+            lookup(&reply, "choices.0.message.content"),
+            Some(&json!("hi"))
+        );
+        assert_eq!(lookup(&reply, "choices.1.text"), Some(&json!("x")));
+        assert_eq!(lookup(&reply, "choices.2.text"), None);
+        assert_eq!(lookup(&reply, "choices.x"), None);
     }
 
     /// <https://github.com/litehit/litehit/issues/27>: Python's `json.dumps("\ud800")`.

@@ -1,6 +1,7 @@
 //! The core engine against the naive oracles: random traces, key shapes, the memory horizon, out-
 //! of-memory, seeded scenarios and facts digests.
 
+mod cache_output;
 mod core_props;
 mod digests;
 mod engine_rule;

@@ -88,6 +88,7 @@ fn standard_upstream_loader_examples_parse() {
             input_token_len: 128,
             tenant: None,
             cached_tokens: None,
+            output_keys: Vec::new(),
         }
     );
 
@@ -492,6 +493,7 @@ fn parse_line_overwrites_every_field_of_a_reused_event() {
             input_token_len: 0,
             tenant: None,
             cached_tokens: None,
+            output_keys: Vec::new(),
         }
     );
 }
@@ -1024,6 +1026,7 @@ fn kvcm_hand_written_events() {
             input_token_len: 3,
             tenant: None,
             cached_tokens: None,
+            output_keys: Vec::new(),
         }
     );
     // input_len, input_length, input_tokens win over tokens, in that order.

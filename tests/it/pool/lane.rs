@@ -77,6 +77,7 @@ fn events(trace: &[Vec<i64>], owners: &[usize]) -> Vec<TraceEvent> {
             input_token_len: i64::try_from(keys.len()).unwrap(),
             tenant: None,
             cached_tokens: None,
+            output_keys: Vec::new(),
         })
         .collect()
 }

@@ -19,12 +19,12 @@ const CHATML: &str = "{% for message in messages %}<|im_start|>{{ message['role'
 
 /// A temp dir with `tokenizer.json` (words `w0`..`w99`, roles, ChatML specials, a `<s>`
 /// BOS added by the post-processor) and `chat.jinja`.
-struct Fixture {
-    dir: tempfile::TempDir,
+pub(super) struct Fixture {
+    pub(super) dir: tempfile::TempDir,
 }
 
 impl Fixture {
-    fn new() -> Self {
+    pub(super) fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
         let mut vocab = serde_json::Map::new();
         let specials = ["<unk>", "<|im_start|>", "<|im_end|>", "<s>"];
@@ -69,19 +69,19 @@ impl Fixture {
         Self { dir }
     }
 
-    fn path(&self, name: &str) -> PathBuf {
+    pub(super) fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
     }
 
     /// The tokenizer's own count of `text`, through the `tokenizers` crate directly.
-    fn count(&self, text: &str, add_special: bool) -> u64 {
+    pub(super) fn count(&self, text: &str, add_special: bool) -> u64 {
         let tokenizer = tokenizers::Tokenizer::from_file(self.path("tokenizer.json")).unwrap();
         tokenizer.encode(text, add_special).unwrap().get_ids().len() as u64
     }
 
     /// `litehit trace LOG --out trace.jsonl` with the fixture's tokenizer and template, and
     /// the rows written.
-    fn trace(&self, log: &str, extra: &[&str]) -> Vec<Value> {
+    pub(super) fn trace(&self, log: &str, extra: &[&str]) -> Vec<Value> {
         let log_path = write_file(self.dir.path(), "log.jsonl", log);
         let out = self.path("trace.jsonl");
         let _ = fs::remove_file(&out);
@@ -95,7 +95,7 @@ impl Fixture {
             .collect()
     }
 
-    fn trace_args(&self, log: &Path, out: &Path) -> Vec<String> {
+    pub(super) fn trace_args(&self, log: &Path, out: &Path) -> Vec<String> {
         vec![
             "trace".to_owned(),
             log.display().to_string(),
@@ -113,7 +113,7 @@ impl Fixture {
     }
 
     /// Per-request hit blocks at unlimited capacity: `replay` then `query`.
-    fn hits(&self, trace: &Path) -> Vec<u64> {
+    pub(super) fn hits(&self, trace: &Path) -> Vec<u64> {
         let out = self.path("replay");
         let _ = fs::remove_dir_all(&out);
         ok(replay_to(
@@ -138,7 +138,7 @@ impl Fixture {
 }
 
 /// ChatML as the template renders it, written out by hand.
-fn chatml(messages: &[(&str, &str)], generation_prompt: bool) -> String {
+pub(super) fn chatml(messages: &[(&str, &str)], generation_prompt: bool) -> String {
     let mut text = String::new();
     for (role, content) in messages {
         for part in ["<|im_start|>", role, "\n", content, "<|im_end|>\n"] {
@@ -158,7 +158,7 @@ fn words(range: std::ops::Range<u32>) -> String {
         .join(" ")
 }
 
-fn chat_line(id: &str, messages: &[(&str, &str)], extra: &Value) -> String {
+pub(super) fn chat_line(id: &str, messages: &[(&str, &str)], extra: &Value) -> String {
     let messages: Vec<Value> = messages
         .iter()
         .map(|(role, content)| json!({"role": role, "content": content}))
@@ -170,11 +170,11 @@ fn chat_line(id: &str, messages: &[(&str, &str)], extra: &Value) -> String {
     body.to_string()
 }
 
-fn input_len(row: &Value) -> u64 {
+pub(super) fn input_len(row: &Value) -> u64 {
     row["input_len"].as_u64().unwrap()
 }
 
-fn keys(row: &Value) -> Vec<i64> {
+pub(super) fn keys(row: &Value) -> Vec<i64> {
     row["keys"]
         .as_array()
         .unwrap()

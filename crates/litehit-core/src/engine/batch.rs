@@ -20,7 +20,10 @@ pub(crate) const PARALLEL_MIN_KEYS: usize = 1 << 14;
 /// One request for one lane.
 #[derive(Debug, Clone)]
 pub(crate) struct WorkItem {
+    /// The prompt's keys, then its output's (`--cache-output`).
     pub(crate) keys: Range<usize>,
+    /// How many leading keys are the prompt's: the hit curve counts only those.
+    pub(crate) prompt_blocks: usize,
     pub(crate) input_token_len: u64,
     /// Clamped (non-decreasing) time for the core.
     pub(crate) core_timestamp_ns: i64,
@@ -262,6 +265,7 @@ fn replay_lane(
         }
         lane.replay(
             &keys[item.keys.clone()],
+            item.prompt_blocks,
             item.input_token_len,
             item.core_timestamp_ns,
             &mut fact,

@@ -180,11 +180,17 @@ impl Lane {
 
     /// Replays one normalized request and folds its fact into the counters: `fact` gets the
     /// LRU curve (empty when LRU is off), `opt_fact` the OPT curve (empty when OPT is off).
+    /// `block_keys` are the prompt's `prompt_blocks` keys, then its output's (`--cache-output`):
+    /// the cores replay them as one request, so the output's blocks enter the cache with the
+    /// prompt's (the tail least recent, as vLLM frees a finished request's blocks), and the
+    /// facts keep the prompt's blocks only. A curve's first K blocks depend only on the state
+    /// before the request, so they are the prompt's own curve.
     /// Out of memory, no counter changes (the core's state may be one request ahead of the
     /// accumulator).
     pub(crate) fn replay(
         &mut self,
         block_keys: &[i64],
+        prompt_blocks: usize,
         input_token_len: u64,
         timestamp_ns: i64,
         fact: &mut RequestFact,
@@ -198,6 +204,10 @@ impl Lane {
         }
         if let Some(opt) = &mut self.opt {
             opt.try_process_request_into(block_keys, timestamp_ns, opt_fact)?;
+        }
+        if prompt_blocks < block_keys.len() {
+            fact.keep_first_blocks(prompt_blocks as u64);
+            opt_fact.keep_first_blocks(prompt_blocks as u64);
         }
         // The serving engine's rule caps each policy's fact alike.
         let block_size_tokens = self.spec.block_size_tokens;
@@ -233,7 +243,7 @@ impl Lane {
         self.infinite_hit_blocks += crate::projector::project_infinite(infinite_fact);
         self.requests += 1;
         self.input_tokens += input_token_len;
-        self.request_blocks += block_keys.len() as u64;
+        self.request_blocks += prompt_blocks as u64;
         Ok(())
     }
 

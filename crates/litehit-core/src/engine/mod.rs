@@ -18,7 +18,7 @@ use std::fmt::Write as _;
 
 use crate::facts::{FactRow, RequestFact};
 use crate::formats::{EventKind, TraceEvent};
-use crate::preprocess::{NormalizeError, NormalizeParams, normalize_appended_keys};
+use crate::preprocess::{NormalizeError, NormalizeParams, normalize_appended_request};
 use crate::projector::Capacity;
 pub use cache_policy::{CachePolicies, CachePolicy};
 pub use lane::{Lane, ObservedCounts};
@@ -65,6 +65,21 @@ pub enum LaneSet {
     /// No config file: a lane is created for each instance id seen, all with these
     /// parameters (`instance_id` of the template is the name used for rows without one).
     OnTheFly(LaneSpec),
+}
+
+impl LaneSet {
+    /// Each lane's `(block_size_tokens, block_bytes)` (the template's for lanes made on the
+    /// fly): what one capacity slot must fit (`EnginePool::slot_capacity`).
+    #[must_use]
+    pub fn block_geometry(&self) -> Vec<(u64, u64)> {
+        match self {
+            Self::Configured(specs) => specs
+                .iter()
+                .map(|spec| (spec.block_size_tokens, spec.block_bytes))
+                .collect(),
+            Self::OnTheFly(spec) => vec![(spec.block_size_tokens, spec.block_bytes)],
+        }
+    }
 }
 
 /// Everything the engine needs to turn trace events into facts.
@@ -221,8 +236,9 @@ pub struct Engine {
     router: Router,
     stats: EngineStats,
     targets: Vec<usize>,
-    /// Per event: each distinct normalization's parameters, key range and token count.
-    normalized: Vec<(NormalizeParams, std::ops::Range<usize>, u64)>,
+    /// Per event: each distinct normalization's parameters, key range, token count and
+    /// prompt blocks (the leading keys its hit curve counts; the rest are its output's).
+    normalized: Vec<(NormalizeParams, std::ops::Range<usize>, u64, usize)>,
     batch: batch::Batch,
     fact: RequestFact,
     derived_trace_id: String,
@@ -657,18 +673,21 @@ impl Engine {
         self.normalized.clear();
         for &lane_index in &self.targets {
             let params = self.lanes[lane_index].normalize_params();
-            if self.normalized.iter().any(|(p, _, _)| *p == params) {
+            if self.normalized.iter().any(|(p, ..)| *p == params) {
                 continue;
             }
             let start = self.batch.keys.len();
+            // The output's blocks (`--cache-output`) follow the prompt's in one chain.
             self.batch.keys.extend_from_slice(&event.keys);
-            let input_token_len = match normalize_appended_keys(
+            self.batch.keys.extend_from_slice(&event.output_keys);
+            let (input_token_len, prompt_blocks) = match normalize_appended_request(
                 &mut self.batch.keys,
                 start,
+                event.keys.len(),
                 event.input_token_len,
                 params,
             ) {
-                Ok(tokens) => tokens,
+                Ok(normalized) => normalized,
                 Err(source) => {
                     self.batch.keys.truncate(keys_start);
                     let error = EngineError::InvalidRequest {
@@ -680,8 +699,12 @@ impl Engine {
                     return Err(error);
                 }
             };
-            self.normalized
-                .push((params, start..self.batch.keys.len(), input_token_len));
+            self.normalized.push((
+                params,
+                start..self.batch.keys.len(),
+                input_token_len,
+                prompt_blocks,
+            ));
         }
         if let Err(error) = self.plan_input_tokens(line_number, &trace_id, keys_start) {
             self.derived_trace_id = trace_id;
@@ -692,10 +715,10 @@ impl Engine {
         let trace_id_range = trace_id_start..self.batch.trace_ids.len();
         for &lane_index in &self.targets {
             let params = self.lanes[lane_index].normalize_params();
-            let (_, keys, input_token_len) = self
+            let (_, keys, input_token_len, prompt_blocks) = self
                 .normalized
                 .iter()
-                .find(|(p, _, _)| *p == params)
+                .find(|(p, ..)| *p == params)
                 .cloned()
                 .expect("every target's parameters were normalized above");
             let core_timestamp_ns = self.lanes[lane_index].advance_clock(event.timestamp_ns);
@@ -710,6 +733,7 @@ impl Engine {
             });
             items.push(batch::WorkItem {
                 keys,
+                prompt_blocks,
                 input_token_len,
                 core_timestamp_ns,
             });
@@ -735,7 +759,10 @@ impl Engine {
             return Err(EngineError::InputTokensOverflow {
                 line_number,
                 trace_id: trace_id.to_owned(),
-                input_token_len: self.normalized.first().map_or(0, |(_, _, tokens)| *tokens),
+                input_token_len: self
+                    .normalized
+                    .first()
+                    .map_or(0, |(_, _, tokens, _)| *tokens),
                 total_before: self.input_tokens_planned,
             });
         };
@@ -747,7 +774,7 @@ impl Engine {
     fn normalized_input_tokens(&self) -> Option<u64> {
         self.targets.iter().try_fold(0_u64, |sum, &lane_index| {
             let params = self.lanes[lane_index].normalize_params();
-            let (_, _, tokens) = self.normalized.iter().find(|(p, _, _)| *p == params)?;
+            let (_, _, tokens, _) = self.normalized.iter().find(|(p, ..)| *p == params)?;
             sum.checked_add(*tokens)
         })
     }

@@ -26,6 +26,7 @@ fn event(
         input_token_len,
         tenant: None,
         cached_tokens: None,
+        output_keys: Vec::new(),
     }
 }
 

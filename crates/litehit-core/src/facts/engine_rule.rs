@@ -11,10 +11,12 @@
 //!   (`vllm/v1/core/single_type_kv_cache_manager.py`,
 //!   `FullAttentionManager.find_longest_cache_hit`) looks at no more than
 //!   `max_length // block_size` blocks.
-//! - SGLang: `python/sglang/srt/managers/schedule_batch.py`, `Req.init_next_round_input`
-//!   matches the radix tree on `adjust_max_prefix_ids()` (`_compute_max_prefix_len` in newer
-//!   versions): `max_prefix_len = input_len - 1`; with a page size above 1 the radix cache
-//!   matches whole pages only.
+//! - SGLang (sgl-project/sglang at fd3907ee4618e96b73ee94d9a836db78efb5d046):
+//!   `python/sglang/srt/managers/schedule_batch.py`, `Req.init_next_round_input` sets
+//!   `max_prefix_len = input_len - 1` ("the matched length is at most 1 less than the input
+//!   length") and matches the radix cache on `self.fill_ids[:max_prefix_len]`; with a page
+//!   size above 1 the radix cache matches whole pages only. (Older versions did the same in
+//!   `Req.adjust_max_prefix_ids`.)
 //!
 //! The hit curve's thresholds rise along the prompt, so capping the hits at K blocks at every
 //! capacity is keeping the curve's first K blocks. Only a prompt whose length is a whole
@@ -69,19 +71,9 @@ impl EngineRule {
 
     /// Caps `fact` at [`Self::max_hit_blocks`]: the curve keeps its first blocks.
     pub fn apply(self, fact: &mut RequestFact, input_token_len: u64, block_size_tokens: u64) {
-        let Some(mut left) = self.max_hit_blocks(input_token_len, block_size_tokens) else {
-            return;
-        };
-        let mut keep = 0;
-        for segment in &mut fact.hit_curve {
-            if left == 0 {
-                break;
-            }
-            segment.run_length = segment.run_length.min(left);
-            left -= segment.run_length;
-            keep += 1;
+        if let Some(blocks) = self.max_hit_blocks(input_token_len, block_size_tokens) {
+            fact.keep_first_blocks(blocks);
         }
-        fact.hit_curve.truncate(keep);
     }
 }
 

@@ -68,6 +68,24 @@ impl RequestFact {
             .collect()
     }
 
+    /// Keeps the curve's first `blocks` blocks: the request's hits at any capacity are then
+    /// at most `blocks`. The curve's thresholds rise along the request, so this is the curve
+    /// of its first `blocks` blocks alone (the engine's last-token rule; a prompt followed by
+    /// its output's blocks).
+    pub fn keep_first_blocks(&mut self, blocks: u64) {
+        let mut left = blocks;
+        let mut keep = 0;
+        for segment in &mut self.hit_curve {
+            if left == 0 {
+                break;
+            }
+            segment.run_length = segment.run_length.min(left);
+            left -= segment.run_length;
+            keep += 1;
+        }
+        self.hit_curve.truncate(keep);
+    }
+
     /// Whether the curve satisfies the RLE invariant documented on the type.
     #[must_use]
     pub fn is_canonical(&self) -> bool {

@@ -59,6 +59,11 @@ pub struct TraceEvent {
     /// line says it (the standard format's optional `cached_tokens`, from a request log's
     /// `usage.prompt_tokens_details.cached_tokens`): the observed hits, beside the ideal.
     pub cached_tokens: Option<u64>,
+    /// Keys of the blocks the engine filled while generating this request's output, at trace
+    /// granularity, continuing the prompt's key chain (the standard format's optional
+    /// `output_keys`, written by `--format openai --cache-output`): they enter the cache after
+    /// the request, and its hits count only `keys`.
+    pub output_keys: Vec<i64>,
 }
 
 /// What a row's lane (its facts' `instance_id`) is: `--lane-by`.
@@ -490,6 +495,7 @@ fn reset_event(event: &mut TraceEvent, instance: InstanceSlot) {
     event.input_token_len = 0;
     event.tenant = None;
     event.cached_tokens = None;
+    event.output_keys.clear();
     match instance {
         InstanceSlot::None => event.instance_id = None,
         InstanceSlot::Keep => {

@@ -13,7 +13,8 @@
 //! for those: `input_len`, `query_type`, `sw_size`, `location_spec_names` and `block_mask` for
 //! `get`/`request` (a write's `input_len` may even be a string), `ttl_us` for
 //! `write`/`request`. The optional `tenant` (a non-empty string, LiteHit's own: upstream
-//! ignores unknown fields) is what `--lane-by tenant` lanes by. A field that appears twice is read from its first occurrence, as upstream's
+//! ignores unknown fields) is what `--lane-by tenant` lanes by. The optional `output_keys` (LiteHit's own too, an array
+//! of integers as `keys`, read on reads only) are the blocks the engine filled during decode. A field that appears twice is read from its first occurrence, as upstream's
 //! reader takes it; a later one is only checked as JSON.
 
 use super::json::{self, Cursor, Fault, FieldSet, field_set};
@@ -41,6 +42,7 @@ field_set! {
         OutputLength => b"output_length",
         Tenant => b"tenant",
         CachedTokens => b"cached_tokens",
+        OutputKeys => b"output_keys",
     }
 }
 
@@ -114,8 +116,10 @@ impl StandardReader {
             state.input_len
         };
         if row_type == RowType::Write {
-            // A store has no prompt, so nothing the engine could have found cached.
+            // A store has no prompt, so nothing the engine could have found cached, and no
+            // output.
             event.cached_tokens = None;
+            event.output_keys.clear();
         }
         if let Some(cached) = event.cached_tokens
             && i64::try_from(cached).map_or(true, |cached| cached > event.input_token_len)
@@ -236,6 +240,8 @@ impl StandardReader {
                     })?;
                 event.cached_tokens.get_or_insert(tokens);
             }
+            // Optional and LiteHit's own (upstream ignores it), as `keys`.
+            Field::OutputKeys => cur.key_array_into(&mut event.output_keys)?,
             Field::TotalKeys | Field::OutputLen | Field::OutputLength => cur.skip_value()?,
             Field::Tenant => {
                 // Optional and LiteHit's own (upstream ignores it): a non-empty string.
@@ -309,13 +315,14 @@ fn checks_for(row_type: RowType) -> impl Iterator<Item = Field> {
         Field::Keys,
         Field::Tenant,
     ];
-    const READ: [Field; 6] = [
+    const READ: [Field; 7] = [
         Field::InputLen,
         Field::QueryType,
         Field::SwSize,
         Field::LocationSpecNames,
         Field::BlockMask,
         Field::CachedTokens,
+        Field::OutputKeys,
     ];
     let reads = row_type != RowType::Write;
     let ttl = row_type != RowType::Get;

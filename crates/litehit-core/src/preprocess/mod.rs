@@ -238,6 +238,33 @@ pub fn normalize_appended_keys(
     Ok(input_token_len)
 }
 
+/// Normalizes a request whose prompt keys are `keys[first..first + prompt_keys]`, followed
+/// by the keys of its output (the blocks the engine filled during decode, continuing the
+/// prompt's chain), all appended to a batch as [`normalize_appended_keys`]. The length
+/// contract holds for the prompt alone; the prompt and its output are chained and re-blocked
+/// as one sequence, so an output block completes the prompt's partial tail exactly as the
+/// engine's block does. Returns the token denominator and how many of the normalized keys
+/// are the prompt's (the leading ones, the only ones a hit curve counts).
+pub fn normalize_appended_request(
+    keys: &mut Vec<i64>,
+    first: usize,
+    prompt_keys: usize,
+    input_token_len: i64,
+    params: NormalizeParams,
+) -> Result<(u64, usize), NormalizeError> {
+    let trace_block_size_tokens = check_params(params)?;
+    let input_token_len = checked_input_len(prompt_keys, input_token_len, trace_block_size_tokens)?;
+    if params.enable_prefix_hash {
+        apply_prefix_hash_in_place(&mut keys[first..]);
+    }
+    let stride = params.block_size_tokens / trace_block_size_tokens;
+    reblock_in_place(keys, first, stride);
+    Ok((
+        input_token_len,
+        prompt_keys / usize::try_from(stride).unwrap_or(usize::MAX),
+    ))
+}
+
 /// Checks the block sizes and returns the effective trace block size.
 fn check_params(params: NormalizeParams) -> Result<u64, NormalizeError> {
     if params.block_size_tokens == 0 {

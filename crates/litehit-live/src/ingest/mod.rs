@@ -318,16 +318,17 @@ pub fn spawn(config: IngestConfig) -> crate::Result<LiveHandle> {
     Ok(LiveHandle::new(events_tx, snapshot_rx, Some(thread)))
 }
 
-/// The `engine` slot of `pool` for `lanes`: at their block size (a config's first lane's).
-pub(super) fn engine_slot(pool: litehit_core::engine_pool::EnginePool, lanes: &LaneSet) -> Slot {
-    let block_size_tokens = match lanes {
-        LaneSet::Configured(specs) => specs.first().map_or(0, |spec| spec.block_size_tokens),
-        LaneSet::OnTheFly(spec) => spec.block_size_tokens,
-    };
-    Slot {
-        id: crate::snapshot::ENGINE_SLOT_ID,
-        capacity: pool.capacity(block_size_tokens),
-    }
+/// The `engine` slot of `pool` for `lanes`: each lane's own share of the pool
+/// (`EnginePool::slot_capacity`), or why one slot cannot be.
+pub(super) fn engine_slot(
+    pool: litehit_core::engine_pool::EnginePool,
+    lanes: &LaneSet,
+) -> Result<Slot, litehit_core::engine_pool::MixedLanePool> {
+    pool.slot_capacity(&lanes.block_geometry())
+        .map(|capacity| Slot {
+            id: crate::snapshot::ENGINE_SLOT_ID,
+            capacity,
+        })
 }
 
 /// The block bytes slots are ordered by (see [`Capacity::order_at`]): `assumed`, else the one
@@ -422,10 +423,11 @@ impl Ingest {
             .zip(1..)
             .map(|(&capacity, id)| Slot { id, capacity })
             .collect();
+        // `watch` refused a pool no slot can hold at start (`EnginePool::slot_capacity`).
         slots.extend(
             config
                 .engine_pool
-                .map(|pool| engine_slot(pool, &config.engine.lanes)),
+                .and_then(|pool| engine_slot(pool, &config.engine.lanes).ok()),
         );
         let order_bytes = ordering_block_bytes(None, &engine, &config.engine);
         slots.sort_by(|a, b| a.order_at(b, order_bytes));
@@ -878,10 +880,11 @@ impl Ingest {
                 gpu_block_size_tokens,
             };
             pipeline.engine_pool = Some(pool);
-            pipeline
-                .slots
-                .insert(0, engine_slot(pool, &self.config.engine.lanes));
-            pipeline.timeline.add_slot(0);
+            // Lanes no one slot fits compare at ∞ instead, as without a pool.
+            if let Ok(slot) = engine_slot(pool, &self.config.engine.lanes) {
+                pipeline.slots.insert(0, slot);
+                pipeline.timeline.add_slot(0);
+            }
         }
         self.dirty = true;
     }

@@ -253,12 +253,18 @@ impl Pipeline {
                 return;
             }
         };
-        // The `engine` slot at the lanes' block size, now known.
+        // The `engine` slot at the lanes' block sizes, now known.
         if let (Some(pool), Some(slot)) = (
             self.engine_pool,
             self.slots.first_mut().filter(|slot| slot.is_engine()),
         ) {
-            *slot = super::engine_slot(pool, &config.lanes);
+            match super::engine_slot(pool, &config.lanes) {
+                Ok(engine) => *slot = engine,
+                Err(reason) => {
+                    self.engine_error = Some(reason.to_string());
+                    return;
+                }
+            }
         }
         // The slots at the lanes' block bytes, now known: the check `watch` made at start
         // without them (a slot of 0 blocks would show nothing). The `engine` slot is the
