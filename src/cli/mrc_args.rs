@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use super::query_args::{OptArg, PoolArg, SpanArgs, TierArgs};
+use super::query_args::{OptArg, PoolArg, SpanArgs, TierArgs, parse_quota_floor, parse_quota_size};
 
 /// Default cap on points per curve in `--json` (exact breakpoints when there are fewer).
 pub const DEFAULT_MAX_CURVE_POINTS: usize = 1000;
@@ -69,6 +69,47 @@ pub struct MrcArgs {
 
     #[command(flatten)]
     pub opt: OptArg,
+
+    #[command(flatten)]
+    pub tenants: TenantArgs,
+}
+
+/// `--tenants` and its quota flags: each tenant's curve, and each one's quota in the best
+/// split of one cache (docs/TENANTS.md). The flags read sizes as `query --quota-total` does.
+#[derive(Debug, Clone, Default, PartialEq, clap::Args)]
+pub struct TenantArgs {
+    /// Every lane but the pool is a tenant (e.g. `replay --lane-by tenant`): the plots draw
+    /// each tenant's curve (its isolated LRU at each size), without the total and pool lines
+    #[arg(long)]
+    pub tenants: bool,
+
+    /// With --tenants: mark each tenant's quota in the best split of one cache of SIZE
+    /// (`80GiB`, `3000b`) on its curve, as `query --quota-total` plans it; the table and
+    /// --json add the plan (the pool and an equal split beside it)
+    #[arg(long, value_name = "SIZE", requires = "tenants", value_parser = parse_quota_size)]
+    pub quota_total: Option<litehit_core::projector::Capacity>,
+
+    /// A tenant's smallest quota, TENANT=SIZE (rounded up to the grid); repeatable
+    #[arg(long, value_name = "TENANT=SIZE", requires = "quota_total",
+          value_parser = parse_quota_floor)]
+    pub quota_floor: Vec<(String, litehit_core::projector::Capacity)>,
+
+    /// The grid the quotas are chosen on (exactly): multiples of SIZE [default: the total /
+    /// 512, at least one block]
+    #[arg(long, value_name = "SIZE", requires = "quota_total", value_parser = parse_quota_size)]
+    pub quota_step: Option<litehit_core::projector::Capacity>,
+}
+
+impl TenantArgs {
+    /// What the planner is asked, when `--quota-total` is given.
+    #[must_use]
+    pub fn quota_request(&self) -> Option<litehit_report::QuotaRequest> {
+        self.quota_total.map(|total| litehit_report::QuotaRequest {
+            total,
+            floors: self.quota_floor.clone(),
+            step: self.quota_step,
+        })
+    }
 }
 
 impl Default for MrcArgs {
@@ -85,6 +126,7 @@ impl Default for MrcArgs {
             pool: PoolArg::default(),
             model: super::model_args::ModelFlags::default(),
             opt: OptArg::default(),
+            tenants: TenantArgs::default(),
         }
     }
 }

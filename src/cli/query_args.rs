@@ -140,12 +140,14 @@ pub struct QuotaArgs {
 }
 
 /// A quota size: a capacity in the one grammar (`80GiB`, `0.5TB`, `3000b`).
-fn parse_quota_size(text: &str) -> Result<litehit_core::projector::Capacity, String> {
+pub(crate) fn parse_quota_size(text: &str) -> Result<litehit_core::projector::Capacity, String> {
     litehit_core::grammar::parse_capacity(text).map_err(|error| error.to_string())
 }
 
 /// `TENANT=SIZE`.
-fn parse_quota_floor(text: &str) -> Result<(String, litehit_core::projector::Capacity), String> {
+pub(crate) fn parse_quota_floor(
+    text: &str,
+) -> Result<(String, litehit_core::projector::Capacity), String> {
     let (tenant, size) = text
         .rsplit_once('=')
         .filter(|(tenant, _)| !tenant.is_empty())

@@ -11,10 +11,12 @@ use crate::output::mrc::{
     ModelJson, PlannedReport, render_policy_tables, render_table, render_tier_table,
 };
 use crate::output::plot::{PlotData, render_png, render_svg};
+use crate::output::quota::render_quota_table;
 use litehit_core::facts::file::{is_standard_output, write_atomically};
 use litehit_report::{
-    EmptySpan, MrcBuilder, MrcCurves, MrcReport, PolicyReport, PoolRule, SpanReport, TierPlan,
-    TierReport, TimeRange, TimeSpec, check_same_trace, check_span_order, tier_report, trace_span,
+    EmptySpan, MrcBuilder, MrcCurves, MrcReport, PolicyReport, PoolRule, QuotaPlan, QuotaRequest,
+    SpanReport, TierPlan, TierReport, TimeRange, TimeSpec, check_same_trace, check_span_order,
+    plan_quotas, tier_report, trace_span,
 };
 
 /// Builds the curves from the facts, prints the table (or JSON) and writes the plots.
@@ -32,6 +34,13 @@ pub fn run(args: &MrcArgs) -> color_eyre::Result<()> {
         );
     }
     let report = curves.report(plan.max_curve_points);
+    let quota = plan
+        .quota
+        .as_ref()
+        .map(|request| plan_quotas(&curves, request))
+        .transpose()
+        .map_err(|error| eyre!(error))
+        .wrap_err("planning the quotas failed")?;
     let opt = opt_curves(&plan, range)?.map(|opt| {
         (
             curves.policy_report(&report, &opt, plan.max_curve_points),
@@ -44,7 +53,12 @@ pub fn run(args: &MrcArgs) -> color_eyre::Result<()> {
             .iter()
             .map(|instance| (instance.block_bytes, instance.block_size_tokens)),
     );
-    write_plots(&plan, &curves, &report, opt.as_ref(), span.as_ref())?;
+    write_plots(
+        &plan,
+        (&curves, &report, quota.as_ref()),
+        opt.as_ref(),
+        span.as_ref(),
+    )?;
     // An image on standard output (`--png -`, `--png /dev/stdout`) sends the table to stderr.
     let mut out: Box<dyn Write> = if plan.image_to_stdout {
         Box::new(io::stderr().lock())
@@ -62,6 +76,7 @@ pub fn run(args: &MrcArgs) -> color_eyre::Result<()> {
         ),
         span,
         tier_report,
+        quota.as_ref(),
     )?;
     out.flush()?;
     Ok(())
@@ -89,6 +104,10 @@ struct MrcPlan {
     model: Option<litehit_core::config::ModelKvSize>,
     /// The OPT facts read beside (`--opt`, or the siblings found); empty: none.
     opt: Vec<PathBuf>,
+    /// `--tenants`: the plots draw the lanes as tenants (no total or pool line).
+    tenants: bool,
+    /// `--quota-total` and its flags: each tenant's quota marked on its curve.
+    quota: Option<QuotaRequest>,
 }
 
 /// The plan of `args`: every check that needs no facts row.
@@ -160,14 +179,15 @@ fn plan(args: &MrcArgs) -> color_eyre::Result<MrcPlan> {
         title: args.title.clone(),
         model,
         opt,
+        tenants: args.tenants.tenants,
+        quota: args.tenants.quota_request(),
     })
 }
 
 /// `--png` and `--svg`, when asked for.
 fn write_plots(
     plan: &MrcPlan,
-    curves: &MrcCurves,
-    report: &MrcReport,
+    (curves, report, quota): (&MrcCurves, &MrcReport, Option<&QuotaPlan>),
     opt: Option<&(PolicyReport, MrcCurves)>,
     span: Option<&SpanReport>,
 ) -> color_eyre::Result<()> {
@@ -195,7 +215,11 @@ fn write_plots(
         Some(model) => format!("{source} · model {}", model.short()),
         None => source,
     };
-    let mut plot = PlotData::from_curves(curves, report, &source);
+    let mut plot = if plan.tenants {
+        PlotData::for_tenants(curves, report, quota, &source)
+    } else {
+        PlotData::from_curves(curves, report, &source)
+    };
     if let Some((policy, opt_curves)) = opt {
         plot.add_opt(curves, opt_curves, &policy.report);
     }
@@ -262,6 +286,7 @@ fn write_report(
     ),
     span: Option<SpanReport>,
     tier_report: Option<TierReport>,
+    quota: Option<&QuotaPlan>,
 ) -> color_eyre::Result<()> {
     if json {
         let planned = PlannedReport {
@@ -270,6 +295,7 @@ fn write_report(
             tiers: tier_report,
             model: model.map(ModelJson::of),
             opt,
+            quota,
         };
         serde_json::to_writer_pretty(&mut *out, &planned).wrap_err("writing the JSON report")?;
         writeln!(out)?;
@@ -288,6 +314,10 @@ fn write_report(
         if let Some(tier_report) = &tier_report {
             writeln!(out)?;
             out.write_all(render_tier_table(tier_report).as_bytes())?;
+        }
+        if let Some(quota) = quota {
+            writeln!(out)?;
+            out.write_all(render_quota_table(quota).as_bytes())?;
         }
     }
     Ok(())

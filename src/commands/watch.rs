@@ -531,6 +531,10 @@ fn trace_ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
     // `--format` wins over a config's `trace_format`, as in `replay`.
     config.format = args.lane.trace_format().or(format);
     config.lane_by = lane_by(&args.lane, config.format)?;
+    if config.format.is_none() {
+        // Checked again when the first line names the format, as `replay` checks it.
+        config.lane_by_spec.clone_from(&args.lane.lane_by);
+    }
     config.engine_for_format = engine_for_format;
     config.start_at = if args.from_end {
         StartAt::End

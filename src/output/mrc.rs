@@ -9,7 +9,9 @@ use unicode_width::UnicodeWidthStr as _;
 
 use super::policy_table::{PolicyRow, render_policy_table};
 use litehit_core::display::{self, Precision};
-use litehit_report::{MrcReport, PolicyReport, PoolReport, SpanReport, TierReport, TierRow};
+use litehit_report::{
+    MrcReport, PolicyReport, PoolReport, QuotaPlan, SpanReport, TierReport, TierRow,
+};
 
 /// `mrc --json` with the optional tier split and span after the usual fields (the usual
 /// bytes without them).
@@ -27,6 +29,9 @@ pub struct PlannedReport<'a> {
     /// `--opt`: OPT's report and the policy gap.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub opt: Option<&'a PolicyReport>,
+    /// `--tenants --quota-total`: the best split, `query --quota-total`'s line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quota: Option<&'a QuotaPlan>,
 }
 
 /// `mrc --json`'s `model`: the model and its KV size, and what is not modelled.

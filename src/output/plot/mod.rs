@@ -19,7 +19,7 @@ use ab_glyph::{Font, FontRef, PxScale, ScaleFont};
 use litehit_core::display::{self, bytes_to_gib, nice_axis};
 use litehit_core::projector::BYTES_PER_GIB;
 use litehit_core::projector::sampling::evenly_spaced;
-use litehit_report::{MrcCurves, MrcReport};
+use litehit_report::{MrcCurves, MrcReport, QuotaPlan};
 
 pub use raster::render_png;
 pub use svg::render_svg;
@@ -107,6 +107,40 @@ pub struct PlotData {
     /// `mrc --opt`: `(capacity_gb, lru_percent, opt_percent)` of the totals at each sample,
     /// the policy gap shaded between them; empty without OPT.
     pub policy_gap: Vec<(f64, f64, f64)>,
+    /// The x axis's label (the capacity of what: an instance's cache, a tenant's).
+    pub x_label: String,
+    /// `mrc --tenants --quota-total`: each tenant's quota on its curve; empty otherwise.
+    pub quota_marks: Vec<QuotaMark>,
+    /// The legend's line on the plan: the isolated, pooled and equal-split rates.
+    pub quota_note: Option<String>,
+}
+
+/// A tenant's quota in the best split, marked on its curve (a ring, a dotted drop line to
+/// the x axis), at the plan's exact hit rate there.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QuotaMark {
+    /// The tenant's curve's colour.
+    pub color: Rgb,
+    pub capacity_gb: f64,
+    pub hit_rate_percent: f64,
+}
+
+/// `rings: quotas · isolated 41.2% · shared 43.0% · equal split 38.9%`.
+fn quota_note(plan: &QuotaPlan) -> String {
+    let percent = |rate: f64| display::percent(Some(rate), 2);
+    let mut note = format!(
+        "rings: the quotas (best split) · isolated {}",
+        percent(plan.isolated_hit_rate)
+    );
+    if let Some(pooled) = plan.pooled_hit_rate {
+        let _ = write!(note, " · one shared cache {}", percent(pooled));
+    }
+    let _ = write!(
+        note,
+        " · equal split {}",
+        percent(plan.equal_split_hit_rate)
+    );
+    note
 }
 
 impl PlotData {
@@ -114,11 +148,37 @@ impl PlotData {
     /// saturation point; `source` names the input in the subtitle.
     #[must_use]
     pub fn from_curves(curves: &MrcCurves, report: &MrcReport, source: &str) -> Self {
+        Self::build(curves, report, source, Lanes::Instances)
+    }
+
+    /// `mrc --tenants`: each lane but the pool is a tenant, drawn alone (its isolated LRU at
+    /// each size; no total or pool line, whose x would be another size), and with `plan`
+    /// (`--quota-total`) each tenant's quota marked on its curve, at the plan's exact hit rate.
+    #[must_use]
+    pub fn for_tenants(
+        curves: &MrcCurves,
+        report: &MrcReport,
+        plan: Option<&QuotaPlan>,
+        source: &str,
+    ) -> Self {
+        Self::build(curves, report, source, Lanes::Tenants(plan))
+    }
+
+    /// The figure, of instances or of tenants.
+    fn build(curves: &MrcCurves, report: &MrcReport, source: &str, lanes: Lanes<'_>) -> Self {
+        let plan = match lanes {
+            Lanes::Instances => None,
+            Lanes::Tenants(plan) => plan,
+        };
         let saturation_bytes = report
             .instances
             .iter()
             .map(|i| i.saturation.capacity_bytes)
             .chain([report.total.saturation.capacity_bytes])
+            .chain(
+                plan.iter()
+                    .flat_map(|p| p.tenants.iter().map(|t| t.quota_bytes)),
+            )
             .max()
             .unwrap_or(0);
         let data_max_gb = bytes_to_gib(saturation_bytes) * 1.12;
@@ -126,35 +186,19 @@ impl PlotData {
 
         let sample_bytes = sample_capacities(x_max_gb);
         let samples = curves.sample_hit_rates(&sample_bytes);
-        let mut series: Vec<PlotSeries> = samples
-            .instances
-            .iter()
-            .zip(&report.instances)
-            .enumerate()
-            .map(|(index, (rates, instance))| PlotSeries {
-                label: shorten(&instance.instance_id),
-                color: PALETTE[index % PALETTE.len()],
-                points: points(&sample_bytes, rates),
-                ceiling_percent: instance.infinite_hit_rate * 100.0,
-                knees: instance
-                    .knees
-                    .iter()
-                    .map(|k| (k.percent, k.point.capacity_gb, k.point.hit_rate * 100.0))
-                    .collect(),
-                is_total: false,
-                is_pool: false,
-                is_opt: false,
-            })
-            .collect();
-        if curves.instances.len() > 1 {
-            series.push(total_series(report, points(&sample_bytes, &samples.total)));
-        }
-        let pool_points = samples
-            .pool
-            .as_deref()
-            .map(|rates| points(&sample_bytes, rates));
-        if let Some(pool) = pool_series(report, pool_points) {
-            series.push(pool);
+        let (mut series, quota_marks) =
+            instance_series(&samples.instances, report, &sample_bytes, plan);
+        if lanes == Lanes::Instances {
+            if curves.instances.len() > 1 {
+                series.push(total_series(report, points(&sample_bytes, &samples.total)));
+            }
+            let pool_points = samples
+                .pool
+                .as_deref()
+                .map(|rates| points(&sample_bytes, rates));
+            if let Some(pool) = pool_series(report, pool_points) {
+                series.push(pool);
+            }
         }
         // Every drawn curve and ceiling fits under the axis (the pool's ceiling is above the
         // instances' when a shared cache hits what separate ones miss).
@@ -170,21 +214,25 @@ impl PlotData {
             (10.0, 2.0)
         };
         let instance_count = curves.instances.len();
+        let (title, lane_name, x_label) = lanes.titles();
         Self {
-            title: "LRU prefix-cache hit rate vs cache capacity".into(),
+            title,
             subtitle: format!(
-                "{source} · {} requests, {instance_count} instance{} · {} · exact cumulative \
+                "{source} · {} requests, {instance_count} {lane_name}{} · {} · exact cumulative \
                  token hit rate",
                 report.total.requests,
                 if instance_count == 1 { "" } else { "s" },
                 geometry(curves),
             ),
+            x_label: x_label.to_owned(),
             series,
             x_max_gb,
             x_step_gb,
             y_max_percent,
             y_step_percent,
             policy_gap: Vec::new(),
+            quota_marks,
+            quota_note: plan.map(quota_note),
         }
     }
 
@@ -218,6 +266,95 @@ impl PlotData {
         });
         self.title = "LRU and optimal (OPT) prefix-cache hit rate vs cache capacity".into();
     }
+}
+
+/// What the lanes of a plot are: instances (with the total and the pool beside them), or
+/// tenants (`--tenants`), with the quota plan when there is one.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Lanes<'a> {
+    Instances,
+    Tenants(Option<&'a QuotaPlan>),
+}
+
+impl Lanes<'_> {
+    /// The title, what a lane is called in the subtitle, and the x axis's label.
+    fn titles(self) -> (String, &'static str, &'static str) {
+        const TENANT_AXIS: &str = "cache capacity of each tenant (GiB = 2^30 bytes)";
+        match self {
+            Self::Instances => (
+                "LRU prefix-cache hit rate vs cache capacity".to_owned(),
+                "instance",
+                "cache capacity per instance (GiB = 2^30 bytes)",
+            ),
+            Self::Tenants(None) => (
+                "Each tenant's isolated LRU hit rate vs its cache".to_owned(),
+                "tenant",
+                TENANT_AXIS,
+            ),
+            Self::Tenants(Some(plan)) => (
+                format!(
+                    "Each tenant's isolated LRU hit rate and its quota of {}",
+                    display::bytes(plan.quota_total_bytes, display::Precision::Significant(4))
+                ),
+                "tenant",
+                TENANT_AXIS,
+            ),
+        }
+    }
+}
+
+/// One line per instance (or tenant), and with `plan` each tenant's quota mark, its legend
+/// label naming the quota.
+fn instance_series(
+    rates: &[Vec<f64>],
+    report: &MrcReport,
+    sample_bytes: &[u64],
+    plan: Option<&QuotaPlan>,
+) -> (Vec<PlotSeries>, Vec<QuotaMark>) {
+    let mut quota_marks = Vec::new();
+    let series = rates
+        .iter()
+        .zip(&report.instances)
+        .enumerate()
+        .map(|(index, (rates, instance))| {
+            let color = PALETTE[index % PALETTE.len()];
+            let quota = plan.and_then(|plan| {
+                plan.tenants
+                    .iter()
+                    .find(|tenant| tenant.instance_id == instance.instance_id)
+            });
+            let label = match quota {
+                Some(quota) => {
+                    quota_marks.push(QuotaMark {
+                        color,
+                        capacity_gb: bytes_to_gib(quota.quota_bytes),
+                        hit_rate_percent: quota.hit_rate * 100.0,
+                    });
+                    format!(
+                        "{} · quota {}",
+                        shorten(&instance.instance_id),
+                        display::bytes(quota.quota_bytes, display::Precision::Significant(4))
+                    )
+                }
+                None => shorten(&instance.instance_id),
+            };
+            PlotSeries {
+                label,
+                color,
+                points: points(sample_bytes, rates),
+                ceiling_percent: instance.infinite_hit_rate * 100.0,
+                knees: instance
+                    .knees
+                    .iter()
+                    .map(|k| (k.percent, k.point.capacity_gb, k.point.hit_rate * 100.0))
+                    .collect(),
+                is_total: false,
+                is_pool: false,
+                is_opt: false,
+            }
+        })
+        .collect();
+    (series, quota_marks)
 }
 
 /// The block geometry the capacities are in: `256 tokens/block · 32 MiB/block`, or a note
@@ -511,8 +648,32 @@ fn draw(data: &PlotData, fonts: &Fonts, canvas: &mut impl Canvas) {
         }
     }
 
+    // Quotas: a dotted drop line to the x axis, then a ring over the curve.
+    for mark in &data.quota_marks {
+        let center = (
+            x_pixel(data, mark.capacity_gb),
+            y_pixel(data, mark.hit_rate_percent),
+        );
+        let drop = Stroke {
+            color: mark.color,
+            width: 1.5,
+            dash: Some([2.0, 3.0]),
+        };
+        canvas.polyline(&[center, (center.0, PLOT_BOTTOM)], drop);
+        let ring = Stroke {
+            color: mark.color,
+            width: QUOTA_RING_WIDTH,
+            dash: None,
+        };
+        canvas.circle(center, QUOTA_RING_RADIUS, WHITE, ring);
+    }
+
     draw_legend(data, fonts, canvas);
 }
+
+/// A quota's ring: larger than a knee's dot, hollow, so the two never read alike.
+const QUOTA_RING_RADIUS: f64 = 7.0;
+const QUOTA_RING_WIDTH: f64 = 3.0;
 
 /// The one series whose knees are labelled: the total line when there is one, else the only
 /// instance's (the pool's dots are at the total's knee capacities, which the labels name).
@@ -584,7 +745,7 @@ fn draw_axes(data: &PlotData, canvas: &mut impl Canvas) {
     );
     let axis_style = TextStyle::new(15.0, TEXT_COLOR, Anchor::Middle);
     canvas.text(
-        "cache capacity per instance (GiB = 2^30 bytes)",
+        &data.x_label,
         (f64::midpoint(PLOT_LEFT, PLOT_RIGHT), height - 24.0),
         axis_style,
     );
@@ -634,6 +795,9 @@ fn draw_legend(data: &PlotData, fonts: &Fonts, canvas: &mut impl Canvas) {
         None,
         "dashed: ∞-capacity ceiling · dots: 50/90/95/99% knees".into(),
     ));
+    if let Some(note) = &data.quota_note {
+        lines.push((None, note.clone()));
+    }
     if !data.policy_gap.is_empty() {
         lines.push((
             None,

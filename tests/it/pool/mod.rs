@@ -5,6 +5,7 @@ mod demo;
 mod detect;
 mod lane;
 mod tenants;
+mod tenants_mooncake;
 mod tiers;
 mod timeline;
 mod tui;

@@ -1,4 +1,4 @@
-//! `litehit query`: upstream byte compatibility, spans and inputs, FACTS globs, tiers, windows, OPT beside LRU (and `mrc --opt`) and
+//! `litehit query`: upstream byte compatibility, spans and inputs, FACTS globs, tiers, windows, OPT beside LRU (and `mrc --opt`), the quota planner (and `mrc --tenants`) and
 //! the SQL of docs/SQL.md.
 
 mod facts_globs;
@@ -6,6 +6,7 @@ mod inputs;
 mod model;
 mod opt;
 mod quota;
+mod quota_mrc;
 mod spans;
 pub(crate) mod sql;
 mod sql_spark;

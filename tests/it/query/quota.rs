@@ -15,7 +15,7 @@ use crate::common::traces::prefix_tree_trace;
 use litehit_report::best_split;
 
 /// Tokens per block of the traces here (each row also has a partial block of one token).
-const BLOCK_TOKENS: u64 = 4;
+pub(super) const BLOCK_TOKENS: u64 = 4;
 
 /// Every split of `budget` steps (each tenant at least its floor): the most summed hits.
 fn brute_force(curves: &[Vec<u64>], floors: &[usize], budget: usize) -> Option<u64> {
@@ -58,7 +58,7 @@ fn curves() -> impl Strategy<Value = (Vec<Vec<u64>>, Vec<usize>, usize)> {
 }
 
 /// Σ hit blocks of a naive LRU of `capacity` blocks over `requests`.
-fn oracle_hits(requests: &[&Vec<i64>], capacity: usize) -> u64 {
+pub(super) fn oracle_hits(requests: &[&Vec<i64>], capacity: usize) -> u64 {
     let mut lru = OracleLru::new(Some(capacity), None);
     requests
         .iter()
@@ -66,8 +66,13 @@ fn oracle_hits(requests: &[&Vec<i64>], capacity: usize) -> u64 {
         .sum()
 }
 
-/// Replays `rows` (tenant, keys) with `--lane-by tenant --pool`, then plans `flags`; the line.
-fn plan(dir: &Path, rows: &[(String, Vec<i64>)], flags: &[&str]) -> Value {
+/// Replays `rows` (tenant, keys) with `--lane-by tenant --pool` into `dir/out`, each block
+/// `block_bytes` bytes; the facts' directory.
+pub(super) fn replay_tenants(
+    dir: &Path,
+    rows: &[(String, Vec<i64>)],
+    block_bytes: u64,
+) -> std::path::PathBuf {
     let trace: String = rows
         .iter()
         .enumerate()
@@ -83,17 +88,24 @@ fn plan(dir: &Path, rows: &[(String, Vec<i64>)], flags: &[&str]) -> Value {
         .collect();
     let trace = write_file(dir, "trace.jsonl", &trace);
     let out = dir.join("out");
+    let block_bytes = block_bytes.to_string();
     let lane_flags = [
         "--block-size",
         "4",
         "--block-bytes",
-        "64",
+        &block_bytes,
         "--lane-by",
         "tenant",
         "--pool",
         "-q",
     ];
     ok(replay_to(&trace, &out, &lane_flags));
+    out
+}
+
+/// Replays `rows` (tenant, keys) with `--lane-by tenant --pool`, then plans `flags`; the line.
+fn plan(dir: &Path, rows: &[(String, Vec<i64>)], flags: &[&str]) -> Value {
+    let out = replay_tenants(dir, rows, 64);
     let line = dir.join("quota.jsonl");
     let mut args = vec![
         "query".to_owned(),
@@ -109,7 +121,7 @@ fn plan(dir: &Path, rows: &[(String, Vec<i64>)], flags: &[&str]) -> Value {
 }
 
 /// Each tenant's requests, in byte order of the tenant's name.
-fn by_tenant(rows: &[(String, Vec<i64>)]) -> Vec<(String, Vec<&Vec<i64>>)> {
+pub(super) fn by_tenant(rows: &[(String, Vec<i64>)]) -> Vec<(String, Vec<&Vec<i64>>)> {
     let mut tenants: std::collections::BTreeMap<&str, Vec<&Vec<i64>>> =
         std::collections::BTreeMap::default();
     for (tenant, keys) in rows {

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use crate::common::cli_bin::{litehit, ok, replay_to, run_with_stdin, send_signal};
+use crate::common::cli_bin::{failed, litehit, ok, replay_to, run_with_stdin, send_signal};
 use crate::common::headless::HeadlessMonitor;
 use serde_json::Value;
 use std::ffi::OsStr;
@@ -260,6 +260,44 @@ fn standard_input_gives_the_same_facts_as_replay() {
     assert_eq!(fs::read(&facts).unwrap(), replayed(dir.path(), &text));
     let last: Value = serde_json::from_str(run.stdout.lines().last().unwrap()).unwrap();
     assert_eq!(last["state"], "finished");
+}
+
+/// `watch - --lane-by tenant` of Mooncake rows (their format told by the first line, rows
+/// without a tenant): every line bad with `replay`'s reason in the headless report, no row
+/// replayed into the lane `-`, and at the end, no line having been usable, exit 1 with that
+/// reason, as `replay` of the same rows.
+#[test]
+fn standard_input_of_a_format_without_tenants_is_every_line_bad_under_lane_by_tenant() {
+    const REASON: &str = "--lane-by tenant: mooncake rows carry no tenant";
+    let text = "{\"timestamp\":1,\"input_length\":1024,\"output_length\":1,\"hash_ids\":[1,2]}\n"
+        .repeat(5);
+    let run = run_with_stdin(
+        None,
+        [
+            "watch",
+            "-",
+            "--headless",
+            "--lane-by",
+            "tenant",
+            "--no-facts",
+        ],
+        text.clone().into_bytes(),
+    );
+    let message = failed(&run);
+    assert!(
+        message.contains("5 bad lines skipped") && message.contains(REASON),
+        "{message}"
+    );
+    let last: Value = serde_json::from_str(run.stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(last["bad_lines"], 5, "{last}");
+    assert_eq!(last["facts_rows"], 0, "{last}");
+    let reported = last["last_error"]["message"].as_str().unwrap();
+    assert!(reported.starts_with(REASON), "{reported}");
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("mooncake.jsonl");
+    fs::write(&trace, text).unwrap();
+    let replayed = replay_to(&trace, &dir.path().join("out"), &["--lane-by", "tenant"]);
+    assert!(failed(&replayed).contains(reported), "{}", replayed.stderr);
 }
 
 #[test]

@@ -376,6 +376,74 @@ mod ingest {
     }
 
     #[test]
+    fn lanes_by_tenant_of_a_late_format_without_tenants_make_every_line_bad_as_replay_refuses() {
+        // `--lane-by tenant` on a trace created later that turns out to be Mooncake (rows
+        // without a tenant): `replay` refuses it at once; the monitor said nothing and put
+        // every row in the lane `-`. Now every line is bad with `replay`'s reason.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("later.jsonl");
+        let live = watch_from_the_command_line(&path, dir.path(), &["--lane-by", "tenant"]);
+        append(&path, &mooncake_lines(20));
+        let snap = wait(&live, "every line", |snap| snap.health.bad_lines == 20);
+        assert_eq!(requests(&snap), 0);
+        assert!(
+            snap.lanes.iter().all(|lane| lane.requests == 0),
+            "{snap:#?}"
+        );
+        let message = snap.health.last_error.as_ref().unwrap().message.clone();
+        live.send(Command::Shutdown);
+        assert!(
+            message.contains("--lane-by tenant: mooncake rows carry no tenant"),
+            "{message}"
+        );
+        let replayed = crate::common::cli_bin::replay_to(
+            &path,
+            &dir.path().join("out"),
+            &["--lane-by", "tenant"],
+        );
+        let refused = crate::common::cli_bin::failed(&replayed);
+        assert!(
+            refused.contains(&message),
+            "replay: {refused}\nwatch: {message}"
+        );
+    }
+
+    #[test]
+    fn lanes_by_tenant_of_a_late_standard_trace_are_its_tenants() {
+        // The control: a late standard trace with tenants gets one lane per tenant (and `-`
+        // for a row without one), as `replay --lane-by tenant` names them.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("later.jsonl");
+        let live = watch_from_the_command_line(&path, dir.path(), &["--lane-by", "tenant"]);
+        let rows: String = ["a", "b", "a", ""]
+            .iter()
+            .enumerate()
+            .map(|(index, tenant)| {
+                let tenant = if tenant.is_empty() {
+                    String::new()
+                } else {
+                    format!(r#""tenant":"{tenant}","#)
+                };
+                format!(
+                    r#"{{"type":"get","instance_id":"i0",{tenant}"timestamp_ns":{},"keys":[1,2],"input_len":512}}"#,
+                    index + 1
+                ) + "\n"
+            })
+            .collect();
+        append(&path, &rows);
+        let snap = wait(&live, "every row", |snap| requests(snap) == 4);
+        live.send(Command::Shutdown);
+        assert_eq!(snap.health.bad_lines, 0);
+        let mut lanes: Vec<(&str, u64)> = snap
+            .lanes
+            .iter()
+            .map(|lane| (lane.instance_id.as_str(), lane.requests))
+            .collect();
+        lanes.sort_unstable();
+        assert_eq!(lanes, [("-", 1), ("a", 2), ("b", 1)]);
+    }
+
+    #[test]
     fn a_slot_of_no_block_at_the_late_format_is_refused_as_the_flag_refuses_it() {
         // Issue #28, item 3: before the format is known the block bytes are not, so
         // `--capacity-gb 0.01` was taken at start and then showed 0 blocks of 64 MiB, which

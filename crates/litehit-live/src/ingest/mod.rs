@@ -113,6 +113,12 @@ pub struct IngestConfig {
     pub format: Option<TraceFormat>,
     /// What each row's lane is (`--lane-by`): its instance, its tenant, or both.
     pub lane_by: litehit_core::formats::LaneBy,
+    /// `--lane-by` as typed, for a trace still to name its format (`format: None`; `lane_by`
+    /// then assumed the standard format's `tenant`): checked again, by `replay`'s rule
+    /// (`LaneBy::for_format`), when the first line names it. A format whose rows carry no
+    /// tenant then makes every line bad with `replay`'s reason, as flags that do not fit
+    /// the late format do, instead of sending every row to the lane `-`.
+    pub lane_by_spec: Option<litehit_core::grammar::LaneBySpec>,
     /// Initial capacity slots.
     pub slots: Vec<Capacity>,
     /// Cache tiers to split each lane's hits among (`watch --tiers`), through the projector.
@@ -227,6 +233,7 @@ impl IngestConfig {
             engine,
             format: None,
             lane_by: litehit_core::formats::LaneBy::Instance,
+            lane_by_spec: None,
             slots: vec![
                 Capacity::Gigabytes(10.0),
                 Capacity::Gigabytes(40.0),

@@ -17,8 +17,9 @@
 
 use litehit_core::engine::{Engine, EngineError, Policy};
 use litehit_core::formats::{
-    LineOutcome, LineParser, ParseOptions, TraceEvent, TraceFormat, detect_format,
+    LaneBy, LineOutcome, LineParser, ParseOptions, TraceEvent, TraceFormat, detect_format,
 };
+use litehit_core::grammar::LaneBySpec;
 
 use super::spill::{FactsSpill, row_bytes_bound};
 use super::timeline::TimelineBuilder;
@@ -32,6 +33,8 @@ pub(super) struct Pipeline {
     pub(super) engine: Engine,
     /// See [`IngestConfig::engine_for_format`]; used once, when the format is detected.
     engine_for_format: Option<EngineForFormat>,
+    /// See [`IngestConfig::lane_by_spec`]; used once, when the format is detected.
+    lane_by_spec: Option<LaneBySpec>,
     /// The flags do not fit the format the trace turned out to have (e.g. `--block-size
     /// 256` on 512-token Mooncake keys): every line is bad, for this reason.
     engine_error: Option<String>,
@@ -76,6 +79,7 @@ impl Pipeline {
         Self {
             engine,
             engine_for_format: config.engine_for_format.clone(),
+            lane_by_spec: config.lane_by_spec.clone(),
             engine_error: None,
             out_of_memory: None,
             parser: config
@@ -304,6 +308,21 @@ impl Pipeline {
         }
     }
 
+    /// `--lane-by` for the detected `format`, by `replay`'s rule: the lanes its rows make,
+    /// or (rows without a tenant) every line bad with `replay`'s reason, unless the engine
+    /// already refused the format for another.
+    fn adopt_lanes_for(&mut self, format: TraceFormat) {
+        let Some(spec) = self.lane_by_spec.take() else {
+            return;
+        };
+        match LaneBy::for_format(format, spec.keep_instance, spec.field.as_deref()) {
+            Ok(lane_by) => self.parse_options.lane_by = lane_by,
+            Err(reason) => {
+                self.engine_error.get_or_insert(reason);
+            }
+        }
+    }
+
     /// Lines of another log: transformed as one batch, then each trace line processed (or
     /// the line counted bad with the transform's reason); blank lines are skipped.
     fn process_transformed(&mut self, lines: &[(u64, &[u8])]) {
@@ -344,6 +363,7 @@ impl Pipeline {
                 return;
             };
             self.adopt_engine_for(format);
+            self.adopt_lanes_for(format);
             self.parser = Some(LineParser::new(format, self.parse_options));
         }
         if let Some(reason) = &self.engine_error {
