@@ -76,6 +76,15 @@ pub fn render_quota_table(plan: &QuotaPlan) -> String {
             plan.quota_spare_blocks
         );
     }
+    if plan.equal_split_hit_tokens > plan.isolated_hit_tokens {
+        // The best split is exact on the grid; the equal split (total / N) is off it.
+        let _ = writeln!(
+            out,
+            "\nThe equal split, off the grid, beats the best split on it: take a finer \
+             --quota-step (the grid is {} blocks).",
+            plan.quota_step_blocks
+        );
+    }
     if let (Some(cost_rate), Some(cost_tokens)) =
         (plan.isolation_cost_rate, plan.isolation_cost_tokens)
     {

@@ -367,3 +367,61 @@ fn impossible_floors_are_refused() {
         assert!(failed(&run).contains(says), "{flags:?}: {}", run.stderr);
     }
 }
+
+/// The planner is exact on its grid, but the equal split (total / N) may be off it: with a
+/// coarse step it can do better, and the table says so and how to fix it.
+#[test]
+fn a_coarse_grid_that_the_equal_split_beats_is_said() {
+    // Two tenants, each with a hot 3-block prompt: 3 blocks each hit everything, and on a
+    // grid of 4 blocks in a total of 6 only one tenant can have them.
+    let rows: Vec<(String, Vec<i64>)> = (0..10)
+        .map(|i| {
+            (
+                format!("t{}", i % 2),
+                (1..=3).map(|k| k + 10 * (i % 2)).collect(),
+            )
+        })
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let line = plan(
+        dir.path(),
+        &rows,
+        &["--quota-total", "6b", "--quota-step", "4b"],
+    );
+    assert!(
+        line["equal_split_hit_rate"].as_f64() > line["isolated_hit_rate"].as_f64(),
+        "{line}"
+    );
+    let facts = dir.path().join("out").display().to_string();
+    let table = ok(run_in(
+        None,
+        [
+            "query",
+            &facts,
+            "-",
+            "--quota-total",
+            "6b",
+            "--quota-step",
+            "4b",
+        ],
+    ));
+    assert!(
+        table.stderr.contains("take a finer --quota-step"),
+        "{}",
+        table.stderr
+    );
+    // On a fine grid the best split is the equal one, and nothing is said.
+    let fine = ok(run_in(
+        None,
+        [
+            "query",
+            &facts,
+            "-",
+            "--quota-total",
+            "6b",
+            "--quota-step",
+            "1b",
+        ],
+    ));
+    assert!(!fine.stderr.contains("finer"), "{}", fine.stderr);
+}
