@@ -570,6 +570,11 @@ impl InstanceDto {
                     hit_tokens: lane.slot_hit_tokens(i),
                     hit_rate: lane.slot_hit_rate(i),
                     lower_bound: lane.slot_is_lower_bound(i),
+                    opt_hit_tokens: lane.opt_slot_hit_tokens(i),
+                    opt_hit_rate: lane
+                        .opt_slot_hit_blocks
+                        .as_ref()
+                        .map(|_| lane.opt_slot_hit_rate(i)),
                 })
                 .collect(),
             tiers,
@@ -613,6 +618,14 @@ pub struct SlotResultDto {
     /// Whether `hit_*` is only a lower bound: the capacity (or `inf`) lies above the memory
     /// horizon (of some instance, in the total).
     pub lower_bound: bool,
+    /// `watch --policy lru,opt`: OPT's hit tokens at this slot (absent without OPT, so a
+    /// line without OPT keeps its bytes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub opt_hit_tokens: Option<u64>,
+    /// `watch --policy lru,opt`: OPT's hit rate at this slot (`null` before the first
+    /// request; absent without OPT).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub opt_hit_rate: Option<Option<f64>>,
 }
 
 /// One instance's memory horizon.
@@ -869,6 +882,14 @@ impl Report {
                         hit_tokens: totals.slot_hit_tokens.get(i).copied().unwrap_or(0),
                         hit_rate: totals.slot_hit_rate(i),
                         lower_bound: totals.slot_lower_bounds.get(i).copied().unwrap_or(false),
+                        opt_hit_tokens: totals
+                            .opt_slot_hit_tokens
+                            .as_ref()
+                            .map(|tokens| tokens.get(i).copied().unwrap_or(0)),
+                        opt_hit_rate: totals
+                            .opt_slot_hit_tokens
+                            .as_ref()
+                            .map(|_| totals.opt_slot_hit_rate(i)),
                     })
                     .collect(),
                 // Every fraction, 0 before the first instance.

@@ -1,5 +1,6 @@
-//! `watch --policy lru,opt`: OPT live. The headless JSON's OPT figures equal `replay --policy
-//! lru,opt` + `query` of the same lines at the same capacities (exact integers), and
+//! `watch --policy lru,opt`: OPT live. The headless JSON's OPT figures (the positional arrays
+//! and each `slot_results` object's) equal `replay --policy lru,opt` + `query` of the same
+//! lines at the same capacities (exact integers), and
 //! `--facts-out F.csv` writes both facts files byte for byte as the replay; `--policy opt`
 //! alone and OPT with a memory horizon are refused.
 
@@ -119,6 +120,27 @@ fn headless_opt_equals_replay_and_query_and_the_facts_are_the_replays() {
         );
         let rates = headless["opt_hit_rates"].as_array().unwrap();
         assert_eq!(rates.len(), slots.len(), "{what}");
+        // Each slot object carries OPT beside LRU, the same integers.
+        let input_tokens = headless["input_tokens"].as_u64().unwrap();
+        let slot_results = headless["slot_results"].as_array().unwrap();
+        assert_eq!(slot_results.len(), slots.len(), "{what}");
+        for ((slot_result, slot), rate) in slot_results.iter().zip(slots).zip(rates) {
+            let expected = opt[query_slot(slot)];
+            assert_eq!(
+                slot_result["opt_hit_tokens"].as_u64(),
+                Some(expected),
+                "{what} slot object OPT at {slot}"
+            );
+            // The same division as the positional rate (serde_json reads a float back to
+            // within one ulp, so the quotient is compared to a relative 1e-12).
+            assert_eq!(&slot_result["opt_hit_rate"], rate, "{what} at {slot}");
+            let live_rate = slot_result["opt_hit_rate"].as_f64().unwrap();
+            let quotient = expected as f64 / input_tokens as f64;
+            assert!(
+                (live_rate - quotient).abs() <= quotient * 1e-12,
+                "{what} slot object OPT rate at {slot}: {live_rate} vs {quotient}"
+            );
+        }
     };
     let mut gap_seen = false;
     for summary in summaries
@@ -172,9 +194,16 @@ fn opt_alone_and_opt_with_a_memory_horizon_are_refused_live() {
     );
     assert_mentions(failed(&horizon), &["OPT policy is defined without"]);
     let without = headless_to_end(&trace, &[]).0;
-    assert!(
-        without.last().unwrap()["total"]
-            .get("opt_hit_tokens")
-            .is_none()
-    );
+    let without = without.last().unwrap();
+    assert!(without["total"].get("opt_hit_tokens").is_none());
+    // Without OPT the slot objects keep today's keys only.
+    for slot_result in without["total"]["slot_results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain(without["instances"][0]["slot_results"].as_array().unwrap())
+    {
+        assert!(slot_result.get("opt_hit_tokens").is_none(), "{slot_result}");
+        assert!(slot_result.get("opt_hit_rate").is_none(), "{slot_result}");
+    }
 }
