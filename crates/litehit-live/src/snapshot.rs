@@ -134,6 +134,9 @@ pub struct LaneSnapshot {
     pub saturation_capacity_blocks: u64,
     /// The cumulative curve sampled from capacity 0 to a little past saturation.
     pub curve: Vec<CurvePoint>,
+    /// With OPT: OPT's cumulative curve sampled at the same capacities as [`Self::curve`]
+    /// (the chart draws it beside LRU's); `None` without OPT.
+    pub opt_curve: Option<Vec<CurvePoint>>,
     pub core_memory_bytes: u64,
     pub accumulator_memory_bytes: u64,
     /// The lane's memory horizon in blocks (`watch --memory-horizon`), if one is set: hits at

@@ -3,7 +3,8 @@
 //! The only place a [`LiveSnapshot`] is built. Every hit number is read from the engine, its
 //! lanes and their capacity-axis accumulators (a slot added late is exact since the start of
 //! the trace), and the hit-vs-capacity curve is the accumulator sampled at
-//! [`CURVE_SAMPLES_PER_DOUBLING`] capacities per doubling, up to [`curve_end_blocks`]; the
+//! [`CURVE_SAMPLES_PER_DOUBLING`] capacities per doubling, up to [`curve_end_blocks`] (OPT's
+//! accumulator, with `--policy lru,opt`, at the same capacities); the
 //! rest is the tailer's lag, the rate meter, the memory gauges and the facts writer's status.
 //! [`LiveSnapshot::finished`] then fills the figures derived from those counts (slot
 //! capacities, totals). Readers (TUI, headless, `/metrics`) then only format it.
@@ -82,19 +83,23 @@ impl Pipeline {
             .filter_map(|slot| slot.capacity.blocks(block_bytes))
             .max()
             .unwrap_or(0);
-        let curve = sample_at(
-            accumulator,
-            log_spaced(
-                curve_end_blocks(saturation, largest_slot),
-                CURVE_SAMPLES_PER_DOUBLING,
-            ),
+        let capacities: Vec<u64> = log_spaced(
+            curve_end_blocks(saturation, largest_slot),
+            CURVE_SAMPLES_PER_DOUBLING,
         )
-        .into_iter()
-        .map(|(capacity_blocks, hit_blocks)| CurvePoint {
-            capacity_blocks,
-            hit_blocks,
-        })
         .collect();
+        let points = |hits| -> Vec<CurvePoint> {
+            sample_at(hits, capacities.iter().copied())
+                .into_iter()
+                .map(|(capacity_blocks, hit_blocks)| CurvePoint {
+                    capacity_blocks,
+                    hit_blocks,
+                })
+                .collect()
+        };
+        let curve = points(accumulator);
+        // OPT's at LRU's capacities, so the chart's axis is the same for both.
+        let opt_curve = lane.opt_accumulator().map(points);
         LaneSnapshot {
             observed: lane.observed(),
             // The smallest LRU cache whose hits reach the engine's observed ones, when every
@@ -140,6 +145,7 @@ impl Pipeline {
             }),
             saturation_capacity_blocks: saturation,
             curve,
+            opt_curve,
             // The OPT core and its accumulator, with OPT, count too.
             core_memory_bytes: lane.core_memory_usage_bytes() as u64,
             accumulator_memory_bytes: (accumulator.memory_usage_bytes()
