@@ -199,6 +199,11 @@ pub struct Report {
     /// `--engine-metrics`: each endpoint's scrapes and last window (absent without).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub engine_metrics: Vec<EngineMetricsDto>,
+    /// `watch --quota-total`: the best split of the total among the lanes now, as
+    /// `query --quota-total`'s line (the same fields), or `{"error": ...}` while there is
+    /// none (no lane yet, a floor's tenant not seen yet); absent without `--quota-total`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quota: Option<QuotaDto>,
     pub instances: Vec<InstanceDto>,
     /// Σ over instances (each projected with its own block_bytes).
     pub total: TotalDto,
@@ -233,6 +238,25 @@ pub struct Report {
     /// Report lines dropped before this one because standard output was not read (a
     /// stalled reader: at most `headless_output::QUEUE_LINES` lines wait for it).
     pub dropped_lines: u64,
+}
+
+/// [`Report::quota`]: the plan, or why there is none.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum QuotaDto {
+    Plan(litehit_report::QuotaPlan),
+    Error { error: String },
+}
+
+impl QuotaDto {
+    fn of(view: &crate::snapshot::QuotaView) -> Self {
+        match &view.plan {
+            Ok(plan) => Self::Plan(plan.clone()),
+            Err(error) => Self::Error {
+                error: error.to_string(),
+            },
+        }
+    }
 }
 
 /// One `--engine-metrics` endpoint: its scrapes and the last window between two of them.
@@ -839,6 +863,7 @@ impl Report {
                 .iter()
                 .map(EngineMetricsDto::of)
                 .collect(),
+            quota: snap.quota.as_ref().map(QuotaDto::of),
             instances: snap
                 .lanes
                 .iter()

@@ -5,7 +5,8 @@
 //! the trace), and the hit-vs-capacity curve is the accumulator sampled at
 //! [`CURVE_SAMPLES_PER_DOUBLING`] capacities per doubling, up to [`curve_end_blocks`] (OPT's
 //! accumulator, with `--policy lru,opt`, at the same capacities); the
-//! rest is the tailer's lag, the rate meter, the memory gauges and the facts writer's status.
+//! rest is the tailer's lag, the rate meter, the memory gauges and the facts writer's status;
+//! with `--quota-total`, the best split of it among the lanes (`litehit_report`'s planner).
 //! [`LiveSnapshot::finished`] then fills the figures derived from those counts (slot
 //! capacities, totals). Readers (TUI, headless, `/metrics`) then only format it.
 
@@ -21,9 +22,10 @@ use super::pipeline::{Pipeline, strip_line_prefix};
 use super::timeline::block_bytes_of;
 use crate::snapshot::{
     CAPACITY_FRACTION_PERCENTS, CurvePoint, FactsRetention, FollowState, FractionCapacity,
-    HttpStatus, InputHealth, LaneSnapshot, LineErrorView, LiveSnapshot, MemoryGauge, SourceStatus,
-    slot_capacity_blocks,
+    HttpStatus, InputHealth, LaneSnapshot, LineErrorView, LiveSnapshot, MemoryGauge, QuotaView,
+    SourceStatus, slot_capacity_blocks,
 };
+use litehit_report::{TenantCurve, plan_quota_split};
 
 /// Samples of the hits-vs-capacity curve per doubling of capacity (the chart's capacity axis
 /// is logarithmic).
@@ -171,6 +173,37 @@ impl Pipeline {
     }
 }
 
+impl Pipeline {
+    /// `--quota-total`: the best split over the instance lanes (tenants) and the pool, by
+    /// `litehit_report`'s planner on each lane's exact curve at the bytes per block shown.
+    fn quota_view(&self, request: &litehit_report::QuotaRequest) -> QuotaView {
+        let tenants: Vec<TenantCurve<'_>> = self
+            .engine
+            .instance_lanes()
+            .iter()
+            .map(|lane| self.tenant_curve(lane))
+            .collect();
+        let pool = self.engine.pool_lane().map(|lane| self.tenant_curve(lane));
+        QuotaView {
+            total: request.total,
+            plan: plan_quota_split(&tenants, pool, request),
+        }
+    }
+
+    /// A lane as the quota planner reads it: its exact curve, at the bytes per block shown.
+    fn tenant_curve<'a>(&self, lane: &'a Lane) -> TenantCurve<'a> {
+        TenantCurve {
+            instance_id: &lane.spec().instance_id,
+            block_size_tokens: lane.spec().block_size_tokens,
+            block_bytes: block_bytes_of(lane, self.assumed_block_bytes),
+            input_tokens: lane.input_tokens(),
+            hits: lane
+                .accumulator()
+                .expect("the live engine keeps capacity curves"),
+        }
+    }
+}
+
 impl Ingest {
     /// Publishes the current state (latest wins; the UI takes it at its next frame).
     #[expect(clippy::too_many_lines, reason = "one line per field of the snapshot")]
@@ -270,6 +303,10 @@ impl Ingest {
             tiers: pipeline.tiers.clone(),
             model: self.config.model.clone(),
             engine_rule: self.config.engine_rule,
+            quota: pipeline
+                .quota
+                .as_ref()
+                .map(|request| pipeline.quota_view(request)),
             engine_metrics: self
                 .engine_scrapes
                 .iter()
