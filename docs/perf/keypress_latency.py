@@ -1,15 +1,20 @@
 #!/usr/bin/env python3
 """Key-to-screen latency of `litehit watch` while it catches up on a large trace, in tmux.
 
-Usage: python3 docs/perf/keypress_latency.py TRACE [LITEHIT_BINARY]
-Starts the monitor in a 120x40 tmux session, waits until it is catching up, then presses
-`?` six times and times until the help overlay is on screen (capture-pane polling).
+Usage: python3 docs/perf/keypress_latency.py TRACE [LITEHIT_BINARY] [--policy lru|lru,opt]
+Starts the monitor in a 120x40 tmux session (with `--policy` as given, default lru), waits
+until it is catching up, then presses `?` six times and times until the help overlay is on
+screen (capture-pane polling).
 """
 import subprocess, time, sys
-trace=sys.argv[1]
-B=sys.argv[2] if len(sys.argv) > 2 else "target/release/litehit"
+args=sys.argv[1:]
+policy="lru"
+if "--policy" in args:
+    at=args.index("--policy"); policy=args[at+1]; del args[at:at+2]
+trace=args[0]
+B=args[1] if len(args) > 1 else "target/release/litehit"
 subprocess.run(["tmux","kill-session","-t","lat"],stderr=subprocess.DEVNULL)
-subprocess.run(["tmux","new","-d","-s","lat","-x","120","-y","40",f"{B} watch {trace} --block-bytes 1MiB --facts-out /tmp/lat_facts.csv"],check=True)
+subprocess.run(["tmux","new","-d","-s","lat","-x","120","-y","40",f"{B} watch {trace} --block-bytes 1MiB --policy {policy} --facts-out /tmp/lat_facts.csv"],check=True)
 def screen():
     return subprocess.run(["tmux","capture-pane","-t","lat","-p"],capture_output=True,text=True).stdout
 t0=time.time()
@@ -29,7 +34,7 @@ for i in range(6):
     lat.append((time.perf_counter()-start)*1000)
     subprocess.run(["tmux","send-keys","-t","lat","Escape"])
     time.sleep(0.15)
-print("latencies ms:", [round(x,1) for x in lat])
+print(f"--policy {policy}: latencies ms:", [round(x,1) for x in lat])
 print(screen().splitlines()[0])
 subprocess.run(["tmux","send-keys","-t","lat","q"])
 time.sleep(1)

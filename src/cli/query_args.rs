@@ -139,12 +139,34 @@ pub struct QuotaArgs {
     pub quota_step: Option<litehit_core::projector::Capacity>,
 }
 
-/// A quota size: a capacity in the one grammar (`80GiB`, `0.5TB`, `3000b`).
+impl QuotaArgs {
+    /// What the planner is asked (`None` without `--quota-total`).
+    #[must_use]
+    pub fn request(&self) -> Option<litehit_report::QuotaRequest> {
+        quota_request(self.quota_total, &self.quota_floor, self.quota_step)
+    }
+}
+
+/// The planner's request from the three quota flags, `query`'s or `watch`'s.
+pub(crate) fn quota_request(
+    total: Option<litehit_core::projector::Capacity>,
+    floors: &[(String, litehit_core::projector::Capacity)],
+    step: Option<litehit_core::projector::Capacity>,
+) -> Option<litehit_report::QuotaRequest> {
+    total.map(|total| litehit_report::QuotaRequest {
+        total,
+        floors: floors.to_vec(),
+        step,
+    })
+}
+
+/// A quota size: a capacity in the one grammar (`80GiB`, `0.5TB`, `3000b`); `query`'s and
+/// `watch`'s quota flags alike.
 pub(crate) fn parse_quota_size(text: &str) -> Result<litehit_core::projector::Capacity, String> {
     litehit_core::grammar::parse_capacity(text).map_err(|error| error.to_string())
 }
 
-/// `TENANT=SIZE`.
+/// `TENANT=SIZE`; `query`'s and `watch`'s `--quota-floor` alike.
 pub(crate) fn parse_quota_floor(
     text: &str,
 ) -> Result<(String, litehit_core::projector::Capacity), String> {

@@ -101,6 +101,9 @@ pub struct WatchArgs {
     #[command(flatten)]
     pub tier_args: super::query_args::TierArgs,
 
+    #[command(flatten)]
+    pub quota: WatchQuotaArgs,
+
     /// With --format openai (or --tokenizer alone), TRACE is an OpenAI request log: each line
     /// is converted as `litehit trace` converts it (block size: --block-size, default 16);
     /// a line that cannot be is skipped and counted
@@ -512,5 +515,37 @@ mod tests {
         assert!(flags.prefix_hash);
         assert_eq!(flags.instance.as_deref(), Some("i1"));
         assert_eq!(flags.format, Some(TraceFormat::Mooncake));
+    }
+}
+
+/// `watch --quota-total`, `--quota-floor`, `--quota-step`: `query`'s quota planner, live, with
+/// `query`'s grammar and parsers (docs/TENANTS.md).
+#[derive(Debug, Clone, Default, PartialEq, clap::Args)]
+pub struct WatchQuotaArgs {
+    /// The live best split of one cache of SIZE (`80GiB`, `3000b`) among the lanes (each
+    /// lane but the pool is a tenant, e.g. `--lane-by tenant`), planned on every refresh as
+    /// `query --quota-total` plans it: the TUI's Q line (isolated, pooled with --pool and
+    /// equal-split hit rates, the isolation cost, the largest quotas) and the headless
+    /// JSON's `quota`
+    #[arg(long, value_name = "SIZE", value_parser = super::query_args::parse_quota_size)]
+    pub quota_total: Option<litehit_core::projector::Capacity>,
+
+    /// A tenant's smallest quota, TENANT=SIZE (rounded up to the grid); repeatable
+    #[arg(long, value_name = "TENANT=SIZE", requires = "quota_total",
+          value_parser = super::query_args::parse_quota_floor)]
+    pub quota_floor: Vec<(String, litehit_core::projector::Capacity)>,
+
+    /// The grid the quotas are chosen on (exactly): multiples of SIZE [default: the total /
+    /// 512, at least one block]
+    #[arg(long, value_name = "SIZE", requires = "quota_total",
+          value_parser = super::query_args::parse_quota_size)]
+    pub quota_step: Option<litehit_core::projector::Capacity>,
+}
+
+impl WatchQuotaArgs {
+    /// What the planner is asked (`None` without `--quota-total`).
+    #[must_use]
+    pub fn request(&self) -> Option<litehit_report::QuotaRequest> {
+        super::query_args::quota_request(self.quota_total, &self.quota_floor, self.quota_step)
     }
 }

@@ -32,11 +32,11 @@ pub fn run(args: &QueryArgs, total: Capacity) -> color_eyre::Result<()> {
     let curves = builder
         .try_finish()
         .wrap_err("planning the quotas failed")?;
-    let request = QuotaRequest {
+    let request = args.quota.request().unwrap_or(QuotaRequest {
         total,
-        floors: args.quota.quota_floor.clone(),
-        step: args.quota.quota_step,
-    };
+        floors: Vec::new(),
+        step: None,
+    });
     let plan = plan_quotas(&curves, &request)
         .map_err(|error| eyre!(error))
         .wrap_err("planning the quotas failed")?;

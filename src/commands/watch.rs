@@ -560,6 +560,8 @@ fn trace_ingest_config(args: &WatchArgs) -> color_eyre::Result<IngestConfig> {
     config.cache_policies = live_policies(args.policy)?;
     // The same grammar and tier bands as `query --tiers`.
     config.tiers = super::query::tier_plan(&args.tier_args)?;
+    // `query --quota-total`'s request, planned live by the same planner.
+    config.quota = args.quota.request();
     // The write probe only for a --facts-out given: nothing is written where nothing was
     // asked (a service's cwd may be read-only; `s` to the default then says why it failed).
     check_facts_out(

@@ -199,6 +199,11 @@ pub struct Report {
     /// `--engine-metrics`: each endpoint's scrapes and last window (absent without).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub engine_metrics: Vec<EngineMetricsDto>,
+    /// `watch --quota-total`: the best split of the total among the lanes now, as
+    /// `query --quota-total`'s line (the same fields), or `{"error": ...}` while there is
+    /// none (no lane yet, a floor's tenant not seen yet); absent without `--quota-total`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quota: Option<QuotaDto>,
     pub instances: Vec<InstanceDto>,
     /// Σ over instances (each projected with its own block_bytes).
     pub total: TotalDto,
@@ -233,6 +238,25 @@ pub struct Report {
     /// Report lines dropped before this one because standard output was not read (a
     /// stalled reader: at most `headless_output::QUEUE_LINES` lines wait for it).
     pub dropped_lines: u64,
+}
+
+/// [`Report::quota`]: the plan, or why there is none.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum QuotaDto {
+    Plan(litehit_report::QuotaPlan),
+    Error { error: String },
+}
+
+impl QuotaDto {
+    fn of(view: &crate::snapshot::QuotaView) -> Self {
+        match &view.plan {
+            Ok(plan) => Self::Plan(plan.clone()),
+            Err(error) => Self::Error {
+                error: error.to_string(),
+            },
+        }
+    }
 }
 
 /// One `--engine-metrics` endpoint: its scrapes and the last window between two of them.
@@ -570,6 +594,11 @@ impl InstanceDto {
                     hit_tokens: lane.slot_hit_tokens(i),
                     hit_rate: lane.slot_hit_rate(i),
                     lower_bound: lane.slot_is_lower_bound(i),
+                    opt_hit_tokens: lane.opt_slot_hit_tokens(i),
+                    opt_hit_rate: lane
+                        .opt_slot_hit_blocks
+                        .as_ref()
+                        .map(|_| lane.opt_slot_hit_rate(i)),
                 })
                 .collect(),
             tiers,
@@ -613,6 +642,14 @@ pub struct SlotResultDto {
     /// Whether `hit_*` is only a lower bound: the capacity (or `inf`) lies above the memory
     /// horizon (of some instance, in the total).
     pub lower_bound: bool,
+    /// `watch --policy lru,opt`: OPT's hit tokens at this slot (absent without OPT, so a
+    /// line without OPT keeps its bytes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub opt_hit_tokens: Option<u64>,
+    /// `watch --policy lru,opt`: OPT's hit rate at this slot (`null` before the first
+    /// request; absent without OPT).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub opt_hit_rate: Option<Option<f64>>,
 }
 
 /// One instance's memory horizon.
@@ -826,6 +863,7 @@ impl Report {
                 .iter()
                 .map(EngineMetricsDto::of)
                 .collect(),
+            quota: snap.quota.as_ref().map(QuotaDto::of),
             instances: snap
                 .lanes
                 .iter()
@@ -869,6 +907,14 @@ impl Report {
                         hit_tokens: totals.slot_hit_tokens.get(i).copied().unwrap_or(0),
                         hit_rate: totals.slot_hit_rate(i),
                         lower_bound: totals.slot_lower_bounds.get(i).copied().unwrap_or(false),
+                        opt_hit_tokens: totals
+                            .opt_slot_hit_tokens
+                            .as_ref()
+                            .map(|tokens| tokens.get(i).copied().unwrap_or(0)),
+                        opt_hit_rate: totals
+                            .opt_slot_hit_tokens
+                            .as_ref()
+                            .map(|_| totals.opt_slot_hit_rate(i)),
                     })
                     .collect(),
                 // Every fraction, 0 before the first instance.

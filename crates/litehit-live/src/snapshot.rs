@@ -134,6 +134,9 @@ pub struct LaneSnapshot {
     pub saturation_capacity_blocks: u64,
     /// The cumulative curve sampled from capacity 0 to a little past saturation.
     pub curve: Vec<CurvePoint>,
+    /// With OPT: OPT's cumulative curve sampled at the same capacities as [`Self::curve`]
+    /// (the chart draws it beside LRU's); `None` without OPT.
+    pub opt_curve: Option<Vec<CurvePoint>>,
     pub core_memory_bytes: u64,
     pub accumulator_memory_bytes: u64,
     /// The lane's memory horizon in blocks (`watch --memory-horizon`), if one is set: hits at
@@ -843,6 +846,37 @@ pub struct LiveSnapshot {
     pub engine_rule: litehit_core::facts::EngineRule,
     /// `--engine-metrics`: each endpoint's scrapes and its last window beside LiteHit's.
     pub engine_metrics: Vec<EngineMetricsView>,
+    /// `watch --quota-total`: the best split of the total among the tenant lanes now.
+    pub quota: Option<QuotaView>,
+}
+
+/// `watch --quota-total`'s plan at this snapshot: `query --quota-total`'s, over the lanes so
+/// far (each instance lane a tenant, the pool the shared cache), from `litehit_report`'s one
+/// planner, run by the ingest's assembly.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QuotaView {
+    /// The total as typed.
+    pub total: Capacity,
+    /// The plan, or why there is none yet (no lane yet, a floor's tenant not seen yet, ...).
+    pub plan: Result<litehit_report::QuotaPlan, litehit_report::QuotaError>,
+}
+
+impl QuotaView {
+    /// The plan's tenants, largest quota first (ties by id): the ones the screen lists.
+    #[must_use]
+    pub fn largest_quotas(&self, count: usize) -> Vec<&litehit_report::TenantQuota> {
+        let Ok(plan) = &self.plan else {
+            return Vec::new();
+        };
+        let mut tenants: Vec<&litehit_report::TenantQuota> = plan.tenants.iter().collect();
+        tenants.sort_by(|a, b| {
+            b.quota_blocks
+                .cmp(&a.quota_blocks)
+                .then_with(|| a.instance_id.cmp(&b.instance_id))
+        });
+        tenants.truncate(count);
+        tenants
+    }
 }
 
 /// One `--engine-metrics` endpoint as the surfaces show it.

@@ -80,7 +80,7 @@ pub use query::{
 };
 pub use quota::{
     DEFAULT_GRID_STEPS, GridHits, MAX_GRID_STEPS, QuotaError, QuotaPlan, QuotaRequest, Split,
-    TenantQuota, best_split, plan_quotas,
+    TenantCurve, TenantQuota, best_split, plan_quota_split, plan_quotas,
 };
 pub use records_query::{LaneBlockBytes, RecordsQuery, RecordsSummary};
 pub use span::{

@@ -94,6 +94,7 @@ fn lane(
                 hit_blocks: infinite * i / 20,
             })
             .collect(),
+        opt_curve: None,
         core_memory_bytes: 3 << 20,
         accumulator_memory_bytes: 1 << 20,
         memory_horizon_blocks: None,

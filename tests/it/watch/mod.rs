@@ -1,5 +1,5 @@
 //! `litehit watch` and `demo` through the real binary: following files, the headless output, facts
-//! spill, stop state, tiers, TTL and horizon surfaces.
+//! spill, stop state, tiers, TTL and horizon surfaces, OPT and the live quota plan.
 
 mod bounds;
 mod demo;
@@ -11,6 +11,7 @@ mod headless_output;
 mod horizon_surfaces;
 mod opt;
 pub(crate) mod pty;
+mod quota;
 mod service;
 mod spill;
 mod stop_state;

@@ -3,8 +3,10 @@
 //! The only place a [`LiveSnapshot`] is built. Every hit number is read from the engine, its
 //! lanes and their capacity-axis accumulators (a slot added late is exact since the start of
 //! the trace), and the hit-vs-capacity curve is the accumulator sampled at
-//! [`CURVE_SAMPLES_PER_DOUBLING`] capacities per doubling, up to [`curve_end_blocks`]; the
-//! rest is the tailer's lag, the rate meter, the memory gauges and the facts writer's status.
+//! [`CURVE_SAMPLES_PER_DOUBLING`] capacities per doubling, up to [`curve_end_blocks`] (OPT's
+//! accumulator, with `--policy lru,opt`, at the same capacities); the
+//! rest is the tailer's lag, the rate meter, the memory gauges and the facts writer's status;
+//! with `--quota-total`, the best split of it among the lanes (`litehit_report`'s planner).
 //! [`LiveSnapshot::finished`] then fills the figures derived from those counts (slot
 //! capacities, totals). Readers (TUI, headless, `/metrics`) then only format it.
 
@@ -20,9 +22,10 @@ use super::pipeline::{Pipeline, strip_line_prefix};
 use super::timeline::block_bytes_of;
 use crate::snapshot::{
     CAPACITY_FRACTION_PERCENTS, CurvePoint, FactsRetention, FollowState, FractionCapacity,
-    HttpStatus, InputHealth, LaneSnapshot, LineErrorView, LiveSnapshot, MemoryGauge, SourceStatus,
-    slot_capacity_blocks,
+    HttpStatus, InputHealth, LaneSnapshot, LineErrorView, LiveSnapshot, MemoryGauge, QuotaView,
+    SourceStatus, slot_capacity_blocks,
 };
+use litehit_report::{TenantCurve, plan_quota_split};
 
 /// Samples of the hits-vs-capacity curve per doubling of capacity (the chart's capacity axis
 /// is logarithmic).
@@ -82,19 +85,23 @@ impl Pipeline {
             .filter_map(|slot| slot.capacity.blocks(block_bytes))
             .max()
             .unwrap_or(0);
-        let curve = sample_at(
-            accumulator,
-            log_spaced(
-                curve_end_blocks(saturation, largest_slot),
-                CURVE_SAMPLES_PER_DOUBLING,
-            ),
+        let capacities: Vec<u64> = log_spaced(
+            curve_end_blocks(saturation, largest_slot),
+            CURVE_SAMPLES_PER_DOUBLING,
         )
-        .into_iter()
-        .map(|(capacity_blocks, hit_blocks)| CurvePoint {
-            capacity_blocks,
-            hit_blocks,
-        })
         .collect();
+        let points = |hits| -> Vec<CurvePoint> {
+            sample_at(hits, capacities.iter().copied())
+                .into_iter()
+                .map(|(capacity_blocks, hit_blocks)| CurvePoint {
+                    capacity_blocks,
+                    hit_blocks,
+                })
+                .collect()
+        };
+        let curve = points(accumulator);
+        // OPT's at LRU's capacities, so the chart's axis is the same for both.
+        let opt_curve = lane.opt_accumulator().map(points);
         LaneSnapshot {
             observed: lane.observed(),
             // The smallest LRU cache whose hits reach the engine's observed ones, when every
@@ -140,6 +147,7 @@ impl Pipeline {
             }),
             saturation_capacity_blocks: saturation,
             curve,
+            opt_curve,
             // The OPT core and its accumulator, with OPT, count too.
             core_memory_bytes: lane.core_memory_usage_bytes() as u64,
             accumulator_memory_bytes: (accumulator.memory_usage_bytes()
@@ -161,6 +169,37 @@ impl Pipeline {
             // On the lane's own capacity axis: the pool's are in its total capacity.
             capacity_for_fraction: Self::capacity_for_fraction(lane),
             ..LaneSnapshot::default()
+        }
+    }
+}
+
+impl Pipeline {
+    /// `--quota-total`: the best split over the instance lanes (tenants) and the pool, by
+    /// `litehit_report`'s planner on each lane's exact curve at the bytes per block shown.
+    fn quota_view(&self, request: &litehit_report::QuotaRequest) -> QuotaView {
+        let tenants: Vec<TenantCurve<'_>> = self
+            .engine
+            .instance_lanes()
+            .iter()
+            .map(|lane| self.tenant_curve(lane))
+            .collect();
+        let pool = self.engine.pool_lane().map(|lane| self.tenant_curve(lane));
+        QuotaView {
+            total: request.total,
+            plan: plan_quota_split(&tenants, pool, request),
+        }
+    }
+
+    /// A lane as the quota planner reads it: its exact curve, at the bytes per block shown.
+    fn tenant_curve<'a>(&self, lane: &'a Lane) -> TenantCurve<'a> {
+        TenantCurve {
+            instance_id: &lane.spec().instance_id,
+            block_size_tokens: lane.spec().block_size_tokens,
+            block_bytes: block_bytes_of(lane, self.assumed_block_bytes),
+            input_tokens: lane.input_tokens(),
+            hits: lane
+                .accumulator()
+                .expect("the live engine keeps capacity curves"),
         }
     }
 }
@@ -264,6 +303,10 @@ impl Ingest {
             tiers: pipeline.tiers.clone(),
             model: self.config.model.clone(),
             engine_rule: self.config.engine_rule,
+            quota: pipeline
+                .quota
+                .as_ref()
+                .map(|request| pipeline.quota_view(request)),
             engine_metrics: self
                 .engine_scrapes
                 .iter()

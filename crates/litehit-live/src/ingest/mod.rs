@@ -123,6 +123,9 @@ pub struct IngestConfig {
     pub slots: Vec<Capacity>,
     /// Cache tiers to split each lane's hits among (`watch --tiers`), through the projector.
     pub tiers: Option<litehit_core::projector::tiers::TierPlan>,
+    /// `watch --quota-total`: the cache to split among the tenant lanes, planned on every
+    /// publication by `litehit_report`'s planner (`query --quota-total`'s).
+    pub quota: Option<litehit_report::QuotaRequest>,
     /// Where `s` publishes the facts (`.tmp`, fsync, rename).
     pub facts_out: PathBuf,
     /// `facts_out` is the default, not a path the user named: a failed write says how to
@@ -240,6 +243,7 @@ impl IngestConfig {
                 Capacity::Gigabytes(80.0),
             ],
             tiers: None,
+            quota: None,
             facts_out: PathBuf::from("litehit_facts.csv"),
             facts_out_is_default: false,
             facts_at_end: false,

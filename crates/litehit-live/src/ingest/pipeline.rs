@@ -55,6 +55,8 @@ pub(super) struct Pipeline {
     /// KV bytes per block set live (`b`) for every lane's projections; `None`: each lane's.
     pub(super) assumed_block_bytes: Option<u64>,
     pub(super) tiers: Option<litehit_core::projector::tiers::TierPlan>,
+    /// See [`IngestConfig::quota`].
+    pub(super) quota: Option<litehit_report::QuotaRequest>,
     pub(super) spill: FactsSpill,
     /// With OPT (`watch --policy lru,opt`): the OPT facts rows, for `NAME.opt.csv`.
     pub(super) opt_spill: Option<FactsSpill>,
@@ -94,6 +96,7 @@ impl Pipeline {
             engine_pool: config.engine_pool,
             assumed_block_bytes: None,
             tiers: config.tiers.clone(),
+            quota: config.quota.clone(),
             spill,
             opt_spill: None,
             timeline: TimelineBuilder::new(config.window_ns.max(1)),

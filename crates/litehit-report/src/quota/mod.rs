@@ -12,7 +12,7 @@
 
 mod split;
 
-use litehit_core::projector::Capacity;
+use litehit_core::projector::{Capacity, CapacityAxisAccumulator};
 use serde::Serialize;
 
 use crate::mrc::{InstanceCurve, MrcCurves};
@@ -164,25 +164,63 @@ pub struct QuotaPlan {
     pub isolation_cost_tokens: Option<i128>,
 }
 
+/// One tenant's exact curve as the planner reads it, borrowed: from a facts file's
+/// [`InstanceCurve`] (`query`), or from a live lane's accumulator (`watch --quota-total`), so
+/// both plan through the one [`plan_quota_split`].
+#[derive(Debug, Clone, Copy)]
+pub struct TenantCurve<'a> {
+    /// The tenant's lane.
+    pub instance_id: &'a str,
+    /// Tokens per block of its rows.
+    pub block_size_tokens: u64,
+    /// Bytes per block of its rows (every tenant's must be the same).
+    pub block_bytes: u64,
+    /// Σ its rows' input tokens.
+    pub input_tokens: u64,
+    /// Its cumulative hits at any capacity, exactly.
+    pub hits: &'a CapacityAxisAccumulator,
+}
+
+impl<'a> From<&'a InstanceCurve> for TenantCurve<'a> {
+    fn from(curve: &'a InstanceCurve) -> Self {
+        Self {
+            instance_id: &curve.instance_id,
+            block_size_tokens: curve.block_size_tokens,
+            block_bytes: curve.block_bytes,
+            input_tokens: curve.total_input_tokens,
+            hits: &curve.hits,
+        }
+    }
+}
+
 /// The best split of `request.total` among the tenants (every lane of `curves` but the
 /// pool), with the pooled and equal-split comparisons.
 ///
 /// # Errors
 /// See [`QuotaError`].
 pub fn plan_quotas(curves: &MrcCurves, request: &QuotaRequest) -> Result<QuotaPlan, QuotaError> {
-    let tenants = &curves.instances;
-    let first = tenants.first().ok_or(QuotaError::NoTenants)?;
-    let block_bytes = first.block_bytes;
-    if let Some(other) = tenants
-        .iter()
-        .chain(&curves.pool)
-        .find(|tenant| tenant.block_bytes != block_bytes)
-    {
-        return Err(QuotaError::MixedBlockBytes {
-            first: block_bytes,
-            other: other.block_bytes,
-        });
-    }
+    let tenants: Vec<TenantCurve<'_>> = curves.instances.iter().map(TenantCurve::from).collect();
+    plan_quota_split(
+        &tenants,
+        curves.pool.as_ref().map(TenantCurve::from),
+        request,
+    )
+}
+
+/// [`plan_quotas`] over borrowed curves: `tenants` (in any order: they are planned, and
+/// listed, in byte order of `instance_id`, as `query` reads them) and the shared `pool`.
+///
+/// # Errors
+/// See [`QuotaError`].
+pub fn plan_quota_split(
+    tenants: &[TenantCurve<'_>],
+    pool: Option<TenantCurve<'_>>,
+    request: &QuotaRequest,
+) -> Result<QuotaPlan, QuotaError> {
+    let mut tenants = tenants.to_vec();
+    tenants.sort_by(|a, b| a.instance_id.as_bytes().cmp(b.instance_id.as_bytes()));
+    let tenants = &tenants;
+    let block_bytes = shared_block_bytes(tenants, pool.as_ref())?;
     let blocks = |capacity: Capacity, flag| {
         capacity
             .blocks(block_bytes)
@@ -222,25 +260,27 @@ pub fn plan_quotas(curves: &MrcCurves, request: &QuotaRequest) -> Result<QuotaPl
             let quota_blocks = steps as u64 * step_blocks;
             let hit_tokens = hits[steps];
             TenantQuota {
-                instance_id: tenant.instance_id.clone(),
+                instance_id: tenant.instance_id.to_owned(),
                 quota_blocks,
                 quota_bytes: quota_blocks.saturating_mul(block_bytes),
                 hit_tokens,
-                hit_rate: ratio(hit_tokens, tenant.total_input_tokens),
-                input_tokens: tenant.total_input_tokens,
+                hit_rate: ratio(hit_tokens, tenant.input_tokens),
+                input_tokens: tenant.input_tokens,
             }
         })
         .collect();
-    let input_tokens = curves.total_input_tokens();
+    let input_tokens = tenants
+        .iter()
+        .fold(0_u64, |sum, tenant| sum.wrapping_add(tenant.input_tokens));
     let assigned_blocks: u64 = tenant_quotas.iter().map(|t| t.quota_blocks).sum();
     let isolated_rate = ratio(split.hit_tokens, input_tokens);
     let equal_blocks = total_blocks / tenants.len() as u64;
     let equal_tokens = tenants.iter().fold(0_u64, |sum, tenant| {
         sum.saturating_add(hit_tokens_at(tenant, equal_blocks))
     });
-    let pooled = curves.pool.as_ref().map(|pool| {
+    let pooled = pool.as_ref().map(|pool| {
         let tokens = hit_tokens_at(pool, total_blocks);
-        (tokens, ratio(tokens, pool.total_input_tokens))
+        (tokens, ratio(tokens, pool.input_tokens))
     });
     Ok(QuotaPlan {
         quota: true,
@@ -261,8 +301,28 @@ pub fn plan_quotas(curves: &MrcCurves, request: &QuotaRequest) -> Result<QuotaPl
     })
 }
 
+/// The one `block_bytes` of every tenant and the pool.
+fn shared_block_bytes(
+    tenants: &[TenantCurve<'_>],
+    pool: Option<&TenantCurve<'_>>,
+) -> Result<u64, QuotaError> {
+    let first = tenants.first().ok_or(QuotaError::NoTenants)?;
+    let block_bytes = first.block_bytes;
+    match tenants
+        .iter()
+        .chain(pool)
+        .find(|tenant| tenant.block_bytes != block_bytes)
+    {
+        Some(other) => Err(QuotaError::MixedBlockBytes {
+            first: block_bytes,
+            other: other.block_bytes,
+        }),
+        None => Ok(block_bytes),
+    }
+}
+
 /// A tenant's hit tokens in an isolated LRU of `capacity_blocks` (the projector's answer).
-fn hit_tokens_at(tenant: &InstanceCurve, capacity_blocks: u64) -> u64 {
+fn hit_tokens_at(tenant: &TenantCurve<'_>, capacity_blocks: u64) -> u64 {
     tenant
         .hits
         .hit_blocks_at(capacity_blocks)
@@ -295,7 +355,7 @@ fn grid_steps(total_blocks: u64, step_blocks: u64, block_bytes: u64) -> Result<u
 
 /// Each tenant's floor in grid steps, rounded up so the floor is met.
 fn floor_steps(
-    tenants: &[InstanceCurve],
+    tenants: &[TenantCurve<'_>],
     floors: &[(String, Capacity)],
     step_blocks: u64,
     blocks: &dyn Fn(Capacity, &'static str) -> Result<u64, QuotaError>,
@@ -307,7 +367,7 @@ fn floor_steps(
                 tenant: name.clone(),
                 lanes: tenants
                     .iter()
-                    .map(|t| t.instance_id.as_str())
+                    .map(|t| t.instance_id)
                     .collect::<Vec<_>>()
                     .join(", "),
             });

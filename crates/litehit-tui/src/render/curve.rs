@@ -18,6 +18,11 @@
 //!
 //! On the totals row, every instance's curve (as many as there are colours, the first in the
 //! table's order; the title says how many are drawn), each tagged with its legend number.
+//!
+//! With `--policy lru,opt`, each drawn lane's OPT curve too (`LaneSnapshot::opt_curve`, sampled
+//! at LRU's capacities), in dots `•` under LRU's braille: [`OPT_COLOR`] for one lane, the lane's
+//! own colour on the totals row; the legend names both (`⠒ LRU`, `• OPT`). Where the two meet
+//! LRU's is on top, so the dots show exactly the policy gap.
 
 use ratatui::Frame;
 use ratatui::buffer::Buffer;
@@ -32,7 +37,7 @@ use super::plot::{self, LegendEntry, Plot};
 use crate::app::App;
 use litehit_core::display::{self, Precision};
 use litehit_live::LiveSnapshot;
-use litehit_live::snapshot::{LaneSnapshot, ratio};
+use litehit_live::snapshot::{CurvePoint, LaneSnapshot, ratio};
 
 /// Line colours for several instances on one chart.
 pub const LANE_COLORS: [Color; 6] = [
@@ -43,6 +48,12 @@ pub const LANE_COLORS: [Color; 6] = [
     Color::Blue,
     Color::Red,
 ];
+
+/// The OPT curve's colour when one lane is drawn (a colour no lane nor slot has).
+pub const OPT_COLOR: Color = Color::White;
+
+/// The OPT curve's mark (LRU's curves are braille): one dot per cell the curve passes.
+pub const OPT_SYMBOL: &str = "•";
 
 /// Doublings of capacity the axis shows below its end (at least).
 pub const AXIS_DOUBLINGS: i32 = 12;
@@ -357,9 +368,7 @@ fn draw(buf: &mut Buffer, area: Rect, layout: &CurveLayout, chart: &Chart<'_>, v
             }
         }
     }
-    for (position, &index) in layout.lanes.iter().enumerate() {
-        draw_curve(buf, plot, &chart.lanes[index], lane_color(position));
-    }
+    draw_curves(buf, plot, layout, chart);
     // What the legend must not hide: the knees, the slot labels, where each slot's marker
     // meets the curve (the slot's rate) and the ∞ line. Knees first, then the slot labels
     // around them, then the knees' labels where free: each text a column apart from the next,
@@ -403,6 +412,12 @@ fn draw(buf: &mut Buffer, area: Rect, layout: &CurveLayout, chart: &Chart<'_>, v
                 format!("╌{}", format::infinite_label(chart.snap)),
                 Style::new(),
             )])
+            .chain(draws_opt(layout, chart).then(|| {
+                (
+                    format!("{OPT_SYMBOL}OPT"),
+                    Style::new().fg(if several { Color::Reset } else { OPT_COLOR }),
+                )
+            }))
             .chain((!layout.knees.is_empty()).then(|| {
                 let mark = if knees_are_lower_bounds(layout, chart) {
                     display::LOWER_BOUND_MARK
@@ -420,10 +435,53 @@ fn draw(buf: &mut Buffer, area: Rect, layout: &CurveLayout, chart: &Chart<'_>, v
     }
 }
 
-/// One lane's curve in braille, through its samples (capacity 0 is off a log axis).
-fn draw_curve(buf: &mut Buffer, plot: &Plot, lane: &LaneSnapshot, color: Color) {
-    let points: Vec<(f64, f64)> = lane
-        .curve
+/// Every drawn lane's curves: OPT's first (with OPT), so LRU's braille lies on top where the
+/// two meet.
+fn draw_curves(buf: &mut Buffer, plot: &Plot, layout: &CurveLayout, chart: &Chart<'_>) {
+    let several = layout.lanes.len() > 1;
+    for (position, &index) in layout.lanes.iter().enumerate() {
+        let lane = &chart.lanes[index];
+        if let Some(opt_curve) = &lane.opt_curve {
+            let color = if several {
+                lane_color(position)
+            } else {
+                OPT_COLOR
+            };
+            draw_curve(buf, plot, lane, opt_curve, Marker::Dot, color);
+        }
+    }
+    for (position, &index) in layout.lanes.iter().enumerate() {
+        let lane = &chart.lanes[index];
+        draw_curve(
+            buf,
+            plot,
+            lane,
+            &lane.curve,
+            Marker::Braille,
+            lane_color(position),
+        );
+    }
+}
+
+/// Whether some drawn lane has an OPT curve (`--policy lru,opt`).
+fn draws_opt(layout: &CurveLayout, chart: &Chart<'_>) -> bool {
+    layout
+        .lanes
+        .iter()
+        .any(|&index| chart.lanes[index].opt_curve.is_some())
+}
+
+/// One of a lane's curves (`curve`: its LRU or its OPT samples) in `marker`, through its
+/// samples (capacity 0 is off a log axis).
+fn draw_curve(
+    buf: &mut Buffer,
+    plot: &Plot,
+    lane: &LaneSnapshot,
+    curve: &[CurvePoint],
+    marker: Marker,
+    color: Color,
+) {
+    let points: Vec<(f64, f64)> = curve
         .iter()
         .filter(|point| point.capacity_blocks > 0)
         .map(|point| {
@@ -434,7 +492,7 @@ fn draw_curve(buf: &mut Buffer, plot: &Plot, lane: &LaneSnapshot, color: Color) 
         })
         .collect();
     Canvas::default()
-        .marker(Marker::Braille)
+        .marker(marker)
         .x_bounds(plot.x_bounds)
         .y_bounds(plot.y_bounds)
         .paint(|ctx| {
@@ -626,6 +684,26 @@ fn legend(layout: &CurveLayout, chart: &Chart<'_>, view: &App) -> Vec<LegendEntr
         }
     }
     let lane = (!several).then(|| &chart.lanes[layout.lanes[0]]);
+    if draws_opt(layout, chart) {
+        // Which curve is which policy: braille LRU, dotted OPT (a lane's colour on the
+        // totals row, where the numbered entries say the lanes).
+        let (lru_style, opt_style) = match lane {
+            Some(_) => (Style::new().fg(lane_color(0)), Style::new().fg(OPT_COLOR)),
+            None => (Style::new(), Style::new()),
+        };
+        entries.push(LegendEntry {
+            symbol: "⠒".to_owned(),
+            label: "LRU".to_owned(),
+            style: lru_style,
+            emphasis: false,
+        });
+        entries.push(LegendEntry {
+            symbol: OPT_SYMBOL.to_owned(),
+            label: "OPT (Belady)".to_owned(),
+            style: opt_style,
+            emphasis: false,
+        });
+    }
     entries.push(LegendEntry {
         symbol: "╌".to_owned(),
         label: match lane {

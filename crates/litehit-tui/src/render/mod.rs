@@ -4,6 +4,7 @@
 //! litehit watch trace.jsonl · following · notify · backlog 0 B            <- title (1 line)
 //! geometry mooncake · 512 tok/block · 64.00 MiB/block · 16 blocks/GiB     <- geometry.rs
 //! to reach 90/95/99 % of ∞ · i1: 12.4 GiB · 20.2 GiB · 51 GiB │ Σ of instance knees: …  <- targets.rs
+//! Q 4 GiB · isolated 31.20% · pooled 33.05% · … · quotas a 2.5 GiB, …  (--quota-total) <- quota.rs
 //! ┌ instances ─────────────────────────────────────────────────────────────┐
 //! │ instance   requests  input tok  10 GiB  40 GiB     ∞   unique  KV bytes │ <- instances.rs
 //! │ total …                                                               │
@@ -23,7 +24,8 @@
 //! Small screens drop the charts, then the tiers panel, then the gauges, then table columns
 //! (compact mode keeps the title, the table and the status line); the targets line stays on
 //! screens of 30 rows and more, and on shorter ones only while the whole table fits beside
-//! it; nothing panics at any size. Overlays
+//! it, and the `Q` line (with `--quota-total`) under the same rule after it; nothing panics
+//! at any size. Overlays
 //! (`help.rs`, `slot_editor.rs`, `confirm_quit.rs`) are drawn last, centered.
 
 pub mod confirm_quit;
@@ -35,6 +37,7 @@ pub mod help;
 pub mod instances;
 pub mod notices;
 pub mod plot;
+pub mod quota;
 pub mod slot_editor;
 pub mod status;
 pub mod targets;
@@ -87,10 +90,25 @@ pub fn draw(frame: &mut Frame, snap: &LiveSnapshot, view: &App) {
         geometry_height > 0
             && (area.height >= TARGETS_ALWAYS_SCREEN_HEIGHT || body_without_targets > table_height),
     );
-    let [title, geometry_area, targets_area, body, status_area] = Layout::vertical([
+    // The `Q` line (`--quota-total`) under the same rule, after the targets line.
+    let quota_height = u16::from(
+        targets_height > 0
+            && snap.quota.is_some()
+            && (area.height >= TARGETS_ALWAYS_SCREEN_HEIGHT
+                || body_without_targets > table_height + 1),
+    );
+    let [
+        title,
+        geometry_area,
+        targets_area,
+        quota_area,
+        body,
+        status_area,
+    ] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Length(geometry_height),
         Constraint::Length(targets_height),
+        Constraint::Length(quota_height),
         Constraint::Min(0),
         Constraint::Length(status_height),
     ])
@@ -101,6 +119,9 @@ pub fn draw(frame: &mut Frame, snap: &LiveSnapshot, view: &App) {
     }
     if targets_height > 0 {
         targets::render(frame, targets_area, snap, view);
+    }
+    if quota_height > 0 {
+        quota::render(frame, quota_area, snap);
     }
     status::render(frame, status_area, snap, view);
 
@@ -154,6 +175,11 @@ pub fn draw(frame: &mut Frame, snap: &LiveSnapshot, view: &App) {
         instances::render(frame, body, snap, view);
     }
 
+    render_overlay(frame, area, snap, view);
+}
+
+/// The overlay of the mode, if it has one, centered over everything.
+fn render_overlay(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
     match &view.mode {
         // The filter being typed shows in the table's title.
         Mode::Normal | Mode::Filter => {}
