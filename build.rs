@@ -16,8 +16,8 @@
 //! (`cfg(litehit_npm_absent)`): with npm on `PATH` a failed fetch fails the test.
 //!
 //! And for the Python package's pytest suite (`tests/it/python/`): without a `python3` that
-//! imports pytest, pyarrow, polars, duckdb, pandas and pyspark (with `java`, for the Spark
-//! recipe of docs/SCALE.md), and without `CI`, it is compiled with
+//! imports pytest, pyarrow, polars, duckdb, pandas, pyspark (with `java`, for the Spark
+//! recipe of docs/SCALE.md) and ray (its Ray Data recipe), and without `CI`, it is compiled with
 //! `cfg(litehit_python_absent)` and ignored; after installing them, `touch build.rs`. Its test
 //! on the real traces is ignored by `litehit_shared_absent` when they are absent, else by
 //! `cfg(litehit_python_absent_beside_shared)` (one ignore attribute at a time).
@@ -62,7 +62,7 @@ fn python_test_modules() -> bool {
         && std::process::Command::new("python3")
             .args([
                 "-c",
-                "import pytest, pyarrow, polars, duckdb, pandas, pyspark",
+                "import pytest, pyarrow, polars, duckdb, pandas, pyspark, ray",
             ])
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())

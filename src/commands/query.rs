@@ -13,8 +13,7 @@ use crate::output::query_jsonl::{QueryOptions, query_facts_files_planned};
 use crate::output::query_windows;
 use litehit_core::facts::file::{is_standard_output, write_atomically};
 use litehit_core::grammar::{
-    GrammarError, TimePoint, parse_capacity_gb, parse_duration_seconds, parse_time_point,
-    parse_warmup,
+    GrammarError, TimePoint, parse_capacity_gb, parse_time_point, parse_warmup, parse_window_ns,
 };
 use litehit_report::{
     EmptySpan, PoolRule, QueryError, QueryPlan, QuerySlots, TierPlan, TimeRange, TimeSpec,
@@ -108,15 +107,10 @@ fn plan(args: &QueryArgs) -> color_eyre::Result<QueryCommandPlan> {
         .window
         .as_deref()
         .map(|text| {
-            parse_duration_seconds(text)
-                .ok()
-                .map(|seconds| (seconds * 1e9).floor())
-                .filter(|ns| *ns >= 1.0 && *ns < 9.2e18)
-                .ok_or_else(|| eyre!("invalid --window: {text} (a duration such as 10m or 600s)"))
+            parse_window_ns(text)
+                .map_err(|_| eyre!("invalid --window: {text} (a duration such as 10m or 600s)"))
         })
         .transpose()?;
-    #[expect(clippy::cast_possible_truncation, reason = "checked below 2^63 above")]
-    let window_ns = window_ns.map(|ns| ns as i64);
     Ok(QueryCommandPlan {
         to_stdout: is_standard_output(&args.out),
         out: args.out.clone(),

@@ -10,7 +10,7 @@ use std::io::Write;
 use super::number_format::{append_g6, append_json_string};
 use super::query_jsonl::append_block_count_or_unlimited;
 use litehit_core::display;
-use litehit_report::{QueryWindows, TierPlan, ratio};
+use litehit_report::{QueryWindows, TierPlan, ratio, tier_miss_share};
 
 /// `windows` as one line per window and slot: JSONL, or CSV with a header (with tiers, one
 /// line per window and tier). Times are seconds since `trace_start_ns` (the first request).
@@ -263,14 +263,7 @@ fn tier_window_line(
     line.clear();
     let (name, size) = (&tiers.names[index], &tiers.sizes_text[index]);
     let tokens = counts.tier_hit_tokens[index];
-    let served = counts
-        .tier_hit_tokens
-        .iter()
-        .fold(0_u64, |sum, &tokens| sum.wrapping_add(tokens));
-    let miss_share = ratio(
-        counts.input_tokens.saturating_sub(served),
-        counts.input_tokens,
-    );
+    let miss_share = tier_miss_share(counts.input_tokens, counts.tier_hit_tokens);
     let share = ratio(tokens, counts.input_tokens);
     append_window_head(line, csv, (from_s, until_s, start_ns), (pool, pool_columns));
     if csv {

@@ -360,6 +360,19 @@ pub fn parse_duration_ns(input: &str) -> Result<u64> {
     Ok(ns as u64)
 }
 
+/// A window width in whole nanoseconds (`query --window`, `litehit.query(window=)`): the
+/// spellings of [`parse_duration_seconds`] (`600`, `600s`, `10m`), floored to the
+/// nanosecond; at least 1 ns and below 2^63.
+pub fn parse_window_ns(input: &str) -> Result<i64> {
+    const EXPECTED: &str = "a duration such as 10m or 600s, at least 1 ns";
+    let ns = (parse_duration_seconds(input).map_err(|_| expected(input, EXPECTED))? * 1e9).floor();
+    if !(1.0..9.2e18).contains(&ns) {
+        return Err(expected(input, EXPECTED));
+    }
+    #[expect(clippy::cast_possible_truncation, reason = "a whole number below 2^63")]
+    Ok(ns as i64)
+}
+
 /// A plain integer at least this large is an absolute `timestamp_ns` (about 11.6 days after
 /// the Unix epoch; trace times are far smaller, epoch nanoseconds far larger).
 pub const ABSOLUTE_NS_THRESHOLD: u64 = 1_000_000_000_000_000;
@@ -843,5 +856,9 @@ mod tests {
         assert!(parse_duration_ns("18446744074").is_err());
         assert!(parse_duration_ns("1000y").is_err());
         assert!(parse_duration_ns("-1").is_err());
+        assert_eq!(parse_window_ns("10m"), Ok(600_000_000_000));
+        assert_eq!(parse_window_ns("1.5e-9"), Ok(1));
+        assert!(parse_window_ns("0.5e-9").is_err());
+        assert!(parse_window_ns("1e10").is_err());
     }
 }

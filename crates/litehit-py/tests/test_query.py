@@ -154,8 +154,10 @@ def test_query_arguments_are_checked(trace_file):
     block_bytes = pa.table(facts).column("block_bytes")[0].as_py()
     assert table.column("capacity_bytes").to_pylist()[:2] == [40 * GIB, 5 * block_bytes]
     assert table.column("capacity_blocks").to_pylist()[:2] == [40 * GIB // block_bytes, 5]
-    for name in ["tiers", "window", "opt"]:
-        with pytest.raises(NotImplementedError, match=name):
+    # tiers=, window= and opt= are checked as the CLI checks --tiers, --window and --opt
+    # (their values: tests/test_query_plan.py).
+    for name, error in [("tiers", ValueError), ("window", ValueError), ("opt", litehit.LitehitError)]:
+        with pytest.raises(error, match=name if name != "opt" else "facts"):
             litehit.query(facts, [1], **{name: "x"})
 
 

@@ -52,10 +52,14 @@ mod pool_detect;
 mod query;
 mod quota;
 mod records_query;
+mod records_windows;
 mod span;
 
 pub use facts_files::{FactsFiles, FactsGlobError, expand_facts_globs};
-pub use long_form::{MrcRowKind, MrcTableRow, QueryTableRow, mrc_table_rows, query_table_rows};
+pub use long_form::{
+    MrcRowKind, MrcTableRow, OptCells, QueryTableRow, WindowTableRow, mrc_table_rows,
+    query_table_rows, window_table_rows,
+};
 pub use mrc::{
     Curve, CurvePoint, GeometryMismatch, InstanceCurve, InstanceReport, KNEE_PERCENTS, Knee,
     KvSizeWarning, MrcBuilder, MrcCurves, MrcError, MrcReport, PolicyGapPoint, PolicyReport,
@@ -76,13 +80,14 @@ pub use query::{
     MissSplit, OptTotals, PoolLaneCapacities, PoolRule, PoolSummary, QueryError, QueryPlan,
     QueryRun, QuerySlots, QuerySummary, QueryTotals, QueryWindows, SlotTotals, SpanAndInstances,
     TierPlan, WindowTotals, pool_instance_count, query_windows, query_windows_with_pool,
-    trace_span_and_instances,
+    tier_miss_share, trace_span_and_instances,
 };
 pub use quota::{
     DEFAULT_GRID_STEPS, GridHits, MAX_GRID_STEPS, QuotaError, QuotaPlan, QuotaRequest, Split,
     TenantCurve, TenantQuota, best_split, plan_quota_split, plan_quotas,
 };
 pub use records_query::{LaneBlockBytes, RecordsQuery, RecordsSummary};
+pub use records_windows::{RecordsWindows, records_windows};
 pub use span::{
     EmptySpan, InvertedSpan, SpanReport, TimeRange, TimeSpec, check_span_order, trace_span,
     widen_span,

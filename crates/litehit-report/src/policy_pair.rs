@@ -185,7 +185,10 @@ pub fn check_same_trace(
 
 /// The first field in which the OPT row `opt` differs from the LRU row `lru`, with both
 /// values; `None` when they are the same request.
-fn first_difference(lru: &FactRecord, opt: &FactRecord) -> Option<(&'static str, String, String)> {
+pub(crate) fn first_difference(
+    lru: &FactRecord,
+    opt: &FactRecord,
+) -> Option<(&'static str, String, String)> {
     let differs = |field: &'static str, a: &dyn std::fmt::Display, b: &dyn std::fmt::Display| {
         Some((field, a.to_string(), b.to_string()))
     };

@@ -8,11 +8,14 @@ use std::path::PathBuf;
 
 use litehit_core::facts::FactRecord;
 
+use crate::policy_pair::{PolicyPairError, RowCountMismatch, RowMismatch, first_difference};
 use crate::query::{QueryError, QueryPlan, QuerySlots, QuerySummary, QueryTotals};
 use crate::span::{EmptySpan, TimeRange, widen_span};
 
 /// The name the records go by in errors (they are one "file").
 const RECORDS_NAME: &str = "facts";
+/// The name the OPT records (`opt=`) go by in errors.
+const OPT_RECORDS_NAME: &str = "opt";
 
 /// A lane's `block_bytes`: one value, or several (then no capacity converts for it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,7 +36,7 @@ impl LaneBlockBytes {
         }
     }
 
-    fn with(self, block_bytes: u64) -> Self {
+    pub(crate) fn with(self, block_bytes: u64) -> Self {
         match self {
             Self::One(bytes) if bytes == block_bytes => self,
             _ => Self::Several,
@@ -78,8 +81,58 @@ impl RecordsQuery {
         }
     }
 
+    /// Also sums OPT's hits (`query --opt`): every record then goes through
+    /// [`Self::add_pair`] with the OPT record of the same request.
+    #[must_use]
+    pub fn with_opt(mut self) -> Self {
+        self.totals = self.totals.with_opt();
+        self
+    }
+
+    /// Refuses OPT records that are not as many as the LRU records (`lru_rows`, `opt_rows`):
+    /// [`crate::OptRows`]' check, for records in memory.
+    pub fn check_opt_rows(lru_rows: u64, opt_rows: u64) -> Result<(), PolicyPairError> {
+        if lru_rows == opt_rows {
+            return Ok(());
+        }
+        Err(PolicyPairError::RowCount(Box::new(RowCountMismatch {
+            lru: PathBuf::from(RECORDS_NAME),
+            opt: PathBuf::from(OPT_RECORDS_NAME),
+            lru_rows,
+            opt_rows,
+            lru_rows_more: false,
+        })))
+    }
+
+    /// [`Self::add`] with `opt`, the OPT record of the same request (row `row`, from 1, of
+    /// both), to OPT's sums; refused as [`crate::OptRows`] refuses a row of another request.
+    pub fn add_pair(
+        &mut self,
+        record: &FactRecord,
+        opt: &FactRecord,
+        row: u64,
+    ) -> Result<(), PolicyPairError> {
+        if let Some((field, lru_value, opt_value)) = first_difference(record, opt) {
+            return Err(PolicyPairError::Mismatch(Box::new(RowMismatch {
+                lru: PathBuf::from(RECORDS_NAME),
+                lru_line: row,
+                opt: PathBuf::from(OPT_RECORDS_NAME),
+                opt_line: row,
+                field,
+                lru_value,
+                opt_value,
+            })));
+        }
+        self.add_with(record, Some(opt));
+        Ok(())
+    }
+
     /// Adds one record (in input order); an accounted one is projected at every slot.
     pub fn add(&mut self, record: &FactRecord) {
+        self.add_with(record, None);
+    }
+
+    fn add_with(&mut self, record: &FactRecord, opt: Option<&FactRecord>) {
         self.totals.observe_in_file(record, 0);
         self.span = widen_span(self.span, record.timestamp_ns);
         if !self.range.contains(record.timestamp_ns) {
@@ -100,7 +153,7 @@ impl RecordsQuery {
                     .insert(record.instance_id.clone(), LaneBlockBytes::One(block_bytes));
             }
         }
-        self.totals.add_record(record);
+        self.totals.add_record_pair(record, opt);
     }
 
     /// The summary. `read_again` hands every record over once more, in order: it is called
@@ -200,7 +253,7 @@ mod tests {
         assert_eq!(summary.summary, from_file);
         assert_eq!(summary.lane_block_bytes["b"], LaneBlockBytes::One(1024));
         assert_eq!(summary.lane_block_bytes["a"], LaneBlockBytes::Several);
-        let rows = query_table_rows(&summary, &slots);
+        let rows = query_table_rows(&summary, &slots, None);
         // Instances a, b and the total, three slots each; 3 µGB = 3221 bytes → 3 blocks of 1024.
         assert_eq!(rows.len(), 9);
         let b = &rows[3..6];

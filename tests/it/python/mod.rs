@@ -5,8 +5,8 @@
 //! beside it as `_litehit.abi3.so`, on `PYTHONPATH`, and `python3 -m pytest`. The suite
 //! compares with the CLI this test binary was built with (`LITEHIT_BIN`).
 //!
-//! Without python3 and its modules (pytest, pyarrow, polars, duckdb, pandas, pyspark; and
-//! `java`, for docs/SCALE.md's Spark recipe) and without `CI`, the
+//! Without python3 and its modules (pytest, pyarrow, polars, duckdb, pandas, pyspark, ray;
+//! and `java`, for docs/SCALE.md's Spark recipe) and without `CI`, the
 //! tests are compiled with `cfg(litehit_python_absent)` (the real-trace test:
 //! `litehit_python_absent_beside_shared`) and ignored (`build.rs`); with `CI` set they run,
 //! and a missing module fails them.
@@ -87,9 +87,9 @@ fn run_pytest(args: &[&str], envs: &[(&str, String)]) {
 
 #[cfg_attr(
     litehit_python_absent,
-    ignore = "needs python3 with pytest, pyarrow, polars, duckdb, pandas and pyspark, and java \
-              (`python3 -m pip install pytest pyarrow polars duckdb 'pandas<3' pyspark==4.3.0`, \
-              then `touch build.rs`); with CI set it runs"
+    ignore = "needs python3 with pytest, pyarrow, polars, duckdb, pandas, pyspark and ray, and \
+              java (`python3 -m pip install pytest pyarrow polars duckdb 'pandas<3' \
+              pyspark==4.3.0 'ray[data]==2.60.0'`, then `touch build.rs`); with CI set it runs"
 )]
 #[test]
 fn the_python_package_passes_its_pytest_suite() {
@@ -99,9 +99,9 @@ fn the_python_package_passes_its_pytest_suite() {
 #[cfg_attr(litehit_shared_absent, ignore = "needs ../shared (the real traces)")]
 #[cfg_attr(
     litehit_python_absent_beside_shared,
-    ignore = "needs python3 with pytest, pyarrow, polars, duckdb, pandas and pyspark, and java \
-              (`python3 -m pip install pytest pyarrow polars duckdb 'pandas<3' pyspark==4.3.0`, \
-              then `touch build.rs`); with CI set it runs"
+    ignore = "needs python3 with pytest, pyarrow, polars, duckdb, pandas, pyspark and ray, and \
+              java (`python3 -m pip install pytest pyarrow polars duckdb 'pandas<3' \
+              pyspark==4.3.0 'ray[data]==2.60.0'`, then `touch build.rs`); with CI set it runs"
 )]
 #[test]
 fn python_replays_equal_the_clis_on_the_real_traces() {

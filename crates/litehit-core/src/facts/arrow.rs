@@ -417,6 +417,19 @@ impl FactsBatchRows {
         self.rows
     }
 
+    /// The curves' starts and runs as slices, when both are `uint64` without a null (then
+    /// every value passes the row rules as it is).
+    fn plain_segments(&self) -> Option<(&[u64], &[u64])> {
+        match (&self.starts, &self.runs) {
+            (Integers::Unsigned(starts), Integers::Unsigned(runs))
+                if starts.null_count() == 0 && runs.null_count() == 0 =>
+            {
+                Some((starts.values(), runs.values()))
+            }
+            _ => None,
+        }
+    }
+
     /// Whether the batch holds no row.
     #[must_use]
     pub fn is_empty(&self) -> bool {
@@ -459,11 +472,21 @@ impl FactsBatchRows {
                 line_bytes: end.saturating_sub(first) * 16,
             });
         }
-        for segment in first..end {
-            hit_curve.push(HitCurveSegment {
-                start_required_blocks: self.starts.unsigned(curve, segment)?,
-                run_length: self.runs.unsigned(curve, segment)?,
-            });
+        if let Some((starts, runs)) = self.plain_segments() {
+            // Unsigned and without nulls (what LiteHit writes): the values as they lie.
+            hit_curve.extend(starts[first..end].iter().zip(&runs[first..end]).map(
+                |(&start_required_blocks, &run_length)| HitCurveSegment {
+                    start_required_blocks,
+                    run_length,
+                },
+            ));
+        } else {
+            for segment in first..end {
+                hit_curve.push(HitCurveSegment {
+                    start_required_blocks: self.starts.unsigned(curve, segment)?,
+                    run_length: self.runs.unsigned(curve, segment)?,
+                });
+            }
         }
         if record.block_bytes == 0 || record.block_size_tokens == 0 {
             return Err(FactsRowError::NonPositiveBlock);

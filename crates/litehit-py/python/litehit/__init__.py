@@ -189,34 +189,84 @@ def _capacity_gb(value: Any) -> float:
     return _parse_capacity_gb(repr(float(value)))
 
 
-def _not_in_this_version(tiers: Any, window: Any, opt: Any) -> None:
-    for name, value, why in [
-        ("tiers", tiers, "`litehit query --tiers`"),
-        ("window", window, "`litehit query --window`"),
-        ("opt", opt, "OPT facts beside LRU's in `litehit query`"),
-    ]:
-        if value is not None:
-            raise NotImplementedError(
-                f"litehit.query({name}=...) is not available in this version: use {why} on "
-                "facts written with Facts.write (docs/PYTHON.md)"
-            )
+def _tier_entries(tiers: Any) -> Optional[List[str]]:
+    """``tiers=`` as ``--tiers`` entries: ``"hbm=80GB,dram=512GB"``, a list of such entries or
+    sizes, or a dict of sizes by name (top tier first)."""
+    if tiers is None:
+        return None
+    if isinstance(tiers, str):
+        entries = tiers.split(",")
+    elif isinstance(tiers, Mapping):
+        entries = [f"{name}={size}" for name, size in tiers.items()]
+    else:
+        entries = [str(entry) for entry in tiers]
+    if not entries:
+        raise ValueError("tiers: no tier given (sizes such as \"80GB,512GB\", or \"hbm=80GB,dram=512GB\")")
+    return entries
+
+
+def _window_text(window: Any) -> Optional[str]:
+    """``window=`` as ``--window`` reads it: a duration (``"10m"``, ``"600s"``) or seconds."""
+    if window is None or isinstance(window, str):
+        return window
+    if isinstance(window, bool):
+        raise TypeError("window is a duration such as \"10m\" or a number of seconds, not a bool")
+    if isinstance(window, int):
+        return str(window)
+    return repr(float(window))
 
 
 @functools.lru_cache(maxsize=None)
-def _query_schema() -> "pyarrow.Schema":
+def _query_schema(tiered: bool, with_opt: bool) -> "pyarrow.Schema":
     import pyarrow as pa
 
-    return pa.schema(
-        [
-            ("instance_id", pa.string()),
-            ("capacity_bytes", pa.uint64()),
-            ("capacity_blocks", pa.uint64()),
-            ("total_input_tokens", pa.uint64()),
-            ("total_hit_blocks", pa.uint64()),
-            ("total_hit_tokens", pa.uint64()),
-            ("hit_rate", pa.float64()),
+    fields = [("instance_id", pa.string())]
+    if tiered:
+        fields.append(("tier", pa.string()))
+    fields += [
+        ("capacity_bytes", pa.uint64()),
+        ("capacity_blocks", pa.uint64()),
+        ("total_input_tokens", pa.uint64()),
+        ("total_hit_blocks", pa.uint64()),
+        ("total_hit_tokens", pa.uint64()),
+        ("hit_rate", pa.float64()),
+    ]
+    if tiered:
+        fields.append(("miss_share", pa.float64()))
+    if with_opt:
+        fields += [
+            ("opt_hit_tokens", pa.uint64()),
+            ("opt_hit_rate", pa.float64()),
+            ("cold_miss_tokens", pa.uint64()),
+            ("capacity_miss_tokens", pa.uint64()),
+            ("policy_miss_tokens", pa.int64()),
         ]
-    )
+    return pa.schema(fields)
+
+
+@functools.lru_cache(maxsize=None)
+def _window_schema(tiered: bool) -> "pyarrow.Schema":
+    import pyarrow as pa
+
+    fields = [
+        ("window_start_ns", pa.int64()),
+        ("window_end_ns", pa.int64()),
+        ("window_start_s", pa.float64()),
+        ("window_end_s", pa.float64()),
+    ]
+    if tiered:
+        fields.append(("tier", pa.string()))
+    fields += [
+        ("capacity_bytes", pa.uint64()),
+        ("capacity_blocks", pa.uint64()),
+        ("requests", pa.uint64()),
+        ("total_input_tokens", pa.uint64()),
+        ("total_hit_tokens", pa.uint64()),
+        ("hit_rate", pa.float64()),
+    ]
+    if tiered:
+        fields.append(("miss_share", pa.float64()))
+    return pa.schema(fields)
 
 
 @functools.lru_cache(maxsize=None)
@@ -244,8 +294,9 @@ def query(
     capacities: Union[float, str, Sequence[Union[float, str]], None] = None,
     *,
     capacities_blocks: Union[int, Sequence[int], None] = None,
-    tiers: Any = None,
-    window: Any = None,
+    tiers: Union[str, Sequence[str], Mapping[str, Union[str, float]], None] = None,
+    tier_mode: str = "exclusive",
+    window: Union[str, float, None] = None,
     opt: Any = None,
 ) -> "pyarrow.Table":
     """The numbers ``litehit query FACTS - CAPACITIES... --capacity-blocks BLOCKS...`` prints,
@@ -253,21 +304,45 @@ def query(
     capacities in the order given (``capacities`` in binary GB, or sizes such as ``"40GB"``,
     ``"4TB"``; negative or ``"inf"`` = unlimited; then ``capacities_blocks``), then the rows
     of the total over instances (``instance_id`` null; the pool lane's rows left out, as in
-    the CLI's overall line). ``facts``: :class:`Facts`, a facts file (CSV or Parquet) or an
-    Arrow stream of facts. ``tiers``, ``window`` and ``opt`` raise ``NotImplementedError`` in
-    this version.
+    the CLI's overall line). ``facts``: :class:`Facts`, a facts file (CSV or Parquet), an
+    Arrow stream of facts, or the dict ``replay(..., policy="lru,opt")`` returns (then
+    ``opt`` is its OPT facts).
+
+    ``tiers`` (``--tiers``: ``"hbm=80GB,dram=512GB"``, a list of entries or sizes, or a dict
+    of sizes by name, top first) and ``tier_mode`` (``--tier-mode``: ``"exclusive"`` or
+    ``"inclusive"``) add a ``tier`` column and, after each instance's capacity rows, one row
+    per tier: its size, the blocks and tokens it served, its share as ``hit_rate``, and
+    ``miss_share``. ``opt`` (``--opt``: the OPT facts of the same replay) adds the columns
+    ``opt_hit_tokens``, ``opt_hit_rate``, ``cold_miss_tokens``, ``capacity_miss_tokens`` and
+    ``policy_miss_tokens``. ``window`` (``--window``: ``"10m"``, or seconds) returns the
+    windows' table instead: one row per window of trace time and capacity (or tier); see
+    docs/PYTHON.md.
     """
     import pyarrow as pa
 
-    _not_in_this_version(tiers, window, opt)
+    if isinstance(facts, Mapping) and set(facts) == {"lru", "opt"}:
+        if opt is not None:
+            raise ValueError("opt= given twice: in the dict of replay(policy=\"lru,opt\") and as opt=")
+        facts, opt = facts["lru"], facts["opt"]
     capacity_gb = [_capacity_gb(value) for value in _list_of(capacities)]
     capacity_blocks = [int(value) for value in _list_of(capacities_blocks)]
     if any(value < 0 for value in capacity_blocks):
         raise ValueError("capacities_blocks are block counts: 0 or more")
-    if not capacity_gb and not capacity_blocks:
-        raise ValueError("no capacity given: pass capacities (binary GB) and/or capacities_blocks")
-    columns = _query_table(_facts_of(facts), capacity_gb, capacity_blocks)
-    return pa.table(columns, schema=_query_schema())
+    entries = _tier_entries(tiers)
+    if not capacity_gb and not capacity_blocks and entries is None:
+        raise ValueError(
+            "no capacity given: pass capacities (binary GB) and/or capacities_blocks (or tiers)"
+        )
+    asked = {
+        "tiers": entries,
+        "tier_mode": tier_mode,
+        "window": _window_text(window),
+        "opt": None if opt is None else _facts_of(opt),
+    }
+    columns = _query_table(_facts_of(facts), capacity_gb, capacity_blocks, asked)
+    if window is not None:
+        return pa.table(columns, schema=_window_schema(entries is not None))
+    return pa.table(columns, schema=_query_schema(entries is not None, opt is not None))
 
 
 def mrc(facts: Any, *, max_curve_points: int = DEFAULT_MAX_CURVE_POINTS) -> "pyarrow.Table":

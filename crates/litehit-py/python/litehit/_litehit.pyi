@@ -39,6 +39,21 @@ class Replayer:
 
 def replay_path(path: str, format: str, options: Mapping[str, Any]) -> List[Tuple[str, Facts]]: ...
 def replay_rows(source: Any, options: Mapping[str, Any]) -> List[Tuple[str, Facts]]: ...
-def query_table(facts: Facts, capacity_gb: List[float], capacity_blocks: List[int]) -> Dict[str, list]: ...
+def query_table(
+    facts: Facts,
+    capacity_gb: List[float],
+    capacity_blocks: List[int],
+    asked: Dict[str, Any],
+) -> Dict[str, list]:
+    """``asked``: ``tiers`` (``--tiers`` entries or None), ``tier_mode`` (``"exclusive"`` or
+    ``"inclusive"``), ``window`` (``--window`` text or None), ``opt`` (OPT ``Facts`` or None).
+    The columns of ``litehit.query``'s table: with ``window``, the windows' columns
+    (``window_start_ns``, ``window_end_ns``, ``window_start_s``, ``window_end_s``, [``tier``],
+    ``capacity_bytes``, ``capacity_blocks``, ``requests``, ``total_input_tokens``,
+    ``total_hit_tokens``, ``hit_rate``, [``miss_share``]); else ``instance_id``, [``tier``],
+    ``capacity_bytes``, ``capacity_blocks``, ``total_input_tokens``, ``total_hit_blocks``,
+    ``total_hit_tokens``, ``hit_rate``, [``miss_share``], [``opt_hit_tokens``,
+    ``opt_hit_rate``, ``cold_miss_tokens``, ``capacity_miss_tokens``, ``policy_miss_tokens``]."""
+    ...
 def mrc_table(facts: Facts, max_curve_points: int) -> Dict[str, list]: ...
 def parse_capacity_gb(text: str) -> float: ...

@@ -24,7 +24,7 @@ pub use first_pass::{SpanAndInstances, pool_instance_count, trace_span_and_insta
 pub use plan::{PoolRule, QueryPlan, QuerySlots, TierPlan};
 pub use pool::PoolSummary;
 pub use run::QueryRun;
-pub use totals::{MissSplit, OptTotals, QuerySummary, QueryTotals, SlotTotals};
+pub use totals::{MissSplit, OptTotals, QuerySummary, QueryTotals, SlotTotals, tier_miss_share};
 pub use windows::{
     PoolLaneCapacities, QueryWindows, WindowTotals, query_windows, query_windows_with_pool,
 };

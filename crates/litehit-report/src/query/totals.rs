@@ -152,12 +152,10 @@ impl SlotTotals {
             .iter()
             .map(|&tokens| ratio(tokens, self.total_input_tokens))
             .collect();
-        let served = self
-            .tier_hit_tokens
-            .iter()
-            .fold(0_u64, |sum, &tokens| sum.wrapping_add(tokens));
-        let missed = self.total_input_tokens.saturating_sub(served);
-        (shares, ratio(missed, self.total_input_tokens))
+        (
+            shares,
+            tier_miss_share(self.total_input_tokens, &self.tier_hit_tokens),
+        )
     }
 
     /// Cumulative token hit rate per slot (0 when there are no input tokens).
@@ -168,6 +166,16 @@ impl SlotTotals {
             .map(|&tokens| ratio(tokens, self.total_input_tokens))
             .collect()
     }
+}
+
+/// The share of `input_tokens` no tier served (`miss_share`), given the tokens each tier
+/// served; 0 when there are no input tokens.
+#[must_use]
+pub fn tier_miss_share(input_tokens: u64, tier_hit_tokens: &[u64]) -> f64 {
+    let served = tier_hit_tokens
+        .iter()
+        .fold(0_u64, |sum, &tokens| sum.wrapping_add(tokens));
+    ratio(input_tokens.saturating_sub(served), input_tokens)
 }
 
 /// What a finished query summed up: per instance (byte order of `instance_id`) and overall.
