@@ -2,6 +2,7 @@
 //! budget.
 
 mod cache_output;
+mod cache_output_live;
 mod real;
 mod template_budget;
 mod trace;
