@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use super::query_args::{OptArg, PoolArg, SpanArgs, TierArgs, parse_quota_floor, parse_quota_size};
+use super::query_args::{OptArg, PoolArg, QuotaGridArgs, SpanArgs, TierArgs, parse_quota_size};
 
 /// Default cap on points per curve in `--json` (exact breakpoints when there are fewer).
 pub const DEFAULT_MAX_CURVE_POINTS: usize = 1000;
@@ -89,26 +89,15 @@ pub struct TenantArgs {
     #[arg(long, value_name = "SIZE", requires = "tenants", value_parser = parse_quota_size)]
     pub quota_total: Option<litehit_core::projector::Capacity>,
 
-    /// A tenant's smallest quota, TENANT=SIZE (rounded up to the grid); repeatable
-    #[arg(long, value_name = "TENANT=SIZE", requires = "quota_total",
-          value_parser = parse_quota_floor)]
-    pub quota_floor: Vec<(String, litehit_core::projector::Capacity)>,
-
-    /// The grid the quotas are chosen on (exactly): multiples of SIZE [default: the total /
-    /// 512, at least one block]
-    #[arg(long, value_name = "SIZE", requires = "quota_total", value_parser = parse_quota_size)]
-    pub quota_step: Option<litehit_core::projector::Capacity>,
+    #[command(flatten)]
+    pub grid: QuotaGridArgs,
 }
 
 impl TenantArgs {
     /// What the planner is asked, when `--quota-total` is given.
     #[must_use]
     pub fn quota_request(&self) -> Option<litehit_report::QuotaRequest> {
-        self.quota_total.map(|total| litehit_report::QuotaRequest {
-            total,
-            floors: self.quota_floor.clone(),
-            step: self.quota_step,
-        })
+        self.grid.request(self.quota_total)
     }
 }
 

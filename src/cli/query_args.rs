@@ -128,6 +128,22 @@ pub struct QuotaArgs {
                                 "tiers", "from", "to", "exclude_warmup"])]
     pub quota_total: Option<litehit_core::projector::Capacity>,
 
+    #[command(flatten)]
+    pub grid: QuotaGridArgs,
+}
+
+impl QuotaArgs {
+    /// What the planner is asked (`None` without `--quota-total`).
+    #[must_use]
+    pub fn request(&self) -> Option<litehit_report::QuotaRequest> {
+        self.grid.request(self.quota_total)
+    }
+}
+
+/// `--quota-floor` and `--quota-step`, the same on `query`, `mrc --tenants` and `watch`
+/// (each command says what its own `--quota-total` does).
+#[derive(Debug, Clone, Default, PartialEq, clap::Args)]
+pub struct QuotaGridArgs {
     /// A tenant's smallest quota, TENANT=SIZE (rounded up to the grid); repeatable
     #[arg(long, value_name = "TENANT=SIZE", requires = "quota_total",
           value_parser = parse_quota_floor)]
@@ -139,37 +155,28 @@ pub struct QuotaArgs {
     pub quota_step: Option<litehit_core::projector::Capacity>,
 }
 
-impl QuotaArgs {
-    /// What the planner is asked (`None` without `--quota-total`).
+impl QuotaGridArgs {
+    /// The planner's request for `total` (`None` without `--quota-total`).
     #[must_use]
-    pub fn request(&self) -> Option<litehit_report::QuotaRequest> {
-        quota_request(self.quota_total, &self.quota_floor, self.quota_step)
+    pub fn request(
+        &self,
+        total: Option<litehit_core::projector::Capacity>,
+    ) -> Option<litehit_report::QuotaRequest> {
+        total.map(|total| litehit_report::QuotaRequest {
+            total,
+            floors: self.quota_floor.clone(),
+            step: self.quota_step,
+        })
     }
 }
 
-/// The planner's request from the three quota flags, `query`'s or `watch`'s.
-pub(crate) fn quota_request(
-    total: Option<litehit_core::projector::Capacity>,
-    floors: &[(String, litehit_core::projector::Capacity)],
-    step: Option<litehit_core::projector::Capacity>,
-) -> Option<litehit_report::QuotaRequest> {
-    total.map(|total| litehit_report::QuotaRequest {
-        total,
-        floors: floors.to_vec(),
-        step,
-    })
-}
-
-/// A quota size: a capacity in the one grammar (`80GiB`, `0.5TB`, `3000b`); `query`'s and
-/// `watch`'s quota flags alike.
+/// A quota size: a capacity in the one grammar (`80GiB`, `0.5TB`, `3000b`); every quota flag's.
 pub(crate) fn parse_quota_size(text: &str) -> Result<litehit_core::projector::Capacity, String> {
     litehit_core::grammar::parse_capacity(text).map_err(|error| error.to_string())
 }
 
-/// `TENANT=SIZE`; `query`'s and `watch`'s `--quota-floor` alike.
-pub(crate) fn parse_quota_floor(
-    text: &str,
-) -> Result<(String, litehit_core::projector::Capacity), String> {
+/// `TENANT=SIZE`, `--quota-floor`'s.
+fn parse_quota_floor(text: &str) -> Result<(String, litehit_core::projector::Capacity), String> {
     let (tenant, size) = text
         .rsplit_once('=')
         .filter(|(tenant, _)| !tenant.is_empty())

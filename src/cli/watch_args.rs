@@ -530,22 +530,14 @@ pub struct WatchQuotaArgs {
     #[arg(long, value_name = "SIZE", value_parser = super::query_args::parse_quota_size)]
     pub quota_total: Option<litehit_core::projector::Capacity>,
 
-    /// A tenant's smallest quota, TENANT=SIZE (rounded up to the grid); repeatable
-    #[arg(long, value_name = "TENANT=SIZE", requires = "quota_total",
-          value_parser = super::query_args::parse_quota_floor)]
-    pub quota_floor: Vec<(String, litehit_core::projector::Capacity)>,
-
-    /// The grid the quotas are chosen on (exactly): multiples of SIZE [default: the total /
-    /// 512, at least one block]
-    #[arg(long, value_name = "SIZE", requires = "quota_total",
-          value_parser = super::query_args::parse_quota_size)]
-    pub quota_step: Option<litehit_core::projector::Capacity>,
+    #[command(flatten)]
+    pub grid: super::query_args::QuotaGridArgs,
 }
 
 impl WatchQuotaArgs {
     /// What the planner is asked (`None` without `--quota-total`).
     #[must_use]
     pub fn request(&self) -> Option<litehit_report::QuotaRequest> {
-        super::query_args::quota_request(self.quota_total, &self.quota_floor, self.quota_step)
+        self.grid.request(self.quota_total)
     }
 }
