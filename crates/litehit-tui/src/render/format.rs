@@ -7,6 +7,35 @@ use litehit_live::LiveSnapshot;
 
 pub use litehit_core::display::{count, duration, fit, fit_middle, per_second};
 
+/// The leading `parts` that fit, whole, in a line of `width` columns of which `used` are
+/// taken, each after its separator (`first` before the first part, `between` before the
+/// others): a number is shown entire or not at all, never cut.
+pub fn whole_parts(
+    parts: impl IntoIterator<Item = String>,
+    (first, between): (&str, &str),
+    used: usize,
+    width: usize,
+) -> Vec<String> {
+    let mut used = used;
+    let mut shown = Vec::new();
+    for part in parts {
+        let piece = format!("{}{part}", if shown.is_empty() { first } else { between });
+        let piece_width = display_width(&piece);
+        if used + piece_width > width {
+            break;
+        }
+        used += piece_width;
+        shown.push(piece);
+    }
+    shown
+}
+
+/// Columns `text` takes on a terminal.
+pub fn display_width(text: &str) -> usize {
+    use unicode_width::UnicodeWidthStr as _;
+    text.width()
+}
+
 /// A rate as a percentage with two decimals (`51.85%`), `-` without a denominator.
 pub fn percent(rate: Option<f64>) -> String {
     display::percent(rate, 2)

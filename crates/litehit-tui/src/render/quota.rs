@@ -30,25 +30,14 @@ pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot) {
     let Some(view) = &snap.quota else {
         return;
     };
-    let width = usize::from(area.width);
     let mut spans = vec![Span::styled(LABEL, Style::new().bold())];
-    let mut used = LABEL.chars().count();
-    for (index, part) in parts(view).into_iter().enumerate() {
-        let separator = if index == 0 { " " } else { " · " };
-        let part_width = separator.chars().count() + display_width(&part);
-        if used + part_width > width {
-            break;
-        }
-        used += part_width;
-        spans.push(Span::raw(separator));
-        spans.push(Span::raw(part));
-    }
+    let used = format::display_width(LABEL);
+    spans.extend(
+        format::whole_parts(parts(view), (" ", " · "), used, usize::from(area.width))
+            .into_iter()
+            .map(Span::raw),
+    );
     frame.render_widget(Line::from(spans).dim(), area);
-}
-
-fn display_width(text: &str) -> usize {
-    use unicode_width::UnicodeWidthStr as _;
-    text.width()
 }
 
 /// The line's parts, in order: the total, then (with a plan) the isolated, pooled and

@@ -40,36 +40,28 @@ pub fn render(frame: &mut Frame, area: Rect, snap: &LiveSnapshot, view: &App) {
     let parts = parts(snap, view);
     let label = " to reach 90/95/99 % of ∞";
     let mut spans = vec![Span::styled(label, Style::new().bold())];
-    let mut used = label.chars().count();
-    for (index, (who, values)) in parts.iter().enumerate() {
-        let separator = if index == 0 { " · " } else { " │ " };
-        let part = format!("{who}: {values}");
-        let part_width = separator.chars().count() + display_width(&part);
-        // Whole parts only: a number is shown entire or not at all.
-        if used + part_width > width {
-            break;
-        }
-        used += part_width;
-        spans.push(Span::raw(separator));
-        spans.push(Span::raw(part));
-    }
+    spans.extend(
+        format::whole_parts(
+            parts.iter().map(|(who, values)| format!("{who}: {values}")),
+            (" · ", " │ "),
+            format::display_width(label),
+            width,
+        )
+        .into_iter()
+        .map(Span::raw),
+    );
     if spans.len() == 1 {
         // Narrow: the first part's values under a short label (whose they are is the
         // table's selection), or nothing rather than a cut number.
         let short = " 90/95/99 % of ∞:";
         spans = vec![Span::styled(short, Style::new().bold())];
         if let Some((_, values)) = parts.first()
-            && short.chars().count() + 1 + display_width(values) <= width
+            && short.chars().count() + 1 + format::display_width(values) <= width
         {
             spans.push(Span::raw(format!(" {values}")));
         }
     }
     frame.render_widget(Line::from(spans).dim(), area);
-}
-
-fn display_width(text: &str) -> usize {
-    use unicode_width::UnicodeWidthStr as _;
-    text.width()
 }
 
 /// `("instance-0", "12.3 GiB · 20.1 GiB · 51 GiB")` for the selected instance (its id cut to
