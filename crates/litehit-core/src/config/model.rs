@@ -137,6 +137,16 @@ impl ModelKvSize {
             });
         }
         let Some(found) = preset(name_or_config) else {
+            if path
+                .extension()
+                .is_some_and(|extension| extension == "json")
+            {
+                // Meant as a file: say it is not there, not that it is no preset.
+                return Err(ModelError::Read {
+                    path: path.to_path_buf(),
+                    error: std::io::ErrorKind::NotFound.into(),
+                });
+            }
             return Err(ModelError::Unknown {
                 name: name_or_config.to_owned(),
                 close: PRESETS
@@ -169,6 +179,9 @@ impl ModelKvSize {
         json: &Value,
         dtype: Option<KvCacheDtype>,
     ) -> Result<Self, ConfigProblem> {
+        if !json.is_object() {
+            return Err(ConfigProblem::NotAnObject);
+        }
         // Multimodal wrappers (Gemma 3, Llama 4) keep the language model under `text_config`.
         let text = match json.get("text_config") {
             Some(inner @ Value::Object(_)) if json.get("num_hidden_layers").is_none() => inner,
@@ -345,6 +358,9 @@ pub enum ConfigProblem {
         /// What it should be.
         reason: String,
     },
+    /// The JSON is not an object (a model's `config.json` is one).
+    #[error("not a JSON object: a model's config.json is one ({{\"num_hidden_layers\": ..}})")]
+    NotAnObject,
     /// No layer keeps a full-attention KV cache.
     #[error(
         "all {layers} layers are sliding-window or linear attention: no full-attention KV \
@@ -490,6 +506,28 @@ mod tests {
         let mha = json!({"num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 64,
             "dtype": "float32"});
         assert_eq!(size(&mha).unwrap().kv_bytes_per_token, 2 * 2 * 4 * 16 * 4);
+    }
+
+    /// What the walk-through typed: JSON that is no object, a `.json` path that is not there.
+    #[test]
+    fn a_non_object_config_and_a_missing_json_file_say_what_they_are() {
+        for json in [json!([1, 2]), json!("x"), json!(null)] {
+            assert_eq!(
+                size(&json).unwrap_err(),
+                ConfigProblem::NotAnObject,
+                "{json}"
+            );
+        }
+        let missing = ModelKvSize::resolve("no/such/dir/config.json", None).unwrap_err();
+        assert!(
+            matches!(&missing, ModelError::Read { error, .. }
+                if error.kind() == std::io::ErrorKind::NotFound),
+            "{missing}"
+        );
+        assert!(missing.to_string().starts_with("no/such/dir/config.json: "));
+        // A name that is no file and no preset still lists the presets.
+        let unknown = ModelKvSize::resolve("no-such-model", None).unwrap_err();
+        assert!(matches!(unknown, ModelError::Unknown { .. }), "{unknown}");
     }
 
     #[test]
