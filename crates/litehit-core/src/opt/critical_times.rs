@@ -164,24 +164,31 @@ impl CriticalTimes {
         self.stale_groups.clear();
     }
 
+    /// The minimum of `group`'s members: times (`below_start` `None`, the lowest level) or
+    /// the entries of the level starting at `below_start`; `u32::MAX` for a group past the end.
+    #[inline]
+    fn group_minimum(&self, below_start: Option<usize>, group: usize) -> u32 {
+        let members = FANOUT * group..FANOUT * group + FANOUT;
+        match below_start {
+            None => self.times[members.start..members.end.min(self.times.len())]
+                .iter()
+                .copied()
+                .min(),
+            Some(below) => self.tree[below + members.start..below + members.end]
+                .iter()
+                .copied()
+                .min(),
+        }
+        .unwrap_or(u32::MAX)
+    }
+
     /// Recomputes lowest-level entry `group` from the times, and the entries above it while
     /// they change.
     fn refresh_group(&mut self, group: usize) {
         let mut below_start = None;
         let mut group = group;
         for &start in &self.level_starts {
-            let members = FANOUT * group..FANOUT * group + FANOUT;
-            let minimum = match below_start {
-                None => self.times[members.start..members.end.min(self.times.len())]
-                    .iter()
-                    .copied()
-                    .min(),
-                Some(below) => self.tree[below + members.start..below + members.end]
-                    .iter()
-                    .copied()
-                    .min(),
-            }
-            .unwrap_or(u32::MAX);
+            let minimum = self.group_minimum(below_start, group);
             let entry = start + group;
             if self.tree[entry] == minimum {
                 break; // nothing above changes
@@ -279,18 +286,7 @@ impl CriticalTimes {
         for &start in &self.level_starts {
             let groups = below_count.div_ceil(FANOUT);
             for group in 0..groups {
-                let members = FANOUT * group..FANOUT * group + FANOUT;
-                self.tree[start + group] = match below {
-                    None => self.times[members.start..members.end.min(self.times.len())]
-                        .iter()
-                        .copied()
-                        .min(),
-                    Some(below) => self.tree[below + members.start..below + members.end]
-                        .iter()
-                        .copied()
-                        .min(),
-                }
-                .unwrap_or(u32::MAX);
+                self.tree[start + group] = self.group_minimum(below, group);
             }
             below = Some(start);
             below_count = groups;

@@ -208,20 +208,35 @@ impl Imbalance {
         self.update_paths([leaf, leaf, leaf]);
     }
 
+    /// The bits of one access: the key at `key_from` and the marker at `marker_from` move to
+    /// the fresh position `new`. Returns the words of the three positions (key's, marker's,
+    /// new), whose summaries the caller brings up to date.
+    #[inline]
+    fn move_key_and_marker(
+        &mut self,
+        key_from: usize,
+        marker_from: usize,
+        new: usize,
+    ) -> [usize; 3] {
+        let words = [
+            key_from / WORD_BITS,
+            marker_from / WORD_BITS,
+            new / WORD_BITS,
+        ];
+        self.release(words[0], key_from, true);
+        self.release(words[1], marker_from, false);
+        self.keys[words[2]] |= bit(new);
+        self.markers[words[2]] |= bit(new);
+        self.in_use += 1;
+        words
+    }
+
     /// One access: the key at `key_from` and the marker at `marker_from` both move to the
     /// fresh, most recent position `new`; one walk up for the words that changed.
     #[inline]
     pub(crate) fn move_to_new(&mut self, key_from: usize, marker_from: usize, new: usize) {
-        let (key_word, marker_word, new_word) = (
-            key_from / WORD_BITS,
-            marker_from / WORD_BITS,
-            new / WORD_BITS,
-        );
-        self.release(key_word, key_from, true);
-        self.release(marker_word, marker_from, false);
-        self.keys[new_word] |= bit(new);
-        self.markers[new_word] |= bit(new);
-        self.in_use += 1;
+        let [key_word, marker_word, new_word] =
+            self.move_key_and_marker(key_from, marker_from, new);
         let new_leaf = self.leaf_base + new_word;
         for word in [key_word, marker_word] {
             self.tree[self.leaf_base + word] =
@@ -251,17 +266,7 @@ impl Imbalance {
         new: usize,
         touched: &mut Vec<usize>,
     ) {
-        let (key_word, marker_word, new_word) = (
-            key_from / WORD_BITS,
-            marker_from / WORD_BITS,
-            new / WORD_BITS,
-        );
-        self.release(key_word, key_from, true);
-        self.release(marker_word, marker_from, false);
-        self.keys[new_word] |= bit(new);
-        self.markers[new_word] |= bit(new);
-        self.in_use += 1;
-        for word in [key_word, marker_word, new_word] {
+        for word in self.move_key_and_marker(key_from, marker_from, new) {
             // Each kind moves through few words in a request: a repeat is usually recent.
             if !touched[touched.len().saturating_sub(6)..].contains(&word) {
                 touched.push(word);
