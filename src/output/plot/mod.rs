@@ -254,12 +254,7 @@ impl PlotData {
             color: OPT_COLOR,
             points: opt_points,
             ceiling_percent: opt_report.total.infinite_hit_rate * 100.0,
-            knees: opt_report
-                .total
-                .knees
-                .iter()
-                .map(|k| (k.percent, k.point.capacity_gb, k.point.hit_rate * 100.0))
-                .collect(),
+            knees: total_knees(&opt_report.total),
             is_total: true,
             is_pool: false,
             is_opt: true,
@@ -386,6 +381,15 @@ fn points(sample_bytes: &[u64], rates: &[f64]) -> Vec<(f64, f64)> {
         .collect()
 }
 
+/// The knees of a total line (LRU's or OPT's), as a series marks them: percent, GB, rate %.
+fn total_knees(total: &litehit_report::TotalReport) -> Vec<(u32, f64, f64)> {
+    total
+        .knees
+        .iter()
+        .map(|k| (k.percent, k.point.capacity_gb, k.point.hit_rate * 100.0))
+        .collect()
+}
+
 /// The total line: every instance with its own cache of each sampled size.
 fn total_series(report: &MrcReport, points: Vec<(f64, f64)>) -> PlotSeries {
     PlotSeries {
@@ -393,12 +397,7 @@ fn total_series(report: &MrcReport, points: Vec<(f64, f64)>) -> PlotSeries {
         color: TOTAL_COLOR,
         points,
         ceiling_percent: report.total.infinite_hit_rate * 100.0,
-        knees: report
-            .total
-            .knees
-            .iter()
-            .map(|k| (k.percent, k.point.capacity_gb, k.point.hit_rate * 100.0))
-            .collect(),
+        knees: total_knees(&report.total),
         is_total: true,
         is_pool: false,
         is_opt: false,
