@@ -255,7 +255,10 @@ fn demo_screen(setup: &Setup, args: &str, env: &[&str]) -> String {
         "{} demo --rate 500 --requests 2000 {args}; sleep 30",
         env!("CARGO_BIN_EXE_litehit")
     );
+    // A server of its own: a shared one exits with another test's last session.
+    let socket = std::env::temp_dir().join(format!("litehit-tmux-{session}"));
     let mut tmux = Command::new("tmux");
+    tmux.arg("-S").arg(&socket);
     tmux.args(["new-session", "-d", "-s", &session, "-x", "120", "-y", "40"]);
     tmux.args([
         "-e",
@@ -266,15 +269,12 @@ fn demo_screen(setup: &Setup, args: &str, env: &[&str]) -> String {
         tmux.args(["-e", pair]);
     }
     tmux.arg("-c").arg(setup.path()).arg(command);
-    // A tmux server that is just exiting (another test's last session) refuses once.
-    let started = tmux.status().unwrap().success() || {
-        std::thread::sleep(Duration::from_millis(300));
-        tmux.status().unwrap().success()
-    };
-    assert!(started, "tmux new-session");
+    assert!(tmux.status().unwrap().success(), "tmux new-session");
     let deadline = Instant::now() + Duration::from_secs(30);
     let screen = loop {
         let out = Command::new("tmux")
+            .arg("-S")
+            .arg(&socket)
             .args(["capture-pane", "-e", "-p", "-t", &session])
             .output()
             .unwrap();
@@ -285,8 +285,11 @@ fn demo_screen(setup: &Setup, args: &str, env: &[&str]) -> String {
         std::thread::sleep(Duration::from_millis(100));
     };
     let _ = Command::new("tmux")
-        .args(["kill-session", "-t", &session])
+        .arg("-S")
+        .arg(&socket)
+        .arg("kill-server")
         .status();
+    let _ = std::fs::remove_file(&socket);
     assert!(screen.contains("instance-0"), "the demo ran:\n{screen}");
     screen
 }

@@ -34,6 +34,9 @@ const DESIGN_DOC_TRACE: &str = concat!(
     "\n",
 );
 
+/// A tmux session on a server of its own (socket [`Tmux::socket`], removed when done): tests
+/// run in parallel, and a shared server exits with its last session, refusing a
+/// `new-session` that another test sends at that moment.
 struct Tmux {
     session: String,
 }
@@ -58,6 +61,8 @@ pub(crate) fn tmux_ready() -> bool {
 impl Tmux {
     fn start(session: &str, command: &str) -> Self {
         let status = Command::new("tmux")
+            .arg("-S")
+            .arg(Self::socket(session))
             .args([
                 "new-session",
                 "-d",
@@ -82,8 +87,21 @@ impl Tmux {
         }
     }
 
+    /// The socket of `session`'s own server.
+    fn socket(session: &str) -> std::path::PathBuf {
+        std::env::temp_dir().join(format!("litehit-tmux-{session}"))
+    }
+
+    /// A `tmux` command on this session's own server.
+    fn tmux(&self) -> Command {
+        let mut command = Command::new("tmux");
+        command.arg("-S").arg(Self::socket(&self.session));
+        command
+    }
+
     fn screen(&self) -> String {
-        let out = Command::new("tmux")
+        let out = self
+            .tmux()
             .args(["capture-pane", "-p", "-t", &self.session])
             .output()
             .unwrap();
@@ -91,7 +109,8 @@ impl Tmux {
     }
 
     fn keys(&self, keys: &[&str]) {
-        let status = Command::new("tmux")
+        let status = self
+            .tmux()
             .args(["send-keys", "-t", &self.session])
             .args(keys)
             .status()
@@ -101,7 +120,8 @@ impl Tmux {
 
     /// Types `text` as it is (escape sequences included), as a terminal would send it.
     fn literal(&self, text: &str) {
-        let status = Command::new("tmux")
+        let status = self
+            .tmux()
             .args(["send-keys", "-t", &self.session, "-l", text])
             .status()
             .unwrap();
@@ -109,7 +129,8 @@ impl Tmux {
     }
 
     fn alternate_screen_on(&self) -> bool {
-        let out = Command::new("tmux")
+        let out = self
+            .tmux()
             .args([
                 "display-message",
                 "-p",
@@ -141,9 +162,8 @@ impl Tmux {
 
 impl Drop for Tmux {
     fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .args(["kill-session", "-t", &self.session])
-            .status();
+        let _ = self.tmux().arg("kill-server").status();
+        let _ = std::fs::remove_file(Self::socket(&self.session));
     }
 }
 
