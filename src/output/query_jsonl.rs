@@ -41,30 +41,34 @@ pub struct QueryOptions {
     pub summary_only: bool,
 }
 
-/// The summary lines of `summary`: one per instance, then the overall one (then the pool's
-/// comparison line, with a pool lane), each with the tier fields after `hit_rates` when
-/// `tiers` is given.
-#[must_use]
-pub fn summary_jsonl(
+/// Writes the summary lines of `summary` to `out`: one per instance, then the overall one
+/// (then the pool's comparison line, with a pool lane), each with the tier fields after
+/// `hit_rates` when `tiers` is given. Line by line, so a summary of many instances needs no
+/// buffer of its own (an allocation that cannot fail would abort under a memory limit).
+fn write_summary_jsonl(
+    out: &mut impl Write,
     summary: &QuerySummary,
     slots: &QuerySlots,
     tiers: Option<&TierPlan>,
-) -> Vec<u8> {
-    let mut out = Vec::new();
+) -> io::Result<()> {
+    let mut line = Vec::new();
     for (instance_id, totals) in &summary.per_instance {
-        append_summary_line(&mut out, Some(instance_id), totals, slots, tiers);
+        line.clear();
+        append_summary_line(&mut line, Some(instance_id), totals, slots, tiers);
+        out.write_all(&line)?;
     }
-    append_summary_line(&mut out, None, &summary.overall, slots, tiers);
+    line.clear();
+    append_summary_line(&mut line, None, &summary.overall, slots, tiers);
     if let Some(pool) = &summary.pool {
-        append_pool_line(&mut out, pool, &summary.overall, slots);
+        append_pool_line(&mut line, pool, &summary.overall, slots);
         if let Some(tiers) = tiers {
             // The tier fields go inside the pool line, before its closing brace.
-            out.truncate(out.len() - 2);
-            append_pool_tier_fields(&mut out, pool, &summary.overall, tiers);
-            out.extend_from_slice(b"}\n");
+            line.truncate(line.len() - 2);
+            append_pool_tier_fields(&mut line, pool, &summary.overall, tiers);
+            line.extend_from_slice(b"}\n");
         }
     }
-    out
+    out.write_all(&line)
 }
 
 /// The fields of one row line.
@@ -174,7 +178,7 @@ impl<W: Write> QueryJsonlWriter<W> {
         self.out.write_all(self.buffer.as_bytes())?;
         let slots = self.totals.slots().clone();
         let summary = self.totals.into_summary();
-        self.out.write_all(&summary_jsonl(&summary, &slots, None))?;
+        write_summary_jsonl(&mut self.out, &summary, &slots, None)?;
         self.out.flush()?;
         Ok((self.out, summary))
     }
@@ -558,8 +562,7 @@ pub fn query_facts_files_planned<W: Write + Send>(
     let tiers = plan.tiers.clone();
     let slots = run.slots().clone();
     let summary = run.finish()?;
-    out.write_all(&summary_jsonl(&summary, &slots, tiers.as_ref()))
-        .map_err(QueryError::Write)?;
+    write_summary_jsonl(&mut out, &summary, &slots, tiers.as_ref()).map_err(QueryError::Write)?;
     out.flush().map_err(QueryError::Write)?;
     Ok((out, summary))
 }

@@ -14,7 +14,9 @@ Needs the release CLI and the release extension laid out as a package (see docs/
     PYTHONPATH=/tmp/lh python3 crates/litehit-py/bench/bench.py --litehit target/release/litehit
 
 The trace (seeded, `--requests` rows of growing conversations over 8 instances) and the facts
-go to a scratch folder under /tmp, removed at the end. Each timing is the best of `--rounds`.
+go to a scratch folder under /tmp, removed at the end. Each replay timing is the best of
+`--rounds`; the query comparison gives the medians of its interleaved rounds. The test suite
+runs it on a tiny trace (crates/litehit-py/tests/test_bench.py).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import os
 import random
 import resource
 import shutil
+import statistics
 import subprocess
 import tempfile
 import time
@@ -81,11 +84,16 @@ def best_of(rounds: int, run) -> float:
 
 
 def timed_process(args: list[str]) -> tuple[float, float, int]:
-    """`/usr/bin/time`'s wall seconds, CPU seconds (user + system) and max RSS (KiB)."""
-    result = subprocess.run(["/usr/bin/time", "-f", "%e %U %S %M", *args], check=True,
+    """A process's wall seconds and CPU seconds (user + system, of every thread), to the
+    microsecond (`/usr/bin/time` prints hundredths), and its max RSS (KiB, `/usr/bin/time`)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    result = subprocess.run(["/usr/bin/time", "-f", "%M", *args], check=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    wall, user, system, rss = result.stderr.strip().splitlines()[-1].split()
-    return float(wall), float(user) + float(system), int(rss)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, int(result.stderr.strip().splitlines()[-1])
 
 
 def compare_formats(args, label: str, csv_facts: Path, parquet_facts: Path) -> None:
@@ -98,13 +106,14 @@ def compare_formats(args, label: str, csv_facts: Path, parquet_facts: Path) -> N
         for name, path in [("csv", csv_facts), ("parquet", parquet_facts)]:
             runs[name].append(timed_process(
                 [args.litehit, "query", str(path), "-", *CAPACITIES_GB, "--summary-only"]))
-    csv_wall, csv_cpu, csv_rss = min(runs["csv"])
-    pq_wall, pq_cpu, pq_rss = min(runs["parquet"])
-    print(f"  query, 16 capacities, --summary-only (best wall of {args.rounds}): "
-          f"CSV {csv_wall:.2f} s wall / {csv_cpu:.2f} s CPU / {csv_rss / 1024:.0f} MiB; "
-          f"Parquet {pq_wall:.2f} s / {pq_cpu:.2f} s / {pq_rss / 1024:.0f} MiB: "
-          f"{csv_wall / max(pq_wall, 0.01):.2f} x faster wall, "
-          f"{csv_cpu / max(pq_cpu, 0.01):.2f} x less CPU")
+    # Medians: one round at a busy moment moves them least.
+    csv_wall, csv_cpu, csv_rss = (statistics.median(m) for m in zip(*runs["csv"]))
+    pq_wall, pq_cpu, pq_rss = (statistics.median(m) for m in zip(*runs["parquet"]))
+    print(f"  query, 16 capacities, --summary-only (medians of {args.rounds} rounds): "
+          f"CSV {csv_wall:.3f} s wall / {csv_cpu:.3f} s CPU / {csv_rss / 1024:.0f} MiB; "
+          f"Parquet {pq_wall:.3f} s / {pq_cpu:.3f} s / {pq_rss / 1024:.0f} MiB: "
+          f"{csv_wall / max(pq_wall, 1e-6):.2f} x faster wall, "
+          f"{csv_cpu / max(pq_cpu, 1e-6):.2f} x less CPU")
     summaries = [
         subprocess.run([args.litehit, "query", str(path), "-", *CAPACITIES_GB, "--summary-only"],
                        check=True, capture_output=True).stdout

@@ -44,6 +44,7 @@
 #![warn(missing_docs)]
 
 mod facts_files;
+mod lane_index;
 mod long_form;
 mod mrc;
 mod observed;
@@ -56,6 +57,7 @@ mod records_windows;
 mod span;
 
 pub use facts_files::{FactsFiles, FactsGlobError, expand_facts_globs};
+pub use lane_index::LaneTableFull;
 pub use long_form::{
     MrcRowKind, MrcTableRow, OptCells, QueryTableRow, WindowTableRow, mrc_table_rows,
     query_table_rows, window_table_rows,

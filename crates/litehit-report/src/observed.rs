@@ -9,11 +9,11 @@
 //! With [`EngineComparison::with_request_report`], every request with an observation is kept
 //! as a [`RequestGap`] for `replay --observed-report` (largest gap first).
 
-use std::collections::HashMap;
-
 use litehit_core::engine_pool::EnginePool;
 use litehit_core::facts::FactRow;
 use litehit_core::projector::{self, Capacity, CapacityAxisAccumulator};
+
+use crate::lane_index::LaneIndex;
 
 /// The sums a comparison keeps over its rows, the same for an instance and for the total.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -165,11 +165,8 @@ impl RequestGap {
 #[derive(Debug, Clone, Default)]
 pub struct EngineComparison {
     pool: Option<EnginePool>,
-    index: HashMap<String, usize>,
+    index: LaneIndex,
     instances: Vec<InstanceComparison>,
-    /// The instance of the last row: rows come in runs of one instance, so most need no
-    /// lookup.
-    last: Option<usize>,
     /// The shared pool lane (`replay --pool`): no instance of its own, left out.
     pool_lane: Option<String>,
     /// `Some` with [`Self::with_request_report`].
@@ -209,14 +206,8 @@ impl EngineComparison {
         if self.pool_lane.as_deref() == Some(row.instance_id) {
             return;
         }
-        let index = if let Some(last) = self
-            .last
-            .filter(|&last| self.instances[last].instance_id == row.instance_id)
-        {
-            last
-        } else if let Some(&index) = self.index.get(row.instance_id) {
-            index
-        } else {
+        let (index, new) = self.index.index_or_insert(row.instance_id);
+        if new {
             let capacity = self.pool.map(|pool| pool.capacity(row.block_size_tokens));
             self.instances.push(InstanceComparison {
                 instance_id: row.instance_id.to_owned(),
@@ -225,11 +216,7 @@ impl EngineComparison {
                     .and_then(|capacity| capacity.blocks(row.block_bytes)),
                 ..InstanceComparison::default()
             });
-            self.index
-                .insert(row.instance_id.to_owned(), self.instances.len() - 1);
-            self.instances.len() - 1
-        };
-        self.last = Some(index);
+        }
         let instance = &mut self.instances[index];
         let tokens = |blocks: u64| blocks.saturating_mul(row.block_size_tokens);
         let engine_hit_tokens = instance
@@ -279,7 +266,7 @@ impl EngineComparison {
     /// observed hits an eviction policy could close at the engine's size. A row of an
     /// instance LRU never saw (OPT alone) is left out: the comparison is LRU's.
     pub fn add_opt_row(&mut self, row: &FactRow<'_>, observed_hit_tokens: Option<u64>) {
-        let Some(&index) = self.index.get(row.instance_id) else {
+        let Some(index) = self.index.get(row.instance_id) else {
             return;
         };
         self.has_opt = true;

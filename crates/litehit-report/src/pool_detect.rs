@@ -22,14 +22,12 @@
 //! of the same replay) and would count every request twice: an error
 //! ([`LaneFingerprints::check_no_repeated_rows`]).
 
-use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use litehit_core::engine::DEFAULT_POOL_NAME;
 use litehit_core::facts::FactRecord;
 
-/// Up to this many lanes, a lane is looked up by a linear scan.
-const LINEAR_SEARCH_LANES: usize = 16;
+use crate::lane_index::{LaneIndex, LaneTableFull};
 
 /// What some rows add up to: equal for equal multisets of rows (and, but for a 128-bit hash
 /// collision, only for those).
@@ -105,8 +103,7 @@ impl LaneFingerprint {
 #[derive(Debug, Clone, Default)]
 pub struct LaneFingerprints {
     lanes: Vec<LaneFingerprint>,
-    index: HashMap<String, usize>,
-    last_lane: Option<usize>,
+    index: LaneIndex,
     /// Index of the file being read.
     file: usize,
     /// The key bytes of the row being hashed (kept to save an allocation per row).
@@ -174,16 +171,15 @@ impl LaneFingerprints {
 
     /// The rows that follow are from file `index` (of the files given, in order).
     pub fn start_file(&mut self, index: usize) {
-        self.file = index;
         // A lane seen again in this file gets it added to its list on its next row.
-        self.last_lane = None;
+        self.file = index;
     }
 
     /// Room for one more lane, fallibly (call before [`Self::observe`]): the lane table is
     /// what grows large with many instances.
-    pub fn try_reserve_lane(&mut self) -> Result<(), std::collections::TryReserveError> {
+    pub fn try_reserve_lane(&mut self) -> Result<(), LaneTableFull> {
         self.lanes.try_reserve(1)?;
-        self.index.try_reserve(1)
+        self.index.try_reserve()
     }
 
     /// Adds one row (accounted or not) of file `file` (its index, in the order given) to
@@ -258,7 +254,7 @@ impl LaneFingerprints {
     /// The lane named `instance_id`, if it has rows.
     #[must_use]
     pub fn lane(&self, instance_id: &str) -> Option<&LaneFingerprint> {
-        self.index.get(instance_id).map(|&index| &self.lanes[index])
+        self.index.get(instance_id).map(|index| &self.lanes[index])
     }
 
     /// The lanes with rows in more than one file.
@@ -395,30 +391,13 @@ impl LaneFingerprints {
 
     /// Index of the lane of `instance_id`, created on first sight; notes the file.
     fn lane_slot(&mut self, instance_id: &str) -> usize {
-        if let Some(last) = self.last_lane
-            && self.lanes[last].instance_id == instance_id
-        {
-            return last;
-        }
-        // A few lanes (the usual case) are found faster by scanning than by hashing.
-        let known = if self.lanes.len() <= LINEAR_SEARCH_LANES {
-            self.lanes
-                .iter()
-                .position(|lane| lane.instance_id == instance_id)
-        } else {
-            self.index.get(instance_id).copied()
-        };
-        let index = if let Some(index) = known {
-            index
-        } else {
+        let (index, new) = self.index.index_or_insert(instance_id);
+        if new {
             self.lanes.push(LaneFingerprint {
                 instance_id: instance_id.to_owned(),
                 files: Vec::new(),
             });
-            self.index
-                .insert(instance_id.to_owned(), self.lanes.len() - 1);
-            self.lanes.len() - 1
-        };
+        }
         let files = &mut self.lanes[index].files;
         if files.last().map(|in_file| in_file.file) != Some(self.file) {
             files.push(LaneInFile {
@@ -426,7 +405,6 @@ impl LaneFingerprints {
                 sums: RowSums::default(),
             });
         }
-        self.last_lane = Some(index);
         index
     }
 }

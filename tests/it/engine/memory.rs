@@ -72,17 +72,23 @@ fn replay_out_of_memory_exits_1_with_the_message_and_no_temp_left() {
             "temp left"
         );
         if code == Some(1) {
+            let core_out_of_memory = stderr.contains("out of memory after ")
+                && stderr.contains("unique blocks (about ")
+                && stderr.contains("GiB needed; try --memory-horizon or a TTL)");
+            // Near the lowest limit, with other tests' processes starting beside, a thread's
+            // stack may not fit before the core grows: the other clean stop the limit allows
+            // (docs/OPERATIONS.md, "Memory limits").
+            let thread_not_started =
+                stderr.starts_with("litehit: ") && stderr.contains(": starting the ");
             assert!(
-                stderr.contains("out of memory after ")
-                    && stderr.contains("unique blocks (about ")
-                    && stderr.contains("GiB needed; try --memory-horizon or a TTL)"),
+                core_out_of_memory || thread_not_started,
                 "limit {limit_kib} KiB: {stderr}"
             );
             assert!(
                 !out.join("litehit_facts.csv").exists(),
                 "published after an error"
             );
-            out_of_memory_runs += 1;
+            out_of_memory_runs += u32::from(core_out_of_memory);
         }
     }
     assert!(
@@ -112,8 +118,9 @@ fn four_lane_trace() -> String {
 }
 
 /// The sweep's inputs in `dir`: a four-lane trace, facts with a pool lane and a deep hit,
-/// facts whose second row never ends, facts of 120,000 instances and an OpenAI request log.
-fn sweep_inputs(dir: &std::path::Path) -> [std::path::PathBuf; 5] {
+/// facts whose second row never ends, facts of 120,000 instances (CSV, and Parquet) and an
+/// OpenAI request log.
+fn sweep_inputs(dir: &std::path::Path) -> [std::path::PathBuf; 6] {
     let trace = dir.join("trace.jsonl");
     std::fs::write(&trace, four_lane_trace()).unwrap();
     let facts = dir.join("facts.csv");
@@ -145,6 +152,26 @@ fn sweep_inputs(dir: &std::path::Path) -> [std::path::PathBuf; 5] {
         writeln!(many_text, "{row},i{row},{row},1024,16,1048576,\"[[0,1]]\"").unwrap();
     }
     std::fs::write(&many, many_text).unwrap();
+    // The same rows as Parquet, whose decoder allocates without a way to fail: it may only
+    // start a batch while memory is left (and, under this limit, works inline).
+    let parquet = dir.join("many.parquet");
+    let mut writer = litehit_core::facts::file::ParquetFactsWriter::create_file(&parquet).unwrap();
+    for row in 0..120_000_i64 {
+        let (trace_id, instance_id) = (row.to_string(), format!("i{row}"));
+        let fact = litehit_core::facts::RequestFact::from_pairs(&[[0, 1]]);
+        writer.push(&litehit_core::facts::FactRow {
+            trace_id: &trace_id,
+            instance_id: &instance_id,
+            timestamp_ns: row,
+            input_token_len: 1024,
+            block_size_tokens: 16,
+            block_bytes: 1_048_576,
+            fact: &fact,
+            observed_cached_tokens: None,
+        });
+        writer.flush_full().unwrap();
+    }
+    writer.commit().unwrap();
     let log = dir.join("log.jsonl");
     let mut log_text = String::new();
     for request in 0..200 {
@@ -156,7 +183,7 @@ fn sweep_inputs(dir: &std::path::Path) -> [std::path::PathBuf; 5] {
         .unwrap();
     }
     std::fs::write(&log, log_text).unwrap();
-    [trace, facts, endless, many, log]
+    [trace, facts, endless, many, log, parquet]
 }
 
 /// Issue #27 (High 6): every offline command, and `watch --headless --exit-at-eof`, under a
@@ -171,18 +198,21 @@ fn sweep_inputs(dir: &std::path::Path) -> [std::path::PathBuf; 5] {
 #[test]
 fn every_command_under_a_memory_limit_exits_0_or_1_with_a_message() {
     let dir = tempfile::tempdir().unwrap();
-    let [trace, facts, endless, many, log] = sweep_inputs(dir.path());
-    let (trace, facts, endless, many, log) = (
+    let [trace, facts, endless, many, log, parquet] = sweep_inputs(dir.path());
+    let (trace, facts, endless, many, log, parquet) = (
         trace.to_str().unwrap(),
         facts.to_str().unwrap(),
         endless.to_str().unwrap(),
         many.to_str().unwrap(),
         log.to_str().unwrap(),
+        parquet.to_str().unwrap(),
     );
     let out = dir.path().join("out");
     let out = out.to_str().unwrap();
-    let commands: [&[&str]; 11] = [
+    let commands: [&[&str]; 13] = [
         &["replay", trace, "--out", out, "--quiet"],
+        &["query", parquet, "-", "1", "4", "--summary-only"],
+        &["mrc", parquet],
         &["query", endless, "-", "1", "--summary-only"],
         &["query", many, "-", "1", "--summary-only"],
         &["mrc", many],

@@ -453,10 +453,8 @@ impl FactsBatchRows {
             .trace_id
             .push_str(self.trace_ids.value(trace_id, row)?);
         let instance = self.instance_ids.value(instance_id, row)?;
-        if record.instance_id != instance {
-            record.instance_id.clear();
-            record.instance_id.push_str(instance);
-        }
+        record.instance_id.clear();
+        record.instance_id.push_str(instance);
         record.timestamp_ns = self.timestamps_ns.signed(timestamp_ns, row)?;
         record.input_token_len = self.input_token_lens.unsigned(input_token_len, row)?;
         record.block_size_tokens = self.block_sizes_tokens.unsigned(block_size_tokens, row)?;

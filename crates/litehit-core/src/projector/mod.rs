@@ -33,6 +33,81 @@ pub fn project_blocks(fact: &RequestFact, capacity_blocks: u64) -> u64 {
     hit_blocks
 }
 
+/// [`project_blocks`] of `fact` at each of `capacities_ascending` (blocks, non-decreasing,
+/// `None` = unlimited and last) into `hit_blocks`, in one walk of the curve instead of one
+/// per capacity: what a query at many capacities spends most of its projection time on.
+///
+/// A curve made by `hitcore` has at most one run partly below any capacity (each run starts
+/// past the one before ends), so the hits are the runs entered before it plus that run's
+/// share. A hand-made curve without that shape is projected per capacity, so the result is
+/// [`project_blocks`]'s for every curve.
+pub fn project_blocks_ascending(
+    fact: &RequestFact,
+    capacities_ascending: &[Option<u64>],
+    hit_blocks: &mut [u64],
+) {
+    debug_assert_eq!(capacities_ascending.len(), hit_blocks.len());
+    let curve = fact.hit_curve.as_slice();
+    if curve.is_empty() {
+        // A cold head: no hits anywhere (a common row).
+        hit_blocks.fill(0);
+        return;
+    }
+    // Runs `..entered` start at or below the capacity; every one before the last entered is
+    // wholly below it, and `below_last` sums their lengths.
+    let mut entered = 0;
+    let mut below_last = 0_u64;
+    for (slot, capacity) in capacities_ascending.iter().enumerate() {
+        let Some(capacity_blocks) = *capacity else {
+            hit_blocks[slot..].fill(project_infinite(fact));
+            return;
+        };
+        if entered == curve.len()
+            && let Some(last) = curve.last()
+            && capacity_blocks - last.start_required_blocks >= last.run_length
+        {
+            // The whole curve is below this capacity, so below every one after it too.
+            hit_blocks[slot..].fill(below_last + last.run_length);
+            return;
+        }
+        while let Some(segment) = curve.get(entered)
+            && segment.start_required_blocks <= capacity_blocks
+        {
+            if let Some(previous) = entered.checked_sub(1).map(|index| curve[index]) {
+                // The shape the one walk relies on; otherwise project each capacity alone.
+                if previous
+                    .start_required_blocks
+                    .checked_add(previous.run_length)
+                    .is_none_or(|end| end > segment.start_required_blocks)
+                {
+                    return project_blocks_each(fact, capacities_ascending, hit_blocks);
+                }
+                below_last += previous.run_length;
+            }
+            entered += 1;
+        }
+        hit_blocks[slot] = match entered.checked_sub(1).map(|index| curve[index]) {
+            Some(last) => {
+                below_last
+                    + last
+                        .run_length
+                        .min((capacity_blocks - last.start_required_blocks).saturating_add(1))
+            }
+            None => 0,
+        };
+    }
+}
+
+/// [`project_blocks`] at each capacity on its own (`None` = unlimited).
+fn project_blocks_each(fact: &RequestFact, capacities: &[Option<u64>], hit_blocks: &mut [u64]) {
+    for (hits, capacity) in hit_blocks.iter_mut().zip(capacities) {
+        *hits = capacity.map_or_else(
+            || project_infinite(fact),
+            |capacity_blocks| project_blocks(fact, capacity_blocks),
+        );
+    }
+}
+
 /// Converts a byte capacity to whole blocks: the single floor division of the design.
 ///
 /// `block_bytes == 0` is rejected by every reader and config before reaching here; it maps to
@@ -176,6 +251,63 @@ impl std::fmt::Display for Capacity {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::facts::HitCurveSegment;
+    use proptest::prelude::*;
+
+    /// A curve as `hitcore` makes it (gaps between runs), or any runs at all (hand-made).
+    fn curves() -> impl Strategy<Value = Vec<HitCurveSegment>> {
+        let segment = (0_u64..40, 0_u64..6).prop_map(|(start, run)| HitCurveSegment {
+            start_required_blocks: start,
+            run_length: run,
+        });
+        let made = proptest::collection::vec((1_u64..8, 1_u64..6), 0..8).prop_map(|gaps| {
+            let mut next_start = 0;
+            gaps.into_iter()
+                .map(|(gap, run)| {
+                    let segment = HitCurveSegment {
+                        start_required_blocks: next_start + gap,
+                        run_length: run,
+                    };
+                    next_start = segment.start_required_blocks + run;
+                    segment
+                })
+                .collect()
+        });
+        prop_oneof![made, proptest::collection::vec(segment, 0..8)]
+    }
+
+    proptest! {
+        /// The one walk equals a projection per capacity, for any curve and capacities
+        /// (u64::MAX included, unlimited last).
+        #[test]
+        fn one_walk_equals_one_projection_per_capacity(
+            hit_curve in curves(),
+            mut capacities in proptest::collection::vec(
+                prop_oneof![0_u64..60, Just(u64::MAX)], 0..12),
+            unlimited in 0_usize..3,
+        ) {
+            capacities.sort_unstable();
+            let capacities: Vec<Option<u64>> = capacities
+                .into_iter()
+                .map(Some)
+                .chain(std::iter::repeat_n(None, unlimited))
+                .collect();
+            let fact = RequestFact { hit_curve };
+            let mut walked = vec![u64::MAX; capacities.len()];
+            project_blocks_ascending(&fact, &capacities, &mut walked);
+            let mut each = vec![0; capacities.len()];
+            project_blocks_each(&fact, &capacities, &mut each);
+            let one_by_one: Vec<u64> = capacities
+                .iter()
+                .map(|capacity| capacity.map_or_else(
+                    || project_infinite(&fact),
+                    |blocks| project_blocks(&fact, blocks),
+                ))
+                .collect();
+            prop_assert_eq!(&walked, &one_by_one);
+            prop_assert_eq!(&each, &one_by_one);
+        }
+    }
 
     #[test]
     fn with_known_block_bytes_slots_are_listed_by_block_count() {

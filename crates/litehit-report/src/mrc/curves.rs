@@ -2,13 +2,13 @@
 //! the shared pool lane's, moved out at the end), and the total over every instance with its
 //! own cache of one size in bytes.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use super::MrcError;
 use serde::Serialize;
 
 use crate::facts_files::FactsFiles;
+use crate::lane_index::{LaneIndex, LaneTableFull};
 use crate::pool_detect::{LaneFingerprint, LaneFingerprints};
 use crate::query::PoolRule;
 use crate::ratio;
@@ -120,8 +120,7 @@ impl InstanceCurve {
 #[derive(Debug, Default)]
 pub struct MrcBuilder {
     instances: Vec<InstanceCurve>,
-    index: HashMap<String, usize>,
-    last_instance: Option<usize>,
+    index: LaneIndex,
     /// How the shared pool lane is found (`None`: the facts are taken as having none).
     pool: Option<PoolRule>,
     /// Every row's lane fingerprint, for [`PoolRule::Recognise`].
@@ -282,27 +281,17 @@ impl MrcBuilder {
 
     /// Room for one more instance, fallibly (its table's growth is the one that can be
     /// large: the reader's memory checks cover the rest).
-    fn try_reserve_instance(&mut self) -> Result<(), std::collections::TryReserveError> {
+    fn try_reserve_instance(&mut self) -> Result<(), LaneTableFull> {
         self.lanes.try_reserve_lane()?;
         self.instances.try_reserve(1)?;
-        self.index.try_reserve(1)
+        self.index.try_reserve()
     }
 
     fn instance_slot(&mut self, record: &FactRecord) -> usize {
-        if let Some(last) = self.last_instance
-            && self.instances[last].instance_id == record.instance_id
-        {
-            return last;
-        }
-        let index = if let Some(&index) = self.index.get(record.instance_id.as_str()) {
-            index
-        } else {
+        let (index, new) = self.index.index_or_insert(&record.instance_id);
+        if new {
             self.instances.push(InstanceCurve::new(record));
-            self.index
-                .insert(record.instance_id.clone(), self.instances.len() - 1);
-            self.instances.len() - 1
-        };
-        self.last_instance = Some(index);
+        }
         index
     }
 }

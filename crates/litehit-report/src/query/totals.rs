@@ -2,7 +2,6 @@
 //! among the tiers) through the projector, summed per instance and overall; the pool lane
 //! found by its rows and compared at N × C ([`super::pool`]).
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 
 use litehit_core::facts::FactRecord;
@@ -12,11 +11,9 @@ use litehit_core::projector::{self, Capacity};
 use super::QueryError;
 use super::plan::{PoolRule, QuerySlots, TierPlan};
 use super::pool::{PoolSummary, PoolTotals};
+use crate::lane_index::{LaneIndex, LaneTableFull};
 use crate::pool_detect::{LaneFingerprint, LaneFingerprints, RepeatedRows};
 use crate::ratio;
-
-/// Up to this many instances, an instance is looked up by a linear scan.
-const LINEAR_SEARCH_INSTANCES: usize = 16;
 
 /// Cumulative integers of one summary line.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -64,27 +61,33 @@ pub struct MissSplit {
 impl SlotTotals {
     /// Takes `lane`'s sums (added before) out of these, wrapping as the sums do.
     fn subtract(&mut self, lane: &Self) {
-        self.requests -= lane.requests;
-        self.total_input_tokens = self
-            .total_input_tokens
-            .wrapping_sub(lane.total_input_tokens);
-        for (sums, taken) in [
+        self.combine(lane, u64::wrapping_sub);
+    }
+
+    /// Adds `lane`'s sums to these, wrapping as the sums do.
+    fn add(&mut self, lane: &Self) {
+        self.combine(lane, u64::wrapping_add);
+    }
+
+    /// Every sum of these `op` the same sum of `lane`.
+    fn combine(&mut self, lane: &Self, op: fn(u64, u64) -> u64) {
+        self.requests = op(self.requests, lane.requests);
+        self.total_input_tokens = op(self.total_input_tokens, lane.total_input_tokens);
+        for (sums, other) in [
             (&mut self.total_hit_blocks, &lane.total_hit_blocks),
             (&mut self.total_hit_tokens, &lane.total_hit_tokens),
             (&mut self.tier_hit_blocks, &lane.tier_hit_blocks),
             (&mut self.tier_hit_tokens, &lane.tier_hit_tokens),
         ] {
-            for (sum, &value) in sums.iter_mut().zip(taken) {
-                *sum = sum.wrapping_sub(value);
+            for (sum, &value) in sums.iter_mut().zip(other) {
+                *sum = op(*sum, value);
             }
         }
-        if let (Some(opt), Some(taken)) = (&mut self.opt, &lane.opt) {
-            for (sum, &value) in opt.hit_tokens.iter_mut().zip(&taken.hit_tokens) {
-                *sum = sum.wrapping_sub(value);
+        if let (Some(opt), Some(other)) = (&mut self.opt, &lane.opt) {
+            for (sum, &value) in opt.hit_tokens.iter_mut().zip(&other.hit_tokens) {
+                *sum = op(*sum, value);
             }
-            opt.infinite_hit_tokens = opt
-                .infinite_hit_tokens
-                .wrapping_sub(taken.infinite_hit_tokens);
+            opt.infinite_hit_tokens = op(opt.infinite_hit_tokens, other.infinite_hit_tokens);
         }
     }
 
@@ -206,15 +209,21 @@ pub struct QueryTotals {
     projected_block_bytes: Option<u64>,
     /// Per slot: capacity in blocks for `projected_block_bytes`; `None` = unlimited.
     slot_capacity_blocks: Vec<Option<u64>>,
+    /// The slots by capacity (unlimited last), and their capacities in that order: the
+    /// projector walks a curve once for all of them.
+    ascending_slots: Vec<usize>,
+    ascending_capacity_blocks: Vec<Option<u64>>,
+    /// Hits per slot in `ascending_slots` order, for the row being projected.
+    ascending_hit_blocks: Vec<u64>,
     hit_blocks: Vec<u64>,
     /// Per slot: OPT's hit blocks for the record last added with its OPT row.
     opt_hit_blocks: Vec<u64>,
     /// OPT facts are read beside (every total has [`SlotTotals::opt`]).
     with_opt: bool,
-    instance_index: HashMap<String, usize>,
+    instance_index: LaneIndex,
     instances: Vec<(String, SlotTotals)>,
-    last_instance: Option<usize>,
-    overall: SlotTotals,
+    /// The index of the pool's instance (its totals), once it has rows.
+    pool_instance: Option<usize>,
     tiers: Option<TierPlan>,
     /// Per tier: the band of the capacity axis it serves, for `projected_block_bytes`.
     tier_bands: Vec<TierBand>,
@@ -247,13 +256,15 @@ impl QueryTotals {
             capacities,
             projected_block_bytes: None,
             slot_capacity_blocks: vec![None; slot_count],
+            ascending_slots: (0..slot_count).collect(),
+            ascending_capacity_blocks: vec![None; slot_count],
+            ascending_hit_blocks: vec![0; slot_count],
             hit_blocks: vec![0; slot_count],
             opt_hit_blocks: vec![0; slot_count],
             with_opt: false,
-            instance_index: HashMap::new(),
+            instance_index: LaneIndex::default(),
             instances: Vec::new(),
-            last_instance: None,
-            overall: SlotTotals::new(slot_count, tier_count, false),
+            pool_instance: None,
             tiers,
             tier_bands: Vec::new(),
             tier_hit_blocks: vec![0; tier_count],
@@ -272,6 +283,10 @@ impl QueryTotals {
             .as_ref()
             .and_then(PoolRule::candidate)
             .map(PoolTotals::new);
+        self.pool_instance = self
+            .pool
+            .as_ref()
+            .and_then(|pool| self.instance_index.get(&pool.name));
         self.lanes = matches!(rule, Some(PoolRule::Recognise { .. })).then(LaneFingerprints::new);
         self.pool_rule = rule;
         self
@@ -282,7 +297,6 @@ impl QueryTotals {
     #[must_use]
     pub fn with_opt(mut self) -> Self {
         self.with_opt = true;
-        self.overall = SlotTotals::new(self.capacities.len(), self.tier_hit_blocks.len(), true);
         self.pool = self.pool.take().map(PoolTotals::with_opt);
         self
     }
@@ -340,6 +354,7 @@ impl QueryTotals {
     pub fn restart_pool(&mut self, name: &str) {
         let pool = PoolTotals::new(name);
         self.pool = Some(if self.with_opt { pool.with_opt() } else { pool });
+        self.pool_instance = self.instance_index.get(name);
     }
 
     /// Adds an accounted row of the pool lane to the pool's accumulation only, with OPT's
@@ -363,8 +378,8 @@ impl QueryTotals {
         self.tiers.as_ref()
     }
 
-    /// Projects `record` at every slot, adds it to its instance's totals and the overall
-    /// totals, and returns its hit blocks per slot.
+    /// Projects `record` at every slot, adds it to its instance's totals (the overall ones
+    /// are theirs summed), and returns its hit blocks per slot.
     pub fn add_record(&mut self, record: &FactRecord) -> &[u64] {
         self.add_record_pair(record, None)
     }
@@ -379,18 +394,13 @@ impl QueryTotals {
         self.project(record);
         let infinite_hit_blocks = match opt {
             Some(opt) if self.with_opt => {
-                for (hits, capacity_blocks) in self
-                    .opt_hit_blocks
-                    .iter_mut()
-                    .zip(&self.slot_capacity_blocks)
-                {
-                    *hits = match *capacity_blocks {
-                        Some(capacity_blocks) => {
-                            projector::project_blocks(&opt.fact, capacity_blocks)
-                        }
-                        None => projector::project_infinite(&opt.fact),
-                    };
-                }
+                Self::project_ascending(
+                    &opt.fact,
+                    &self.ascending_slots,
+                    &self.ascending_capacity_blocks,
+                    &mut self.ascending_hit_blocks,
+                    &mut self.opt_hit_blocks,
+                );
                 projector::project_infinite(&record.fact)
             }
             _ => {
@@ -400,46 +410,45 @@ impl QueryTotals {
         };
         let instance = self.instance_slot(&record.instance_id);
         let block_size_tokens = record.block_size_tokens;
-        if self.is_pool(&record.instance_id)
+        if self.pool_instance == Some(instance)
             && let Some(pool) = &mut self.pool
         {
             pool.add(record, opt);
         }
-        // Every row goes into the overall totals: the pool's lane is known only at the end,
-        // and then its own totals are taken out again (see `try_into_summary`).
-        for totals in [&mut self.instances[instance].1, &mut self.overall] {
-            totals.requests += 1;
-            // Exact: the reader refuses a row that would take the input tokens of all the
-            // rows past u64, and a row's hit tokens never exceed its input tokens.
-            totals.total_input_tokens = totals
-                .total_input_tokens
-                .wrapping_add(record.input_token_len);
-            for ((blocks, tokens), &hits) in totals
-                .total_hit_blocks
-                .iter_mut()
-                .zip(&mut totals.total_hit_tokens)
-                .zip(&self.hit_blocks)
-            {
-                *blocks = blocks.wrapping_add(hits);
+        // The overall totals are the instances' summed at the end (`overall`): the pool's
+        // lane is known only then, and its own totals are taken out again.
+        let totals = &mut self.instances[instance].1;
+        totals.requests += 1;
+        // Exact: the reader refuses a row that would take the input tokens of all the
+        // rows past u64, and a row's hit tokens never exceed its input tokens.
+        totals.total_input_tokens = totals
+            .total_input_tokens
+            .wrapping_add(record.input_token_len);
+        for ((blocks, tokens), &hits) in totals
+            .total_hit_blocks
+            .iter_mut()
+            .zip(&mut totals.total_hit_tokens)
+            .zip(&self.hit_blocks)
+        {
+            *blocks = blocks.wrapping_add(hits);
+            *tokens = tokens.wrapping_add(hits.wrapping_mul(block_size_tokens));
+        }
+        for ((blocks, tokens), &hits) in totals
+            .tier_hit_blocks
+            .iter_mut()
+            .zip(&mut totals.tier_hit_tokens)
+            .zip(&self.tier_hit_blocks)
+        {
+            *blocks = blocks.wrapping_add(hits);
+            *tokens = tokens.wrapping_add(hits.wrapping_mul(block_size_tokens));
+        }
+        if let Some(opt_totals) = &mut totals.opt {
+            for (tokens, &hits) in opt_totals.hit_tokens.iter_mut().zip(&self.opt_hit_blocks) {
                 *tokens = tokens.wrapping_add(hits.wrapping_mul(block_size_tokens));
             }
-            for ((blocks, tokens), &hits) in totals
-                .tier_hit_blocks
-                .iter_mut()
-                .zip(&mut totals.tier_hit_tokens)
-                .zip(&self.tier_hit_blocks)
-            {
-                *blocks = blocks.wrapping_add(hits);
-                *tokens = tokens.wrapping_add(hits.wrapping_mul(block_size_tokens));
-            }
-            if let Some(opt_totals) = &mut totals.opt {
-                for (tokens, &hits) in opt_totals.hit_tokens.iter_mut().zip(&self.opt_hit_blocks) {
-                    *tokens = tokens.wrapping_add(hits.wrapping_mul(block_size_tokens));
-                }
-                opt_totals.infinite_hit_tokens = opt_totals
-                    .infinite_hit_tokens
-                    .wrapping_add(infinite_hit_blocks.wrapping_mul(block_size_tokens));
-            }
+            opt_totals.infinite_hit_tokens = opt_totals
+                .infinite_hit_tokens
+                .wrapping_add(infinite_hit_blocks.wrapping_mul(block_size_tokens));
         }
         &self.hit_blocks
     }
@@ -467,7 +476,8 @@ impl QueryTotals {
     /// [`Self::resolve_pool`]) left out of the overall totals and compared at N × C; its
     /// rows must have been accumulated ([`Self::is_pool`]). Fails only for a pool
     /// whose rows have several block sizes.
-    pub fn try_into_summary(mut self, pool: Option<&str>) -> Result<QuerySummary, QueryError> {
+    pub fn try_into_summary(self, pool: Option<&str>) -> Result<QuerySummary, QueryError> {
+        let mut overall = self.overall();
         let pool = match (pool, &self.pool) {
             (Some(name), Some(totals)) if totals.name == name => {
                 totals.summary(&self.capacities, self.tiers.as_ref(), self.instances.len())?
@@ -479,7 +489,7 @@ impl QueryTotals {
         {
             // The pool is not one more instance: the overall line is the instances' own
             // caches. Wrapping sums, so taking the lane out again is exact.
-            self.overall.subtract(lane);
+            overall.subtract(lane);
         }
         let several_files = self.lanes.as_ref().map_or_else(Vec::new, |lanes| {
             lanes.lanes_in_several_files().cloned().collect()
@@ -489,6 +499,7 @@ impl QueryTotals {
             .as_ref()
             .and_then(LaneFingerprints::partial_pool_note);
         let mut summary = self.into_summary();
+        summary.overall = overall;
         summary.pool = pool;
         summary.lanes_in_several_files = several_files;
         summary.pool_note = pool_note;
@@ -499,16 +510,31 @@ impl QueryTotals {
     /// totals (no pool comparison: see [`Self::try_into_summary`]).
     #[must_use]
     pub fn into_summary(self) -> QuerySummary {
+        let overall = self.overall();
         let mut per_instance = self.instances;
         per_instance.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         QuerySummary {
             per_instance,
-            overall: self.overall,
+            overall,
             pool: None,
             lanes_in_several_files: Vec::new(),
             pool_note: None,
             geometries: self.geometries,
         }
+    }
+
+    /// Every row's sums: the instances' added up (in first-seen order; wrapping sums, so
+    /// any order gives the same).
+    fn overall(&self) -> SlotTotals {
+        let mut overall = SlotTotals::new(
+            self.capacities.len(),
+            self.tier_hit_blocks.len(),
+            self.with_opt,
+        );
+        for (_, totals) in &self.instances {
+            overall.add(totals);
+        }
+        overall
     }
 
     /// Fills `hit_blocks` for `record` at every slot, through the projector.
@@ -519,6 +545,17 @@ impl QueryTotals {
             {
                 *capacity_blocks = capacity.blocks(record.block_bytes);
             }
+            let blocks = &self.slot_capacity_blocks;
+            // Unlimited last (`Option`'s own order puts `None` first).
+            self.ascending_slots
+                .sort_by_key(|&slot| (blocks[slot].is_none(), blocks[slot]));
+            for (capacity_blocks, &slot) in self
+                .ascending_capacity_blocks
+                .iter_mut()
+                .zip(&self.ascending_slots)
+            {
+                *capacity_blocks = blocks[slot];
+            }
             if let Some(plan) = &self.tiers {
                 self.tier_bands = tier_bands(&plan.capacities, record.block_bytes, plan.mode);
             }
@@ -527,41 +564,44 @@ impl QueryTotals {
         if self.tiers.is_some() {
             project_tiers(&record.fact, &self.tier_bands, &mut self.tier_hit_blocks);
         }
-        for (hits, capacity_blocks) in self.hit_blocks.iter_mut().zip(&self.slot_capacity_blocks) {
-            *hits = match *capacity_blocks {
-                Some(capacity_blocks) => projector::project_blocks(&record.fact, capacity_blocks),
-                None => projector::project_infinite(&record.fact),
-            };
+        Self::project_ascending(
+            &record.fact,
+            &self.ascending_slots,
+            &self.ascending_capacity_blocks,
+            &mut self.ascending_hit_blocks,
+            &mut self.hit_blocks,
+        );
+    }
+
+    /// `fact`'s hits at every slot into `hit_blocks` (slot order), through the projector's
+    /// one walk over the slots in `ascending_slots` order.
+    fn project_ascending(
+        fact: &litehit_core::facts::RequestFact,
+        ascending_slots: &[usize],
+        ascending_capacity_blocks: &[Option<u64>],
+        ascending_hit_blocks: &mut [u64],
+        hit_blocks: &mut [u64],
+    ) {
+        projector::project_blocks_ascending(fact, ascending_capacity_blocks, ascending_hit_blocks);
+        for (&slot, &hits) in ascending_slots.iter().zip(ascending_hit_blocks.iter()) {
+            hit_blocks[slot] = hits;
         }
     }
 
     /// Room for one more instance, fallibly: call before [`Self::observe_in_file`] and
     /// [`Self::add_record`] (its tables' growth is the one that can be large; the reader's memory checks cover the rest).
-    pub fn try_reserve_instance(&mut self) -> Result<(), std::collections::TryReserveError> {
+    pub fn try_reserve_instance(&mut self) -> Result<(), LaneTableFull> {
         if let Some(lanes) = &mut self.lanes {
             lanes.try_reserve_lane()?;
         }
         self.instances.try_reserve(1)?;
-        self.instance_index.try_reserve(1)
+        self.instance_index.try_reserve()
     }
 
     /// Index of the totals of `instance_id`, created on first sight.
     fn instance_slot(&mut self, instance_id: &str) -> usize {
-        if let Some(last) = self.last_instance
-            && self.instances[last].0 == instance_id
-        {
-            return last;
-        }
-        // A few instances (the usual case) are found faster by scanning than by hashing.
-        let known = if self.instances.len() <= LINEAR_SEARCH_INSTANCES {
-            self.instances.iter().position(|(id, _)| id == instance_id)
-        } else {
-            self.instance_index.get(instance_id).copied()
-        };
-        let index = if let Some(index) = known {
-            index
-        } else {
-            let index = self.instances.len();
+        let (index, new) = self.instance_index.index_or_insert(instance_id);
+        if new {
             self.instances.push((
                 instance_id.to_owned(),
                 SlotTotals::new(
@@ -570,10 +610,14 @@ impl QueryTotals {
                     self.with_opt,
                 ),
             ));
-            self.instance_index.insert(instance_id.to_owned(), index);
-            index
-        };
-        self.last_instance = Some(index);
+            if self
+                .pool
+                .as_ref()
+                .is_some_and(|pool| pool.name == instance_id)
+            {
+                self.pool_instance = Some(index);
+            }
+        }
         index
     }
 }

@@ -15,6 +15,8 @@ mod atomic;
 mod lock;
 #[cfg(feature = "parquet")]
 mod parquet;
+#[cfg(feature = "parquet")]
+mod parquet_rows;
 mod publish;
 mod reader;
 mod temp;

@@ -1,20 +1,19 @@
 //! Facts as a Parquet file (`litehit_facts.parquet`): the same rows as the CSV, in the
 //! columns of [`crate::facts::arrow`], published through the same atomic writer and read back
-//! through [`FactsReader`](super::FactsReader) under the same row rules.
+//! through [`FactsReader`](super::FactsReader) under the same row rules (`parquet_rows`).
 
 use std::fs::File;
-use std::io::{BufWriter, Read as _, Seek as _, Write as _};
+use std::io::{BufWriter, Read as _, Write as _};
 use std::path::{Path, PathBuf};
 
-use arrow_array::{RecordBatch, RecordBatchReader as _};
+use arrow_array::RecordBatch;
 use parquet::arrow::ArrowWriter;
-use parquet::arrow::arrow_reader::{ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
 use parquet::basic::Compression;
 use parquet::file::properties::WriterProperties;
 
 use super::{AtomicFactsWriter, FactsError, Result};
 use crate::facts::FactRow;
-use crate::facts::arrow::{FACTS_BATCH_ROWS, FactsBatchBuilder, FactsBatchRows, facts_schema};
+use crate::facts::arrow::{FACTS_BATCH_ROWS, FactsBatchBuilder, facts_schema};
 
 /// The four bytes a Parquet file starts (and ends) with.
 const PARQUET_MAGIC: &[u8; 4] = b"PAR1";
@@ -35,69 +34,10 @@ pub fn starts_as_parquet(path: &Path) -> bool {
 }
 
 /// A file-level problem of a Parquet facts file (not Parquet, not facts columns).
-fn parquet_error(path: &Path, message: impl std::fmt::Display) -> FactsError {
+pub(super) fn parquet_error(path: &Path, message: impl std::fmt::Display) -> FactsError {
     FactsError::Parquet {
         path: path.to_path_buf(),
         message: message.to_string(),
-    }
-}
-
-/// Streams the rows of a Parquet facts file batch by batch.
-pub(super) struct ParquetRows {
-    batches: parquet::arrow::arrow_reader::ParquetRecordBatchReader,
-    current: Option<FactsBatchRows>,
-    next_in_batch: usize,
-}
-
-impl ParquetRows {
-    /// Opens `file` (named `path` in errors) and checks its columns.
-    pub(super) fn open(mut file: File, path: &Path) -> Result<Self> {
-        file.rewind().map_err(|source| FactsError::Read {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        // The types follow the Parquet schema alone (an embedded Arrow schema may ask for
-        // dictionaries or views), so every writer's file reads the same way.
-        let options = ArrowReaderOptions::new().with_skip_arrow_metadata(true);
-        let builder = ParquetRecordBatchReaderBuilder::try_new_with_options(file, options)
-            .map_err(|error| parquet_error(path, error))?;
-        let batches = builder
-            .with_batch_size(FACTS_BATCH_ROWS)
-            .build()
-            .map_err(|error| parquet_error(path, error))?;
-        // An empty batch of the file's schema checks the columns before any row is read.
-        let empty = RecordBatch::new_empty(batches.schema());
-        FactsBatchRows::new(&empty).map_err(|error| parquet_error(path, error))?;
-        Ok(Self {
-            batches,
-            current: None,
-            next_in_batch: 0,
-        })
-    }
-
-    /// Reads the next row into `record`; `Ok(None)` at the end of the file, `Ok(Some(Err))`
-    /// for a row breaking a row rule (the caller names the row).
-    pub(super) fn next(
-        &mut self,
-        record: &mut crate::facts::FactRecord,
-        path: &Path,
-    ) -> Result<Option<std::result::Result<(), super::FactsRowError>>> {
-        loop {
-            if let Some(rows) = &self.current
-                && self.next_in_batch < rows.len()
-            {
-                let row = self.next_in_batch;
-                self.next_in_batch += 1;
-                return Ok(Some(rows.read(row, record)));
-            }
-            let Some(batch) = self.batches.next() else {
-                return Ok(None);
-            };
-            let batch = batch.map_err(|error| parquet_error(path, error))?;
-            self.current =
-                Some(FactsBatchRows::new(&batch).map_err(|error| parquet_error(path, error))?);
-            self.next_in_batch = 0;
-        }
     }
 }
 

@@ -42,7 +42,7 @@ pub struct FactsReader<R> {
     line_bytes_unchecked: u64,
     /// Set for a Parquet facts file: rows come from here, and `line_number` counts rows.
     #[cfg(feature = "parquet")]
-    parquet: Option<super::parquet::ParquetRows>,
+    parquet: Option<super::parquet_rows::ParquetRows>,
 }
 
 impl<R> std::fmt::Debug for FactsReader<R> {
@@ -75,7 +75,7 @@ impl FactsReader<Box<dyn Read + Send>> {
                 path: path.to_path_buf(),
                 source,
             })?;
-            let rows = super::parquet::ParquetRows::open(file, path)?;
+            let rows = super::parquet_rows::ParquetRows::open(file, path)?;
             let mut this = Self::unread(Box::new(std::io::empty()), path);
             this.parquet = Some(rows);
             return Ok(this);
@@ -138,7 +138,8 @@ impl<R: Read> FactsReader<R> {
                 return Ok(false);
             };
             self.line_number += 1;
-            return self.accept(parsed.and_then(|()| curve_fits_input(record)), record, 0);
+            // The row rules, `curve_fits_input` too, were applied where the row was decoded.
+            return self.accept(parsed, record, 0);
         }
         loop {
             let mut line_bytes = 0;
@@ -341,7 +342,7 @@ fn without_cr(line: &[u8]) -> &[u8] {
 /// Beyond upstream's row rules (which `parse_fact_line` keeps exactly): a hit curve cannot
 /// cover more blocks than the request's full blocks, or it would project to a hit rate over
 /// 100 %. Checked where files are read for answers (`query`, `mrc`).
-fn curve_fits_input(record: &FactRecord) -> Result<(), FactsRowError> {
+pub(super) fn curve_fits_input(record: &FactRecord) -> Result<(), FactsRowError> {
     let curve_blocks = record
         .fact
         .hit_curve
