@@ -20,6 +20,7 @@
 pub mod blocks;
 pub mod continuation;
 pub mod convert;
+pub mod cut;
 pub mod error;
 pub mod pyjson;
 pub mod record;

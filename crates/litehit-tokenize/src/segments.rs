@@ -34,8 +34,13 @@ use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
 use serde_json::Value;
 use xxhash_rust::xxh3::xxh3_128;
 
+use crate::cut::CutRule;
+
 /// Token ids the cache holds at most (4 bytes each, plus a key and a pointer per piece).
 pub const CACHE_TOKEN_IDS: usize = 16 << 20;
+
+/// Longest head a piece is cut after ([`crate::cut`]): a chat template's role header.
+pub const MAX_HEAD_BYTES: usize = 64;
 
 /// Splits texts at the added tokens and caches the ids of the pieces between them.
 pub struct SegmentSplitter {
@@ -48,6 +53,9 @@ pub struct SegmentSplitter {
     normalized_matcher: Option<AhoCorasick>,
     /// The id of each pattern of `normalized_matcher`.
     normalized_ids: Vec<u32>,
+    /// When a piece not seen before may be served as a head then a tail seen before
+    /// ([`crate::cut`]): the next turn's assistant message, after its header.
+    cut: Option<CutRule>,
     cache: Mutex<SegmentCache>,
 }
 
@@ -127,6 +135,7 @@ impl SegmentSplitter {
             ids: added.iter().map(|(_, id)| *id).collect(),
             normalized_ids: normalized.iter().map(|(_, id)| *id).collect(),
             normalized_matcher,
+            cut: CutRule::for_tokenizer(tokenizer),
             cache: Mutex::new(SegmentCache::new(budget)),
         };
         let probed: Vec<&str> = added
@@ -135,9 +144,50 @@ impl SegmentSplitter {
             .chain(normalized.iter().take(16))
             .map(|(content, _)| content.as_str())
             .collect();
-        splitter
-            .probes_agree(tokenizer, &probed)
-            .then_some(splitter)
+        if !splitter.probes_agree(tokenizer, &probed) {
+            return None;
+        }
+        let mut splitter = splitter;
+        if !splitter.cut_probes_agree(tokenizer) {
+            splitter.cut = None;
+        }
+        splitter.clear();
+        Some(splitter)
+    }
+
+    /// Whether header + reply probes encode alike whole and cut (the rule's proof, checked).
+    fn cut_probes_agree(&self, tokenizer: &tokenizers::Tokenizer) -> bool {
+        let heads = ["assistant\n", "\n\n", "model\n", "user: ", "x\n", "\n"];
+        let tails = [
+            "Hello world",
+            "12345 + 67890 = 80235.",
+            "Zürich 日本 😀 ok",
+            "It's done.\n\n- one\n- two",
+            "```python\ndef f(x):\n    return x  *  2\n```",
+            " leading",
+            "\n\nthen",
+            "x",
+        ];
+        tails.iter().all(|tail| {
+            // The tail first, alone (as an output), then each head + tail (as a next turn).
+            self.encode_batch(tokenizer, &[(*tail).to_owned()]).is_ok()
+                && heads.iter().all(|head| {
+                    let text = format!("{head}{tail}");
+                    let whole = tokenizer.encode_fast(text.as_str(), false);
+                    let served = self.encode_batch(tokenizer, std::slice::from_ref(&text));
+                    matches!((whole, served), (Ok(whole), Ok(served)) if served.len() == 1 && whole.get_ids() == served[0].as_slice())
+                })
+        })
+    }
+
+    /// Empties the cache (after the probes).
+    fn clear(&self) {
+        let mut cache = self
+            .cache
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let budget = cache.budget;
+        *cache = SegmentCache::new(budget);
     }
 
     /// Whether the probe texts encode alike with and without splitting.
@@ -206,16 +256,41 @@ impl SegmentSplitter {
         // Every piece's ids, held here: a lookup may move others out of the cache.
         let mut known: HashMap<u128, Arc<[u32]>> = HashMap::new();
         let mut missing: Vec<(u128, &str)> = Vec::new();
+        // Pieces served as a head's ids then a tail's, the tail cached or a piece before
+        // in this batch (a conversation's next turn may follow its reply in one batch).
+        let mut joined: Vec<(u128, u128, u128)> = Vec::new();
         for piece in split.iter().flatten() {
             if let Piece::Text(key, text) = piece
                 && !known.contains_key(key)
             {
                 if let Some(ids) = cache.get(*key) {
                     known.insert(*key, ids);
-                } else {
-                    known.insert(*key, Arc::from(&[][..]));
-                    missing.push((*key, text));
+                    continue;
                 }
+                let tail = self.cut_after_head(text, |tail_key| {
+                    known.contains_key(&tail_key) || cache.peek(tail_key).is_some()
+                });
+                known.insert(*key, Arc::from(&[][..]));
+                let Some((head, tail_key)) = tail else {
+                    missing.push((*key, text));
+                    continue;
+                };
+                if !known.contains_key(&tail_key)
+                    && let Some(ids) = cache.get(tail_key)
+                {
+                    // Held here: the inserts below may move it out of the cache.
+                    known.insert(tail_key, ids);
+                }
+                let head_key = xxh3_128(head.as_bytes());
+                if let std::collections::hash_map::Entry::Vacant(entry) = known.entry(head_key) {
+                    if let Some(ids) = cache.get(head_key) {
+                        entry.insert(ids);
+                    } else {
+                        entry.insert(Arc::from(&[][..]));
+                        missing.push((head_key, head));
+                    }
+                }
+                joined.push((*key, head_key, tail_key));
             }
         }
         if !missing.is_empty() {
@@ -226,6 +301,17 @@ impl SegmentSplitter {
                 known.insert(*key, Arc::clone(&ids));
                 cache.insert(*key, ids);
             }
+        }
+        // In piece order: a tail joined itself is resolved before the pieces it ends.
+        for (key, head_key, tail_key) in joined {
+            let ids: Arc<[u32]> = known[&head_key]
+                .iter()
+                .chain(known[&tail_key].iter())
+                .copied()
+                .collect();
+            known.insert(key, Arc::clone(&ids));
+            cache.insert(key, ids);
+            cache.joined += 1;
         }
         let mut out = Vec::with_capacity(split.len());
         for pieces in &split {
@@ -239,6 +325,36 @@ impl SegmentSplitter {
             out.push(ids);
         }
         Ok(out)
+    }
+
+    /// A head of `piece` (up to [`MAX_HEAD_BYTES`], ending in whitespace, as a chat
+    /// template's role header does) and the key of its tail, when `has` the tail's ids and
+    /// the piece's ids are the head's then the tail's ([`CutRule::cuts`]).
+    fn cut_after_head<'a>(
+        &self,
+        piece: &'a str,
+        has: impl Fn(u128) -> bool,
+    ) -> Option<(&'a str, u128)> {
+        let rule = self.cut.as_ref()?;
+        piece
+            .char_indices()
+            .take_while(|(at, _)| *at < MAX_HEAD_BYTES)
+            .filter(|(_, ch)| ch.is_whitespace())
+            .map(|(at, ch)| at + ch.len_utf8())
+            .filter(|&at| at < piece.len())
+            .find_map(|at| {
+                let (head, tail) = piece.split_at(at);
+                let tail_key = xxh3_128(tail.as_bytes());
+                (has(tail_key) && rule.cuts(piece, at)).then_some((head, tail_key))
+            })
+    }
+
+    /// Pieces served as a head then a cached tail so far ([`crate::cut`]).
+    pub fn joined(&self) -> u64 {
+        self.cache
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .joined
     }
 
     /// Pieces and token ids the cache holds now.
@@ -262,7 +378,7 @@ fn push_text<'a>(text: &'a str, pieces: &mut Vec<Piece<'a>>) {
 }
 
 /// Whether a normalizer leaves every text as it is: an empty `Sequence` (of such).
-fn is_identity(value: &Value) -> bool {
+pub(crate) fn is_identity(value: &Value) -> bool {
     match value {
         Value::Null => true,
         Value::Object(map) => {
@@ -299,6 +415,8 @@ struct SegmentCache {
     young_ids: usize,
     old_ids: usize,
     budget: usize,
+    /// Pieces served as a head then a cached tail.
+    joined: u64,
 }
 
 impl SegmentCache {
@@ -309,7 +427,13 @@ impl SegmentCache {
             young_ids: 0,
             old_ids: 0,
             budget,
+            joined: 0,
         }
+    }
+
+    /// The ids of `key`, where they are (a tail looked up, not used yet).
+    fn peek(&self, key: u128) -> Option<Arc<[u32]>> {
+        self.young.get(&key).or_else(|| self.old.get(&key)).cloned()
     }
 
     #[cfg(test)]
@@ -395,7 +519,25 @@ mod tests {
         for (id, ch) in byte_chars().into_iter().enumerate() {
             vocab.insert(ch.to_string(), serde_json::json!(id));
         }
-        let merges = [("h", "e"), ("l", "l"), ("he", "ll"), ("Ġ", "w"), ("o", "r")];
+        // Merges across what a wrong split would separate (`Ġ` is a space, `Ċ` a newline):
+        // a space and the word after it, newlines and spaces, digits, letters.
+        let merges = [
+            ("h", "e"),
+            ("l", "l"),
+            ("he", "ll"),
+            ("Ġ", "w"),
+            ("o", "r"),
+            ("Ġ", "a"),
+            ("Ġa", "b"),
+            ("a", "b"),
+            ("ab", "c"),
+            ("Ċ", "Ċ"),
+            ("Ċ", "Ġ"),
+            ("Ġ", "Ġ"),
+            ("1", "2"),
+            ("12", "3"),
+            ("x", "Ċ"),
+        ];
         for (left, right) in merges {
             let id = vocab.len();
             vocab.insert(format!("{left}{right}"), serde_json::json!(id));
@@ -542,6 +684,180 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    /// Qwen's and Llama 3's pre-tokenizer: their split expression, then the byte-level map.
+    const QWEN_SPLIT: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+
+    /// [`byte_level_bpe`] pre-tokenized as Qwen3 is (with `normalizer`: Qwen3's is NFC,
+    /// Llama 3.1's none), or DeepSeek V3 (digits, then CJK, then words, as three splits).
+    fn split_then_byte_level(normalizer: Value, deepseek: bool) -> tokenizers::Tokenizer {
+        byte_level_bpe(|json| {
+            json["normalizer"] = normalizer;
+            let byte_level = serde_json::json!({"type": "ByteLevel", "add_prefix_space": false,
+                "trim_offsets": false, "use_regex": false});
+            let split = |regex: &str| {
+                serde_json::json!({"type": "Split", "pattern": {"Regex": regex},
+                    "behavior": "Isolated", "invert": false})
+            };
+            let steps = if deepseek {
+                vec![
+                    split(r"\p{N}{1,3}"),
+                    split("[\u{4e00}-\u{9fa5}\u{3040}-\u{309f}\u{30a0}-\u{30ff}]+"),
+                    split(QWEN_SPLIT),
+                    byte_level,
+                ]
+            } else {
+                vec![split(QWEN_SPLIT), byte_level]
+            };
+            json["pre_tokenizer"] = serde_json::json!({"type": "Sequence", "pretokenizers": steps});
+        })
+    }
+
+    /// [`word_level`] without its normalizer, pre-tokenized by `pre_tokenizer` (the bench's
+    /// `WhitespaceSplit`, or `Whitespace`).
+    fn word_level_with(pre_tokenizer: &str) -> tokenizers::Tokenizer {
+        let mut json: Value =
+            serde_json::from_str(&word_level().to_string(false).unwrap()).unwrap();
+        json["normalizer"] = Value::Null;
+        json["pre_tokenizer"] = serde_json::json!({"type": pre_tokenizer});
+        json.to_string().parse().unwrap()
+    }
+
+    /// The tokenizers whose pieces may be cut after a header.
+    fn cut_tokenizers() -> Vec<tokenizers::Tokenizer> {
+        vec![
+            split_then_byte_level(serde_json::json!({"type": "NFC"}), false),
+            split_then_byte_level(Value::Null, false),
+            split_then_byte_level(
+                serde_json::json!({"type": "Sequence", "normalizers": []}),
+                true,
+            ),
+            word_level_with("WhitespaceSplit"),
+            word_level_with("Whitespace"),
+        ]
+    }
+
+    /// Chat templates' role headers, and heads that end mid-word or mid-whitespace.
+    const HEADS: [&str; 11] = [
+        "assistant\n",
+        "\n\n",
+        "model\n",
+        "user: ",
+        "x\n ",
+        " \n",
+        "12 ",
+        "日本\n",
+        "a\u{301}\n",
+        "ab ",
+        "x\n",
+    ];
+
+    /// Replies: words, digits, whitespace runs, CJK, combining marks (first too), emoji.
+    fn tails() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let part = prop_oneof![
+            "[a-zA-Z0-9 ,.'!?]{1,10}",
+            "[abc123x \n]{1,6}",
+            prop::sample::select(
+                [
+                    "\n", "\n\n", "  ", "\t", "e\u{301}", "\u{301}", "é", "日本", "😀", " world",
+                    "It's", "```", "- one\n", "123456",
+                ]
+                .map(str::to_owned)
+                .to_vec()
+            ),
+        ];
+        prop::collection::vec(part, 1..10).prop_map(|parts| parts.concat())
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+        /// A reply encoded alone (an output), then re-sent after a header (the next turn's
+        /// piece): served as the header's ids then the reply's where the rule allows, and
+        /// always equal to the tokenizer's own ids of the whole.
+        #[test]
+        fn a_header_then_a_cached_reply_encodes_exactly_as_the_whole(
+            tail in tails(),
+            head in proptest::sample::select(HEADS.to_vec()),
+        ) {
+            for tokenizer in cut_tokenizers() {
+                let splitter = SegmentSplitter::for_tokenizer(&tokenizer).expect("cached");
+                proptest::prop_assert!(splitter.cut.is_some());
+                splitter.encode_batch(&tokenizer, std::slice::from_ref(&tail)).unwrap();
+                let text = format!("{head}{tail}");
+                let served = splitter.encode_batch(&tokenizer, std::slice::from_ref(&text)).unwrap();
+                let whole = tokenizer.encode_fast(text.as_str(), false).unwrap();
+                proptest::prop_assert_eq!(whole.get_ids(), served[0].as_slice(), "{:?}", text);
+                // Both in one batch, on a cold cache: the tail is a piece before it.
+                let cold = SegmentSplitter::for_tokenizer(&tokenizer).expect("cached");
+                let batch = [tail.clone(), text.clone()];
+                let served = cold.encode_batch(&tokenizer, &batch).unwrap();
+                proptest::prop_assert_eq!(whole.get_ids(), served[1].as_slice(), "{:?}", text);
+            }
+        }
+    }
+
+    #[test]
+    fn a_role_header_then_a_reply_is_served_from_the_reply() {
+        for tokenizer in cut_tokenizers() {
+            let splitter = SegmentSplitter::for_tokenizer(&tokenizer).expect("cached");
+            let reply = "Hello world, it's 12345.\n\n- one";
+            splitter
+                .encode_batch(&tokenizer, &[reply.to_owned()])
+                .unwrap();
+            let next_turn = format!("assistant\n{reply}");
+            let served = splitter
+                .encode_batch(&tokenizer, std::slice::from_ref(&next_turn))
+                .unwrap();
+            assert_eq!(splitter.joined(), 1, "{next_turn:?} was encoded whole");
+            let whole = tokenizer.encode_fast(next_turn.as_str(), false).unwrap();
+            assert_eq!(whole.get_ids(), served[0].as_slice());
+            // The reply and its next turn in one batch (a conversation's lines close together),
+            // and a turn after that re-sending the next turn's piece as its own tail.
+            let splitter = SegmentSplitter::for_tokenizer(&tokenizer).expect("cached");
+            let third = format!("model\n{next_turn}");
+            let batch = [reply.to_owned(), next_turn.clone(), third];
+            let served = splitter.encode_batch(&tokenizer, &batch).unwrap();
+            assert_eq!(splitter.joined(), 2, "{batch:?}");
+            for (text, ids) in batch.iter().zip(&served) {
+                let whole = tokenizer.encode_fast(text.as_str(), false).unwrap();
+                assert_eq!(whole.get_ids(), ids.as_slice(), "{text:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn no_cut_where_the_join_is_not_a_boundary() {
+        let nfc = split_then_byte_level(serde_json::json!({"type": "NFC"}), false);
+        let splitter = SegmentSplitter::for_tokenizer(&nfc).expect("cached");
+        // A combining mark first would compose with the header's last letter under NFC; a
+        // space first is one region with the header's newline (`\s*[\r\n]+` takes " \n"...
+        // here `\n` then ` x`: the expression decides, the join must not be cut blindly).
+        for (head, reply) in [("model\ne", "\u{301}x"), ("assistant\n", "\u{301}x")] {
+            splitter.encode_batch(&nfc, &[reply.to_owned()]).unwrap();
+            let text = format!("{head}{reply}");
+            let served = splitter
+                .encode_batch(&nfc, std::slice::from_ref(&text))
+                .unwrap();
+            let whole = nfc.encode_fast(text.as_str(), false).unwrap();
+            assert_eq!(whole.get_ids(), served[0].as_slice(), "{text:?}");
+        }
+        assert_eq!(
+            splitter.joined(),
+            0,
+            "a combining mark first is never cut under NFC"
+        );
+        // Tokenizers whose first step adds to the text's start, or whose normalizer the rule
+        // cannot see across, cut nothing.
+        for (name, tokenizer) in [
+            ("byte-level with its own expression", byte_level_bpe(|_| {})),
+            ("a lowercasing normalizer", word_level()),
+        ] {
+            let splitter = SegmentSplitter::for_tokenizer(&tokenizer).expect("cached");
+            assert!(splitter.cut.is_none(), "{name}");
         }
     }
 

