@@ -4,12 +4,13 @@
 //! Parquet's decompression, level decoding and the rows' conversion into [`FactRecord`]s run
 //! on a thread of their own, in chunks, while the caller (a query, an `mrc`) works on the
 //! rows of the chunk before: on a second core they cost the caller no wall time, which is
-//! what a columnar file can offer over a CSV read line after line. The lead is bounded (two
-//! chunks wait at most), the chunks' buffers go back to the thread to be reused, and a
-//! thread that stopped without saying the file ended (a panic on a corrupt file) is an error,
-//! never a short read. With one thread allowed ([`crate::threads::available`]), under an
-//! address-space limit, or with no thread startable, the same chunks are decoded inline. A
-//! batch is decoded only while memory is left, as the CSV reader reads a line.
+//! what a columnar file can offer over a CSV read line after line. The lead is bounded (a
+//! decoded batch's chunks wait at most), the chunks' buffers go back to the thread to be
+//! reused, and a thread that stopped without saying the file ended (a panic on a corrupt
+//! file) is an error, never a short read. With one thread allowed
+//! ([`crate::threads::available`]), under an address-space limit, or with no thread
+//! startable, the same chunks are decoded inline. A batch is decoded only while memory is
+//! left, as the CSV reader reads a line.
 
 use std::fs::File;
 use std::io::Seek as _;
