@@ -29,6 +29,10 @@
 //!   and the tail's first, joined, which the next step must cut in turn. A match across the
 //!   join, or no step left, and the piece is encoded whole, as before.
 //!
+//! The segment cache asks for cuts only when no `normalized` added token stays inside its
+//! pieces (under a normalizer other than the identity): the tokenizer splits such a token out
+//! before its pre-tokenizer runs, which this rule, reading the piece's text, would not see.
+//!
 //! Qwen3 (NFC), Llama 3.1 and DeepSeek V3 (three splits: digits, CJK, words) are of these
 //! kinds; Gemma 3 (a `Replace` normalizer) is not.
 

@@ -134,8 +134,14 @@ impl SegmentSplitter {
             matcher: leftmost_longest(&added)?,
             ids: added.iter().map(|(_, id)| *id).collect(),
             normalized_ids: normalized.iter().map(|(_, id)| *id).collect(),
+            // `normalized` tokens left inside the pieces are split out by the tokenizer before
+            // its pre-tokenizer runs, which the cut rule does not see: no cuts then.
+            cut: if normalized.is_empty() || normalized_matcher.is_some() {
+                CutRule::for_tokenizer(tokenizer)
+            } else {
+                None
+            },
             normalized_matcher,
-            cut: CutRule::for_tokenizer(tokenizer),
             cache: Mutex::new(SegmentCache::new(budget)),
         };
         let probed: Vec<&str> = added
@@ -826,6 +832,35 @@ mod tests {
                 let whole = tokenizer.encode_fast(text.as_str(), false).unwrap();
                 assert_eq!(whole.get_ids(), ids.as_slice(), "{text:?}");
             }
+        }
+    }
+
+    /// Found by fuzzing: under NFC a `normalized` added token stays inside its piece, and
+    /// the tokenizer pre-tokenizes from the token's end, where `\s*[\r\n]+` takes `"\n \n"`
+    /// across the join; the rule, reading the token's text too, saw `>\n` end there.
+    #[test]
+    fn no_cut_with_normalized_added_tokens_inside_the_pieces() {
+        let tokenizer = byte_level_bpe(|json| {
+            json["normalizer"] = serde_json::json!({"type": "NFC"});
+            json["added_tokens"][2]["normalized"] = true.into();
+            json["pre_tokenizer"] = serde_json::json!({"type": "Sequence", "pretokenizers": [
+                {"type": "Split", "pattern": {"Regex": QWEN_SPLIT}, "behavior": "Isolated",
+                 "invert": false},
+                {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": false,
+                 "use_regex": false}]});
+        });
+        let splitter = SegmentSplitter::for_tokenizer(&tokenizer).expect("cached");
+        assert!(splitter.cut.is_none());
+        for (head, tail) in [("<think>\n", " \nabc"), ("<think>\r\n", " \nabc")] {
+            splitter
+                .encode_batch(&tokenizer, &[tail.to_owned()])
+                .unwrap();
+            let text = format!("{head}{tail}");
+            let served = splitter
+                .encode_batch(&tokenizer, std::slice::from_ref(&text))
+                .unwrap();
+            let whole = tokenizer.encode_fast(text.as_str(), false).unwrap();
+            assert_eq!(whole.get_ids(), served[0].as_slice(), "{text:?}");
         }
     }
 
