@@ -806,21 +806,33 @@ mod tests {
         }
     }
 
+    /// Encodes `tail` alone (an output), then `head` + `tail` (its next turn), whose ids must
+    /// be the tokenizer's own.
+    fn assert_next_turn_exact(
+        splitter: &SegmentSplitter,
+        tokenizer: &tokenizers::Tokenizer,
+        head: &str,
+        tail: &str,
+    ) {
+        splitter
+            .encode_batch(tokenizer, &[tail.to_owned()])
+            .unwrap();
+        let text = format!("{head}{tail}");
+        let served = splitter
+            .encode_batch(tokenizer, std::slice::from_ref(&text))
+            .unwrap();
+        let whole = tokenizer.encode_fast(text.as_str(), false).unwrap();
+        assert_eq!(whole.get_ids(), served[0].as_slice(), "{text:?}");
+    }
+
     #[test]
     fn a_role_header_then_a_reply_is_served_from_the_reply() {
         for tokenizer in cut_tokenizers() {
             let splitter = SegmentSplitter::for_tokenizer(&tokenizer).expect("cached");
             let reply = "Hello world, it's 12345.\n\n- one";
-            splitter
-                .encode_batch(&tokenizer, &[reply.to_owned()])
-                .unwrap();
+            assert_next_turn_exact(&splitter, &tokenizer, "assistant\n", reply);
+            assert_eq!(splitter.joined(), 1, "the next turn was encoded whole");
             let next_turn = format!("assistant\n{reply}");
-            let served = splitter
-                .encode_batch(&tokenizer, std::slice::from_ref(&next_turn))
-                .unwrap();
-            assert_eq!(splitter.joined(), 1, "{next_turn:?} was encoded whole");
-            let whole = tokenizer.encode_fast(next_turn.as_str(), false).unwrap();
-            assert_eq!(whole.get_ids(), served[0].as_slice());
             // The reply and its next turn in one batch (a conversation's lines close together),
             // and a turn after that re-sending the next turn's piece as its own tail.
             let splitter = SegmentSplitter::for_tokenizer(&tokenizer).expect("cached");
@@ -852,15 +864,7 @@ mod tests {
         let splitter = SegmentSplitter::for_tokenizer(&tokenizer).expect("cached");
         assert!(splitter.cut.is_none());
         for (head, tail) in [("<think>\n", " \nabc"), ("<think>\r\n", " \nabc")] {
-            splitter
-                .encode_batch(&tokenizer, &[tail.to_owned()])
-                .unwrap();
-            let text = format!("{head}{tail}");
-            let served = splitter
-                .encode_batch(&tokenizer, std::slice::from_ref(&text))
-                .unwrap();
-            let whole = tokenizer.encode_fast(text.as_str(), false).unwrap();
-            assert_eq!(whole.get_ids(), served[0].as_slice(), "{text:?}");
+            assert_next_turn_exact(&splitter, &tokenizer, head, tail);
         }
     }
 
@@ -868,17 +872,10 @@ mod tests {
     fn no_cut_where_the_join_is_not_a_boundary() {
         let nfc = split_then_byte_level(serde_json::json!({"type": "NFC"}), false);
         let splitter = SegmentSplitter::for_tokenizer(&nfc).expect("cached");
-        // A combining mark first would compose with the header's last letter under NFC; a
-        // space first is one region with the header's newline (`\s*[\r\n]+` takes " \n"...
-        // here `\n` then ` x`: the expression decides, the join must not be cut blindly).
+        // A combining mark first could compose with the header's last character under NFC:
+        // the rule never cuts before one.
         for (head, reply) in [("model\ne", "\u{301}x"), ("assistant\n", "\u{301}x")] {
-            splitter.encode_batch(&nfc, &[reply.to_owned()]).unwrap();
-            let text = format!("{head}{reply}");
-            let served = splitter
-                .encode_batch(&nfc, std::slice::from_ref(&text))
-                .unwrap();
-            let whole = nfc.encode_fast(text.as_str(), false).unwrap();
-            assert_eq!(whole.get_ids(), served[0].as_slice(), "{text:?}");
+            assert_next_turn_exact(&splitter, &nfc, head, reply);
         }
         assert_eq!(
             splitter.joined(),
