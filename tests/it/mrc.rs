@@ -13,21 +13,7 @@ use litehit_core::facts::file::{FACTS_HEADER, append_fact_row};
 use litehit_core::facts::{FactRow, RequestFact};
 use litehit_report::{MrcCurves, MrcError, QuerySlots};
 
-/// xorshift64: deterministic test data without a dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, bound: u64) -> u64 {
-        self.next() % bound
-    }
-}
+use crate::common::rng::Rng;
 
 /// Three instances with different block geometries and canonical random curves.
 fn synthetic_facts(path: &Path, rows: usize) {

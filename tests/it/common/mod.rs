@@ -7,6 +7,7 @@ pub mod http;
 pub mod npm_tokenizers;
 pub mod opt_oracle;
 pub mod oracle;
+pub mod rng;
 pub mod traces;
 
 use std::path::{Path, PathBuf};

@@ -58,13 +58,8 @@ pub struct TreeRequest {
 
 /// `count` seeded random walks down one prefix tree (xorshift): reused paths, new branches.
 pub fn tree_walk_requests(walk: TreeWalk, seed: u64, count: usize) -> Vec<TreeRequest> {
-    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    let mut next = move |bound: u64| {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state % bound
-    };
+    let mut rng = super::rng::Rng::seeded(seed);
+    let mut next = move |bound: u64| rng.below(bound);
     let mut children: Vec<Vec<i64>> = vec![Vec::new()];
     (0..count)
         .map(|_| {

