@@ -498,8 +498,7 @@ impl QueryTotals {
             .lanes
             .as_ref()
             .and_then(LaneFingerprints::partial_pool_note);
-        let mut summary = self.into_summary();
-        summary.overall = overall;
+        let mut summary = self.into_summary_with(overall);
         summary.pool = pool;
         summary.lanes_in_several_files = several_files;
         summary.pool_note = pool_note;
@@ -511,6 +510,11 @@ impl QueryTotals {
     #[must_use]
     pub fn into_summary(self) -> QuerySummary {
         let overall = self.overall();
+        self.into_summary_with(overall)
+    }
+
+    /// [`Self::into_summary`] with its overall totals already summed.
+    fn into_summary_with(self, overall: SlotTotals) -> QuerySummary {
         let mut per_instance = self.instances;
         per_instance.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         QuerySummary {
